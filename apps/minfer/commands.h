@@ -1,0 +1,38 @@
+// How subcommands plug into main: each cmd_*.cpp defines a register_<name>_command that adds a
+// CLI11 subcommand and the function to run when it is chosen.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+namespace minfer::app {
+
+class CommandRegistry {
+ public:
+  void add(CLI::App* subcommand, std::function<int()> run) {
+    commands_.push_back({subcommand, std::move(run)});
+  }
+  int run_selected() const {
+    for (const auto& c : commands_) {
+      if (c.subcommand->parsed()) return c.run();
+    }
+    return 1;
+  }
+
+ private:
+  struct Command {
+    CLI::App* subcommand;
+    std::function<int()> run;
+  };
+  std::vector<Command> commands_;
+};
+
+void register_info_command(CLI::App& app, CommandRegistry& registry);
+
+inline void register_all_commands(CLI::App& app, CommandRegistry& registry) {
+  register_info_command(app, registry);
+}
+
+}  // namespace minfer::app

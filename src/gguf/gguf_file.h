@@ -1,0 +1,132 @@
+// A checked GGUF (v2, v3) reader. The file is hostile input: every count, length, offset and
+// dimension is checked against the file size and for overflow before use. Tensor data stays in
+// the read-only memory map (zero-copy).
+//
+// Layout (GGUF spec): magic "GGUF", u32 version, u64 tensor_count, u64 kv_count, the key/value
+// pairs, the tensor infos (name, u32 n_dims, u64 ne[n_dims], u32 type, u64 offset), padding to
+// `general.alignment` (default 32), then the data section; tensor offsets are relative to it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "core/mapped_file.h"
+#include "core/status.h"
+#include "gguf/gguf_value.h"
+#include "quant/ggml_type.h"
+
+namespace minfer {
+
+inline constexpr uint32_t kGgufDefaultAlignment = 32;
+inline constexpr size_t kGgufMaxDims = 4;
+// Caps on what one file may declare, far above any real model, so a crafted count or length is
+// rejected before anything is allocated for it.
+inline constexpr uint64_t kGgufMaxStringLength = 64ull << 20;  // the longest chat template ~100 KB
+inline constexpr uint64_t kGgufMaxArrayLength = 1ull << 26;    // vocabularies reach ~260 K entries
+inline constexpr uint32_t kGgufMaxAlignment = 1u << 20;
+inline constexpr int kGgufMaxArrayDepth = 2;
+
+struct GgufKeyValue {
+  std::string key;
+  GgufValue value;
+};
+
+struct GgufTensorInfo {
+  std::string name;
+  GgmlType type;
+  std::vector<uint64_t> shape;  // ggml order: shape[0] is the row length (contiguous)
+  uint64_t offset = 0;          // from the start of the data section
+  uint64_t n_elements = 0;
+  uint64_t n_bytes = 0;
+
+  uint64_t n_rows() const { return shape.empty() ? 0 : n_elements / shape[0]; }
+};
+
+class GgufFile {
+ public:
+  // Opens and validates a file; tensor data is mapped, not read.
+  static Result<std::unique_ptr<GgufFile>> open(const std::string& path);
+  // Validates a GGUF image held in memory; `bytes` must outlive the result. `name` appears in
+  // error messages. Used by the fuzzer and tests.
+  static Result<std::unique_ptr<GgufFile>> parse(std::span<const uint8_t> bytes, std::string name);
+
+  uint32_t version() const { return version_; }
+  uint32_t alignment() const { return alignment_; }
+  const std::string& name() const { return name_; }
+  uint64_t file_size() const { return bytes_.size(); }
+  uint64_t data_offset() const { return data_offset_; }
+
+  const std::vector<GgufKeyValue>& metadata() const { return metadata_; }
+  const GgufValue* find(std::string_view key) const;
+  bool has(std::string_view key) const { return find(key) != nullptr; }
+
+  // Typed access: the key must exist and hold exactly T's type.
+  template <typename T>
+  Result<T> get(std::string_view key) const;
+  // Like get, but returns `fallback` when the key is absent (a wrong type is still an error).
+  template <typename T>
+  Result<T> get_or(std::string_view key, T fallback) const;
+  Result<std::string> get_string(std::string_view key) const;
+  // Any integer type, widened to int64 (never narrowed, never from a float or string).
+  Result<int64_t> get_integer(std::string_view key) const;
+  // float32 or float64.
+  Result<double> get_floating(std::string_view key) const;
+  Result<const std::vector<std::string>*> get_string_array(std::string_view key) const;
+  template <typename T>
+  Result<std::vector<T>> get_array(std::string_view key) const;
+
+  const std::vector<GgufTensorInfo>& tensors() const { return tensors_; }
+  const GgufTensorInfo* find_tensor(std::string_view name) const;
+  // The tensor's bytes inside the map (validated at open).
+  std::span<const uint8_t> tensor_data(const GgufTensorInfo& tensor) const;
+
+ private:
+  GgufFile() = default;
+  Status type_error(std::string_view key, std::string_view expected, const GgufValue& v) const;
+  Status missing_key(std::string_view key) const;
+
+  friend class GgufParser;
+  std::unique_ptr<MappedFile> file_;  // null when parsing caller-owned bytes
+  std::span<const uint8_t> bytes_;
+  std::string name_;
+  uint32_t version_ = 0;
+  uint32_t alignment_ = kGgufDefaultAlignment;
+  uint64_t data_offset_ = 0;
+  std::vector<GgufKeyValue> metadata_;
+  std::unordered_map<std::string, size_t> key_index_;
+  std::vector<GgufTensorInfo> tensors_;
+  std::unordered_map<std::string, size_t> tensor_index_;
+};
+
+template <typename T>
+Result<T> GgufFile::get(std::string_view key) const {
+  const GgufValue* v = find(key);
+  if (v == nullptr) return missing_key(key);
+  std::optional<T> out = v->as<T>();
+  if (!out) return type_error(key, gguf_type_name(gguf_type_of<T>()), *v);
+  return *out;
+}
+
+template <typename T>
+Result<T> GgufFile::get_or(std::string_view key, T fallback) const {
+  if (!has(key)) return fallback;
+  return get<T>(key);
+}
+
+template <typename T>
+Result<std::vector<T>> GgufFile::get_array(std::string_view key) const {
+  const GgufValue* v = find(key);
+  if (v == nullptr) return missing_key(key);
+  std::optional<std::vector<T>> out = v->array_as<T>();
+  if (!out) {
+    return type_error(key, fmt::format("array of {}", gguf_type_name(gguf_type_of<T>())), *v);
+  }
+  return std::move(*out);
+}
+
+}  // namespace minfer

@@ -1,0 +1,166 @@
+#include "gguf/gguf_value.h"
+
+#include <cstdint>
+#include <limits>
+
+#include <fmt/format.h>
+
+namespace minfer {
+
+std::string_view gguf_type_name(GgufType type) {
+  switch (type) {
+    case GgufType::kUint8:
+      return "uint8";
+    case GgufType::kInt8:
+      return "int8";
+    case GgufType::kUint16:
+      return "uint16";
+    case GgufType::kInt16:
+      return "int16";
+    case GgufType::kUint32:
+      return "uint32";
+    case GgufType::kInt32:
+      return "int32";
+    case GgufType::kFloat32:
+      return "float32";
+    case GgufType::kBool:
+      return "bool";
+    case GgufType::kString:
+      return "string";
+    case GgufType::kArray:
+      return "array";
+    case GgufType::kUint64:
+      return "uint64";
+    case GgufType::kInt64:
+      return "int64";
+    case GgufType::kFloat64:
+      return "float64";
+  }
+  return "unknown";
+}
+
+bool gguf_type_is_valid(uint32_t id) {
+  return id <= static_cast<uint32_t>(GgufType::kFloat64);
+}
+
+size_t gguf_scalar_size(GgufType type) {
+  switch (type) {
+    case GgufType::kUint8:
+    case GgufType::kInt8:
+    case GgufType::kBool:
+      return 1;
+    case GgufType::kUint16:
+    case GgufType::kInt16:
+      return 2;
+    case GgufType::kUint32:
+    case GgufType::kInt32:
+    case GgufType::kFloat32:
+      return 4;
+    case GgufType::kUint64:
+    case GgufType::kInt64:
+    case GgufType::kFloat64:
+      return 8;
+    case GgufType::kString:
+    case GgufType::kArray:
+      return 0;
+  }
+  return 0;
+}
+
+GgufValue GgufValue::string(std::string value) {
+  GgufValue v;
+  v.type_ = GgufType::kString;
+  v.text_ = std::move(value);
+  return v;
+}
+
+GgufValue GgufValue::string_array(std::vector<std::string> values) {
+  GgufValue v;
+  v.type_ = GgufType::kArray;
+  v.element_type_ = GgufType::kString;
+  v.strings_ = std::move(values);
+  return v;
+}
+
+GgufValue GgufValue::array_of_arrays(std::vector<GgufValue> arrays) {
+  GgufValue v;
+  v.type_ = GgufType::kArray;
+  v.element_type_ = GgufType::kArray;
+  v.nested_ = std::move(arrays);
+  return v;
+}
+
+GgufValue GgufValue::scalar_array_from_bytes(GgufType element_type, std::vector<uint8_t> bytes) {
+  GgufValue v;
+  v.type_ = GgufType::kArray;
+  v.element_type_ = element_type;
+  v.array_bytes_ = std::move(bytes);
+  return v;
+}
+
+size_t GgufValue::array_size() const {
+  if (!is_array()) return 0;
+  switch (element_type_) {
+    case GgufType::kString:
+      return strings_.size();
+    case GgufType::kArray:
+      return nested_.size();
+    default:
+      return array_bytes_.size() / gguf_scalar_size(element_type_);
+  }
+}
+
+std::optional<int64_t> GgufValue::as_integer() const {
+  switch (type_) {
+    case GgufType::kUint8:
+      return static_cast<int64_t>(*as<uint8_t>());
+    case GgufType::kInt8:
+      return static_cast<int64_t>(*as<int8_t>());
+    case GgufType::kUint16:
+      return static_cast<int64_t>(*as<uint16_t>());
+    case GgufType::kInt16:
+      return static_cast<int64_t>(*as<int16_t>());
+    case GgufType::kUint32:
+      return static_cast<int64_t>(*as<uint32_t>());
+    case GgufType::kInt32:
+      return static_cast<int64_t>(*as<int32_t>());
+    case GgufType::kInt64:
+      return *as<int64_t>();
+    case GgufType::kUint64: {
+      const uint64_t u = *as<uint64_t>();
+      if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return std::nullopt;
+      return static_cast<int64_t>(u);
+    }
+    default:
+      return std::nullopt;
+  }
+}
+
+std::optional<double> GgufValue::as_floating() const {
+  if (type_ == GgufType::kFloat32) return static_cast<double>(*as<float>());
+  if (type_ == GgufType::kFloat64) return *as<double>();
+  return std::nullopt;
+}
+
+std::string GgufValue::describe(size_t max_chars) const {
+  switch (type_) {
+    case GgufType::kString: {
+      std::string s = text_.size() > max_chars ? text_.substr(0, max_chars) + "…" : text_;
+      return fmt::format("\"{}\"", s);
+    }
+    case GgufType::kArray:
+      return fmt::format("[{} × {}]", gguf_type_name(element_type_), array_size());
+    case GgufType::kBool:
+      return *as<bool>() ? "true" : "false";
+    case GgufType::kFloat32:
+      return fmt::format("{}", *as<float>());
+    case GgufType::kFloat64:
+      return fmt::format("{}", *as<double>());
+    case GgufType::kUint64:
+      return fmt::format("{}", *as<uint64_t>());
+    default:
+      return fmt::format("{}", *as_integer());
+  }
+}
+
+}  // namespace minfer

@@ -1,0 +1,77 @@
+#include "test_util.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <stdexcept>
+
+namespace minfer::test {
+
+namespace fs = std::filesystem;
+
+std::string test_data_dir() {
+  if (const char* env = std::getenv("MINFER_TEST_DATA"); env != nullptr && *env != '\0') {
+    return fs::is_directory(env) ? std::string(env) : std::string();
+  }
+  const fs::path fallback(MINFER_DEFAULT_TEST_DATA);
+  return fs::is_directory(fallback / "models") ? fs::weakly_canonical(fallback).string()
+                                               : std::string();
+}
+
+std::string test_data_path(const std::string& relative) {
+  return test_data_dir() + "/" + relative;
+}
+
+std::string minfer_binary() {
+  if (const char* env = std::getenv("MINFER_BIN"); env != nullptr && *env != '\0') return env;
+  return std::string(MINFER_BINARY_DIR) + "/minfer";
+}
+
+static std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+CommandResult run_command(const std::string& command) {
+  TempDir dir;
+  const std::string out_path = dir.file("stdout");
+  const std::string err_path = dir.file("stderr");
+  const std::string full = command + " >'" + out_path + "' 2>'" + err_path + "' </dev/null";
+  const int status = std::system(full.c_str());
+  CommandResult result;
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  result.out = slurp(out_path);
+  result.err = slurp(err_path);
+  return result;
+}
+
+TempDir::TempDir() {
+  std::string pattern = (fs::temp_directory_path() / "minfer-test-XXXXXX").string();
+  if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+  path_ = pattern;
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  fs::remove_all(path_, ec);
+}
+
+std::vector<uint8_t> read_file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + path);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void write_file_bytes(const std::string& path, const std::vector<uint8_t>& bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(bytes.data()),
+            static_cast<std::streamsize>(bytes.size()));
+  if (!out) throw std::runtime_error("cannot write " + path);
+}
+
+}  // namespace minfer::test

@@ -1,0 +1,55 @@
+// Helpers shared by the test programs.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace minfer::test {
+
+// The shared test data folder: $MINFER_TEST_DATA, else ../shared beside the source tree.
+// Empty when neither exists.
+std::string test_data_dir();
+
+// Path of a file under the shared test data folder (no existence check).
+std::string test_data_path(const std::string& relative);
+
+// The built `minfer` binary ($MINFER_BIN, else <build>/minfer).
+std::string minfer_binary();
+
+// Runs a shell command, capturing stdout and stderr separately.
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+CommandResult run_command(const std::string& command);
+
+// A fresh empty directory under the system temp dir, removed when the object dies.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+std::vector<uint8_t> read_file_bytes(const std::string& path);
+void write_file_bytes(const std::string& path, const std::vector<uint8_t>& bytes);
+
+}  // namespace minfer::test
+
+// Skips the test, visibly, when the shared test data is missing.
+#define MINFER_REQUIRE_TEST_DATA()                                                              \
+  do {                                                                                          \
+    if (::minfer::test::test_data_dir().empty()) {                                              \
+      GTEST_SKIP() << "shared test data not found (set MINFER_TEST_DATA or provide ../shared)"; \
+    }                                                                                           \
+  } while (0)
