@@ -1,0 +1,215 @@
+#include "sampling/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <unordered_map>
+
+namespace minfer {
+
+namespace {
+
+void sort_descending(std::vector<Candidate>& candidates) {
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [](const Candidate& a, const Candidate& b) { return a.logit > b.logit; });
+}
+
+bool is_sorted_descending(const std::vector<Candidate>& candidates) {
+  return std::is_sorted(candidates.begin(), candidates.end(),
+                        [](const Candidate& a, const Candidate& b) { return a.logit > b.logit; });
+}
+
+}  // namespace
+
+Status validate(const SamplerParams& params, int32_t n_vocab) {
+  auto bad = [](const char* field, double value, const char* expected) {
+    return make_error(ErrorCode::kInvalidArgument, "[sampler] {} is {}, expected {}", field, value,
+                      expected);
+  };
+  if (!std::isfinite(params.temperature)) return bad("temperature", params.temperature, "a number");
+  if (!(params.top_p >= 0.0f && params.top_p <= 1.0f)) return bad("top_p", params.top_p, "0..1");
+  if (!(params.min_p >= 0.0f && params.min_p <= 1.0f)) return bad("min_p", params.min_p, "0..1");
+  if (!(params.repeat_penalty > 0.0f) || !std::isfinite(params.repeat_penalty)) {
+    return bad("repeat_penalty", params.repeat_penalty, "a number > 0");
+  }
+  if (!std::isfinite(params.frequency_penalty)) {
+    return bad("frequency_penalty", params.frequency_penalty, "a number");
+  }
+  if (!std::isfinite(params.presence_penalty)) {
+    return bad("presence_penalty", params.presence_penalty, "a number");
+  }
+  if (params.repeat_last_n < -1) return bad("repeat_last_n", params.repeat_last_n, "≥ -1");
+  for (const auto& [id, bias] : params.logit_bias) {
+    if (id < 0 || id >= n_vocab) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        "[sampler] logit_bias token id {} is out of range (n_vocab {})", id,
+                        n_vocab);
+    }
+    if (std::isnan(bias)) {
+      return make_error(ErrorCode::kInvalidArgument, "[sampler] logit_bias for token {} is NaN",
+                        id);
+    }
+  }
+  return Status::ok();
+}
+
+void apply_logit_bias(std::vector<Candidate>& candidates,
+                      std::span<const std::pair<int32_t, float>> bias) {
+  if (bias.empty()) return;
+  // Candidates start in id order (index == id); after a sort, fall back to a lookup.
+  std::unordered_map<int32_t, float> by_id;
+  for (const auto& [id, b] : bias) by_id[id] += b;
+  for (Candidate& c : candidates) {
+    auto it = by_id.find(c.id);
+    if (it != by_id.end()) c.logit += it->second;
+  }
+}
+
+void apply_penalties(std::vector<Candidate>& candidates, std::span<const int32_t> recent,
+                     float repeat_penalty, float frequency_penalty, float presence_penalty) {
+  if (recent.empty() ||
+      (repeat_penalty == 1.0f && frequency_penalty == 0.0f && presence_penalty == 0.0f)) {
+    return;
+  }
+  std::unordered_map<int32_t, int> counts;
+  for (int32_t id : recent) ++counts[id];
+  for (Candidate& c : candidates) {
+    auto it = counts.find(c.id);
+    if (it == counts.end()) continue;
+    if (c.logit <= 0.0f) {
+      c.logit *= repeat_penalty;
+    } else {
+      c.logit /= repeat_penalty;
+    }
+    c.logit -= static_cast<float>(it->second) * frequency_penalty + presence_penalty;
+  }
+}
+
+void apply_top_k(std::vector<Candidate>& candidates, int32_t k) {
+  if (k <= 0 || static_cast<size_t>(k) >= candidates.size()) {
+    return;
+  }
+  std::partial_sort(candidates.begin(), candidates.begin() + k, candidates.end(),
+                    [](const Candidate& a, const Candidate& b) {
+                      return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
+                    });
+  candidates.resize(static_cast<size_t>(k));
+}
+
+void softmax_candidates(std::vector<Candidate>& candidates) {
+  if (!is_sorted_descending(candidates)) sort_descending(candidates);
+  const double max_logit = candidates.front().logit;  // subtract the max first (invariant 7)
+  double sum = 0.0;
+  for (const Candidate& c : candidates) sum += std::exp(static_cast<double>(c.logit) - max_logit);
+  for (Candidate& c : candidates) {
+    c.p = static_cast<float>(std::exp(static_cast<double>(c.logit) - max_logit) / sum);
+  }
+}
+
+void apply_top_p(std::vector<Candidate>& candidates, float p) {
+  if (p >= 1.0f || candidates.size() <= 1) return;
+  softmax_candidates(candidates);
+  double cumulative = 0.0;
+  size_t keep = candidates.size();
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    cumulative += candidates[i].p;
+    if (cumulative >= p) {
+      keep = i + 1;
+      break;
+    }
+  }
+  candidates.resize(std::max<size_t>(keep, 1));
+}
+
+void apply_min_p(std::vector<Candidate>& candidates, float min_p) {
+  if (min_p <= 0.0f || candidates.size() <= 1) return;
+  // p_i ≥ min_p · p_max  ⇔  logit_i ≥ logit_max + ln(min_p)
+  float max_logit = -std::numeric_limits<float>::infinity();
+  for (const Candidate& c : candidates) max_logit = std::max(max_logit, c.logit);
+  const float threshold = max_logit + std::log(min_p);
+  std::vector<Candidate> kept;
+  kept.reserve(candidates.size());
+  for (const Candidate& c : candidates) {
+    if (c.logit >= threshold) kept.push_back(c);
+  }
+  candidates = std::move(kept);
+}
+
+void apply_temperature(std::vector<Candidate>& candidates, float temperature) {
+  if (temperature <= 0.0f || temperature == 1.0f) return;
+  for (Candidate& c : candidates) c.logit /= temperature;
+}
+
+size_t argmax(std::span<const Candidate> candidates) {
+  size_t best = 0;
+  for (size_t i = 1; i < candidates.size(); ++i) {
+    const Candidate& c = candidates[i];
+    const Candidate& b = candidates[best];
+    if (c.logit > b.logit || (c.logit == b.logit && c.id < b.id)) best = i;
+  }
+  return best;
+}
+
+uint64_t SeededRandom::next_u64() {
+  // SplitMix64 (Steele, Lea, Flood 2014).
+  uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+double SeededRandom::next_unit() {
+  return static_cast<double>(next_u64() >> 11) * 0x1.0p-53;  // 53 random mantissa bits
+}
+
+size_t draw(std::span<const Candidate> candidates, SeededRandom& random) {
+  const double u = random.next_unit();
+  double cumulative = 0.0;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    cumulative += candidates[i].p;
+    if (u < cumulative) return i;
+  }
+  return candidates.size() - 1;  // rounding left u just above the total
+}
+
+Sampler::Sampler(SamplerParams params, int32_t n_vocab)
+    : params_(std::move(params)), n_vocab_(n_vocab), random_(params_.seed) {}
+
+void Sampler::accept(int32_t token) {
+  if (params_.repeat_last_n == 0) return;
+  history_.push_back(token);
+  if (params_.repeat_last_n > 0) {
+    while (history_.size() > static_cast<size_t>(params_.repeat_last_n)) history_.pop_front();
+  }
+}
+
+void Sampler::reset() {
+  history_.clear();
+  random_ = SeededRandom(params_.seed);
+}
+
+int32_t Sampler::sample(std::span<const float> logits) {
+  MINFER_CHECK(logits.size() == static_cast<size_t>(n_vocab_), "logits row size != n_vocab");
+  candidates_.resize(logits.size());
+  for (size_t i = 0; i < logits.size(); ++i) {
+    candidates_[i] = {static_cast<int32_t>(i), logits[i], 0.0f};
+  }
+  apply_logit_bias(candidates_, params_.logit_bias);
+  const std::vector<int32_t> recent(history_.begin(), history_.end());
+  apply_penalties(candidates_, recent, params_.repeat_penalty, params_.frequency_penalty,
+                  params_.presence_penalty);
+  if (params_.temperature <= 0.0f) {
+    // Greedy: no sort of the whole vocabulary; the chosen token is the only candidate left.
+    const Candidate best = candidates_[argmax(candidates_)];
+    candidates_.assign(1, {best.id, best.logit, 1.0f});
+    return best.id;
+  }
+  apply_top_k(candidates_, params_.top_k);
+  apply_top_p(candidates_, params_.top_p);
+  apply_min_p(candidates_, params_.min_p);
+  apply_temperature(candidates_, params_.temperature);
+  softmax_candidates(candidates_);
+  return candidates_[draw(candidates_, random_)].id;
+}
+
+}  // namespace minfer

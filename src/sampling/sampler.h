@@ -1,0 +1,96 @@
+// The sampler chain (DESIGN.md §4, llama.cpp's order and defaults):
+//   logit bias → penalties (repeat / frequency / presence over the last N tokens) → top-k → top-p
+//   → min-p → temperature → seeded draw;  temperature ≤ 0 is greedy (argmax).
+// Each stage is a free function over a candidate list so it can be tested on hand-made logits.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "core/check.h"
+#include "core/status.h"
+
+namespace minfer {
+
+struct SamplerParams {
+  float temperature = 0.8f;     // ≤ 0: greedy
+  int32_t top_k = 40;           // ≤ 0: off
+  float top_p = 0.95f;          // ≥ 1: off
+  float min_p = 0.05f;          // ≤ 0: off
+  float repeat_penalty = 1.0f;  // 1: off
+  int32_t repeat_last_n = 64;   // 0: off, -1: the whole history
+  float frequency_penalty = 0.0f;
+  float presence_penalty = 0.0f;
+  uint64_t seed = 42;
+  std::vector<std::pair<int32_t, float>> logit_bias;  // (token id, added to its logit)
+};
+
+// Checks ranges (e.g. top_p in [0, 1]); errors name the field.
+Status validate(const SamplerParams& params, int32_t n_vocab);
+
+struct Candidate {
+  int32_t id;
+  float logit;
+  float p;  // probability after the last softmax; 0 until one ran
+};
+
+// The stages. Each keeps at least one candidate. Stages that sort leave candidates sorted by logit,
+// descending.
+void apply_logit_bias(std::vector<Candidate>& candidates,
+                      std::span<const std::pair<int32_t, float>> bias);
+// `recent` is the penalty window, oldest first. Repeat: a positive logit is divided by the penalty,
+// a negative one multiplied; then logit -= count * frequency + (count > 0) * presence.
+void apply_penalties(std::vector<Candidate>& candidates, std::span<const int32_t> recent,
+                     float repeat_penalty, float frequency_penalty, float presence_penalty);
+void apply_top_k(std::vector<Candidate>& candidates, int32_t k);
+void apply_top_p(std::vector<Candidate>& candidates, float p);
+// Keeps candidates whose probability is at least min_p times the most likely one's.
+void apply_min_p(std::vector<Candidate>& candidates, float min_p);
+void apply_temperature(std::vector<Candidate>& candidates, float temperature);
+// Softmax over the logits, in double, max subtracted first; fills `p` and sorts descending.
+void softmax_candidates(std::vector<Candidate>& candidates);
+// The index of the highest logit (the lowest id among equal maxima).
+size_t argmax(std::span<const Candidate> candidates);
+
+// A reproducible stream of uniform doubles in [0, 1) from a seed (SplitMix64: fixed across
+// platforms and standard libraries, unlike std::uniform_real_distribution).
+class SeededRandom {
+ public:
+  explicit SeededRandom(uint64_t seed) : state_(seed) {}
+  uint64_t next_u64();
+  double next_unit();
+
+ private:
+  uint64_t state_;
+};
+
+// Draws one candidate index from the probabilities `p` (which must sum to ~1).
+size_t draw(std::span<const Candidate> candidates, SeededRandom& random);
+
+class Sampler {
+ public:
+  Sampler(SamplerParams params, int32_t n_vocab);
+
+  // Runs the chain on one row of logits [n_vocab] and returns the token id. Does not record it:
+  // call accept() with the token that is actually used.
+  int32_t sample(std::span<const float> logits);
+  // Adds a token to the penalty history (prompt tokens too, as llama.cpp does).
+  void accept(int32_t token);
+  void reset();
+
+  // The candidates after the last sample()'s chain, with probabilities (for logprobs).
+  const std::vector<Candidate>& last_candidates() const { return candidates_; }
+  const SamplerParams& params() const { return params_; }
+
+ private:
+  SamplerParams params_;
+  int32_t n_vocab_;
+  SeededRandom random_;
+  std::deque<int32_t> history_;  // the last repeat_last_n accepted tokens, oldest first
+  std::vector<Candidate> candidates_;
+};
+
+}  // namespace minfer

@@ -1,0 +1,160 @@
+#include "sampling/sampler.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+
+namespace minfer {
+namespace {
+
+std::vector<Candidate> make(std::vector<float> logits) {
+  std::vector<Candidate> out;
+  for (size_t i = 0; i < logits.size(); ++i) out.push_back({static_cast<int32_t>(i), logits[i], 0});
+  return out;
+}
+
+std::vector<int32_t> ids(const std::vector<Candidate>& c) {
+  std::vector<int32_t> out;
+  for (const Candidate& x : c) out.push_back(x.id);
+  return out;
+}
+
+TEST(Sampler, LogitBiasAddsToTheNamedTokens) {
+  auto c = make({1, 2, 3});
+  const std::vector<std::pair<int32_t, float>> bias = {{0, 5.0f}, {2, -1.0f}};
+  apply_logit_bias(c, bias);
+  EXPECT_FLOAT_EQ(c[0].logit, 6.0f);
+  EXPECT_FLOAT_EQ(c[1].logit, 2.0f);
+  EXPECT_FLOAT_EQ(c[2].logit, 2.0f);
+}
+
+TEST(Sampler, RepeatPenaltyDividesPositiveAndMultipliesNegativeLogits) {
+  auto c = make({2.0f, -2.0f, 4.0f});
+  const std::vector<int32_t> recent = {0, 1, 1};
+  apply_penalties(c, recent, 2.0f, 0.0f, 0.0f);
+  EXPECT_FLOAT_EQ(c[0].logit, 1.0f);
+  EXPECT_FLOAT_EQ(c[1].logit, -4.0f);
+  EXPECT_FLOAT_EQ(c[2].logit, 4.0f);  // not in the window
+}
+
+TEST(Sampler, FrequencyAndPresencePenaltiesSubtractPerCountAndOnce) {
+  auto c = make({10.0f, 10.0f, 10.0f});
+  const std::vector<int32_t> recent = {0, 0, 0, 1};
+  apply_penalties(c, recent, 1.0f, 0.5f, 0.25f);
+  EXPECT_FLOAT_EQ(c[0].logit, 10.0f - 3 * 0.5f - 0.25f);
+  EXPECT_FLOAT_EQ(c[1].logit, 10.0f - 0.5f - 0.25f);
+  EXPECT_FLOAT_EQ(c[2].logit, 10.0f);
+}
+
+TEST(Sampler, TopKKeepsTheKHighestSorted) {
+  auto c = make({0.1f, 3.0f, -1.0f, 2.0f, 2.5f});
+  apply_top_k(c, 3);
+  EXPECT_EQ(ids(c), (std::vector<int32_t>{1, 4, 3}));
+  auto all = make({1, 2});
+  apply_top_k(all, 0);
+  EXPECT_EQ(all.size(), 2u);
+}
+
+TEST(Sampler, SoftmaxSubtractsTheMaxAndSumsToOne) {
+  auto c = make({1000.0f, 1000.0f, -1000.0f});  // would overflow without the max subtracted
+  softmax_candidates(c);
+  EXPECT_FLOAT_EQ(c[0].p, 0.5f);
+  EXPECT_FLOAT_EQ(c[1].p, 0.5f);
+  EXPECT_EQ(c[2].p, 0.0f);
+}
+
+TEST(Sampler, TopPKeepsTheSmallestSetReachingP) {
+  // probabilities ∝ e^(ln 0.5), e^(ln 0.3), e^(ln 0.2) → 0.5, 0.3, 0.2
+  auto c = make({std::log(0.5f), std::log(0.3f), std::log(0.2f)});
+  apply_top_p(c, 0.75f);
+  EXPECT_EQ(ids(c), (std::vector<int32_t>{0, 1}));
+  auto d = make({std::log(0.5f), std::log(0.3f), std::log(0.2f)});
+  apply_top_p(d, 0.4f);
+  EXPECT_EQ(ids(d), (std::vector<int32_t>{0}));
+}
+
+TEST(Sampler, MinPDropsTokensBelowAFractionOfTheBest) {
+  auto c = make({std::log(0.6f), std::log(0.3f), std::log(0.05f), std::log(0.05f)});
+  apply_min_p(c, 0.1f);  // threshold 0.06
+  EXPECT_EQ(ids(c), (std::vector<int32_t>{0, 1}));
+}
+
+TEST(Sampler, TemperatureScalesLogits) {
+  auto c = make({2.0f, -4.0f});
+  apply_temperature(c, 0.5f);
+  EXPECT_FLOAT_EQ(c[0].logit, 4.0f);
+  EXPECT_FLOAT_EQ(c[1].logit, -8.0f);
+}
+
+TEST(Sampler, GreedyAtTemperatureZeroPicksArgmaxLowestIdOnTies) {
+  SamplerParams params;
+  params.temperature = 0.0f;
+  Sampler sampler(params, 4);
+  const std::vector<float> logits = {1.0f, 5.0f, 5.0f, -2.0f};
+  EXPECT_EQ(sampler.sample(logits), 1);
+}
+
+TEST(Sampler, TheSameSeedGivesTheSameDraws) {
+  SamplerParams params;
+  params.temperature = 1.0f;
+  params.top_k = 0;
+  params.top_p = 1.0f;
+  params.min_p = 0.0f;
+  const std::vector<float> logits = {0.0f, 0.1f, 0.2f, 0.3f, 0.4f, 0.5f, 0.6f, 0.7f};
+  auto run = [&](uint64_t seed) {
+    params.seed = seed;
+    Sampler s(params, 8);
+    std::vector<int32_t> out;
+    for (int i = 0; i < 64; ++i) out.push_back(s.sample(logits));
+    return out;
+  };
+  EXPECT_EQ(run(42), run(42));
+  EXPECT_NE(run(42), run(43));
+}
+
+TEST(Sampler, DrawsFollowTheDistribution) {
+  SamplerParams params;
+  params.temperature = 1.0f;
+  params.top_k = 0;
+  params.top_p = 1.0f;
+  params.min_p = 0.0f;
+  Sampler s(params, 3);
+  const std::vector<float> logits = {std::log(0.7f), std::log(0.2f), std::log(0.1f)};
+  std::map<int32_t, int> counts;
+  const int n = 20000;
+  for (int i = 0; i < n; ++i) ++counts[s.sample(logits)];
+  EXPECT_NEAR(counts[0] / double(n), 0.7, 0.02);
+  EXPECT_NEAR(counts[1] / double(n), 0.2, 0.02);
+  EXPECT_NEAR(counts[2] / double(n), 0.1, 0.02);
+}
+
+TEST(Sampler, PenaltyHistoryKeepsTheLastN) {
+  SamplerParams params;
+  params.temperature = 0.0f;
+  params.repeat_penalty = 100.0f;
+  params.repeat_last_n = 2;
+  Sampler s(params, 3);
+  const std::vector<float> logits = {3.0f, 2.0f, 1.0f};
+  s.accept(0);
+  EXPECT_EQ(s.sample(logits), 1);  // 0 is penalised to 0.03
+  s.accept(1);
+  s.accept(2);  // 0 left the window of 2
+  EXPECT_EQ(s.sample(logits), 0);
+}
+
+TEST(Sampler, ValidateNamesTheBadField) {
+  SamplerParams params;
+  params.top_p = 1.5f;
+  Status st = validate(params, 10);
+  ASSERT_FALSE(st.is_ok());
+  EXPECT_NE(st.message().find("top_p"), std::string::npos);
+  params.top_p = 0.9f;
+  params.logit_bias = {{10, 1.0f}};
+  st = validate(params, 10);
+  ASSERT_FALSE(st.is_ok());
+  EXPECT_NE(st.message().find("token id 10"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace minfer
