@@ -47,13 +47,24 @@ class GgufParser {
   }
 
   Status read_string(std::string& out, std::string_view what) {
+    return read_string_labelled(out, [what] { return std::string(what); });
+  }
+
+  // `label()` names the string for an error message; it is only called on failure, so reading
+  // a 150 K-entry vocabulary formats no per-entry names.
+  template <typename Label>
+  Status read_string_labelled(std::string& out, const Label& label) {
     uint64_t length = 0;
-    MINFER_RETURN_IF_ERROR(read(length, fmt::format("{} (string length)", what)));
-    if (length > kGgufMaxStringLength) {
-      return fail("{}: string length {} exceeds the cap of {} bytes", what, length,
-                  kGgufMaxStringLength);
+    if (remaining() < sizeof(length)) {
+      return read(length, fmt::format("{} (string length)", label()));
     }
-    if (length > remaining()) {
+    MINFER_RETURN_IF_ERROR(read(length, "string length"));
+    if (length > kGgufMaxStringLength || length > remaining()) {
+      const std::string what = label();
+      if (length > kGgufMaxStringLength) {
+        return fail("{}: string length {} exceeds the cap of {} bytes", what, length,
+                    kGgufMaxStringLength);
+      }
       return fail("{}: string length {} at offset {} is past the end of the file ({} bytes left)",
                   what, length, pos_ - 8, remaining());
     }
@@ -193,7 +204,8 @@ class GgufParser {
     if (element_type == GgufType::kString) {
       std::vector<std::string> strings(length);
       for (uint64_t i = 0; i < length; ++i) {
-        MINFER_RETURN_IF_ERROR(read_string(strings[i], fmt::format("{}[{}]", what, i)));
+        MINFER_RETURN_IF_ERROR(
+            read_string_labelled(strings[i], [&] { return fmt::format("{}[{}]", what, i); }));
       }
       out = GgufValue::string_array(std::move(strings));
     } else if (element_type == GgufType::kArray) {
@@ -218,8 +230,11 @@ class GgufParser {
   Status parse_key_value(uint64_t index) {
     GgufKeyValue kv;
     MINFER_RETURN_IF_ERROR(read_string(kv.key, fmt::format("metadata key #{}", index)));
-    const std::string what = fmt::format("key '{}'", kv.key);
-    if (file_.key_index_.count(kv.key) != 0) return fail("duplicate metadata {}", what);
+    const std::string what = fmt::format("key '{}'", gguf_escape(kv.key));
+    if (auto it = file_.key_index_.find(kv.key); it != file_.key_index_.end()) {
+      return fail("duplicate metadata {}: key #{} repeats key #{} (expected unique keys)", what,
+                  index, it->second);
+    }
     GgufType type{};
     MINFER_RETURN_IF_ERROR(read_value_type(type, what));
     MINFER_RETURN_IF_ERROR(parse_value(type, kv.value, what, 0));
@@ -247,8 +262,11 @@ class GgufParser {
   Status parse_tensor_info(uint64_t index) {
     GgufTensorInfo t;
     MINFER_RETURN_IF_ERROR(read_string(t.name, fmt::format("tensor #{} name", index)));
-    const std::string what = fmt::format("tensor '{}'", t.name);
-    if (file_.tensor_index_.count(t.name) != 0) return fail("duplicate {}", what);
+    const std::string what = fmt::format("tensor '{}'", gguf_escape(t.name));
+    if (auto it = file_.tensor_index_.find(t.name); it != file_.tensor_index_.end()) {
+      return fail("duplicate {}: tensor #{} repeats tensor #{} (expected unique names)", what,
+                  index, it->second);
+    }
     uint32_t n_dims = 0;
     MINFER_RETURN_IF_ERROR(read(n_dims, what + " n_dims"));
     if (n_dims == 0 || n_dims > kGgufMaxDims) {
@@ -258,9 +276,10 @@ class GgufParser {
     uint64_t n_elements = 1;
     for (uint32_t d = 0; d < n_dims; ++d) {
       MINFER_RETURN_IF_ERROR(read(t.shape[d], fmt::format("{} dimension {}", what, d)));
-      if (t.shape[d] == 0) return fail("{}: dimension {} is 0", what, d);
+      if (t.shape[d] == 0) return fail("{}: dimension {} is 0, expected at least 1", what, d);
       if (t.shape[d] > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) / n_elements) {
-        return fail("{}: element count overflows at dimension {} ({})", what, d, t.shape[d]);
+        return fail("{}: element count overflows at dimension {}: {} x {} exceeds {}", what, d,
+                    n_elements, t.shape[d], std::numeric_limits<int64_t>::max());
       }
       n_elements *= t.shape[d];
     }
@@ -268,7 +287,12 @@ class GgufParser {
     uint32_t type_id = 0;
     MINFER_RETURN_IF_ERROR(read(type_id, what + " type"));
     const std::optional<GgmlTypeInfo> info = ggml_type_info(type_id);
-    if (!info) return fail("{}: unknown tensor type id {}", what, type_id);
+    if (!info) {
+      return fail(
+          "{}: unknown tensor type id {} (expected a ggml type id, e.g. 0 = f32 .. 39 = "
+          "mxfp4)",
+          what, type_id);
+    }
     t.type = info->type;
     if (t.shape[0] % info->block_size != 0) {
       return fail("{}: row length {} is not a multiple of the {} block size {}", what, t.shape[0],
@@ -304,7 +328,7 @@ class GgufParser {
         return fail(
             "tensor '{}': data at offset {} + {} bytes is past the end of the data section "
             "({} bytes)",
-            t.name, t.offset, t.n_bytes, data_size);
+            gguf_escape(t.name), t.offset, t.n_bytes, data_size);
       }
     }
     std::vector<const GgufTensorInfo*> by_offset;
@@ -317,8 +341,11 @@ class GgufParser {
       const GgufTensorInfo& prev = *by_offset[i - 1];
       const GgufTensorInfo& cur = *by_offset[i];
       if (prev.offset + prev.n_bytes > cur.offset) {
-        return fail("tensor '{}' (offset {}, {} bytes) overlaps tensor '{}' (offset {})", prev.name,
-                    prev.offset, prev.n_bytes, cur.name, cur.offset);
+        return fail(
+            "tensor '{}' (offset {}, {} bytes) overlaps tensor '{}': expected it to start at "
+            "offset {} or later, got {}",
+            gguf_escape(prev.name), prev.offset, prev.n_bytes, gguf_escape(cur.name),
+            prev.offset + prev.n_bytes, cur.offset);
       }
     }
     return Status::ok();

@@ -1,5 +1,6 @@
 #include "gguf/gguf_value.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 
@@ -65,6 +66,26 @@ size_t gguf_scalar_size(GgufType type) {
       return 0;
   }
   return 0;
+}
+
+std::string gguf_escape(std::string_view text, size_t max_chars) {
+  size_t end = std::min(text.size(), max_chars);
+  // Back off to a UTF-8 lead byte so a cut never splits a character.
+  if (end < text.size()) {
+    while (end > 0 && (static_cast<uint8_t>(text[end]) & 0xC0) == 0x80) --end;
+  }
+  std::string out;
+  out.reserve(end + 16);
+  for (size_t i = 0; i < end; ++i) {
+    const auto c = static_cast<uint8_t>(text[i]);
+    if (c < 0x20 || c == 0x7F || c == '\\') {
+      out += fmt::format("\\x{:02x}", c);
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  if (end < text.size()) out += fmt::format("... ({} bytes)", text.size());
+  return out;
 }
 
 GgufValue GgufValue::string(std::string value) {

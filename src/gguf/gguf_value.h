@@ -35,6 +35,11 @@ bool gguf_type_is_valid(uint32_t id);
 // Bytes of one scalar of this type; 0 for string and array.
 size_t gguf_scalar_size(GgufType type);
 
+// A key, tensor name or string value from a file made safe for a one-line message: control
+// bytes become \xNN (so a crafted name cannot break a line or drive a terminal), and text past
+// `max_chars` bytes is cut at a UTF-8 boundary and marked with the full length.
+std::string gguf_escape(std::string_view text, size_t max_chars = 80);
+
 // The GGUF type that stores a C++ scalar type.
 template <typename T>
 constexpr GgufType gguf_type_of() {

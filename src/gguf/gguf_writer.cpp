@@ -1,5 +1,7 @@
 #include "gguf/gguf_writer.h"
 
+#include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -63,6 +65,10 @@ void put_array_body(ByteSink& sink, const GgufValue& v) {
 }  // namespace
 
 void GgufWriter::set(const std::string& key, GgufValue value) {
+  // Keep the data layout in step with the key the reader will follow.
+  if (key == "general.alignment") {
+    if (std::optional<uint32_t> a = value.as<uint32_t>()) alignment_ = *a;
+  }
   for (auto& [k, v] : metadata_) {
     if (k == key) {
       v = std::move(value);
@@ -73,7 +79,6 @@ void GgufWriter::set(const std::string& key, GgufValue value) {
 }
 
 void GgufWriter::set_alignment(uint32_t alignment) {
-  alignment_ = alignment;
   set_scalar<uint32_t>("general.alignment", alignment);
 }
 
@@ -85,8 +90,17 @@ Status GgufWriter::add_tensor(const std::string& name, GgmlType type, std::vecto
                       "expected 1..4",
                       name, shape.size());
   }
+  // The reader rejects empty and overflowing shapes; refuse to write them.
   uint64_t n_elements = 1;
-  for (uint64_t d : shape) n_elements *= d;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 0 || shape[d] > static_cast<uint64_t>(INT64_MAX) / n_elements) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        "[gguf-writer] tensor '{}': dimension {} is {}, expected 1.. with an "
+                        "element count below 2^63",
+                        name, d, shape[d]);
+    }
+    n_elements *= shape[d];
+  }
   const GgmlTypeInfo& info = ggml_type_info(type);
   const std::optional<uint64_t> row_bytes = ggml_row_bytes(type, shape[0]);
   if (!row_bytes) {
@@ -111,6 +125,10 @@ Status GgufWriter::add_tensor(const std::string& name, GgmlType type, std::vecto
 }
 
 Result<std::vector<uint8_t>> GgufWriter::serialize() const {
+  if (alignment_ == 0 || (alignment_ & (alignment_ - 1)) != 0) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "[gguf-writer] alignment is {}, expected a power of two", alignment_);
+  }
   ByteSink sink;
   sink.put_bytes("GGUF", 4);
   sink.put<uint32_t>(3);
