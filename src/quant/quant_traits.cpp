@@ -1,0 +1,152 @@
+#include "quant/quant_traits.h"
+
+#include <array>
+#include <cstring>
+
+#include "core/check.h"
+#include "quant/quantize.h"
+
+namespace minfer {
+
+namespace {
+
+// Adapters from the typed row functions to the void* table signature.
+template <typename Block, void (*Fn)(const Block*, float*, int64_t)>
+void to_float_adapter(const void* src, float* dst, int64_t n) {
+  Fn(static_cast<const Block*>(src), dst, n);
+}
+template <typename Block, void (*Fn)(const float*, Block*, int64_t)>
+void from_float_adapter(const float* src, void* dst, int64_t n) {
+  Fn(src, static_cast<Block*>(dst), n);
+}
+
+void f32_to_float(const void* src, float* dst, int64_t n) {
+  std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+}
+void f32_from_float(const float* src, void* dst, int64_t n) {
+  std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+}
+
+struct Row {
+  GgmlType type;
+  ToFloatFn to_float;
+  FromFloatFn from_float;
+  GgmlType vec_dot_type;
+};
+
+// clang-format off
+constexpr std::array kRows = {
+  Row{GgmlType::kF32,  f32_to_float, f32_from_float, GgmlType::kF32},
+  Row{GgmlType::kF16,  to_float_adapter<uint16_t, fp16_to_fp32_row>,
+                       from_float_adapter<uint16_t, fp32_to_fp16_row>, GgmlType::kF16},
+  Row{GgmlType::kBF16, to_float_adapter<uint16_t, bf16_to_fp32_row>,
+                       from_float_adapter<uint16_t, fp32_to_bf16_row>, GgmlType::kBF16},
+  Row{GgmlType::kQ4_0, to_float_adapter<BlockQ4_0, dequantize_row_q4_0>,
+                       from_float_adapter<BlockQ4_0, quantize_row_q4_0>, GgmlType::kQ8_0},
+  Row{GgmlType::kQ4_1, to_float_adapter<BlockQ4_1, dequantize_row_q4_1>,
+                       from_float_adapter<BlockQ4_1, quantize_row_q4_1>, GgmlType::kQ8_1},
+  Row{GgmlType::kQ5_0, to_float_adapter<BlockQ5_0, dequantize_row_q5_0>,
+                       from_float_adapter<BlockQ5_0, quantize_row_q5_0>, GgmlType::kQ8_0},
+  Row{GgmlType::kQ5_1, to_float_adapter<BlockQ5_1, dequantize_row_q5_1>,
+                       from_float_adapter<BlockQ5_1, quantize_row_q5_1>, GgmlType::kQ8_1},
+  Row{GgmlType::kQ8_0, to_float_adapter<BlockQ8_0, dequantize_row_q8_0>,
+                       from_float_adapter<BlockQ8_0, quantize_row_q8_0>, GgmlType::kQ8_0},
+  Row{GgmlType::kQ8_1, to_float_adapter<BlockQ8_1, dequantize_row_q8_1>,
+                       from_float_adapter<BlockQ8_1, quantize_row_q8_1>, GgmlType::kQ8_1},
+  Row{GgmlType::kQ2_K, to_float_adapter<BlockQ2K, dequantize_row_q2_K>,
+                       from_float_adapter<BlockQ2K, quantize_row_q2_K>, GgmlType::kQ8_K},
+  Row{GgmlType::kQ3_K, to_float_adapter<BlockQ3K, dequantize_row_q3_K>,
+                       from_float_adapter<BlockQ3K, quantize_row_q3_K>, GgmlType::kQ8_K},
+  Row{GgmlType::kQ4_K, to_float_adapter<BlockQ4K, dequantize_row_q4_K>,
+                       from_float_adapter<BlockQ4K, quantize_row_q4_K>, GgmlType::kQ8_K},
+  Row{GgmlType::kQ5_K, to_float_adapter<BlockQ5K, dequantize_row_q5_K>,
+                       from_float_adapter<BlockQ5K, quantize_row_q5_K>, GgmlType::kQ8_K},
+  Row{GgmlType::kQ6_K, to_float_adapter<BlockQ6K, dequantize_row_q6_K>,
+                       from_float_adapter<BlockQ6K, quantize_row_q6_K>, GgmlType::kQ8_K},
+  Row{GgmlType::kQ8_K, to_float_adapter<BlockQ8K, dequantize_row_q8_K>,
+                       from_float_adapter<BlockQ8K, quantize_row_q8_K>, GgmlType::kQ8_K},
+};
+// clang-format on
+
+// The traits, with the block geometry taken from the GGUF type table (one source of truth).
+struct Table {
+  std::array<QuantTraits, kRows.size()> traits;
+  Table() {
+    for (size_t i = 0; i < kRows.size(); ++i) {
+      const GgmlTypeInfo& info = ggml_type_info(kRows[i].type);
+      traits[i] = QuantTraits{kRows[i].type,     info.block_size,     info.bytes_per_block,
+                              kRows[i].to_float, kRows[i].from_float, kRows[i].vec_dot_type};
+    }
+  }
+};
+
+const Table& table() {
+  static const Table kTable;
+  return kTable;
+}
+
+// Expected bytes for n elements, or an error naming what is wrong.
+Result<uint64_t> checked_row_bytes(const char* what, GgmlType type, uint64_t n) {
+  const QuantTraits* traits = quant_traits(type);
+  if (traits == nullptr) {
+    return make_error(ErrorCode::kUnsupported, "[quant] {}: type {} is not supported", what,
+                      ggml_type_info(type).name);
+  }
+  if (n % traits->block_size != 0) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "[quant] {} {}: element count must be a multiple of {}, got {}", what,
+                      ggml_type_info(type).name, traits->block_size, n);
+  }
+  return n / traits->block_size * traits->bytes_per_block;
+}
+
+}  // namespace
+
+const QuantTraits* quant_traits(GgmlType type) {
+  for (const QuantTraits& t : table().traits) {
+    if (t.type == type) return &t;
+  }
+  return nullptr;
+}
+
+void dequantize_row(GgmlType type, const void* src, float* dst, int64_t n) {
+  const QuantTraits* traits = quant_traits(type);
+  MINFER_CHECK(traits != nullptr, "dequantize_row: type without quant traits");
+  MINFER_CHECK(n >= 0 && n % traits->block_size == 0,
+               "dequantize_row: n is not a multiple of the block size");
+  traits->to_float(src, dst, n);
+}
+
+void quantize_row(GgmlType type, const float* src, void* dst, int64_t n) {
+  const QuantTraits* traits = quant_traits(type);
+  MINFER_CHECK(traits != nullptr, "quantize_row: type without quant traits");
+  MINFER_CHECK(n >= 0 && n % traits->block_size == 0,
+               "quantize_row: n is not a multiple of the block size");
+  traits->from_float(src, dst, n);
+}
+
+Status dequantize_checked(GgmlType type, std::span<const uint8_t> src, std::span<float> dst) {
+  Result<uint64_t> bytes = checked_row_bytes("dequantize", type, dst.size());
+  if (!bytes.is_ok()) return bytes.status();
+  if (src.size() != *bytes) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "[quant] dequantize {}: {} elements need {} bytes, got {}",
+                      ggml_type_info(type).name, dst.size(), *bytes, src.size());
+  }
+  quant_traits(type)->to_float(src.data(), dst.data(), static_cast<int64_t>(dst.size()));
+  return Status::ok();
+}
+
+Status quantize_checked(GgmlType type, std::span<const float> src, std::span<uint8_t> dst) {
+  Result<uint64_t> bytes = checked_row_bytes("quantize", type, src.size());
+  if (!bytes.is_ok()) return bytes.status();
+  if (dst.size() != *bytes) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "[quant] quantize {}: {} elements need {} bytes, got {}",
+                      ggml_type_info(type).name, src.size(), *bytes, dst.size());
+  }
+  quant_traits(type)->from_float(src.data(), dst.data(), static_cast<int64_t>(src.size()));
+  return Status::ok();
+}
+
+}  // namespace minfer

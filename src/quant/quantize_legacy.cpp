@@ -1,0 +1,241 @@
+// The plain float rows and the 32-element block types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1).
+// Every float operation below is written in the order llama.cpp's reference quantizers
+// (ggml-quants.c, quantize_row_*_ref) perform it, so that the bytes are identical; the
+// comments say where a choice (truncation, clamping, the rounding rule) matters.
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+
+#include "quant/fp16.h"
+#include "quant/quantize.h"
+
+namespace minfer {
+
+void fp32_to_fp16_row(const float* x, uint16_t* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = fp32_to_fp16(x[i]);
+}
+void fp16_to_fp32_row(const uint16_t* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = fp16_to_fp32(x[i]);
+}
+void fp32_to_bf16_row(const float* x, uint16_t* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = fp32_to_bf16(x[i]);
+}
+void bf16_to_fp32_row(const uint16_t* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = bf16_to_fp32(x[i]);
+}
+
+namespace {
+
+// The element of largest magnitude, with its sign (the first one on ties), and that magnitude.
+struct SignedMax {
+  float value = 0.0f;
+  float magnitude = 0.0f;
+};
+SignedMax signed_absmax(const float* x, int n) {
+  SignedMax m;
+  for (int j = 0; j < n; ++j) {
+    if (m.magnitude < std::fabs(x[j])) {
+      m.magnitude = std::fabs(x[j]);
+      m.value = x[j];
+    }
+  }
+  return m;
+}
+
+struct MinMax {
+  float min = FLT_MAX;
+  float max = -FLT_MAX;
+};
+MinMax min_max(const float* x, int n) {
+  MinMax m;
+  for (int j = 0; j < n; ++j) {
+    m.min = std::min(m.min, x[j]);
+    m.max = std::max(m.max, x[j]);
+  }
+  return m;
+}
+
+float absmax(const float* x, int n) {
+  float amax = 0.0f;
+  for (int j = 0; j < n; ++j) amax = std::max(amax, std::fabs(x[j]));
+  return amax;
+}
+
+uint32_t load_u32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+}  // namespace
+
+void quantize_row_q4_0(const float* x, BlockQ4_0* y, int64_t n) {
+  const int64_t nb = n / kQK4_0;
+  for (int64_t i = 0; i < nb; ++i, x += kQK4_0) {
+    // The signed extreme maps to -8, so the full 16 levels are used on its side.
+    const float d = signed_absmax(x, kQK4_0).value / -8;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[i].d = fp32_to_fp16(d);
+    for (int j = 0; j < kQK4_0 / 2; ++j) {
+      // x * id lies in [-8, 8]; adding 8.5 then truncating rounds half up (values are >= 0).
+      const int q0 = std::min(15, static_cast<int>(x[j] * id + 8.5f));
+      const int q1 = std::min(15, static_cast<int>(x[j + kQK4_0 / 2] * id + 8.5f));
+      y[i].qs[j] = static_cast<uint8_t>(q0 | (q1 << 4));
+    }
+  }
+}
+
+void quantize_row_q4_1(const float* x, BlockQ4_1* y, int64_t n) {
+  const int64_t nb = n / kQK4_1;
+  for (int64_t i = 0; i < nb; ++i, x += kQK4_1) {
+    const MinMax mm = min_max(x, kQK4_1);
+    const float d = (mm.max - mm.min) / 15;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[i].d = fp32_to_fp16(d);
+    y[i].m = fp32_to_fp16(mm.min);
+    for (int j = 0; j < kQK4_1 / 2; ++j) {
+      const int q0 = std::min(15, static_cast<int>((x[j] - mm.min) * id + 0.5f));
+      const int q1 = std::min(15, static_cast<int>((x[j + kQK4_1 / 2] - mm.min) * id + 0.5f));
+      y[i].qs[j] = static_cast<uint8_t>(q0 | (q1 << 4));
+    }
+  }
+}
+
+void quantize_row_q5_0(const float* x, BlockQ5_0* y, int64_t n) {
+  const int64_t nb = n / kQK5_0;
+  for (int64_t i = 0; i < nb; ++i, x += kQK5_0) {
+    const float d = signed_absmax(x, kQK5_0).value / -16;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[i].d = fp32_to_fp16(d);
+    uint32_t qh = 0;
+    for (int j = 0; j < kQK5_0 / 2; ++j) {
+      const int q0 = std::min(31, static_cast<int>(x[j] * id + 16.5f));
+      const int q1 = std::min(31, static_cast<int>(x[j + kQK5_0 / 2] * id + 16.5f));
+      y[i].qs[j] = static_cast<uint8_t>((q0 & 0xf) | ((q1 & 0xf) << 4));
+      qh |= static_cast<uint32_t>(q0 >> 4) << j;
+      qh |= static_cast<uint32_t>(q1 >> 4) << (j + kQK5_0 / 2);
+    }
+    std::memcpy(y[i].qh, &qh, sizeof(qh));
+  }
+}
+
+void quantize_row_q5_1(const float* x, BlockQ5_1* y, int64_t n) {
+  const int64_t nb = n / kQK5_1;
+  for (int64_t i = 0; i < nb; ++i, x += kQK5_1) {
+    const MinMax mm = min_max(x, kQK5_1);
+    const float d = (mm.max - mm.min) / 31;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[i].d = fp32_to_fp16(d);
+    y[i].m = fp32_to_fp16(mm.min);
+    uint32_t qh = 0;
+    for (int j = 0; j < kQK5_1 / 2; ++j) {
+      // (x - min) * id <= 31 up to rounding, so the clamp never changes a value; it only
+      // guards the 5-bit packing.
+      const int q0 = std::min(31, static_cast<int>((x[j] - mm.min) * id + 0.5f));
+      const int q1 = std::min(31, static_cast<int>((x[j + kQK5_1 / 2] - mm.min) * id + 0.5f));
+      y[i].qs[j] = static_cast<uint8_t>((q0 & 0xf) | ((q1 & 0xf) << 4));
+      qh |= static_cast<uint32_t>(q0 >> 4) << j;
+      qh |= static_cast<uint32_t>(q1 >> 4) << (j + kQK5_1 / 2);
+    }
+    std::memcpy(y[i].qh, &qh, sizeof(qh));
+  }
+}
+
+void quantize_row_q8_0(const float* x, BlockQ8_0* y, int64_t n) {
+  const int64_t nb = n / kQK8_0;
+  for (int64_t i = 0; i < nb; ++i, x += kQK8_0) {
+    const float d = absmax(x, kQK8_0) / 127;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[i].d = fp32_to_fp16(d);
+    // C's roundf: halfway cases away from zero (llama.cpp's reference; its AVX path rounds
+    // halfway cases to even, which differs only on exact ties).
+    for (int j = 0; j < kQK8_0; ++j) y[i].qs[j] = static_cast<int8_t>(std::round(x[j] * id));
+  }
+}
+
+void quantize_row_q8_1(const float* x, BlockQ8_1* y, int64_t n) {
+  const int64_t nb = n / kQK8_1;
+  for (int64_t i = 0; i < nb; ++i, x += kQK8_1) {
+    const float d = absmax(x, kQK8_1) / 127;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[i].d = fp32_to_fp16(d);
+    int sum = 0;
+    for (int j = 0; j < kQK8_1; ++j) {
+      y[i].qs[j] = static_cast<int8_t>(std::round(x[j] * id));
+      sum += y[i].qs[j];
+    }
+    // s uses the unrounded float d, as llama.cpp's reference does.
+    y[i].s = fp32_to_fp16(static_cast<float>(sum) * d);
+  }
+}
+
+void dequantize_row_q4_0(const BlockQ4_0* x, float* y, int64_t n) {
+  const int64_t nb = n / kQK4_0;
+  for (int64_t i = 0; i < nb; ++i, y += kQK4_0) {
+    const float d = fp16_to_fp32(x[i].d);
+    for (int j = 0; j < kQK4_0 / 2; ++j) {
+      y[j] = static_cast<float>((x[i].qs[j] & 0xf) - 8) * d;
+      y[j + kQK4_0 / 2] = static_cast<float>((x[i].qs[j] >> 4) - 8) * d;
+    }
+  }
+}
+
+void dequantize_row_q4_1(const BlockQ4_1* x, float* y, int64_t n) {
+  const int64_t nb = n / kQK4_1;
+  for (int64_t i = 0; i < nb; ++i, y += kQK4_1) {
+    const float d = fp16_to_fp32(x[i].d);
+    const float m = fp16_to_fp32(x[i].m);
+    for (int j = 0; j < kQK4_1 / 2; ++j) {
+      y[j] = static_cast<float>(x[i].qs[j] & 0xf) * d + m;
+      y[j + kQK4_1 / 2] = static_cast<float>(x[i].qs[j] >> 4) * d + m;
+    }
+  }
+}
+
+void dequantize_row_q5_0(const BlockQ5_0* x, float* y, int64_t n) {
+  const int64_t nb = n / kQK5_0;
+  for (int64_t i = 0; i < nb; ++i, y += kQK5_0) {
+    const float d = fp16_to_fp32(x[i].d);
+    const uint32_t qh = load_u32(x[i].qh);
+    for (int j = 0; j < kQK5_0 / 2; ++j) {
+      const int h0 = static_cast<int>((qh >> j) & 1u) << 4;
+      const int h1 = static_cast<int>((qh >> (j + kQK5_0 / 2)) & 1u) << 4;
+      y[j] = static_cast<float>(((x[i].qs[j] & 0xf) | h0) - 16) * d;
+      y[j + kQK5_0 / 2] = static_cast<float>(((x[i].qs[j] >> 4) | h1) - 16) * d;
+    }
+  }
+}
+
+void dequantize_row_q5_1(const BlockQ5_1* x, float* y, int64_t n) {
+  const int64_t nb = n / kQK5_1;
+  for (int64_t i = 0; i < nb; ++i, y += kQK5_1) {
+    const float d = fp16_to_fp32(x[i].d);
+    const float m = fp16_to_fp32(x[i].m);
+    const uint32_t qh = load_u32(x[i].qh);
+    for (int j = 0; j < kQK5_1 / 2; ++j) {
+      const int h0 = static_cast<int>((qh >> j) & 1u) << 4;
+      const int h1 = static_cast<int>((qh >> (j + kQK5_1 / 2)) & 1u) << 4;
+      y[j] = static_cast<float>((x[i].qs[j] & 0xf) | h0) * d + m;
+      y[j + kQK5_1 / 2] = static_cast<float>((x[i].qs[j] >> 4) | h1) * d + m;
+    }
+  }
+}
+
+void dequantize_row_q8_0(const BlockQ8_0* x, float* y, int64_t n) {
+  const int64_t nb = n / kQK8_0;
+  for (int64_t i = 0; i < nb; ++i, y += kQK8_0) {
+    const float d = fp16_to_fp32(x[i].d);
+    for (int j = 0; j < kQK8_0; ++j) y[j] = static_cast<float>(x[i].qs[j]) * d;
+  }
+}
+
+void dequantize_row_q8_1(const BlockQ8_1* x, float* y, int64_t n) {
+  const int64_t nb = n / kQK8_1;
+  for (int64_t i = 0; i < nb; ++i, y += kQK8_1) {
+    const float d = fp16_to_fp32(x[i].d);
+    for (int j = 0; j < kQK8_1; ++j) y[j] = static_cast<float>(x[i].qs[j]) * d;
+  }
+}
+
+}  // namespace minfer
