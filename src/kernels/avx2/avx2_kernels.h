@@ -1,0 +1,41 @@
+// The AVX2 kernels behind avx2_table (declarations only: safe to include anywhere, but call
+// them only on a CPU that runs AVX2, FMA and F16C). Semantics: kernel_table.h.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/kernel_table.h"
+
+namespace minfer::kernels::avx2 {
+
+void rms_norm(const float* x, const float* w, float eps, int64_t n, float* y);
+void softmax(const float* x, int64_t n, float* y);
+void silu(const float* x, int64_t n, float* y);
+void swiglu(const float* gate, const float* up, int64_t n, float* y);
+void add(const float* a, const float* b, int64_t n, float* y);
+void mul(const float* a, const float* b, int64_t n, float* y);
+void scale(const float* x, float s, int64_t n, float* y);
+void rope(float* x, int64_t n_head, int64_t head_dim, int64_t n_rot, const float* cos_sin,
+          RopeStyle style);
+float dot_f32(const float* a, const float* b, int64_t n);
+void axpy_f32(float a, const float* x, int64_t n, float* y);
+void f16_to_f32(const uint16_t* x, int64_t n, float* y);
+void f32_to_f16(const float* x, int64_t n, uint16_t* y);
+void bf16_to_f32(const uint16_t* x, int64_t n, float* y);
+void f32_to_bf16(const float* x, int64_t n, uint16_t* y);
+// QuantizeRowFn wrappers of f32_to_f16 / f32_to_bf16 for the F16 / BF16 activations.
+void act_f16(const float* x, void* y, int64_t n);
+void act_bf16(const float* x, void* y, int64_t n);
+
+void matmul_tile_f32(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
+                     const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
+                     int64_t y_stride);
+void matmul_tile_f16(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
+                     const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
+                     int64_t y_stride);
+void matmul_tile_bf16(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
+                      const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
+                      int64_t y_stride);
+
+}  // namespace minfer::kernels::avx2

@@ -1,0 +1,71 @@
+// Helpers for the AVX2 translation units only (include nowhere else: they compile to AVX2).
+// Every function is `static inline` so each TU keeps its own copy: an inline function with
+// external linkage compiled with -mavx2 could be chosen by the linker for non-AVX2 callers.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+namespace minfer::kernels::avx2 {
+
+// e^x for 8 floats, within ~2 ulp of expf: x = n ln2 + r with |r| <= ln2/2, e^r by its degree-7
+// Taylor polynomial (truncation error < 1e-8 relative), 2^n applied in two halves so that
+// results down to the subnormal range come out right. x below -103.5 (where expf is at most the
+// smallest subnormal) gives exactly 0, so exp(-inf) = 0; x above 88.73 gives +inf.
+static inline __m256 exp_ps(__m256 x) {
+  const __m256 lo_limit = _mm256_set1_ps(-103.5f);
+  const __m256 xc = _mm256_min_ps(_mm256_max_ps(x, lo_limit), _mm256_set1_ps(89.0f));
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(1.44269504088896341f)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  // ln2 split so that n * kLn2Hi is exact for |n| < 2^9.
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), xc);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.428606765330187e-06f), r);
+  __m256 p = _mm256_set1_ps(1.0f / 5040.0f);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 720.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  const __m256i ni = _mm256_cvtps_epi32(n);
+  const __m256i n1 = _mm256_srai_epi32(ni, 1);
+  const __m256i n2 = _mm256_sub_epi32(ni, n1);
+  const __m256i bias = _mm256_set1_epi32(127);
+  const __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, bias), 23));
+  const __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, bias), 23));
+  const __m256 result = _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
+  return _mm256_andnot_ps(_mm256_cmp_ps(x, lo_limit, _CMP_LT_OQ), result);
+}
+
+static inline float hsum_ps(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+static inline float hmax_ps(__m256 v) {
+  __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_max_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// 8 floats to bf16 with round-to-nearest-even; NaN stays a quiet NaN (as quant/fp16.h).
+static inline __m128i f32_to_bf16_8(__m256 v) {
+  const __m256i bits = _mm256_castps_si256(v);
+  const __m256i magnitude = _mm256_and_si256(bits, _mm256_set1_epi32(0x7fffffff));
+  const __m256i is_nan = _mm256_cmpgt_epi32(magnitude, _mm256_set1_epi32(0x7f800000));
+  const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(1));
+  const __m256i rounded = _mm256_srli_epi32(
+      _mm256_add_epi32(bits, _mm256_add_epi32(odd, _mm256_set1_epi32(0x7fff))), 16);
+  const __m256i nan = _mm256_or_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(0x40));
+  const __m256i out = _mm256_blendv_epi8(rounded, nan, is_nan);
+  // packus works per 128-bit lane: [a0..a3 b0..b3 | a4..a7 b4..b7] -> fix the order.
+  const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(out, out), 0xD8);
+  return _mm256_castsi256_si128(packed);
+}
+
+}  // namespace minfer::kernels::avx2

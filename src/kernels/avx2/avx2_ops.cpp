@@ -1,0 +1,245 @@
+// AVX2 + FMA + F16C vector ops. Compiled with -mavx2 -mfma -mf16c: called only through
+// avx2_table after dispatch has checked the CPU. Everything here is internal except the
+// functions the table names, and no header with inline code is included (an inline function
+// compiled here with AVX2 could be picked by the linker for a caller on an older CPU).
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "kernels/avx2/avx2_kernels.h"
+#include "kernels/avx2/avx2_math.h"
+
+namespace minfer::kernels::avx2 {
+namespace {
+
+// The lanes [0, n) of a vector, n in [0, 8].
+__m256i lane_mask(int64_t n) {
+  const __m256i index = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), index);
+}
+
+// Applies op to whole vectors, then to the tail through masked loads/stores so that tails run
+// the same arithmetic as the body.
+template <typename Op>
+void map1(const float* x, int64_t n, float* y, Op op) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, op(_mm256_loadu_ps(x + i)));
+  if (i < n) {
+    const __m256i m = lane_mask(n - i);
+    _mm256_maskstore_ps(y + i, m, op(_mm256_maskload_ps(x + i, m)));
+  }
+}
+
+template <typename Op>
+void map2(const float* a, const float* b, int64_t n, float* y, Op op) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    _mm256_storeu_ps(y + i, op(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i)));
+  }
+  if (i < n) {
+    const __m256i m = lane_mask(n - i);
+    _mm256_maskstore_ps(y + i, m, op(_mm256_maskload_ps(a + i, m), _mm256_maskload_ps(b + i, m)));
+  }
+}
+
+__m256 silu_ps(__m256 x) {
+  const __m256 one = _mm256_set1_ps(1.0f);
+  const __m256 e = exp_ps(_mm256_sub_ps(_mm256_setzero_ps(), x));
+  return _mm256_div_ps(x, _mm256_add_ps(one, e));
+}
+
+// Adds the squares of 8 floats to two double accumulators.
+void add_squares(__m256 v, __m256d& acc0, __m256d& acc1) {
+  const __m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(v));
+  const __m256d hi = _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1));
+  acc0 = _mm256_fmadd_pd(lo, lo, acc0);
+  acc1 = _mm256_fmadd_pd(hi, hi, acc1);
+}
+
+void add_values(__m256 v, __m256d& acc0, __m256d& acc1) {
+  acc0 = _mm256_add_pd(acc0, _mm256_cvtps_pd(_mm256_castps256_ps128(v)));
+  acc1 = _mm256_add_pd(acc1, _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
+}
+
+double hsum_pd(__m256d v) {
+  const __m128d s = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
+  return _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)));
+}
+
+}  // namespace
+
+void rms_norm(const float* x, const float* w, float eps, int64_t n, float* y) {
+  __m256d acc0 = _mm256_setzero_pd(), acc1 = _mm256_setzero_pd();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) add_squares(_mm256_loadu_ps(x + i), acc0, acc1);
+  if (i < n) add_squares(_mm256_maskload_ps(x + i, lane_mask(n - i)), acc0, acc1);
+  const double sum = hsum_pd(_mm256_add_pd(acc0, acc1));
+  const float mean = static_cast<float>(sum / static_cast<double>(n));
+  const __m256 scale = _mm256_set1_ps(1.0f / __builtin_sqrtf(mean + eps));
+  map2(x, w, n, y,
+       [scale](__m256 xv, __m256 wv) { return _mm256_mul_ps(_mm256_mul_ps(xv, scale), wv); });
+}
+
+void softmax(const float* x, int64_t n, float* y) {
+  __m256 vmax = _mm256_set1_ps(-__builtin_inff());
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) vmax = _mm256_max_ps(vmax, _mm256_loadu_ps(x + i));
+  float max = hmax_ps(vmax);
+  for (; i < n; ++i) max = x[i] > max ? x[i] : max;
+  const __m256 vm = _mm256_set1_ps(max);
+  __m256d acc0 = _mm256_setzero_pd(), acc1 = _mm256_setzero_pd();
+  for (i = 0; i + 8 <= n; i += 8) {
+    const __m256 e = exp_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), vm));
+    _mm256_storeu_ps(y + i, e);
+    add_values(e, acc0, acc1);
+  }
+  if (i < n) {
+    const __m256i m = lane_mask(n - i);
+    // Masked-off lanes load 0 and give exp(0 - max): zero them before summing.
+    const __m256 e = _mm256_and_ps(exp_ps(_mm256_sub_ps(_mm256_maskload_ps(x + i, m), vm)),
+                                   _mm256_castsi256_ps(m));
+    _mm256_maskstore_ps(y + i, m, e);
+    add_values(e, acc0, acc1);
+  }
+  const float inv = static_cast<float>(1.0 / hsum_pd(_mm256_add_pd(acc0, acc1)));
+  const __m256 vinv = _mm256_set1_ps(inv);
+  map1(y, n, y, [vinv](__m256 v) { return _mm256_mul_ps(v, vinv); });
+}
+
+void silu(const float* x, int64_t n, float* y) {
+  map1(x, n, y, silu_ps);
+}
+
+void swiglu(const float* gate, const float* up, int64_t n, float* y) {
+  map2(gate, up, n, y, [](__m256 g, __m256 u) { return _mm256_mul_ps(silu_ps(g), u); });
+}
+
+void add(const float* a, const float* b, int64_t n, float* y) {
+  map2(a, b, n, y, [](__m256 u, __m256 v) { return _mm256_add_ps(u, v); });
+}
+
+void mul(const float* a, const float* b, int64_t n, float* y) {
+  map2(a, b, n, y, [](__m256 u, __m256 v) { return _mm256_mul_ps(u, v); });
+}
+
+void scale(const float* x, float s, int64_t n, float* y) {
+  const __m256 vs = _mm256_set1_ps(s);
+  map1(x, n, y, [vs](__m256 v) { return _mm256_mul_ps(v, vs); });
+}
+
+void rope(float* x, int64_t n_head, int64_t head_dim, int64_t n_rot, const float* cos_sin,
+          RopeStyle style) {
+  const int64_t half = n_rot / 2;
+  const float* cosv = cos_sin;
+  const float* sinv = cos_sin + half;
+  for (int64_t h = 0; h < n_head; ++h) {
+    float* head = x + h * head_dim;
+    int64_t i = 0;
+    if (style == RopeStyle::kNeox) {
+      for (; i + 8 <= half; i += 8) {
+        const __m256 c = _mm256_loadu_ps(cosv + i), s = _mm256_loadu_ps(sinv + i);
+        const __m256 x0 = _mm256_loadu_ps(head + i), x1 = _mm256_loadu_ps(head + half + i);
+        _mm256_storeu_ps(head + i, _mm256_fmsub_ps(x0, c, _mm256_mul_ps(x1, s)));
+        _mm256_storeu_ps(head + half + i, _mm256_fmadd_ps(x0, s, _mm256_mul_ps(x1, c)));
+      }
+      for (; i < half; ++i) {
+        const float x0 = head[i], x1 = head[half + i];
+        head[i] = __builtin_fmaf(x0, cosv[i], -(x1 * sinv[i]));
+        head[half + i] = __builtin_fmaf(x0, sinv[i], x1 * cosv[i]);
+      }
+    } else {
+      // 4 pairs per vector: x = [a0 b0 a1 b1 …], c = [c0 c0 c1 c1 …];
+      // fmaddsub gives even lanes a*c - b*s and odd lanes b*c + a*s.
+      const __m256i dup = _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3);
+      for (; i + 4 <= half; i += 4) {
+        const __m256 c =
+            _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_loadu_ps(cosv + i)), dup);
+        const __m256 s =
+            _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_loadu_ps(sinv + i)), dup);
+        const __m256 v = _mm256_loadu_ps(head + 2 * i);
+        const __m256 swapped = _mm256_permute_ps(v, 0xB1);
+        _mm256_storeu_ps(head + 2 * i, _mm256_fmaddsub_ps(v, c, _mm256_mul_ps(swapped, s)));
+      }
+      for (; i < half; ++i) {
+        const float x0 = head[2 * i], x1 = head[2 * i + 1];
+        head[2 * i] = __builtin_fmaf(x0, cosv[i], -(x1 * sinv[i]));
+        head[2 * i + 1] = __builtin_fmaf(x1, cosv[i], x0 * sinv[i]);
+      }
+    }
+  }
+}
+
+float dot_f32(const float* a, const float* b, int64_t n) {
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
+    acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), acc1);
+  }
+  for (; i < n; i += 8) {
+    const __m256i m = lane_mask(n - i < 8 ? n - i : 8);
+    acc0 = _mm256_fmadd_ps(_mm256_maskload_ps(a + i, m), _mm256_maskload_ps(b + i, m), acc0);
+  }
+  return hsum_ps(_mm256_add_ps(acc0, acc1));
+}
+
+void axpy_f32(float a, const float* x, int64_t n, float* y) {
+  const __m256 va = _mm256_set1_ps(a);
+  map2(x, y, n, y, [va](__m256 xv, __m256 yv) { return _mm256_fmadd_ps(va, xv, yv); });
+}
+
+void f16_to_f32(const uint16_t* x, int64_t n, float* y) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    _mm256_storeu_ps(y + i,
+                     _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i))));
+  }
+  for (; i < n; ++i) y[i] = _cvtsh_ss(x[i]);
+}
+
+void f32_to_f16(const float* x, int64_t n, uint16_t* y) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+  }
+  for (; i < n; ++i) y[i] = _cvtss_sh(x[i], _MM_FROUND_TO_NEAREST_INT);
+}
+
+void bf16_to_f32(const uint16_t* x, int64_t n, float* y) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256i v =
+        _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i)));
+    _mm256_storeu_ps(y + i, _mm256_castsi256_ps(_mm256_slli_epi32(v, 16)));
+  }
+  for (; i < n; ++i) {
+    const __m256i v = _mm256_set1_epi32(static_cast<int>(static_cast<uint32_t>(x[i]) << 16));
+    y[i] = _mm256_cvtss_f32(_mm256_castsi256_ps(v));
+  }
+}
+
+void f32_to_bf16(const float* x, int64_t n, uint16_t* y) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i packed = f32_to_bf16_8(_mm256_loadu_ps(x + i));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i), packed);
+  }
+  if (i < n) {
+    alignas(32) float in[8] = {};
+    alignas(16) uint16_t out[8];
+    for (int64_t k = i; k < n; ++k) in[k - i] = x[k];
+    _mm_store_si128(reinterpret_cast<__m128i*>(out), f32_to_bf16_8(_mm256_load_ps(in)));
+    for (int64_t k = i; k < n; ++k) y[k] = out[k - i];
+  }
+}
+
+void act_f16(const float* x, void* y, int64_t n) {
+  f32_to_f16(x, n, static_cast<uint16_t*>(y));
+}
+
+void act_bf16(const float* x, void* y, int64_t n) {
+  f32_to_bf16(x, n, static_cast<uint16_t*>(y));
+}
+
+}  // namespace minfer::kernels::avx2

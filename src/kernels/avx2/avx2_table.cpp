@@ -1,0 +1,41 @@
+#include "kernels/avx2/avx2_kernels.h"
+#include "quant/ggml_type.h"
+
+namespace minfer::kernels {
+namespace {
+
+constexpr int slot(GgmlType type) {
+  return static_cast<int>(type);
+}
+
+constexpr KernelTable make_avx2_table() {
+  KernelTable t{};
+  t.isa = Isa::kAvx2;
+  t.name = "avx2";
+  t.rms_norm = avx2::rms_norm;
+  t.softmax = avx2::softmax;
+  t.silu = avx2::silu;
+  t.swiglu = avx2::swiglu;
+  t.add = avx2::add;
+  t.mul = avx2::mul;
+  t.scale = avx2::scale;
+  t.rope = avx2::rope;
+  t.dot_f32 = avx2::dot_f32;
+  t.axpy_f32 = avx2::axpy_f32;
+  t.f16_to_f32 = avx2::f16_to_f32;
+  t.f32_to_f16 = avx2::f32_to_f16;
+  t.bf16_to_f32 = avx2::bf16_to_f32;
+  t.f32_to_bf16 = avx2::f32_to_bf16;
+  t.matmul_tile[slot(GgmlType::kF32)] = avx2::matmul_tile_f32;
+  t.matmul_tile[slot(GgmlType::kF16)] = avx2::matmul_tile_f16;
+  t.matmul_tile[slot(GgmlType::kBF16)] = avx2::matmul_tile_bf16;
+  t.quantize_act[slot(GgmlType::kF16)] = avx2::act_f16;
+  t.quantize_act[slot(GgmlType::kBF16)] = avx2::act_bf16;
+  return t;
+}
+
+}  // namespace
+
+constinit const KernelTable avx2_table = make_avx2_table();
+
+}  // namespace minfer::kernels

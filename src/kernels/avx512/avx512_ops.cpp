@@ -1,0 +1,199 @@
+// AVX-512 vector ops (F/BW/VL/DQ). Called only through avx512_table after dispatch has checked
+// the CPU. Tails use masked loads and stores, so they run the same arithmetic as the body. No
+// header with inline code is included (see avx512_math.h for why).
+// GCC 12 reports the _mm512_undefined_*() placeholders inside its own intrinsic headers as
+// uninitialized (a false positive of its inliner); the warning says nothing about this code.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "kernels/avx512/avx512_kernels.h"
+#include "kernels/avx512/avx512_math.h"
+
+namespace minfer::kernels::avx512 {
+namespace {
+
+template <typename Op>
+void map1(const float* x, int64_t n, float* y, Op op) {
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = lane_mask(n - i);
+    _mm512_mask_storeu_ps(y + i, m, op(_mm512_maskz_loadu_ps(m, x + i)));
+  }
+}
+
+template <typename Op>
+void map2(const float* a, const float* b, int64_t n, float* y, Op op) {
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = lane_mask(n - i);
+    _mm512_mask_storeu_ps(y + i, m,
+                          op(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i)));
+  }
+}
+
+__m512 silu_ps(__m512 x) {
+  const __m512 e = exp_ps(_mm512_sub_ps(_mm512_setzero_ps(), x));
+  return _mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f), e));
+}
+
+double hsum_pd(__m512d v) {
+  const __m256d h = _mm256_add_pd(_mm512_castpd512_pd256(v), _mm512_extractf64x4_pd(v, 1));
+  const __m128d s = _mm_add_pd(_mm256_castpd256_pd128(h), _mm256_extractf128_pd(h, 1));
+  return _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)));
+}
+
+}  // namespace
+
+void rms_norm(const float* x, const float* w, float eps, int64_t n, float* y) {
+  __m512d acc0 = _mm512_setzero_pd(), acc1 = _mm512_setzero_pd();
+  for (int64_t i = 0; i < n; i += 16) {
+    const __m512 v = _mm512_maskz_loadu_ps(lane_mask(n - i), x + i);
+    const __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
+    const __m512d hi = _mm512_cvtps_pd(_mm512_extractf32x8_ps(v, 1));
+    acc0 = _mm512_fmadd_pd(lo, lo, acc0);
+    acc1 = _mm512_fmadd_pd(hi, hi, acc1);
+  }
+  const double sum = hsum_pd(_mm512_add_pd(acc0, acc1));
+  const float mean = static_cast<float>(sum / static_cast<double>(n));
+  const __m512 scale = _mm512_set1_ps(1.0f / __builtin_sqrtf(mean + eps));
+  map2(x, w, n, y,
+       [scale](__m512 xv, __m512 wv) { return _mm512_mul_ps(_mm512_mul_ps(xv, scale), wv); });
+}
+
+void softmax(const float* x, int64_t n, float* y) {
+  const __m512 neg_inf = _mm512_set1_ps(-__builtin_inff());
+  __m512 vmax = neg_inf;
+  for (int64_t i = 0; i < n; i += 16) {
+    vmax = _mm512_max_ps(vmax, _mm512_mask_loadu_ps(neg_inf, lane_mask(n - i), x + i));
+  }
+  const __m512 vm = _mm512_set1_ps(_mm512_reduce_max_ps(vmax));
+  __m512d acc0 = _mm512_setzero_pd(), acc1 = _mm512_setzero_pd();
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = lane_mask(n - i);
+    // Masked-off lanes load -inf and so give exactly 0.
+    const __m512 e = exp_ps(_mm512_sub_ps(_mm512_mask_loadu_ps(neg_inf, m, x + i), vm));
+    _mm512_mask_storeu_ps(y + i, m, e);
+    acc0 = _mm512_add_pd(acc0, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
+    acc1 = _mm512_add_pd(acc1, _mm512_cvtps_pd(_mm512_extractf32x8_ps(e, 1)));
+  }
+  const __m512 inv = _mm512_set1_ps(static_cast<float>(1.0 / hsum_pd(_mm512_add_pd(acc0, acc1))));
+  map1(y, n, y, [inv](__m512 v) { return _mm512_mul_ps(v, inv); });
+}
+
+void silu(const float* x, int64_t n, float* y) {
+  map1(x, n, y, silu_ps);
+}
+
+void swiglu(const float* gate, const float* up, int64_t n, float* y) {
+  map2(gate, up, n, y, [](__m512 g, __m512 u) { return _mm512_mul_ps(silu_ps(g), u); });
+}
+
+void add(const float* a, const float* b, int64_t n, float* y) {
+  map2(a, b, n, y, [](__m512 u, __m512 v) { return _mm512_add_ps(u, v); });
+}
+
+void mul(const float* a, const float* b, int64_t n, float* y) {
+  map2(a, b, n, y, [](__m512 u, __m512 v) { return _mm512_mul_ps(u, v); });
+}
+
+void scale(const float* x, float s, int64_t n, float* y) {
+  const __m512 vs = _mm512_set1_ps(s);
+  map1(x, n, y, [vs](__m512 v) { return _mm512_mul_ps(v, vs); });
+}
+
+void rope(float* x, int64_t n_head, int64_t head_dim, int64_t n_rot, const float* cos_sin,
+          RopeStyle style) {
+  const int64_t half = n_rot / 2;
+  const float* cosv = cos_sin;
+  const float* sinv = cos_sin + half;
+  for (int64_t h = 0; h < n_head; ++h) {
+    float* head = x + h * head_dim;
+    if (style == RopeStyle::kNeox) {
+      for (int64_t i = 0; i < half; i += 16) {
+        const __mmask16 m = lane_mask(half - i);
+        const __m512 c = _mm512_maskz_loadu_ps(m, cosv + i);
+        const __m512 s = _mm512_maskz_loadu_ps(m, sinv + i);
+        const __m512 x0 = _mm512_maskz_loadu_ps(m, head + i);
+        const __m512 x1 = _mm512_maskz_loadu_ps(m, head + half + i);
+        _mm512_mask_storeu_ps(head + i, m, _mm512_fmsub_ps(x0, c, _mm512_mul_ps(x1, s)));
+        _mm512_mask_storeu_ps(head + half + i, m, _mm512_fmadd_ps(x0, s, _mm512_mul_ps(x1, c)));
+      }
+    } else {
+      // 8 pairs per vector: x = [a0 b0 a1 b1 …], c = [c0 c0 c1 c1 …]; fmaddsub gives even
+      // lanes a*c - b*s and odd lanes b*c + a*s.
+      const __m512i dup = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
+      for (int64_t i = 0; i < half; i += 8) {
+        const int64_t pairs = half - i < 8 ? half - i : 8;
+        const __mmask16 m8 = lane_mask(pairs);
+        const __mmask16 m16 = lane_mask(2 * pairs);
+        const __m512 c = _mm512_permutexvar_ps(dup, _mm512_maskz_loadu_ps(m8, cosv + i));
+        const __m512 s = _mm512_permutexvar_ps(dup, _mm512_maskz_loadu_ps(m8, sinv + i));
+        const __m512 v = _mm512_maskz_loadu_ps(m16, head + 2 * i);
+        const __m512 swapped = _mm512_permute_ps(v, 0xB1);
+        _mm512_mask_storeu_ps(head + 2 * i, m16,
+                              _mm512_fmaddsub_ps(v, c, _mm512_mul_ps(swapped, s)));
+      }
+    }
+  }
+}
+
+float dot_f32(const float* a, const float* b, int64_t n) {
+  __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), acc0);
+    acc1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 16), _mm512_loadu_ps(b + i + 16), acc1);
+  }
+  for (; i < n; i += 16) {
+    const __mmask16 m = lane_mask(n - i);
+    acc0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i), acc0);
+  }
+  return hsum_ps(_mm512_add_ps(acc0, acc1));
+}
+
+void axpy_f32(float a, const float* x, int64_t n, float* y) {
+  const __m512 va = _mm512_set1_ps(a);
+  map2(x, y, n, y, [va](__m512 xv, __m512 yv) { return _mm512_fmadd_ps(va, xv, yv); });
+}
+
+void f16_to_f32(const uint16_t* x, int64_t n, float* y) {
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = lane_mask(n - i);
+    _mm512_mask_storeu_ps(y + i, m, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, x + i)));
+  }
+}
+
+void f32_to_f16(const float* x, int64_t n, uint16_t* y) {
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = lane_mask(n - i);
+    const __m256i h = _mm512_cvtps_ph(_mm512_maskz_loadu_ps(m, x + i), _MM_FROUND_TO_NEAREST_INT);
+    _mm256_mask_storeu_epi16(y + i, m, h);
+  }
+}
+
+void bf16_to_f32(const uint16_t* x, int64_t n, float* y) {
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = lane_mask(n - i);
+    const __m512i v = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, x + i));
+    _mm512_mask_storeu_ps(y + i, m, _mm512_castsi512_ps(_mm512_slli_epi32(v, 16)));
+  }
+}
+
+void f32_to_bf16(const float* x, int64_t n, uint16_t* y) {
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = lane_mask(n - i);
+    _mm256_mask_storeu_epi16(y + i, m, f32_to_bf16_16(_mm512_maskz_loadu_ps(m, x + i)));
+  }
+}
+
+void act_f16(const float* x, void* y, int64_t n) {
+  f32_to_f16(x, n, static_cast<uint16_t*>(y));
+}
+
+void act_bf16(const float* x, void* y, int64_t n) {
+  f32_to_bf16(x, n, static_cast<uint16_t*>(y));
+}
+
+}  // namespace minfer::kernels::avx512

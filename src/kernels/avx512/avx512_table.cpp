@@ -1,0 +1,41 @@
+#include "kernels/avx512/avx512_kernels.h"
+#include "quant/ggml_type.h"
+
+namespace minfer::kernels {
+namespace {
+
+constexpr int slot(GgmlType type) {
+  return static_cast<int>(type);
+}
+
+constexpr KernelTable make_avx512_table() {
+  KernelTable t{};
+  t.isa = Isa::kAvx512;
+  t.name = "avx512";
+  t.rms_norm = avx512::rms_norm;
+  t.softmax = avx512::softmax;
+  t.silu = avx512::silu;
+  t.swiglu = avx512::swiglu;
+  t.add = avx512::add;
+  t.mul = avx512::mul;
+  t.scale = avx512::scale;
+  t.rope = avx512::rope;
+  t.dot_f32 = avx512::dot_f32;
+  t.axpy_f32 = avx512::axpy_f32;
+  t.f16_to_f32 = avx512::f16_to_f32;
+  t.f32_to_f16 = avx512::f32_to_f16;
+  t.bf16_to_f32 = avx512::bf16_to_f32;
+  t.f32_to_bf16 = avx512::f32_to_bf16;
+  t.matmul_tile[slot(GgmlType::kF32)] = avx512::matmul_tile_f32;
+  t.matmul_tile[slot(GgmlType::kF16)] = avx512::matmul_tile_f16;
+  t.matmul_tile[slot(GgmlType::kBF16)] = avx512::matmul_tile_bf16;
+  t.quantize_act[slot(GgmlType::kF16)] = avx512::act_f16;
+  t.quantize_act[slot(GgmlType::kBF16)] = avx512::act_bf16;
+  return t;
+}
+
+}  // namespace
+
+constinit const KernelTable avx512_table = make_avx512_table();
+
+}  // namespace minfer::kernels

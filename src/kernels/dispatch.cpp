@@ -1,0 +1,100 @@
+#include "kernels/dispatch.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+namespace minfer::kernels {
+
+const KernelTable& table_for(Isa isa) {
+  switch (isa) {
+    case Isa::kAvx2:
+      return avx2_table;
+    case Isa::kAvx512:
+      return avx512_table;
+    case Isa::kRef:
+      break;
+  }
+  return ref_table;
+}
+
+const char* isa_name(Isa isa) {
+  return table_for(isa).name;
+}
+
+bool isa_available(Isa isa, const CpuFeatures& features) {
+  switch (isa) {
+    case Isa::kAvx2:
+      return features.can_run_avx2();
+    case Isa::kAvx512:
+      return features.can_run_avx512();
+    case Isa::kRef:
+      break;
+  }
+  return true;
+}
+
+Isa best_isa(const CpuFeatures& features) {
+  if (isa_available(Isa::kAvx512, features)) return Isa::kAvx512;
+  if (isa_available(Isa::kAvx2, features)) return Isa::kAvx2;
+  return Isa::kRef;
+}
+
+Result<const KernelTable*> select_table(std::string_view forced, const CpuFeatures& features) {
+  if (forced.empty()) return &table_for(best_isa(features));
+  for (Isa isa : {Isa::kRef, Isa::kAvx2, Isa::kAvx512}) {
+    if (forced != isa_name(isa)) continue;
+    if (!isa_available(isa, features)) {
+      return make_error(ErrorCode::kUnsupported,
+                        "[kernels] MINFER_FORCE_ISA={}: this CPU cannot run it (CPU features: {}; "
+                        "best available: {})",
+                        forced, cpu_feature_names(features), isa_name(best_isa(features)));
+    }
+    return &table_for(isa);
+  }
+  return make_error(ErrorCode::kInvalidArgument,
+                    "[kernels] MINFER_FORCE_ISA='{}' is not an ISA: expected one of ref, avx2, "
+                    "avx512 (CPU features: {}; best available: {})",
+                    forced, cpu_feature_names(features), isa_name(best_isa(features)));
+}
+
+namespace {
+
+struct ActiveSelection {
+  const KernelTable* table = nullptr;
+  Status status;
+};
+
+const ActiveSelection& active_selection() {
+  // A function-local static: thread-safe one-time initialization.
+  static const ActiveSelection kSelection = [] {
+    const char* env = std::getenv("MINFER_FORCE_ISA");
+    Result<const KernelTable*> selected =
+        select_table(env != nullptr ? std::string_view(env) : std::string_view(), cpu_features());
+    ActiveSelection s;
+    if (selected.is_ok()) {
+      s.table = *selected;
+    } else {
+      s.status = selected.status();
+    }
+    return s;
+  }();
+  return kSelection;
+}
+
+}  // namespace
+
+Status init_kernels() {
+  return active_selection().status;
+}
+
+const KernelTable& active_table() {
+  const ActiveSelection& s = active_selection();
+  if (s.table == nullptr) {
+    std::fprintf(stderr, "minfer: %s\n", s.status.message().c_str());
+    std::abort();
+  }
+  return *s.table;
+}
+
+}  // namespace minfer::kernels

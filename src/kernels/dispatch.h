@@ -1,0 +1,36 @@
+// Choosing the kernel table: the best ISA the CPU runs, unless MINFER_FORCE_ISA names one.
+#pragma once
+
+#include <string_view>
+
+#include "core/cpu_features.h"
+#include "core/status.h"
+#include "kernels/kernel_table.h"
+
+namespace minfer::kernels {
+
+// The table of an ISA, whether or not this CPU can run it.
+const KernelTable& table_for(Isa isa);
+
+// "ref", "avx2", "avx512".
+const char* isa_name(Isa isa);
+
+// Whether `features` can run the kernels of `isa`.
+bool isa_available(Isa isa, const CpuFeatures& features);
+
+// The best ISA `features` can run.
+Isa best_isa(const CpuFeatures& features);
+
+// The table for a forced ISA name (empty: the best available). An unknown name or one the CPU
+// cannot run is an kInvalidArgument / kUnsupported error naming it and what the CPU has.
+Result<const KernelTable*> select_table(std::string_view forced, const CpuFeatures& features);
+
+// Selects the active table once, from MINFER_FORCE_ISA and this CPU. Call at start-up to report
+// a bad MINFER_FORCE_ISA as an error; later calls return the first call's outcome.
+Status init_kernels();
+
+// The active table. Initializes it if init_kernels() was not called; a bad MINFER_FORCE_ISA then
+// stops the process with the error message (callers that want a Status call init_kernels()).
+const KernelTable& active_table();
+
+}  // namespace minfer::kernels

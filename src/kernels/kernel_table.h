@@ -1,0 +1,89 @@
+// The per-ISA kernel tables. Every ISA (ref = plain C++, avx2, avx512) fills the same table of
+// function pointers with the same signatures; ref defines the meaning and the SIMD tables are
+// tested against it. One table is chosen at start-up (dispatch.h).
+//
+// Preconditions shared by every kernel: pointers are valid for the stated element counts,
+// n >= 0, and outputs may alias inputs only where a comment says so. Kernels never allocate,
+// log or throw.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace minfer::kernels {
+
+enum class Isa { kRef = 0, kAvx2 = 1, kAvx512 = 2 };
+
+enum class RopeStyle {
+  kNeox,      // pairs (i, i + n_rot/2): Qwen, GPT-NeoX
+  kAdjacent,  // pairs (2i, 2i + 1): Llama (RoFormer §3.4.2 as written)
+};
+
+// The largest rotated dimension count rope supports (its angle table lives on the stack).
+inline constexpr int64_t kMaxRopeDims = 1024;
+
+// y[t * y_stride + r] = Σ_k W[r][k] · A[t][k] for r < n_rows, t < n_tok, where W is n_rows
+// weight rows of w_row_bytes each (in the weight type) and A is n_tok activation rows of
+// act_row_bytes each in the weight type's vec_dot_type (quant/quant_traits.h; as llama.cpp:
+// F32 for F32, F16 for F16, BF16 for BF16, Q8_0 / Q8_1 / Q8_K blocks for the quantized types).
+// n_in is a multiple of the weight type's block size. The reference is ref::vec_dot_for(type)
+// (kernels/ref/ref_dot.h) applied to each (row, token).
+// Every (r, t) result is computed by the same sequence of operations whatever n_rows and n_tok
+// are, so splitting rows or tokens differently never changes a bit of the output.
+using MatmulTileFn = void (*)(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
+                              const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
+                              int64_t y_stride);
+
+// Quantizes one f32 row of n elements (a multiple of the block size) into activation blocks.
+using QuantizeRowFn = void (*)(const float* x, void* y, int64_t n);
+
+// Slots indexed by GgmlType id (kBF16 = 30 is the largest weight type).
+inline constexpr int kMatmulSlots = 32;
+
+struct KernelTable {
+  Isa isa;
+  const char* name;  // "ref", "avx2", "avx512"
+
+  // y = x / sqrt(mean(x²) + eps) * w; the mean of squares accumulates in double. y may be x.
+  void (*rms_norm)(const float* x, const float* w, float eps, int64_t n, float* y);
+  // y = exp(x - max x) / Σ exp(x - max x); the sum accumulates in double. An x of -inf gives a
+  // y of exactly 0. y may be x.
+  void (*softmax)(const float* x, int64_t n, float* y);
+  // y = x / (1 + exp(-x)). y may be x.
+  void (*silu)(const float* x, int64_t n, float* y);
+  // y = silu(gate) * up. y may be gate or up.
+  void (*swiglu)(const float* gate, const float* up, int64_t n, float* y);
+  // Elementwise y = a + b, y = a * b, y = x * s. y may be a, b or x.
+  void (*add)(const float* a, const float* b, int64_t n, float* y);
+  void (*mul)(const float* a, const float* b, int64_t n, float* y);
+  void (*scale)(const float* x, float s, int64_t n, float* y);
+  // Rotates the first n_rot dims of each of n_head heads (head_dim floats apart) of one token,
+  // in place. cos_sin: [2][n_rot / 2], the cosines then the sines, from rope_angles() (rope.h);
+  // n_rot even, <= head_dim.
+  void (*rope)(float* x, int64_t n_head, int64_t head_dim, int64_t n_rot, const float* cos_sin,
+               RopeStyle style);
+  // Σ a[i] b[i] (float accumulation).
+  float (*dot_f32)(const float* a, const float* b, int64_t n);
+  // y += a * x.
+  void (*axpy_f32)(float a, const float* x, int64_t n, float* y);
+  // IEEE half / bfloat16 <-> f32, round to nearest even; bf16 NaNs stay NaN (quiet).
+  void (*f16_to_f32)(const uint16_t* x, int64_t n, float* y);
+  void (*f32_to_f16)(const float* x, int64_t n, uint16_t* y);
+  void (*bf16_to_f32)(const uint16_t* x, int64_t n, float* y);
+  void (*f32_to_bf16)(const float* x, int64_t n, uint16_t* y);
+
+  // Matmul tiles per weight type (nullptr: the type has no kernel in this table).
+  MatmulTileFn matmul_tile[kMatmulSlots];
+  // Activation converters per vec_dot_type id (F16, BF16, Q8_0, Q8_1, Q8_K), each bit-identical
+  // to quant_traits(type)->from_float; nullptr: use that reference converter.
+  QuantizeRowFn quantize_act[kMatmulSlots];
+};
+
+// The tables themselves. Constant-initialized data: touching them runs no ISA-specific code,
+// but calling through avx2_table / avx512_table needs a CPU that has that ISA
+// (CpuFeatures::can_run_avx2 / can_run_avx512).
+extern const KernelTable ref_table;
+extern const KernelTable avx2_table;
+extern const KernelTable avx512_table;
+
+}  // namespace minfer::kernels

@@ -1,0 +1,42 @@
+// y[n_tokens, n_out] = x[n_tokens, n_in] · W[n_out, n_in]ᵀ for every weight type.
+//
+// The activations are first converted, once per token row, to the weight type's vec_dot_type
+// (quant_traits.h: Q8_0 / Q8_1 / Q8_K for the quantized types, F16 / BF16 for those weights,
+// as llama.cpp does, so logits can match llama.cpp's); then weight rows are split over the
+// thread pool in contiguous ranges, and each thread walks its rows in tiles of tokens × rows
+// so that each loaded weight block serves several tokens (one token: a GEMV). Each output
+// element is computed by one thread with a fixed sequence of operations: bit-identical results
+// at any thread count.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "kernels/kernel_table.h"
+#include "kernels/thread_pool.h"
+#include "quant/ggml_type.h"
+
+namespace minfer::kernels {
+
+struct MatmulWeights {
+  GgmlType type = GgmlType::kF32;
+  const void* data = nullptr;  // [n_out][row bytes of n_in elements]
+  int64_t n_out = 0;
+  int64_t n_in = 0;  // a multiple of the type's block size
+};
+
+// Whether matmul supports weights of this type (every DESIGN.md §4 weight type).
+bool matmul_supports(GgmlType type);
+
+// Scratch bytes matmul needs for n_tokens rows of n_in activations against weights of `type`.
+size_t matmul_scratch_bytes(GgmlType type, int64_t n_tokens, int64_t n_in);
+
+// x: [n_tokens][n_in] f32, y: [n_tokens][n_out] f32 (no aliasing with x), scratch: at least
+// matmul_scratch_bytes(...) bytes. Preconditions (checked; a violation is a caller bug):
+// matmul_supports(w.type), n_in a multiple of the block size, scratch large enough. Types
+// without a kernel in `table` run the reference tile.
+void matmul(const KernelTable& table, ThreadPool& pool, const MatmulWeights& w, const float* x,
+            int64_t n_tokens, float* y, std::span<uint8_t> scratch);
+
+}  // namespace minfer::kernels

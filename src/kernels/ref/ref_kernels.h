@@ -1,0 +1,43 @@
+// The reference (plain C++) kernels behind ref_table. Semantics: kernel_table.h.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/kernel_table.h"
+#include "kernels/ref/ref_dot.h"
+
+namespace minfer::kernels::ref {
+
+void rms_norm(const float* x, const float* w, float eps, int64_t n, float* y);
+void softmax(const float* x, int64_t n, float* y);
+void silu(const float* x, int64_t n, float* y);
+void swiglu(const float* gate, const float* up, int64_t n, float* y);
+void add(const float* a, const float* b, int64_t n, float* y);
+void mul(const float* a, const float* b, int64_t n, float* y);
+void scale(const float* x, float s, int64_t n, float* y);
+void rope(float* x, int64_t n_head, int64_t head_dim, int64_t n_rot, const float* cos_sin,
+          RopeStyle style);
+float dot_f32(const float* a, const float* b, int64_t n);
+void axpy_f32(float a, const float* x, int64_t n, float* y);
+void f16_to_f32(const uint16_t* x, int64_t n, float* y);
+void f32_to_f16(const float* x, int64_t n, uint16_t* y);
+void bf16_to_f32(const uint16_t* x, int64_t n, float* y);
+void f32_to_bf16(const float* x, int64_t n, uint16_t* y);
+
+// The reference matmul tile (MatmulTileFn) of a weight type: its reference dot product
+// (ref_dot.h) for every (weight row, token).
+template <minfer::ref::VecDotFn Dot>
+void matmul_tile(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows, const void* act,
+                 size_t act_row_bytes, int64_t n_tok, float* y, int64_t y_stride) {
+  const auto* w_bytes = static_cast<const uint8_t*>(w);
+  const auto* a_bytes = static_cast<const uint8_t*>(act);
+  for (int64_t t = 0; t < n_tok; ++t) {
+    for (int64_t r = 0; r < n_rows; ++r) {
+      Dot(static_cast<int>(n_in), &y[t * y_stride + r], w_bytes + r * w_row_bytes,
+          a_bytes + t * act_row_bytes);
+    }
+  }
+}
+
+}  // namespace minfer::kernels::ref

@@ -1,0 +1,50 @@
+#include "kernels/ref/ref_kernels.h"
+#include "quant/ggml_type.h"
+
+namespace minfer::kernels {
+namespace {
+
+constexpr int slot(GgmlType type) {
+  return static_cast<int>(type);
+}
+
+constexpr KernelTable make_ref_table() {
+  KernelTable t{};
+  t.isa = Isa::kRef;
+  t.name = "ref";
+  t.rms_norm = ref::rms_norm;
+  t.softmax = ref::softmax;
+  t.silu = ref::silu;
+  t.swiglu = ref::swiglu;
+  t.add = ref::add;
+  t.mul = ref::mul;
+  t.scale = ref::scale;
+  t.rope = ref::rope;
+  t.dot_f32 = ref::dot_f32;
+  t.axpy_f32 = ref::axpy_f32;
+  t.f16_to_f32 = ref::f16_to_f32;
+  t.f32_to_f16 = ref::f32_to_f16;
+  t.bf16_to_f32 = ref::bf16_to_f32;
+  t.f32_to_bf16 = ref::f32_to_bf16;
+  namespace rd = minfer::ref;
+  t.matmul_tile[slot(GgmlType::kF32)] = ref::matmul_tile<rd::vec_dot_f32>;
+  t.matmul_tile[slot(GgmlType::kF16)] = ref::matmul_tile<rd::vec_dot_f16>;
+  t.matmul_tile[slot(GgmlType::kBF16)] = ref::matmul_tile<rd::vec_dot_bf16>;
+  t.matmul_tile[slot(GgmlType::kQ4_0)] = ref::matmul_tile<rd::vec_dot_q4_0_q8_0>;
+  t.matmul_tile[slot(GgmlType::kQ4_1)] = ref::matmul_tile<rd::vec_dot_q4_1_q8_1>;
+  t.matmul_tile[slot(GgmlType::kQ5_0)] = ref::matmul_tile<rd::vec_dot_q5_0_q8_0>;
+  t.matmul_tile[slot(GgmlType::kQ5_1)] = ref::matmul_tile<rd::vec_dot_q5_1_q8_1>;
+  t.matmul_tile[slot(GgmlType::kQ8_0)] = ref::matmul_tile<rd::vec_dot_q8_0_q8_0>;
+  t.matmul_tile[slot(GgmlType::kQ2_K)] = ref::matmul_tile<rd::vec_dot_q2_K_q8_K>;
+  t.matmul_tile[slot(GgmlType::kQ3_K)] = ref::matmul_tile<rd::vec_dot_q3_K_q8_K>;
+  t.matmul_tile[slot(GgmlType::kQ4_K)] = ref::matmul_tile<rd::vec_dot_q4_K_q8_K>;
+  t.matmul_tile[slot(GgmlType::kQ5_K)] = ref::matmul_tile<rd::vec_dot_q5_K_q8_K>;
+  t.matmul_tile[slot(GgmlType::kQ6_K)] = ref::matmul_tile<rd::vec_dot_q6_K_q8_K>;
+  return t;
+}
+
+}  // namespace
+
+constinit const KernelTable ref_table = make_ref_table();
+
+}  // namespace minfer::kernels

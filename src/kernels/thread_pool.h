@@ -1,0 +1,74 @@
+// A persistent thread pool for data-parallel kernels. Workers live as long as the pool; a
+// dispatch wakes them through an atomic generation counter (spinning briefly, then blocking in
+// the kernel's futex wait), so a parallel_for costs microseconds, not a thread start. The
+// calling thread takes part as thread 0.
+//
+// Work is split statically: thread i of n always gets the same contiguous range of tasks, and
+// there is no cross-thread reduction, so a kernel whose output elements are each computed by
+// one task gives bit-identical results at any thread count (DESIGN.md invariant 5).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <thread>
+#include <vector>
+
+namespace minfer::kernels {
+
+class ThreadPool {
+ public:
+  // n_threads >= 1 counts the calling thread: ThreadPool(1) starts no worker.
+  explicit ThreadPool(int n_threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int n_threads() const { return n_threads_; }
+
+  // Runs fn(thread_id, n_threads) once on every thread and returns when all have finished.
+  // One dispatch at a time: call from one thread (the pool's owner), not from inside fn.
+  template <typename Fn>
+  void run(Fn&& fn) {
+    auto call = [](void* ctx, int thread_id, int n) { (*static_cast<Fn*>(ctx))(thread_id, n); };
+    dispatch(call, &fn);
+  }
+
+  // Splits tasks [0, n_tasks) into n_threads contiguous ranges (thread i gets
+  // task_range(n_tasks, i, n_threads)) and runs fn(begin, end) for each non-empty one.
+  template <typename Fn>
+  void parallel_for(int64_t n_tasks, Fn&& fn) {
+    if (n_tasks <= 0) return;
+    run([&fn, n_tasks](int thread_id, int n) {
+      const TaskRange range = task_range(n_tasks, thread_id, n);
+      if (range.begin < range.end) fn(range.begin, range.end);
+    });
+  }
+
+  struct TaskRange {
+    int64_t begin;
+    int64_t end;
+  };
+  // Thread i's share of n_tasks: the first n_tasks % n threads get one task more.
+  static TaskRange task_range(int64_t n_tasks, int thread_id, int n_threads);
+
+ private:
+  using JobFn = void (*)(void* ctx, int thread_id, int n_threads);
+
+  void dispatch(JobFn fn, void* ctx);
+  void worker_main(int thread_id);
+
+  int n_threads_;
+  std::vector<std::thread> workers_;
+  // The current job; written by the owner before generation_ is bumped (release), read by
+  // workers after they see the new generation (acquire).
+  JobFn job_fn_ = nullptr;
+  void* job_ctx_ = nullptr;
+  alignas(64) std::atomic<uint64_t> generation_{0};
+  alignas(64) std::atomic<int> pending_{0};  // workers still running the current job
+  std::atomic<bool> stop_{false};
+};
+
+// The number of CPU cores this process may run on (at least 1): the default thread count.
+int default_thread_count();
+
+}  // namespace minfer::kernels

@@ -1,0 +1,163 @@
+// Matmul: every SIMD table against the reference tiles for every weight type, bit-identical
+// results for 1, 2 and 3 threads, and GEMV rows equal to the same rows inside a GEMM.
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "kernel_test_util.h"
+#include "kernels/matmul.h"
+#include "quant/quant_traits.h"
+
+namespace minfer::kernels {
+namespace {
+
+using test::random_floats;
+using test::simd_tables;
+
+// Every weight type of DESIGN.md §4.
+const GgmlType kWeightTypes[] = {GgmlType::kF32,  GgmlType::kF16,  GgmlType::kBF16, GgmlType::kQ4_0,
+                                 GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ5_1, GgmlType::kQ8_0,
+                                 GgmlType::kQ2_K, GgmlType::kQ3_K, GgmlType::kQ4_K, GgmlType::kQ5_K,
+                                 GgmlType::kQ6_K};
+
+// Tolerance of a SIMD matmul element against the reference, relative to Σ_k |w_k x_k| over the
+// dequantized operands: the integer block sums are exact, so only the float steps (scales,
+// the order of the per-block or per-element sums) differ.
+constexpr double kMatmulRelToAbsSum = 2e-6;
+
+// The n_in values to test: kSizes for the float types; multiples of the block size covering the
+// same range for the block types.
+std::vector<int64_t> sizes_for(GgmlType type) {
+  const uint32_t block = quant_traits(type)->block_size;
+  if (block == 1) return test::kSizes;
+  if (block == 32) return {32, 64, 256, 288, 4128};
+  return {256, 512, 4352};
+}
+
+struct Problem {
+  GgmlType type;
+  int64_t n_in, n_out, n_tokens;
+  std::vector<uint8_t> weights;  // [n_out][row bytes]
+  std::vector<float> x;          // [n_tokens][n_in]
+  std::vector<float> abs_sum;    // [n_tokens][n_out] Σ|w x| of the dequantized operands
+};
+
+Problem make_problem(GgmlType type, int64_t n_in, int64_t n_out, int64_t n_tokens, uint32_t seed) {
+  Problem p{type, n_in, n_out, n_tokens, {}, {}, {}};
+  const QuantTraits& traits = *quant_traits(type);
+  const size_t row_bytes = static_cast<size_t>(n_in / traits.block_size) * traits.bytes_per_block;
+  p.weights.resize(row_bytes * n_out);
+  std::vector<float> w_f = random_floats(n_in * n_out, seed, -1.0f, 1.0f);
+  for (int64_t r = 0; r < n_out; ++r) {
+    quantize_row(type, w_f.data() + r * n_in, p.weights.data() + r * row_bytes, n_in);
+    dequantize_row(type, p.weights.data() + r * row_bytes, w_f.data() + r * n_in, n_in);
+  }
+  p.x = random_floats(n_in * n_tokens, seed + 1, -2.0f, 2.0f);
+  p.abs_sum.assign(n_tokens * n_out, 0.0f);
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    for (int64_t r = 0; r < n_out; ++r) {
+      double s = 0.0;
+      for (int64_t k = 0; k < n_in; ++k) s += std::fabs(w_f[r * n_in + k] * p.x[t * n_in + k]);
+      p.abs_sum[t * n_out + r] = static_cast<float>(s);
+    }
+  }
+  return p;
+}
+
+std::vector<float> run(const KernelTable& table, ThreadPool& pool, const Problem& p, const float* x,
+                       int64_t n_tokens) {
+  std::vector<uint8_t> scratch(matmul_scratch_bytes(p.type, n_tokens, p.n_in));
+  std::vector<float> y(n_tokens * p.n_out, -12345.0f);
+  matmul(table, pool, MatmulWeights{p.type, p.weights.data(), p.n_out, p.n_in}, x, n_tokens,
+         y.data(), scratch);
+  return y;
+}
+
+TEST(Matmul, SupportsEveryWeightType) {
+  for (GgmlType type : kWeightTypes) {
+    EXPECT_TRUE(matmul_supports(type)) << ggml_type_info(type).name;
+  }
+  EXPECT_FALSE(matmul_supports(GgmlType::kQ8_K));
+  EXPECT_FALSE(matmul_supports(GgmlType::kIQ2_XXS));
+}
+
+TEST(Matmul, SimdMatchesRefForEveryType) {
+  if (simd_tables().empty()) GTEST_SKIP() << "this CPU runs no SIMD table";
+  ThreadPool pool(1);
+  for (GgmlType type : kWeightTypes) {
+    for (int64_t n_in : sizes_for(type)) {
+      // 7 rows and 6 tokens: partial micro-tiles in both directions.
+      const Problem p = make_problem(type, n_in, 7, 6, static_cast<uint32_t>(n_in) * 31u + 5u);
+      const std::vector<float> expected = run(ref_table, pool, p, p.x.data(), p.n_tokens);
+      for (const KernelTable* t : simd_tables()) {
+        const std::vector<float> actual = run(*t, pool, p, p.x.data(), p.n_tokens);
+        for (size_t i = 0; i < expected.size(); ++i) {
+          ASSERT_NEAR(actual[i], expected[i], kMatmulRelToAbsSum * p.abs_sum[i] + 1e-6)
+              << t->name << " " << ggml_type_info(type).name << " n_in=" << n_in << " element "
+              << i;
+        }
+      }
+    }
+  }
+}
+
+TEST(Matmul, RefMatchesDequantizedFloatDot) {
+  // The reference through the matmul driver (activation conversion included) stays close to
+  // the float dot of dequantized weights with the unquantized activations.
+  ThreadPool pool(1);
+  for (GgmlType type : kWeightTypes) {
+    const int64_t n_in = 256;
+    const Problem p = make_problem(type, n_in, 3, 2, 77);
+    const std::vector<float> y = run(ref_table, pool, p, p.x.data(), p.n_tokens);
+    const QuantTraits& traits = *quant_traits(type);
+    const size_t row_bytes = static_cast<size_t>(n_in / traits.block_size) * traits.bytes_per_block;
+    std::vector<float> w_row(n_in);
+    for (int64_t t = 0; t < p.n_tokens; ++t) {
+      for (int64_t r = 0; r < p.n_out; ++r) {
+        dequantize_row(type, p.weights.data() + r * row_bytes, w_row.data(), n_in);
+        double expected = 0.0;
+        for (int64_t k = 0; k < n_in; ++k) expected += w_row[k] * p.x[t * n_in + k];
+        // Activation quantization to 8 bits: error ~ 1% of Σ|w x|.
+        EXPECT_NEAR(y[t * p.n_out + r], expected, 0.02 * p.abs_sum[t * p.n_out + r])
+            << ggml_type_info(type).name;
+      }
+    }
+  }
+}
+
+TEST(Matmul, BitIdenticalForOneTwoThreeThreads) {
+  ThreadPool pool1(1), pool2(2), pool3(3);
+  for (const KernelTable* t : test::all_tables()) {
+    for (GgmlType type : kWeightTypes) {
+      // 37 rows: uneven splits; 5 tokens.
+      const Problem p = make_problem(type, 512, 37, 5, 99);
+      const std::vector<float> y1 = run(*t, pool1, p, p.x.data(), p.n_tokens);
+      const std::vector<float> y2 = run(*t, pool2, p, p.x.data(), p.n_tokens);
+      const std::vector<float> y3 = run(*t, pool3, p, p.x.data(), p.n_tokens);
+      EXPECT_EQ(0, std::memcmp(y1.data(), y2.data(), y1.size() * sizeof(float)))
+          << t->name << " " << ggml_type_info(type).name;
+      EXPECT_EQ(0, std::memcmp(y1.data(), y3.data(), y1.size() * sizeof(float)))
+          << t->name << " " << ggml_type_info(type).name;
+      for (float v : y1) ASSERT_NE(v, -12345.0f) << "an output element was not written";
+    }
+  }
+}
+
+TEST(Matmul, GemvRowEqualsTheSameRowInAGemm) {
+  ThreadPool pool(2);
+  for (const KernelTable* t : test::all_tables()) {
+    for (GgmlType type : kWeightTypes) {
+      const Problem p = make_problem(type, 512, 9, 6, 123);
+      const std::vector<float> gemm = run(*t, pool, p, p.x.data(), p.n_tokens);
+      for (int64_t tok = 0; tok < p.n_tokens; ++tok) {
+        const std::vector<float> gemv = run(*t, pool, p, p.x.data() + tok * p.n_in, 1);
+        EXPECT_EQ(0, std::memcmp(gemv.data(), gemm.data() + tok * p.n_out, p.n_out * sizeof(float)))
+            << t->name << " " << ggml_type_info(type).name << " token " << tok;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace minfer::kernels

@@ -1,0 +1,322 @@
+// Vector ops: every SIMD table against ref_table at every size in kSizes, plus hand-computed
+// examples that pin the reference itself.
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "kernel_test_util.h"
+#include "kernels/rope.h"
+
+namespace minfer::kernels {
+namespace {
+
+using test::all_near;
+using test::all_tables;
+using test::kSizes;
+using test::random_floats;
+using test::simd_tables;
+
+// Named tolerances (relative, absolute) of each SIMD kernel against the reference.
+struct Tolerance {
+  float rel;
+  float abs;
+};
+// Double accumulation in another order; the float steps are the same.
+constexpr Tolerance kRmsNormTol = {1e-6f, 1e-7f};
+// The SIMD exp is within ~2 ulp of expf.
+constexpr Tolerance kSoftmaxTol = {2e-6f, 1e-12f};
+constexpr Tolerance kSiluTol = {2e-6f, 1e-7f};
+// Elementwise float ops are exactly the same operations.
+constexpr Tolerance kExactTol = {0.0f, 0.0f};
+// SIMD uses fma where the reference rounds the product first.
+constexpr Tolerance kRopeTol = {1e-6f, 2e-7f};
+constexpr Tolerance kAxpyTol = {1e-6f, 2e-7f};
+// A float dot in another summation order: relative to Σ|a_i b_i|.
+constexpr float kDotRelToAbsSum = 1e-5f;
+
+void skip_without_simd() {
+  if (simd_tables().empty()) GTEST_SKIP() << "this CPU runs no SIMD table";
+}
+
+TEST(Ops, RmsNormMatchesRef) {
+  skip_without_simd();
+  for (const KernelTable* t : simd_tables()) {
+    for (int64_t n : kSizes) {
+      const std::vector<float> x = random_floats(n, 1 + n, -3.0f, 3.0f);
+      const std::vector<float> w = random_floats(n, 2 + n, 0.5f, 1.5f);
+      std::vector<float> expected(n), actual(n);
+      ref_table.rms_norm(x.data(), w.data(), 1e-6f, n, expected.data());
+      t->rms_norm(x.data(), w.data(), 1e-6f, n, actual.data());
+      EXPECT_TRUE(all_near(actual, expected, kRmsNormTol.rel, kRmsNormTol.abs))
+          << t->name << " n=" << n;
+    }
+  }
+}
+
+TEST(Ops, RmsNormOfOneTwoThreeFour) {
+  // mean(x²) = 30 / 4 = 7.5; 1 / sqrt(7.5 + 1e-6) = 0.36514834.
+  const std::vector<float> x = {1, 2, 3, 4};
+  const std::vector<float> w = {1, 1, 1, 2};
+  const std::vector<float> expected = {0.36514834f, 0.73029668f, 1.09544503f, 2.92118672f};
+  for (const KernelTable* t : all_tables()) {
+    std::vector<float> y(4);
+    t->rms_norm(x.data(), w.data(), 1e-6f, 4, y.data());
+    EXPECT_TRUE(all_near(y, expected, 1e-6f, 0.0f)) << t->name;
+  }
+}
+
+TEST(Ops, SoftmaxMatchesRef) {
+  skip_without_simd();
+  for (const KernelTable* t : simd_tables()) {
+    for (int64_t n : kSizes) {
+      const std::vector<float> x = random_floats(n, 3 + n, -20.0f, 20.0f);
+      std::vector<float> expected(n), actual(n);
+      ref_table.softmax(x.data(), n, expected.data());
+      t->softmax(x.data(), n, actual.data());
+      EXPECT_TRUE(all_near(actual, expected, kSoftmaxTol.rel, kSoftmaxTol.abs))
+          << t->name << " n=" << n;
+    }
+  }
+}
+
+TEST(Ops, SoftmaxGivesMaskedEntriesExactlyZero) {
+  const float kNegInf = -std::numeric_limits<float>::infinity();
+  for (const KernelTable* t : all_tables()) {
+    for (int64_t n : {int64_t{3}, int64_t{17}, int64_t{40}}) {
+      std::vector<float> x = random_floats(n, 4, -5.0f, 5.0f);
+      for (int64_t i = 1; i < n; i += 2) x[i] = kNegInf;
+      std::vector<float> y(n);
+      t->softmax(x.data(), n, y.data());
+      double sum = 0.0;
+      for (int64_t i = 0; i < n; ++i) {
+        if (i % 2 == 1) {
+          EXPECT_EQ(y[i], 0.0f) << t->name << " n=" << n << " i=" << i;
+        } else {
+          EXPECT_GT(y[i], 0.0f) << t->name << " n=" << n << " i=" << i;
+        }
+        sum += y[i];
+      }
+      EXPECT_NEAR(sum, 1.0, 1e-5) << t->name;
+    }
+  }
+}
+
+TEST(Ops, SoftmaxSubtractsTheMax) {
+  // Without subtracting the max, exp(1000) overflows to inf and the result is NaN.
+  const std::vector<float> x = {1000.0f, 999.0f, 998.0f};
+  const float e1 = std::exp(-1.0f), e2 = std::exp(-2.0f);
+  const float s = 1.0f + e1 + e2;
+  const std::vector<float> expected = {1.0f / s, e1 / s, e2 / s};
+  for (const KernelTable* t : all_tables()) {
+    std::vector<float> y(3);
+    t->softmax(x.data(), 3, y.data());
+    EXPECT_TRUE(all_near(y, expected, 1e-6f, 0.0f)) << t->name;
+  }
+}
+
+TEST(Ops, SiluAndSwigluMatchRef) {
+  skip_without_simd();
+  for (const KernelTable* t : simd_tables()) {
+    for (int64_t n : kSizes) {
+      const std::vector<float> g = random_floats(n, 5 + n, -12.0f, 12.0f);
+      const std::vector<float> u = random_floats(n, 6 + n, -2.0f, 2.0f);
+      std::vector<float> expected(n), actual(n);
+      ref_table.silu(g.data(), n, expected.data());
+      t->silu(g.data(), n, actual.data());
+      EXPECT_TRUE(all_near(actual, expected, kSiluTol.rel, kSiluTol.abs))
+          << t->name << " silu n=" << n;
+      ref_table.swiglu(g.data(), u.data(), n, expected.data());
+      t->swiglu(g.data(), u.data(), n, actual.data());
+      EXPECT_TRUE(all_near(actual, expected, kSiluTol.rel, kSiluTol.abs))
+          << t->name << " swiglu n=" << n;
+    }
+  }
+}
+
+TEST(Ops, SiluExample) {
+  // silu(x) = x / (1 + e^-x): silu(0) = 0, silu(1) = 0.7310586, silu(-2) = -0.2384058.
+  const std::vector<float> x = {0.0f, 1.0f, -2.0f};
+  const std::vector<float> expected = {0.0f, 0.7310586f, -0.2384058f};
+  for (const KernelTable* t : all_tables()) {
+    std::vector<float> y(3);
+    t->silu(x.data(), 3, y.data());
+    EXPECT_TRUE(all_near(y, expected, 1e-6f, 0.0f)) << t->name;
+  }
+}
+
+TEST(Ops, ElementwiseMatchRefExactly) {
+  skip_without_simd();
+  for (const KernelTable* t : simd_tables()) {
+    for (int64_t n : kSizes) {
+      const std::vector<float> a = random_floats(n, 7 + n), b = random_floats(n, 8 + n);
+      std::vector<float> expected(n), actual(n);
+      ref_table.add(a.data(), b.data(), n, expected.data());
+      t->add(a.data(), b.data(), n, actual.data());
+      EXPECT_TRUE(all_near(actual, expected, kExactTol.rel, kExactTol.abs)) << t->name;
+      ref_table.mul(a.data(), b.data(), n, expected.data());
+      t->mul(a.data(), b.data(), n, actual.data());
+      EXPECT_TRUE(all_near(actual, expected, kExactTol.rel, kExactTol.abs)) << t->name;
+      ref_table.scale(a.data(), 0.37f, n, expected.data());
+      t->scale(a.data(), 0.37f, n, actual.data());
+      EXPECT_TRUE(all_near(actual, expected, kExactTol.rel, kExactTol.abs)) << t->name;
+      // In place (y aliases an input).
+      actual = a;
+      t->add(actual.data(), b.data(), n, actual.data());
+      ref_table.add(a.data(), b.data(), n, expected.data());
+      EXPECT_TRUE(all_near(actual, expected, 0.0f, 0.0f)) << t->name;
+    }
+  }
+}
+
+TEST(Ops, DotAndAxpyMatchRef) {
+  skip_without_simd();
+  for (const KernelTable* t : simd_tables()) {
+    for (int64_t n : kSizes) {
+      const std::vector<float> a = random_floats(n, 9 + n), b = random_floats(n, 10 + n);
+      double abs_sum = 0.0;
+      for (int64_t i = 0; i < n; ++i) abs_sum += std::fabs(a[i] * b[i]);
+      EXPECT_NEAR(t->dot_f32(a.data(), b.data(), n), ref_table.dot_f32(a.data(), b.data(), n),
+                  kDotRelToAbsSum * abs_sum)
+          << t->name << " n=" << n;
+      std::vector<float> expected = b, actual = b;
+      ref_table.axpy_f32(-0.7f, a.data(), n, expected.data());
+      t->axpy_f32(-0.7f, a.data(), n, actual.data());
+      EXPECT_TRUE(all_near(actual, expected, kAxpyTol.rel, kAxpyTol.abs)) << t->name;
+    }
+  }
+}
+
+// Values that exercise rounding: ties, subnormals, overflow, infinities, NaN.
+std::vector<float> conversion_inputs(int64_t n, uint32_t seed) {
+  std::vector<float> v = random_floats(n, seed, -70000.0f, 70000.0f);
+  const float specials[] = {0.0f,
+                            -0.0f,
+                            1.0f,
+                            65504.0f,
+                            65519.0f,
+                            65520.0f,
+                            1e-8f,
+                            -3e-7f,
+                            5.96e-8f,
+                            std::numeric_limits<float>::infinity(),
+                            -std::numeric_limits<float>::infinity(),
+                            std::numeric_limits<float>::quiet_NaN(),
+                            std::bit_cast<float>(0x3f808000u),   // bf16 tie, rounds to even
+                            std::bit_cast<float>(0x3f818000u),   // bf16 tie, rounds up
+                            std::bit_cast<float>(0x00000001u),   // smallest subnormal
+                            std::bit_cast<float>(0x7f7fffffu)};  // max float: bf16 -> inf
+  for (size_t i = 0; i < std::size(specials) && i < v.size(); ++i)
+    v[i * 7 % v.size()] = specials[i];
+  // Scale some to small magnitudes so f16 subnormals occur.
+  for (size_t i = 3; i < v.size(); i += 5) v[i] *= 1e-9f;
+  return v;
+}
+
+TEST(Ops, HalfConversionsMatchRefBitForBit) {
+  skip_without_simd();
+  for (const KernelTable* t : simd_tables()) {
+    for (int64_t n : kSizes) {
+      const std::vector<float> x = conversion_inputs(n, 11 + n);
+      std::vector<uint16_t> h_ref(n), h(n), b_ref(n), b(n);
+      ref_table.f32_to_f16(x.data(), n, h_ref.data());
+      t->f32_to_f16(x.data(), n, h.data());
+      EXPECT_EQ(h, h_ref) << t->name << " f32->f16 n=" << n;
+      ref_table.f32_to_bf16(x.data(), n, b_ref.data());
+      t->f32_to_bf16(x.data(), n, b.data());
+      EXPECT_EQ(b, b_ref) << t->name << " f32->bf16 n=" << n;
+
+      std::vector<float> f_ref(n), f(n);
+      ref_table.f16_to_f32(h_ref.data(), n, f_ref.data());
+      t->f16_to_f32(h_ref.data(), n, f.data());
+      EXPECT_EQ(0, std::memcmp(f.data(), f_ref.data(), n * sizeof(float)))
+          << t->name << " f16->f32 n=" << n;
+      ref_table.bf16_to_f32(b_ref.data(), n, f_ref.data());
+      t->bf16_to_f32(b_ref.data(), n, f.data());
+      EXPECT_EQ(0, std::memcmp(f.data(), f_ref.data(), n * sizeof(float)))
+          << t->name << " bf16->f32 n=" << n;
+    }
+  }
+}
+
+TEST(Ops, RopeMatchesRef) {
+  skip_without_simd();
+  for (const KernelTable* t : simd_tables()) {
+    for (RopeStyle style : {RopeStyle::kNeox, RopeStyle::kAdjacent}) {
+      // head_dim 64 fully rotated, 128 fully rotated, 80 with 32 rotated dims (partial), 6.
+      for (auto [head_dim, n_rot] :
+           {std::pair<int64_t, int64_t>{64, 64}, {128, 128}, {80, 32}, {6, 6}}) {
+        const int64_t n_head = 3, n_tokens = 4;
+        const std::vector<int32_t> pos = {0, 1, 17, 4000};
+        const RopeConfig config{n_rot, 1000000.0f, 0.5f, style};
+        std::vector<float> expected = random_floats(n_tokens * n_head * head_dim, 12 + head_dim);
+        std::vector<float> actual = expected;
+        apply_rope(ref_table, expected.data(), n_tokens, n_head, head_dim, pos.data(), config);
+        apply_rope(*t, actual.data(), n_tokens, n_head, head_dim, pos.data(), config);
+        EXPECT_TRUE(all_near(actual, expected, kRopeTol.rel, kRopeTol.abs))
+            << t->name << " head_dim=" << head_dim << " n_rot=" << n_rot;
+      }
+    }
+  }
+}
+
+TEST(Ops, RopeAtPosTwoDimFour) {
+  // theta_0 = 2, theta_1 = 2 · 10000^(-2/4) = 0.02. cos 2 = -0.41614684, sin 2 = 0.90929743,
+  // cos 0.02 = 0.99980001, sin 0.02 = 0.01999867.
+  const std::vector<float> x = {1, 2, 3, 4};
+  const int32_t pos = 2;
+  // NeoX pairs (0, 2) at theta_0 and (1, 3) at theta_1.
+  const std::vector<float> neox = {
+      1 * -0.41614684f - 3 * 0.90929743f, 2 * 0.99980001f - 4 * 0.01999867f,
+      1 * 0.90929743f + 3 * -0.41614684f, 2 * 0.01999867f + 4 * 0.99980001f};
+  // Adjacent pairs (0, 1) at theta_0 and (2, 3) at theta_1.
+  const std::vector<float> adjacent = {
+      1 * -0.41614684f - 2 * 0.90929743f, 1 * 0.90929743f + 2 * -0.41614684f,
+      3 * 0.99980001f - 4 * 0.01999867f, 3 * 0.01999867f + 4 * 0.99980001f};
+  for (const KernelTable* t : all_tables()) {
+    std::vector<float> y = x;
+    apply_rope(*t, y.data(), 1, 1, 4, &pos, RopeConfig{4, 10000.0f, 1.0f, RopeStyle::kNeox});
+    EXPECT_TRUE(all_near(y, neox, 1e-6f, 1e-6f)) << t->name << " neox";
+    y = x;
+    apply_rope(*t, y.data(), 1, 1, 4, &pos, RopeConfig{4, 10000.0f, 1.0f, RopeStyle::kAdjacent});
+    EXPECT_TRUE(all_near(y, adjacent, 1e-6f, 1e-6f)) << t->name << " adjacent";
+  }
+}
+
+TEST(Ops, RopeAnglesFollowLlamaCppsRecurrence) {
+  // theta is (float)pos multiplied by theta_scale in float once per pair, not
+  // pos * powf(base, -2i/d) — the two differ in the last bits for large pos.
+  const RopeConfig config{128, 1000000.0f, 1.0f, RopeStyle::kNeox};
+  const int64_t pos = 30000;
+  std::vector<float> cos_sin(128);
+  rope_angles(pos, config, cos_sin.data());
+  const float theta_scale = std::pow(1000000.0f, -2.0f / 128.0f);
+  float theta = static_cast<float>(pos);
+  for (int i = 0; i < 64; ++i) {
+    EXPECT_EQ(cos_sin[i], std::cos(theta)) << i;
+    EXPECT_EQ(cos_sin[64 + i], std::sin(theta)) << i;
+    theta *= theta_scale;
+  }
+  // Linear scaling multiplies each angle by freq_scale.
+  const RopeConfig scaled{128, 1000000.0f, 0.25f, RopeStyle::kNeox};
+  rope_angles(pos, scaled, cos_sin.data());
+  EXPECT_EQ(cos_sin[0], std::cos(0.25f * static_cast<float>(pos)));
+}
+
+TEST(Ops, RopeLeavesUnrotatedDimsAlone) {
+  const int32_t pos = 5;
+  for (const KernelTable* t : all_tables()) {
+    std::vector<float> x = random_floats(2 * 80, 13);
+    const std::vector<float> before = x;
+    apply_rope(*t, x.data(), 1, 2, 80, &pos, RopeConfig{32, 10000.0f, 1.0f, RopeStyle::kNeox});
+    for (int h = 0; h < 2; ++h) {
+      for (int i = 32; i < 80; ++i) EXPECT_EQ(x[h * 80 + i], before[h * 80 + i]) << t->name;
+      EXPECT_NE(x[h * 80 + 1], before[h * 80 + 1]) << t->name;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace minfer::kernels
