@@ -26,8 +26,11 @@ inline constexpr int64_t kMaxRopeDims = 1024;
 // weight rows of w_row_bytes each (in the weight type) and A is n_tok activation rows of
 // act_row_bytes each in the weight type's vec_dot_type (quant/quant_traits.h; as llama.cpp:
 // F32 for F32, F16 for F16, BF16 for BF16, Q8_0 / Q8_1 / Q8_K blocks for the quantized types).
-// n_in is a multiple of the weight type's block size. The reference is ref::vec_dot_for(type)
-// (kernels/ref/ref_dot.h) applied to each (row, token).
+// n_in is a multiple of the weight type's block size. A Q8_0 activation row is followed by
+// the int32 sum of each block's quants ([n_in / 32], at the first 4-byte boundary after the
+// blocks), which
+// the SIMD kernels use for the offsets of Q4_0 / Q5_0 and their unsigned-by-signed products.
+// The reference is ref::vec_dot_for(type) (kernels/ref/ref_dot.h) applied to each (row, token).
 // Every (r, t) result is computed by the same sequence of operations whatever n_rows and n_tok
 // are, so splitting rows or tokens differently never changes a bit of the output.
 using MatmulTileFn = void (*)(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,

@@ -102,6 +102,25 @@ TEST(Matmul, SimdMatchesRefForEveryType) {
   }
 }
 
+TEST(Matmul, QuantizedSimdTilesAreBitIdenticalToRef) {
+  // The quantized tiles sum integers exactly and repeat the reference's float steps in its
+  // order, so they must match it exactly (sizes as above, 19 rows: a partial 16-row group).
+  if (simd_tables().empty()) GTEST_SKIP() << "this CPU runs no SIMD table";
+  ThreadPool pool(1);
+  for (GgmlType type : kWeightTypes) {
+    if (!ggml_type_info(type).is_quantized) continue;
+    for (int64_t n_in : sizes_for(type)) {
+      const Problem p = make_problem(type, n_in, 19, 6, static_cast<uint32_t>(n_in) + 3u);
+      const std::vector<float> expected = run(ref_table, pool, p, p.x.data(), p.n_tokens);
+      for (const KernelTable* t : simd_tables()) {
+        const std::vector<float> actual = run(*t, pool, p, p.x.data(), p.n_tokens);
+        EXPECT_EQ(0, std::memcmp(actual.data(), expected.data(), expected.size() * sizeof(float)))
+            << t->name << " " << ggml_type_info(type).name << " n_in=" << n_in;
+      }
+    }
+  }
+}
+
 TEST(Matmul, RefMatchesDequantizedFloatDot) {
   // The reference through the matmul driver (activation conversion included) stays close to
   // the float dot of dequantized weights with the unquantized activations.
