@@ -1,0 +1,179 @@
+#include "chat/chat_template.h"
+
+#include <set>
+
+#include <fmt/format.h>
+
+#include "chat/ast.h"
+#include "chat/interpreter.h"
+#include "chat/parser.h"
+
+namespace minfer::chat {
+
+const char* const kChatMlTemplate =
+    "{%- for message in messages %}"
+    "{{- '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' }}"
+    "{%- endfor %}"
+    "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}";
+
+namespace {
+
+// JSON -> Value as Python's json.loads builds it (objects keep key order).
+Value from_json(const nlohmann::ordered_json& j) {
+  switch (j.type()) {
+    case nlohmann::ordered_json::value_t::null:
+      return Value::none();
+    case nlohmann::ordered_json::value_t::boolean:
+      return Value::boolean(j.get<bool>());
+    case nlohmann::ordered_json::value_t::number_integer:
+      return Value::integer(j.get<int64_t>());
+    case nlohmann::ordered_json::value_t::number_unsigned: {
+      auto u = j.get<uint64_t>();
+      if (u <= static_cast<uint64_t>(INT64_MAX)) return Value::integer(static_cast<int64_t>(u));
+      return Value::floating(static_cast<double>(u));
+    }
+    case nlohmann::ordered_json::value_t::number_float:
+      return Value::floating(j.get<double>());
+    case nlohmann::ordered_json::value_t::string:
+      return Value::string(j.get<std::string>());
+    case nlohmann::ordered_json::value_t::array: {
+      std::vector<Value> items;
+      items.reserve(j.size());
+      for (const auto& item : j) items.push_back(from_json(item));
+      return Value::list(std::move(items));
+    }
+    case nlohmann::ordered_json::value_t::object: {
+      Dict d;
+      for (const auto& [k, v] : j.items()) d.set(k, from_json(v));
+      return Value::dict(std::move(d));
+    }
+    default:
+      return Value::none();
+  }
+}
+
+Status to_status(const TemplateError& e) {
+  if (e.line() > 0) {
+    return make_error(ErrorCode::kInvalidArgument, "[chat] template line {}: {}", e.line(),
+                      e.what());
+  }
+  return make_error(ErrorCode::kInvalidArgument, "[chat] template: {}", e.what());
+}
+
+// Request fields that configure generation, not the template.
+const std::set<std::string>& request_fields() {
+  static const std::set<std::string> kFields = {"messages",
+                                                "tools",
+                                                "add_generation_prompt",
+                                                "chat_template_kwargs",
+                                                "model",
+                                                "stream",
+                                                "stream_options",
+                                                "temperature",
+                                                "top_p",
+                                                "top_k",
+                                                "min_p",
+                                                "max_tokens",
+                                                "max_completion_tokens",
+                                                "n",
+                                                "stop",
+                                                "seed",
+                                                "frequency_penalty",
+                                                "presence_penalty",
+                                                "repeat_penalty",
+                                                "logit_bias",
+                                                "logprobs",
+                                                "top_logprobs",
+                                                "user",
+                                                "response_format",
+                                                "tool_choice",
+                                                "parallel_tool_calls"};
+  return kFields;
+}
+
+}  // namespace
+
+Result<ChatTemplate> ChatTemplate::create(const std::string& source, std::string bos_token,
+                                          std::string eos_token) {
+  ChatTemplate t;
+  t.source_ = source;
+  t.bos_token_ = std::move(bos_token);
+  t.eos_token_ = std::move(eos_token);
+  try {
+    t.program_ = std::make_shared<const StmtList>(parse_template(source));
+  } catch (const TemplateError& e) {
+    return to_status(e);
+  }
+  return t;
+}
+
+Result<std::string> ChatTemplate::render(const nlohmann::ordered_json& messages,
+                                         const nlohmann::ordered_json& tools,
+                                         bool add_generation_prompt,
+                                         const nlohmann::ordered_json& extra) const {
+  if (!messages.is_array()) {
+    return make_error(ErrorCode::kInvalidArgument, "[chat] messages: expected an array, got {}",
+                      messages.type_name());
+  }
+  if (!tools.is_null() && !tools.is_array()) {
+    return make_error(ErrorCode::kInvalidArgument, "[chat] tools: expected an array, got {}",
+                      tools.type_name());
+  }
+  if (!extra.is_null() && !extra.is_object()) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "[chat] template variables: expected an object, got {}", extra.type_name());
+  }
+  // What transformers passes to render(): messages, tools (None when absent), documents=None,
+  // add_generation_prompt, the special tokens, then the caller's kwargs.
+  Dict vars;
+  vars.set("messages", from_json(messages));
+  vars.set("tools", from_json(tools));
+  vars.set("documents", Value::none());
+  vars.set("add_generation_prompt", Value::boolean(add_generation_prompt));
+  vars.set("bos_token", Value::string(bos_token_));
+  vars.set("eos_token", Value::string(eos_token_));
+  if (extra.is_object()) {
+    for (const auto& [k, v] : extra.items()) vars.set(k, from_json(v));
+  }
+  try {
+    return render_program(*program_, vars);
+  } catch (const TemplateError& e) {
+    return to_status(e);
+  }
+}
+
+Result<std::string> ChatTemplate::render_request(const nlohmann::ordered_json& body) const {
+  if (!body.is_object()) {
+    return make_error(ErrorCode::kInvalidArgument, "[chat] request: expected a JSON object, got {}",
+                      body.type_name());
+  }
+  auto messages = body.find("messages");
+  if (messages == body.end()) {
+    return make_error(ErrorCode::kInvalidArgument, "[chat] request: missing 'messages'");
+  }
+  nlohmann::ordered_json tools = body.value("tools", nlohmann::ordered_json());
+  bool add_generation_prompt = true;
+  if (auto it = body.find("add_generation_prompt"); it != body.end()) {
+    if (!it->is_boolean()) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        "[chat] request: add_generation_prompt: expected a boolean, got {}",
+                        it->type_name());
+    }
+    add_generation_prompt = it->get<bool>();
+  }
+  nlohmann::ordered_json extra = nlohmann::ordered_json::object();
+  for (const auto& [k, v] : body.items()) {
+    if (request_fields().count(k) == 0) extra[k] = v;
+  }
+  if (auto it = body.find("chat_template_kwargs"); it != body.end() && !it->is_null()) {
+    if (!it->is_object()) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        "[chat] request: chat_template_kwargs: expected an object, got {}",
+                        it->type_name());
+    }
+    for (const auto& [k, v] : it->items()) extra[k] = v;
+  }
+  return render(*messages, tools, add_generation_prompt, extra);
+}
+
+}  // namespace minfer::chat

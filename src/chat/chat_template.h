@@ -1,0 +1,58 @@
+// A model's chat template (GGUF `tokenizer.chat_template`, Jinja) compiled once and rendered per
+// request, byte-identical to Hugging Face transformers' apply_chat_template (Jinja2 with
+// trim_blocks, lstrip_blocks and loop controls; tojson = json.dumps without ASCII escaping).
+//
+//   auto tmpl = ChatTemplate::create(source, "<|endoftext|>", "<|im_end|>");
+//   auto prompt = tmpl->render(messages, nullptr, /*add_generation_prompt=*/true, {});
+//
+// Inputs are nlohmann::ordered_json so that object keys keep the caller's order, as Python's
+// dicts do (tojson of a tool schema prints keys in the order they were given).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/status.h"
+
+namespace minfer::chat {
+
+struct Stmt;
+
+// The template used when a model file has none: ChatML.
+extern const char* const kChatMlTemplate;
+
+class ChatTemplate {
+ public:
+  // Parses `source`; a template needing an unsupported construct fails here with
+  // "[chat] template line N: unsupported filter 'wordwrap'" and the like. `bos_token` and
+  // `eos_token` become the template variables of the same names.
+  static Result<ChatTemplate> create(const std::string& source, std::string bos_token,
+                                     std::string eos_token);
+
+  // Renders `messages` (an array of OpenAI-style messages, passed through as given: tool_calls
+  // arguments stay objects or strings). `tools` is an array, or null for none (the variable
+  // `tools` is then defined and None, as transformers passes it). `extra` is an object of
+  // further template variables (enable_thinking, ...); they override the defaults.
+  Result<std::string> render(const nlohmann::ordered_json& messages,
+                             const nlohmann::ordered_json& tools, bool add_generation_prompt,
+                             const nlohmann::ordered_json& extra) const;
+
+  // Renders an OpenAI-style request body: `messages`, optional `tools`, `add_generation_prompt`
+  // (default true), and template variables from `chat_template_kwargs` and from any other
+  // top-level key that is not a known sampling/request field (kwargs win).
+  Result<std::string> render_request(const nlohmann::ordered_json& body) const;
+
+  const std::string& source() const { return source_; }
+
+ private:
+  ChatTemplate() = default;
+
+  std::string source_;
+  std::string bos_token_;
+  std::string eos_token_;
+  std::shared_ptr<const std::vector<std::unique_ptr<Stmt>>> program_;
+};
+
+}  // namespace minfer::chat

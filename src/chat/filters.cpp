@@ -1,0 +1,639 @@
+// Filters and tests with Jinja2 3.1 semantics (jinja2/filters.py, jinja2/tests.py); tojson is
+// transformers' override (json.dumps without ASCII escaping).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "chat/builtins.h"
+#include "chat/py_string.h"
+
+namespace minfer::chat {
+namespace {
+
+const std::set<std::string, std::less<>> kFilters = {
+    "abs",     "attr",     "batch",  "capitalize", "center",     "count",    "d",
+    "default", "dictsort", "e",      "escape",     "first",      "float",    "indent",
+    "int",     "items",    "join",   "last",       "length",     "list",     "lower",
+    "map",     "max",      "min",    "reject",     "rejectattr", "replace",  "reverse",
+    "round",   "safe",     "select", "selectattr", "sort",       "string",   "sum",
+    "title",   "tojson",   "trim",   "unique",     "upper",      "wordcount"};
+
+const std::set<std::string, std::less<>> kTests = {
+    "boolean", "callable", "defined",  "divisibleby", "eq",      "equalto",   "escaped", "even",
+    "false",   "float",    "ge",       "greaterthan", "gt",      "in",        "integer", "iterable",
+    "le",      "lessthan", "lower",    "lt",          "mapping", "ne",        "none",    "number",
+    "odd",     "sameas",   "sequence", "string",      "true",    "undefined", "upper",   "==",
+    "!=",      "<",        "<=",       ">",           ">="};
+
+const Value& arg_at(const CallArgs& args, size_t i, std::string_view name, const Value& fallback) {
+  if (i < args.positional.size()) return args.positional[i];
+  if (const Value* kw = args.find_keyword(name)) return *kw;
+  return fallback;
+}
+
+// Jinja2's soft_str: str(x) unless x is already a string.
+std::string soft_str(const Value& v) {
+  return to_str(v);
+}
+
+bool is_integral(const Value& v) {
+  return v.is_int() || v.is_bool();
+}
+
+int64_t as_int(const Value& v, const char* what, int line) {
+  if (v.is_int()) return v.as_int();
+  if (v.is_bool()) return v.as_bool() ? 1 : 0;
+  throw TemplateError(line, fmt::format("{} must be an integer, not {}", what, v.type_name()));
+}
+
+// environment.getitem along a dotted path ("a.b.0"), as make_attrgetter does.
+Value attr_path(const Value& item, const std::string& path, int line) {
+  Value v = item;
+  for (const std::string& part : py_split(path, std::string("."), -1)) {
+    bool digits = !part.empty() && std::all_of(part.begin(), part.end(),
+                                               [](char c) { return c >= '0' && c <= '9'; });
+    Value key = digits ? Value::integer(std::stoll(part)) : Value::string(part);
+    if (v.is_undefined()) fail_undefined(v, line);
+    v = get_item(v, key, line);
+  }
+  return v;
+}
+
+// The sort/unique/min/max key: strings lowercased unless case_sensitive.
+Value sort_key(const Value& v, bool case_sensitive) {
+  if (!case_sensitive && v.is_string()) return Value::string(py_lower_str(v.as_string()));
+  return v;
+}
+
+std::string html_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&#34;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out.push_back(c);
+    }
+  }
+  return out;
+}
+
+// Python's round(x, ndigits) for floats: correctly rounded through the decimal string, which is
+// what CPython does (ties are decided on the exact binary value, then half-even).
+double py_round(double x, int64_t ndigits) {
+  if (!std::isfinite(x)) return x;
+  if (ndigits > 300) return x;
+  if (ndigits < 0) {
+    double p = std::pow(10.0, static_cast<double>(-ndigits));
+    return std::nearbyint(x / p) * p;
+  }
+  char buf[512];
+  std::snprintf(buf, sizeof(buf), "%.*f", static_cast<int>(ndigits), x);
+  return std::strtod(buf, nullptr);
+}
+
+// Python int(str): optional sign, surrounding whitespace, '_' between digits.
+std::optional<int64_t> parse_int(const std::string& text, int64_t base) {
+  std::string s = py_strip(text, std::nullopt, true, true);
+  std::string digits;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '_' && i > 0 && i + 1 < s.size()) continue;
+    digits.push_back(s[i]);
+  }
+  if (digits.empty()) return std::nullopt;
+  char* end = nullptr;
+  errno = 0;
+  long long v = std::strtoll(digits.c_str(), &end, static_cast<int>(base));
+  if (end == digits.c_str() || *end != '\0' || errno != 0 ||
+      std::isspace(static_cast<unsigned char>(digits[0]))) {
+    return std::nullopt;
+  }
+  return v;
+}
+
+std::optional<double> parse_float(const std::string& text) {
+  std::string s = py_strip(text, std::nullopt, true, true);
+  if (s.empty()) return std::nullopt;
+  char* end = nullptr;
+  double v = std::strtod(s.c_str(), &end);
+  if (end == s.c_str() || *end != '\0') return std::nullopt;
+  return v;
+}
+
+Value filter_select(const std::string& name, const Value& input, CallArgs& args,
+                    const FilterContext& ctx) {
+  bool by_attr = name == "selectattr" || name == "rejectattr";
+  bool keep_when = name == "select" || name == "selectattr";
+  size_t next = 0;
+  std::string attribute;
+  if (by_attr) {
+    if (args.positional.empty())
+      throw TemplateError(ctx.line, "missing parameter for attribute name");
+    attribute = soft_str(args.positional[next++]);
+  }
+  std::string test_name;
+  CallArgs test_args;
+  if (next < args.positional.size()) {
+    test_name = soft_str(args.positional[next++]);
+    if (!is_known_test(test_name)) {
+      throw TemplateError(ctx.line, fmt::format("unsupported test '{}'", test_name));
+    }
+    test_args.positional.assign(args.positional.begin() + static_cast<std::ptrdiff_t>(next),
+                                args.positional.end());
+    test_args.keyword = args.keyword;
+  }
+  std::vector<Value> out;
+  for (const Value& item : iterate(input, ctx.line)) {
+    Value subject = by_attr ? attr_path(item, attribute, ctx.line) : item;
+    bool passed = test_name.empty() ? subject.truthy() : ctx.test(test_name, subject, test_args);
+    if (passed == keep_when) out.push_back(item);
+  }
+  return Value::list(std::move(out));
+}
+
+Value filter_map(const Value& input, CallArgs& args, const FilterContext& ctx) {
+  std::vector<Value> out;
+  if (const Value* attribute = args.find_keyword("attribute")) {
+    const Value* fallback = args.find_keyword("default");
+    for (const Value& item : iterate(input, ctx.line)) {
+      Value v = attr_path(item, soft_str(*attribute), ctx.line);
+      if (v.is_undefined() && fallback != nullptr) v = *fallback;
+      out.push_back(std::move(v));
+    }
+    return Value::list(std::move(out));
+  }
+  if (args.positional.empty()) return Value::list(iterate(input, ctx.line));
+  std::string filter = soft_str(args.positional[0]);
+  if (!is_known_filter(filter)) {
+    throw TemplateError(ctx.line, fmt::format("unsupported filter '{}'", filter));
+  }
+  CallArgs rest;
+  rest.positional.assign(args.positional.begin() + 1, args.positional.end());
+  rest.keyword = args.keyword;
+  for (const Value& item : iterate(input, ctx.line)) {
+    CallArgs copy = rest;
+    out.push_back(ctx.filter(filter, item, copy));
+  }
+  return Value::list(std::move(out));
+}
+
+Value filter_sort(const Value& input, CallArgs& args, int line) {
+  static const Value kFalse = Value::boolean(false);
+  static const Value kNone = Value::none();
+  bool reverse = arg_at(args, 0, "reverse", kFalse).truthy();
+  bool case_sensitive = arg_at(args, 1, "case_sensitive", kFalse).truthy();
+  const Value& attribute = arg_at(args, 2, "attribute", kNone);
+  std::vector<Value> items = iterate(input, line);
+  std::vector<std::pair<Value, Value>> keyed;
+  for (Value& item : items) {
+    Value key = attribute.is_none() ? item : attr_path(item, soft_str(attribute), line);
+    keyed.emplace_back(sort_key(key, case_sensitive), std::move(item));
+  }
+  // Python's sort is stable, and reverse=True keeps equal items in their original order.
+  std::stable_sort(keyed.begin(), keyed.end(), [&](const auto& a, const auto& b) {
+    return reverse ? value_less(b.first, a.first, line) : value_less(a.first, b.first, line);
+  });
+  std::vector<Value> out;
+  for (auto& [k, v] : keyed) out.push_back(std::move(v));
+  return Value::list(std::move(out));
+}
+
+Value filter_min_max(bool is_max, const Value& input, CallArgs& args, int line) {
+  static const Value kFalse = Value::boolean(false);
+  static const Value kNone = Value::none();
+  bool case_sensitive = arg_at(args, 0, "case_sensitive", kFalse).truthy();
+  const Value& attribute = arg_at(args, 1, "attribute", kNone);
+  std::vector<Value> items = iterate(input, line);
+  if (items.empty()) return Value::undefined("", "No aggregated item, sequence was empty.");
+  size_t best = 0;
+  auto key = [&](size_t i) {
+    Value k = attribute.is_none() ? items[i] : attr_path(items[i], soft_str(attribute), line);
+    return sort_key(k, case_sensitive);
+  };
+  for (size_t i = 1; i < items.size(); ++i) {
+    bool better =
+        is_max ? value_less(key(best), key(i), line) : value_less(key(i), key(best), line);
+    if (better) best = i;
+  }
+  return items[best];
+}
+
+Value filter_indent(const Value& input, CallArgs& args, int line) {
+  static const Value kFour = Value::integer(4);
+  static const Value kFalse = Value::boolean(false);
+  const Value& width = arg_at(args, 0, "width", kFour);
+  bool first = arg_at(args, 1, "first", kFalse).truthy();
+  bool blank = arg_at(args, 2, "blank", kFalse).truthy();
+  std::string indention =
+      width.is_string()
+          ? width.as_string()
+          : std::string(static_cast<size_t>(std::max<int64_t>(0, as_int(width, "width", line))),
+                        ' ');
+  // Jinja2 appends a newline before splitlines() so a trailing newline is kept.
+  std::vector<std::string> lines = py_splitlines(soft_str(input) + "\n");
+  std::string rv;
+  if (blank) {
+    for (size_t i = 0; i < lines.size(); ++i) {
+      if (i > 0) rv += "\n" + indention;
+      rv += lines[i];
+    }
+  } else {
+    rv = lines.empty() ? "" : lines[0];
+    for (size_t i = 1; i < lines.size(); ++i) {
+      rv += "\n";
+      if (!lines[i].empty()) rv += indention;
+      rv += lines[i];
+    }
+  }
+  if (first) rv = indention + rv;
+  return Value::string(rv);
+}
+
+// Jinja2's do_title: words start after runs of '-', whitespace and opening brackets.
+std::string jinja_title(const std::string& s) {
+  std::u32string cps = utf8_decode(s);
+  std::string out;
+  bool word_start = true;
+  for (char32_t cp : cps) {
+    bool delim = cp == '-' || py_is_space(cp) || cp == '(' || cp == '{' || cp == '[' || cp == '<';
+    if (delim) {
+      utf8_append(cp, out);
+      word_start = true;
+    } else {
+      utf8_append(word_start ? py_upper(cp) : py_lower(cp), out);
+      word_start = false;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+bool is_known_filter(std::string_view name) {
+  return kFilters.count(name) != 0;
+}
+bool is_known_test(std::string_view name) {
+  return kTests.count(name) != 0;
+}
+
+Value apply_filter(const std::string& name, const Value& input, CallArgs& args,
+                   const FilterContext& ctx) {
+  const int line = ctx.line;
+  static const Value kNone = Value::none();
+  static const Value kFalse = Value::boolean(false);
+  static const Value kEmpty = Value::string("");
+  if (name == "default" || name == "d") {
+    const Value& fallback = arg_at(args, 0, "default_value", kEmpty);
+    bool boolean = arg_at(args, 1, "boolean", kFalse).truthy();
+    if (input.is_undefined() || (boolean && !input.truthy())) return fallback;
+    return input;
+  }
+  if (name == "tojson") {
+    // transformers: tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False)
+    bool ensure_ascii = arg_at(args, 0, "ensure_ascii", kFalse).truthy();
+    const Value& indent = arg_at(args, 1, "indent", kNone);
+    const Value& separators = arg_at(args, 2, "separators", kNone);
+    bool sort_keys = arg_at(args, 3, "sort_keys", kFalse).truthy();
+    std::string item_sep = indent.is_none() ? ", " : ",";
+    std::string key_sep = ": ";
+    if (!separators.is_none()) {
+      std::vector<Value> parts = iterate(separators, line);
+      if (parts.size() != 2 || !parts[0].is_string() || !parts[1].is_string()) {
+        throw TemplateError(line, "tojson separators must be a pair of strings");
+      }
+      item_sep = parts[0].as_string();
+      key_sep = parts[1].as_string();
+    }
+    return Value::string(
+        json_dumps(input, ensure_ascii, indent, item_sep, key_sep, sort_keys, line));
+  }
+  if (name == "length" || name == "count") {
+    switch (input.kind()) {
+      case Value::Kind::kUndefined:
+        return Value::integer(0);
+      case Value::Kind::kString:
+        return Value::integer(static_cast<int64_t>(utf8_length(input.as_string())));
+      case Value::Kind::kList:
+        return Value::integer(static_cast<int64_t>(input.as_list().items.size()));
+      case Value::Kind::kDict:
+        return Value::integer(static_cast<int64_t>(input.as_dict().items.size()));
+      default:
+        throw TemplateError(line,
+                            fmt::format("object of type '{}' has no len()", input.type_name()));
+    }
+  }
+  if (name == "trim") {
+    const Value& chars = arg_at(args, 0, "chars", kNone);
+    std::optional<std::string> set;
+    if (!chars.is_none() && !chars.is_undefined()) set = soft_str(chars);
+    return Value::string(py_strip(soft_str(input), set, true, true));
+  }
+  if (name == "upper") return Value::string(py_upper_str(soft_str(input)));
+  if (name == "lower") return Value::string(py_lower_str(soft_str(input)));
+  if (name == "capitalize") return Value::string(py_capitalize(soft_str(input)));
+  if (name == "title") return Value::string(jinja_title(soft_str(input)));
+  if (name == "string") return Value::string(soft_str(input));
+  if (name == "safe") return input.is_string() ? input : Value::string(soft_str(input));
+  if (name == "e" || name == "escape") return Value::string(html_escape(soft_str(input)));
+  if (name == "join") {
+    const Value& sep = arg_at(args, 0, "d", kEmpty);
+    const Value& attribute = arg_at(args, 1, "attribute", kNone);
+    std::string out;
+    bool first = true;
+    for (const Value& item : iterate(input, line)) {
+      if (!first) out += soft_str(sep);
+      first = false;
+      out += soft_str(attribute.is_none() ? item : attr_path(item, soft_str(attribute), line));
+    }
+    return Value::string(std::move(out));
+  }
+  if (name == "first") {
+    std::vector<Value> items = iterate(input, line);
+    if (items.empty()) return Value::undefined("", "No first item, sequence was empty.");
+    return items.front();
+  }
+  if (name == "last") {
+    if (input.is_undefined()) fail_undefined(input, line);
+    std::vector<Value> items = iterate(input, line);
+    if (items.empty()) return Value::undefined("", "No last item, sequence was empty.");
+    return items.back();
+  }
+  if (name == "list") return Value::list(iterate(input, line));
+  if (name == "items") {
+    if (input.is_undefined()) return Value::list({});
+    if (!input.is_dict()) throw TemplateError(line, "Can only get item pairs from a mapping.");
+    std::vector<Value> pairs;
+    for (const auto& [k, v] : input.as_dict().items) {
+      pairs.push_back(Value::list({Value::string(k), v}, true));
+    }
+    return Value::list(std::move(pairs));
+  }
+  if (name == "dictsort") {
+    if (!input.is_dict()) throw TemplateError(line, "You can only sort by either 'key' or 'value'");
+    bool case_sensitive = arg_at(args, 0, "case_sensitive", kFalse).truthy();
+    static const Value kKey = Value::string("key");
+    std::string by = soft_str(arg_at(args, 1, "by", kKey));
+    bool reverse = arg_at(args, 2, "reverse", kFalse).truthy();
+    std::vector<std::pair<Value, Value>> keyed;
+    for (const auto& [k, v] : input.as_dict().items) {
+      Value pair = Value::list({Value::string(k), v}, true);
+      keyed.emplace_back(sort_key(by == "value" ? v : Value::string(k), case_sensitive), pair);
+    }
+    std::stable_sort(keyed.begin(), keyed.end(), [&](const auto& a, const auto& b) {
+      return reverse ? value_less(b.first, a.first, line) : value_less(a.first, b.first, line);
+    });
+    std::vector<Value> out;
+    for (auto& [k, v] : keyed) out.push_back(std::move(v));
+    return Value::list(std::move(out));
+  }
+  if (name == "select" || name == "reject" || name == "selectattr" || name == "rejectattr") {
+    return filter_select(name, input, args, ctx);
+  }
+  if (name == "map") return filter_map(input, args, ctx);
+  if (name == "unique") {
+    bool case_sensitive = arg_at(args, 0, "case_sensitive", kFalse).truthy();
+    const Value& attribute = arg_at(args, 1, "attribute", kNone);
+    std::vector<Value> seen;
+    std::vector<Value> out;
+    for (const Value& item : iterate(input, line)) {
+      Value key = sort_key(attribute.is_none() ? item : attr_path(item, soft_str(attribute), line),
+                           case_sensitive);
+      bool dup = false;
+      for (const Value& s : seen) dup = dup || values_equal(s, key);
+      if (!dup) {
+        seen.push_back(key);
+        out.push_back(item);
+      }
+    }
+    return Value::list(std::move(out));
+  }
+  if (name == "reverse") {
+    if (input.is_string()) {
+      std::u32string cps = utf8_decode(input.as_string());
+      std::reverse(cps.begin(), cps.end());
+      return Value::string(utf8_encode(cps));
+    }
+    std::vector<Value> items = iterate(input, line);
+    std::reverse(items.begin(), items.end());
+    return Value::list(std::move(items));
+  }
+  if (name == "sort") return filter_sort(input, args, line);
+  if (name == "min" || name == "max") return filter_min_max(name == "max", input, args, line);
+  if (name == "sum") {
+    const Value& attribute = arg_at(args, 0, "attribute", kNone);
+    static const Value kZero = Value::integer(0);
+    Value total = arg_at(args, 1, "start", kZero);
+    for (const Value& item : iterate(input, line)) {
+      Value v = attribute.is_none() ? item : attr_path(item, soft_str(attribute), line);
+      if (!v.is_number() || !total.is_number()) {
+        throw TemplateError(line, fmt::format("unsupported operand type(s) for +: '{}' and '{}'",
+                                              total.type_name(), v.type_name()));
+      }
+      total = (total.is_float() || v.is_float())
+                  ? Value::floating(total.to_double() + v.to_double())
+                  : Value::integer(static_cast<int64_t>(total.to_double()) +
+                                   static_cast<int64_t>(v.to_double()));
+    }
+    return total;
+  }
+  if (name == "replace") {
+    const Value& old_v = arg_at(args, 0, "old", kEmpty);
+    const Value& new_v = arg_at(args, 1, "new", kEmpty);
+    const Value& count = arg_at(args, 2, "count", kNone);
+    return Value::string(py_replace(soft_str(input), soft_str(old_v), soft_str(new_v),
+                                    count.is_none() ? -1 : as_int(count, "count", line)));
+  }
+  if (name == "int") {
+    static const Value kZero = Value::integer(0);
+    static const Value kTen = Value::integer(10);
+    const Value& fallback = arg_at(args, 0, "default", kZero);
+    int64_t base = as_int(arg_at(args, 1, "base", kTen), "base", line);
+    if (is_integral(input)) return Value::integer(as_int(input, "value", line));
+    if (input.is_float()) {
+      if (!std::isfinite(input.as_float())) return fallback;
+      return Value::integer(static_cast<int64_t>(input.as_float()));
+    }
+    if (input.is_string()) {
+      if (auto v = parse_int(input.as_string(), base)) return Value::integer(*v);
+      if (auto f = parse_float(input.as_string())) {
+        if (std::isfinite(*f)) return Value::integer(static_cast<int64_t>(*f));
+      }
+    }
+    return fallback;
+  }
+  if (name == "float") {
+    static const Value kZero = Value::floating(0.0);
+    const Value& fallback = arg_at(args, 0, "default", kZero);
+    if (input.is_number()) return Value::floating(input.to_double());
+    if (input.is_string()) {
+      if (auto f = parse_float(input.as_string())) return Value::floating(*f);
+    }
+    return fallback;
+  }
+  if (name == "abs") {
+    if (input.is_float()) return Value::floating(std::fabs(input.as_float()));
+    if (is_integral(input)) return Value::integer(std::llabs(as_int(input, "value", line)));
+    if (input.is_undefined()) fail_undefined(input, line);
+    throw TemplateError(line, fmt::format("bad operand type for abs(): '{}'", input.type_name()));
+  }
+  if (name == "round") {
+    static const Value kZero = Value::integer(0);
+    static const Value kCommon = Value::string("common");
+    int64_t precision = as_int(arg_at(args, 0, "precision", kZero), "precision", line);
+    std::string method = soft_str(arg_at(args, 1, "method", kCommon));
+    if (input.is_undefined()) fail_undefined(input, line);
+    if (!input.is_number()) {
+      throw TemplateError(
+          line, fmt::format("type {} doesn't define __round__ method", input.type_name()));
+    }
+    if (method == "common") {
+      if (!input.is_float()) return Value::integer(as_int(input, "value", line));
+      return Value::floating(py_round(input.as_float(), precision));
+    }
+    if (method != "ceil" && method != "floor") {
+      throw TemplateError(line, "method must be common, ceil or floor");
+    }
+    double p = std::pow(10.0, static_cast<double>(precision));
+    double x = input.to_double() * p;
+    return Value::floating((method == "ceil" ? std::ceil(x) : std::floor(x)) / p);
+  }
+  if (name == "indent") return filter_indent(input, args, line);
+  if (name == "center") {
+    static const Value kEighty = Value::integer(80);
+    int64_t width = as_int(arg_at(args, 0, "width", kEighty), "width", line);
+    std::string s = soft_str(input);
+    auto len = static_cast<int64_t>(utf8_length(s));
+    if (width <= len) return Value::string(s);
+    // str.center puts the extra space on the right when the margin is odd and len is even.
+    int64_t margin = width - len;
+    int64_t left = margin / 2 + (margin & width & 1);
+    return Value::string(std::string(static_cast<size_t>(left), ' ') + s +
+                         std::string(static_cast<size_t>(margin - left), ' '));
+  }
+  if (name == "wordcount") {
+    int64_t words = 0;
+    bool in_word = false;
+    for (char32_t cp : utf8_decode(soft_str(input))) {
+      bool word_char = cp == '_' || (cp >= '0' && cp <= '9') || py_is_alpha(cp) ||
+                       (cp >= 0x80 && !py_is_space(cp));
+      if (word_char && !in_word) ++words;
+      in_word = word_char;
+    }
+    return Value::integer(words);
+  }
+  if (name == "attr") {
+    const Value& attribute = arg_at(args, 0, "name", kEmpty);
+    if (input.is_undefined()) fail_undefined(input, line);
+    return get_attribute(input, soft_str(attribute), line);
+  }
+  if (name == "batch") {
+    int64_t count = as_int(arg_at(args, 0, "linecount", kNone), "linecount", line);
+    if (count <= 0) throw TemplateError(line, "batch size must be positive");
+    const Value& fill = arg_at(args, 1, "fill_with", kNone);
+    std::vector<Value> batches;
+    std::vector<Value> current;
+    for (const Value& item : iterate(input, line)) {
+      current.push_back(item);
+      if (static_cast<int64_t>(current.size()) == count) {
+        batches.push_back(Value::list(std::move(current)));
+        current.clear();
+      }
+    }
+    if (!current.empty()) {
+      if (!fill.is_none()) {
+        while (static_cast<int64_t>(current.size()) < count) current.push_back(fill);
+      }
+      batches.push_back(Value::list(std::move(current)));
+    }
+    return Value::list(std::move(batches));
+  }
+  throw TemplateError(line, fmt::format("unsupported filter '{}'", name));
+}
+
+bool apply_test(const std::string& name, const Value& input, CallArgs& args, int line) {
+  static const Value kUndefined;
+  const Value& other = arg_at(args, 0, "value", kUndefined);
+  if (name == "defined") return !input.is_undefined();
+  if (name == "undefined") return input.is_undefined();
+  if (name == "none") return input.is_none();
+  if (name == "boolean") return input.is_bool();
+  if (name == "true") return input.is_bool() && input.as_bool();
+  if (name == "false") return input.is_bool() && !input.as_bool();
+  if (name == "integer") return input.is_int();
+  if (name == "float") return input.is_float();
+  if (name == "number") return input.is_number();
+  if (name == "string") return input.is_string();
+  if (name == "mapping") return input.is_dict();
+  if (name == "iterable") {
+    return input.is_undefined() || input.is_string() || input.is_list() || input.is_dict();
+  }
+  if (name == "sequence") {
+    return input.is_undefined() || input.is_string() || input.is_list() || input.is_dict();
+  }
+  if (name == "callable") return input.is_callable();
+  if (name == "escaped") return false;
+  if (name == "lower" || name == "upper") {
+    std::string s = soft_str(input);
+    bool any_cased = false;
+    for (char32_t c : utf8_decode(s)) {
+      bool is_upper = py_lower(c) != c;
+      bool is_lower = py_upper(c) != c;
+      any_cased = any_cased || is_upper || is_lower;
+      if (name == "lower" ? is_upper : is_lower) return false;
+    }
+    return any_cased;
+  }
+  if (name == "even" || name == "odd" || name == "divisibleby") {
+    if (input.is_undefined()) fail_undefined(input, line);
+    if (!input.is_number()) {
+      throw TemplateError(line, fmt::format("unsupported operand type(s) for %: '{}' and 'int'",
+                                            input.type_name()));
+    }
+    double divisor = 2.0;
+    if (name == "divisibleby") {
+      if (!other.is_number()) throw TemplateError(line, "divisibleby needs a number");
+      divisor = other.to_double();
+      if (divisor == 0.0) throw TemplateError(line, "integer division or modulo by zero");
+    }
+    double r = std::fmod(input.to_double(), divisor);
+    if (name == "odd") return r != 0.0;
+    return r == 0.0;
+  }
+  if (name == "in") return contains(other, input, line);
+  if (name == "eq" || name == "equalto" || name == "==") return values_equal(input, other);
+  if (name == "ne" || name == "!=") return !values_equal(input, other);
+  if (name == "lt" || name == "lessthan" || name == "<") return value_less(input, other, line);
+  if (name == "gt" || name == "greaterthan" || name == ">") return value_less(other, input, line);
+  if (name == "le" || name == "<=") {
+    return value_less(input, other, line) || values_equal(input, other);
+  }
+  if (name == "ge" || name == ">=") {
+    return value_less(other, input, line) || values_equal(input, other);
+  }
+  if (name == "sameas") {
+    if (input.kind() != other.kind()) return false;
+    if (input.is_none() || input.is_undefined()) return true;
+    if (input.is_bool()) return input.as_bool() == other.as_bool();
+    return values_equal(input, other);
+  }
+  throw TemplateError(line, fmt::format("unsupported test '{}'", name));
+}
+
+}  // namespace minfer::chat

@@ -1,0 +1,481 @@
+#include "chat/interpreter.h"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "chat/builtins.h"
+
+namespace minfer::chat {
+
+const Value* Scope::lookup(const std::string& name) const {
+  for (const Scope* s = this; s != nullptr; s = s->parent_) {
+    auto it = s->vars_.find(name);
+    if (it != s->vars_.end()) return &it->second;
+  }
+  return nullptr;
+}
+
+namespace {
+
+enum class Flow { kNormal, kBreak, kContinue };
+
+int64_t int_of(const Value& v) {
+  return v.is_bool() ? (v.as_bool() ? 1 : 0) : v.as_int();
+}
+
+[[noreturn]] void fail_operands(const std::string& op, const Value& a, const Value& b, int line) {
+  if (a.is_undefined()) fail_undefined(a, line);
+  if (b.is_undefined()) fail_undefined(b, line);
+  throw TemplateError(line, fmt::format("unsupported operand type(s) for {}: '{}' and '{}'", op,
+                                        a.type_name(), b.type_name()));
+}
+
+Value repeat(const Value& seq, int64_t times) {
+  if (seq.is_string()) {
+    std::string out;
+    for (int64_t i = 0; i < times; ++i) out += seq.as_string();
+    return Value::string(std::move(out));
+  }
+  std::vector<Value> items;
+  for (int64_t i = 0; i < times; ++i) {
+    items.insert(items.end(), seq.as_list().items.begin(), seq.as_list().items.end());
+  }
+  return Value::list(std::move(items), seq.is_tuple());
+}
+
+Value arithmetic(const std::string& op, const Value& a, const Value& b, int line) {
+  if (op == "~") return Value::string(to_str(a) + to_str(b));
+  bool both_numbers = a.is_number() && b.is_number();
+  bool any_float = a.is_float() || b.is_float();
+  if (op == "+") {
+    if (both_numbers) {
+      return any_float ? Value::floating(a.to_double() + b.to_double())
+                       : Value::integer(int_of(a) + int_of(b));
+    }
+    if (a.is_string() && b.is_string()) return Value::string(a.as_string() + b.as_string());
+    if (a.is_list() && b.is_list() && a.is_tuple() == b.is_tuple()) {
+      std::vector<Value> items = a.as_list().items;
+      items.insert(items.end(), b.as_list().items.begin(), b.as_list().items.end());
+      return Value::list(std::move(items), a.is_tuple());
+    }
+    fail_operands(op, a, b, line);
+  }
+  if (op == "*") {
+    if (both_numbers) {
+      return any_float ? Value::floating(a.to_double() * b.to_double())
+                       : Value::integer(int_of(a) * int_of(b));
+    }
+    if ((a.is_string() || a.is_list()) && (b.is_int() || b.is_bool())) return repeat(a, int_of(b));
+    if ((b.is_string() || b.is_list()) && (a.is_int() || a.is_bool())) return repeat(b, int_of(a));
+    fail_operands(op, a, b, line);
+  }
+  if (!both_numbers) {
+    if (op == "%" && a.is_string()) {
+      throw TemplateError(line, "unsupported construct: printf-style string formatting with '%'");
+    }
+    fail_operands(op, a, b, line);
+  }
+  if (op == "-") {
+    return any_float ? Value::floating(a.to_double() - b.to_double())
+                     : Value::integer(int_of(a) - int_of(b));
+  }
+  if (op == "/") {
+    if (b.to_double() == 0.0) throw TemplateError(line, "division by zero");
+    return Value::floating(a.to_double() / b.to_double());
+  }
+  if (op == "//" || op == "%") {
+    if (b.to_double() == 0.0) {
+      throw TemplateError(line,
+                          op == "%" ? "modulo by zero" : "integer division or modulo by zero");
+    }
+    if (any_float) {
+      double x = a.to_double();
+      double y = b.to_double();
+      double mod = std::fmod(x, y);
+      if (mod != 0.0 && ((mod < 0) != (y < 0))) mod += y;
+      if (op == "%") return Value::floating(mod);
+      return Value::floating(std::floor((x - mod) / y + 0.5));
+    }
+    int64_t x = int_of(a);
+    int64_t y = int_of(b);
+    int64_t q = x / y;
+    int64_t r = x % y;
+    if (r != 0 && ((r < 0) != (y < 0))) {
+      --q;
+      r += y;
+    }
+    return Value::integer(op == "%" ? r : q);
+  }
+  if (op == "**") {
+    if (!any_float && int_of(b) >= 0) {
+      int64_t result = 1;
+      int64_t base = int_of(a);
+      for (int64_t i = 0; i < int_of(b); ++i) result *= base;
+      return Value::integer(result);
+    }
+    return Value::floating(std::pow(a.to_double(), b.to_double()));
+  }
+  throw TemplateError(line, fmt::format("unknown operator '{}'", op));
+}
+
+class Interpreter {
+ public:
+  explicit Interpreter(Scope* root) : root_(root) {}
+
+  Flow exec_list(const StmtList& list, Scope& scope, std::string& out) {
+    for (const StmtPtr& s : list) {
+      Flow f = exec(*s, scope, out);
+      if (f != Flow::kNormal) return f;
+    }
+    return Flow::kNormal;
+  }
+
+ private:
+  Flow exec(const Stmt& s, Scope& scope, std::string& out) {
+    switch (s.kind) {
+      case Stmt::Kind::kText:
+        out += s.text;
+        return Flow::kNormal;
+      case Stmt::Kind::kOutput:
+        out += to_str(eval(*s.expr, scope));
+        return Flow::kNormal;
+      case Stmt::Kind::kIf:
+        for (size_t i = 0; i < s.conditions.size(); ++i) {
+          if (eval(*s.conditions[i], scope).truthy()) return exec_list(s.bodies[i], scope, out);
+        }
+        return exec_list(s.else_body, scope, out);
+      case Stmt::Kind::kFor:
+        exec_for(s, scope, out);
+        return Flow::kNormal;
+      case Stmt::Kind::kSet:
+        assign(s.target, eval(*s.expr, scope), scope, s.line);
+        return Flow::kNormal;
+      case Stmt::Kind::kSetBlock: {
+        std::string body;
+        Scope inner(&scope);
+        exec_list(s.body, inner, body);
+        Value v = Value::string(std::move(body));
+        if (s.expr) v = eval_filter(*s.expr, scope, &v);
+        assign(s.target, std::move(v), scope, s.line);
+        return Flow::kNormal;
+      }
+      case Stmt::Kind::kMacro:
+        scope.set(s.name, make_macro(s, s.name, nullptr, root_));
+        return Flow::kNormal;
+      case Stmt::Kind::kCallBlock: {
+        Value caller = make_macro(s, "caller", nullptr, &scope);
+        out += to_str(eval_call(*s.expr, scope, &caller));
+        return Flow::kNormal;
+      }
+      case Stmt::Kind::kFilterBlock: {
+        std::string body;
+        Scope inner(&scope);
+        exec_list(s.body, inner, body);
+        Value v = Value::string(std::move(body));
+        out += to_str(eval_filter(*s.expr, scope, &v));
+        return Flow::kNormal;
+      }
+      case Stmt::Kind::kWith: {
+        Scope inner(&scope);
+        for (const auto& [target, expr] : s.assignments) {
+          assign(target, eval(*expr, scope), inner, s.line);
+        }
+        return exec_list(s.body, inner, out);
+      }
+      case Stmt::Kind::kBreak:
+        return Flow::kBreak;
+      case Stmt::Kind::kContinue:
+        return Flow::kContinue;
+    }
+    return Flow::kNormal;
+  }
+
+  void assign(const AssignTarget& target, Value value, Scope& scope, int line) {
+    if (!target.attribute.empty()) {
+      const Value* ns = scope.lookup(target.names[0]);
+      if (ns == nullptr || !ns->is_namespace()) {
+        throw TemplateError(line, "cannot assign attribute on non-namespace object");
+      }
+      ns->as_namespace().attrs.set(target.attribute, std::move(value));
+      return;
+    }
+    if (!target.is_tuple) {
+      scope.set(target.names[0], std::move(value));
+      return;
+    }
+    std::vector<Value> items = iterate(value, line);
+    if (items.size() != target.names.size()) {
+      throw TemplateError(line, fmt::format("cannot unpack {} values into {} names", items.size(),
+                                            target.names.size()));
+    }
+    for (size_t i = 0; i < items.size(); ++i) scope.set(target.names[i], std::move(items[i]));
+  }
+
+  void exec_for(const Stmt& s, Scope& scope, std::string& out) {
+    std::vector<Value> items = iterate(eval(*s.expr, scope), s.line);
+    Scope loop_scope(&scope);
+    if (s.condition) {
+      // Jinja2 filters before counting, so loop.length and loop.last see the kept items only.
+      std::vector<Value> kept;
+      for (Value& item : items) {
+        assign(s.target, item, loop_scope, s.line);
+        if (eval(*s.condition, loop_scope).truthy()) kept.push_back(std::move(item));
+      }
+      items = std::move(kept);
+    }
+    if (items.empty()) {
+      Scope else_scope(&scope);
+      exec_list(s.else_body, else_scope, out);
+      return;
+    }
+    const auto n = static_cast<int64_t>(items.size());
+    for (int64_t i = 0; i < n; ++i) {
+      const auto idx = static_cast<size_t>(i);
+      assign(s.target, items[idx], loop_scope, s.line);
+      Dict loop;
+      loop.set("index", Value::integer(i + 1));
+      loop.set("index0", Value::integer(i));
+      loop.set("revindex", Value::integer(n - i));
+      loop.set("revindex0", Value::integer(n - i - 1));
+      loop.set("first", Value::boolean(i == 0));
+      loop.set("last", Value::boolean(i == n - 1));
+      loop.set("length", Value::integer(n));
+      loop.set("depth", Value::integer(1));
+      loop.set("depth0", Value::integer(0));
+      loop.set("previtem",
+               i > 0 ? items[idx - 1] : Value::undefined("previtem", "there is no previous item"));
+      loop.set("nextitem",
+               i + 1 < n ? items[idx + 1] : Value::undefined("nextitem", "there is no next item"));
+      loop.set("cycle", Value::callable("cycle", [i, line = s.line](CallArgs& args) {
+                 if (args.positional.empty())
+                   throw TemplateError(line, "no items for cycling given");
+                 return args.positional[static_cast<size_t>(i) % args.positional.size()];
+               }));
+      loop_scope.set("loop", Value::dict(std::move(loop)));
+      Flow f = exec_list(s.body, loop_scope, out);
+      if (f == Flow::kBreak) break;
+    }
+  }
+
+  // A macro (or a call block's `caller`): calling it renders `s.body` in a fresh scope whose
+  // parent is `parent` (the template's top level for macros, as Jinja2 resolves their free
+  // names in the template context).
+  Value make_macro(const Stmt& s, const std::string& name, const Value* /*unused*/, Scope* parent) {
+    const Stmt* stmt = &s;
+    return Value::callable(name, [this, stmt, name, parent](CallArgs& args) {
+      Scope local(parent);
+      const auto& params = stmt->params;
+      if (args.positional.size() > params.size()) {
+        throw TemplateError(stmt->line, fmt::format("macro '{}' takes not more than {} argument(s)",
+                                                    name, params.size()));
+      }
+      for (size_t i = 0; i < params.size(); ++i) {
+        const MacroParam& p = params[i];
+        if (i < args.positional.size()) {
+          local.set(p.name, args.positional[i]);
+        } else if (const Value* kw = args.find_keyword(p.name)) {
+          local.set(p.name, *kw);
+        } else if (p.default_value) {
+          local.set(p.name, eval(*p.default_value, local));
+        } else {
+          local.set(p.name, Value::undefined(
+                                p.name, fmt::format("parameter '{}' was not provided", p.name)));
+        }
+      }
+      Dict extra_kwargs;
+      for (const auto& [key, value] : args.keyword) {
+        bool is_param = false;
+        for (const MacroParam& p : params) is_param = is_param || p.name == key;
+        if (key == "caller") {
+          local.set("caller", value);
+        } else if (!is_param) {
+          extra_kwargs.set(key, value);
+        }
+      }
+      local.set("varargs", Value::list({}));
+      local.set("kwargs", Value::dict(std::move(extra_kwargs)));
+      std::string out;
+      exec_list(stmt->body, local, out);
+      return Value::string(std::move(out));
+    });
+  }
+
+  Value eval(const Expr& e, Scope& scope) {
+    switch (e.kind) {
+      case Expr::Kind::kConst:
+        return e.constant;
+      case Expr::Kind::kName: {
+        const Value* v = scope.lookup(e.name);
+        return v != nullptr ? *v : Value::undefined(e.name);
+      }
+      case Expr::Kind::kList:
+      case Expr::Kind::kTuple: {
+        std::vector<Value> items;
+        items.reserve(e.args.size());
+        for (const ExprPtr& a : e.args) items.push_back(eval(*a, scope));
+        return Value::list(std::move(items), e.kind == Expr::Kind::kTuple);
+      }
+      case Expr::Kind::kDict: {
+        Dict d;
+        for (size_t i = 0; i + 1 < e.args.size(); i += 2) {
+          Value key = eval(*e.args[i], scope);
+          if (!key.is_string()) {
+            throw TemplateError(e.line, fmt::format("unsupported construct: dict key of type '{}'",
+                                                    key.type_name()));
+          }
+          d.set(key.as_string(), eval(*e.args[i + 1], scope));
+        }
+        return Value::dict(std::move(d));
+      }
+      case Expr::Kind::kGetattr: {
+        Value obj = eval(*e.target, scope);
+        if (obj.is_undefined()) fail_undefined(obj, e.line);
+        return get_attribute(obj, e.name, e.line);
+      }
+      case Expr::Kind::kGetitem: {
+        Value obj = eval(*e.target, scope);
+        if (obj.is_undefined()) fail_undefined(obj, e.line);
+        const Expr& arg = *e.args[0];
+        if (arg.kind == Expr::Kind::kSlice) {
+          Value parts[3];
+          const Value* ptrs[3] = {nullptr, nullptr, nullptr};
+          for (size_t i = 0; i < 3; ++i) {
+            if (arg.args[i]) {
+              parts[i] = eval(*arg.args[i], scope);
+              ptrs[i] = &parts[i];
+            }
+          }
+          return get_slice(obj, ptrs[0], ptrs[1], ptrs[2], e.line);
+        }
+        return get_item(obj, eval(arg, scope), e.line);
+      }
+      case Expr::Kind::kSlice:
+        throw TemplateError(e.line, "a slice outside of a subscript");
+      case Expr::Kind::kCall:
+        return eval_call(e, scope, nullptr);
+      case Expr::Kind::kFilter:
+        return eval_filter(e, scope, nullptr);
+      case Expr::Kind::kTest: {
+        Value input = eval(*e.target, scope);
+        CallArgs args = eval_args(e, scope);
+        return Value::boolean(apply_test(e.name, input, args, e.line));
+      }
+      case Expr::Kind::kUnary: {
+        Value v = eval(*e.target, scope);
+        if (e.name == "not") return Value::boolean(!v.truthy());
+        if (v.is_undefined()) fail_undefined(v, e.line);
+        if (!v.is_number()) {
+          throw TemplateError(
+              e.line, fmt::format("bad operand type for unary {}: '{}'", e.name, v.type_name()));
+        }
+        if (e.name == "+") return v.is_float() ? v : Value::integer(int_of(v));
+        return v.is_float() ? Value::floating(-v.as_float()) : Value::integer(-int_of(v));
+      }
+      case Expr::Kind::kBinary: {
+        Value left = eval(*e.args[0], scope);
+        if (e.name == "and") return left.truthy() ? eval(*e.args[1], scope) : left;
+        if (e.name == "or") return left.truthy() ? left : eval(*e.args[1], scope);
+        return arithmetic(e.name, left, eval(*e.args[1], scope), e.line);
+      }
+      case Expr::Kind::kCompare: {
+        Value left = eval(*e.target, scope);
+        for (size_t i = 0; i < e.ops.size(); ++i) {
+          Value right = eval(*e.args[i], scope);
+          if (!compare(e.ops[i], left, right, e.line)) return Value::boolean(false);
+          left = std::move(right);
+        }
+        return Value::boolean(true);
+      }
+      case Expr::Kind::kCondExpr: {
+        if (eval(*e.args[0], scope).truthy()) return eval(*e.args[1], scope);
+        if (e.args[2]) return eval(*e.args[2], scope);
+        return Value::undefined("",
+                                "the inline if-expression evaluated to false and no else "
+                                "section was defined.");
+      }
+    }
+    throw TemplateError(e.line, "unknown expression");
+  }
+
+  static bool compare(const std::string& op, const Value& a, const Value& b, int line) {
+    if (op == "==") return values_equal(a, b);
+    if (op == "!=") return !values_equal(a, b);
+    if (op == "<") return value_less(a, b, line);
+    if (op == ">") return value_less(b, a, line);
+    if (op == "<=") return value_less(a, b, line) || values_equal(a, b);
+    if (op == ">=") return value_less(b, a, line) || values_equal(a, b);
+    if (op == "in") return contains(b, a, line);
+    if (op == "notin") return !contains(b, a, line);
+    throw TemplateError(line, fmt::format("unknown comparison '{}'", op));
+  }
+
+  CallArgs eval_args(const Expr& e, Scope& scope) {
+    CallArgs args;
+    for (const ExprPtr& a : e.args) args.positional.push_back(eval(*a, scope));
+    for (const auto& [key, expr] : e.kwargs) args.keyword.emplace_back(key, eval(*expr, scope));
+    return args;
+  }
+
+  Value eval_call(const Expr& e, Scope& scope, const Value* caller) {
+    Value callee;
+    if (e.target->kind == Expr::Kind::kGetattr) {
+      Value obj = eval(*e.target->target, scope);
+      if (obj.is_undefined()) fail_undefined(obj, e.line);
+      callee = get_attribute(obj, e.target->name, e.line);
+    } else {
+      callee = eval(*e.target, scope);
+    }
+    if (callee.is_undefined()) fail_undefined(callee, e.line);
+    if (!callee.is_callable()) {
+      throw TemplateError(e.line, fmt::format("'{}' object is not callable", callee.type_name()));
+    }
+    CallArgs args = eval_args(e, scope);
+    if (caller != nullptr) args.keyword.emplace_back("caller", *caller);
+    try {
+      return callee.as_callable().fn(args);
+    } catch (const TemplateError& err) {
+      if (err.line() != 0) throw;
+      throw TemplateError(e.line, err.what());
+    }
+  }
+
+  // A filter chain; `block_input` replaces the innermost (absent) target of a filter block.
+  Value eval_filter(const Expr& e, Scope& scope, const Value* block_input) {
+    Value input;
+    if (e.target) {
+      input = e.target->kind == Expr::Kind::kFilter ? eval_filter(*e.target, scope, block_input)
+                                                    : eval(*e.target, scope);
+    } else if (block_input != nullptr) {
+      input = *block_input;
+    }
+    CallArgs args = eval_args(e, scope);
+    FilterContext ctx;
+    ctx.line = e.line;
+    ctx.filter = [&ctx](const std::string& name, const Value& v, CallArgs& a) {
+      return apply_filter(name, v, a, ctx);
+    };
+    ctx.test = [line = e.line](const std::string& name, const Value& v, CallArgs& a) {
+      return apply_test(name, v, a, line);
+    };
+    return apply_filter(e.name, input, args, ctx);
+  }
+
+  Scope* root_;
+};
+
+}  // namespace
+
+std::string render_program(const StmtList& program, const Dict& variables) {
+  Scope root(nullptr);
+  for (const char* name : {"range", "namespace", "dict", "raise_exception", "strftime_now"}) {
+    root.set(name, make_global(name));
+  }
+  for (const auto& [k, v] : variables.items) root.set(k, v);
+  Interpreter interpreter(&root);
+  std::string out;
+  interpreter.exec_list(program, root, out);
+  return out;
+}
+
+}  // namespace minfer::chat
