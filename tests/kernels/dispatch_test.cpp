@@ -15,7 +15,8 @@ TEST(CpuFeatures, AgreesWithProcCpuinfo) {
   std::string line, flags;
   while (std::getline(in, line)) {
     if (line.rfind("flags", 0) == 0) {
-      flags = " " + line.substr(line.find(':') + 1) + " ";
+      // Built with append: GCC 12's -O3 -Wrestrict misfires on `" " + str + " "`.
+      flags.append(1, ' ').append(line, line.find(':') + 1).append(1, ' ');
       break;
     }
   }
