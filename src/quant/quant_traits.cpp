@@ -1,6 +1,7 @@
 #include "quant/quant_traits.h"
 
 #include <array>
+#include <cmath>
 #include <cstring>
 
 #include "core/check.h"
@@ -144,6 +145,14 @@ Status quantize_checked(GgmlType type, std::span<const float> src, std::span<uin
     return make_error(ErrorCode::kInvalidArgument,
                       "[quant] quantize {}: {} elements need {} bytes, got {}",
                       ggml_type_info(type).name, src.size(), *bytes, dst.size());
+  }
+  // The quantizers convert scaled values to integers, which is undefined for NaN and inf.
+  for (size_t i = 0; i < src.size(); ++i) {
+    if (!std::isfinite(src[i])) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        "[quant] quantize {}: element {} is {}, expected a finite value",
+                        ggml_type_info(type).name, i, src[i]);
+    }
   }
   quant_traits(type)->from_float(src.data(), dst.data(), static_cast<int64_t>(src.size()));
   return Status::ok();

@@ -38,7 +38,7 @@ void quantize_row(GgmlType type, const float* src, void* dst, int64_t n);
 
 // Checked entry points for data from outside (files, user input): verify the type is supported,
 // the element count is a multiple of the block size and both buffers have exactly the sizes the
-// count implies; then convert.
+// count implies (and, for quantize, that every input is finite); then convert.
 Status dequantize_checked(GgmlType type, std::span<const uint8_t> src, std::span<float> dst);
 Status quantize_checked(GgmlType type, std::span<const float> src, std::span<uint8_t> dst);
 

@@ -14,7 +14,9 @@
 //
 // Every function takes n elements, n a multiple of the type's block size (a precondition: the
 // caller checks it; see quantize_row_checked in quant_traits.h for the checked entry point),
-// and reads/writes exactly n elements / (n / block) blocks. No allocation, no I/O, no throwing.
+// and reads/writes exactly n elements / (n / block) blocks. Quantizer inputs must be finite
+// (NaN or inf make the float-to-integer conversions undefined; quantize_checked rejects them).
+// No allocation, no I/O, no throwing.
 #pragma once
 
 #include <cstdint>

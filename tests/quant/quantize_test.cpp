@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -274,6 +275,11 @@ TEST(QuantChecked, RejectsBadCountsSizesAndTypes) {
   EXPECT_EQ(s.code(), ErrorCode::kInvalidArgument);
   EXPECT_EQ(s.message(),
             "[quant] dequantize q4_K: element count must be a multiple of 256, got 64");
+
+  x[3] = NAN;
+  s = quantize_checked(GgmlType::kQ8_0, x, q);
+  EXPECT_EQ(s.code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(s.message(), "[quant] quantize q8_0: element 3 is nan, expected a finite value");
 
   s = dequantize_checked(GgmlType::kIQ2_XXS, q, back);
   EXPECT_EQ(s.code(), ErrorCode::kUnsupported);
