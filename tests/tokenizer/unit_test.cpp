@@ -329,3 +329,68 @@ TEST(TokenizerModels, InvalidUtf8IsTokenizedAsLlamaCppDoes) {
 
 }  // namespace
 }  // namespace minfer::test
+
+namespace minfer::test {
+namespace {
+
+// Random bytes (often invalid UTF-8, sometimes special-token texts) never break encoding: every
+// id is in range, and valid UTF-8 comes back byte for byte from the pieces.
+TEST(TokenizerModels, RandomInputIsSafe) {
+  MINFER_REQUIRE_TEST_DATA();
+  std::mt19937 rng(99);
+  const std::vector<std::string> fragments = {"a",
+                                              " ",
+                                              "\n",
+                                              "\t",
+                                              "'s",
+                                              "12",
+                                              "\xC3\xA9",
+                                              "\xE4\xB8\xAD",
+                                              "\xF0\x9F\x98\x80",
+                                              "\xC2\x85",
+                                              "\xFF",
+                                              "\x80",
+                                              "\xE4\xB8",
+                                              "<|im_end|>",
+                                              "<s>",
+                                              "<think>",
+                                              "!!",
+                                              "\xE2\x96\x81",
+                                              "\xED\xA0\x80",
+                                              "\xC0\x80",
+                                              "   ",
+                                              "\r\n"};
+  for (const char* model :
+       {"models/qwen3-vocab.gguf", "models/stories260K.gguf", "models/llama-tiny-f32.gguf"}) {
+    const Tokenizer* tok = shared_tokenizer(model);
+    ASSERT_NE(tok, nullptr);
+    for (int trial = 0; trial < 300; ++trial) {
+      std::string text;
+      const int n = static_cast<int>(rng() % 24);
+      for (int i = 0; i < n; ++i) text += fragments[rng() % fragments.size()];
+      for (bool special : {false, true}) {
+        const std::vector<int32_t> ids = tok->encode(text, true, special);
+        ASSERT_TRUE(tok->check_ids(ids).is_ok()) << model << " '" << printable(text) << "'";
+        if (special || !utf8::is_valid(text)) continue;
+        std::string joined;
+        for (int32_t id : ids) joined += tok->token_to_piece(id, true);
+        const std::string bos = tok->add_bos() ? tok->token_text(tok->bos_id()) : "";
+        const std::string prefix = tok->add_space_prefix() && !text.empty() ? " " : "";
+        // SentencePiece reads a literal ▁ in the input as its space marker.
+        std::string expected;
+        for (size_t i = 0; i < text.size(); ++i) {
+          if (tok->kind() == TokenizerKind::kSpm && text.compare(i, 3, "\xE2\x96\x81") == 0) {
+            expected += ' ';
+            i += 2;
+          } else {
+            expected += text[i];
+          }
+        }
+        EXPECT_EQ(joined, bos + prefix + expected) << model << " '" << printable(text) << "'";
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace minfer::test
