@@ -1,0 +1,130 @@
+// minfer logits: teacher-forced logits of a list of token ids, for comparing with other engines.
+#include <algorithm>
+#include <climits>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "kernels/dispatch.h"
+#include "models/model.h"
+
+namespace minfer::app {
+
+namespace {
+
+struct LogitsOptions {
+  std::string model;
+  std::string ids;
+  std::string ids_file;
+  std::string output;
+  int64_t batch = 0;
+  int threads = 0;
+  std::string cache_type;
+};
+
+Result<std::vector<int32_t>> parse_ids(const std::string& text) {
+  std::vector<int32_t> ids;
+  std::string item;
+  std::istringstream in(text);
+  while (std::getline(in, item, ',')) {
+    // Accept commas, spaces, newlines and brackets as separators ("[1, 2]" or "1 2" or "1,2").
+    std::istringstream words(item);
+    std::string word;
+    while (words >> word) {
+      while (!word.empty() && (word.front() == '[')) word.erase(word.begin());
+      while (!word.empty() && (word.back() == ']')) word.pop_back();
+      if (word.empty()) continue;
+      size_t used = 0;
+      long long v = 0;
+      try {
+        v = std::stoll(word, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used != word.size() || v < 0 || v > INT32_MAX) {
+        return make_error(ErrorCode::kInvalidArgument, "[logits] '{}' is not a token id", word);
+      }
+      ids.push_back(static_cast<int32_t>(v));
+    }
+  }
+  if (ids.empty()) return make_error(ErrorCode::kInvalidArgument, "[logits] no token ids given");
+  return ids;
+}
+
+Status run_logits(const LogitsOptions& o) {
+  MINFER_RETURN_IF_ERROR(kernels::init_kernels());
+  std::string text = o.ids;
+  if (!o.ids_file.empty()) {
+    std::ifstream in(o.ids_file);
+    if (!in) return make_error(ErrorCode::kNotFound, "[logits] cannot read '{}'", o.ids_file);
+    std::stringstream buffer;
+    buffer << in.rdbuf();
+    text = buffer.str();
+  }
+  MINFER_ASSIGN_OR_RETURN(std::vector<int32_t> ids, parse_ids(text));
+  MINFER_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::load(o.model));
+  KvCellType cell_type = KvCellType::kF32;
+  if (!o.cache_type.empty()) {
+    MINFER_ASSIGN_OR_RETURN(cell_type, parse_kv_cell_type(o.cache_type));
+  } else {
+    MINFER_ASSIGN_OR_RETURN(cell_type, kv_cell_type_from_env());
+  }
+  const int64_t n = static_cast<int64_t>(ids.size());
+  const int64_t n_ctx = model->config().n_ctx_train;
+  if (n > n_ctx) {
+    return make_error(ErrorCode::kOutOfRange,
+                      "[logits] {} ids do not fit the model's context of {} positions", n, n_ctx);
+  }
+  const int64_t block_size = 32;
+  MINFER_ASSIGN_OR_RETURN(std::unique_ptr<KvCache> cache,
+                          model->make_cache(cell_type, n, (n + block_size - 1) / block_size));
+  kernels::ThreadPool pool(o.threads > 0 ? o.threads : kernels::default_thread_count());
+  Forward forward(*model, *cache, kernels::active_table(), pool);
+
+  std::ofstream out(o.output, std::ios::binary);
+  if (!out) return make_error(ErrorCode::kIo, "[logits] cannot create '{}'", o.output);
+  const int64_t step = o.batch > 0 ? o.batch : n;
+  for (int64_t start = 0; start < n; start += step) {
+    Batch batch;
+    for (int64_t t = start; t < std::min(n, start + step); ++t) {
+      batch.add(ids[static_cast<size_t>(t)], static_cast<int32_t>(t), 0, true);
+    }
+    MINFER_ASSIGN_OR_RETURN(std::span<const float> logits, forward.step(batch));
+    out.write(reinterpret_cast<const char*>(logits.data()),
+              static_cast<std::streamsize>(logits.size_bytes()));
+  }
+  if (!out) return make_error(ErrorCode::kIo, "[logits] short write to '{}'", o.output);
+  return Status::ok();
+}
+
+}  // namespace
+
+void register_logits_command(CLI::App& app, CommandRegistry& registry) {
+  auto opts = std::make_shared<LogitsOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "logits", "Write float32 logits [n_ids, n_vocab] of token ids fed at positions 0..n-1");
+  cmd->add_option("-m,--model", opts->model, "GGUF model")->required();
+  cmd->add_option("--ids", opts->ids, "comma-separated token ids");
+  cmd->add_option("--ids-file", opts->ids_file, "file of token ids");
+  cmd->add_option("-o,--output", opts->output, "output file")->required();
+  cmd->add_option("--batch", opts->batch, "tokens per forward (default: all at once)");
+  cmd->add_option("-t,--threads", opts->threads, "threads (default: all cores)");
+  cmd->add_option("--cache-type", opts->cache_type, "KV cell type: f32, f16, q8_0");
+  registry.add(cmd, [opts]() {
+    if (opts->ids.empty() == opts->ids_file.empty()) {
+      std::fprintf(stderr, "[logits] give exactly one of --ids and --ids-file\n");
+      return 1;
+    }
+    const Status st = run_logits(*opts);
+    if (!st.is_ok()) {
+      std::fprintf(stderr, "%s\n", st.message().c_str());
+      return 1;
+    }
+    return 0;
+  });
+}
+
+}  // namespace minfer::app

@@ -1,0 +1,33 @@
+// Attention over the paged KV cache: for each token and query head, softmax(q·kᵀ · scale) · v over
+// the cells of the token's own sequence with position ≤ the token's position (the causal window,
+// invariant 3). Query head h reads KV head h / (n_head / n_head_kv) (grouped-query attention).
+//
+// The window is walked one cache block at a time with an online softmax (Milakov & Gimelshein
+// 2018): a running max m, a running sum l and an accumulator are rescaled when the max grows,
+// so no score buffer grows with the context. Cells are read in place through the block table;
+// f16 / q8_0 cells are converted one block at a time into a per-thread scratch tile.
+#pragma once
+
+#include <cstdint>
+
+#include "graph/batch.h"
+#include "kernels/kernel_table.h"
+#include "kernels/thread_pool.h"
+#include "kv/kv_cache.h"
+
+namespace minfer {
+
+struct AttentionArgs {
+  const float* q;  // [n_tokens, n_head * head_dim]
+  float* out;      // [n_tokens, n_head * head_dim_v]
+  int64_t il;      // layer
+  int64_t n_head;
+  float scale;  // usually 1 / sqrt(head_dim)
+};
+
+// Parallel over (token, head) pairs: each output head row is computed by one worker from the same
+// sequence of operations at any thread count (invariant 5).
+void attention(const kernels::KernelTable& table, kernels::ThreadPool& pool, const KvCache& cache,
+               const Batch& batch, const AttentionArgs& args);
+
+}  // namespace minfer

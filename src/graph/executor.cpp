@@ -1,0 +1,144 @@
+#include "graph/executor.h"
+
+#include <chrono>
+#include <cstring>
+
+#include "core/check.h"
+#include "graph/attention.h"
+#include "graph/weight_tensor.h"
+#include "kernels/matmul.h"
+#include "quant/quant_traits.h"
+
+namespace minfer {
+
+std::span<const float> Executor::run(const Graph& graph, const std::vector<int64_t>& slot_sizes,
+                                     const Batch& batch, KvCache& cache) {
+  if (slots_.size() < slot_sizes.size()) slots_.resize(slot_sizes.size());
+  for (size_t s = 0; s < slot_sizes.size(); ++s) {
+    if (static_cast<int64_t>(slots_[s].size()) < slot_sizes[s]) {
+      slots_[s].resize(static_cast<size_t>(slot_sizes[s]));
+    }
+  }
+  for (const Node& node : graph.nodes) {
+    const auto start = std::chrono::steady_clock::now();
+    run_node(node, graph, batch, cache);
+    if (observer_) {
+      const double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      std::span<const float> out;
+      if (node.buffer >= 0) out = {buffer(node), static_cast<size_t>(node.rows * node.cols)};
+      observer_(node, out, seconds);
+    }
+  }
+  const Node& out = graph.nodes[static_cast<size_t>(graph.output)];
+  return {slots_[static_cast<size_t>(out.buffer)].data(), static_cast<size_t>(out.rows * out.cols)};
+}
+
+void Executor::matmul(const Node& node, const float* x, float* y) {
+  const WeightTensor& w = *node.weight;
+  const kernels::MatmulWeights weights{w.type, w.data, w.n_rows, w.n_cols};
+  const size_t need = kernels::matmul_scratch_bytes(w.type, node.rows, w.n_cols);
+  if (act_scratch_.size() < need) act_scratch_.resize(need);
+  kernels::matmul(table_, pool_, weights, x, node.rows, y, act_scratch_);
+}
+
+void Executor::run_node(const Node& node, const Graph& graph, const Batch& batch, KvCache& cache) {
+  auto input = [&](size_t i) -> const Node& {
+    return graph.nodes[static_cast<size_t>(node.inputs[i])];
+  };
+  auto in_data = [&](size_t i) { return buffer(input(i)); };
+  const int64_t rows = node.rows;
+  const int64_t cols = node.cols;
+
+  switch (node.op) {
+    case OpKind::kGetRows: {
+      const WeightTensor& e = *node.weight;
+      float* y = buffer(node);
+      for (int64_t t = 0; t < rows; ++t) {
+        dequantize_row(e.type, e.row(batch.tokens[static_cast<size_t>(t)]), y + t * cols, cols);
+      }
+      return;
+    }
+    case OpKind::kRmsNorm: {
+      const float* x = in_data(0);
+      float* y = buffer(node);
+      const int64_t n_groups = rows * (cols / node.group);
+      const float* w = node.weight->f32();
+      pool_.parallel_for(n_groups, [&](int64_t begin, int64_t end) {
+        for (int64_t g = begin; g < end; ++g) {
+          table_.rms_norm(x + g * node.group, w, node.eps, node.group, y + g * node.group);
+        }
+      });
+      return;
+    }
+    case OpKind::kMatmul:
+      matmul(node, in_data(0), buffer(node));
+      return;
+    case OpKind::kAddRow: {
+      const float* x = in_data(0);
+      float* y = buffer(node);
+      for (int64_t r = 0; r < rows; ++r) {
+        table_.add(x + r * cols, node.weight->f32(), cols, y + r * cols);
+      }
+      return;
+    }
+    case OpKind::kAdd:
+      table_.add(in_data(0), in_data(1), rows * cols, buffer(node));
+      return;
+    case OpKind::kMul:
+      table_.mul(in_data(0), in_data(1), rows * cols, buffer(node));
+      return;
+    case OpKind::kSilu:
+      table_.silu(in_data(0), rows * cols, buffer(node));
+      return;
+    case OpKind::kSwiglu: {
+      const float* gate = in_data(0);
+      const float* up = in_data(1);
+      float* y = buffer(node);
+      pool_.parallel_for(rows, [&](int64_t begin, int64_t end) {
+        table_.swiglu(gate + begin * cols, up + begin * cols, (end - begin) * cols,
+                      y + begin * cols);
+      });
+      return;
+    }
+    case OpKind::kScale:
+      table_.scale(in_data(0), node.scale, rows * cols, buffer(node));
+      return;
+    case OpKind::kRope: {
+      float* y = buffer(node);
+      if (y != in_data(0)) std::memcpy(y, in_data(0), static_cast<size_t>(rows * cols) * 4);
+      kernels::apply_rope(table_, y, rows, node.n_head, node.group, batch.positions.data(),
+                          node.rope);
+      return;
+    }
+    case OpKind::kKvStore: {
+      const float* k = in_data(0);
+      const float* v = in_data(1);
+      const int64_t k_cols = input(0).cols;
+      const int64_t v_cols = input(1).cols;
+      for (int64_t t = 0; t < batch.n_tokens(); ++t) {
+        cache.store(node.il, batch.seq_ids[static_cast<size_t>(t)],
+                    batch.positions[static_cast<size_t>(t)], k + t * k_cols, v + t * v_cols);
+      }
+      return;
+    }
+    case OpKind::kAttention: {
+      AttentionArgs args{in_data(0), buffer(node), node.il, node.n_head, node.scale};
+      attention(table_, pool_, cache, batch, args);
+      return;
+    }
+    case OpKind::kSelectRows: {
+      const float* x = in_data(0);
+      float* y = buffer(node);
+      for (int64_t r = 0; r < rows; ++r) {
+        const int64_t src = batch.output_rows[static_cast<size_t>(r)];
+        if (y + r * cols != x + src * cols) {
+          std::memmove(y + r * cols, x + src * cols, static_cast<size_t>(cols) * 4);
+        }
+      }
+      return;
+    }
+  }
+}
+
+}  // namespace minfer

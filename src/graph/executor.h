@@ -1,0 +1,46 @@
+// Runs a graph's nodes in build order on the CPU kernels (DESIGN.md §4 "Graph").
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "graph/batch.h"
+#include "graph/graph.h"
+#include "kernels/kernel_table.h"
+#include "kernels/thread_pool.h"
+#include "kv/kv_cache.h"
+
+namespace minfer {
+
+// Called after each node with its output ([rows, cols], empty for kv_store) and its run time;
+// used by tracing and profiling.
+using NodeObserver =
+    std::function<void(const Node& node, std::span<const float> output, double seconds)>;
+
+class Executor {
+ public:
+  Executor(const kernels::KernelTable& table, kernels::ThreadPool& pool)
+      : table_(table), pool_(pool) {}
+
+  // Runs `graph` (already fused and allocated) for `batch`. The batch must have been validated
+  // and its positions reserved in `cache`. Returns the output node's rows.
+  std::span<const float> run(const Graph& graph, const std::vector<int64_t>& slot_sizes,
+                             const Batch& batch, KvCache& cache);
+
+  void set_observer(NodeObserver observer) { observer_ = std::move(observer); }
+
+ private:
+  void run_node(const Node& node, const Graph& graph, const Batch& batch, KvCache& cache);
+  void matmul(const Node& node, const float* x, float* y);
+  float* buffer(const Node& node) { return slots_[static_cast<size_t>(node.buffer)].data(); }
+
+  const kernels::KernelTable& table_;
+  kernels::ThreadPool& pool_;
+  std::vector<std::vector<float>> slots_;  // activation buffers, by slot
+  std::vector<uint8_t> act_scratch_;       // activations converted for a matmul (bytes)
+  NodeObserver observer_;
+};
+
+}  // namespace minfer

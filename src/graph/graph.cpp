@@ -1,0 +1,315 @@
+#include "graph/graph.h"
+
+#include <algorithm>
+
+#include "core/check.h"
+#include "graph/weight_tensor.h"
+
+namespace minfer {
+
+const char* op_name(OpKind op) {
+  switch (op) {
+    case OpKind::kGetRows:
+      return "get_rows";
+    case OpKind::kRmsNorm:
+      return "rms_norm";
+    case OpKind::kMatmul:
+      return "matmul";
+    case OpKind::kAddRow:
+      return "add_row";
+    case OpKind::kAdd:
+      return "add";
+    case OpKind::kMul:
+      return "mul";
+    case OpKind::kSilu:
+      return "silu";
+    case OpKind::kSwiglu:
+      return "swiglu";
+    case OpKind::kScale:
+      return "scale";
+    case OpKind::kRope:
+      return "rope";
+    case OpKind::kKvStore:
+      return "kv_store";
+    case OpKind::kAttention:
+      return "attention";
+    case OpKind::kSelectRows:
+      return "select_rows";
+  }
+  return "?";
+}
+
+bool op_can_run_in_place(OpKind op) {
+  switch (op) {
+    case OpKind::kRmsNorm:
+    case OpKind::kAddRow:
+    case OpKind::kAdd:
+    case OpKind::kMul:
+    case OpKind::kSilu:
+    case OpKind::kSwiglu:
+    case OpKind::kScale:
+    case OpKind::kRope:
+      return true;
+    default:
+      return false;
+  }
+}
+
+namespace {
+Node make_node(OpKind op, const std::string& name) {
+  Node n;
+  n.op = op;
+  n.name = name;
+  return n;
+}
+}  // namespace
+
+NodeId GraphBuilder::push(Node node) {
+  for (NodeId in : node.inputs) {
+    MINFER_CHECK(in >= 0 && in < static_cast<NodeId>(graph_.nodes.size()), "bad graph input");
+  }
+  graph_.nodes.push_back(std::move(node));
+  return static_cast<NodeId>(graph_.nodes.size() - 1);
+}
+
+NodeId GraphBuilder::get_rows(const std::string& name, const WeightTensor& embedding) {
+  Node n = make_node(OpKind::kGetRows, name);
+  n.rows = n_tokens_;
+  n.cols = embedding.n_cols;
+  n.weight = &embedding;
+  return push(std::move(n));
+}
+
+NodeId GraphBuilder::rms_norm(const std::string& name, NodeId x, const WeightTensor& w, float eps,
+                              int64_t group) {
+  const Node& in = node(x);
+  Node n = make_node(OpKind::kRmsNorm, name);
+  n.rows = in.rows;
+  n.cols = in.cols;
+  n.inputs = {x};
+  n.weight = &w;
+  n.eps = eps;
+  n.group = group > 0 ? group : in.cols;
+  MINFER_CHECK(n.cols % n.group == 0 && w.n_cols == n.group, "rms_norm group/weight mismatch");
+  return push(std::move(n));
+}
+
+NodeId GraphBuilder::matmul(const std::string& name, NodeId x, const WeightTensor& w) {
+  const Node& in = node(x);
+  MINFER_CHECK(in.cols == w.n_cols, "matmul input width != weight row length");
+  Node n = make_node(OpKind::kMatmul, name);
+  n.rows = in.rows;
+  n.cols = w.n_rows;
+  n.inputs = {x};
+  n.weight = &w;
+  return push(std::move(n));
+}
+
+NodeId GraphBuilder::add_row(const std::string& name, NodeId x, const WeightTensor& b) {
+  const Node& in = node(x);
+  MINFER_CHECK(in.cols == b.n_cols, "bias width mismatch");
+  Node n = make_node(OpKind::kAddRow, name);
+  n.rows = in.rows;
+  n.cols = in.cols;
+  n.inputs = {x};
+  n.weight = &b;
+  return push(std::move(n));
+}
+
+namespace {
+Node binary(OpKind op, const std::string& name, const Node& a, NodeId ia, const Node& b,
+            NodeId ib) {
+  MINFER_CHECK(a.rows == b.rows && a.cols == b.cols, "binary op shape mismatch");
+  Node n = make_node(op, name);
+  n.rows = a.rows;
+  n.cols = a.cols;
+  n.inputs = {ia, ib};
+  return n;
+}
+}  // namespace
+
+NodeId GraphBuilder::add(const std::string& name, NodeId a, NodeId b) {
+  return push(binary(OpKind::kAdd, name, node(a), a, node(b), b));
+}
+
+NodeId GraphBuilder::mul(const std::string& name, NodeId a, NodeId b) {
+  return push(binary(OpKind::kMul, name, node(a), a, node(b), b));
+}
+
+NodeId GraphBuilder::silu(const std::string& name, NodeId x) {
+  const Node& in = node(x);
+  Node n = make_node(OpKind::kSilu, name);
+  n.rows = in.rows;
+  n.cols = in.cols;
+  n.inputs = {x};
+  return push(std::move(n));
+}
+
+NodeId GraphBuilder::scale(const std::string& name, NodeId x, float s) {
+  const Node& in = node(x);
+  Node n = make_node(OpKind::kScale, name);
+  n.rows = in.rows;
+  n.cols = in.cols;
+  n.inputs = {x};
+  n.scale = s;
+  return push(std::move(n));
+}
+
+NodeId GraphBuilder::rope(const std::string& name, NodeId x, int64_t n_head, int64_t head_dim,
+                          const kernels::RopeConfig& config) {
+  const Node& in = node(x);
+  MINFER_CHECK(in.cols == n_head * head_dim && in.rows == n_tokens_, "rope shape mismatch");
+  Node n = make_node(OpKind::kRope, name);
+  n.rows = in.rows;
+  n.cols = in.cols;
+  n.inputs = {x};
+  n.n_head = n_head;
+  n.group = head_dim;
+  n.rope = config;
+  return push(std::move(n));
+}
+
+void GraphBuilder::kv_store(const std::string& name, NodeId k, NodeId v, int64_t il) {
+  Node n = make_node(OpKind::kKvStore, name);
+  n.inputs = {k, v};
+  n.il = il;
+  push(std::move(n));
+}
+
+NodeId GraphBuilder::attention(const std::string& name, NodeId q, int64_t il, int64_t n_head,
+                               int64_t head_dim, int64_t head_dim_v, float scale) {
+  const Node& in = node(q);
+  MINFER_CHECK(in.cols == n_head * head_dim, "attention q width mismatch");
+  Node n = make_node(OpKind::kAttention, name);
+  n.rows = in.rows;
+  n.cols = n_head * head_dim_v;
+  n.inputs = {q};
+  n.il = il;
+  n.n_head = n_head;
+  n.group = head_dim;
+  n.scale = scale;
+  return push(std::move(n));
+}
+
+NodeId GraphBuilder::select_rows(const std::string& name, NodeId x) {
+  const Node& in = node(x);
+  Node n = make_node(OpKind::kSelectRows, name);
+  n.rows = n_outputs_;
+  n.cols = in.cols;
+  n.inputs = {x};
+  return push(std::move(n));
+}
+
+Graph GraphBuilder::finish(NodeId output) {
+  graph_.output = output;
+  Graph out = std::move(graph_);
+  graph_ = Graph{};
+  return out;
+}
+
+namespace {
+
+// consumers[i] = the nodes that read node i.
+std::vector<std::vector<NodeId>> consumers_of(const Graph& graph) {
+  std::vector<std::vector<NodeId>> consumers(graph.nodes.size());
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    for (NodeId in : graph.nodes[i].inputs) {
+      consumers[static_cast<size_t>(in)].push_back(static_cast<NodeId>(i));
+    }
+  }
+  return consumers;
+}
+
+}  // namespace
+
+void fuse_swiglu(Graph& graph) {
+  const std::vector<std::vector<NodeId>> consumers = consumers_of(graph);
+  std::vector<bool> dead(graph.nodes.size(), false);
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    Node& mul = graph.nodes[i];
+    if (mul.op != OpKind::kMul) continue;
+    const NodeId silu_id = mul.inputs[0];
+    const Node& silu = graph.nodes[static_cast<size_t>(silu_id)];
+    if (silu.op != OpKind::kSilu || consumers[static_cast<size_t>(silu_id)].size() != 1 ||
+        silu_id == graph.output) {
+      continue;
+    }
+    mul.op = OpKind::kSwiglu;
+    mul.inputs = {silu.inputs[0], mul.inputs[1]};
+    dead[static_cast<size_t>(silu_id)] = true;
+  }
+  // Drop the dead nodes and renumber inputs.
+  std::vector<NodeId> new_id(graph.nodes.size(), kNoNode);
+  std::vector<Node> kept;
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    if (dead[i]) continue;
+    new_id[i] = static_cast<NodeId>(kept.size());
+    kept.push_back(std::move(graph.nodes[i]));
+  }
+  for (Node& n : kept) {
+    for (NodeId& in : n.inputs) in = new_id[static_cast<size_t>(in)];
+  }
+  graph.output = new_id[static_cast<size_t>(graph.output)];
+  graph.nodes = std::move(kept);
+}
+
+std::vector<int64_t> allocate_buffers(Graph& graph) {
+  const size_t n = graph.nodes.size();
+  std::vector<size_t> last_use(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    last_use[i] = i;
+    for (NodeId in : graph.nodes[i].inputs) last_use[static_cast<size_t>(in)] = i;
+  }
+  // The output must survive the whole step.
+  if (graph.output != kNoNode) last_use[static_cast<size_t>(graph.output)] = n;
+
+  std::vector<int64_t> slot_size;                    // floats
+  std::vector<int32_t> free_slots;                   // slots no live value holds
+  std::vector<std::vector<NodeId>> expiring(n + 1);  // values whose last reader is node i
+  for (size_t i = 0; i < n; ++i) {
+    Node& node = graph.nodes[i];
+    const int64_t size = node.rows * node.cols;
+    if (node.op != OpKind::kKvStore && size > 0) {
+      const NodeId first = node.inputs.empty() ? kNoNode : node.inputs[0];
+      if (op_can_run_in_place(node.op) && first != kNoNode &&
+          last_use[static_cast<size_t>(first)] == i &&
+          graph.nodes[static_cast<size_t>(first)].buffer >= 0 &&
+          graph.nodes[static_cast<size_t>(first)].rows *
+                  graph.nodes[static_cast<size_t>(first)].cols ==
+              size) {
+        // In place: take over the input's slot; it no longer expires at this node.
+        node.buffer = graph.nodes[static_cast<size_t>(first)].buffer;
+        auto& list = expiring[i];
+        list.erase(std::remove(list.begin(), list.end(), first), list.end());
+      } else {
+        // Best fit among free slots, growing one if none is large enough.
+        int32_t best = -1;
+        for (int32_t s : free_slots) {
+          if (best < 0 || std::abs(slot_size[static_cast<size_t>(s)] - size) <
+                              std::abs(slot_size[static_cast<size_t>(best)] - size)) {
+            best = s;
+          }
+        }
+        if (best < 0) {
+          best = static_cast<int32_t>(slot_size.size());
+          slot_size.push_back(size);
+        } else {
+          free_slots.erase(std::find(free_slots.begin(), free_slots.end(), best));
+          slot_size[static_cast<size_t>(best)] =
+              std::max(slot_size[static_cast<size_t>(best)], size);
+        }
+        node.buffer = best;
+      }
+      expiring[last_use[i]].push_back(static_cast<NodeId>(i));
+    }
+    // Values read for the last time by this node free their slots after it runs.
+    for (NodeId dead : expiring[i]) {
+      const int32_t slot = graph.nodes[static_cast<size_t>(dead)].buffer;
+      if (slot >= 0) free_slots.push_back(slot);
+    }
+    expiring[i].clear();
+  }
+  return slot_size;
+}
+
+}  // namespace minfer

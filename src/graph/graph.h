@@ -1,0 +1,107 @@
+// The compute graph of one step (DESIGN.md §4 "Graph"): a list of nodes in execution order, each
+// producing one f32 activation [rows, cols] (kv_store produces none). A model file builds it per
+// step through GraphBuilder so that it reads like a forward function; fusion rewrites it, the
+// allocator assigns buffers, the executor runs the nodes in order (invariant 2: a layer's
+// kv_store precedes its attention because it is built first).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kernels/rope.h"
+
+namespace minfer {
+
+struct WeightTensor;
+
+enum class OpKind {
+  kGetRows,  // rows of an embedding matrix, one per batch token → [n_tokens, n_embd]
+  kRmsNorm,  // x / rms(x) * w over groups of `group` elements (group = cols, or head_dim)
+  kMatmul,   // x · Wᵀ → [rows, W.n_rows]
+  kAddRow,   // x + b, b a weight vector broadcast over rows (biases)
+  kAdd,      // a + b
+  kMul,      // a * b
+  kSilu,     // silu(x)
+  kSwiglu,   // silu(gate) * up (made by fusion from silu + mul)
+  kScale,    // x * scale
+  kRope,     // rotate each head of each row by its token's position
+  kKvStore,  // write K and V rows of every token into the cache (no output)
+  kAttention,  // softmax(q·Kᵀ/√d over the token's window) · V, per head → [n_tokens, n_head*dv]
+  kSelectRows,  // keep the rows of tokens whose logits are wanted → [n_outputs, cols]
+};
+
+const char* op_name(OpKind op);
+
+using NodeId = int32_t;
+inline constexpr NodeId kNoNode = -1;
+
+struct Node {
+  OpKind op = OpKind::kAdd;
+  std::string name;  // e.g. "blk.3.attn_q"
+  int64_t rows = 0;  // output shape [rows, cols]
+  int64_t cols = 0;
+  std::vector<NodeId> inputs;
+  const WeightTensor* weight = nullptr;  // matmul / get_rows matrix, norm weight, bias
+  // Op parameters.
+  float eps = 0.0f;    // rms_norm
+  int64_t group = 0;   // rms_norm group width; rope / attention: head_dim
+  int64_t n_head = 0;  // rope, attention (query heads)
+  int64_t il = -1;     // kv_store, attention: layer
+  float scale = 1.0f;  // scale; attention: the score scale
+  kernels::RopeConfig rope;
+  // Set by the allocator: the buffer slot of the output, -1 for none.
+  int32_t buffer = -1;
+};
+
+struct Graph {
+  std::vector<Node> nodes;
+  NodeId output = kNoNode;  // the node whose rows are the step's logits
+};
+
+// Builds a graph; every method appends one node and returns its id.
+class GraphBuilder {
+ public:
+  GraphBuilder(int64_t n_tokens, int64_t n_outputs) : n_tokens_(n_tokens), n_outputs_(n_outputs) {}
+
+  NodeId get_rows(const std::string& name, const WeightTensor& embedding);
+  NodeId rms_norm(const std::string& name, NodeId x, const WeightTensor& w, float eps,
+                  int64_t group = 0);
+  NodeId matmul(const std::string& name, NodeId x, const WeightTensor& w);
+  NodeId add_row(const std::string& name, NodeId x, const WeightTensor& b);
+  NodeId add(const std::string& name, NodeId a, NodeId b);
+  NodeId mul(const std::string& name, NodeId a, NodeId b);
+  NodeId silu(const std::string& name, NodeId x);
+  NodeId scale(const std::string& name, NodeId x, float s);
+  NodeId rope(const std::string& name, NodeId x, int64_t n_head, int64_t head_dim,
+              const kernels::RopeConfig& config);
+  void kv_store(const std::string& name, NodeId k, NodeId v, int64_t il);
+  NodeId attention(const std::string& name, NodeId q, int64_t il, int64_t n_head, int64_t head_dim,
+                   int64_t head_dim_v, float scale);
+  NodeId select_rows(const std::string& name, NodeId x);
+
+  const Node& node(NodeId id) const { return graph_.nodes[static_cast<size_t>(id)]; }
+  int64_t n_tokens() const { return n_tokens_; }
+  int64_t n_outputs() const { return n_outputs_; }
+  Graph finish(NodeId output);
+
+ private:
+  NodeId push(Node node);
+  int64_t n_tokens_;
+  int64_t n_outputs_;
+  Graph graph_;
+};
+
+// Rewrites mul(silu(g), u) into swiglu(g, u) where silu(g) has no other consumer.
+void fuse_swiglu(Graph& graph);
+
+// Assigns buffer slots by liveness: a slot is reused once its last reader has run, and an
+// elementwise op whose first input is read by nobody after it writes in place into that input's
+// slot. Returns the size in floats of each slot.
+std::vector<int64_t> allocate_buffers(Graph& graph);
+
+// Whether the op may write its output over its first input (same shape, element by element or
+// row by row, reading each element before writing it).
+bool op_can_run_in_place(OpKind op);
+
+}  // namespace minfer

@@ -1,0 +1,208 @@
+#include "kv/kv_cache.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "core/check.h"
+#include "quant/quantize.h"
+
+namespace minfer {
+
+Result<KvCellType> parse_kv_cell_type(std::string_view name) {
+  if (name == "f32") return KvCellType::kF32;
+  if (name == "f16") return KvCellType::kF16;
+  if (name == "q8_0") return KvCellType::kQ8_0;
+  return make_error(ErrorCode::kInvalidArgument,
+                    "[kv] unknown cache type '{}' (expected f32, f16 or q8_0)", name);
+}
+
+const char* kv_cell_type_name(KvCellType type) {
+  switch (type) {
+    case KvCellType::kF32:
+      return "f32";
+    case KvCellType::kF16:
+      return "f16";
+    case KvCellType::kQ8_0:
+      return "q8_0";
+  }
+  return "?";
+}
+
+Result<KvCellType> kv_cell_type_from_env() {
+  const char* env = std::getenv("MINFER_CACHE_TYPE");
+  if (env == nullptr || *env == '\0') return KvCellType::kF32;
+  Result<KvCellType> type = parse_kv_cell_type(env);
+  if (!type.is_ok()) {
+    return make_error(ErrorCode::kInvalidArgument, "{} (from MINFER_CACHE_TYPE)",
+                      type.status().message());
+  }
+  return type;
+}
+
+namespace {
+
+// Bytes of one head's row of n values in the cell type; 0 when n does not fit the format.
+size_t row_bytes(KvCellType type, int64_t n) {
+  switch (type) {
+    case KvCellType::kF32:
+      return static_cast<size_t>(n) * 4;
+    case KvCellType::kF16:
+      return static_cast<size_t>(n) * 2;
+    case KvCellType::kQ8_0:
+      return n % kQK8_0 == 0 ? static_cast<size_t>(n / kQK8_0) * sizeof(BlockQ8_0) : 0;
+  }
+  return 0;
+}
+
+void convert_row(KvCellType type, const float* x, int64_t n, uint8_t* out) {
+  switch (type) {
+    case KvCellType::kF32:
+      std::memcpy(out, x, static_cast<size_t>(n) * 4);
+      return;
+    case KvCellType::kF16:
+      fp32_to_fp16_row(x, reinterpret_cast<uint16_t*>(out), n);
+      return;
+    case KvCellType::kQ8_0:
+      quantize_row_q8_0(x, reinterpret_cast<BlockQ8_0*>(out), n);
+      return;
+  }
+}
+
+}  // namespace
+
+KvCache::KvCache(const KvCacheConfig& config) : config_(config) {}
+
+Result<std::unique_ptr<KvCache>> KvCache::create(const KvCacheConfig& c) {
+  if (c.n_layer <= 0 || c.n_head_kv <= 0 || c.head_dim <= 0 || c.head_dim_v <= 0 ||
+      c.block_size <= 0 || c.n_ctx <= 0 || c.max_blocks <= 0) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "[kv] bad cache shape: n_layer {}, n_head_kv {}, head_dim {}/{}, block_size "
+                      "{}, n_ctx {}, max_blocks {} (all must be > 0)",
+                      c.n_layer, c.n_head_kv, c.head_dim, c.head_dim_v, c.block_size, c.n_ctx,
+                      c.max_blocks);
+  }
+  std::unique_ptr<KvCache> cache(new KvCache(c));
+  cache->k_row_bytes_ = row_bytes(c.cell_type, c.head_dim);
+  cache->v_row_bytes_ = row_bytes(c.cell_type, c.head_dim_v);
+  if (cache->k_row_bytes_ == 0 || cache->v_row_bytes_ == 0) {
+    return make_error(ErrorCode::kUnsupported,
+                      "[kv] cache type {} needs head dims that are multiples of {}, got {} and {}",
+                      kv_cell_type_name(c.cell_type), kQK8_0, c.head_dim, c.head_dim_v);
+  }
+  const size_t slots = static_cast<size_t>(c.n_head_kv * c.block_size);
+  cache->layer_bytes_ = slots * (cache->k_row_bytes_ + cache->v_row_bytes_);
+  cache->block_bytes_ = cache->layer_bytes_ * static_cast<size_t>(c.n_layer);
+  return cache;
+}
+
+int64_t KvCache::n_blocks_free() const {
+  return static_cast<int64_t>(free_.size()) + (config_.max_blocks - n_blocks_allocated());
+}
+
+int64_t KvCache::n_reserved(int32_t seq) const {
+  auto it = seqs_.find(seq);
+  return it == seqs_.end() ? 0
+                           : static_cast<int64_t>(it->second.blocks.size()) * config_.block_size;
+}
+
+int64_t KvCache::length(int32_t seq) const {
+  auto it = seqs_.find(seq);
+  return it == seqs_.end() ? 0 : it->second.length;
+}
+
+void KvCache::set_length(int32_t seq, int64_t length) {
+  MINFER_CHECK(length <= n_reserved(seq), "KV length past the reserved positions");
+  seqs_[seq].length = length;
+}
+
+int32_t KvCache::take_block() {
+  if (!free_.empty()) {
+    const int32_t id = free_.back();
+    free_.pop_back();
+    return id;
+  }
+  MINFER_CHECK(n_blocks_allocated() < config_.max_blocks, "KV block budget exceeded");
+  // Value-initialised: a fresh block reads as zeros, never as stale memory.
+  blocks_.push_back(std::make_unique<uint8_t[]>(block_bytes_));
+  return static_cast<int32_t>(blocks_.size() - 1);
+}
+
+Status KvCache::reserve(int32_t seq, int64_t n_positions) {
+  if (n_positions > config_.n_ctx) {
+    return make_error(ErrorCode::kOutOfRange,
+                      "[kv] sequence {} needs {} positions, past the context of {}", seq,
+                      n_positions, config_.n_ctx);
+  }
+  std::vector<int32_t>& table = seqs_[seq].blocks;
+  const int64_t needed = (n_positions + config_.block_size - 1) / config_.block_size;
+  const int64_t missing = needed - static_cast<int64_t>(table.size());
+  if (missing <= 0) return Status::ok();
+  if (missing > n_blocks_free()) {
+    if (table.empty()) seqs_.erase(seq);
+    return make_error(ErrorCode::kResourceExhausted,
+                      "[kv] sequence {} needs {} more blocks of {} positions but only {} of the "
+                      "budget of {} are free",
+                      seq, missing, config_.block_size, n_blocks_free(), config_.max_blocks);
+  }
+  for (int64_t i = 0; i < missing; ++i) table.push_back(take_block());
+  return Status::ok();
+}
+
+void KvCache::free_sequence(int32_t seq) {
+  auto it = seqs_.find(seq);
+  if (it == seqs_.end()) return;
+  for (int32_t id : it->second.blocks) free_.push_back(id);
+  seqs_.erase(it);
+}
+
+void KvCache::truncate(int32_t seq, int64_t n_positions) {
+  auto it = seqs_.find(seq);
+  if (it == seqs_.end()) return;
+  it->second.length = std::min(it->second.length, std::max<int64_t>(n_positions, 0));
+  std::vector<int32_t>& table = it->second.blocks;
+  const size_t keep = static_cast<size_t>(
+      (std::max<int64_t>(n_positions, 0) + config_.block_size - 1) / config_.block_size);
+  while (table.size() > keep) {
+    free_.push_back(table.back());
+    table.pop_back();
+  }
+}
+
+const std::vector<int32_t>& KvCache::block_table(int32_t seq) const {
+  auto it = seqs_.find(seq);
+  MINFER_CHECK(it != seqs_.end(), "block_table of an unknown sequence");
+  return it->second.blocks;
+}
+
+uint8_t* KvCache::cell(int32_t block, int64_t il, bool is_v, int64_t h, int64_t slot) {
+  uint8_t* layer =
+      blocks_[static_cast<size_t>(block)].get() + static_cast<size_t>(il) * layer_bytes_;
+  const size_t slots = static_cast<size_t>(config_.n_head_kv * config_.block_size);
+  const size_t index = static_cast<size_t>(h * config_.block_size + slot);
+  return is_v ? layer + slots * k_row_bytes_ + index * v_row_bytes_ : layer + index * k_row_bytes_;
+}
+
+const uint8_t* KvCache::k_block(int32_t block, int64_t il, int64_t h) const {
+  return const_cast<KvCache*>(this)->cell(block, il, false, h, 0);
+}
+
+const uint8_t* KvCache::v_block(int32_t block, int64_t il, int64_t h) const {
+  return const_cast<KvCache*>(this)->cell(block, il, true, h, 0);
+}
+
+void KvCache::store(int64_t il, int32_t seq, int64_t pos, const float* k, const float* v) {
+  const std::vector<int32_t>& table = block_table(seq);
+  MINFER_CHECK(pos >= 0 && pos / config_.block_size < static_cast<int64_t>(table.size()),
+               "KV store at an unreserved position");
+  const int32_t block = table[static_cast<size_t>(pos / config_.block_size)];
+  const int64_t slot = pos % config_.block_size;
+  for (int64_t h = 0; h < config_.n_head_kv; ++h) {
+    convert_row(config_.cell_type, k + h * config_.head_dim, config_.head_dim,
+                cell(block, il, false, h, slot));
+    convert_row(config_.cell_type, v + h * config_.head_dim_v, config_.head_dim_v,
+                cell(block, il, true, h, slot));
+  }
+}
+
+}  // namespace minfer

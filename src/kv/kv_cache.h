@@ -1,0 +1,102 @@
+// The paged KV cache (DESIGN.md §4): fixed-size blocks of positions from a pool that grows on
+// demand up to a budget, a block table per sequence, and cells stored as f32, f16 or q8_0.
+//
+// A sequence's position p lives in block block_table[p / block_size], slot p % block_size:
+// positions index the cache directly (invariant 1), so the causal window of a token at position
+// p is the cells 0..p of its own sequence (invariant 3).
+//
+// Layout of one block (every layer's K and V for block_size positions), per layer il:
+//   K: [n_head_kv][block_size][k_row_bytes]   V: [n_head_kv][block_size][v_row_bytes]
+// so one KV head's keys of a block are contiguous: attention walks them in place.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "core/status.h"
+
+namespace minfer {
+
+enum class KvCellType { kF32, kF16, kQ8_0 };
+
+// "f32", "f16", "q8_0" → the type; anything else is an error naming it.
+Result<KvCellType> parse_kv_cell_type(std::string_view name);
+const char* kv_cell_type_name(KvCellType type);
+// The cache type from MINFER_CACHE_TYPE when set (else f32), checked.
+Result<KvCellType> kv_cell_type_from_env();
+
+struct KvCacheConfig {
+  int64_t n_layer = 0;
+  int64_t n_head_kv = 0;
+  int64_t head_dim = 0;    // key row length per head
+  int64_t head_dim_v = 0;  // value row length per head
+  KvCellType cell_type = KvCellType::kF32;
+  int64_t block_size = 32;  // positions per block
+  int64_t n_ctx = 0;        // positions per sequence (the context length)
+  int64_t max_blocks = 0;   // budget: blocks the pool may hold in all
+};
+
+class KvCache {
+ public:
+  static Result<std::unique_ptr<KvCache>> create(const KvCacheConfig& config);
+
+  const KvCacheConfig& config() const { return config_; }
+  size_t k_row_bytes() const { return k_row_bytes_; }  // one head's key row in the cell type
+  size_t v_row_bytes() const { return v_row_bytes_; }
+  size_t block_bytes() const { return block_bytes_; }
+
+  // Makes room for positions [0, n_positions) of `seq`, taking blocks from the pool. Fails, with
+  // nothing allocated, when n_positions is past n_ctx or the budget has too few free blocks.
+  Status reserve(int32_t seq, int64_t n_positions);
+  // Returns the sequence's blocks to the pool. Unknown sequences are ignored.
+  void free_sequence(int32_t seq);
+  // Forgets positions ≥ n_positions of `seq` (e.g. a regenerated reply), freeing whole blocks.
+  void truncate(int32_t seq, int64_t n_positions);
+  bool has_sequence(int32_t seq) const { return seqs_.count(seq) != 0; }
+  // Positions reserved for the sequence (0 when unknown).
+  int64_t n_reserved(int32_t seq) const;
+  // Positions [0, length) of the sequence hold computed K and V (0 when unknown). The forward
+  // step advances it; truncate lowers it.
+  int64_t length(int32_t seq) const;
+  void set_length(int32_t seq, int64_t length);
+
+  // Writes one token's K and V for layer il at (seq, pos); pos must be reserved.
+  // k: [n_head_kv * head_dim], v: [n_head_kv * head_dim_v], converted to the cell type.
+  void store(int64_t il, int32_t seq, int64_t pos, const float* k, const float* v);
+
+  // The block table of a reserved sequence: block ids in position order.
+  const std::vector<int32_t>& block_table(int32_t seq) const;
+  // Keys of layer il, KV head h in block `block`: [block_size][k_row_bytes] in the cell type.
+  const uint8_t* k_block(int32_t block, int64_t il, int64_t h) const;
+  const uint8_t* v_block(int32_t block, int64_t il, int64_t h) const;
+
+  // Pool accounting.
+  int64_t n_blocks_allocated() const { return static_cast<int64_t>(blocks_.size()); }
+  int64_t n_blocks_free() const;  // free in the pool + not yet allocated within the budget
+  int64_t n_blocks_used() const {
+    return n_blocks_allocated() - static_cast<int64_t>(free_.size());
+  }
+
+ private:
+  explicit KvCache(const KvCacheConfig& config);
+  uint8_t* cell(int32_t block, int64_t il, bool is_v, int64_t h, int64_t slot);
+  int32_t take_block();
+
+  KvCacheConfig config_;
+  size_t k_row_bytes_ = 0;
+  size_t v_row_bytes_ = 0;
+  size_t layer_bytes_ = 0;
+  size_t block_bytes_ = 0;
+  std::vector<std::unique_ptr<uint8_t[]>> blocks_;  // every block ever allocated
+  std::vector<int32_t> free_;                       // ids of blocks no sequence holds
+  struct Sequence {
+    std::vector<int32_t> blocks;  // the block table
+    int64_t length = 0;
+  };
+  std::unordered_map<int32_t, Sequence> seqs_;
+};
+
+}  // namespace minfer

@@ -1,0 +1,62 @@
+#include "models/decoder.h"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace minfer {
+
+NodeId attention_block(GraphBuilder& g, const ModelConfig& c, const LayerWeights& w, int64_t il,
+                       NodeId h, bool select_outputs) {
+  auto name = [il](const char* what) { return fmt::format("blk.{}.{}", il, what); };
+  const NodeId x = g.rms_norm(name("attn_norm"), h, w.attn_norm, c.rms_eps);
+  NodeId q = g.matmul(name("attn_q"), x, w.wq);  // [n_tokens, n_head * head_dim]
+  NodeId k = g.matmul(name("attn_k"), x, w.wk);  // [n_tokens, n_head_kv * head_dim]
+  NodeId v = g.matmul(name("attn_v"), x, w.wv);  // [n_tokens, n_head_kv * head_dim_v]
+  if (c.qkv_bias) {
+    q = g.add_row(name("attn_q_bias"), q, *w.bq);
+    k = g.add_row(name("attn_k_bias"), k, *w.bk);
+    v = g.add_row(name("attn_v_bias"), v, *w.bv);
+  }
+  if (c.qk_norm) {
+    q = g.rms_norm(name("attn_q_norm"), q, *w.q_norm, c.rms_eps, c.head_dim);
+    k = g.rms_norm(name("attn_k_norm"), k, *w.k_norm, c.rms_eps, c.head_dim);
+  }
+  const kernels::RopeConfig rope{c.n_rot, c.rope_freq_base, c.rope_freq_scale, c.rope_style};
+  q = g.rope(name("attn_q_rope"), q, c.n_head, c.head_dim, rope);
+  k = g.rope(name("attn_k_rope"), k, c.n_head_kv, c.head_dim, rope);
+  g.kv_store(name("kv_store"), k, v, il);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  const NodeId a = g.attention(name("attn"), q, il, c.n_head, c.head_dim, c.head_dim_v, scale);
+  NodeId o = g.matmul(name("attn_output"), a, w.wo);  // [n_tokens, n_embd]
+  if (select_outputs) {
+    // Only the rows whose logits are wanted go on: the rest of the model works on those alone.
+    o = g.select_rows(name("attn_output_rows"), o);
+    h = g.select_rows(name("residual_rows"), h);
+  }
+  return g.add(name("attn_residual"), h, o);
+}
+
+NodeId ffn_block(GraphBuilder& g, const ModelConfig& c, const LayerWeights& w, int64_t il,
+                 NodeId h) {
+  auto name = [il](const char* what) { return fmt::format("blk.{}.{}", il, what); };
+  const NodeId x = g.rms_norm(name("ffn_norm"), h, w.ffn_norm, c.rms_eps);
+  const NodeId gate = g.matmul(name("ffn_gate"), x, w.gate);  // [n, n_ff]
+  const NodeId up = g.matmul(name("ffn_up"), x, w.up);        // [n, n_ff]
+  const NodeId act = g.mul(name("ffn_swiglu"), g.silu(name("ffn_silu"), gate), up);
+  const NodeId down = g.matmul(name("ffn_down"), act, w.down);  // [n, n_embd]
+  return g.add(name("ffn_residual"), h, down);
+}
+
+NodeId build_decoder(GraphBuilder& g, const ModelConfig& c, const ModelWeights& w) {
+  NodeId h = g.get_rows("token_embd", w.token_embd);  // [n_tokens, n_embd]
+  for (int64_t il = 0; il < c.n_layer; ++il) {
+    const LayerWeights& layer = w.layers[static_cast<size_t>(il)];
+    h = attention_block(g, c, layer, il, h, /*select_outputs=*/il == c.n_layer - 1);
+    h = ffn_block(g, c, layer, il, h);
+  }
+  const NodeId x = g.rms_norm("output_norm", h, w.output_norm, c.rms_eps);  // [n_outputs, n_embd]
+  return g.matmul("output", x, w.output);                                   // [n_outputs, n_vocab]
+}
+
+}  // namespace minfer

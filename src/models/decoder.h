@@ -1,0 +1,24 @@
+// The decoder-only transformer shared by every supported architecture (DESIGN.md §1). Per-model
+// differences are fields of ModelConfig (QKV bias, QK-norm, rope style, tied output), not
+// branches on the architecture name.
+#pragma once
+
+#include "graph/graph.h"
+#include "models/model_config.h"
+#include "models/model_weights.h"
+
+namespace minfer {
+
+// h → RMSNorm → Wq Wk Wv (+bias) → [per-head RMSNorm of q, k] → RoPE → KV store → attention
+//   → Wo → + h.   On the last layer only the output rows continue (`select_outputs`).
+NodeId attention_block(GraphBuilder& g, const ModelConfig& c, const LayerWeights& w, int64_t il,
+                       NodeId h, bool select_outputs);
+
+// h → RMSNorm → down(silu(gate(x)) * up(x)) → + h.
+NodeId ffn_block(GraphBuilder& g, const ModelConfig& c, const LayerWeights& w, int64_t il,
+                 NodeId h);
+
+// The whole forward: embedding, n_layer blocks, final RMSNorm and the output matrix.
+NodeId build_decoder(GraphBuilder& g, const ModelConfig& c, const ModelWeights& w);
+
+}  // namespace minfer

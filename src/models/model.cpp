@@ -1,0 +1,140 @@
+#include "models/model.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "models/decoder.h"
+
+namespace minfer {
+
+Result<std::unique_ptr<Model>> Model::load(const std::string& path) {
+  MINFER_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> file, GgufFile::open(path));
+  return from_file(std::move(file));
+}
+
+Result<std::unique_ptr<Model>> Model::from_file(std::unique_ptr<GgufFile> file) {
+  std::unique_ptr<Model> model(new Model());
+  MINFER_ASSIGN_OR_RETURN(model->config_, read_model_config(*file));
+  MINFER_ASSIGN_OR_RETURN(model->weights_, load_model_weights(*file, model->config_));
+  model->file_ = std::move(file);
+  return model;
+}
+
+Graph Model::build_graph(int64_t n_tokens, int64_t n_outputs) const {
+  GraphBuilder g(n_tokens, n_outputs);
+  const NodeId logits = build_decoder(g, config_, weights_);
+  return g.finish(logits);
+}
+
+Result<std::unique_ptr<KvCache>> Model::make_cache(KvCellType cell_type, int64_t n_ctx,
+                                                   int64_t max_blocks, int64_t block_size) const {
+  KvCacheConfig kv;
+  kv.n_layer = config_.n_layer;
+  kv.n_head_kv = config_.n_head_kv;
+  kv.head_dim = config_.head_dim;
+  kv.head_dim_v = config_.head_dim_v;
+  kv.cell_type = cell_type;
+  kv.block_size = block_size;
+  kv.n_ctx = n_ctx;
+  kv.max_blocks = max_blocks;
+  return KvCache::create(kv);
+}
+
+Forward::Forward(const Model& model, KvCache& cache, const kernels::KernelTable& table,
+                 kernels::ThreadPool& pool)
+    : model_(model), cache_(cache), executor_(table, pool) {}
+
+Status Forward::validate(const Batch& batch) const {
+  const int64_t n = batch.n_tokens();
+  if (n == 0) return make_error(ErrorCode::kInvalidArgument, "[forward] empty batch");
+  if (batch.positions.size() != batch.tokens.size() ||
+      batch.seq_ids.size() != batch.tokens.size()) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "[forward] batch has {} tokens, {} positions and {} sequence ids", n,
+                      batch.positions.size(), batch.seq_ids.size());
+  }
+  const int64_t n_vocab = model_.config().n_vocab;
+  const int64_t n_ctx = cache_.config().n_ctx;
+  // Each sequence's positions must continue what its cache holds: the next position is at most
+  // its length (earlier positions may be recomputed), and within the batch they go up by one.
+  std::unordered_map<int32_t, int64_t> next;
+  for (int64_t t = 0; t < n; ++t) {
+    const int32_t token = batch.tokens[static_cast<size_t>(t)];
+    const int32_t pos = batch.positions[static_cast<size_t>(t)];
+    const int32_t seq = batch.seq_ids[static_cast<size_t>(t)];
+    if (token < 0 || token >= n_vocab) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        "[forward] token id {} at batch index {} is out of range (n_vocab {})",
+                        token, t, n_vocab);
+    }
+    if (pos < 0 || pos >= n_ctx) {
+      return make_error(ErrorCode::kOutOfRange,
+                        "[forward] position {} of sequence {} is past the context (n_ctx {})", pos,
+                        seq, n_ctx);
+    }
+    auto it = next.find(seq);
+    if (it == next.end()) {
+      const int64_t length = cache_.length(seq);
+      if (pos > length) {
+        return make_error(ErrorCode::kInvalidArgument,
+                          "[forward] sequence {} starts at position {} but its cache holds only "
+                          "positions 0..{}",
+                          seq, pos, length - 1);
+      }
+    } else if (pos != it->second) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        "[forward] sequence {}: position {} follows {} in the batch (expected {})",
+                        seq, pos, it->second - 1, it->second);
+    }
+    next[seq] = pos + 1;
+  }
+  for (size_t i = 0; i < batch.output_rows.size(); ++i) {
+    const int32_t r = batch.output_rows[i];
+    if (r < 0 || r >= n || (i > 0 && r <= batch.output_rows[i - 1])) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        "[forward] output row {} is out of range or not ascending", r);
+    }
+  }
+  return Status::ok();
+}
+
+Result<std::span<const float>> Forward::step(const Batch& batch) {
+  MINFER_RETURN_IF_ERROR(validate(batch));
+  // Reserve every sequence's blocks first, so a budget error leaves the cache as it was.
+  std::unordered_map<int32_t, int64_t> end;  // seq → last position + 1
+  for (int64_t t = 0; t < batch.n_tokens(); ++t) {
+    int64_t& e = end[batch.seq_ids[static_cast<size_t>(t)]];
+    e = std::max<int64_t>(e, batch.positions[static_cast<size_t>(t)] + 1);
+  }
+  std::unordered_map<int32_t, int64_t> before;
+  for (const auto& [seq, n] : end) before[seq] = cache_.n_reserved(seq);
+  for (const auto& [seq, n] : end) {
+    Status st = cache_.reserve(seq, n);
+    if (!st.is_ok()) {
+      for (const auto& [s, had] : before) {
+        if (had == 0) {
+          cache_.free_sequence(s);
+        } else {
+          cache_.truncate(s, std::max(cache_.length(s), had));
+        }
+      }
+      return st;
+    }
+  }
+  const auto key = std::make_pair(batch.n_tokens(), static_cast<int64_t>(batch.output_rows.size()));
+  auto it = graphs_.find(key);
+  if (it == graphs_.end()) {
+    Prepared p;
+    p.graph = model_.build_graph(key.first, key.second);
+    fuse_swiglu(p.graph);
+    p.slot_sizes = allocate_buffers(p.graph);
+    it = graphs_.emplace(key, std::move(p)).first;
+  }
+  last_graph_ = &it->second.graph;
+  std::span<const float> logits =
+      executor_.run(it->second.graph, it->second.slot_sizes, batch, cache_);
+  for (const auto& [seq, n] : end) cache_.set_length(seq, std::max(cache_.length(seq), n));
+  return logits;
+}
+
+}  // namespace minfer

@@ -1,0 +1,42 @@
+// The weight tensors of a model, as views into the GGUF memory map (zero-copy), each checked for
+// presence, type and shape at load.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "core/status.h"
+#include "gguf/gguf_file.h"
+#include "graph/weight_tensor.h"
+#include "models/model_config.h"
+#include "quant/ggml_type.h"
+
+namespace minfer {
+
+struct LayerWeights {
+  WeightTensor attn_norm;                      // [n_embd]
+  WeightTensor wq;                             // [n_embd → q_width]
+  WeightTensor wk;                             // [n_embd → k_width]
+  WeightTensor wv;                             // [n_embd → v_width]
+  std::optional<WeightTensor> bq, bk, bv;      // [q_width], [k_width], [v_width] (qkv_bias)
+  std::optional<WeightTensor> q_norm, k_norm;  // [head_dim] (qk_norm)
+  WeightTensor wo;                             // [n_head * head_dim_v → n_embd]
+  WeightTensor ffn_norm;                       // [n_embd]
+  WeightTensor gate;                           // [n_embd → n_ff]
+  WeightTensor up;                             // [n_embd → n_ff]
+  WeightTensor down;                           // [n_ff → n_embd]
+};
+
+struct ModelWeights {
+  WeightTensor token_embd;   // [n_vocab rows of n_embd]
+  WeightTensor output_norm;  // [n_embd]
+  WeightTensor output;       // [n_embd → n_vocab]; token_embd when the output is tied
+  std::vector<LayerWeights> layers;
+};
+
+// Finds and checks every tensor the config calls for. Errors name the tensor and say the expected
+// vs actual shape or type.
+Result<ModelWeights> load_model_weights(const GgufFile& file, const ModelConfig& config);
+
+}  // namespace minfer

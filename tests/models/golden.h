@@ -1,0 +1,40 @@
+// llama.cpp reference outputs (../shared/golden, see ../shared/README.md) and the comparison
+// the forward-pass issue is judged by: per row, KL(llama.cpp ‖ minfer) of the softmax
+// distributions, max |Δlogit| and top-1 agreement.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace minfer::test {
+
+struct Golden {
+  std::string name;   // e.g. "qwen2-tiny-f32.short"
+  std::string model;  // file name under models/
+  std::vector<int32_t> prompt_tokens;
+  std::vector<int32_t> greedy_tokens;
+  int64_t n_vocab = 0;
+  int64_t first_row = 0;      // row r holds the logits after the token at first_row + r
+  std::vector<float> logits;  // [n_rows, n_vocab]
+  int64_t n_rows = 0;
+
+  std::vector<int32_t> all_tokens() const;
+};
+
+// Every golden/*.json, sorted by name.
+std::vector<std::string> golden_names();
+Golden load_golden(const std::string& name);
+
+struct Agreement {
+  double mean_kl = 0.0;
+  double max_kl = 0.0;
+  double max_abs_diff = 0.0;
+  double top1_agreement = 0.0;  // fraction of rows with the same argmax
+  int64_t n_rows = 0;
+};
+
+// `ours` holds the logits of every position of all_tokens(): [n_tokens, n_vocab].
+Agreement compare_to_golden(const Golden& golden, const std::vector<float>& ours);
+
+}  // namespace minfer::test
