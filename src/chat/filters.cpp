@@ -540,7 +540,11 @@ Value apply_filter(const std::string& name, const Value& input, CallArgs& args,
   }
   if (name == "attr") {
     const Value& attribute = arg_at(args, 0, "name", kEmpty);
-    if (input.is_undefined()) fail_undefined(input, line);
+    // Python's getattr only: unlike `x.name`, no fallback to the dict key.
+    if (input.is_dict() && input.as_dict().find(soft_str(attribute)) != nullptr) {
+      return Value::undefined(soft_str(attribute));
+    }
+    if (input.is_undefined()) return Value::undefined(soft_str(attribute));
     return get_attribute(input, soft_str(attribute), line);
   }
   if (name == "batch") {

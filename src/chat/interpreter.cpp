@@ -214,13 +214,13 @@ class Interpreter {
 
   void exec_for(const Stmt& s, Scope& scope, std::string& out) {
     std::vector<Value> items = iterate(eval(*s.expr, scope), s.line);
-    Scope loop_scope(&scope);
     if (s.condition) {
+      Scope filter_scope(&scope);
       // Jinja2 filters before counting, so loop.length and loop.last see the kept items only.
       std::vector<Value> kept;
       for (Value& item : items) {
-        assign(s.target, item, loop_scope, s.line);
-        if (eval(*s.condition, loop_scope).truthy()) kept.push_back(std::move(item));
+        assign(s.target, item, filter_scope, s.line);
+        if (eval(*s.condition, filter_scope).truthy()) kept.push_back(std::move(item));
       }
       items = std::move(kept);
     }
@@ -232,7 +232,10 @@ class Interpreter {
     const auto n = static_cast<int64_t>(items.size());
     for (int64_t i = 0; i < n; ++i) {
       const auto idx = static_cast<size_t>(i);
-      assign(s.target, items[idx], loop_scope, s.line);
+      // Each iteration starts from the enclosing scope's values: Jinja2 does not carry a
+      // variable set in one iteration into the next.
+      Scope iteration_scope(&scope);
+      assign(s.target, items[idx], iteration_scope, s.line);
       Dict loop;
       loop.set("index", Value::integer(i + 1));
       loop.set("index0", Value::integer(i));
@@ -252,8 +255,8 @@ class Interpreter {
                    throw TemplateError(line, "no items for cycling given");
                  return args.positional[static_cast<size_t>(i) % args.positional.size()];
                }));
-      loop_scope.set("loop", Value::dict(std::move(loop)));
-      Flow f = exec_list(s.body, loop_scope, out);
+      iteration_scope.set("loop", Value::dict(std::move(loop)));
+      Flow f = exec_list(s.body, iteration_scope, out);
       if (f == Flow::kBreak) break;
     }
   }
@@ -264,6 +267,17 @@ class Interpreter {
   Value make_macro(const Stmt& s, const std::string& name, const Value* /*unused*/, Scope* parent) {
     const Stmt* stmt = &s;
     return Value::callable(name, [this, stmt, name, parent](CallArgs& args) {
+      // Python stops runaway recursion with RecursionError; so do we, before the C++ stack
+      // runs out.
+      struct DepthGuard {
+        int& depth;
+        explicit DepthGuard(int& d) : depth(d) { ++depth; }
+        ~DepthGuard() { --depth; }
+      } guard(macro_depth_);
+      if (macro_depth_ > kMaxMacroDepth) {
+        throw TemplateError(stmt->line,
+                            fmt::format("maximum recursion depth exceeded in macro '{}'", name));
+      }
       Scope local(parent);
       const auto& params = stmt->params;
       if (args.positional.size() > params.size()) {
@@ -461,7 +475,12 @@ class Interpreter {
     return apply_filter(e.name, input, args, ctx);
   }
 
+  // Macro calls nest at most this deep (each level costs a few C++ frames; Python's own limit
+  // of 1000 frames allows roughly this many Jinja2 macro levels).
+  static constexpr int kMaxMacroDepth = 250;
+
   Scope* root_;
+  int macro_depth_ = 0;
 };
 
 }  // namespace
