@@ -47,6 +47,10 @@ bool contains(const Value& container, const Value& item, int line);
 // The global functions (range, namespace, dict, raise_exception, strftime_now).
 Value make_global(const std::string& name);
 
+// Python's `fmt % args` (printf-style): %s %r %d %i %f %e %g %x %o %c %% with flags, width,
+// precision and %(name)s keys; `args` is a tuple, a dict or a single value.
+std::string percent_format(const std::string& fmt, const Value& args, int line);
+
 // Python's json.dumps(x, ensure_ascii, indent, separators, sort_keys) — what transformers
 // installs as the tojson filter. `indent` is None, an int or a string.
 std::string json_dumps(const Value& v, bool ensure_ascii, const Value& indent,

@@ -15,12 +15,12 @@ namespace minfer::chat {
 namespace {
 
 const std::set<std::string, std::less<>> kFilters = {
-    "abs",     "attr",     "batch",  "capitalize", "center",     "count",    "d",
-    "default", "dictsort", "e",      "escape",     "first",      "float",    "indent",
-    "int",     "items",    "join",   "last",       "length",     "list",     "lower",
-    "map",     "max",      "min",    "reject",     "rejectattr", "replace",  "reverse",
-    "round",   "safe",     "select", "selectattr", "sort",       "string",   "sum",
-    "title",   "tojson",   "trim",   "unique",     "upper",      "wordcount"};
+    "abs",     "attr",    "format",   "batch",  "capitalize", "center",     "count",
+    "d",       "default", "dictsort", "e",      "escape",     "first",      "float",
+    "indent",  "int",     "items",    "join",   "last",       "length",     "list",
+    "lower",   "map",     "max",      "min",    "reject",     "rejectattr", "replace",
+    "reverse", "round",   "safe",     "select", "selectattr", "sort",       "string",
+    "sum",     "title",   "tojson",   "trim",   "unique",     "upper",      "wordcount"};
 
 const std::set<std::string, std::less<>> kTests = {
     "boolean", "callable", "defined",  "divisibleby", "eq",      "equalto",   "escaped", "even",
@@ -515,6 +515,16 @@ Value apply_filter(const std::string& name, const Value& input, CallArgs& args,
     return Value::floating((method == "ceil" ? std::ceil(x) : std::floor(x)) / p);
   }
   if (name == "indent") return filter_indent(input, args, line);
+  if (name == "format") {
+    // Jinja2's do_format: soft_str(value) % (kwargs or args).
+    if (!args.keyword.empty()) {
+      Dict d;
+      for (const auto& [k, v] : args.keyword) d.set(k, v);
+      return Value::string(percent_format(soft_str(input), Value::dict(std::move(d)), line));
+    }
+    return Value::string(
+        percent_format(soft_str(input), Value::list(args.positional, /*is_tuple=*/true), line));
+  }
   if (name == "center") {
     static const Value kEighty = Value::integer(80);
     int64_t width = as_int(arg_at(args, 0, "width", kEighty), "width", line);

@@ -1,6 +1,9 @@
 // Global functions (Jinja2's range, namespace and dict; transformers' raise_exception and
 // strftime_now) and json.dumps, which transformers installs as the tojson filter.
+#include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <ctime>
 #include <set>
 
@@ -200,6 +203,98 @@ Dict dict_from_args(const CallArgs& args, const char* what) {
 }
 
 }  // namespace
+
+std::string percent_format(const std::string& fmt, const Value& args, int line) {
+  std::vector<Value> positional;
+  const Dict* mapping = nullptr;
+  if (args.is_tuple()) {
+    positional = args.as_list().items;
+  } else if (args.is_dict()) {
+    mapping = &args.as_dict();
+  } else {
+    positional.push_back(args);
+  }
+  size_t next = 0;
+  std::string out;
+  for (size_t i = 0; i < fmt.size(); ++i) {
+    if (fmt[i] != '%') {
+      out.push_back(fmt[i]);
+      continue;
+    }
+    size_t p = i + 1;
+    const Value* arg = nullptr;
+    if (p < fmt.size() && fmt[p] == '(') {
+      size_t close = fmt.find(')', p);
+      if (close == std::string::npos || mapping == nullptr) {
+        throw TemplateError(line, "format requires a mapping");
+      }
+      arg = mapping->find(fmt.substr(p + 1, close - p - 1));
+      if (arg == nullptr)
+        throw TemplateError(line, fmt::format("KeyError: '{}'", fmt.substr(p + 1, close - p - 1)));
+      p = close + 1;
+    }
+    std::string spec = "%";
+    while (p < fmt.size() && std::string("-+ #0").find(fmt[p]) != std::string::npos)
+      spec += fmt[p++];
+    while (p < fmt.size() && std::isdigit(static_cast<unsigned char>(fmt[p]))) spec += fmt[p++];
+    if (p < fmt.size() && fmt[p] == '.') {
+      spec += fmt[p++];
+      while (p < fmt.size() && std::isdigit(static_cast<unsigned char>(fmt[p]))) spec += fmt[p++];
+    }
+    if (p >= fmt.size()) throw TemplateError(line, "incomplete format");
+    char type = fmt[p];
+    i = p;
+    if (type == '%') {
+      out.push_back('%');
+      continue;
+    }
+    if (arg == nullptr) {
+      if (mapping != nullptr || next >= positional.size()) {
+        throw TemplateError(line, "not enough arguments for format string");
+      }
+      arg = &positional[next++];
+    }
+    char buf[512];
+    if (type == 's' || type == 'r' || type == 'a') {
+      std::string text = type == 's' ? to_str(*arg) : to_repr(*arg);
+      spec += 's';
+      std::snprintf(buf, sizeof(buf), spec.c_str(), text.c_str());
+      out += buf;
+    } else if (type == 'd' || type == 'i' || type == 'x' || type == 'X' || type == 'o' ||
+               type == 'c') {
+      if (!arg->is_number()) {
+        throw TemplateError(
+            line, fmt::format("%{} format: a number is required, not {}", type, arg->type_name()));
+      }
+      auto v = static_cast<long long>(arg->is_float() ? std::trunc(arg->as_float())
+                                                      : static_cast<double>(int_of(*arg, line)));
+      if (arg->is_int()) v = arg->as_int();
+      if (type == 'c') {
+        std::string one;
+        utf8_append(static_cast<char32_t>(v), one);
+        out += one;
+        continue;
+      }
+      spec += "ll";
+      spec += (type == 'i') ? 'd' : type;
+      std::snprintf(buf, sizeof(buf), spec.c_str(), v);
+      out += buf;
+    } else if (std::string("fFeEgG").find(type) != std::string::npos) {
+      if (!arg->is_number()) {
+        throw TemplateError(line, fmt::format("must be real number, not {}", arg->type_name()));
+      }
+      spec += type;
+      std::snprintf(buf, sizeof(buf), spec.c_str(), arg->to_double());
+      out += buf;
+    } else {
+      throw TemplateError(line, fmt::format("unsupported format character '{}'", type));
+    }
+  }
+  if (mapping == nullptr && next < positional.size()) {
+    throw TemplateError(line, "not all arguments converted during string formatting");
+  }
+  return out;
+}
 
 bool is_known_global(std::string_view name) {
   static const std::set<std::string, std::less<>> kGlobals = {"range", "namespace", "dict",

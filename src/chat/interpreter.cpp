@@ -71,9 +71,7 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b, int line
     fail_operands(op, a, b, line);
   }
   if (!both_numbers) {
-    if (op == "%" && a.is_string()) {
-      throw TemplateError(line, "unsupported construct: printf-style string formatting with '%'");
-    }
+    if (op == "%" && a.is_string()) return Value::string(percent_format(a.as_string(), b, line));
     fail_operands(op, a, b, line);
   }
   if (op == "-") {
@@ -307,7 +305,7 @@ class Interpreter {
           extra_kwargs.set(key, value);
         }
       }
-      local.set("varargs", Value::list({}));
+      local.set("varargs", Value::list({}, /*is_tuple=*/true));
       local.set("kwargs", Value::dict(std::move(extra_kwargs)));
       std::string out;
       exec_list(stmt->body, local, out);

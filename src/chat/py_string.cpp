@@ -196,7 +196,13 @@ std::string py_str_repr(std::string_view s) {
 std::string py_upper_str(std::string_view s) {
   std::string out;
   out.reserve(s.size());
-  for (char32_t cp : utf8_decode(s)) utf8_append(py_upper(cp), out);
+  for (char32_t cp : utf8_decode(s)) {
+    if (cp == 0xDF) {
+      out += "SS";  // German sharp s upper-cases to two letters in Python
+    } else {
+      utf8_append(py_upper(cp), out);
+    }
+  }
   return out;
 }
 
