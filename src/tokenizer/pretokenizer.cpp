@@ -167,8 +167,12 @@ void split_one(const pcre2_code* code, bool jit, pcre2_match_data* md, std::stri
   PCRE2_SIZE gap_start = 0;
   const PCRE2_SIZE* ovector = pcre2_get_ovector_pointer(md);
   while (pos < length) {
-    const int rc = jit ? pcre2_jit_match(code, subject, length, pos, 0, md, nullptr)
-                       : pcre2_match(code, subject, length, pos, PCRE2_NO_UTF_CHECK, md, nullptr);
+    int rc = jit ? pcre2_jit_match(code, subject, length, pos, 0, md, nullptr)
+                 : PCRE2_ERROR_JIT_BADOPTION;
+    // Without JIT, or should the JIT stack ever run out, the interpreter gives the same match.
+    if (rc < 0 && rc != PCRE2_ERROR_NOMATCH) {
+      rc = pcre2_match(code, subject, length, pos, PCRE2_NO_UTF_CHECK, md, nullptr);
+    }
     if (rc < 0) {
       MINFER_CHECK(rc == PCRE2_ERROR_NOMATCH, "pre-tokenizer regex failed to run");
       break;
