@@ -159,10 +159,10 @@ class Interpreter {
         return Flow::kNormal;
       }
       case Stmt::Kind::kMacro:
-        scope.set(s.name, make_macro(s, s.name, nullptr, root_));
+        scope.set(s.name, make_macro(s, s.name, root_));
         return Flow::kNormal;
       case Stmt::Kind::kCallBlock: {
-        Value caller = make_macro(s, "caller", nullptr, &scope);
+        Value caller = make_macro(s, "caller", &scope);
         out += to_str(eval_call(*s.expr, scope, &caller));
         return Flow::kNormal;
       }
@@ -262,7 +262,7 @@ class Interpreter {
   // A macro (or a call block's `caller`): calling it renders `s.body` in a fresh scope whose
   // parent is `parent` (the template's top level for macros, as Jinja2 resolves their free
   // names in the template context).
-  Value make_macro(const Stmt& s, const std::string& name, const Value* /*unused*/, Scope* parent) {
+  Value make_macro(const Stmt& s, const std::string& name, Scope* parent) {
     const Stmt* stmt = &s;
     return Value::callable(name, [this, stmt, name, parent](CallArgs& args) {
       // Python stops runaway recursion with RecursionError; so do we, before the C++ stack
