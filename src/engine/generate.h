@@ -1,0 +1,103 @@
+// The generation loop (DESIGN.md §4 "Sampler", "Engine"): prompt → Session::set_prompt (reusing
+// the cached prefix) → sample, stream, decode, until an end-of-generation token, a stop string,
+// n_predict tokens, a full context or a cancel request — and the metrics of the run.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "engine/session.h"
+#include "sampling/sampler.h"
+#include "tokenizer/tokenizer.h"
+
+namespace minfer::engine {
+
+enum class FinishReason {
+  kEog,        // the model produced an end-of-generation token (not printed)
+  kStop,       // a stop string appeared (it and what followed were not printed)
+  kLength,     // n_predict tokens were generated
+  kContext,    // the context is full: the next token would have no position
+  kCancelled,  // the cancel flag was raised
+};
+
+// "eog", "stop", "length", "context", "cancelled".
+const char* finish_reason_name(FinishReason reason);
+// A sentence for people: "end-of-generation token", "stop string", ….
+const char* finish_reason_text(FinishReason reason);
+
+// Text held back until it can no longer be the start of a stop string (so that neither a stop
+// string nor anything after it is ever emitted).
+class StopMatcher {
+ public:
+  explicit StopMatcher(std::vector<std::string> stops);
+
+  // Adds generated text; returns the text that is now safe to emit. After a stop string is
+  // found, returns the text before it and stopped() becomes true; later calls return "".
+  std::string push(std::string_view text);
+  // The end of generation without a stop: whatever is still held back.
+  std::string flush();
+  bool stopped() const { return stopped_; }
+  // The stop string that matched ("" before one did).
+  const std::string& matched() const { return matched_; }
+
+ private:
+  std::vector<std::string> stops_;
+  std::string held_;  // the suffix of the text so far that may begin a stop string
+  bool stopped_ = false;
+  std::string matched_;
+};
+
+struct GenerateOptions {
+  SamplerParams sampling;
+  int64_t n_predict = -1;                     // < 0: until eog or the context is full
+  std::vector<std::string> stops;             // empty strings are ignored
+  bool render_special = false;                // print the text of control tokens
+  const std::atomic<bool>* cancel = nullptr;  // checked between tokens when set
+};
+
+struct GenerationMetrics {
+  int64_t n_prompt = 0;     // prompt tokens
+  int64_t n_reused = 0;     // of those, found in the cache
+  int64_t n_prefilled = 0;  // of those, computed
+  double prefill_ms = 0.0;  // set_prompt's forwards
+  double ttft_ms = 0.0;     // start of generate() to the first token sampled
+  int64_t n_generated = 0;  // tokens sampled, an end-of-generation token included
+  double decode_ms = 0.0;   // first token sampled to the end
+  int64_t n_decoded = 0;    // single-token forwards in that time
+  ForwardTimes prefill_forwards;
+  ForwardTimes decode_forwards;
+
+  double prefill_tok_s() const;
+  double decode_tok_s() const;
+};
+
+struct GenerateResult {
+  FinishReason finish = FinishReason::kLength;
+  std::string stop;             // the stop string that matched (kStop)
+  std::string text;             // everything emitted through the callback
+  std::vector<int32_t> tokens;  // every token sampled, a final eog included
+  GenerationMetrics metrics;
+};
+
+// Called with each piece of text as it becomes safe to print (never part of a UTF-8 character,
+// never part of a stop string).
+using TextCallback = std::function<void(std::string_view)>;
+
+// Generates after `prompt` (the whole prompt: what the session already holds of it is reused).
+// The sampler is seeded from options.sampling and has every prompt token accepted into its
+// penalty history first, as llama.cpp does. The session afterwards holds the prompt and every
+// sampled token that was fed back (all but the last).
+Result<GenerateResult> generate(Session& session, const Tokenizer& tokenizer,
+                                std::span<const int32_t> prompt, const GenerateOptions& options,
+                                const TextCallback& on_text);
+
+// The metrics as lines for people, each ending in '\n'.
+std::string format_metrics(const GenerationMetrics& m);
+
+}  // namespace minfer::engine

@@ -1,0 +1,134 @@
+#include "engine/session.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "core/check.h"
+#include "kernels/dispatch.h"
+
+namespace minfer::engine {
+
+void ForwardTimes::add(double ms) {
+  min_ms = count == 0 ? ms : std::min(min_ms, ms);
+  max_ms = count == 0 ? ms : std::max(max_ms, ms);
+  total_ms += ms;
+  ++count;
+}
+
+Session::Session(const Model& model, const SessionOptions& options)
+    : model_(model), options_(options) {}
+
+Result<std::unique_ptr<Session>> Session::create(const Model& model,
+                                                 const SessionOptions& options) {
+  if (options.n_ctx < 1) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "[session] context size must be at least 1 position, got {}", options.n_ctx);
+  }
+  if (options.n_batch < 1) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "[session] batch size must be at least 1 token, got {}", options.n_batch);
+  }
+  if (options.block_size < 1) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "[session] KV block size must be at least 1 position, got {}",
+                      options.block_size);
+  }
+  MINFER_RETURN_IF_ERROR(kernels::init_kernels());
+  std::unique_ptr<Session> s(new Session(model, options));
+  const int64_t max_blocks = (options.n_ctx + options.block_size - 1) / options.block_size;
+  MINFER_ASSIGN_OR_RETURN(s->cache_, model.make_cache(options.cache_type, options.n_ctx, max_blocks,
+                                                      options.block_size));
+  s->pool_ = std::make_unique<kernels::ThreadPool>(
+      options.n_threads > 0 ? options.n_threads : kernels::default_thread_count());
+  s->forward_ = std::make_unique<Forward>(model, *s->cache_, kernels::active_table(), *s->pool_);
+  s->logits_.assign(static_cast<size_t>(model.config().n_vocab), 0.0f);
+  return s;
+}
+
+Status Session::run_chunk(std::span<const int32_t> tokens, ForwardTimes& times) {
+  Batch batch;
+  const int64_t start = n_past();
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    batch.add(tokens[i], static_cast<int32_t>(start + static_cast<int64_t>(i)), kSeq,
+              i + 1 == tokens.size());
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  MINFER_ASSIGN_OR_RETURN(std::span<const float> logits, forward_->step(batch));
+  const auto t1 = std::chrono::steady_clock::now();
+  times.add(std::chrono::duration<double, std::milli>(t1 - t0).count());
+  MINFER_CHECK(logits.size() == logits_.size(), "forward returned a row of the wrong size");
+  std::copy(logits.begin(), logits.end(), logits_.begin());
+  tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
+  return Status::ok();
+}
+
+Result<std::span<const float>> Session::prefill(std::span<const int32_t> tokens) {
+  if (tokens.empty()) {
+    return make_error(ErrorCode::kInvalidArgument, "[session] nothing to prefill: no tokens");
+  }
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  if (n_past() + n > options_.n_ctx) {
+    return make_error(ErrorCode::kOutOfRange,
+                      "[session] {} tokens after the {} held do not fit the context: expected at "
+                      "most {} positions in all, got {}",
+                      n, n_past(), options_.n_ctx, n_past() + n);
+  }
+  for (int64_t begin = 0; begin < n; begin += options_.n_batch) {
+    const int64_t end = std::min(n, begin + options_.n_batch);
+    MINFER_RETURN_IF_ERROR(
+        run_chunk(tokens.subspan(static_cast<size_t>(begin), static_cast<size_t>(end - begin)),
+                  prefill_times_));
+  }
+  return std::span<const float>(logits_);
+}
+
+Result<std::span<const float>> Session::decode(int32_t token) {
+  if (n_past() >= options_.n_ctx) {
+    return make_error(ErrorCode::kOutOfRange,
+                      "[session] the context is full: token position {} is past n_ctx {}", n_past(),
+                      options_.n_ctx);
+  }
+  const int32_t one[1] = {token};
+  MINFER_RETURN_IF_ERROR(run_chunk(one, decode_times_));
+  return std::span<const float>(logits_);
+}
+
+Result<std::span<const float>> Session::set_prompt(std::span<const int32_t> tokens) {
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  if (n == 0) return make_error(ErrorCode::kInvalidArgument, "[session] empty prompt");
+  if (n > options_.n_ctx) {
+    return make_error(ErrorCode::kOutOfRange,
+                      "[session] prompt does not fit the context: expected at most {} tokens, "
+                      "got {}",
+                      options_.n_ctx, n);
+  }
+  // The longest common prefix, less one token when the prompt is all held: the logits after the
+  // last prompt token are needed, and only a forward over that token gives them.
+  const auto mismatch = std::mismatch(tokens_.begin(), tokens_.end(), tokens.begin(), tokens.end());
+  int64_t keep = static_cast<int64_t>(mismatch.first - tokens_.begin());
+  keep = std::min(keep, n - 1);
+  truncate(keep);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto logits = prefill(tokens.subspan(static_cast<size_t>(keep)));
+  const auto t1 = std::chrono::steady_clock::now();
+  last_prefill_ = {n, keep, n - keep, std::chrono::duration<double, std::milli>(t1 - t0).count()};
+  return logits;
+}
+
+void Session::truncate(int64_t n_tokens) {
+  if (n_tokens >= n_past()) return;
+  const int64_t keep = std::max<int64_t>(0, n_tokens);
+  tokens_.resize(static_cast<size_t>(keep));
+  if (keep == 0) {
+    cache_->free_sequence(kSeq);
+  } else {
+    cache_->truncate(kSeq, keep);
+  }
+}
+
+void Session::reset_times() {
+  prefill_times_ = {};
+  decode_times_ = {};
+}
+
+}  // namespace minfer::engine

@@ -1,0 +1,110 @@
+// A Session owns one sequence over a model (DESIGN.md §4 "Engine"): its KV cache, the forward
+// step and the token history that the cache holds. It prefills prompts in chunks, decodes one
+// token at a time and, for multi-turn use, keeps the longest common prefix of a new prompt with
+// what the cache already holds so that only the new tokens are computed.
+//
+//   auto session = Session::create(model, {.n_ctx = 4096});
+//   auto logits = (*session)->set_prompt(tokens);     // [n_vocab] after the last prompt token
+//   logits = (*session)->decode(next_token);
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "core/status.h"
+#include "kernels/thread_pool.h"
+#include "kv/kv_cache.h"
+#include "models/model.h"
+
+namespace minfer::engine {
+
+struct SessionOptions {
+  int64_t n_ctx = 4096;    // positions the sequence may use
+  int64_t n_batch = 2048;  // most tokens one prefill forward computes
+  KvCellType cache_type = KvCellType::kF32;
+  int n_threads = 0;        // ≤ 0: kernels::default_thread_count()
+  int64_t block_size = 32;  // KV positions per block
+};
+
+// Wall time of forward steps, in milliseconds.
+struct ForwardTimes {
+  int64_t count = 0;
+  double total_ms = 0.0;
+  double min_ms = 0.0;
+  double max_ms = 0.0;
+
+  void add(double ms);
+  double mean_ms() const { return count > 0 ? total_ms / static_cast<double>(count) : 0.0; }
+};
+
+// What one set_prompt() did.
+struct PrefillReport {
+  int64_t n_prompt = 0;     // tokens of the prompt
+  int64_t n_reused = 0;     // of those, already in the cache (common prefix kept)
+  int64_t n_prefilled = 0;  // computed now: n_prompt - n_reused
+  double ms = 0.0;          // wall time of the prefill forwards
+};
+
+class Session {
+ public:
+  // A cache with a budget of enough blocks for n_ctx positions (allocated as they are used,
+  // invariant 9). n_ctx and n_batch must be ≥ 1; an n_ctx past the model's n_ctx_train is the
+  // caller's choice. `model` must outlive the session.
+  static Result<std::unique_ptr<Session>> create(const Model& model, const SessionOptions& options);
+
+  // Makes the sequence hold exactly `tokens` and returns the logits after the last one
+  // ([n_vocab]). Keeps the longest common prefix with the current history (truncating the cache
+  // there) and prefills only the rest; when the whole prompt is already held, its last token is
+  // recomputed to get its logits. A prompt longer than n_ctx, or an empty one, is an error and
+  // leaves the session empty-handed only for the tokens past the common prefix.
+  Result<std::span<const float>> set_prompt(std::span<const int32_t> tokens);
+  // Appends `tokens` to the history, in forwards of at most n_batch tokens of which only the
+  // last row's logits are computed; returns them ([n_vocab]).
+  Result<std::span<const float>> prefill(std::span<const int32_t> tokens);
+  // Appends one token and returns the logits after it ([n_vocab]).
+  Result<std::span<const float>> decode(int32_t token);
+
+  // Forgets the history past n_tokens (and their cache cells).
+  void truncate(int64_t n_tokens);
+  void clear() { truncate(0); }
+
+  // The tokens the cache holds, position order: [n_past].
+  const std::vector<int32_t>& tokens() const { return tokens_; }
+  int64_t n_past() const { return static_cast<int64_t>(tokens_.size()); }
+  int64_t n_ctx() const { return options_.n_ctx; }
+  int64_t n_batch() const { return options_.n_batch; }
+  int n_threads() const { return pool_->n_threads(); }
+  KvCellType cache_type() const { return options_.cache_type; }
+  const Model& model() const { return model_; }
+  const KvCache& cache() const { return *cache_; }
+
+  // The last set_prompt()'s report.
+  const PrefillReport& last_prefill() const { return last_prefill_; }
+  // Times of the forwards since reset_times(): prefill chunks and single-token decodes apart.
+  const ForwardTimes& prefill_times() const { return prefill_times_; }
+  const ForwardTimes& decode_times() const { return decode_times_; }
+  void reset_times();
+
+ private:
+  Session(const Model& model, const SessionOptions& options);
+  // One forward of `tokens` at positions n_past.. (appended to the history on success) with the
+  // last row's logits copied to logits_.
+  Status run_chunk(std::span<const int32_t> tokens, ForwardTimes& times);
+
+  static constexpr int32_t kSeq = 0;  // the one sequence id this session uses
+
+  const Model& model_;
+  SessionOptions options_;
+  std::unique_ptr<kernels::ThreadPool> pool_;
+  std::unique_ptr<KvCache> cache_;
+  std::unique_ptr<Forward> forward_;
+  std::vector<int32_t> tokens_;  // [n_past] the history the cache holds
+  std::vector<float> logits_;    // [n_vocab] after the last computed token
+  PrefillReport last_prefill_;
+  ForwardTimes prefill_times_;
+  ForwardTimes decode_times_;
+};
+
+}  // namespace minfer::engine
