@@ -33,12 +33,16 @@ void register_info_command(CLI::App& app, CommandRegistry& registry);
 void register_tokenize_command(CLI::App& app, CommandRegistry& registry);
 void register_template_command(CLI::App& app, CommandRegistry& registry);
 void register_logits_command(CLI::App& app, CommandRegistry& registry);
+void register_run_command(CLI::App& app, CommandRegistry& registry);
+void register_chat_command(CLI::App& app, CommandRegistry& registry);
 
 inline void register_all_commands(CLI::App& app, CommandRegistry& registry) {
   register_info_command(app, registry);
   register_tokenize_command(app, registry);
   register_template_command(app, registry);
   register_logits_command(app, registry);
+  register_run_command(app, registry);
+  register_chat_command(app, registry);
 }
 
 }  // namespace minfer::app

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include <fmt/format.h>
+
 #include "core/check.h"
 #include "kernels/dispatch.h"
 
@@ -129,6 +131,20 @@ void Session::truncate(int64_t n_tokens) {
 void Session::reset_times() {
   prefill_times_ = {};
   decode_times_ = {};
+}
+
+std::string describe_model(const Model& model) {
+  const ModelConfig& c = model.config();
+  std::string out;
+  out += fmt::format("arch:         {}\n", c.arch);
+  out += fmt::format("n_layer:      {}\n", c.n_layer);
+  out += fmt::format("n_embd:       {}\n", c.n_embd);
+  out += fmt::format("n_head:       {} (n_head_kv {})\n", c.n_head, c.n_head_kv);
+  out += fmt::format("head_dim:     {}\n", c.head_dim);
+  out += fmt::format("n_ff:         {}\n", c.n_ff);
+  out += fmt::format("n_vocab:      {}\n", c.n_vocab);
+  out += fmt::format("n_ctx_train:  {}\n", c.n_ctx_train);
+  return out;
 }
 
 }  // namespace minfer::engine

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "core/status.h"
@@ -106,5 +107,9 @@ class Session {
   ForwardTimes prefill_times_;
   ForwardTimes decode_times_;
 };
+
+// One line per fact for people: architecture, n_layer, n_embd, n_head / n_head_kv, head_dim, n_ff,
+// n_vocab, n_ctx_train; each line ends in '\n'.
+std::string describe_model(const Model& model);
 
 }  // namespace minfer::engine

@@ -1,0 +1,275 @@
+// `minfer chat`: interactive multi-turn chat through the model's chat template. Every turn renders
+// the whole conversation; the session keeps the longest common token prefix with what its cache
+// holds, so only the new tokens are prefilled. With stdin piped, each line is one user message.
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "engine/conversation.h"
+#include "engine/generate.h"
+#include "engine/setup.h"
+
+namespace minfer::app {
+
+// Shared with `run`; defined in cmd_run.cpp.
+void add_generation_flags(CLI::App* cmd, engine::ModelOptions& model,
+                          engine::GenerateOptions& generate, std::string& system, bool& verbose);
+Status take_extra_args(CLI::App* cmd, std::string& system);
+std::atomic<bool>& install_interrupt_handler();
+
+namespace {
+
+constexpr const char* kHelp =
+    "commands:\n"
+    "  /exit    leave (also Ctrl-D, or Ctrl-C twice at the prompt)\n"
+    "  /clear   forget the conversation (the system message stays)\n"
+    "  /regen   drop the last reply and generate it again\n"
+    "  /help    this text\n"
+    "Ctrl-C while the model answers stops the answer.\n";
+
+// Lines from stdin with read(2), so that Ctrl-C (SIGINT without SA_RESTART) interrupts a wait.
+class LineReader {
+ public:
+  enum class Outcome { kLine, kEof, kInterrupted };
+
+  Outcome read_line(std::string& line, const std::atomic<bool>& interrupted) {
+    for (;;) {
+      const size_t nl = buffer_.find('\n');
+      if (nl != std::string::npos) {
+        line = buffer_.substr(0, nl);
+        buffer_.erase(0, nl + 1);
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        return Outcome::kLine;
+      }
+      if (eof_) {
+        if (buffer_.empty()) return Outcome::kEof;
+        line = std::move(buffer_);
+        buffer_.clear();
+        return Outcome::kLine;
+      }
+      char chunk[4096];  // [4096] bytes per read
+      const ssize_t n = ::read(STDIN_FILENO, chunk, sizeof(chunk));
+      if (n < 0 && errno == EINTR) {
+        if (interrupted.load()) return Outcome::kInterrupted;
+        continue;
+      }
+      if (n <= 0) {
+        eof_ = true;
+      } else {
+        buffer_.append(chunk, static_cast<size_t>(n));
+      }
+    }
+  }
+
+ private:
+  std::string buffer_;
+  bool eof_ = false;
+};
+
+struct ChatFlags {
+  engine::ModelOptions model;
+  engine::GenerateOptions generate;
+  std::string system;
+  bool verbose = false;
+};
+
+class ChatLoop {
+ public:
+  ChatLoop(const ChatFlags& flags, engine::LoadedModel& setup, const chat::ChatTemplate& tmpl,
+           std::atomic<bool>& interrupted)
+      : flags_(flags),
+        session_(*setup.session),
+        tokenizer_(*setup.tokenizer),
+        conversation_(tmpl, *setup.tokenizer, flags.system),
+        interrupted_(interrupted),
+        interactive_(isatty(STDIN_FILENO) != 0) {}
+
+  int run() {
+    if (interactive_) {
+      std::fprintf(stderr, "chat with %s (n_ctx %lld); /help for commands\n",
+                   flags_.model.path.c_str(), static_cast<long long>(session_.n_ctx()));
+    }
+    LineReader reader;
+    int interrupts_at_prompt = 0;
+    for (;;) {
+      if (interactive_) {
+        std::fputs("> ", stdout);
+        std::fflush(stdout);
+      }
+      interrupted_.store(false);
+      std::string line;
+      const LineReader::Outcome outcome = reader.read_line(line, interrupted_);
+      if (outcome == LineReader::Outcome::kEof) break;
+      if (outcome == LineReader::Outcome::kInterrupted) {
+        if (++interrupts_at_prompt >= 2) break;
+        std::fputs("\n(Ctrl-C again or /exit to leave)\n", stderr);
+        continue;
+      }
+      interrupts_at_prompt = 0;
+      if (line.empty()) continue;
+      if (line[0] == '/') {
+        const std::string command = line.substr(0, line.find(' '));
+        if (command == "/exit" || command == "/quit") break;
+        if (command == "/help") {
+          std::fputs(kHelp, stderr);
+        } else if (command == "/clear") {
+          conversation_.clear();
+          session_.clear();
+          std::fputs("(conversation cleared)\n", stderr);
+        } else if (command == "/regen") {
+          if (!conversation_.pop_last("assistant")) {
+            std::fputs("(no reply to regenerate)\n", stderr);
+          } else if (!respond()) {
+            return 1;
+          }
+        } else {
+          std::fprintf(stderr, "unknown command '%s'; /help lists them\n", command.c_str());
+        }
+        continue;
+      }
+      conversation_.add_user(line);
+      if (!respond()) return 1;
+    }
+    return 0;
+  }
+
+ private:
+  // Tokens kept free for the reply when deciding whether the conversation fits.
+  int64_t reply_reserve() const {
+    const int64_t n_ctx = session_.n_ctx();
+    const int64_t want = flags_.generate.n_predict > 0 ? flags_.generate.n_predict : n_ctx / 4;
+    return std::max<int64_t>(1, std::min(want, n_ctx / 2));
+  }
+
+  // Generates the assistant's reply to the conversation so far (which ends with a user message).
+  // False on an error that ends the program (already printed).
+  bool respond() {
+    const int64_t n_ctx = session_.n_ctx();
+    std::vector<int32_t> tokens;
+    for (;;) {
+      auto rendered = conversation_.tokens(/*add_generation_prompt=*/true);
+      if (!rendered.is_ok()) return fail(rendered.status());
+      tokens = std::move(rendered).value();
+      const int64_t n = static_cast<int64_t>(tokens.size());
+      if (n + reply_reserve() <= n_ctx) break;
+      if (!conversation_.drop_oldest_turn()) {
+        if (n < n_ctx) break;  // no earlier turn left: use what room there is
+        std::fprintf(stderr,
+                     "[chat] the message does not fit the context: %lld tokens, n_ctx %lld; it "
+                     "was not sent\n",
+                     static_cast<long long>(n), static_cast<long long>(n_ctx));
+        conversation_.pop_last("user");
+        return true;
+      }
+      std::fprintf(stderr,
+                   "[chat] context full: %lld tokens + %lld for the reply exceed n_ctx %lld; "
+                   "dropped the oldest turn (%lld left)\n",
+                   static_cast<long long>(n), static_cast<long long>(reply_reserve()),
+                   static_cast<long long>(n_ctx), static_cast<long long>(conversation_.n_turns()));
+    }
+
+    engine::GenerateOptions options = flags_.generate;
+    // A new draw per reply (so /regen can answer differently), reproducible from --seed.
+    options.sampling.seed += n_replies_++;
+    options.cancel = &interrupted_;
+    interrupted_.store(false);
+    auto generated =
+        engine::generate(session_, tokenizer_, tokens, options, [](std::string_view s) {
+          std::fwrite(s.data(), 1, s.size(), stdout);
+          std::fflush(stdout);
+        });
+    std::fputs("\n", stdout);
+    std::fflush(stdout);
+    if (!generated.is_ok()) return fail(generated.status());
+    const engine::GenerateResult& result = generated.value();
+    const engine::GenerationMetrics& m = result.metrics;
+    if (flags_.verbose) {
+      std::fprintf(stderr,
+                   "turn %lld: prefilled %lld tokens (%lld reused); generated %lld tokens, %.2f "
+                   "tok/s; stopped: %s\n",
+                   static_cast<long long>(conversation_.n_turns()),
+                   static_cast<long long>(m.n_prefilled), static_cast<long long>(m.n_reused),
+                   static_cast<long long>(m.n_generated), m.decode_tok_s(),
+                   engine::finish_reason_name(result.finish));
+    }
+    if (result.finish == engine::FinishReason::kCancelled) {
+      std::fputs("(reply stopped)\n", stderr);
+    } else if (result.finish == engine::FinishReason::kContext) {
+      std::fprintf(stderr,
+                   "[chat] context full: the reply was cut at n_ctx %lld; the oldest turns will "
+                   "be dropped next turn\n",
+                   static_cast<long long>(n_ctx));
+    }
+    conversation_.add_assistant(result.text);
+    return close_turn();
+  }
+
+  // Puts the finished turn into the cache exactly as the template renders it (the end-of-turn
+  // tokens included), so that the next turn's prompt shares it as a prefix whatever tokens the
+  // reply was sampled as.
+  bool close_turn() {
+    auto rendered = conversation_.tokens(/*add_generation_prompt=*/false);
+    if (!rendered.is_ok()) return fail(rendered.status());
+    const std::vector<int32_t>& tokens = rendered.value();
+    if (static_cast<int64_t>(tokens.size()) > session_.n_ctx() || tokens.empty()) return true;
+    auto logits = session_.set_prompt(tokens);
+    if (!logits.is_ok()) return fail(logits.status());
+    if (flags_.verbose) {
+      const engine::PrefillReport& r = session_.last_prefill();
+      std::fprintf(stderr, "end of turn: prefilled %lld tokens (%lld reused)\n",
+                   static_cast<long long>(r.n_prefilled), static_cast<long long>(r.n_reused));
+    }
+    return true;
+  }
+
+  bool fail(const Status& status) {
+    std::fprintf(stderr, "%s\n", status.message().c_str());
+    return false;
+  }
+
+  const ChatFlags& flags_;
+  engine::Session& session_;
+  const Tokenizer& tokenizer_;
+  engine::Conversation conversation_;
+  std::atomic<bool>& interrupted_;
+  bool interactive_;
+  uint64_t n_replies_ = 0;
+};
+
+int run_chat(CLI::App* cmd, ChatFlags& flags) {
+  Status st = take_extra_args(cmd, flags.system);
+  if (!st.is_ok()) {
+    std::fprintf(stderr, "%s\n", st.message().c_str());
+    return 1;
+  }
+  auto setup = engine::load_for_generation(flags.model);
+  if (!setup.is_ok()) {
+    std::fprintf(stderr, "%s\n", setup.status().message().c_str());
+    return 1;
+  }
+  if (flags.verbose) std::fputs(engine::describe_setup(*setup, flags.model.path).c_str(), stderr);
+  auto tmpl = engine::load_chat_template(setup->model->file());
+  if (!tmpl.is_ok()) {
+    std::fprintf(stderr, "%s\n", tmpl.status().message().c_str());
+    return 1;
+  }
+  ChatLoop loop(flags, setup.value(), tmpl.value(), install_interrupt_handler());
+  return loop.run();
+}
+
+}  // namespace
+
+void register_chat_command(CLI::App& app, CommandRegistry& registry) {
+  auto flags = std::make_shared<ChatFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "chat", "Interactive multi-turn chat with the model's chat template (stdin lines)");
+  add_generation_flags(cmd, flags->model, flags->generate, flags->system, flags->verbose);
+  registry.add(cmd, [flags, cmd]() { return run_chat(cmd, *flags); });
+}
+
+}  // namespace minfer::app

@@ -1,0 +1,104 @@
+#include "engine/conversation.h"
+
+namespace minfer::engine {
+
+namespace {
+
+// The text of the token whose id is stored under `key` (e.g. tokenizer.ggml.bos_token_id), or ""
+// when the file names none.
+std::string special_token_text(const GgufFile& file, const char* key) {
+  if (file.find(key) == nullptr) return "";
+  auto id = file.get_integer(key);
+  auto tokens = file.get_string_array("tokenizer.ggml.tokens");
+  if (!id.is_ok() || !tokens.is_ok()) return "";
+  const std::vector<std::string>& list = *tokens.value();
+  if (id.value() < 0 || static_cast<size_t>(id.value()) >= list.size()) return "";
+  return list[static_cast<size_t>(id.value())];
+}
+
+nlohmann::ordered_json message(const char* role, std::string content) {
+  nlohmann::ordered_json m = nlohmann::ordered_json::object();
+  m["role"] = role;
+  m["content"] = std::move(content);
+  return m;
+}
+
+}  // namespace
+
+Result<chat::ChatTemplate> load_chat_template(const GgufFile& file) {
+  std::string source = chat::kChatMlTemplate;
+  if (file.find("tokenizer.chat_template") != nullptr) {
+    MINFER_ASSIGN_OR_RETURN(source, file.get_string("tokenizer.chat_template"));
+  }
+  return chat::ChatTemplate::create(source, special_token_text(file, "tokenizer.ggml.bos_token_id"),
+                                    special_token_text(file, "tokenizer.ggml.eos_token_id"));
+}
+
+std::vector<int32_t> tokenize_chat_prompt(const Tokenizer& tokenizer, std::string_view text) {
+  std::vector<int32_t> ids = tokenizer.encode(text, /*add_special=*/false, /*parse_special=*/true);
+  const int32_t bos = tokenizer.bos_id();
+  if (tokenizer.add_bos() && bos != kNoToken && (ids.empty() || ids.front() != bos)) {
+    ids.insert(ids.begin(), bos);
+  }
+  return ids;
+}
+
+Conversation::Conversation(const chat::ChatTemplate& tmpl, const Tokenizer& tokenizer,
+                           std::string system)
+    : tmpl_(tmpl), tokenizer_(tokenizer), messages_(nlohmann::ordered_json::array()) {
+  if (!system.empty()) {
+    messages_.push_back(message("system", std::move(system)));
+    has_system_ = true;
+  }
+}
+
+void Conversation::add_user(std::string text) {
+  messages_.push_back(message("user", std::move(text)));
+}
+
+void Conversation::add_assistant(std::string text) {
+  messages_.push_back(message("assistant", std::move(text)));
+}
+
+bool Conversation::pop_last(std::string_view role) {
+  const size_t first = has_system_ ? 1 : 0;
+  if (messages_.size() <= first || messages_.back()["role"] != role) return false;
+  messages_.erase(messages_.size() - 1);
+  return true;
+}
+
+void Conversation::clear() {
+  const size_t keep = has_system_ ? 1 : 0;
+  while (messages_.size() > keep) messages_.erase(messages_.size() - 1);
+}
+
+int64_t Conversation::n_turns() const {
+  int64_t n = 0;
+  for (const auto& m : messages_) n += m["role"] == "user" ? 1 : 0;
+  return n;
+}
+
+bool Conversation::drop_oldest_turn() {
+  const size_t first = has_system_ ? 1 : 0;
+  // The end of the oldest turn: the index of the second user message.
+  size_t end = first + 1;
+  while (end < messages_.size() && messages_[end]["role"] != "user") ++end;
+  if (end >= messages_.size()) return false;  // only the latest turn is left
+  nlohmann::ordered_json kept = nlohmann::ordered_json::array();
+  for (size_t i = 0; i < messages_.size(); ++i) {
+    if (i < first || i >= end) kept.push_back(messages_[i]);
+  }
+  messages_ = std::move(kept);
+  return true;
+}
+
+Result<std::string> Conversation::render(bool add_generation_prompt) const {
+  return tmpl_.render(messages_, nullptr, add_generation_prompt, nlohmann::ordered_json::object());
+}
+
+Result<std::vector<int32_t>> Conversation::tokens(bool add_generation_prompt) const {
+  MINFER_ASSIGN_OR_RETURN(std::string text, render(add_generation_prompt));
+  return tokenize_chat_prompt(tokenizer_, text);
+}
+
+}  // namespace minfer::engine

@@ -1,0 +1,61 @@
+// A multi-turn conversation rendered through the model's chat template (DESIGN.md §4 "Chat
+// templates", "Engine"): the messages, their tokens, and dropping the oldest turns when the
+// context fills. Each turn is rendered whole; the Session compares token prefixes to find what
+// the cache already holds, so nothing here assumes how a template joins turns.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "chat/chat_template.h"
+#include "core/status.h"
+#include "gguf/gguf_file.h"
+#include "tokenizer/tokenizer.h"
+
+namespace minfer::engine {
+
+// The model's `tokenizer.chat_template` (ChatML when the file has none) with the texts of its BOS
+// and EOS tokens as the template's bos_token / eos_token.
+Result<chat::ChatTemplate> load_chat_template(const GgufFile& file);
+
+// Tokens of a rendered chat prompt: special tokens such as <|im_start|> parsed, and the model's
+// BOS put in front when it adds one, unless the template already wrote it (no double BOS).
+std::vector<int32_t> tokenize_chat_prompt(const Tokenizer& tokenizer, std::string_view text);
+
+class Conversation {
+ public:
+  // `system` empty: no system message (the template may add its own default).
+  // `tmpl` and `tokenizer` must outlive the conversation.
+  Conversation(const chat::ChatTemplate& tmpl, const Tokenizer& tokenizer, std::string system);
+
+  void add_user(std::string text);
+  void add_assistant(std::string text);
+  // Removes the last message when it has that role; false when it does not.
+  bool pop_last(std::string_view role);
+  // Forgets every turn; the system message stays.
+  void clear();
+  // Drops the oldest turn: the first user message and the replies up to the next user message.
+  // The system message and the latest user message always stay; false when nothing can go.
+  bool drop_oldest_turn();
+
+  // The whole conversation rendered and tokenized (tokenize_chat_prompt).
+  Result<std::vector<int32_t>> tokens(bool add_generation_prompt) const;
+  Result<std::string> render(bool add_generation_prompt) const;
+
+  const nlohmann::ordered_json& messages() const { return messages_; }
+  // User messages held (turns).
+  int64_t n_turns() const;
+  bool has_system() const { return has_system_; }
+
+ private:
+  const chat::ChatTemplate& tmpl_;
+  const Tokenizer& tokenizer_;
+  bool has_system_ = false;
+  nlohmann::ordered_json messages_;  // [n_messages] {"role", "content"}, OpenAI style
+};
+
+}  // namespace minfer::engine

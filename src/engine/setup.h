@@ -1,0 +1,41 @@
+// Loading what a generating command needs — model, tokenizer and a session — from user-facing
+// options (the `run` and `chat` commands; later the server), with the defaults llama.cpp uses.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/status.h"
+#include "engine/session.h"
+#include "models/model.h"
+#include "tokenizer/tokenizer.h"
+
+namespace minfer::engine {
+
+// The largest context used when the user gives none (the model's n_ctx_train caps it further).
+inline constexpr int64_t kDefaultMaxCtx = 4096;
+
+struct ModelOptions {
+  std::string path;        // GGUF file
+  int64_t n_ctx = 0;       // 0: min(n_ctx_train, kDefaultMaxCtx)
+  int64_t n_batch = 2048;  // most prompt tokens per forward
+  int n_threads = 0;       // ≤ 0: all cores
+  std::string cache_type;  // "f32", "f16", "q8_0"; empty: MINFER_CACHE_TYPE, else f32
+};
+
+struct LoadedModel {
+  std::unique_ptr<Model> model;
+  std::unique_ptr<Tokenizer> tokenizer;
+  std::unique_ptr<Session> session;
+};
+
+// Selects the kernels (MINFER_FORCE_ISA), loads the model and its tokenizer and creates a session
+// with a KV budget of n_ctx positions.
+Result<LoadedModel> load_for_generation(const ModelOptions& options);
+
+// For --verbose: the file, the model's shape, the kernel ISA, threads, cache type, n_ctx and
+// n_batch; one fact per line, each ending in '\n'.
+std::string describe_setup(const LoadedModel& loaded, const std::string& path);
+
+}  // namespace minfer::engine
