@@ -1,12 +1,16 @@
 // Matmul: every SIMD table against the reference tiles for every weight type, bit-identical
 // results for 1, 2 and 3 threads, and GEMV rows equal to the same rows inside a GEMM.
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <random>
 #include <vector>
 
 #include "kernel_test_util.h"
 #include "kernels/matmul.h"
+#include "quant/blocks.h"
+#include "quant/fp16.h"
 #include "quant/quant_traits.h"
 
 namespace minfer::kernels {
@@ -117,6 +121,59 @@ TEST(Matmul, QuantizedSimdTilesAreBitIdenticalToRef) {
         EXPECT_EQ(0, std::memcmp(actual.data(), expected.data(), expected.size() * sizeof(float)))
             << t->name << " " << ggml_type_info(type).name << " n_in=" << n_in;
       }
+    }
+  }
+}
+
+// Byte offsets of the f16 scale fields inside one block of a quantized weight type.
+std::vector<size_t> f16_fields(GgmlType type) {
+  switch (type) {
+    case GgmlType::kQ4_0:
+    case GgmlType::kQ5_0:
+    case GgmlType::kQ8_0:
+      return {0};
+    case GgmlType::kQ4_1:
+    case GgmlType::kQ5_1:
+    case GgmlType::kQ4_K:
+    case GgmlType::kQ5_K:
+      return {0, 2};
+    case GgmlType::kQ2_K:
+      return {offsetof(BlockQ2K, d), offsetof(BlockQ2K, dmin)};
+    case GgmlType::kQ3_K:
+      return {offsetof(BlockQ3K, d)};
+    case GgmlType::kQ6_K:
+      return {offsetof(BlockQ6K, d)};
+    default:
+      return {};
+  }
+}
+
+TEST(Matmul, QuantizedTilesMatchRefOnArbitraryBlockBytes) {
+  // Every bit pattern of quants and packed scales (Q8_0's -128, 6-bit scales with their top
+  // bits set, all fifth / high bits), finite f16 scales of both signs; 41 rows (16-row groups
+  // plus a partial one) and 70 tokens (past the 64-token pass of the tiles).
+  if (simd_tables().empty()) GTEST_SKIP() << "this CPU runs no SIMD table";
+  ThreadPool pool(2);
+  std::mt19937 rng(2024);
+  for (GgmlType type : kWeightTypes) {
+    if (!ggml_type_info(type).is_quantized) continue;
+    const QuantTraits& traits = *quant_traits(type);
+    const int64_t n_in = traits.block_size == 32 ? 320 : 512;
+    Problem p = make_problem(type, n_in, 41, 70, 7);
+    std::uniform_int_distribution<int> byte(0, 255);
+    std::uniform_real_distribution<float> scale(-0.05f, 0.05f);
+    for (uint8_t& b : p.weights) b = static_cast<uint8_t>(byte(rng));
+    for (size_t blk = 0; blk < p.weights.size() / traits.bytes_per_block; ++blk) {
+      for (size_t field : f16_fields(type)) {
+        const uint16_t h = fp32_to_fp16(scale(rng));
+        std::memcpy(&p.weights[blk * traits.bytes_per_block + field], &h, sizeof(h));
+      }
+    }
+    const std::vector<float> expected = run(ref_table, pool, p, p.x.data(), p.n_tokens);
+    for (const KernelTable* t : simd_tables()) {
+      const std::vector<float> actual = run(*t, pool, p, p.x.data(), p.n_tokens);
+      EXPECT_EQ(0, std::memcmp(actual.data(), expected.data(), expected.size() * sizeof(float)))
+          << t->name << " " << ggml_type_info(type).name;
     }
   }
 }

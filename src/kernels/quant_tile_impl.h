@@ -1,0 +1,500 @@
+// The quantized matmul tiles of every SIMD table, written once over a vector policy V (one per
+// ISA: avx512/avx512_quant_vec.h, avx2/avx2_quant_vec.h). Include only from a SIMD translation
+// unit, after its policy header and with `#pragma GCC optimize("fp-contract=off")`: everything
+// here sits in an anonymous namespace so that each ISA's TU keeps its own copies (an inline
+// function with external linkage compiled with AVX-512 flags could be chosen by the linker for
+// the AVX2 table).
+//
+// Layout: rows in lanes. For a group of V::kLanes weight rows, each block is transposed once
+// into vectors whose lane r holds 4 consecutive quants of row r; a token's 4 matching
+// activation bytes are broadcast to all lanes, and V::dot (vpdpbusd, or maddubs + madd on AVX2)
+// accumulates the integer dot products of all rows at once. The float accumulator's lane r is
+// output row r, so no horizontal sums are needed. The transposed blocks of a chunk are kept on
+// the stack and reused for every token of the tile (GEMM); a single token (GEMV) runs the same
+// code.
+//
+// Every float step per (row, token) is the reference's (kernels/ref/ref_dot*.cpp) in the same
+// order with separate multiplies and adds, and the integer sums are exact, so these tiles give
+// the reference's result bit for bit at any tile shape, thread count or token count.
+//
+// The integer products need one unsigned operand: the weight quants are stored unsigned
+// (0..63 at most, so AVX2's 16-bit pair sums cannot saturate), and the offsets of the signed
+// types come back through activation sums: Q4_0 / Q5_0 use the int32 block sums the matmul
+// driver appends to Q8_0 rows (kernel_table.h), Q3_K / Q6_K the Q8_K bsums. Q8_0 weights go
+// through V's own signed path (V::q8_prep / q8_init / q8_dot).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "quant/blocks.h"
+
+namespace minfer::kernels::quant_tile {
+namespace {
+
+constexpr int64_t kMaxTok = 64;  // tokens per pass over a row group (state on the stack)
+constexpr int kTokGroup = 4;     // tokens whose accumulators live in registers together
+
+// Moves bit `from` of every byte of v to bit `to` (other bits cleared). 16-bit shifts are
+// safe: a byte's bit `to` is filled from bit `from` of the same byte.
+template <class V>
+typename V::I move_bit(typename V::I v, int from, int to) {
+  const typename V::I mask = V::set1_8(static_cast<int8_t>(1 << to));
+  if (from > to) return V::and_(V::srli16(v, from - to), mask);
+  if (from < to) return V::and_(V::slli16(v, to - from), mask);
+  return V::and_(v, mask);
+}
+
+// Lane r: bytes b = 0..3 hold bit (shift + b) of lane r of qh as 0 or 0x10 (the fifth bit of
+// Q5_0 / Q5_1 elements shift .. shift + 3). The multiply spreads 4 bits to bit 0 of 4 bytes
+// (bit b lands at 8b; the partial products never overlap, so there are no carries).
+template <class V>
+typename V::I fifth_bits(typename V::I qh, int shift) {
+  const typename V::I nib = V::and_(V::srli32(qh, shift), V::set1(0xf));
+  const typename V::I spread = V::and_(V::mullo(nib, V::set1(0x00204081)), V::set1(0x01010101));
+  return V::slli32(spread, 4);
+}
+
+// The 6-bit scale and min of sub-block j of a Q4_K / Q5_K block (see BlockQ4K).
+inline void k4_scale_min_of(const uint8_t* s, int j, int32_t& scale, int32_t& min) {
+  if (j < 4) {
+    scale = s[j] & 63;
+    min = s[j + 4] & 63;
+  } else {
+    scale = (s[j + 4] & 0xf) | ((s[j - 4] >> 6) << 4);
+    min = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+  }
+}
+
+// Two int16 values in one int32 lane (for V::dot16 against a pair of bsums).
+inline int32_t pair16(int a, int b) {
+  return static_cast<int32_t>(static_cast<uint16_t>(a) |
+                              (static_cast<uint32_t>(static_cast<uint16_t>(b)) << 16));
+}
+
+// Activation rows. Q8_0: BlockQ8_0[n_blocks], then int32 block sums at the next 4-byte boundary.
+struct ActQ8_0 {
+  const BlockQ8_0* blocks;
+  const int32_t* sums;
+  static ActQ8_0 of(const uint8_t* row, int64_t n_blocks) {
+    const size_t sums_off = (static_cast<size_t>(n_blocks) * sizeof(BlockQ8_0) + 3) / 4 * 4;
+    return {reinterpret_cast<const BlockQ8_0*>(row),
+            reinterpret_cast<const int32_t*>(row + sums_off)};
+  }
+};
+struct ActQ8_1 {
+  const BlockQ8_1* blocks;
+  static ActQ8_1 of(const uint8_t* row, int64_t) {
+    return {reinterpret_cast<const BlockQ8_1*>(row)};
+  }
+};
+struct ActQ8K {
+  const BlockQ8K* blocks;
+  static ActQ8K of(const uint8_t* row, int64_t) { return {reinterpret_cast<const BlockQ8K*>(row)}; }
+};
+
+// ---- 32-element blocks ----
+
+template <class V>
+struct PackedQ32 {
+  typename V::I q[8];  // [dword] lanes = rows: elements 4j..4j+3 (j < 4), 16 + 4(j - 4).. (j >= 4)
+  typename V::F d;     // lanes = rows
+  typename V::F m;     // Q4_1 / Q5_1 minimum (unused otherwise)
+};
+
+template <class V>
+struct KindQ8_0 {
+  using Packed = PackedQ32<V>;
+  using Act = ActQ8_0;
+  static constexpr int kBlock = kQK8_0;
+  static constexpr int64_t kChunk = 32;
+
+  static void pack(const typename V::Group& g, int64_t b, Packed& p) {
+    const size_t off = static_cast<size_t>(b) * sizeof(BlockQ8_0);
+    V::transpose32(g, off + offsetof(BlockQ8_0, qs), p.q);
+    for (int j = 0; j < 8; ++j) p.q[j] = V::q8_prep(p.q[j]);
+    p.d = V::gather_f16(g, off, false);
+  }
+  // acc + (float)sumi * (d_w d_x), as ref vec_dot_q8_0_q8_0.
+  static typename V::F block(const Packed& p, const Act& a, int64_t b, typename V::F acc) {
+    const BlockQ8_0& x = a.blocks[b];
+    typename V::I s = V::q8_init(a.sums[b]);
+    for (int j = 0; j < 8; ++j) s = V::q8_dot(s, p.q[j], V::bcast(x.qs + 4 * j));
+    const typename V::F scale = V::fmul(p.d, V::fset1(V::f16(x.d)));
+    return V::fadd(acc, V::fmul(V::cvt(s), scale));
+  }
+};
+
+// Q4_0 / Q5_0 (offset 8 / 16, Q8_0 activations) and Q4_1 / Q5_1 (minimum, Q8_1 activations).
+template <class V, class Block, bool kFifthBit, bool kMin>
+struct KindQ32 {
+  using Packed = PackedQ32<V>;
+  using Act = std::conditional_t<kMin, ActQ8_1, ActQ8_0>;
+  static constexpr int kBlock = 32;
+  static constexpr int64_t kChunk = 32;
+
+  static void pack(const typename V::Group& g, int64_t b, Packed& p) {
+    const size_t off = static_cast<size_t>(b) * sizeof(Block);
+    typename V::I t[4];
+    V::transpose16(g, off + offsetof(Block, qs), t);
+    const typename V::I low4 = V::set1_8(0x0f);
+    for (int j = 0; j < 4; ++j) {
+      p.q[j] = V::and_(t[j], low4);
+      p.q[4 + j] = V::and_(V::srli16(t[j], 4), low4);
+    }
+    if constexpr (kFifthBit) {
+      const typename V::I qh = V::gather_u32(g, off + offsetof(Block, qh));
+      for (int j = 0; j < 4; ++j) {
+        p.q[j] = V::or_(p.q[j], fifth_bits<V>(qh, 4 * j));
+        p.q[4 + j] = V::or_(p.q[4 + j], fifth_bits<V>(qh, 16 + 4 * j));
+      }
+    }
+    p.d = V::gather_f16(g, off, false);
+    if constexpr (kMin) p.m = V::gather_f16(g, off, true);
+  }
+
+  static typename V::F block(const Packed& p, const Act& a, int64_t b, typename V::F acc) {
+    const auto& x = a.blocks[b];
+    typename V::I s;
+    if constexpr (kMin) {
+      s = V::set1(0);
+    } else {
+      s = V::set1((kFifthBit ? -16 : -8) * a.sums[b]);
+    }
+    for (int j = 0; j < 4; ++j) s = V::dot(s, p.q[j], V::bcast(x.qs + 4 * j));
+    for (int j = 0; j < 4; ++j) s = V::dot(s, p.q[4 + j], V::bcast(x.qs + 16 + 4 * j));
+    const typename V::F dx = V::fset1(V::f16(x.d));
+    if constexpr (kMin) {
+      // ref: d_w d_x sumi + m_w s_x.
+      const typename V::F t = V::fmul(V::fmul(p.d, dx), V::cvt(s));
+      return V::fadd(acc, V::fadd(t, V::fmul(p.m, V::fset1(V::f16(x.s)))));
+    } else if constexpr (kFifthBit) {
+      // ref vec_dot_q5_0_q8_0: d_w d_x sumi.
+      return V::fadd(acc, V::fmul(V::fmul(p.d, dx), V::cvt(s)));
+    } else {
+      // ref vec_dot_q4_0_q8_0: (sumi d_w) d_x.
+      return V::fadd(acc, V::fmul(V::fmul(V::cvt(s), p.d), dx));
+    }
+  }
+};
+
+template <class V>
+using KindQ4_0 = KindQ32<V, BlockQ4_0, false, false>;
+template <class V>
+using KindQ4_1 = KindQ32<V, BlockQ4_1, false, true>;
+template <class V>
+using KindQ5_0 = KindQ32<V, BlockQ5_0, true, false>;
+template <class V>
+using KindQ5_1 = KindQ32<V, BlockQ5_1, true, true>;
+
+// ---- Q4_K / Q5_K × Q8_K ----
+
+template <class V>
+struct PackedQ4K {
+  typename V::I q[8][8];  // [sub-block j][dword] lanes = rows: 4- or 5-bit quants as u8
+  typename V::I sc[8];    // [j] 6-bit scale
+  typename V::I mins[8];  // [j] 6-bit min in both int16 halves
+  typename V::F d, dmin;
+};
+
+template <class V, class Block, bool kFifthBit>
+struct KindK4 {
+  using Packed = PackedQ4K<V>;
+  using Act = ActQ8K;
+  static constexpr int kBlock = kQKK;
+  static constexpr int64_t kChunk = 4;
+
+  static void pack(const typename V::Group& g, int64_t b, Packed& p) {
+    const size_t off = static_cast<size_t>(b) * sizeof(Block);
+    const typename V::I low4 = V::set1_8(0x0f);
+    typename V::I qh[8];
+    if constexpr (kFifthBit) V::transpose32(g, off + offsetof(Block, qh), qh);
+    for (int c = 0; c < 4; ++c) {
+      // Byte l of 32-byte chunk c: element 64c + l (low nibble), 64c + 32 + l (high); the fifth
+      // bit of sub-block j (element 32j + l) is bit j of qh[l].
+      typename V::I packed[8];
+      V::transpose32(g, off + offsetof(Block, qs) + 32 * c, packed);
+      for (int i = 0; i < 8; ++i) {
+        p.q[2 * c][i] = V::and_(packed[i], low4);
+        p.q[2 * c + 1][i] = V::and_(V::srli16(packed[i], 4), low4);
+        if constexpr (kFifthBit) {
+          p.q[2 * c][i] = V::or_(p.q[2 * c][i], move_bit<V>(qh[i], 2 * c, 4));
+          p.q[2 * c + 1][i] = V::or_(p.q[2 * c + 1][i], move_bit<V>(qh[i], 2 * c + 1, 4));
+        }
+      }
+    }
+    alignas(64) int32_t sc[8][V::kLanes];
+    alignas(64) int32_t mins[8][V::kLanes];
+    for (int r = 0; r < V::kLanes; ++r) {
+      const uint8_t* s = g.row[r] + off + offsetof(Block, scales);
+      for (int j = 0; j < 8; ++j) {
+        int32_t scale, min;
+        k4_scale_min_of(s, j, scale, min);
+        sc[j][r] = scale;
+        mins[j][r] = min | (min << 16);
+      }
+    }
+    for (int j = 0; j < 8; ++j) {
+      p.sc[j] = V::load(sc[j]);
+      p.mins[j] = V::load(mins[j]);
+    }
+    p.d = V::gather_f16(g, off, false);
+    p.dmin = V::gather_f16(g, off, true);
+  }
+
+  // As ref dot_k4_superblock: isum = Σ_j sc_j · (q_j · x_j), summins = Σ_j m_j · (bsums of
+  // sub-block j), acc + ((d dx) isum - (dmin dx) summins).
+  static typename V::F block(const Packed& p, const Act& a, int64_t b, typename V::F acc) {
+    const BlockQ8K& x = a.blocks[b];
+    typename V::I isum = V::set1(0);
+    for (int j = 0; j < 8; ++j) {
+      typename V::I s = V::set1(0);
+      for (int i = 0; i < 8; ++i) s = V::dot(s, p.q[j][i], V::bcast(x.qs + 32 * j + 4 * i));
+      isum = V::add(isum, V::mullo(s, p.sc[j]));
+    }
+    typename V::I summins = V::set1(0);
+    for (int j = 0; j < 8; ++j) summins = V::dot16(summins, p.mins[j], V::bcast(x.bsums + 2 * j));
+    const typename V::F dx = V::fset1(x.d);
+    const typename V::F pos = V::fmul(V::fmul(p.d, dx), V::cvt(isum));
+    const typename V::F neg = V::fmul(V::fmul(p.dmin, dx), V::cvt(summins));
+    return V::fadd(acc, V::fsub(pos, neg));
+  }
+};
+
+template <class V>
+using KindQ4K = KindK4<V, BlockQ4K, false>;
+template <class V>
+using KindQ5K = KindK4<V, BlockQ5K, true>;
+
+// ---- 16-element sub-blocks: Q2_K, Q3_K, Q6_K × Q8_K ----
+
+template <class V>
+struct PackedK16 {
+  typename V::I q[16][4];    // [sub-block of 16][dword] lanes = rows: unsigned quants as u8
+  typename V::I sc[16];      // [sub-block] scale
+  typename V::I sc_pair[8];  // [i] Q3_K / Q6_K: scales 2i, 2i + 1; Q2_K: mins; int16 halves
+  typename V::F d, dmin;
+};
+
+// Sub-block j of a Q8_K block covers its quants 16j .. 16j + 15 and bsums[j] in all three.
+template <class V>
+typename V::I sub_block_dots(const PackedK16<V>& p, const BlockQ8K& x) {
+  typename V::I isum = V::set1(0);
+  for (int j = 0; j < 16; ++j) {
+    typename V::I s = V::set1(0);
+    for (int i = 0; i < 4; ++i) s = V::dot(s, p.q[j][i], V::bcast(x.qs + 16 * j + 4 * i));
+    isum = V::add(isum, V::mullo(s, p.sc[j]));
+  }
+  return isum;
+}
+
+template <class V>
+typename V::I pair_bsums(const PackedK16<V>& p, const BlockQ8K& x) {
+  typename V::I s = V::set1(0);
+  for (int i = 0; i < 8; ++i) s = V::dot16(s, p.sc_pair[i], V::bcast(x.bsums + 2 * i));
+  return s;
+}
+
+template <class V>
+struct KindQ2K {
+  using Packed = PackedK16<V>;
+  using Act = ActQ8K;
+  static constexpr int kBlock = kQKK;
+  static constexpr int64_t kChunk = 4;
+
+  static void pack(const typename V::Group& g, int64_t b, Packed& p) {
+    const size_t off = static_cast<size_t>(b) * sizeof(BlockQ2K);
+    const typename V::I low2 = V::set1_8(0x03);
+    for (int h = 0; h < 2; ++h) {
+      // Element 128h + 32k + l: bits 2k..2k+1 of qs[32h + l]; sub-block 8h + 2k + l / 16.
+      typename V::I t[8];
+      V::transpose32(g, off + offsetof(BlockQ2K, qs) + 32 * h, t);
+      for (int k = 0; k < 4; ++k) {
+        for (int i = 0; i < 8; ++i) {
+          p.q[8 * h + 2 * k + i / 4][i % 4] = V::and_(V::srli16(t[i], 2 * k), low2);
+        }
+      }
+    }
+    alignas(64) int32_t sc[16][V::kLanes];
+    alignas(64) int32_t mins[8][V::kLanes];
+    for (int r = 0; r < V::kLanes; ++r) {
+      const uint8_t* s = g.row[r] + off + offsetof(BlockQ2K, scales);
+      for (int j = 0; j < 16; ++j) sc[j][r] = s[j] & 0xf;
+      for (int i = 0; i < 8; ++i) mins[i][r] = pair16(s[2 * i] >> 4, s[2 * i + 1] >> 4);
+    }
+    for (int j = 0; j < 16; ++j) p.sc[j] = V::load(sc[j]);
+    for (int i = 0; i < 8; ++i) p.sc_pair[i] = V::load(mins[i]);
+    p.d = V::gather_f16(g, off + offsetof(BlockQ2K, d), false);
+    p.dmin = V::gather_f16(g, off + offsetof(BlockQ2K, d), true);
+  }
+
+  // As ref vec_dot_q2_K_q8_K: acc + ((dx d) isum - (dx dmin) summins).
+  static typename V::F block(const Packed& p, const Act& a, int64_t b, typename V::F acc) {
+    const BlockQ8K& x = a.blocks[b];
+    const typename V::I isum = sub_block_dots<V>(p, x);
+    const typename V::I summins = pair_bsums<V>(p, x);
+    const typename V::F dx = V::fset1(x.d);
+    const typename V::F pos = V::fmul(V::fmul(dx, p.d), V::cvt(isum));
+    const typename V::F neg = V::fmul(V::fmul(dx, p.dmin), V::cvt(summins));
+    return V::fadd(acc, V::fsub(pos, neg));
+  }
+};
+
+template <class V>
+struct KindQ3K {
+  using Packed = PackedK16<V>;
+  using Act = ActQ8K;
+  static constexpr int kBlock = kQKK;
+  static constexpr int64_t kChunk = 4;
+
+  static void pack(const typename V::Group& g, int64_t b, Packed& p) {
+    const size_t off = static_cast<size_t>(b) * sizeof(BlockQ3K);
+    const typename V::I low2 = V::set1_8(0x03);
+    typename V::I hm[8];
+    V::transpose32(g, off + offsetof(BlockQ3K, hmask), hm);
+    for (int h = 0; h < 2; ++h) {
+      // Element 128h + 32k + l: low bits as Q2_K, high bit = bit 4h + k of hmask[l]; stored as
+      // q + 4 · high in 0..7 (the level is that minus 4, applied through the bsums).
+      typename V::I t[8];
+      V::transpose32(g, off + offsetof(BlockQ3K, qs) + 32 * h, t);
+      for (int k = 0; k < 4; ++k) {
+        for (int i = 0; i < 8; ++i) {
+          p.q[8 * h + 2 * k + i / 4][i % 4] =
+              V::or_(V::and_(V::srli16(t[i], 2 * k), low2), move_bit<V>(hm[i], 4 * h + k, 2));
+        }
+      }
+    }
+    alignas(64) int32_t sc[16][V::kLanes];
+    alignas(64) int32_t pairs[8][V::kLanes];
+    for (int r = 0; r < V::kLanes; ++r) {
+      const uint8_t* s = g.row[r] + off + offsetof(BlockQ3K, scales);
+      int scale[16];
+      for (int j = 0; j < 16; ++j) {
+        const int low = j < 8 ? (s[j] & 0xf) : (s[j - 8] >> 4);
+        const int high = (s[8 + j % 4] >> (2 * (j / 4))) & 3;
+        scale[j] = (low | (high << 4)) - 32;
+        sc[j][r] = scale[j];
+      }
+      for (int i = 0; i < 8; ++i) pairs[i][r] = pair16(scale[2 * i], scale[2 * i + 1]);
+    }
+    for (int j = 0; j < 16; ++j) p.sc[j] = V::load(sc[j]);
+    for (int i = 0; i < 8; ++i) p.sc_pair[i] = V::load(pairs[i]);
+    // d is the last 2 bytes of the block: gather the 4 bytes ending there (high half).
+    p.d = V::gather_f16(g, off + offsetof(BlockQ3K, d) - 2, true);
+  }
+
+  // As ref vec_dot_q3_K_q8_K: isum = Σ_j sc_j ((u_j - 4) · x_j), the -4 applied as
+  // -4 Σ_j sc_j bsums_j; acc + (d dx) isum.
+  static typename V::F block(const Packed& p, const Act& a, int64_t b, typename V::F acc) {
+    const BlockQ8K& x = a.blocks[b];
+    typename V::I isum = sub_block_dots<V>(p, x);
+    isum = V::sub(isum, V::slli32(pair_bsums<V>(p, x), 2));
+    return V::fadd(acc, V::fmul(V::fmul(p.d, V::fset1(x.d)), V::cvt(isum)));
+  }
+};
+
+template <class V>
+struct KindQ6K {
+  using Packed = PackedK16<V>;
+  using Act = ActQ8K;
+  static constexpr int kBlock = kQKK;
+  static constexpr int64_t kChunk = 4;
+
+  static void pack(const typename V::Group& g, int64_t b, Packed& p) {
+    const size_t off = static_cast<size_t>(b) * sizeof(BlockQ6K);
+    const typename V::I low4 = V::set1_8(0x0f);
+    const typename V::I top2 = V::set1_8(0x30);
+    for (int h = 0; h < 2; ++h) {
+      typename V::I ql0[8], ql1[8], qh[8];
+      V::transpose32(g, off + offsetof(BlockQ6K, ql) + 64 * h, ql0);
+      V::transpose32(g, off + offsetof(BlockQ6K, ql) + 64 * h + 32, ql1);
+      V::transpose32(g, off + offsetof(BlockQ6K, qh) + 32 * h, qh);
+      // Element 128h + 32k + l: low 4 bits from ql[l + 32 (k & 1)] (high nibble for k >= 2),
+      // bits 4-5 from bits 2k..2k+1 of qh[l]. Dwords 0-3 are sub-block 8h + 2k, 4-7 the next.
+      for (int i = 0; i < 8; ++i) {
+        const typename V::I q[4] = {
+            V::or_(V::and_(ql0[i], low4), V::and_(V::slli16(qh[i], 4), top2)),
+            V::or_(V::and_(ql1[i], low4), V::and_(V::slli16(qh[i], 2), top2)),
+            V::or_(V::and_(V::srli16(ql0[i], 4), low4), V::and_(qh[i], top2)),
+            V::or_(V::and_(V::srli16(ql1[i], 4), low4), V::and_(V::srli16(qh[i], 2), top2))};
+        for (int k = 0; k < 4; ++k) p.q[8 * h + 2 * k + i / 4][i % 4] = q[k];
+      }
+    }
+    alignas(64) int32_t sc[16][V::kLanes];
+    alignas(64) int32_t pairs[8][V::kLanes];
+    for (int r = 0; r < V::kLanes; ++r) {
+      const auto* s = reinterpret_cast<const int8_t*>(g.row[r] + off + offsetof(BlockQ6K, scales));
+      for (int j = 0; j < 16; ++j) sc[j][r] = s[j];
+      for (int i = 0; i < 8; ++i) pairs[i][r] = pair16(s[2 * i], s[2 * i + 1]);
+    }
+    for (int j = 0; j < 16; ++j) p.sc[j] = V::load(sc[j]);
+    for (int i = 0; i < 8; ++i) p.sc_pair[i] = V::load(pairs[i]);
+    p.d = V::gather_f16(g, off + offsetof(BlockQ6K, d) - 2, true);
+  }
+
+  // As ref vec_dot_q6_K_q8_K: isum = Σ_j sc_j ((q_j - 32) · x_j), the -32 applied as
+  // -32 Σ_j sc_j bsums_j; acc + (d dx) isum.
+  static typename V::F block(const Packed& p, const Act& a, int64_t b, typename V::F acc) {
+    const BlockQ8K& x = a.blocks[b];
+    typename V::I isum = sub_block_dots<V>(p, x);
+    isum = V::sub(isum, V::slli32(pair_bsums<V>(p, x), 5));
+    return V::fadd(acc, V::fmul(V::fmul(p.d, V::fset1(x.d)), V::cvt(isum)));
+  }
+};
+
+// ---- the tile loop shared by the kinds ----
+
+// Runs blocks [b0, b0 + nbc) for T tokens, continuing from / saving to state.
+template <class V, class K, int T>
+void run_tokens(const typename K::Packed* packed, int64_t b0, int64_t nbc, const uint8_t* act,
+                size_t act_row_bytes, int64_t n_blocks, float* state /* [T][kLanes] */) {
+  typename K::Act a[T];
+  typename V::F acc[T];
+  for (int t = 0; t < T; ++t) {
+    a[t] = K::Act::of(act + t * act_row_bytes, n_blocks);
+    acc[t] = V::fload(state + V::kLanes * t);
+  }
+  for (int64_t b = 0; b < nbc; ++b) {
+    for (int t = 0; t < T; ++t) acc[t] = K::block(packed[b], a[t], b0 + b, acc[t]);
+  }
+  for (int t = 0; t < T; ++t) V::fstore(state + V::kLanes * t, acc[t]);
+}
+
+// MatmulTileFn (kernel_table.h) for kind K on vector policy V.
+template <class V, class K>
+void tile(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows, const void* act,
+          size_t act_row_bytes, int64_t n_tok, float* y, int64_t y_stride) {
+  using RunFn = void (*)(const typename K::Packed*, int64_t, int64_t, const uint8_t*, size_t,
+                         int64_t, float*);
+  static constexpr RunFn kRun[kTokGroup] = {run_tokens<V, K, 1>, run_tokens<V, K, 2>,
+                                            run_tokens<V, K, 3>, run_tokens<V, K, 4>};
+  const int64_t n_blocks = n_in / K::kBlock;
+  const auto* w_bytes = static_cast<const uint8_t*>(w);
+  const auto* a_bytes = static_cast<const uint8_t*>(act);
+  alignas(64) typename K::Packed packed[K::kChunk];
+  alignas(64) float state[kMaxTok][V::kLanes];
+  for (int64_t r0 = 0; r0 < n_rows; r0 += V::kLanes) {
+    const int64_t rows = n_rows - r0 < V::kLanes ? n_rows - r0 : V::kLanes;
+    const typename V::Group g = V::make_group(w_bytes + r0 * w_row_bytes, w_row_bytes, rows);
+    for (int64_t t0 = 0; t0 < n_tok; t0 += kMaxTok) {
+      const int64_t nt = n_tok - t0 < kMaxTok ? n_tok - t0 : kMaxTok;
+      for (int64_t t = 0; t < nt; ++t) V::fstore(state[t], V::fset1(0.0f));
+      for (int64_t b0 = 0; b0 < n_blocks; b0 += K::kChunk) {
+        const int64_t nbc = n_blocks - b0 < K::kChunk ? n_blocks - b0 : K::kChunk;
+        for (int64_t b = 0; b < nbc; ++b) K::pack(g, b0 + b, packed[b]);
+        for (int64_t t = 0; t < nt; t += kTokGroup) {
+          const int64_t ng = nt - t < kTokGroup ? nt - t : kTokGroup;
+          kRun[ng - 1](packed, b0, nbc, a_bytes + (t0 + t) * act_row_bytes, act_row_bytes, n_blocks,
+                       state[t]);
+        }
+      }
+      for (int64_t t = 0; t < nt; ++t) {
+        V::store_rows(y + (t0 + t) * y_stride + r0, V::fload(state[t]), g);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace minfer::kernels::quant_tile
