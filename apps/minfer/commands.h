@@ -35,6 +35,10 @@ void register_template_command(CLI::App& app, CommandRegistry& registry);
 void register_logits_command(CLI::App& app, CommandRegistry& registry);
 void register_run_command(CLI::App& app, CommandRegistry& registry);
 void register_chat_command(CLI::App& app, CommandRegistry& registry);
+void register_make_model_command(CLI::App& app, CommandRegistry& registry);
+void register_quantize_command(CLI::App& app, CommandRegistry& registry);
+void register_perplexity_command(CLI::App& app, CommandRegistry& registry);
+void register_bench_command(CLI::App& app, CommandRegistry& registry);
 
 inline void register_all_commands(CLI::App& app, CommandRegistry& registry) {
   register_info_command(app, registry);
@@ -43,6 +47,10 @@ inline void register_all_commands(CLI::App& app, CommandRegistry& registry) {
   register_logits_command(app, registry);
   register_run_command(app, registry);
   register_chat_command(app, registry);
+  register_make_model_command(app, registry);
+  register_quantize_command(app, registry);
+  register_perplexity_command(app, registry);
+  register_bench_command(app, registry);
 }
 
 }  // namespace minfer::app

@@ -1,0 +1,72 @@
+// minfer bench: prompt-processing and generation throughput, as llama-bench measures them
+// (engine/bench.h).
+#include <cstdio>
+#include <memory>
+
+#include "commands.h"
+#include "engine/bench.h"
+#include "kernels/dispatch.h"
+
+namespace minfer::app {
+
+namespace {
+
+struct BenchCli {
+  std::string model;
+  std::string output = "md";
+  std::string cache_type;
+  engine::BenchOptions options;
+};
+
+Status run_bench_command(const BenchCli& o) {
+  MINFER_RETURN_IF_ERROR(kernels::init_kernels());
+  if (o.output != "md" && o.output != "json") {
+    return make_error(ErrorCode::kInvalidArgument, "[bench] -o '{}': expected md or json",
+                      o.output);
+  }
+  engine::BenchOptions options = o.options;
+  if (!o.cache_type.empty()) {
+    MINFER_ASSIGN_OR_RETURN(options.cache_type, parse_kv_cell_type(o.cache_type));
+  } else {
+    MINFER_ASSIGN_OR_RETURN(options.cache_type, kv_cell_type_from_env());
+  }
+  MINFER_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::load(o.model));
+  MINFER_ASSIGN_OR_RETURN(engine::BenchReport report, engine::run_bench(*model, o.model, options));
+  const std::string text =
+      o.output == "json" ? engine::bench_json(report) : engine::bench_markdown(report);
+  std::fputs(text.c_str(), stdout);
+  return Status::ok();
+}
+
+}  // namespace
+
+void register_bench_command(CLI::App& app, CommandRegistry& registry) {
+  auto opts = std::make_shared<BenchCli>();
+  CLI::App* cmd = app.add_subcommand(
+      "bench",
+      "Measure prompt processing (pp: N random tokens in forwards of -b) and generation (tg: N "
+      "tokens one at a time) in tokens/s, mean ± sd over -r runs after a warm-up, like "
+      "llama-bench");
+  cmd->add_option("-m,--model", opts->model, "GGUF model")->required();
+  cmd->add_option("-p,--n-prompt", opts->options.n_prompt, "prompt tokens (0: no pp test)")
+      ->capture_default_str();
+  cmd->add_option("-n,--n-gen", opts->options.n_gen, "generated tokens (0: no tg test)")
+      ->capture_default_str();
+  cmd->add_option("-b,--batch-size", opts->options.n_batch, "tokens per prompt forward")
+      ->capture_default_str();
+  cmd->add_option("-t,--threads", opts->options.n_threads, "threads (default: all cores)");
+  cmd->add_option("-r,--repetitions", opts->options.repetitions, "measured runs per test")
+      ->capture_default_str();
+  cmd->add_option("-o,--output", opts->output, "md or json")->capture_default_str();
+  cmd->add_option("--cache-type", opts->cache_type, "KV cell type: f32, f16, q8_0");
+  registry.add(cmd, [opts]() {
+    const Status st = run_bench_command(*opts);
+    if (!st.is_ok()) {
+      std::fprintf(stderr, "%s\n", st.message().c_str());
+      return 1;
+    }
+    return 0;
+  });
+}
+
+}  // namespace minfer::app

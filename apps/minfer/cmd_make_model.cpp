@@ -1,0 +1,50 @@
+// minfer make-model: a random-weight model file with the shapes and metadata of a real one.
+#include <cstdio>
+#include <memory>
+
+#include "commands.h"
+#include "kernels/dispatch.h"
+#include "models/model_maker.h"
+#include "models/presets.h"
+#include "models/quantize_model.h"
+
+namespace minfer::app {
+
+void register_make_model_command(CLI::App& app, CommandRegistry& registry) {
+  auto opts = std::make_shared<MakeModelOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "make-model",
+      "Write a deterministic random-weight model with the tensor names, shapes and metadata of a "
+      "real one. The vocabulary follows the tokenizer: the built-in byte-level BPE has ~600 "
+      "tokens (so token_embd is small whatever the preset); --tokenizer-from a real model's GGUF "
+      "gives its full vocabulary (e.g. 151,936 for Qwen).");
+  cmd->add_option("--arch", opts->arch, "architecture: qwen2, qwen3, llama")->required();
+  cmd->add_option("--preset", opts->preset, "shape: " + preset_names())->capture_default_str();
+  cmd->add_option("--type", opts->type, "weight type: " + quant_mix_names())->capture_default_str();
+  cmd->add_option("--tokenizer-from", opts->tokenizer_from,
+                  "copy the tokenizer (tokenizer.* keys, chat template) from this GGUF file");
+  cmd->add_option("--seed", opts->seed, "weight seed")->capture_default_str();
+  cmd->add_option("-o,--output", opts->output, "output GGUF file")->required();
+  cmd->add_option("-t,--threads", opts->n_threads, "threads (default: all cores)");
+  registry.add(cmd, [opts]() {
+    const Status init = kernels::init_kernels();
+    if (!init.is_ok()) {
+      std::fprintf(stderr, "%s\n", init.message().c_str());
+      return 1;
+    }
+    Result<MakeModelReport> r = make_model(*opts);
+    if (!r.is_ok()) {
+      std::fprintf(stderr, "%s\n", r.status().message().c_str());
+      return 1;
+    }
+    std::fprintf(stderr,
+                 "make-model: wrote %s: %lld tensors, %.2f M parameters, %.2f MiB, n_vocab %lld\n",
+                 opts->output.c_str(), static_cast<long long>(r->n_tensors),
+                 static_cast<double>(r->n_params) / 1e6,
+                 static_cast<double>(r->n_tensor_bytes) / (1024.0 * 1024.0),
+                 static_cast<long long>(r->n_vocab));
+    return 0;
+  });
+}
+
+}  // namespace minfer::app

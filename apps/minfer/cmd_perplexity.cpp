@@ -1,0 +1,86 @@
+// minfer perplexity: llama.cpp's perplexity over a text file (engine/perplexity.h).
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include "commands.h"
+#include "core/progress.h"
+#include "engine/perplexity.h"
+#include "kernels/dispatch.h"
+#include "tokenizer/tokenizer.h"
+
+namespace minfer::app {
+
+namespace {
+
+struct PerplexityCli {
+  std::string model;
+  std::string file;
+  engine::PerplexityOptions options;
+  std::string cache_type;
+};
+
+Status run_perplexity(const PerplexityCli& o) {
+  MINFER_RETURN_IF_ERROR(kernels::init_kernels());
+  std::ifstream in(o.file, std::ios::binary);
+  if (!in) return make_error(ErrorCode::kNotFound, "[perplexity] cannot read '{}'", o.file);
+  std::stringstream text;
+  text << in.rdbuf();
+  MINFER_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::load(o.model));
+  MINFER_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tokenizer,
+                          Tokenizer::from_gguf(model->file()));
+  engine::PerplexityOptions options = o.options;
+  if (!o.cache_type.empty()) {
+    MINFER_ASSIGN_OR_RETURN(options.cache_type, parse_kv_cell_type(o.cache_type));
+  } else {
+    MINFER_ASSIGN_OR_RETURN(options.cache_type, kv_cell_type_from_env());
+  }
+  // The running values go to stdout as llama-perplexity prints them: "[1]12.3456,[2]…".
+  std::unique_ptr<Progress> progress;
+  auto on_chunk = [&](int64_t chunk, int64_t n_chunks, double running) {
+    if (!progress) progress = std::make_unique<Progress>("perplexity", n_chunks);
+    std::printf("[%lld]%.4f,", static_cast<long long>(chunk), running);
+    std::fflush(stdout);
+    progress->update(chunk);
+  };
+  MINFER_ASSIGN_OR_RETURN(
+      engine::PerplexityResult r,
+      engine::compute_perplexity(*model, *tokenizer, text.str(), options, on_chunk));
+  if (progress) progress->finish();
+  std::printf("\nFinal estimate: PPL = %.4f +/- %.5f\n", r.ppl, r.ppl_error);
+  std::fprintf(stderr, "perplexity: %lld tokens, %lld chunks of %lld, %lld scored, %.2f s\n",
+               static_cast<long long>(r.n_tokens), static_cast<long long>(r.n_chunks),
+               static_cast<long long>(options.n_ctx), static_cast<long long>(r.n_scored),
+               r.seconds);
+  return Status::ok();
+}
+
+}  // namespace
+
+void register_perplexity_command(CLI::App& app, CommandRegistry& registry) {
+  auto opts = std::make_shared<PerplexityCli>();
+  CLI::App* cmd = app.add_subcommand(
+      "perplexity",
+      "Perplexity of a model over a text file, by llama-perplexity's method (chunks of n_ctx "
+      "tokens starting with BOS, second half of each chunk scored)");
+  cmd->add_option("-m,--model", opts->model, "GGUF model")->required();
+  cmd->add_option("-f,--file", opts->file, "text file")->required();
+  cmd->add_option("-c,--ctx-size", opts->options.n_ctx, "tokens per chunk")->capture_default_str();
+  cmd->add_option("-b,--batch-size", opts->options.n_batch, "tokens per forward (≤ n_ctx)")
+      ->capture_default_str();
+  cmd->add_option("--chunks", opts->options.max_chunks, "at most this many chunks (-1: all)")
+      ->capture_default_str();
+  cmd->add_option("-t,--threads", opts->options.n_threads, "threads (default: all cores)");
+  cmd->add_option("--cache-type", opts->cache_type, "KV cell type: f32, f16, q8_0");
+  registry.add(cmd, [opts]() {
+    const Status st = run_perplexity(*opts);
+    if (!st.is_ok()) {
+      std::fprintf(stderr, "%s\n", st.message().c_str());
+      return 1;
+    }
+    return 0;
+  });
+}
+
+}  // namespace minfer::app

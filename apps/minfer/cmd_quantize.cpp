@@ -1,0 +1,45 @@
+// minfer quantize: convert a model file's weights to another type with llama.cpp's per-tensor
+// choices (models/quantize_model.h).
+#include <cstdio>
+#include <memory>
+
+#include "commands.h"
+#include "kernels/dispatch.h"
+#include "models/quantize_model.h"
+
+namespace minfer::app {
+
+void register_quantize_command(CLI::App& app, CommandRegistry& registry) {
+  auto opts = std::make_shared<QuantizeOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "quantize",
+      "Convert IN.gguf to OUT.gguf with weights of TYPE, choosing per-tensor types as "
+      "llama-quantize does (q6_K output and, for _M mixes, q6_K attn_v/ffn_down in some layers; "
+      "fallback types for rows that are not a multiple of the block)");
+  cmd->add_option("input", opts->input, "input GGUF file")->required();
+  cmd->add_option("output", opts->output, "output GGUF file")->required();
+  cmd->add_option("type", opts->type, "target: " + quant_mix_names())->required();
+  cmd->add_option("-t,--threads", opts->n_threads, "threads (default: all cores)");
+  registry.add(cmd, [opts]() {
+    const Status init = kernels::init_kernels();
+    if (!init.is_ok()) {
+      std::fprintf(stderr, "%s\n", init.message().c_str());
+      return 1;
+    }
+    Result<QuantizeReport> r = quantize_model(*opts);
+    if (!r.is_ok()) {
+      std::fprintf(stderr, "%s\n", r.status().message().c_str());
+      return 1;
+    }
+    std::fprintf(stderr,
+                 "quantize: %lld tensors (%lld converted, %lld with a fallback type), %.2f MiB -> "
+                 "%.2f MiB\n",
+                 static_cast<long long>(r->n_tensors), static_cast<long long>(r->n_converted),
+                 static_cast<long long>(r->n_fallback),
+                 static_cast<double>(r->bytes_in) / (1024.0 * 1024.0),
+                 static_cast<double>(r->bytes_out) / (1024.0 * 1024.0));
+    return 0;
+  });
+}
+
+}  // namespace minfer::app

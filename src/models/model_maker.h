@@ -1,0 +1,56 @@
+// make-model: deterministic random-weight models with the tensor names, shapes and metadata of
+// real Qwen2 / Qwen2.5, Qwen3 and Llama files, so that benchmarks and tests run on any machine
+// without downloading weights.
+//
+// Weights: each tensor row is drawn from its own generator seeded by (seed, tensor name, row), so
+// the bytes depend only on the seed — not on the thread count. Matrices and biases are normal
+// with std 0.02 (the usual initializer range), norm weights are exactly 1: with RMSNorm before
+// every block the residual stream stays O(1) and the logits (embedding · normed state, std ≈
+// 0.02 · sqrt(n_embd)) are finite and far from uniform or one-hot.
+//
+// Tokenizer: by default a small byte-level BPE built here (256 byte tokens in GPT-2's byte-to-
+// unicode spelling, merges learned deterministically from a built-in English paragraph, then
+// <|endoftext|>, <|im_start|>, <|im_end|> as control tokens; tokenizer.ggml.pre "qwen2" or
+// "llama-bpe"; a ChatML template), so n_vocab is small (~600) whatever the preset. With
+// --tokenizer-from, every tokenizer.* key of another GGUF file is copied instead and n_vocab
+// is that tokenizer's size (e.g. 151,936 from ../shared/models/qwen3-vocab.gguf).
+//
+// Quantized types use the per-tensor choices of `minfer quantize` (models/quantize_model.h).
+// Memory: the file is streamed tensor by tensor; at most one tensor in f32 plus its converted
+// bytes are held (≈ 0.55 GB + 0.15 GB for Qwen2.5's 151,936 × 896 embedding at q8_0).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/progress.h"
+#include "core/status.h"
+#include "gguf/gguf_writer.h"
+
+namespace minfer {
+
+struct MakeModelOptions {
+  std::string arch;             // qwen2, qwen3, llama
+  std::string preset = "tiny";  // models/presets.h
+  std::string type = "f32";     // a quantize mix name (f32, f16, q8_0, q4_k_m, …)
+  std::string tokenizer_from;   // a GGUF file whose tokenizer.* keys are copied; empty: built-in
+  uint64_t seed = 42;
+  std::string output;
+  int n_threads = 0;  // 0: all cores
+  ProgressStyle progress = ProgressStyle::kAuto;
+};
+
+struct MakeModelReport {
+  int64_t n_tensors = 0;
+  int64_t n_params = 0;
+  uint64_t n_tensor_bytes = 0;
+  int64_t n_vocab = 0;
+};
+
+Result<MakeModelReport> make_model(const MakeModelOptions& options);
+
+// Adds the built-in byte-level BPE tokenizer's tokenizer.* keys (and chat template) for `arch`
+// and returns its vocabulary size.
+int64_t add_builtin_tokenizer(GgufWriter& writer, const std::string& arch);
+
+}  // namespace minfer

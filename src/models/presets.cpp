@@ -1,0 +1,57 @@
+#include "models/presets.h"
+
+#include <array>
+
+namespace minfer {
+
+namespace {
+
+// The tiny presets mirror ../shared/models/*-tiny (n_embd 256, 3 layers, 4 heads, 2 KV heads,
+// n_ff 512; Qwen3 with head_dim 128 ≠ n_embd / n_head) and keep an untied output.weight so
+// that both output paths are exercised. Llama-3.2's llama3 rope scaling (rope_freqs.weight) is
+// left out: minfer does not implement it, so the file would mean different things to minfer and
+// llama.cpp.
+constexpr std::array<ModelPreset, 8> kPresets = {{
+    {"tiny", "qwen2", 256, 3, 4, 2, 0, 512, 4096, 1000, 1e6f, 1e-6f, false},
+    {"tiny", "qwen3", 256, 3, 4, 2, 128, 512, 4096, 1000, 1e6f, 1e-6f, false},
+    {"tiny", "llama", 256, 3, 4, 2, 0, 512, 4096, 1000, 5e5f, 1e-5f, false},
+    {"qwen2.5-0.5b", "qwen2", 896, 24, 14, 2, 0, 4864, 32768, 151936, 1e6f, 1e-6f, true},
+    {"qwen2.5-1.5b", "qwen2", 1536, 28, 12, 2, 0, 8960, 32768, 151936, 1e6f, 1e-6f, true},
+    {"qwen3-0.6b", "qwen3", 1024, 28, 16, 8, 128, 3072, 40960, 151936, 1e6f, 1e-6f, true},
+    {"qwen3-1.7b", "qwen3", 2048, 28, 16, 8, 128, 6144, 40960, 151936, 1e6f, 1e-6f, true},
+    {"llama-3.2-1b", "llama", 2048, 16, 32, 8, 0, 8192, 131072, 128256, 5e5f, 1e-5f, true},
+}};
+
+}  // namespace
+
+Result<ModelPreset> find_preset(std::string_view arch, std::string_view name) {
+  bool name_known = false;
+  for (const ModelPreset& p : kPresets) {
+    if (name != p.name) continue;
+    name_known = true;
+    if (arch == p.arch) return p;
+  }
+  if (name_known) {
+    for (const ModelPreset& p : kPresets) {
+      if (name == p.name) {
+        return make_error(ErrorCode::kInvalidArgument,
+                          "[make-model] preset '{}' is a {} model, not --arch {}", name, p.arch,
+                          arch);
+      }
+    }
+  }
+  return make_error(ErrorCode::kInvalidArgument, "[make-model] unknown preset '{}' (known: {})",
+                    name, preset_names());
+}
+
+std::string preset_names() {
+  std::string out = "tiny";
+  for (const ModelPreset& p : kPresets) {
+    if (std::string_view(p.name) == "tiny") continue;
+    out += ", ";
+    out += p.name;
+  }
+  return out;
+}
+
+}  // namespace minfer

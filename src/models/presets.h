@@ -1,0 +1,37 @@
+// Hyperparameters of the models make-model imitates. The real ones are copied from each model's
+// published config.json (Hugging Face): hidden_size, num_hidden_layers, num_attention_heads,
+// num_key_value_heads, head_dim, intermediate_size, vocab_size, rope_theta, rms_norm_eps,
+// max_position_embeddings, tie_word_embeddings.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "core/status.h"
+
+namespace minfer {
+
+struct ModelPreset {
+  const char* name;  // "qwen2.5-0.5b"
+  const char* arch;  // general.architecture: "qwen2", "qwen3", "llama"
+  int64_t n_embd;
+  int64_t n_layer;
+  int64_t n_head;
+  int64_t n_head_kv;
+  int64_t head_dim;  // 0: n_embd / n_head (no attention.key_length key written)
+  int64_t n_ff;
+  int64_t n_ctx_train;
+  int64_t n_vocab_real;  // the real tokenizer's size (used with --tokenizer-from)
+  float rope_freq_base;
+  float rms_eps;
+  bool tied_output;  // no output.weight
+};
+
+// The preset `name` for architecture `arch`. "tiny" exists for every architecture; a real preset
+// must belong to `arch` (qwen2.5-* → qwen2, qwen3-* → qwen3, llama-3.2-1b → llama).
+Result<ModelPreset> find_preset(std::string_view arch, std::string_view name);
+// "tiny, qwen2.5-0.5b, …" for help texts.
+std::string preset_names();
+
+}  // namespace minfer

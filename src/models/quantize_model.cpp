@@ -1,0 +1,414 @@
+#include "models/quantize_model.h"
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "core/check.h"
+#include "gguf/gguf_file.h"
+#include "quant/quant_traits.h"
+
+namespace minfer {
+
+namespace {
+
+// llama_ftype numbers from llama.h.
+constexpr std::array<QuantMix, 11> kMixes = {{
+    {"f32", 0, GgmlType::kF32, false},
+    {"f16", 1, GgmlType::kF16, false},
+    {"bf16", 32, GgmlType::kBF16, false},
+    {"q8_0", 7, GgmlType::kQ8_0, false},
+    {"q4_0", 2, GgmlType::kQ4_0, false},
+    {"q4_1", 3, GgmlType::kQ4_1, false},
+    {"q5_0", 8, GgmlType::kQ5_0, false},
+    {"q5_1", 9, GgmlType::kQ5_1, false},
+    {"q4_k_m", 15, GgmlType::kQ4_K, true},
+    {"q5_k_m", 17, GgmlType::kQ5_K, true},
+    {"q6_k", 18, GgmlType::kQ6_K, false},
+}};
+
+bool iequals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(a[i])) !=
+        std::tolower(static_cast<unsigned char>(b[i]))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+// The block number of "blk.N.…", or -1 for tensors outside blocks (llama.cpp's sort key).
+int64_t block_of(std::string_view name) {
+  constexpr std::string_view kPrefix = "blk.";
+  if (name.substr(0, kPrefix.size()) != kPrefix) return -1;
+  int64_t n = 0;
+  size_t i = kPrefix.size();
+  if (i >= name.size() || name[i] < '0' || name[i] > '9') return -1;
+  while (i < name.size() && name[i] >= '0' && name[i] <= '9') {
+    n = n * 10 + (name[i] - '0');
+    ++i;
+  }
+  return n;
+}
+
+// llama.cpp converts 2-D (and 3-D) tensors named *weight, never norms.
+bool is_convertible(const TensorDesc& t) {
+  size_t n_dims = t.shape.size();
+  while (n_dims > 1 && t.shape[n_dims - 1] == 1) --n_dims;
+  if (n_dims < 2) return false;
+  if (!ends_with(t.name, "weight")) return false;
+  return t.name.find("_norm.weight") == std::string::npos;
+}
+
+bool use_more_bits(int64_t i, int64_t n) {
+  return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2;
+}
+
+bool divides(GgmlType type, uint64_t n_per_row) {
+  return n_per_row % ggml_type_info(type).block_size == 0;
+}
+
+// llama.cpp's tensor_type_fallback for the types a mix here can choose.
+GgmlType fallback_for(GgmlType type) {
+  switch (type) {
+    case GgmlType::kQ2_K:
+    case GgmlType::kQ3_K:
+      return GgmlType::kQ4_0;
+    case GgmlType::kQ4_K:
+      return GgmlType::kQ5_0;
+    case GgmlType::kQ5_K:
+      return GgmlType::kQ5_1;
+    case GgmlType::kQ6_K:
+      return GgmlType::kQ8_0;
+    default:
+      return GgmlType::kF16;
+  }
+}
+
+}  // namespace
+
+Result<QuantMix> find_quant_mix(std::string_view name) {
+  for (const QuantMix& m : kMixes) {
+    if (iequals(name, m.name)) return m;
+  }
+  return make_error(ErrorCode::kInvalidArgument, "[quantize] unknown type '{}' (supported: {})",
+                    name, quant_mix_names());
+}
+
+std::string quant_mix_names() {
+  std::string out;
+  for (const QuantMix& m : kMixes) {
+    if (!out.empty()) out += ", ";
+    out += m.name;
+  }
+  return out;
+}
+
+std::vector<size_t> llama_tensor_order(std::span<const TensorDesc> tensors) {
+  std::vector<size_t> order(tensors.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const int64_t la = block_of(tensors[a].name);
+    const int64_t lb = block_of(tensors[b].name);
+    if (la != lb) return la < lb;
+    return tensors[a].name < tensors[b].name;
+  });
+  return order;
+}
+
+TypePlan plan_tensor_types(const QuantMix& mix, std::span<const TensorDesc> tensors,
+                           std::string_view arch, int64_t n_layer, int64_t n_head,
+                           int64_t n_head_kv) {
+  TypePlan plan;
+  plan.types.reserve(tensors.size());
+  const bool tied = std::none_of(tensors.begin(), tensors.end(),
+                                 [](const TensorDesc& t) { return t.name == "output.weight"; });
+  int64_t n_attn_v = 0;
+  for (const TensorDesc& t : tensors) {
+    if (t.name.find("attn_v.weight") != std::string::npos) ++n_attn_v;
+  }
+  const bool is_70b_shape = arch == "llama" && n_layer == 80 && n_head != n_head_kv;
+  const bool quantized_mix = ggml_type_info(mix.default_type).is_quantized;
+  int64_t i_attn_v = 0;
+  int64_t i_ffn_down = 0;
+  for (const TensorDesc& t : tensors) {
+    if (!is_convertible(t)) {
+      plan.types.push_back(t.type);
+      continue;
+    }
+    GgmlType type = mix.default_type;
+    if (!quantized_mix) {
+      plan.types.push_back(type);
+      continue;
+    }
+    const uint64_t n_per_row = t.shape[0];
+    const bool is_output = t.name == "output.weight" || (tied && t.name == "token_embd.weight");
+    if (is_output) {
+      if (!divides(type, n_per_row)) {
+        type = GgmlType::kQ8_0;
+      } else if (type != GgmlType::kQ8_0) {
+        type = GgmlType::kQ6_K;
+      }
+    } else if (t.name == "token_embd.weight") {
+      // Untied embeddings keep the default type for every mix here.
+    } else if (t.name.find("attn_v.weight") != std::string::npos) {
+      if (mix.k_mix && use_more_bits(i_attn_v, n_attn_v)) type = GgmlType::kQ6_K;
+      if (is_70b_shape && (type == GgmlType::kQ3_K || type == GgmlType::kQ4_K)) {
+        type = GgmlType::kQ5_K;
+      }
+      ++i_attn_v;
+    } else if (t.name.find("ffn_down") != std::string::npos) {
+      if (mix.k_mix && use_more_bits(i_ffn_down, n_layer)) type = GgmlType::kQ6_K;
+      ++i_ffn_down;
+    }
+    if (!divides(type, n_per_row)) {
+      ++plan.n_fallback;
+      type = fallback_for(type);
+      if (!divides(type, n_per_row)) type = GgmlType::kF16;
+    }
+    plan.types.push_back(type);
+  }
+  return plan;
+}
+
+void convert_tensor(GgmlType src_type, std::span<const uint8_t> src, GgmlType dst_type,
+                    int64_t n_per_row, int64_t n_rows, kernels::ThreadPool& pool,
+                    std::vector<uint8_t>& dst) {
+  const std::optional<uint64_t> src_row =
+      ggml_row_bytes(src_type, static_cast<uint64_t>(n_per_row));
+  const std::optional<uint64_t> dst_row =
+      ggml_row_bytes(dst_type, static_cast<uint64_t>(n_per_row));
+  MINFER_CHECK(src_row && dst_row, "convert_tensor: row length not a multiple of the block");
+  MINFER_CHECK(src.size() == *src_row * static_cast<uint64_t>(n_rows),
+               "convert_tensor: source size does not match the shape");
+  dst.resize(*dst_row * static_cast<uint64_t>(n_rows));
+  if (src_type == dst_type) {
+    std::memcpy(dst.data(), src.data(), src.size());
+    return;
+  }
+  // Rows are independent: each worker converts its own range (bit-identical at any count).
+  pool.parallel_for(n_rows, [&](int64_t begin, int64_t end) {
+    std::vector<float> row(src_type == GgmlType::kF32 ? 0 : static_cast<size_t>(n_per_row));
+    for (int64_t r = begin; r < end; ++r) {
+      const uint8_t* in = src.data() + static_cast<uint64_t>(r) * *src_row;
+      uint8_t* out = dst.data() + static_cast<uint64_t>(r) * *dst_row;
+      const float* values = reinterpret_cast<const float*>(in);
+      if (src_type != GgmlType::kF32) {
+        dequantize_row(src_type, in, row.data(), n_per_row);
+        values = row.data();
+      }
+      if (dst_type == GgmlType::kF32) {
+        std::memcpy(out, values, static_cast<size_t>(n_per_row) * sizeof(float));
+      } else {
+        quantize_row(dst_type, values, out, n_per_row);
+      }
+    }
+  });
+}
+
+// ---- GgufStreamWriter ----
+
+GgufStreamWriter::~GgufStreamWriter() {
+  if (file_ != nullptr) std::fclose(file_);
+}
+
+GgufStreamWriter::GgufStreamWriter(GgufStreamWriter&& other) noexcept
+    : path_(std::move(other.path_)),
+      file_(other.file_),
+      tensors_(std::move(other.tensors_)),
+      next_(other.next_),
+      alignment_(other.alignment_) {
+  other.file_ = nullptr;
+}
+
+namespace {
+
+uint64_t tensor_bytes(const GgufStreamWriter::TensorLayout& t) {
+  uint64_t n_rows = 1;
+  for (size_t d = 1; d < t.shape.size(); ++d) n_rows *= t.shape[d];
+  return *ggml_row_bytes(t.type, t.shape[0]) * n_rows;
+}
+
+template <typename T>
+void put(std::vector<uint8_t>& out, T value) {
+  const size_t at = out.size();
+  out.resize(at + sizeof(T));
+  std::memcpy(out.data() + at, &value, sizeof(T));
+}
+
+}  // namespace
+
+Result<GgufStreamWriter> GgufStreamWriter::create(const std::string& path,
+                                                  const GgufWriter& metadata,
+                                                  std::vector<TensorLayout> tensors) {
+  // The metadata-only image is: "GGUF", u32 version, u64 tensor_count (0 here), u64 kv_count,
+  // the key/value pairs (GGUF spec). We fill in the count and append the tensor infos.
+  MINFER_ASSIGN_OR_RETURN(std::vector<uint8_t> header, metadata.serialize());
+  MINFER_CHECK(header.size() >= 24, "GGUF header too short");
+  uint64_t n_tensors_in_header = 0;
+  std::memcpy(&n_tensors_in_header, header.data() + 8, sizeof(uint64_t));
+  if (n_tensors_in_header != 0) {
+    return make_error(ErrorCode::kInternal,
+                      "[gguf-writer] streaming writer: the metadata writer holds {} tensors, "
+                      "expected 0",
+                      n_tensors_in_header);
+  }
+  GgufStreamWriter w;
+  w.path_ = path;
+  // The reader follows general.alignment; so do we (GgufWriter keeps it in step the same way).
+  MINFER_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> parsed, GgufFile::parse(header, path));
+  w.alignment_ = parsed->alignment();
+  const uint64_t n_tensors = tensors.size();
+  std::memcpy(header.data() + 8, &n_tensors, sizeof(uint64_t));
+  uint64_t offset = 0;
+  for (const TensorLayout& t : tensors) {
+    if (t.shape.empty() || t.shape.size() > kGgufMaxDims || !ggml_row_bytes(t.type, t.shape[0])) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        "[gguf-writer] tensor '{}': shape [{}] does not fit type {}", t.name,
+                        fmt::join(t.shape, ", "), ggml_type_info(t.type).name);
+    }
+    put<uint64_t>(header, t.name.size());
+    header.insert(header.end(), t.name.begin(), t.name.end());
+    put<uint32_t>(header, static_cast<uint32_t>(t.shape.size()));
+    for (uint64_t d : t.shape) put<uint64_t>(header, d);
+    put<uint32_t>(header, static_cast<uint32_t>(t.type));
+    put<uint64_t>(header, offset);
+    offset += (tensor_bytes(t) + w.alignment_ - 1) / w.alignment_ * w.alignment_;
+  }
+  while (header.size() % w.alignment_ != 0) header.push_back(0);
+  w.tensors_ = std::move(tensors);
+  w.file_ = std::fopen(path.c_str(), "wb");
+  if (w.file_ == nullptr) {
+    return make_error(ErrorCode::kIo, "[gguf-writer] cannot create '{}': {}", path,
+                      std::strerror(errno));
+  }
+  if (std::fwrite(header.data(), 1, header.size(), w.file_) != header.size()) {
+    return make_error(ErrorCode::kIo, "[gguf-writer] short write to '{}'", path);
+  }
+  return w;
+}
+
+Status GgufStreamWriter::write_next(std::span<const uint8_t> data) {
+  if (file_ == nullptr || next_ >= tensors_.size()) {
+    return make_error(ErrorCode::kInternal, "[gguf-writer] '{}': no tensor left to write", path_);
+  }
+  const TensorLayout& t = tensors_[next_];
+  const uint64_t expected = tensor_bytes(t);
+  if (data.size() != expected) {
+    return make_error(ErrorCode::kInternal,
+                      "[gguf-writer] tensor '{}': {} bytes of data, expected {} for {}", t.name,
+                      data.size(), expected, ggml_type_info(t.type).name);
+  }
+  static constexpr uint8_t kZeros[64] = {};
+  const size_t pad = (alignment_ - data.size() % alignment_) % alignment_;
+  if (std::fwrite(data.data(), 1, data.size(), file_) != data.size()) {
+    return make_error(ErrorCode::kIo, "[gguf-writer] short write to '{}'", path_);
+  }
+  for (size_t left = pad; left > 0;) {
+    const size_t n = std::min(left, sizeof(kZeros));
+    if (std::fwrite(kZeros, 1, n, file_) != n) {
+      return make_error(ErrorCode::kIo, "[gguf-writer] short write to '{}'", path_);
+    }
+    left -= n;
+  }
+  ++next_;
+  return Status::ok();
+}
+
+Status GgufStreamWriter::close() {
+  if (file_ == nullptr) return make_error(ErrorCode::kInternal, "[gguf-writer] already closed");
+  if (next_ != tensors_.size()) {
+    return make_error(ErrorCode::kInternal, "[gguf-writer] '{}': {} of {} tensors written", path_,
+                      next_, tensors_.size());
+  }
+  const int rc = std::fclose(file_);
+  file_ = nullptr;
+  if (rc != 0) {
+    return make_error(ErrorCode::kIo, "[gguf-writer] cannot finish '{}': {}", path_,
+                      std::strerror(errno));
+  }
+  return Status::ok();
+}
+
+// ---- quantize_model ----
+
+Result<QuantizeReport> quantize_model(const QuantizeOptions& o) {
+  MINFER_ASSIGN_OR_RETURN(QuantMix mix, find_quant_mix(o.type));
+  MINFER_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> in, GgufFile::open(o.input));
+  MINFER_ASSIGN_OR_RETURN(std::string arch, in->get_string("general.architecture"));
+  MINFER_ASSIGN_OR_RETURN(int64_t n_layer, in->get_integer(arch + ".block_count"));
+  MINFER_ASSIGN_OR_RETURN(int64_t n_head, in->get_integer(arch + ".attention.head_count"));
+  int64_t n_head_kv = n_head;
+  if (in->has(arch + ".attention.head_count_kv")) {
+    MINFER_ASSIGN_OR_RETURN(n_head_kv, in->get_integer(arch + ".attention.head_count_kv"));
+  }
+
+  std::vector<TensorDesc> descs;
+  for (const GgufTensorInfo& t : in->tensors()) {
+    if (quant_traits(t.type) == nullptr) {
+      return make_error(ErrorCode::kUnsupported,
+                        "[quantize] '{}': tensor '{}' has type {}, which minfer cannot convert",
+                        o.input, t.name, ggml_type_info(t.type).name);
+    }
+    descs.push_back({t.name, t.type, t.shape});
+  }
+  const std::vector<size_t> order = llama_tensor_order(descs);
+  std::vector<TensorDesc> ordered;
+  for (size_t i : order) ordered.push_back(descs[i]);
+  const TypePlan plan = plan_tensor_types(mix, ordered, arch, n_layer, n_head, n_head_kv);
+
+  GgufWriter metadata;
+  for (const GgufKeyValue& kv : in->metadata()) metadata.set(kv.key, kv.value);
+  metadata.set_scalar<uint32_t>("general.quantization_version", 2);
+  metadata.set_scalar<uint32_t>("general.file_type", mix.file_type);
+
+  std::vector<GgufStreamWriter::TensorLayout> layout;
+  for (size_t k = 0; k < ordered.size(); ++k) {
+    layout.push_back({ordered[k].name, plan.types[k], ordered[k].shape});
+  }
+  MINFER_ASSIGN_OR_RETURN(GgufStreamWriter out,
+                          GgufStreamWriter::create(o.output, metadata, std::move(layout)));
+
+  QuantizeReport report;
+  report.n_tensors = static_cast<int64_t>(ordered.size());
+  report.n_fallback = plan.n_fallback;
+  kernels::ThreadPool pool(o.n_threads > 0 ? o.n_threads : kernels::default_thread_count());
+  uint64_t total_elements = 0;
+  for (const GgufTensorInfo& t : in->tensors()) total_elements += t.n_elements;
+  Progress progress("quantize", static_cast<int64_t>(total_elements), o.progress);
+  uint64_t done_elements = 0;
+  std::vector<uint8_t> converted;  // [one tensor's bytes in its target type]
+  for (size_t k = 0; k < ordered.size(); ++k) {
+    const GgufTensorInfo& t = *in->find_tensor(ordered[k].name);
+    const GgmlType target = plan.types[k];
+    if (!ggml_row_bytes(t.type, t.shape[0]) || !ggml_row_bytes(target, t.shape[0])) {
+      return make_error(ErrorCode::kCorrupt,
+                        "[quantize] tensor '{}': row length {} does not fit {} → {}", t.name,
+                        t.shape[0], ggml_type_info(t.type).name, ggml_type_info(target).name);
+    }
+    convert_tensor(t.type, in->tensor_data(t), target, static_cast<int64_t>(t.shape[0]),
+                   static_cast<int64_t>(t.n_rows()), pool, converted);
+    MINFER_RETURN_IF_ERROR(out.write_next(converted));
+    report.bytes_in += t.n_bytes;
+    report.bytes_out += converted.size();
+    if (target != t.type) ++report.n_converted;
+    done_elements += t.n_elements;
+    progress.update(static_cast<int64_t>(done_elements), t.name);
+  }
+  MINFER_RETURN_IF_ERROR(out.close());
+  progress.finish();
+  return report;
+}
+
+}  // namespace minfer

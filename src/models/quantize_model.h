@@ -1,0 +1,141 @@
+// Converting a model file to another weight type ("minfer quantize"), and the per-tensor type
+// choices that make-model shares with it.
+//
+// The rules are llama.cpp's (src/llama-quant.cpp, llama_tensor_get_type), so that a file from
+// `minfer quantize` has the tensor types of the same file from `llama-quantize`:
+//
+//  * Only tensors with ≥ 2 dimensions whose name ends in "weight" and not "_norm.weight" are
+//    converted. Everything else (norms, biases: the 1-D tensors) is copied in its own type (f32).
+//  * f32 / f16 / bf16 targets: every convertible tensor becomes that type, nothing else applies.
+//  * Quantized targets start from the mix's default type (q4_0 → q4_0, q4_k_m → q4_K,
+//    q5_k_m → q5_K, q6_k → q6_K, …), then:
+//    - output.weight, and token_embd.weight when the model has no output.weight (tied output),
+//      become q6_K, except that a q8_0 target stays q8_0 and a row length that is not a multiple
+//      of the default type's block becomes q8_0. Note this applies to q4_0…q5_1 too: a q4_0 file
+//      has a q6_K output matrix, as llama.cpp writes it.
+//    - q4_k_m and q5_k_m: attn_v.weight and ffn_down.weight get q6_K in the layers where
+//      use_more_bits(i, n) holds: i < n/8, or i >= 7n/8, or (i - n/8) % 3 == 2 (integer
+//      division), i counting attn_v (resp. ffn_down) tensors in file order and n their number
+//      (resp. the block count). E.g. with 24 layers: layers 0-2, 5, 8, 11, 14, 17, 20-23.
+//    - llama with 80 layers and grouped KV heads (the 70B shape): attn_v q3_K/q4_K → q5_K.
+//  * Fallback (after the rules above): when a tensor's row length is not a multiple of its
+//    chosen type's block (256 for K-quants), q4_K → q5_0, q5_K → q5_1, q6_K → q8_0, q2_K/q3_K →
+//    q4_0; if even that block (32) does not divide the row, f16. Qwen2.5-0.5B (n_embd 896 =
+//    3.5 × 256) is the common case: its q4_k_m file is mostly q5_0 and q8_0.
+//  * Tensors are written in llama.cpp's order: by block number (tensors outside blocks first),
+//    then by name; the counters above follow this order.
+//  * Metadata is copied; general.file_type is set to llama.cpp's llama_ftype number of the mix
+//    and general.quantization_version to 2.
+//
+// A quantized source is dequantized to f32 first (llama.cpp asks for --allow-requantize; we
+// allow it — quality is lost twice, which the caller chose).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/progress.h"
+#include "core/status.h"
+#include "gguf/gguf_writer.h"
+#include "kernels/thread_pool.h"
+#include "quant/ggml_type.h"
+
+namespace minfer {
+
+// A target of `minfer quantize` / `make-model --type`.
+struct QuantMix {
+  const char* name;       // "q4_k_m"
+  uint32_t file_type;     // llama.cpp's llama_ftype (general.file_type): 15 for Q4_K_M
+  GgmlType default_type;  // the type most weight matrices get
+  bool k_mix;             // q4_k_m / q5_k_m: q6_K on the more sensitive attn_v / ffn_down
+};
+
+// The mix for a name (case-insensitive), or an error listing the supported ones.
+Result<QuantMix> find_quant_mix(std::string_view name);
+// "f32, f16, bf16, q8_0, …" for help texts.
+std::string quant_mix_names();
+
+struct TensorDesc {
+  std::string name;
+  GgmlType type;                // the type it has now (source)
+  std::vector<uint64_t> shape;  // ggml order: shape[0] is the row length
+};
+
+// A permutation putting tensors in llama.cpp's order (block number, outside blocks first, then
+// name): result[k] is the index of the k-th tensor.
+std::vector<size_t> llama_tensor_order(std::span<const TensorDesc> tensors);
+
+struct TypePlan {
+  std::vector<GgmlType> types;  // per tensor, in the order given
+  int64_t n_fallback = 0;       // tensors whose row length forced a fallback type
+};
+
+// The target type of every tensor (see the file comment). `tensors` must be in llama.cpp's order;
+// arch / n_layer / n_head / n_head_kv are the model's.
+TypePlan plan_tensor_types(const QuantMix& mix, std::span<const TensorDesc> tensors,
+                           std::string_view arch, int64_t n_layer, int64_t n_head,
+                           int64_t n_head_kv);
+
+// Converts a [n_rows, n_per_row] tensor from src_type to dst_type, rows split over the pool.
+// A non-f32 source is dequantized row by row first. `dst` is resized to the output bytes.
+// Preconditions (checked): both types have traits and n_per_row is a multiple of both blocks.
+void convert_tensor(GgmlType src_type, std::span<const uint8_t> src, GgmlType dst_type,
+                    int64_t n_per_row, int64_t n_rows, kernels::ThreadPool& pool,
+                    std::vector<uint8_t>& dst);
+
+// Writes a GGUF file tensor by tensor, so that only one tensor's data is in memory at a time
+// (GgufWriter keeps every tensor until write()). The header — metadata from a GgufWriter that
+// holds no tensors, then every tensor's info with offsets computed from type and shape — is
+// written first; then each tensor's bytes, in the declared order, padded to the alignment.
+class GgufStreamWriter {
+ public:
+  struct TensorLayout {
+    std::string name;
+    GgmlType type;
+    std::vector<uint64_t> shape;
+  };
+  GgufStreamWriter() = default;
+  ~GgufStreamWriter();
+  GgufStreamWriter(GgufStreamWriter&& other) noexcept;
+  GgufStreamWriter& operator=(GgufStreamWriter&&) = delete;
+  GgufStreamWriter(const GgufStreamWriter&) = delete;
+
+  static Result<GgufStreamWriter> create(const std::string& path, const GgufWriter& metadata,
+                                         std::vector<TensorLayout> tensors);
+  // The next tensor's data (exactly its type and shape's bytes, checked).
+  Status write_next(std::span<const uint8_t> data);
+  // Checks that every tensor was written and closes the file.
+  Status close();
+
+  const std::vector<TensorLayout>& tensors() const { return tensors_; }
+
+ private:
+  std::string path_;
+  FILE* file_ = nullptr;
+  std::vector<TensorLayout> tensors_;
+  size_t next_ = 0;
+  uint32_t alignment_ = 32;
+};
+
+struct QuantizeOptions {
+  std::string input;
+  std::string output;
+  std::string type;   // a mix name
+  int n_threads = 0;  // 0: all cores
+  ProgressStyle progress = ProgressStyle::kAuto;
+};
+
+struct QuantizeReport {
+  int64_t n_tensors = 0;
+  int64_t n_converted = 0;  // tensors whose type changed
+  int64_t n_fallback = 0;
+  uint64_t bytes_in = 0;  // tensor bytes
+  uint64_t bytes_out = 0;
+};
+
+Result<QuantizeReport> quantize_model(const QuantizeOptions& options);
+
+}  // namespace minfer
