@@ -29,6 +29,16 @@ constexpr KernelTable make_avx2_table() {
   t.matmul_tile[slot(GgmlType::kF32)] = avx2::matmul_tile_f32;
   t.matmul_tile[slot(GgmlType::kF16)] = avx2::matmul_tile_f16;
   t.matmul_tile[slot(GgmlType::kBF16)] = avx2::matmul_tile_bf16;
+  t.matmul_tile[slot(GgmlType::kQ4_0)] = avx2::matmul_tile_q4_0;
+  t.matmul_tile[slot(GgmlType::kQ4_1)] = avx2::matmul_tile_q4_1;
+  t.matmul_tile[slot(GgmlType::kQ5_0)] = avx2::matmul_tile_q5_0;
+  t.matmul_tile[slot(GgmlType::kQ5_1)] = avx2::matmul_tile_q5_1;
+  t.matmul_tile[slot(GgmlType::kQ8_0)] = avx2::matmul_tile_q8_0;
+  t.matmul_tile[slot(GgmlType::kQ2_K)] = avx2::matmul_tile_q2_K;
+  t.matmul_tile[slot(GgmlType::kQ3_K)] = avx2::matmul_tile_q3_K;
+  t.matmul_tile[slot(GgmlType::kQ4_K)] = avx2::matmul_tile_q4_K;
+  t.matmul_tile[slot(GgmlType::kQ5_K)] = avx2::matmul_tile_q5_K;
+  t.matmul_tile[slot(GgmlType::kQ6_K)] = avx2::matmul_tile_q6_K;
   t.quantize_act[slot(GgmlType::kF16)] = avx2::act_f16;
   t.quantize_act[slot(GgmlType::kBF16)] = avx2::act_bf16;
   return t;

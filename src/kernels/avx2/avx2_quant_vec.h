@@ -1,0 +1,147 @@
+// The AVX2 (+ FMA, F16C) vector policy of the quantized matmul tiles
+// (kernels/quant_tile_impl.h): 8 weight rows in the lanes of a ymm register. AVX2 has no
+// VNNI: a 4-product dot is maddubs (u8 × s8 pairs to int16) then madd with ones (pairs to
+// int32). The int16 pair sums are exact because the tiles' unsigned quants are at most 63
+// (2 · 63 · 128 < 2^15); Q8_0's signed weights use |w| × sign(x, w) (at most 2 · 128 · 127).
+// Include only from AVX2 translation units; everything is in an anonymous namespace (see
+// avx2_math.h).
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+namespace minfer::kernels::avx2 {
+namespace {
+
+struct Vec256 {
+  using I = __m256i;
+  using F = __m256;
+  static constexpr int kLanes = 8;
+
+  // Up to 8 weight rows; missing rows repeat the last real one so every load stays inside the
+  // weights, and their lanes are never stored.
+  struct Group {
+    const uint8_t* row[kLanes];
+    __m256i offsets;     // byte offset of each row from row[0] (for gathers)
+    __m256i store_mask;  // all ones in the lanes of real rows
+  };
+
+  static Group make_group(const uint8_t* w, size_t w_row_bytes, int64_t n_rows) {
+    Group g;
+    alignas(32) int32_t offsets[kLanes];
+    alignas(32) int32_t mask[kLanes];
+    for (int r = 0; r < kLanes; ++r) {
+      const int64_t rr = r < n_rows ? r : n_rows - 1;
+      g.row[r] = w + rr * w_row_bytes;
+      offsets[r] = static_cast<int32_t>(rr * static_cast<int64_t>(w_row_bytes));
+      mask[r] = r < n_rows ? -1 : 0;
+    }
+    g.offsets = _mm256_load_si256(reinterpret_cast<const __m256i*>(offsets));
+    g.store_mask = _mm256_load_si256(reinterpret_cast<const __m256i*>(mask));
+    return g;
+  }
+
+  // out[j] lane r = bytes 4j..4j+3 of the 32 bytes at row[r] + off (an 8 × 8 dword transpose).
+  static void transpose32(const Group& g, size_t off, I out[8]) {
+    I a[8];
+    for (int i = 0; i < 8; ++i) {
+      a[i] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(g.row[i] + off));
+    }
+    I t[8];
+    for (int i = 0; i < 4; ++i) {
+      t[2 * i] = _mm256_unpacklo_epi32(a[2 * i], a[2 * i + 1]);
+      t[2 * i + 1] = _mm256_unpackhi_epi32(a[2 * i], a[2 * i + 1]);
+    }
+    // u[j] rows 0-3, v[j] rows 4-7: dword j in the low 128 bits, dword j + 4 in the high.
+    const I u[4] = {_mm256_unpacklo_epi64(t[0], t[2]), _mm256_unpackhi_epi64(t[0], t[2]),
+                    _mm256_unpacklo_epi64(t[1], t[3]), _mm256_unpackhi_epi64(t[1], t[3])};
+    const I v[4] = {_mm256_unpacklo_epi64(t[4], t[6]), _mm256_unpackhi_epi64(t[4], t[6]),
+                    _mm256_unpacklo_epi64(t[5], t[7]), _mm256_unpackhi_epi64(t[5], t[7])};
+    for (int j = 0; j < 4; ++j) {
+      out[j] = _mm256_permute2x128_si256(u[j], v[j], 0x20);
+      out[j + 4] = _mm256_permute2x128_si256(u[j], v[j], 0x31);
+    }
+  }
+
+  // out[j] lane r = bytes 4j..4j+3 of the 16 bytes at row[r] + off: vector m holds rows m and
+  // 4 + m in its 128-bit halves, then a 4 × 4 transpose inside each half.
+  static void transpose16(const Group& g, size_t off, I out[4]) {
+    I v[4];
+    for (int m = 0; m < 4; ++m) {
+      v[m] = _mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(g.row[4 + m] + off),
+                                 reinterpret_cast<const __m128i*>(g.row[m] + off));
+    }
+    const I t0 = _mm256_unpacklo_epi32(v[0], v[1]);
+    const I t1 = _mm256_unpackhi_epi32(v[0], v[1]);
+    const I t2 = _mm256_unpacklo_epi32(v[2], v[3]);
+    const I t3 = _mm256_unpackhi_epi32(v[2], v[3]);
+    out[0] = _mm256_unpacklo_epi64(t0, t2);
+    out[1] = _mm256_unpackhi_epi64(t0, t2);
+    out[2] = _mm256_unpacklo_epi64(t1, t3);
+    out[3] = _mm256_unpackhi_epi64(t1, t3);
+  }
+
+  // Lane r: the 4 bytes at row[r] + off.
+  static I gather_u32(const Group& g, size_t off) {
+    return _mm256_i32gather_epi32(reinterpret_cast<const int*>(g.row[0] + off), g.offsets, 1);
+  }
+  // The f16 at row[r] + off (low half) or + off + 2 (high half) for each row, as floats.
+  static F gather_f16(const Group& g, size_t off, bool high) {
+    I v = gather_u32(g, off);
+    if (high) v = _mm256_srli_epi32(v, 16);
+    // The low 16 bits of each lane, packed into 8 halves: bytes 0-1, 4-5, 8-9, 12-13 of each
+    // 128-bit half, then the two halves' low 64 bits side by side.
+    const I pick = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1, 0, 1,
+                                    4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1);
+    const I halves = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(v, pick), 0x08);
+    return _mm256_cvtph_ps(_mm256_castsi256_si128(halves));
+  }
+
+  static I load(const int32_t* p) { return _mm256_load_si256(reinterpret_cast<const __m256i*>(p)); }
+  static I bcast(const void* p) {
+    int32_t v;
+    std::memcpy(&v, p, sizeof(v));
+    return _mm256_set1_epi32(v);
+  }
+  static I set1(int32_t v) { return _mm256_set1_epi32(v); }
+  static I set1_8(int8_t v) { return _mm256_set1_epi8(v); }
+  static I add(I a, I b) { return _mm256_add_epi32(a, b); }
+  static I sub(I a, I b) { return _mm256_sub_epi32(a, b); }
+  static I mullo(I a, I b) { return _mm256_mullo_epi32(a, b); }
+  static I and_(I a, I b) { return _mm256_and_si256(a, b); }
+  static I or_(I a, I b) { return _mm256_or_si256(a, b); }
+  static I srli16(I a, int n) { return _mm256_srli_epi16(a, n); }
+  static I slli16(I a, int n) { return _mm256_slli_epi16(a, n); }
+  static I srli32(I a, int n) { return _mm256_srli_epi32(a, n); }
+  static I slli32(I a, int n) { return _mm256_slli_epi32(a, n); }
+
+  // acc + Σ of 4 products u8 (w, at most 63) × s8 (x) per lane: exact (see the file comment).
+  static I dot(I acc, I w, I x) {
+    return _mm256_add_epi32(acc,
+                            _mm256_madd_epi16(_mm256_maddubs_epi16(w, x), _mm256_set1_epi16(1)));
+  }
+  // acc + Σ of 2 products int16 × int16 per lane.
+  static I dot16(I acc, I a, I b) { return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b)); }
+  // Signed Q8_0 weights stay signed: |w| × (x with w's sign) has the products w · x.
+  static I q8_prep(I w) { return w; }
+  static I q8_init(int32_t) { return _mm256_setzero_si256(); }
+  static I q8_dot(I acc, I w, I x) {
+    return dot(acc, _mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
+  }
+
+  static float f16(uint16_t h) { return _cvtsh_ss(h); }
+  static F cvt(I a) { return _mm256_cvtepi32_ps(a); }
+  static F fset1(float v) { return _mm256_set1_ps(v); }
+  static F fmul(F a, F b) { return _mm256_mul_ps(a, b); }
+  static F fadd(F a, F b) { return _mm256_add_ps(a, b); }
+  static F fsub(F a, F b) { return _mm256_sub_ps(a, b); }
+  static F fload(const float* p) { return _mm256_load_ps(p); }
+  static void fstore(float* p, F v) { _mm256_store_ps(p, v); }
+  static void store_rows(float* y, F v, const Group& g) { _mm256_maskstore_ps(y, g.store_mask, v); }
+};
+
+}  // namespace
+}  // namespace minfer::kernels::avx2
