@@ -1,6 +1,7 @@
 #include "models/model.h"
 
 #include <algorithm>
+#include <chrono>
 #include <unordered_map>
 
 #include "models/decoder.h"
@@ -98,7 +99,32 @@ Status Forward::validate(const Batch& batch) const {
   return Status::ok();
 }
 
-Result<std::span<const float>> Forward::step(const Batch& batch) {
+void Forward::set_observers(const RunObservers* observers) {
+  observers_ = observers;
+  if (observers_ == nullptr) executor_.set_observer(nullptr);
+}
+
+Status Forward::begin_observed_step(StepKind kind, int64_t n_tokens) {
+  const RunObservers& o = *observers_;
+  if (o.trace != nullptr) o.trace->begin_step(kind, n_tokens);
+  if (o.profile != nullptr) o.profile->begin_step(kind);
+  if (o.dump != nullptr) o.dump->begin_step(kind);
+  if (!o.dump_graph_path.empty()) {
+    const Graph*& slot = kind == StepKind::kPrefill ? dumped_prefill_ : dumped_decode_;
+    if (slot == nullptr) {
+      slot = last_graph_;
+      MINFER_RETURN_IF_ERROR(write_step_graphs(dumped_prefill_, dumped_decode_, o.dump_graph_path));
+    }
+  }
+  executor_.set_observer([&o](const Node& node, std::span<const float> out, double seconds) {
+    if (o.trace != nullptr) o.trace->on_node(node, out, seconds);
+    if (o.profile != nullptr) o.profile->on_node(node, seconds);
+    if (o.dump != nullptr) o.dump->on_node(node, out);
+  });
+  return Status::ok();
+}
+
+Result<std::span<const float>> Forward::step(const Batch& batch, std::optional<StepKind> kind) {
   MINFER_RETURN_IF_ERROR(validate(batch));
   // Reserve every sequence's blocks first, so a budget error leaves the cache as it was.
   std::unordered_map<int32_t, int64_t> end;  // seq → last position + 1
@@ -131,8 +157,20 @@ Result<std::span<const float>> Forward::step(const Batch& batch) {
     it = graphs_.emplace(key, std::move(p)).first;
   }
   last_graph_ = &it->second.graph;
+  if (observers_ != nullptr) {
+    MINFER_RETURN_IF_ERROR(begin_observed_step(
+        kind.value_or(batch.n_tokens() == 1 ? StepKind::kDecode : StepKind::kPrefill),
+        batch.n_tokens()));
+  }
+  const auto start = std::chrono::steady_clock::now();
   std::span<const float> logits =
       executor_.run(it->second.graph, it->second.slot_sizes, batch, cache_);
+  if (observers_ != nullptr) {
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (observers_->profile != nullptr) observers_->profile->end_step(seconds);
+    if (observers_->dump != nullptr) MINFER_RETURN_IF_ERROR(observers_->dump->end_step());
+  }
   for (const auto& [seq, n] : end) cache_.set_length(seq, std::max(cache_.length(seq), n));
   return logits;
 }

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -14,6 +15,7 @@
 #include "graph/batch.h"
 #include "graph/executor.h"
 #include "graph/graph.h"
+#include "graph/observe.h"
 #include "kv/kv_cache.h"
 #include "models/model_config.h"
 #include "models/model_weights.h"
@@ -54,13 +56,20 @@ class Forward {
   // Checks the batch (ids < n_vocab, positions inside the context and contiguous with what the
   // cache holds for each sequence, output rows valid), reserves cache blocks, runs the graph and
   // returns the logits of the output rows: [n_outputs, n_vocab]. On error nothing is stored.
-  Result<std::span<const float>> step(const Batch& batch);
+  // `kind` labels the step for traces and profiles (default: decode for a single token,
+  // prefill otherwise).
+  Result<std::span<const float>> step(const Batch& batch,
+                                      std::optional<StepKind> kind = std::nullopt);
+
+  // Feeds every later step to these observers (nullptr: none). They must outlive the steps.
+  void set_observers(const RunObservers* observers);
 
   Executor& executor() { return executor_; }
   const Graph* last_graph() const { return last_graph_; }
 
  private:
   Status validate(const Batch& batch) const;
+  Status begin_observed_step(StepKind kind, int64_t n_tokens);
 
   struct Prepared {
     Graph graph;
@@ -71,6 +80,9 @@ class Forward {
   Executor executor_;
   std::map<std::pair<int64_t, int64_t>, Prepared> graphs_;
   const Graph* last_graph_ = nullptr;
+  const RunObservers* observers_ = nullptr;
+  const Graph* dumped_prefill_ = nullptr;  // graphs already written to dump_graph_path
+  const Graph* dumped_decode_ = nullptr;
 };
 
 }  // namespace minfer

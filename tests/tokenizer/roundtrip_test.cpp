@@ -165,7 +165,8 @@ size_t stream_and_check(const Tokenizer& tok, const std::vector<int32_t>& ids,
 TEST(StreamingDecoder, NeverEmitsHalfACharacter) {
   MINFER_REQUIRE_TEST_DATA();
   const std::string text =
-      "中文：你好，世界！日本語：こんにちは。한국어 emoji: 😀😃 👍🏽 🇺🇸 "
+      "中文：你好，世界！日本語：こんにちは。한국어 emoji: 😀😃 👍🏽 "
+      "🇺🇸 "
       "👨‍👩‍👧‍👦 "
       "❤️ "
       "🦙 "
