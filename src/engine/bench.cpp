@@ -215,9 +215,10 @@ std::string bench_markdown(const BenchReport& r) {
   std::string out;
   out += fmt::format("| {:<30} | {:>10} | {:>10} | {:<10} | {:>7} | {:>15} | {:>20} |\n", "model",
                      "size", "params", "backend", "threads", "test", "t/s");
-  out +=
-      fmt::format("| {:-<30} | {:->10}: | {:->10}: | {:-<10} | {:->7}: | {:->15}: | {:->20}: |\n",
-                  "", "", "", "", "", "", "");
+  // Right-aligned columns end in ':' (markdown alignment), dashes filling the rest.
+  out += fmt::format("| {} | {}: | {}: | {} | {}: | {}: | {}: |\n", std::string(30, '-'),
+                     std::string(9, '-'), std::string(9, '-'), std::string(10, '-'),
+                     std::string(6, '-'), std::string(14, '-'), std::string(19, '-'));
   for (const BenchTest& t : r.tests) {
     out += fmt::format("| {:<30} | {:>10} | {:>10} | {:<10} | {:>7} | {:>15} | {:>20} |\n",
                        r.model_type, size, params, "CPU", r.n_threads, t.name,

@@ -262,14 +262,24 @@ int64_t add_builtin_tokenizer(GgufWriter& w, const std::string& arch) {
   return n_vocab;
 }
 
-Result<MakeModelReport> make_model(const MakeModelOptions& o) {
+namespace {
+
+// Everything about the file but the weights: metadata, tensors in file order, their types.
+struct Prepared {
+  GgufWriter meta;
+  std::vector<TensorSpec> specs;  // in file order
+  ModelLayout layout;
+};
+
+Result<Prepared> prepare(const MakeModelOptions& o) {
   MINFER_ASSIGN_OR_RETURN(ArchSpec arch, find_arch(o.arch));
   MINFER_ASSIGN_OR_RETURN(ModelPreset preset, find_preset(o.arch, o.preset));
   MINFER_ASSIGN_OR_RETURN(QuantMix mix, find_quant_mix(o.type));
 
   // Hyperparameters first, then the tokenizer keys, as in files from llama.cpp's converter;
   // vocab_size is filled in (in place) once the tokenizer is known.
-  GgufWriter meta;
+  Prepared p;
+  GgufWriter& meta = p.meta;
   const std::string name = fmt::format("random-{}-{}", o.arch, o.preset);
   set_hparams(meta, preset, name, 0, mix.file_type);
   int64_t n_vocab = 0;
@@ -295,19 +305,33 @@ Result<MakeModelReport> make_model(const MakeModelOptions& o) {
   for (size_t i : order) ordered.push_back(descs[i]);
   const TypePlan plan =
       plan_tensor_types(mix, ordered, o.arch, preset.n_layer, preset.n_head, preset.n_head_kv);
-  std::vector<GgufStreamWriter::TensorLayout> layout;
   for (size_t k = 0; k < ordered.size(); ++k) {
-    layout.push_back({ordered[k].name, plan.types[k], ordered[k].shape});
+    p.specs.push_back(specs[order[k]]);
+    p.layout.tensors.push_back({ordered[k].name, plan.types[k], ordered[k].shape});
   }
-  MINFER_ASSIGN_OR_RETURN(GgufStreamWriter out,
-                          GgufStreamWriter::create(o.output, meta, std::move(layout)));
+  p.layout.n_vocab = n_vocab;
+  return p;
+}
+
+}  // namespace
+
+Result<ModelLayout> make_model_layout(const MakeModelOptions& o) {
+  MINFER_ASSIGN_OR_RETURN(Prepared p, prepare(o));
+  return std::move(p.layout);
+}
+
+Result<MakeModelReport> make_model(const MakeModelOptions& o) {
+  MINFER_ASSIGN_OR_RETURN(Prepared p, prepare(o));
+  const std::vector<TensorSpec>& specs = p.specs;
+  const std::vector<GgufStreamWriter::TensorLayout> layout = p.layout.tensors;
+  MINFER_ASSIGN_OR_RETURN(GgufStreamWriter out, GgufStreamWriter::create(o.output, p.meta, layout));
 
   MakeModelReport report;
-  report.n_vocab = n_vocab;
+  report.n_vocab = p.layout.n_vocab;
   report.n_tensors = static_cast<int64_t>(specs.size());
-  for (const TensorDesc& d : ordered) {
+  for (const TensorSpec& spec : specs) {
     int64_t n = 1;
-    for (uint64_t x : d.shape) n *= static_cast<int64_t>(x);
+    for (uint64_t x : spec.shape) n *= static_cast<int64_t>(x);
     report.n_params += n;
   }
   kernels::ThreadPool pool(o.n_threads > 0 ? o.n_threads : kernels::default_thread_count());
@@ -315,8 +339,8 @@ Result<MakeModelReport> make_model(const MakeModelOptions& o) {
   int64_t done = 0;
   std::vector<float> values;       // [n_rows, n_per_row] of the tensor being made
   std::vector<uint8_t> converted;  // the same in its target type
-  for (size_t k = 0; k < ordered.size(); ++k) {
-    const TensorSpec& spec = specs[order[k]];
+  for (size_t k = 0; k < specs.size(); ++k) {
+    const TensorSpec& spec = specs[k];
     const int64_t n_per_row = static_cast<int64_t>(spec.shape[0]);
     const int64_t n_rows = spec.shape.size() > 1 ? static_cast<int64_t>(spec.shape[1]) : 1;
     values.resize(static_cast<size_t>(n_per_row * n_rows));
@@ -335,7 +359,7 @@ Result<MakeModelReport> make_model(const MakeModelOptions& o) {
     });
     const std::span<const uint8_t> f32_bytes(reinterpret_cast<const uint8_t*>(values.data()),
                                              values.size() * sizeof(float));
-    convert_tensor(GgmlType::kF32, f32_bytes, plan.types[k], n_per_row, n_rows, pool, converted);
+    convert_tensor(GgmlType::kF32, f32_bytes, layout[k].type, n_per_row, n_rows, pool, converted);
     MINFER_RETURN_IF_ERROR(out.write_next(converted));
     report.n_tensor_bytes += converted.size();
     done += n_per_row * n_rows;

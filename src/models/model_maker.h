@@ -22,10 +22,12 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/progress.h"
 #include "core/status.h"
 #include "gguf/gguf_writer.h"
+#include "models/quantize_model.h"
 
 namespace minfer {
 
@@ -48,6 +50,14 @@ struct MakeModelReport {
 };
 
 Result<MakeModelReport> make_model(const MakeModelOptions& options);
+
+// What make_model would write, without making weights: the tensors (file order, target types,
+// shapes) and the vocabulary size. `output` is not used.
+struct ModelLayout {
+  std::vector<GgufStreamWriter::TensorLayout> tensors;
+  int64_t n_vocab = 0;
+};
+Result<ModelLayout> make_model_layout(const MakeModelOptions& options);
 
 // Adds the built-in byte-level BPE tokenizer's tokenizer.* keys (and chat template) for `arch`
 // and returns its vocabulary size.
