@@ -43,8 +43,8 @@ void Progress::update(int64_t done, const std::string& detail) {
     while (next_quarter_ <= 4 && done_ * 4 >= total_ * next_quarter_) {
       const double seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-      std::fputs(fmt::format("{}: {}% ({}/{}, {:.1f} s)\n", label_, next_quarter_ * 25,
-                             total_ * next_quarter_ / 4, total_, seconds)
+      std::fputs(fmt::format("{}: {}% ({}/{}, {:.1f} s)\n", label_, next_quarter_ * 25, done_,
+                             total_, seconds)
                      .c_str(),
                  out_);
       std::fflush(out_);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <string>
@@ -294,6 +295,40 @@ TEST(MakeModel, CommandLineErrorsAndPlainProgress) {
       test::run_command(bin + " make-model --arch llama --type q3_k_xl -o " + dir.file("x.gguf"));
   EXPECT_EQ(bad_type.exit_code, 1);
   EXPECT_NE(bad_type.err.find("q3_k_xl"), std::string::npos) << bad_type.err;
+}
+
+}  // namespace
+}  // namespace minfer
+
+namespace minfer {
+namespace {
+
+// Writes the real-shape Qwen2.5-0.5B at q8_0 (358 M parameters with the built-in tokenizer,
+// ~380 MB, tens of seconds on two cores), loads it and runs a forward. Too slow for every run:
+// set MINFER_SLOW_TESTS=1.
+TEST(MakeModelSlow, Qwen25HalfBillionQ8LoadsAndRuns) {
+  if (std::getenv("MINFER_SLOW_TESTS") == nullptr) {
+    GTEST_SKIP() << "set MINFER_SLOW_TESTS=1 to write and load the real-shape 0.5B model";
+  }
+  TempDir dir;
+  MakeModelOptions o;
+  o.arch = "qwen2";
+  o.preset = "qwen2.5-0.5b";
+  o.type = "q8_0";
+  o.output = dir.file("q05.gguf");
+  o.n_threads = 2;
+  o.progress = ProgressStyle::kQuiet;
+  auto report = make_model(o);
+  ASSERT_TRUE(report.is_ok()) << report.status().message();
+  auto model = Model::load(o.output);
+  ASSERT_TRUE(model.is_ok()) << model.status().message();
+  EXPECT_EQ((*model)->config().n_embd, 896);
+  EXPECT_EQ((*model)->config().n_layer, 24);
+  EXPECT_TRUE((*model)->config().tied_output);
+  int64_t n_vocab = 0;
+  const std::vector<float> logits = test::model_logits(o.output, {1, 2, 3, 100}, &n_vocab);
+  ASSERT_EQ(logits.size(), static_cast<size_t>(4 * n_vocab));
+  for (float l : logits) ASSERT_TRUE(std::isfinite(l));
 }
 
 }  // namespace
