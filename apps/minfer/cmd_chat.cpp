@@ -19,7 +19,8 @@ namespace minfer::app {
 // Shared with `run`; defined in cmd_run.cpp.
 void add_generation_flags(CLI::App* cmd, engine::ModelOptions& model,
                           engine::GenerateOptions& generate, std::string& system, bool& verbose);
-Status take_extra_args(CLI::App* cmd, std::string& system);
+Status finish_generation_flags(CLI::App* cmd, std::string& system,
+                               engine::GenerateOptions& generate);
 std::atomic<bool>& install_interrupt_handler();
 
 namespace {
@@ -133,6 +134,7 @@ class ChatLoop {
         continue;
       }
       conversation_.add_user(line);
+      ++n_user_messages_;
       if (!respond()) return 1;
     }
     return 0;
@@ -192,10 +194,9 @@ class ChatLoop {
       std::fprintf(stderr,
                    "turn %lld: prefilled %lld tokens (%lld reused); generated %lld tokens, %.2f "
                    "tok/s; stopped: %s\n",
-                   static_cast<long long>(conversation_.n_turns()),
-                   static_cast<long long>(m.n_prefilled), static_cast<long long>(m.n_reused),
-                   static_cast<long long>(m.n_generated), m.decode_tok_s(),
-                   engine::finish_reason_name(result.finish));
+                   static_cast<long long>(n_user_messages_), static_cast<long long>(m.n_prefilled),
+                   static_cast<long long>(m.n_reused), static_cast<long long>(m.n_generated),
+                   m.decode_tok_s(), engine::finish_reason_name(result.finish));
     }
     if (result.finish == engine::FinishReason::kCancelled) {
       std::fputs("(reply stopped)\n", stderr);
@@ -239,10 +240,11 @@ class ChatLoop {
   std::atomic<bool>& interrupted_;
   bool interactive_;
   uint64_t n_replies_ = 0;
+  int64_t n_user_messages_ = 0;  // sent so far, dropped ones included: the turn number
 };
 
 int run_chat(CLI::App* cmd, ChatFlags& flags) {
-  Status st = take_extra_args(cmd, flags.system);
+  Status st = finish_generation_flags(cmd, flags.system, flags.generate);
   if (!st.is_ok()) {
     std::fprintf(stderr, "%s\n", st.message().c_str());
     return 1;

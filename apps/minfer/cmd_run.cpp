@@ -3,6 +3,7 @@
 //
 // Also defines the flags and helpers that `minfer chat` shares (declared again in cmd_chat.cpp).
 #include <atomic>
+#include <climits>
 #include <csignal>
 #include <cstdio>
 #include <fstream>
@@ -21,7 +22,8 @@ namespace minfer::app {
 // Shared with `chat` (declared again in cmd_chat.cpp).
 void add_generation_flags(CLI::App* cmd, engine::ModelOptions& model,
                           engine::GenerateOptions& generate, std::string& system, bool& verbose);
-Status take_extra_args(CLI::App* cmd, std::string& system);
+Status finish_generation_flags(CLI::App* cmd, std::string& system,
+                               engine::GenerateOptions& generate);
 std::atomic<bool>& install_interrupt_handler();
 
 namespace {
@@ -30,6 +32,32 @@ std::atomic<bool> g_interrupted{false};
 
 extern "C" void on_sigint(int) {
   g_interrupted.store(true, std::memory_order_relaxed);
+}
+
+// llama.cpp's --logit-bias syntax: TOKEN_ID followed by a signed bias ("2+100", "15043-inf").
+Result<std::pair<int32_t, float>> parse_logit_bias(const std::string& spec) {
+  const size_t sign = spec.find_first_of("+-");
+  const auto bad = [&spec]() {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "[sampler] logit bias '{}': expected TOKEN_ID(+/-)BIAS, e.g. 2+100", spec);
+  };
+  if (sign == 0 || sign == std::string::npos) return bad();
+  int64_t id = 0;
+  for (size_t i = 0; i < sign; ++i) {
+    if (spec[i] < '0' || spec[i] > '9' || id > INT32_MAX / 10) return bad();
+    id = id * 10 + (spec[i] - '0');
+  }
+  std::string value = spec.substr(sign);
+  if (value[0] == '+') value.erase(0, 1);
+  size_t used = 0;
+  float bias = 0.0f;
+  try {
+    bias = std::stof(value, &used);
+  } catch (const std::exception&) {
+    return bad();
+  }
+  if (used != value.size()) return bad();
+  return std::make_pair(static_cast<int32_t>(id), bias);
 }
 
 }  // namespace
@@ -57,16 +85,26 @@ void add_generation_flags(CLI::App* cmd, engine::ModelOptions& model,
   cmd->add_option("--presence-penalty", s.presence_penalty, "presence penalty (default 0)");
   cmd->add_option("--frequency-penalty", s.frequency_penalty, "frequency penalty (default 0)");
   cmd->add_option("--seed", s.seed, "sampling seed (default 42)");
-  cmd->add_option("--stop", generate.stops, "stop string (repeatable); it is not printed");
+  // Parsed by finish_generation_flags, so that a bad value is one error line like the others.
+  cmd->add_option("-l,--logit-bias",
+                  "TOKEN_ID(+/-)BIAS added to a token's logit, e.g. 2+100 or 15043-inf "
+                  "(repeatable)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  // Unbound, like --logit-bias: a bound vector option would also swallow a stray argument after it.
+  cmd->add_option("--stop", "stop string (repeatable); it is not printed")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->add_option("--system-prompt", system, "system message (also -sys TEXT)");
   cmd->add_flag("--verbose", verbose, "print the model, kernels, threads and cache type first");
   // llama.cpp spells the system prompt flag "-sys", a multi-letter single-dash name that CLI11
-  // cannot declare; it arrives as an extra argument (take_extra_args), and any other extra is
-  // reported there as an unknown argument.
+  // cannot declare; it arrives as an extra argument (finish_generation_flags), and any other extra
+  // is reported there as an unknown argument.
   cmd->allow_extras();
 }
 
-Status take_extra_args(CLI::App* cmd, std::string& system) {
+Status finish_generation_flags(CLI::App* cmd, std::string& system,
+                               engine::GenerateOptions& generate) {
   const std::vector<std::string> extras = cmd->remaining();
   const std::string name = cmd->get_name();
   for (size_t i = 0; i < extras.size(); ++i) {
@@ -79,6 +117,13 @@ Status take_extra_args(CLI::App* cmd, std::string& system) {
     }
     return make_error(ErrorCode::kInvalidArgument,
                       "[{}] unknown argument '{}' (see minfer {} --help)", name, extras[i], name);
+  }
+  for (const std::string& stop : cmd->get_option("--stop")->results()) {
+    generate.stops.push_back(stop);
+  }
+  for (const std::string& spec : cmd->get_option("--logit-bias")->results()) {
+    MINFER_ASSIGN_OR_RETURN(auto bias, parse_logit_bias(spec));
+    generate.sampling.logit_bias.push_back(bias);
   }
   return Status::ok();
 }
@@ -112,7 +157,7 @@ void write_stdout(std::string_view text) {
 }
 
 Status run_run(CLI::App* cmd, RunFlags& flags) {
-  MINFER_RETURN_IF_ERROR(take_extra_args(cmd, flags.system));
+  MINFER_RETURN_IF_ERROR(finish_generation_flags(cmd, flags.system, flags.generate));
   std::string prompt = flags.prompt;
   if (!flags.prompt_file.empty()) {
     if (flags.prompt_given) {

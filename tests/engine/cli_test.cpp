@@ -1,0 +1,324 @@
+// `minfer run` and `minfer chat` run as a user would (the built binary): the golden story byte for
+// byte, seeds, each finish reason, flag errors, and multi-turn chat whose prefill counts are
+// checked against token counts computed independently with `minfer template` and
+// `minfer tokenize`.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "test_util.h"
+
+namespace minfer {
+namespace {
+
+using nlohmann::json;
+using test::CommandResult;
+using test::minfer_binary;
+using test::run_command;
+
+std::string model_path(const std::string& name) {
+  return test::test_data_path("models/" + name);
+}
+
+std::string quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+// Runs `minfer chat ARGS` with `lines` piped to stdin (in a subshell: run_command feeds the
+// command /dev/null).
+CommandResult chat(const std::string& lines, const std::string& args) {
+  return run_command("(printf '%s' " + quote(lines) + " | " + minfer_binary() + " chat -t 2 " +
+                     args + ")");
+}
+
+CommandResult run(const std::string& args) {
+  return run_command(minfer_binary() + " run -t 2 " + args);
+}
+
+std::string stories() {
+  return "-m " + quote(model_path("stories260K.gguf")) + " -p 'Once upon a time' ";
+}
+
+json golden() {
+  std::ifstream in(test::test_data_path("golden/stories260K.once.json"));
+  return json::parse(in);
+}
+
+size_t count_lines(const std::string& s) {
+  return static_cast<size_t>(std::count(s.begin(), s.end(), '\n'));
+}
+
+bool starts_with(const std::string& s, const std::string& prefix) {
+  return s.compare(0, prefix.size(), prefix) == 0;
+}
+
+// --- run
+// ------------------------------------------------------------------------------------------
+
+TEST(RunCommand, GreedyStoryIsTheGoldenTextByteForByte) {
+  MINFER_REQUIRE_TEST_DATA();
+  const CommandResult r = run(stories() + "-n 48 --temp 0");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, golden()["greedy_text"].get<std::string>());
+  EXPECT_NE(r.err.find("stopped: token limit"), std::string::npos) << r.err;
+  for (const char* metric : {"prompt tokens:       5", "prefill:", "time to first token:",
+                             "generated tokens:    48", "decode:", "decode forward:      min"}) {
+    EXPECT_NE(r.err.find(metric), std::string::npos) << metric << "\n" << r.err;
+  }
+}
+
+TEST(RunCommand, ThePromptCanComeFromAFile) {
+  MINFER_REQUIRE_TEST_DATA();
+  test::TempDir dir;
+  std::ofstream(dir.file("p.txt")) << "Once upon a time";
+  const CommandResult r = run("-m " + quote(model_path("stories260K.gguf")) + " -f " +
+                              quote(dir.file("p.txt")) + " -n 48 --temp 0");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, golden()["greedy_text"].get<std::string>());
+}
+
+TEST(RunCommand, TheSameSeedGivesTheSameTextAndAnotherSeedAnother) {
+  MINFER_REQUIRE_TEST_DATA();
+  const CommandResult a = run(stories() + "-n 32 --temp 0.8 --seed 1234");
+  const CommandResult b = run(stories() + "-n 32 --temp 0.8 --seed 1234");
+  const CommandResult c = run(stories() + "-n 32 --temp 0.8 --seed 99");
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  EXPECT_FALSE(a.out.empty());
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_NE(a.out, c.out);
+  EXPECT_NE(a.out, golden()["greedy_text"].get<std::string>());
+}
+
+TEST(RunCommand, AStopStringEndsTheTextAndIsNotPrinted) {
+  MINFER_REQUIRE_TEST_DATA();
+  const CommandResult r = run(stories() + "-n 48 --temp 0 --stop xyz --stop ' named'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, ", there was a little girl");
+  EXPECT_NE(r.err.find("stopped: stop string \" named\""), std::string::npos) << r.err;
+}
+
+TEST(RunCommand, NStopsAfterThatManyTokens) {
+  MINFER_REQUIRE_TEST_DATA();
+  const CommandResult r = run(stories() + "-n 5 --temp 0");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, ", there was a little");
+  EXPECT_NE(r.err.find("token limit (-n) reached (5 tokens)"), std::string::npos) << r.err;
+}
+
+TEST(RunCommand, AnEndOfGenerationTokenStops) {
+  MINFER_REQUIRE_TEST_DATA();
+  // Token 2 is stories260K's EOS; the bias makes it the greedy choice at once.
+  const CommandResult r = run(stories() + "--temp 0 --logit-bias 2+100");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("stopped: end-of-generation token"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("generated tokens:    1"), std::string::npos) << r.err;
+}
+
+TEST(RunCommand, AFullContextStopsAndSaysSo) {
+  MINFER_REQUIRE_TEST_DATA();
+  const CommandResult r = run(stories() + "-c 12 --temp 0");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("stopped: context full (n_ctx 12)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("generated tokens:    7"), std::string::npos) << r.err;
+  EXPECT_TRUE(starts_with(golden()["greedy_text"].get<std::string>(), r.out)) << r.out;
+
+  const CommandResult too_long = run(stories() + "-c 4 --temp 0");
+  EXPECT_EQ(too_long.exit_code, 1);
+  EXPECT_EQ(count_lines(too_long.err), 1u) << too_long.err;
+  EXPECT_NE(too_long.err.find("does not fit the context"), std::string::npos) << too_long.err;
+}
+
+TEST(RunCommand, VerbosePrintsTheModelKernelsThreadsAndCacheType) {
+  MINFER_REQUIRE_TEST_DATA();
+  const CommandResult r = run(stories() + "-n 2 --temp 0 --verbose --cache-type f16");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* line :
+       {"arch:         llama", "n_layer:      5", "n_vocab:      512",
+        "kernels:      ", "threads:      2", "cache type:   f16", "stories260K.gguf"}) {
+    EXPECT_NE(r.err.find(line), std::string::npos) << line << "\n" << r.err;
+  }
+}
+
+TEST(RunCommand, BadFlagsAndFilesAreOneLineErrors) {
+  MINFER_REQUIRE_TEST_DATA();
+  for (const std::string& args :
+       {stories() + "--no-such-flag", stories() + "stray", stories() + "--cache-type f8",
+        stories() + "--top-p 3", stories() + "--logit-bias 2x5", stories() + "-sys",
+        std::string("-m /nonexistent.gguf -p hi"),
+        std::string("-m ") + quote(model_path("stories260K.gguf")), stories() + "-sys 'no chat'"}) {
+    const CommandResult r = run(args);
+    EXPECT_EQ(r.exit_code, 1) << args;
+    EXPECT_EQ(count_lines(r.err), 1u) << args << "\n" << r.err;
+    EXPECT_EQ(r.out, "") << args;
+  }
+}
+
+// --- chat: the qwen2.5 tokenizer and template ---------------------------------------------------
+
+const char* kQwen = "qwen2.5-qwentok-tiny-q8_0.gguf";
+
+// Token ids of what `minfer template` renders for `request`, via `minfer tokenize --special`.
+std::vector<int32_t> rendered_tokens(const test::TempDir& dir, const json& request) {
+  std::ofstream(dir.file("req.json")) << request.dump();
+  const CommandResult t = run_command(minfer_binary() + " template -m " + quote(model_path(kQwen)) +
+                                      " -i " + quote(dir.file("req.json")));
+  std::ofstream(dir.file("prompt.txt"), std::ios::binary) << t.out;
+  EXPECT_EQ(t.exit_code, 0) << t.err;
+  const CommandResult k = run_command(minfer_binary() + " tokenize -m " + quote(model_path(kQwen)) +
+                                      " -f " + quote(dir.file("prompt.txt")) + " --special --ids");
+  EXPECT_EQ(k.exit_code, 0) << k.err;
+  const std::vector<int32_t> ids = json::parse(k.out).get<std::vector<int32_t>>();
+  EXPECT_FALSE(ids.empty()) << request.dump() << "\n" << t.err << k.err;
+  return ids;
+}
+
+size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
+  size_t n = 0;
+  while (n < a.size() && n < b.size() && a[n] == b[n]) ++n;
+  return n;
+}
+
+json message(const std::string& role, const std::string& content) {
+  return {{"role", role}, {"content", content}};
+}
+
+// "turn N: prefilled P tokens (R reused)" lines of --verbose, in order: {P, R}.
+std::vector<std::pair<int, int>> turn_reports(const std::string& err) {
+  std::vector<std::pair<int, int>> out;
+  const std::regex line(R"(turn \d+: prefilled (\d+) tokens \((\d+) reused\))");
+  for (auto it = std::sregex_iterator(err.begin(), err.end(), line); it != std::sregex_iterator();
+       ++it) {
+    out.emplace_back(std::stoi((*it)[1]), std::stoi((*it)[2]));
+  }
+  return out;
+}
+
+TEST(RunCommand, ChatRendersThePromptThroughTheTemplateWithASystemMessage) {
+  MINFER_REQUIRE_TEST_DATA();
+  test::TempDir dir;
+  const CommandResult r = run("-m " + quote(model_path(kQwen)) +
+                              " --chat -sys 'You are terse.' -p 'Hi there' -n 4 --temp 0 "
+                              "--verbose");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<int32_t> expected = rendered_tokens(
+      dir, {{"messages",
+             json::array({message("system", "You are terse."), message("user", "Hi there")})},
+            {"add_generation_prompt", true}});
+  EXPECT_NE(r.err.find("prompt tokens: " + std::to_string(expected.size()) + "\n"),
+            std::string::npos)
+      << expected.size() << "\n"
+      << r.err;
+}
+
+TEST(ChatCommand, TheSecondTurnPrefillsOnlyItsNewTokens) {
+  MINFER_REQUIRE_TEST_DATA();
+  test::TempDir dir;
+  const std::string user1 = "Hello there";
+  const std::string user2 = "How are you today?";
+  // The first reply, from `run --chat` (the same template, prompt and greedy draw).
+  const CommandResult first =
+      run("-m " + quote(model_path(kQwen)) + " --chat -p " + quote(user1) + " -n 8 --temp 0");
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const std::string reply1 = first.out;
+
+  const CommandResult r = chat(user1 + "\n" + user2 + "\n",
+                               "-m " + quote(model_path(kQwen)) + " -n 8 --temp 0 --verbose");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(starts_with(r.out, reply1 + "\n")) << r.out;
+  const auto reports = turn_reports(r.err);
+  ASSERT_EQ(reports.size(), 2u) << r.err;
+
+  const std::vector<int32_t> turn1 = rendered_tokens(
+      dir, {{"messages", json::array({message("user", user1)})}, {"add_generation_prompt", true}});
+  EXPECT_EQ(reports[0].first, static_cast<int>(turn1.size()));
+  EXPECT_EQ(reports[0].second, 0);
+
+  // After turn 1 the cache holds the conversation exactly as the template closes it; turn 2's
+  // prompt shares that prefix, and only the rest is new.
+  const std::vector<int32_t> closed = rendered_tokens(
+      dir, {{"messages", json::array({message("user", user1), message("assistant", reply1)})},
+            {"add_generation_prompt", false}});
+  const std::vector<int32_t> turn2 = rendered_tokens(
+      dir, {{"messages", json::array({message("user", user1), message("assistant", reply1),
+                                      message("user", user2)})},
+            {"add_generation_prompt", true}});
+  const size_t shared = common_prefix(closed, turn2);
+  ASSERT_GT(shared, turn1.size());
+  EXPECT_EQ(reports[1].first, static_cast<int>(turn2.size() - shared)) << r.err;
+  EXPECT_EQ(reports[1].second, static_cast<int>(shared)) << r.err;
+  EXPECT_LT(reports[1].first, 20);  // the new user message and its markup, nothing earlier
+}
+
+TEST(ChatCommand, RegenAndClearReuseAndResetTheCache) {
+  MINFER_REQUIRE_TEST_DATA();
+  const CommandResult r = chat("Hello\n/regen\n/help\n/clear\nHello\n/bogus\n",
+                               "-m " + quote(model_path(kQwen)) + " -n 6 --temp 0 --verbose");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto reports = turn_reports(r.err);
+  ASSERT_EQ(reports.size(), 3u) << r.err;
+  // /regen: the same prompt again, all of it held but its last token.
+  EXPECT_EQ(reports[1].first, 1);
+  EXPECT_EQ(reports[1].second, reports[0].first - 1);
+  // /clear: nothing reused.
+  EXPECT_EQ(reports[2], reports[0]);
+  // Greedy: the regenerated and the post-clear replies equal the first (each ends in '\n').
+  ASSERT_EQ(r.out.size() % 3, 0u) << r.out;
+  const size_t n = r.out.size() / 3;
+  EXPECT_EQ(r.out.substr(0, n), r.out.substr(n, n));
+  EXPECT_EQ(r.out.substr(0, n), r.out.substr(2 * n, n));
+  EXPECT_EQ(r.out.back(), '\n');
+  EXPECT_NE(r.err.find("/regen"), std::string::npos);  // the /help text
+  EXPECT_NE(r.err.find("conversation cleared"), std::string::npos);
+  EXPECT_NE(r.err.find("unknown command '/bogus'"), std::string::npos);
+}
+
+TEST(ChatCommand, AFullContextDropsTheOldestTurnWithAMessage) {
+  MINFER_REQUIRE_TEST_DATA();
+  const CommandResult r =
+      chat("first message here\nsecond message here\nthird message here\nfourth message here\n",
+           "-m " + quote(model_path(kQwen)) + " -c 80 -n 8 --temp 0 --verbose");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("dropped the oldest turn"), std::string::npos) << r.err;
+  const auto reports = turn_reports(r.err);
+  ASSERT_EQ(reports.size(), 4u) << r.err;
+  for (const auto& [prefilled, reused] : reports) {
+    EXPECT_LE(prefilled + reused + 8, 80) << r.err;  // the prompt and the reply fit
+  }
+  // A turn after a drop keeps the system prompt's tokens but not the dropped turn's.
+  bool saw_drop_reuse = false;
+  for (size_t i = 1; i < reports.size(); ++i) {
+    if (reports[i].second < reports[i - 1].first + reports[i - 1].second) saw_drop_reuse = true;
+  }
+  EXPECT_TRUE(saw_drop_reuse) << r.err;
+  EXPECT_EQ(count_lines(r.out), 4u) << r.out;
+}
+
+TEST(ChatCommand, AMessageLongerThanTheContextIsRefusedNotFatal) {
+  MINFER_REQUIRE_TEST_DATA();
+  std::string long_message;
+  for (int i = 0; i < 40; ++i) long_message += "lorem ipsum dolor ";
+  const CommandResult r = chat(long_message + "\nhi\n",
+                               "-m " + quote(model_path(kQwen)) + " -c 64 -n 4 --temp 0 --verbose");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("does not fit the context"), std::string::npos) << r.err;
+  EXPECT_EQ(turn_reports(r.err).size(), 1u) << r.err;
+}
+
+}  // namespace
+}  // namespace minfer
