@@ -77,8 +77,10 @@ struct KernelTable {
 
   // Matmul tiles per weight type (nullptr: the type has no kernel in this table).
   MatmulTileFn matmul_tile[kMatmulSlots];
-  // Activation converters per vec_dot_type id (F16, BF16, Q8_0, Q8_1, Q8_K), each bit-identical
-  // to quant_traits(type)->from_float; nullptr: use that reference converter.
+  // Activation converters per vec_dot_type id (F16, BF16, Q8_0, Q8_1, Q8_K). ref_table's Q8_0 /
+  // Q8_1 converters have llama.cpp's x86 semantics (quant/act_quant.h); the others are
+  // quant_traits(type)->from_float. Every table's converter is bit-identical to that; nullptr:
+  // use ref_table's, or from_float where ref_table has none.
   QuantizeRowFn quantize_act[kMatmulSlots];
 };
 

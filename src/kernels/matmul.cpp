@@ -67,6 +67,7 @@ void matmul(const KernelTable& table, ThreadPool& pool, const MatmulWeights& w, 
     const QuantTraits& act_traits = *quant_traits(act_type);
     act_row_bytes = act_row_bytes_for(act_type, w.n_in);
     QuantizeRowFn convert = table.quantize_act[slot(act_type)];
+    if (convert == nullptr) convert = ref_table.quantize_act[slot(act_type)];
     if (convert == nullptr) convert = act_traits.from_float;
     uint8_t* act_bytes = scratch.data();
     const int64_t n_in = w.n_in;

@@ -27,6 +27,11 @@ void f32_to_bf16(const float* x, int64_t n, uint16_t* y);
 // QuantizeRowFn wrappers of f32_to_f16 / f32_to_bf16 for the F16 / BF16 activations.
 void act_f16(const float* x, void* y, int64_t n);
 void act_bf16(const float* x, void* y, int64_t n);
+// Q8_0 / Q8_1 activations with llama.cpp's x86 semantics (quant/act_quant.h) and Q8_K as
+// quantize_row_q8_K, bit for bit.
+void act_q8_0(const float* x, void* y, int64_t n);
+void act_q8_1(const float* x, void* y, int64_t n);
+void act_q8_K(const float* x, void* y, int64_t n);
 
 void matmul_tile_f32(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
                      const void* act, size_t act_row_bytes, int64_t n_tok, float* y,

@@ -1,4 +1,5 @@
 #include "kernels/ref/ref_kernels.h"
+#include "quant/act_quant.h"
 #include "quant/ggml_type.h"
 
 namespace minfer::kernels {
@@ -40,6 +41,10 @@ constexpr KernelTable make_ref_table() {
   t.matmul_tile[slot(GgmlType::kQ4_K)] = ref::matmul_tile<rd::vec_dot_q4_K_q8_K>;
   t.matmul_tile[slot(GgmlType::kQ5_K)] = ref::matmul_tile<rd::vec_dot_q5_K_q8_K>;
   t.matmul_tile[slot(GgmlType::kQ6_K)] = ref::matmul_tile<rd::vec_dot_q6_K_q8_K>;
+  // Q8_0 / Q8_1 activations as llama.cpp's x86 CPU backend makes them (quant/act_quant.h);
+  // Q8_K, F16 and BF16 (nullptr here) use quant_traits' reference converters.
+  t.quantize_act[slot(GgmlType::kQ8_0)] = quantize_act_q8_0;
+  t.quantize_act[slot(GgmlType::kQ8_1)] = quantize_act_q8_1;
   return t;
 }
 
