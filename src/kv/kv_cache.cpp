@@ -97,7 +97,8 @@ Result<std::unique_ptr<KvCache>> KvCache::create(const KvCacheConfig& c) {
 }
 
 int64_t KvCache::n_blocks_free() const {
-  return static_cast<int64_t>(free_.size()) + (config_.max_blocks - n_blocks_allocated());
+  return static_cast<int64_t>(free_.size() + lru_.size()) +
+         (config_.max_blocks - n_blocks_allocated());
 }
 
 int64_t KvCache::n_reserved(int32_t seq) const {
@@ -117,15 +118,117 @@ void KvCache::set_length(int32_t seq, int64_t length) {
 }
 
 int32_t KvCache::take_block() {
+  int32_t id = -1;
   if (!free_.empty()) {
-    const int32_t id = free_.back();
+    id = free_.back();
     free_.pop_back();
-    return id;
+  } else if (n_blocks_allocated() < config_.max_blocks) {
+    // Value-initialised: a fresh block reads as zeros, never as stale memory.
+    blocks_.push_back(std::make_unique<uint8_t[]>(block_bytes_));
+    info_.emplace_back();
+    id = static_cast<int32_t>(blocks_.size() - 1);
+  } else {
+    // Evict the least recently used cached prefix block.
+    MINFER_CHECK(!lru_.empty(), "KV block budget exceeded");
+    id = lru_.front();
+    lru_.pop_front();
+    unregister(id);
   }
-  MINFER_CHECK(n_blocks_allocated() < config_.max_blocks, "KV block budget exceeded");
-  // Value-initialised: a fresh block reads as zeros, never as stale memory.
-  blocks_.push_back(std::make_unique<uint8_t[]>(block_bytes_));
-  return static_cast<int32_t>(blocks_.size() - 1);
+  info_[static_cast<size_t>(id)].refs = 1;
+  return id;
+}
+
+void KvCache::release_block(int32_t block) {
+  BlockInfo& b = info_[static_cast<size_t>(block)];
+  MINFER_CHECK(b.refs > 0, "KV block released more often than held");
+  if (--b.refs > 0) return;
+  if (b.registered) {
+    b.lru_pos = lru_.insert(lru_.end(), block);
+  } else {
+    free_.push_back(block);
+  }
+}
+
+void KvCache::unregister(int32_t block) {
+  BlockInfo& b = info_[static_cast<size_t>(block)];
+  if (!b.registered) return;
+  auto it = registered_.find(b.hash);
+  if (it != registered_.end() && it->second == block) registered_.erase(it);
+  b.registered = false;
+  b.tokens.clear();
+}
+
+namespace {
+
+// The hash of a prefix that ends with `tokens`, chained from the hash of the prefix before them.
+uint64_t chain_hash(uint64_t parent, std::span<const int32_t> tokens) {
+  uint64_t h = parent ^ 0x9e3779b97f4a7c15ull;
+  for (const int32_t t : tokens) {
+    // SplitMix64's finalizer over each token mixed into the running value.
+    uint64_t z = h + static_cast<uint32_t>(t) + 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    h = z ^ (z >> 31);
+  }
+  return h == 0 ? 1 : h;  // 0 means "no parent"
+}
+
+}  // namespace
+
+int64_t KvCache::match_prefix(int32_t seq, std::span<const int32_t> tokens, int64_t max_positions) {
+  MINFER_CHECK(!has_sequence(seq) || seqs_[seq].blocks.empty(),
+               "match_prefix on a sequence that holds blocks");
+  const int64_t bs = config_.block_size;
+  const int64_t limit =
+      std::min({static_cast<int64_t>(tokens.size()), max_positions, config_.n_ctx});
+  std::vector<int32_t> attached;
+  uint64_t parent = 0;
+  for (int64_t i = 0; (i + 1) * bs <= limit; ++i) {
+    const auto block_tokens = tokens.subspan(static_cast<size_t>(i * bs), static_cast<size_t>(bs));
+    const uint64_t h = chain_hash(parent, block_tokens);
+    auto it = registered_.find(h);
+    if (it == registered_.end()) break;
+    const BlockInfo& b = info_[static_cast<size_t>(it->second)];
+    // The hash is only a key: the block must really end this prefix.
+    if (b.parent_hash != parent ||
+        !std::equal(b.tokens.begin(), b.tokens.end(), block_tokens.begin(), block_tokens.end())) {
+      break;
+    }
+    attached.push_back(it->second);
+    parent = h;
+  }
+  if (attached.empty()) return 0;
+  Sequence& s = seqs_[seq];
+  for (const int32_t id : attached) {
+    BlockInfo& b = info_[static_cast<size_t>(id)];
+    if (b.refs++ == 0) lru_.erase(b.lru_pos);
+    s.blocks.push_back(id);
+  }
+  s.length = static_cast<int64_t>(attached.size()) * bs;
+  return s.length;
+}
+
+void KvCache::commit_prefix(int32_t seq, std::span<const int32_t> tokens) {
+  auto it = seqs_.find(seq);
+  if (it == seqs_.end()) return;
+  const int64_t bs = config_.block_size;
+  const int64_t n = std::min(it->second.length, static_cast<int64_t>(tokens.size()));
+  const std::vector<int32_t>& table = it->second.blocks;
+  uint64_t parent = 0;
+  for (int64_t i = 0; (i + 1) * bs <= n; ++i) {
+    const auto block_tokens = tokens.subspan(static_cast<size_t>(i * bs), static_cast<size_t>(bs));
+    const uint64_t h = chain_hash(parent, block_tokens);
+    const int32_t id = table[static_cast<size_t>(i)];
+    BlockInfo& b = info_[static_cast<size_t>(id)];
+    if (!b.registered && registered_.count(h) == 0) {
+      b.registered = true;
+      b.hash = h;
+      b.parent_hash = parent;
+      b.tokens.assign(block_tokens.begin(), block_tokens.end());
+      registered_[h] = id;
+    }
+    parent = h;
+  }
 }
 
 Status KvCache::reserve(int32_t seq, int64_t n_positions) {
@@ -152,20 +255,42 @@ Status KvCache::reserve(int32_t seq, int64_t n_positions) {
 void KvCache::free_sequence(int32_t seq) {
   auto it = seqs_.find(seq);
   if (it == seqs_.end()) return;
-  for (int32_t id : it->second.blocks) free_.push_back(id);
+  // Last block first: the blocks that end a prefix become older in the LRU order than the blocks
+  // before them, so eviction never orphans a prefix's head while keeping its tail.
+  const std::vector<int32_t>& table = it->second.blocks;
+  for (auto b = table.rbegin(); b != table.rend(); ++b) release_block(*b);
   seqs_.erase(it);
 }
 
 void KvCache::truncate(int32_t seq, int64_t n_positions) {
   auto it = seqs_.find(seq);
   if (it == seqs_.end()) return;
-  it->second.length = std::min(it->second.length, std::max<int64_t>(n_positions, 0));
+  const int64_t bs = config_.block_size;
+  n_positions = std::max<int64_t>(n_positions, 0);
+  it->second.length = std::min(it->second.length, n_positions);
   std::vector<int32_t>& table = it->second.blocks;
-  const size_t keep = static_cast<size_t>(
-      (std::max<int64_t>(n_positions, 0) + config_.block_size - 1) / config_.block_size);
+  const size_t keep = static_cast<size_t>((n_positions + bs - 1) / bs);
   while (table.size() > keep) {
-    free_.push_back(table.back());
+    release_block(table.back());
     table.pop_back();
+  }
+  // A kept block that is cut in the middle will be written again: it may not stay registered.
+  if (n_positions % bs != 0 && table.size() == keep && keep > 0) {
+    const int32_t last = table.back();
+    BlockInfo& b = info_[static_cast<size_t>(last)];
+    if (b.refs == 1) {
+      unregister(last);
+    } else if (n_blocks_free() > 0) {
+      const int32_t copy = take_block();
+      std::memcpy(blocks_[static_cast<size_t>(copy)].get(),
+                  blocks_[static_cast<size_t>(last)].get(), block_bytes_);
+      release_block(last);
+      table.back() = copy;
+    } else {
+      release_block(last);
+      table.pop_back();
+      it->second.length = std::min(it->second.length, static_cast<int64_t>(table.size()) * bs);
+    }
   }
 }
 
@@ -196,6 +321,7 @@ void KvCache::store(int64_t il, int32_t seq, int64_t pos, const float* k, const 
   MINFER_CHECK(pos >= 0 && pos / config_.block_size < static_cast<int64_t>(table.size()),
                "KV store at an unreserved position");
   const int32_t block = table[static_cast<size_t>(pos / config_.block_size)];
+  MINFER_CHECK(!info_[static_cast<size_t>(block)].registered, "KV store into a registered block");
   const int64_t slot = pos % config_.block_size;
   for (int64_t h = 0; h < config_.n_head_kv; ++h) {
     convert_row(config_.cell_type, k + h * config_.head_dim, config_.head_dim,

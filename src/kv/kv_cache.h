@@ -8,10 +8,19 @@
 // Layout of one block (every layer's K and V for block_size positions), per layer il:
 //   K: [n_head_kv][block_size][k_row_bytes]   V: [n_head_kv][block_size][v_row_bytes]
 // so one KV head's keys of a block are contiguous: attention walks them in place.
+//
+// Prefix cache (DESIGN.md §4 "KV cache"): a block is ref-counted, so several sequences may hold
+// the same block in their tables. A full block whose cells are computed can be registered under
+// the hash of the whole token prefix it ends (commit_prefix); a new sequence whose tokens begin
+// with registered blocks attaches them (match_prefix) instead of computing them again. A
+// registered block that no sequence holds stays cached until the pool needs it back, least
+// recently used first. Registered blocks are read-only: nothing stores into them again.
 #pragma once
 
 #include <cstdint>
+#include <list>
 #include <memory>
+#include <span>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
@@ -51,10 +60,23 @@ class KvCache {
   // Makes room for positions [0, n_positions) of `seq`, taking blocks from the pool. Fails, with
   // nothing allocated, when n_positions is past n_ctx or the budget has too few free blocks.
   Status reserve(int32_t seq, int64_t n_positions);
-  // Returns the sequence's blocks to the pool. Unknown sequences are ignored.
+  // Returns the sequence's blocks to the pool (registered ones stay cached). Unknown sequences are
+  // ignored.
   void free_sequence(int32_t seq);
-  // Forgets positions ≥ n_positions of `seq` (e.g. a regenerated reply), freeing whole blocks.
+  // Forgets positions ≥ n_positions of `seq` (e.g. a regenerated reply), freeing whole blocks. A
+  // registered block that will be written again is unregistered, or copied first when another
+  // sequence holds it too (when no block is left for the copy, the sequence keeps only the
+  // positions before that block).
   void truncate(int32_t seq, int64_t n_positions);
+
+  // Attaches to `seq` (which must hold no blocks) the longest run of registered blocks that
+  // begins `tokens`, at most max_positions positions of it, and marks them computed. Returns the
+  // positions attached (a multiple of block_size; 0 when nothing matched).
+  int64_t match_prefix(int32_t seq, std::span<const int32_t> tokens, int64_t max_positions);
+  // Registers the full, computed blocks of `seq`; `tokens` are the tokens at its positions
+  // 0..tokens.size()-1 (only the first length(seq) count). A block whose prefix is already
+  // registered under another block is left as it is.
+  void commit_prefix(int32_t seq, std::span<const int32_t> tokens);
   bool has_sequence(int32_t seq) const { return seqs_.count(seq) != 0; }
   // Positions reserved for the sequence (0 when unknown).
   int64_t n_reserved(int32_t seq) const;
@@ -76,14 +98,21 @@ class KvCache {
   // Pool accounting.
   int64_t n_blocks_allocated() const { return static_cast<int64_t>(blocks_.size()); }
   int64_t n_blocks_free() const;  // free in the pool + not yet allocated within the budget
+  // Held by at least one sequence.
   int64_t n_blocks_used() const {
-    return n_blocks_allocated() - static_cast<int64_t>(free_.size());
+    return n_blocks_allocated() - static_cast<int64_t>(free_.size() + lru_.size());
   }
+  // Held by no sequence but kept for their registered prefix (counted as free too).
+  int64_t n_blocks_cached() const { return static_cast<int64_t>(lru_.size()); }
+  // Registered blocks, held or not.
+  int64_t n_blocks_registered() const { return static_cast<int64_t>(registered_.size()); }
 
  private:
   explicit KvCache(const KvCacheConfig& config);
   uint8_t* cell(int32_t block, int64_t il, bool is_v, int64_t h, int64_t slot);
   int32_t take_block();
+  void release_block(int32_t block);
+  void unregister(int32_t block);
 
   KvCacheConfig config_;
   size_t k_row_bytes_ = 0;
@@ -91,7 +120,18 @@ class KvCache {
   size_t layer_bytes_ = 0;
   size_t block_bytes_ = 0;
   std::vector<std::unique_ptr<uint8_t[]>> blocks_;  // every block ever allocated
-  std::vector<int32_t> free_;                       // ids of blocks no sequence holds
+  std::vector<int32_t> free_;                       // ids of unregistered blocks no sequence holds
+  struct BlockInfo {
+    int32_t refs = 0;  // sequences whose table holds the block
+    bool registered = false;
+    uint64_t hash = 0;                     // of the token prefix the block ends
+    uint64_t parent_hash = 0;              // of the prefix before it (0 for the first block)
+    std::vector<int32_t> tokens;           // [block_size] when registered
+    std::list<int32_t>::iterator lru_pos;  // in lru_ when registered and refs == 0
+  };
+  std::vector<BlockInfo> info_;                       // [n_blocks_allocated]
+  std::unordered_map<uint64_t, int32_t> registered_;  // prefix hash → block
+  std::list<int32_t> lru_;  // registered blocks no sequence holds, least recently used first
   struct Sequence {
     std::vector<int32_t> blocks;  // the block table
     int64_t length = 0;
