@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <optional>
 
@@ -346,6 +347,13 @@ Status GgufStreamWriter::close() {
 Result<QuantizeReport> quantize_model(const QuantizeOptions& o) {
   MINFER_ASSIGN_OR_RETURN(QuantMix mix, find_quant_mix(o.type));
   MINFER_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> in, GgufFile::open(o.input));
+  // The input stays mapped while the output is written: writing over it would truncate the
+  // mapping under us.
+  std::error_code ec;
+  if (std::filesystem::equivalent(o.input, o.output, ec)) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "[quantize] output '{}' is the input file; write to another path", o.output);
+  }
   MINFER_ASSIGN_OR_RETURN(std::string arch, in->get_string("general.architecture"));
   MINFER_ASSIGN_OR_RETURN(int64_t n_layer, in->get_integer(arch + ".block_count"));
   MINFER_ASSIGN_OR_RETURN(int64_t n_head, in->get_integer(arch + ".attention.head_count"));
