@@ -154,27 +154,43 @@ struct KindQ32 {
     if constexpr (kMin) p.m = V::gather_f16(g, off, true);
   }
 
-  static typename V::F block(const Packed& p, const Act& a, int64_t b, typename V::F acc) {
+  // Q4_1 / Q5_1 keep 9 accumulators per (row, token), as llama.cpp's x86
+  // ggml_vec_dot_q4_1_q8_1 / q5_1 do (ref vec_dot_q4_1_q8_1): 8 float lanes, lane l fed by
+  // fma(d_w d_x, Σ of elements 4l..4l+3, lane), and the m_w s_x terms summed apart.
+  static constexpr int kAccs = kMin ? 9 : 1;
+
+  static void block(const Packed& p, const Act& a, int64_t b, typename V::F* acc) {
     const auto& x = a.blocks[b];
-    typename V::I s;
-    if constexpr (kMin) {
-      s = V::set1(0);
-    } else {
-      s = V::set1((kFifthBit ? -16 : -8) * a.sums[b]);
-    }
-    for (int j = 0; j < 4; ++j) s = V::dot(s, p.q[j], V::bcast(x.qs + 4 * j));
-    for (int j = 0; j < 4; ++j) s = V::dot(s, p.q[4 + j], V::bcast(x.qs + 16 + 4 * j));
     const typename V::F dx = V::fset1(V::f16(x.d));
     if constexpr (kMin) {
-      // ref: d_w d_x sumi + m_w s_x.
-      const typename V::F t = V::fmul(V::fmul(p.d, dx), V::cvt(s));
-      return V::fadd(acc, V::fadd(t, V::fmul(p.m, V::fset1(V::f16(x.s)))));
-    } else if constexpr (kFifthBit) {
-      // ref vec_dot_q5_0_q8_0: d_w d_x sumi.
-      return V::fadd(acc, V::fmul(V::fmul(p.d, dx), V::cvt(s)));
+      const typename V::F d = V::fmul(p.d, dx);
+      acc[8] = V::fadd(acc[8], V::fmul(p.m, V::fset1(V::f16(x.s))));
+      for (int l = 0; l < 8; ++l) {
+        const typename V::I s = V::dot(V::set1(0), p.q[l], V::bcast(x.qs + 4 * l));
+        acc[l] = V::fmadd(d, V::cvt(s), acc[l]);
+      }
     } else {
-      // ref vec_dot_q4_0_q8_0: (sumi d_w) d_x.
-      return V::fadd(acc, V::fmul(V::fmul(V::cvt(s), p.d), dx));
+      typename V::I s = V::set1((kFifthBit ? -16 : -8) * a.sums[b]);
+      for (int j = 0; j < 4; ++j) s = V::dot(s, p.q[j], V::bcast(x.qs + 4 * j));
+      for (int j = 0; j < 4; ++j) s = V::dot(s, p.q[4 + j], V::bcast(x.qs + 16 + 4 * j));
+      if constexpr (kFifthBit) {
+        // ref vec_dot_q5_0_q8_0: d_w d_x sumi.
+        acc[0] = V::fadd(acc[0], V::fmul(V::fmul(p.d, dx), V::cvt(s)));
+      } else {
+        // ref vec_dot_q4_0_q8_0: (sumi d_w) d_x.
+        acc[0] = V::fadd(acc[0], V::fmul(V::fmul(V::cvt(s), p.d), dx));
+      }
+    }
+  }
+
+  // The result from the accumulators: llama.cpp's hsum_float_8 order, then + Σ m s.
+  static typename V::F finish(const typename V::F* acc) {
+    if constexpr (kMin) {
+      const typename V::F lo = V::fadd(V::fadd(acc[0], acc[4]), V::fadd(acc[2], acc[6]));
+      const typename V::F hi = V::fadd(V::fadd(acc[1], acc[5]), V::fadd(acc[3], acc[7]));
+      return V::fadd(V::fadd(lo, hi), acc[8]);
+    } else {
+      return acc[0];
     }
   }
 };
@@ -445,20 +461,53 @@ struct KindQ6K {
 
 // ---- the tile loop shared by the kinds ----
 
+// Kinds keep one float accumulator per (row, token) unless they declare kAccs (then block()
+// updates kAccs of them and finish() combines them).
+template <class K>
+constexpr int accs_of() {
+  if constexpr (requires { K::kAccs; }) {
+    return K::kAccs;
+  } else {
+    return 1;
+  }
+}
+
+template <class V, class K>
+void block_step(const typename K::Packed& p, const typename K::Act& a, int64_t b,
+                typename V::F* acc) {
+  if constexpr (requires { K::kAccs; }) {
+    K::block(p, a, b, acc);
+  } else {
+    acc[0] = K::block(p, a, b, acc[0]);
+  }
+}
+
+template <class V, class K>
+typename V::F finish(const typename V::F* acc) {
+  if constexpr (requires { K::kAccs; }) {
+    return K::finish(acc);
+  } else {
+    return acc[0];
+  }
+}
+
 // Runs blocks [b0, b0 + nbc) for T tokens, continuing from / saving to state.
 template <class V, class K, int T>
 void run_tokens(const typename K::Packed* packed, int64_t b0, int64_t nbc, const uint8_t* act,
-                size_t act_row_bytes, int64_t n_blocks, float* state /* [T][kLanes] */) {
+                size_t act_row_bytes, int64_t n_blocks, float* state /* [T][kAccs][kLanes] */) {
+  constexpr int kAccs = accs_of<K>();
   typename K::Act a[T];
-  typename V::F acc[T];
+  typename V::F acc[T][kAccs];
   for (int t = 0; t < T; ++t) {
     a[t] = K::Act::of(act + t * act_row_bytes, n_blocks);
-    acc[t] = V::fload(state + V::kLanes * t);
+    for (int k = 0; k < kAccs; ++k) acc[t][k] = V::fload(state + V::kLanes * (t * kAccs + k));
   }
   for (int64_t b = 0; b < nbc; ++b) {
-    for (int t = 0; t < T; ++t) acc[t] = K::block(packed[b], a[t], b0 + b, acc[t]);
+    for (int t = 0; t < T; ++t) block_step<V, K>(packed[b], a[t], b0 + b, acc[t]);
   }
-  for (int t = 0; t < T; ++t) V::fstore(state + V::kLanes * t, acc[t]);
+  for (int t = 0; t < T; ++t) {
+    for (int k = 0; k < kAccs; ++k) V::fstore(state + V::kLanes * (t * kAccs + k), acc[t][k]);
+  }
 }
 
 // MatmulTileFn (kernel_table.h) for kind K on vector policy V.
@@ -469,28 +518,33 @@ void tile(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows, const
                          int64_t, float*);
   static constexpr RunFn kRun[kTokGroup] = {run_tokens<V, K, 1>, run_tokens<V, K, 2>,
                                             run_tokens<V, K, 3>, run_tokens<V, K, 4>};
+  constexpr int kAccs = accs_of<K>();
   const int64_t n_blocks = n_in / K::kBlock;
   const auto* w_bytes = static_cast<const uint8_t*>(w);
   const auto* a_bytes = static_cast<const uint8_t*>(act);
   alignas(64) typename K::Packed packed[K::kChunk];
-  alignas(64) float state[kMaxTok][V::kLanes];
+  alignas(64) float state[kMaxTok][kAccs][V::kLanes];
   for (int64_t r0 = 0; r0 < n_rows; r0 += V::kLanes) {
     const int64_t rows = n_rows - r0 < V::kLanes ? n_rows - r0 : V::kLanes;
     const typename V::Group g = V::make_group(w_bytes + r0 * w_row_bytes, w_row_bytes, rows);
     for (int64_t t0 = 0; t0 < n_tok; t0 += kMaxTok) {
       const int64_t nt = n_tok - t0 < kMaxTok ? n_tok - t0 : kMaxTok;
-      for (int64_t t = 0; t < nt; ++t) V::fstore(state[t], V::fset1(0.0f));
+      for (int64_t t = 0; t < nt; ++t) {
+        for (int k = 0; k < kAccs; ++k) V::fstore(state[t][k], V::fset1(0.0f));
+      }
       for (int64_t b0 = 0; b0 < n_blocks; b0 += K::kChunk) {
         const int64_t nbc = n_blocks - b0 < K::kChunk ? n_blocks - b0 : K::kChunk;
         for (int64_t b = 0; b < nbc; ++b) K::pack(g, b0 + b, packed[b]);
         for (int64_t t = 0; t < nt; t += kTokGroup) {
           const int64_t ng = nt - t < kTokGroup ? nt - t : kTokGroup;
           kRun[ng - 1](packed, b0, nbc, a_bytes + (t0 + t) * act_row_bytes, act_row_bytes, n_blocks,
-                       state[t]);
+                       state[t][0]);
         }
       }
       for (int64_t t = 0; t < nt; ++t) {
-        V::store_rows(y + (t0 + t) * y_stride + r0, V::fload(state[t]), g);
+        typename V::F acc[kAccs];
+        for (int k = 0; k < kAccs; ++k) acc[k] = V::fload(state[t][k]);
+        V::store_rows(y + (t0 + t) * y_stride + r0, finish<V, K>(acc), g);
       }
     }
   }

@@ -138,6 +138,8 @@ struct Vec256 {
   static F fmul(F a, F b) { return _mm256_mul_ps(a, b); }
   static F fadd(F a, F b) { return _mm256_add_ps(a, b); }
   static F fsub(F a, F b) { return _mm256_sub_ps(a, b); }
+  // a · b + c with one rounding (std::fma).
+  static F fmadd(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }
   static F fload(const float* p) { return _mm256_load_ps(p); }
   static void fstore(float* p, F v) { _mm256_store_ps(p, v); }
   static void store_rows(float* y, F v, const Group& g) { _mm256_maskstore_ps(y, g.store_mask, v); }

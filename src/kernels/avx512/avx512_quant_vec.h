@@ -137,6 +137,8 @@ struct Vec512 {
   static F fmul(F a, F b) { return _mm512_mul_ps(a, b); }
   static F fadd(F a, F b) { return _mm512_add_ps(a, b); }
   static F fsub(F a, F b) { return _mm512_sub_ps(a, b); }
+  // a · b + c with one rounding (std::fma).
+  static F fmadd(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }
   static F fload(const float* p) { return _mm512_load_ps(p); }
   static void fstore(float* p, F v) { _mm512_store_ps(p, v); }
   static void store_rows(float* y, F v, const Group& g) {

@@ -2,6 +2,7 @@
 // scalar semantics (ggml-cpu vec.cpp ggml_vec_dot_{f32,f16,bf16}, quants.c
 // ggml_vec_dot_q*_q8_*_generic): an exact integer sum per block, then one float multiply-add
 // by the block scales; float products summed in double for the float types.
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -62,22 +63,44 @@ void vec_dot_q4_0_q8_0(int n, float* s, const void* x, const void* y) {
   *s = sum;
 }
 
+namespace {
+
+// llama.cpp's x86 order for the Q4_1 / Q5_1 dots (arch/x86/quants.c ggml_vec_dot_q4_1_q8_1,
+// ggml_vec_dot_q5_1_q8_1): per block, the integer sums of elements 4l..4l+3 (l = 0..7) feed 8
+// float lanes by fma(d_x d_y, sum, lane); the m_x s_y terms are summed apart; the result is
+// hsum_float_8 of the lanes (((0+4)+(2+6))+((1+5)+(3+7))) plus that sum. Matching this order
+// (not the generic one) is what makes the Q4_1 golden agree with llama.cpp to 1e-13.
+struct MinDotState {
+  float lane[8] = {};
+  float summs = 0.0f;
+  float result() const {
+    const float lo = (lane[0] + lane[4]) + (lane[2] + lane[6]);
+    const float hi = (lane[1] + lane[5]) + (lane[3] + lane[7]);
+    return (lo + hi) + summs;
+  }
+};
+
+}  // namespace
+
 void vec_dot_q4_1_q8_1(int n, float* s, const void* x, const void* y) {
   const BlockQ4_1* bx = static_cast<const BlockQ4_1*>(x);
   const BlockQ8_1* by = static_cast<const BlockQ8_1*>(y);
   const int nb = n / kQK8_1;
-  float sum = 0.0f;
+  MinDotState st;
   for (int i = 0; i < nb; ++i) {
-    int sumi = 0;
-    for (int j = 0; j < kQK8_1 / 2; ++j) {
-      sumi += (bx[i].qs[j] & 0xf) * by[i].qs[j];
-      sumi += (bx[i].qs[j] >> 4) * by[i].qs[j + kQK8_1 / 2];
-    }
+    const float d = fp16_to_fp32(bx[i].d) * fp16_to_fp32(by[i].d);
     // sum_j (d_x q_j + m_x) d_y p_j = d_x d_y sum(q p) + m_x * (d_y sum p), the latter is s_y.
-    sum += fp16_to_fp32(bx[i].d) * fp16_to_fp32(by[i].d) * static_cast<float>(sumi) +
-           fp16_to_fp32(bx[i].m) * fp16_to_fp32(by[i].s);
+    st.summs += fp16_to_fp32(bx[i].m) * fp16_to_fp32(by[i].s);
+    for (int l = 0; l < 8; ++l) {
+      int p = 0;
+      for (int e = 4 * l; e < 4 * l + 4; ++e) {
+        const int q = e < 16 ? (bx[i].qs[e] & 0xf) : (bx[i].qs[e - 16] >> 4);
+        p += q * by[i].qs[e];
+      }
+      st.lane[l] = std::fma(d, static_cast<float>(p), st.lane[l]);
+    }
   }
-  *s = sum;
+  *s = st.result();
 }
 
 void vec_dot_q5_0_q8_0(int n, float* s, const void* x, const void* y) {
@@ -103,20 +126,21 @@ void vec_dot_q5_1_q8_1(int n, float* s, const void* x, const void* y) {
   const BlockQ5_1* bx = static_cast<const BlockQ5_1*>(x);
   const BlockQ8_1* by = static_cast<const BlockQ8_1*>(y);
   const int nb = n / kQK8_1;
-  float sum = 0.0f;
+  MinDotState st;
   for (int i = 0; i < nb; ++i) {
     const uint32_t qh = load_u32(bx[i].qh);
-    int sumi = 0;
-    for (int j = 0; j < kQK8_1 / 2; ++j) {
-      const int h0 = static_cast<int>((qh >> j) & 1u) << 4;
-      const int h1 = static_cast<int>((qh >> (j + kQK8_1 / 2)) & 1u) << 4;
-      sumi += ((bx[i].qs[j] & 0xf) | h0) * by[i].qs[j];
-      sumi += ((bx[i].qs[j] >> 4) | h1) * by[i].qs[j + kQK8_1 / 2];
+    const float d = fp16_to_fp32(bx[i].d) * fp16_to_fp32(by[i].d);
+    st.summs += fp16_to_fp32(bx[i].m) * fp16_to_fp32(by[i].s);
+    for (int l = 0; l < 8; ++l) {
+      int p = 0;
+      for (int e = 4 * l; e < 4 * l + 4; ++e) {
+        const int low = e < 16 ? (bx[i].qs[e] & 0xf) : (bx[i].qs[e - 16] >> 4);
+        p += (low | static_cast<int>(((qh >> e) & 1u) << 4)) * by[i].qs[e];
+      }
+      st.lane[l] = std::fma(d, static_cast<float>(p), st.lane[l]);
     }
-    sum += fp16_to_fp32(bx[i].d) * fp16_to_fp32(by[i].d) * static_cast<float>(sumi) +
-           fp16_to_fp32(bx[i].m) * fp16_to_fp32(by[i].s);
   }
-  *s = sum;
+  *s = st.result();
 }
 
 void vec_dot_q8_0_q8_0(int n, float* s, const void* x, const void* y) {

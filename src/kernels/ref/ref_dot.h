@@ -3,7 +3,9 @@
 // weight type's vec_dot_type (quant_traits.h), exactly as llama.cpp's CPU backend pairs them:
 //   F32 x F32, F16 x F16, BF16 x BF16          products in float, summed in double
 //   Q4_0, Q5_0, Q8_0 x Q8_0                    integer sum per 32-block, * d_x * d_y
-//   Q4_1, Q5_1 x Q8_1                          integer sum per block * d_x d_y + m_x * s_y
+//   Q4_1, Q5_1 x Q8_1                          integer sums of 4 elements fma'd into 8 float
+//                                              lanes by d_x d_y, m_x * s_y summed apart, as
+//                                              llama.cpp's x86 dots (ref_dot.cpp)
 //   Q2_K … Q6_K x Q8_K                         integer sums per sub-block times the integer
 //                                              sub-block scales, summed per super-block, then
 //                                              * d_x d_y (minus dmin_x d_y * sum(bsums * mins))
