@@ -56,15 +56,22 @@ typename V::I fifth_bits(typename V::I qh, int shift) {
   return V::slli32(spread, 4);
 }
 
-// The 6-bit scale and min of sub-block j of a Q4_K / Q5_K block (see BlockQ4K).
-inline void k4_scale_min_of(const uint8_t* s, int j, int32_t& scale, int32_t& min) {
-  if (j < 4) {
-    scale = s[j] & 63;
-    min = s[j + 4] & 63;
-  } else {
-    scale = (s[j + 4] & 0xf) | ((s[j - 4] >> 6) << 4);
-    min = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
-  }
+// Byte k of the bytes gathered (4 per lane) in w[0], w[1], ...
+template <class V>
+typename V::I byte_of(const typename V::I* w, int k) {
+  return V::and_(V::srli32(w[k / 4], 8 * (k % 4)), V::set1(0xff));
+}
+
+// Signed byte k, sign-extended to int32.
+template <class V>
+typename V::I sbyte_of(const typename V::I* w, int k) {
+  return V::srai32(V::slli32(w[k / 4], 24 - 8 * (k % 4)), 24);
+}
+
+// Two int16 values per lane (a low, b high).
+template <class V>
+typename V::I pair16_of(typename V::I a, typename V::I b) {
+  return V::or_(V::and_(a, V::set1(0xffff)), V::slli32(b, 16));
 }
 
 // Two int16 values in one int32 lane (for V::dot16 against a pair of bsums).
@@ -240,20 +247,22 @@ struct KindK4 {
         }
       }
     }
-    alignas(64) int32_t sc[8][V::kLanes];
-    alignas(64) int32_t mins[8][V::kLanes];
-    for (int r = 0; r < V::kLanes; ++r) {
-      const uint8_t* s = g.row[r] + off + offsetof(Block, scales);
-      for (int j = 0; j < 8; ++j) {
-        int32_t scale, min;
-        k4_scale_min_of(s, j, scale, min);
-        sc[j][r] = scale;
-        mins[j][r] = min | (min << 16);
-      }
-    }
+    // The 12 packed scale bytes of every row, unpacked in the lanes (see BlockQ4K).
+    typename V::I w[3];
+    for (int i = 0; i < 3; ++i) w[i] = V::gather_u32(g, off + offsetof(Block, scales) + 4 * i);
+    const typename V::I low6 = V::set1(63);  // (low4, 0x0f in every byte, also fits the bytes)
     for (int j = 0; j < 8; ++j) {
-      p.sc[j] = V::load(sc[j]);
-      p.mins[j] = V::load(mins[j]);
+      typename V::I scale, min;
+      if (j < 4) {
+        scale = V::and_(byte_of<V>(w, j), low6);
+        min = V::and_(byte_of<V>(w, j + 4), low6);
+      } else {
+        const typename V::I packed = byte_of<V>(w, j + 4);
+        scale = V::or_(V::and_(packed, low4), V::slli32(V::srli32(byte_of<V>(w, j - 4), 6), 4));
+        min = V::or_(V::srli32(packed, 4), V::slli32(V::srli32(byte_of<V>(w, j), 6), 4));
+      }
+      p.sc[j] = scale;
+      p.mins[j] = pair16_of<V>(min, min);
     }
     p.d = V::gather_f16(g, off, false);
     p.dmin = V::gather_f16(g, off, true);
@@ -332,15 +341,14 @@ struct KindQ2K {
         }
       }
     }
-    alignas(64) int32_t sc[16][V::kLanes];
-    alignas(64) int32_t mins[8][V::kLanes];
-    for (int r = 0; r < V::kLanes; ++r) {
-      const uint8_t* s = g.row[r] + off + offsetof(BlockQ2K, scales);
-      for (int j = 0; j < 16; ++j) sc[j][r] = s[j] & 0xf;
-      for (int i = 0; i < 8; ++i) mins[i][r] = pair16(s[2 * i] >> 4, s[2 * i + 1] >> 4);
+    // Scale j: low nibble of scales[j]; min: high nibble (see BlockQ2K).
+    typename V::I w[4];
+    for (int i = 0; i < 4; ++i) w[i] = V::gather_u32(g, off + offsetof(BlockQ2K, scales) + 4 * i);
+    for (int j = 0; j < 16; ++j) p.sc[j] = V::and_(byte_of<V>(w, j), V::set1(0xf));
+    for (int i = 0; i < 8; ++i) {
+      p.sc_pair[i] =
+          pair16_of<V>(V::srli32(byte_of<V>(w, 2 * i), 4), V::srli32(byte_of<V>(w, 2 * i + 1), 4));
     }
-    for (int j = 0; j < 16; ++j) p.sc[j] = V::load(sc[j]);
-    for (int i = 0; i < 8; ++i) p.sc_pair[i] = V::load(mins[i]);
     p.d = V::gather_f16(g, off + offsetof(BlockQ2K, d), false);
     p.dmin = V::gather_f16(g, off + offsetof(BlockQ2K, d), true);
   }
@@ -437,15 +445,11 @@ struct KindQ6K {
         for (int k = 0; k < 4; ++k) p.q[8 * h + 2 * k + i / 4][i % 4] = q[k];
       }
     }
-    alignas(64) int32_t sc[16][V::kLanes];
-    alignas(64) int32_t pairs[8][V::kLanes];
-    for (int r = 0; r < V::kLanes; ++r) {
-      const auto* s = reinterpret_cast<const int8_t*>(g.row[r] + off + offsetof(BlockQ6K, scales));
-      for (int j = 0; j < 16; ++j) sc[j][r] = s[j];
-      for (int i = 0; i < 8; ++i) pairs[i][r] = pair16(s[2 * i], s[2 * i + 1]);
-    }
-    for (int j = 0; j < 16; ++j) p.sc[j] = V::load(sc[j]);
-    for (int i = 0; i < 8; ++i) p.sc_pair[i] = V::load(pairs[i]);
+    // 16 signed 8-bit scales (see BlockQ6K).
+    typename V::I w[4];
+    for (int i = 0; i < 4; ++i) w[i] = V::gather_u32(g, off + offsetof(BlockQ6K, scales) + 4 * i);
+    for (int j = 0; j < 16; ++j) p.sc[j] = sbyte_of<V>(w, j);
+    for (int i = 0; i < 8; ++i) p.sc_pair[i] = pair16_of<V>(p.sc[2 * i], p.sc[2 * i + 1]);
     p.d = V::gather_f16(g, off + offsetof(BlockQ6K, d) - 2, true);
   }
 

@@ -117,6 +117,7 @@ struct Vec256 {
   static I slli16(I a, int n) { return _mm256_slli_epi16(a, n); }
   static I srli32(I a, int n) { return _mm256_srli_epi32(a, n); }
   static I slli32(I a, int n) { return _mm256_slli_epi32(a, n); }
+  static I srai32(I a, int n) { return _mm256_srai_epi32(a, n); }
 
   // acc + Σ of 4 products u8 (w, at most 63) × s8 (x) per lane: exact (see the file comment).
   static I dot(I acc, I w, I x) {

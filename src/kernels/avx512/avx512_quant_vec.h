@@ -121,6 +121,7 @@ struct Vec512 {
   static I slli16(I a, int n) { return _mm512_slli_epi16(a, static_cast<unsigned>(n)); }
   static I srli32(I a, int n) { return _mm512_srli_epi32(a, static_cast<unsigned>(n)); }
   static I slli32(I a, int n) { return _mm512_slli_epi32(a, static_cast<unsigned>(n)); }
+  static I srai32(I a, int n) { return _mm512_srai_epi32(a, static_cast<unsigned>(n)); }
 
   // acc + Σ of 4 products u8 (w) × s8 (x) per lane: exact.
   static I dot(I acc, I w, I x) { return _mm512_dpbusd_epi32(acc, w, x); }
