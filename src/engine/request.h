@@ -1,0 +1,81 @@
+// One generation request as the Scheduler sees it: what to generate (prompt, sampling, limits),
+// the events it streams back, and a handle to cancel it.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "engine/generate.h"
+#include "sampling/sampler.h"
+
+namespace minfer::engine {
+
+// Most alternatives per token that logprobs can report (OpenAI's top_logprobs limit).
+inline constexpr int32_t kMaxTopLogprobs = 20;
+
+struct RequestParams {
+  std::vector<int32_t> prompt;  // [n_prompt] ≥ 1 token, every id < n_vocab
+  SamplerParams sampling;
+  int64_t max_tokens = -1;         // < 0: until an eog token, a stop string or a full context
+  std::vector<std::string> stops;  // empty strings are ignored
+  bool render_special = false;     // emit the text of control tokens
+  // < 0: no logprobs; else the sampled token's log-probability plus this many alternatives
+  // (≤ kMaxTopLogprobs), from the model's distribution before the sampler chain.
+  int32_t top_logprobs = -1;
+};
+
+struct TokenLogprob {
+  int32_t token = 0;
+  float logprob = 0.0f;
+};
+
+struct SampledToken {
+  int32_t token = 0;
+  float logprob = 0.0f;           // when logprobs were asked for
+  std::vector<TokenLogprob> top;  // [top_logprobs] most likely first
+};
+
+struct RequestStats {
+  int64_t n_prompt = 0;     // prompt tokens
+  int64_t n_cached = 0;     // of those, attached from the prefix cache (not computed)
+  int64_t n_generated = 0;  // tokens sampled, a final eog included
+  double queue_ms = 0.0;    // submit to admission
+  double ttft_ms = 0.0;     // submit to the first token sampled
+  double total_ms = 0.0;    // submit to the end
+  int64_t n_preempted = 0;  // times the request lost its blocks and was recomputed
+};
+
+// What the scheduler streams to a request, on the scheduler's thread: one event per sampled
+// token, then one final event with done set. Sinks must be quick and must not call the scheduler
+// (cancelling through the handle is fine).
+struct RequestEvent {
+  std::string text;                  // text that became safe to emit (never part of a stop string)
+  std::vector<SampledToken> tokens;  // tokens sampled since the last event
+  bool done = false;
+  // When done:
+  FinishReason finish = FinishReason::kLength;
+  std::string stop;  // the stop string that matched (kStop)
+  Status error;      // not ok when the request failed inside the engine
+  RequestStats stats;
+};
+
+using EventSink = std::function<void(RequestEvent&&)>;
+
+class RequestHandle {
+ public:
+  explicit RequestHandle(int64_t id) : id_(id) {}
+  // Asks the scheduler to end the request; it does so before its next step.
+  void cancel() { cancelled_.store(true, std::memory_order_relaxed); }
+  bool cancelled() const { return cancelled_.load(std::memory_order_relaxed); }
+  int64_t id() const { return id_; }
+
+ private:
+  int64_t id_;
+  std::atomic<bool> cancelled_{false};
+};
+
+}  // namespace minfer::engine

@@ -1,0 +1,447 @@
+#include "engine/scheduler.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/check.h"
+#include "kernels/dispatch.h"
+#include "tokenizer/streaming_decoder.h"
+
+namespace minfer::engine {
+
+namespace {
+
+double ms_between(std::chrono::steady_clock::time_point a,
+                  std::chrono::steady_clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+// The sampled token's log-probability and the top_n most likely tokens, from the model's
+// distribution (log-softmax of the raw logits, max subtracted first, in double).
+SampledToken logprobs_of(std::span<const float> logits, int32_t token, int32_t top_n) {
+  float max_logit = logits[0];
+  for (const float l : logits) max_logit = std::max(max_logit, l);
+  double sum = 0.0;
+  for (const float l : logits) sum += std::exp(static_cast<double>(l) - max_logit);
+  const double log_z = static_cast<double>(max_logit) + std::log(sum);
+  SampledToken out;
+  out.token = token;
+  out.logprob = static_cast<float>(logits[static_cast<size_t>(token)] - log_z);
+  if (top_n > 0) {
+    std::vector<int32_t> ids(logits.size());  // [n_vocab]
+    for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>(i);
+    const size_t n = std::min(static_cast<size_t>(top_n), ids.size());
+    std::partial_sort(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(n), ids.end(),
+                      [&](int32_t a, int32_t b) {
+                        const float la = logits[static_cast<size_t>(a)];
+                        const float lb = logits[static_cast<size_t>(b)];
+                        return la > lb || (la == lb && a < b);
+                      });
+    for (size_t i = 0; i < n; ++i) {
+      out.top.push_back({ids[i], static_cast<float>(logits[static_cast<size_t>(ids[i])] - log_z)});
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+struct Scheduler::Sequence {
+  Sequence(int32_t seq_id, RequestParams p, EventSink s, const Tokenizer& tokenizer,
+           int32_t n_vocab)
+      : id(seq_id),
+        handle(std::make_shared<RequestHandle>(seq_id)),
+        params(std::move(p)),
+        sink(std::move(s)),
+        sampler(params.sampling, n_vocab),
+        decoder(tokenizer, params.render_special),
+        stops(params.stops),
+        tokens(params.prompt) {
+    for (const int32_t t : params.prompt) sampler.accept(t);
+  }
+
+  int32_t id;
+  std::shared_ptr<RequestHandle> handle;
+  RequestParams params;
+  EventSink sink;
+  Sampler sampler;
+  StreamingDecoder decoder;
+  StopMatcher stops;
+  // [n_prompt + tokens fed back] what the sequence's positions hold or will hold; the last one
+  // is computed by the next step that includes this sequence.
+  std::vector<int32_t> tokens;
+  int64_t n_computed = 0;  // positions whose K and V are in the cache
+  bool admitted = false;   // once admitted (stats.n_cached counts the first admission)
+  bool finished = false;
+  RequestStats stats;
+  Clock::time_point t_submit;
+  Clock::time_point t_first;
+};
+
+Scheduler::Scheduler(const Model& model, const Tokenizer& tokenizer,
+                     const SchedulerOptions& options)
+    : model_(model), tokenizer_(tokenizer), options_(options) {}
+
+Result<std::unique_ptr<Scheduler>> Scheduler::create(const Model& model, const Tokenizer& tokenizer,
+                                                     const SchedulerOptions& options) {
+  if (options.n_parallel < 1 || options.n_ctx < 2 || options.block_size < 1 ||
+      options.token_budget < 1) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "[scheduler] bad options: n_parallel {} (≥ 1), n_ctx {} (≥ 2), block_size {} "
+                      "(≥ 1), token_budget {} (≥ 1)",
+                      options.n_parallel, options.n_ctx, options.block_size, options.token_budget);
+  }
+  SchedulerOptions o = options;
+  if (o.n_ctx_total <= 0) o.n_ctx_total = o.n_ctx * o.n_parallel;
+  if (o.n_ctx_total < o.n_ctx) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "[scheduler] the KV budget of {} positions is smaller than one sequence's "
+                      "context: expected at least {}",
+                      o.n_ctx_total, o.n_ctx);
+  }
+  // Every running sequence decodes each step.
+  o.token_budget = std::max<int64_t>(o.token_budget, o.n_parallel);
+  MINFER_RETURN_IF_ERROR(kernels::init_kernels());
+  std::unique_ptr<Scheduler> s(new Scheduler(model, tokenizer, o));
+  const int64_t max_blocks = (o.n_ctx_total + o.block_size - 1) / o.block_size;
+  MINFER_ASSIGN_OR_RETURN(s->cache_,
+                          model.make_cache(o.cache_type, o.n_ctx, max_blocks, o.block_size));
+  s->pool_ = std::make_unique<kernels::ThreadPool>(
+      o.n_threads > 0 ? o.n_threads : kernels::default_thread_count());
+  s->forward_ = std::make_unique<Forward>(model, *s->cache_, kernels::active_table(), *s->pool_);
+  s->publish_stats();
+  return s;
+}
+
+Scheduler::~Scheduler() {
+  stop();
+}
+
+void Scheduler::start() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (thread_.joinable() || stopping_) return;
+  thread_ = std::thread([this] { loop(); });
+}
+
+void Scheduler::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  // The loop is gone: end what is left on this thread.
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    take_incoming();
+  }
+  for (auto& seq : running_) finish(*seq, FinishReason::kCancelled);
+  for (auto& seq : waiting_) finish(*seq, FinishReason::kCancelled);
+  running_.clear();
+  waiting_.clear();
+  publish_stats();
+}
+
+Result<std::shared_ptr<RequestHandle>> Scheduler::submit(RequestParams params, EventSink sink) {
+  const int32_t n_vocab = static_cast<int32_t>(model_.config().n_vocab);
+  if (params.prompt.empty()) {
+    return make_error(ErrorCode::kInvalidArgument, "[scheduler] empty prompt");
+  }
+  MINFER_RETURN_IF_ERROR(tokenizer_.check_ids(params.prompt));
+  for (const int32_t t : params.prompt) {
+    if (t < 0 || t >= n_vocab) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        "[scheduler] token id {} is out of range: expected 0..{}", t, n_vocab - 1);
+    }
+  }
+  MINFER_RETURN_IF_ERROR(validate(params.sampling, n_vocab));
+  if (params.top_logprobs > kMaxTopLogprobs) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "[scheduler] top_logprobs must be at most {}, got {}", kMaxTopLogprobs,
+                      params.top_logprobs);
+  }
+  const int64_t n_prompt = static_cast<int64_t>(params.prompt.size());
+  if (n_prompt + 1 >= options_.n_ctx) {
+    return make_error(ErrorCode::kOutOfRange,
+                      "[scheduler] the prompt does not fit the context: {} tokens, expected at "
+                      "most {} (n_ctx {} less room to generate)",
+                      n_prompt, options_.n_ctx - 2, options_.n_ctx);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stopping_) {
+    return make_error(ErrorCode::kResourceExhausted, "[scheduler] shutting down");
+  }
+  // Requests beyond the n_parallel slots wait; a request that can run at once never counts.
+  const int64_t would_wait = stats_.n_running + n_queued_ + 1 - options_.n_parallel;
+  if (options_.max_queue >= 0 && would_wait > options_.max_queue) {
+    return make_error(ErrorCode::kResourceExhausted,
+                      "[scheduler] the queue is full: {} requests wait (max_queue {})", n_queued_,
+                      options_.max_queue);
+  }
+  const int32_t id = static_cast<int32_t>(next_id_++);
+  auto seq =
+      std::make_unique<Sequence>(id, std::move(params), std::move(sink), tokenizer_, n_vocab);
+  seq->stats.n_prompt = n_prompt;
+  seq->t_submit = Clock::now();
+  std::shared_ptr<RequestHandle> handle = seq->handle;
+  incoming_.push_back(std::move(seq));
+  ++n_queued_;
+  wake_.notify_all();
+  return handle;
+}
+
+void Scheduler::take_incoming() {
+  while (!incoming_.empty()) {
+    waiting_.push_back(std::move(incoming_.front()));
+    incoming_.pop_front();
+  }
+}
+
+void Scheduler::finish(Sequence& seq, FinishReason reason, Status error) {
+  if (seq.finished) return;
+  seq.finished = true;
+  RequestEvent event;
+  if (reason != FinishReason::kStop && reason != FinishReason::kCancelled && error.is_ok()) {
+    // An unfinished UTF-8 character comes out as U+FFFD, which could still complete a stop.
+    event.text = seq.stops.push(seq.decoder.flush());
+    if (seq.stops.stopped()) reason = FinishReason::kStop;
+    event.text += seq.stops.flush();
+  }
+  event.done = true;
+  event.finish = reason;
+  if (reason == FinishReason::kStop) event.stop = seq.stops.matched();
+  event.error = std::move(error);
+  seq.stats.total_ms = ms_between(seq.t_submit, Clock::now());
+  event.stats = seq.stats;
+  cache_->free_sequence(seq.id);
+  if (seq.sink) seq.sink(std::move(event));
+}
+
+void Scheduler::end_cancelled() {
+  for (auto& seq : running_) {
+    if (seq->handle->cancelled()) finish(*seq, FinishReason::kCancelled);
+  }
+  size_t removed = 0;
+  for (auto& seq : waiting_) {
+    if (seq->handle->cancelled()) {
+      finish(*seq, FinishReason::kCancelled);
+      ++removed;
+    }
+  }
+  if (removed > 0) {
+    std::erase_if(waiting_, [](const std::unique_ptr<Sequence>& s) { return s->finished; });
+    std::lock_guard<std::mutex> lock(mu_);
+    n_queued_ -= static_cast<int64_t>(removed);
+  }
+}
+
+void Scheduler::admit() {
+  while (static_cast<int>(running_.size()) < options_.n_parallel && !waiting_.empty()) {
+    Sequence& seq = *waiting_.front();
+    const int64_t n_tokens = static_cast<int64_t>(seq.tokens.size());
+    // The last token is always computed (its logits are needed), in a block of its own sequence:
+    // registered blocks are never written.
+    const int64_t n_cached =
+        options_.prefix_cache ? cache_->match_prefix(seq.id, seq.tokens, n_tokens - 1) : 0;
+    if (!cache_->reserve(seq.id, n_tokens).is_ok()) {
+      // Not enough blocks now: wait (in order) until running sequences give some back.
+      cache_->free_sequence(seq.id);
+      break;
+    }
+    seq.n_computed = n_cached;
+    if (!seq.admitted) {
+      seq.admitted = true;
+      seq.stats.n_cached = n_cached;
+      seq.stats.queue_ms = ms_between(seq.t_submit, Clock::now());
+    }
+    running_.push_back(std::move(waiting_.front()));
+    waiting_.pop_front();
+    std::lock_guard<std::mutex> lock(mu_);
+    --n_queued_;
+  }
+}
+
+void Scheduler::preempt(Sequence& seq) {
+  // Recompute later: the tokens stay, the cells go (full blocks stay cached, so the recompute
+  // is mostly a prefix match).
+  cache_->free_sequence(seq.id);
+  seq.n_computed = 0;
+  ++seq.stats.n_preempted;
+  ++n_preemptions_;
+}
+
+void Scheduler::on_logits(Sequence& seq, std::span<const float> logits) {
+  const int32_t token = seq.sampler.sample(logits);
+  seq.sampler.accept(token);
+  RequestEvent event;
+  event.tokens.push_back(seq.params.top_logprobs >= 0
+                             ? logprobs_of(logits, token, seq.params.top_logprobs)
+                             : SampledToken{token, 0.0f, {}});
+  if (seq.stats.n_generated++ == 0) {
+    seq.t_first = Clock::now();
+    seq.stats.ttft_ms = ms_between(seq.t_submit, seq.t_first);
+  }
+  if (tokenizer_.is_eog(token)) {
+    if (seq.sink) seq.sink(std::move(event));
+    finish(seq, FinishReason::kEog);
+    return;
+  }
+  event.text = seq.stops.push(seq.decoder.push(token));
+  if (seq.sink) seq.sink(std::move(event));
+  if (seq.stops.stopped()) {
+    finish(seq, FinishReason::kStop);
+  } else if (seq.params.max_tokens >= 0 && seq.stats.n_generated >= seq.params.max_tokens) {
+    finish(seq, FinishReason::kLength);
+  } else if (static_cast<int64_t>(seq.tokens.size()) + 1 >= options_.n_ctx) {
+    // The token would be fed back at position tokens.size(), and what it gives sampled at the
+    // next: there must be room for both.
+    finish(seq, FinishReason::kContext);
+  } else {
+    seq.tokens.push_back(token);
+  }
+}
+
+Result<bool> Scheduler::step() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    take_incoming();
+  }
+  end_cancelled();
+  std::erase_if(running_, [](const std::unique_ptr<Sequence>& s) { return s->finished; });
+  admit();
+  if (running_.empty()) {
+    last_step_tokens_ = 0;
+    publish_stats();
+    return false;
+  }
+
+  // Decode tokens first: every sequence whose next token is its last needs one more position.
+  // When the pool is short, the newest sequences give their blocks back (recomputed later).
+  std::vector<bool> preempted(running_.size(), false);  // [n_running]
+  for (size_t i = 0; i < running_.size(); ++i) {
+    Sequence& seq = *running_[i];
+    if (preempted[i]) continue;
+    const int64_t needed = static_cast<int64_t>(seq.tokens.size());
+    while (!cache_->reserve(seq.id, needed).is_ok()) {
+      size_t victim = running_.size() - 1;
+      while (preempted[victim]) --victim;
+      preempt(*running_[victim]);
+      preempted[victim] = true;
+      if (victim == i) break;
+    }
+  }
+  for (size_t i = running_.size(); i-- > 0;) {
+    if (!preempted[i]) continue;
+    waiting_.push_front(std::move(running_[i]));
+    running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(i));
+    std::lock_guard<std::mutex> lock(mu_);
+    ++n_queued_;
+  }
+
+  Batch batch;
+  std::vector<Sequence*> row_owner;                // [n_outputs] sequence of each logits row
+  std::vector<std::pair<Sequence*, int64_t>> fed;  // sequence, tokens it computes this step
+  int64_t budget = options_.token_budget;
+  auto add_tokens = [&](Sequence& seq, int64_t n) {
+    const int64_t end = seq.n_computed + n;
+    const bool wants_logits = end == static_cast<int64_t>(seq.tokens.size());
+    for (int64_t p = seq.n_computed; p < end; ++p) {
+      batch.add(seq.tokens[static_cast<size_t>(p)], static_cast<int32_t>(p), seq.id,
+                wants_logits && p + 1 == end);
+    }
+    if (wants_logits) row_owner.push_back(&seq);
+    fed.emplace_back(&seq, n);
+    budget -= n;
+  };
+  for (auto& seq : running_) {
+    if (static_cast<int64_t>(seq->tokens.size()) - seq->n_computed == 1 && budget > 0) {
+      add_tokens(*seq, 1);
+    }
+  }
+  // Then prefill chunks, oldest request first.
+  for (auto& seq : running_) {
+    const int64_t pending = static_cast<int64_t>(seq->tokens.size()) - seq->n_computed;
+    if (pending > 1 && budget > 0) add_tokens(*seq, std::min(pending, budget));
+  }
+  MINFER_CHECK(batch.n_tokens() > 0, "a running sequence with nothing to compute");
+
+  // The forward keeps one graph per (n_tokens, n_outputs) shape; a long-running server meets
+  // many, so the graphs are dropped (a new Forward) once too many have piled up.
+  if (graph_shapes_.insert({batch.n_tokens(), static_cast<int64_t>(row_owner.size())}).second &&
+      graph_shapes_.size() > kMaxGraphShapes) {
+    forward_ = std::make_unique<Forward>(model_, *cache_, kernels::active_table(), *pool_);
+    graph_shapes_.clear();
+  }
+  Result<std::span<const float>> logits = forward_->step(batch);
+  ++n_steps_;
+  last_step_tokens_ = batch.n_tokens();
+  if (!logits.is_ok()) {
+    for (auto& [seq, n] : fed) finish(*seq, FinishReason::kCancelled, logits.status());
+    std::erase_if(running_, [](const std::unique_ptr<Sequence>& s) { return s->finished; });
+    publish_stats();
+    return logits.status();
+  }
+  for (auto& [seq, n] : fed) {
+    const int64_t bs = options_.block_size;
+    const bool crossed = (seq->n_computed + n) / bs > seq->n_computed / bs;
+    seq->n_computed += n;
+    if (options_.prefix_cache && crossed) cache_->commit_prefix(seq->id, seq->tokens);
+  }
+  const int64_t n_vocab = model_.config().n_vocab;
+  for (size_t r = 0; r < row_owner.size(); ++r) {
+    on_logits(*row_owner[r], logits.value().subspan(r * static_cast<size_t>(n_vocab),
+                                                    static_cast<size_t>(n_vocab)));
+  }
+  std::erase_if(running_, [](const std::unique_ptr<Sequence>& s) { return s->finished; });
+  publish_stats();
+  return true;
+}
+
+Status Scheduler::run_until_idle() {
+  while (true) {
+    MINFER_ASSIGN_OR_RETURN(const bool worked, step());
+    if (!worked && waiting_.empty()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (incoming_.empty()) return Status::ok();
+    }
+  }
+}
+
+void Scheduler::loop() {
+  while (true) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      wake_.wait(lock, [&] {
+        return stopping_ || !incoming_.empty() || !running_.empty() || !waiting_.empty();
+      });
+      if (stopping_) return;
+    }
+    Result<bool> worked = step();
+    if (!worked.is_ok() || !worked.value()) {
+      // Nothing could run (or the step failed): do not spin.
+      std::unique_lock<std::mutex> lock(mu_);
+      wake_.wait_for(lock, std::chrono::milliseconds(5));
+    }
+  }
+}
+
+void Scheduler::publish_stats() {
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.n_running = static_cast<int64_t>(running_.size());
+  stats_.n_waiting = n_queued_;
+  stats_.kv_blocks_used = cache_->n_blocks_used();
+  stats_.kv_blocks_free = cache_->n_blocks_free();
+  stats_.kv_blocks_cached = cache_->n_blocks_cached();
+  stats_.kv_blocks_total = cache_->config().max_blocks;
+  stats_.n_steps = n_steps_;
+  stats_.n_preemptions = n_preemptions_;
+}
+
+SchedulerStats Scheduler::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  SchedulerStats s = stats_;
+  s.n_waiting = n_queued_;  // submissions count at once, not after the next step
+  return s;
+}
+
+}  // namespace minfer::engine

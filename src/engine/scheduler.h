@@ -1,0 +1,134 @@
+// The Scheduler (DESIGN.md §4 "Engine"): many sequences over one model, one KV cache and one
+// forward. Each step builds one Batch under a token budget in which every running sequence that
+// is decoding contributes its one new token and sequences still prefilling contribute chunks of
+// their prompt (chunked prefill), so all sequences decode together and each weight is read once
+// per step. Requests join between steps, leave when finished or cancelled (their blocks go back
+// to the pool, full blocks stay cached for prefix reuse), wait in a queue while n_parallel
+// sequences run or KV blocks are short, and are refused past max_queue.
+//
+//   auto sched = Scheduler::create(model, tokenizer, {.n_parallel = 8});
+//   (*sched)->start();                                    // the step loop on its own thread
+//   auto handle = (*sched)->submit(params, [](RequestEvent&& e) { ... });
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "core/status.h"
+#include "engine/request.h"
+#include "kernels/thread_pool.h"
+#include "kv/kv_cache.h"
+#include "models/model.h"
+#include "tokenizer/tokenizer.h"
+
+namespace minfer::engine {
+
+struct SchedulerOptions {
+  int n_parallel = 4;          // sequences running at once
+  int64_t n_ctx = 4096;        // positions one sequence may use
+  int64_t n_ctx_total = 0;     // KV budget in positions for all sequences; 0: n_parallel * n_ctx
+  int64_t token_budget = 512;  // most tokens one step computes
+  int64_t max_queue = 64;      // requests waiting beyond it are refused; < 0: no limit
+  KvCellType cache_type = KvCellType::kF32;
+  int n_threads = 0;        // ≤ 0: kernels::default_thread_count()
+  int64_t block_size = 16;  // KV positions per block (the prefix cache shares whole blocks)
+  bool prefix_cache = true;
+};
+
+// A snapshot for metrics.
+struct SchedulerStats {
+  int64_t n_running = 0;
+  int64_t n_waiting = 0;
+  int64_t kv_blocks_used = 0;
+  int64_t kv_blocks_free = 0;    // cached blocks included
+  int64_t kv_blocks_cached = 0;  // free but holding a reusable prefix
+  int64_t kv_blocks_total = 0;   // the budget
+  int64_t n_steps = 0;
+  int64_t n_preemptions = 0;
+};
+
+class Scheduler {
+ public:
+  // `model` and `tokenizer` must outlive the scheduler. Errors: bad options, a total budget
+  // smaller than one sequence's context.
+  static Result<std::unique_ptr<Scheduler>> create(const Model& model, const Tokenizer& tokenizer,
+                                                   const SchedulerOptions& options);
+  ~Scheduler();  // stop()
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // Runs the step loop on a thread of its own until stop().
+  void start();
+  // Cancels every request (each gets its final event) and joins the loop thread.
+  void stop();
+
+  // Queues a request. Errors: an empty prompt or bad ids or sampling parameters
+  // (kInvalidArgument), a prompt with no room for one generated token in n_ctx (kOutOfRange),
+  // a full queue or a stopped scheduler (kResourceExhausted). The sink gets every
+  // event of the request, the last with done set.
+  Result<std::shared_ptr<RequestHandle>> submit(RequestParams params, EventSink sink);
+
+  // Without start(): runs one step on the calling thread (false when there was nothing to do),
+  // or steps until no request is left. For tests and tools.
+  Result<bool> step();
+  Status run_until_idle();
+
+  SchedulerStats stats() const;
+  const SchedulerOptions& options() const { return options_; }
+  const KvCache& cache() const { return *cache_; }
+  // Tokens computed by the last step (decode tokens and prefill chunks together).
+  int64_t last_step_tokens() const { return last_step_tokens_; }
+
+ private:
+  struct Sequence;
+  using Clock = std::chrono::steady_clock;
+
+  Scheduler(const Model& model, const Tokenizer& tokenizer, const SchedulerOptions& options);
+  void loop();
+  // Moves submitted requests into the waiting queue and ends cancelled ones. Caller holds mu_.
+  void take_incoming();
+  void end_cancelled();
+  void admit();
+  void preempt(Sequence& seq);
+  void finish(Sequence& seq, FinishReason reason, Status error = Status::ok());
+  // Samples from one row of logits and feeds the token to the request.
+  void on_logits(Sequence& seq, std::span<const float> logits);
+  void remove_finished();
+  void publish_stats();
+
+  const Model& model_;
+  const Tokenizer& tokenizer_;
+  SchedulerOptions options_;
+  std::unique_ptr<kernels::ThreadPool> pool_;
+  std::unique_ptr<KvCache> cache_;
+  std::unique_ptr<Forward> forward_;
+
+  // Shared with submitting threads, under mu_.
+  mutable std::mutex mu_;
+  std::condition_variable wake_;
+  std::deque<std::unique_ptr<Sequence>> incoming_;
+  bool stopping_ = false;
+  int64_t next_id_ = 1;
+  SchedulerStats stats_;
+  int64_t n_queued_ = 0;  // incoming_ + waiting_, for the max_queue check
+
+  // Owned by the stepping thread.
+  std::deque<std::unique_ptr<Sequence>> waiting_;   // admission order: front first
+  std::vector<std::unique_ptr<Sequence>> running_;  // admission order
+  int64_t n_steps_ = 0;
+  int64_t n_preemptions_ = 0;
+  int64_t last_step_tokens_ = 0;
+  static constexpr size_t kMaxGraphShapes = 512;
+  std::set<std::pair<int64_t, int64_t>> graph_shapes_;  // (n_tokens, n_outputs) seen by forward_
+  std::thread thread_;
+};
+
+}  // namespace minfer::engine
