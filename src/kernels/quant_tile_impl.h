@@ -524,6 +524,7 @@ void tile(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows, const
                                             run_tokens<V, K, 3>, run_tokens<V, K, 4>};
   constexpr int kAccs = accs_of<K>();
   const int64_t n_blocks = n_in / K::kBlock;
+  const size_t block_bytes = n_blocks > 0 ? w_row_bytes / static_cast<size_t>(n_blocks) : 0;
   const auto* w_bytes = static_cast<const uint8_t*>(w);
   const auto* a_bytes = static_cast<const uint8_t*>(act);
   alignas(64) typename K::Packed packed[K::kChunk];
@@ -538,6 +539,16 @@ void tile(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows, const
       }
       for (int64_t b0 = 0; b0 < n_blocks; b0 += K::kChunk) {
         const int64_t nbc = n_blocks - b0 < K::kChunk ? n_blocks - b0 : K::kChunk;
+        // Ask for the next chunk of every row now: 16 row streams are more than the hardware
+        // prefetchers follow, and the pack below is short.
+        if (b0 + K::kChunk < n_blocks) {
+          const int64_t next_end = b0 + 2 * K::kChunk < n_blocks ? b0 + 2 * K::kChunk : n_blocks;
+          const size_t begin = static_cast<size_t>(b0 + K::kChunk) * block_bytes;
+          const size_t end = static_cast<size_t>(next_end) * block_bytes;
+          for (int r = 0; r < V::kLanes; ++r) {
+            for (size_t off = begin; off < end; off += 64) V::prefetch(g.row[r] + off);
+          }
+        }
         for (int64_t b = 0; b < nbc; ++b) K::pack(g, b0 + b, packed[b]);
         for (int64_t t = 0; t < nt; t += kTokGroup) {
           const int64_t ng = nt - t < kTokGroup ? nt - t : kTokGroup;

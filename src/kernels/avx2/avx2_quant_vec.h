@@ -84,6 +84,10 @@ struct Vec256 {
     out[3] = _mm256_unpackhi_epi64(t1, t3);
   }
 
+  static void prefetch(const uint8_t* p) {
+    _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0);
+  }
+
   // Lane r: the 4 bytes at row[r] + off.
   static I gather_u32(const Group& g, size_t off) {
     return _mm256_i32gather_epi32(reinterpret_cast<const int*>(g.row[0] + off), g.offsets, 1);

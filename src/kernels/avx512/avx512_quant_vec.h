@@ -93,6 +93,10 @@ struct Vec512 {
     out[3] = _mm512_unpackhi_epi64(t1, t3);
   }
 
+  static void prefetch(const uint8_t* p) {
+    _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0);
+  }
+
   // Lane r: the 4 bytes at row[r] + off.
   static I gather_u32(const Group& g, size_t off) {
     return _mm512_i32gather_epi32(g.offsets, g.row[0] + off, 1);
