@@ -10,6 +10,7 @@
 #include "commands.h"
 #include "kernels/dispatch.h"
 #include "models/model.h"
+#include "observe_options.h"
 
 namespace minfer::app {
 
@@ -23,6 +24,7 @@ struct LogitsOptions {
   int64_t batch = 0;
   int threads = 0;
   std::string cache_type;
+  ObserveOptions observe;
 };
 
 Result<std::vector<int32_t>> parse_ids(const std::string& text) {
@@ -83,6 +85,9 @@ Status run_logits(const LogitsOptions& o) {
                           model->make_cache(cell_type, n, (n + block_size - 1) / block_size));
   kernels::ThreadPool pool(o.threads > 0 ? o.threads : kernels::default_thread_count());
   Forward forward(*model, *cache, kernels::active_table(), pool);
+  ObserveSet observe;
+  MINFER_RETURN_IF_ERROR(observe.open(o.observe));
+  forward.set_observers(observe.observers());
 
   std::ofstream out(o.output, std::ios::binary);
   if (!out) return make_error(ErrorCode::kIo, "[logits] cannot create '{}'", o.output);
@@ -93,10 +98,18 @@ Status run_logits(const LogitsOptions& o) {
       batch.add(ids[static_cast<size_t>(t)], static_cast<int32_t>(t), 0, true);
     }
     MINFER_ASSIGN_OR_RETURN(std::span<const float> logits, forward.step(batch));
+    if (observe.trace() != nullptr) {
+      // Teacher forcing: the step's "token" is the next id fed, its logits the last row's.
+      const int64_t next = start + step;
+      const size_t n_vocab = static_cast<size_t>(model->config().n_vocab);
+      observe.trace()->end_step(next < n ? ids[static_cast<size_t>(next)] : -1,
+                                logits.last(n_vocab));
+    }
     out.write(reinterpret_cast<const char*>(logits.data()),
               static_cast<std::streamsize>(logits.size_bytes()));
   }
   if (!out) return make_error(ErrorCode::kIo, "[logits] short write to '{}'", o.output);
+  if (o.observe.profile) std::fprintf(stderr, "%s", observe.profile_table().c_str());
   return Status::ok();
 }
 
@@ -113,6 +126,7 @@ void register_logits_command(CLI::App& app, CommandRegistry& registry) {
   cmd->add_option("--batch", opts->batch, "tokens per forward (default: all at once)");
   cmd->add_option("-t,--threads", opts->threads, "threads (default: all cores)");
   cmd->add_option("--cache-type", opts->cache_type, "KV cell type: f32, f16, q8_0");
+  add_observe_flags(*cmd, opts->observe);
   registry.add(cmd, [opts]() {
     if (opts->ids.empty() == opts->ids_file.empty()) {
       std::fprintf(stderr, "[logits] give exactly one of --ids and --ids-file\n");

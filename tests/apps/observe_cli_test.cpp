@@ -1,0 +1,126 @@
+// The observability tools end to end: traces, profiles, graph dumps and tensor dumps from
+// `minfer logits`, and tools/diff_dumps.py finding where two runs part.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "test_util.h"
+
+namespace minfer {
+namespace {
+
+const char* kIds = "17,253,999,4,88,500,12,640,321";  // 9 ids below qwen2-tiny's n_vocab 1000
+
+std::string logits_command(const std::string& model, const std::string& extra) {
+  return test::minfer_binary() + " logits -m " + test::test_data_path("models/" + model) +
+         " --ids " + kIds + " --batch 4 " + extra;
+}
+
+std::string diff_dumps(const std::string& a, const std::string& b) {
+  return std::string("python3 ") + MINFER_SOURCE_DIR + "/tools/diff_dumps.py " + a + " " + b;
+}
+
+TEST(ObserveCli, TraceProfileAndGraphDump) {
+  MINFER_REQUIRE_TEST_DATA();
+  test::TempDir dir;
+  const auto r = test::run_command(logits_command(
+      "qwen2-tiny-f32.gguf", "-o " + dir.file("l.f32") + " --trace " + dir.file("t.jsonl") +
+                                 " --profile " + "--dump-graph " + dir.file("g.json")));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // 9 ids in batches of 4, 4 and 1: two prefill steps and a one-token (decode) step, each a
+  // JSON line with every node of its graph.
+  std::ifstream trace(dir.file("t.jsonl"));
+  std::string line;
+  int steps = 0;
+  while (std::getline(trace, line)) {
+    const nlohmann::json j = nlohmann::json::parse(line);
+    EXPECT_EQ(j["step"], steps);
+    EXPECT_EQ(j["kind"], steps < 2 ? "prefill" : "decode");
+    bool saw_attention = false;
+    for (const auto& node : j["nodes"]) {
+      if (node["op"] == "kv_store") {
+        EXPECT_FALSE(node.contains("stats")) << "kv_store nodes carry no data";
+        continue;
+      }
+      ASSERT_TRUE(node.contains("stats")) << node["name"];
+      EXPECT_EQ(node["stats"]["n_nan"], 0);
+      EXPECT_LE(node["stats"]["samples"].size(), 64u);
+      EXPECT_GE(node["ms"].get<double>(), 0.0);
+      saw_attention |= node["name"] == "blk.2.attn";
+    }
+    EXPECT_TRUE(saw_attention);
+    EXPECT_EQ(j["top5"].size(), 5u);
+    ++steps;
+  }
+  EXPECT_EQ(steps, 3);
+  EXPECT_NE(r.err.find("prefill (2 steps"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("decode (1 steps"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("matmul"), std::string::npos);
+  std::ifstream graph(dir.file("g.json"));
+  const nlohmann::json g = nlohmann::json::parse(graph);
+  EXPECT_GT(g["prefill"]["nodes"].size(), 30u);
+  EXPECT_GT(g["decode"]["nodes"].size(), 30u);
+}
+
+// The first tensor where a q8_0 cache departs from an f32 one is the first attention output:
+// everything before it is computed identically, and attention is the first op to read the cache.
+TEST(ObserveCli, DumpDiffFindsWhereTheCacheTypeMatters) {
+  MINFER_REQUIRE_TEST_DATA();
+  test::TempDir dir;
+  for (const char* type : {"f32", "q8_0"}) {
+    const auto r = test::run_command(
+        "MINFER_DUMP_DIR=" + dir.file(type) + " " +
+        logits_command("qwen2-tiny-f32.gguf",
+                       std::string("--cache-type ") + type + " -o " + dir.file("l.f32")));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  const auto diff = test::run_command(diff_dumps(dir.file("f32"), dir.file("q8_0")));
+  EXPECT_EQ(diff.exit_code, 1) << diff.out << diff.err;
+  EXPECT_NE(diff.out.find("first difference: step 0 (prefill) blk.0.attn op attention"),
+            std::string::npos)
+      << diff.out;
+  const auto same = test::run_command(diff_dumps(dir.file("f32"), dir.file("f32")));
+  EXPECT_EQ(same.exit_code, 0) << same.out;
+  EXPECT_NE(same.out.find("tensors match"), std::string::npos);
+}
+
+TEST(ObserveCli, DumpDiffFindsAnInjectedDifferenceInTheRightLayer) {
+  MINFER_REQUIRE_TEST_DATA();
+  test::TempDir dir;
+  const auto r =
+      test::run_command("MINFER_DUMP_DIR=" + dir.file("a") + " " +
+                        logits_command("qwen2-tiny-f32.gguf", "-o " + dir.file("l.f32")));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::filesystem::copy(dir.file("a"), dir.file("b"), std::filesystem::copy_options::recursive);
+  // Perturb one element of layer 1's FFN up projection in the second step.
+  const std::string victim = dir.file("b") + "/step_0001/blk.1.ffn_up.f32";
+  std::vector<uint8_t> bytes = test::read_file_bytes(victim);
+  ASSERT_GT(bytes.size(), 400u);
+  float v;
+  std::memcpy(&v, bytes.data() + 400, 4);
+  v += 0.5f;
+  std::memcpy(bytes.data() + 400, &v, 4);
+  test::write_file_bytes(victim, bytes);
+  const auto diff = test::run_command(diff_dumps(dir.file("a"), dir.file("b")));
+  EXPECT_EQ(diff.exit_code, 1);
+  EXPECT_NE(diff.out.find("step 1 (prefill) blk.1.ffn_up op matmul"), std::string::npos)
+      << diff.out;
+  EXPECT_NE(diff.out.find("at element 100"), std::string::npos) << diff.out;
+}
+
+TEST(ObserveCli, BadGraphDumpExtensionIsAnError) {
+  MINFER_REQUIRE_TEST_DATA();
+  test::TempDir dir;
+  const auto r = test::run_command(logits_command(
+      "qwen2-tiny-f32.gguf", "-o " + dir.file("l.f32") + " --dump-graph " + dir.file("g.png")));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("expected a .dot or .json file"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace minfer
