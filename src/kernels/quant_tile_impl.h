@@ -157,8 +157,11 @@ struct KindQ32 {
         p.q[4 + j] = V::or_(p.q[4 + j], fifth_bits<V>(qh, 16 + 4 * j));
       }
     }
-    p.d = V::gather_f16(g, off, false);
-    if constexpr (kMin) p.m = V::gather_f16(g, off, true);
+    if constexpr (kMin) {
+      V::gather_f16_pair(g, off, p.d, p.m);
+    } else {
+      p.d = V::gather_f16(g, off, false);
+    }
   }
 
   // Q4_1 / Q5_1 keep 9 accumulators per (row, token), as llama.cpp's x86
@@ -264,8 +267,7 @@ struct KindK4 {
       p.sc[j] = scale;
       p.mins[j] = pair16_of<V>(min, min);
     }
-    p.d = V::gather_f16(g, off, false);
-    p.dmin = V::gather_f16(g, off, true);
+    V::gather_f16_pair(g, off, p.d, p.dmin);
   }
 
   // As ref dot_k4_superblock: isum = Σ_j sc_j · (q_j · x_j), summins = Σ_j m_j · (bsums of
@@ -349,8 +351,7 @@ struct KindQ2K {
       p.sc_pair[i] =
           pair16_of<V>(V::srli32(byte_of<V>(w, 2 * i), 4), V::srli32(byte_of<V>(w, 2 * i + 1), 4));
     }
-    p.d = V::gather_f16(g, off + offsetof(BlockQ2K, d), false);
-    p.dmin = V::gather_f16(g, off + offsetof(BlockQ2K, d), true);
+    V::gather_f16_pair(g, off + offsetof(BlockQ2K, d), p.d, p.dmin);
   }
 
   // As ref vec_dot_q2_K_q8_K: acc + ((dx d) isum - (dx dmin) summins).

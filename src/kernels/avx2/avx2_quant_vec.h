@@ -92,16 +92,26 @@ struct Vec256 {
   static I gather_u32(const Group& g, size_t off) {
     return _mm256_i32gather_epi32(reinterpret_cast<const int*>(g.row[0] + off), g.offsets, 1);
   }
-  // The f16 at row[r] + off (low half) or + off + 2 (high half) for each row, as floats.
-  static F gather_f16(const Group& g, size_t off, bool high) {
-    I v = gather_u32(g, off);
-    if (high) v = _mm256_srli_epi32(v, 16);
-    // The low 16 bits of each lane, packed into 8 halves: bytes 0-1, 4-5, 8-9, 12-13 of each
-    // 128-bit half, then the two halves' low 64 bits side by side.
+  // The low 16 bits of each lane as an f16, converted: bytes 0-1, 4-5, 8-9, 12-13 of each
+  // 128-bit half, then the two halves' low 64 bits side by side.
+  static F f16_lanes(I v) {
     const I pick = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1, 0, 1,
                                     4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1);
     const I halves = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(v, pick), 0x08);
     return _mm256_cvtph_ps(_mm256_castsi256_si128(halves));
+  }
+  // The f16 at row[r] + off (low half) or + off + 2 (high half) for each row, as floats.
+  static F gather_f16(const Group& g, size_t off, bool high) {
+    I v = gather_u32(g, off);
+    if (high) v = _mm256_srli_epi32(v, 16);
+    return f16_lanes(v);
+  }
+
+  // Both f16 of the 4 bytes at row[r] + off, from one gather.
+  static void gather_f16_pair(const Group& g, size_t off, F& lo, F& hi) {
+    const I v = gather_u32(g, off);
+    lo = f16_lanes(v);
+    hi = f16_lanes(_mm256_srli_epi32(v, 16));
   }
 
   static I load(const int32_t* p) { return _mm256_load_si256(reinterpret_cast<const __m256i*>(p)); }

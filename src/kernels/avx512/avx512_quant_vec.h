@@ -108,6 +108,13 @@ struct Vec512 {
     return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(v));
   }
 
+  // Both f16 of the 4 bytes at row[r] + off, from one gather.
+  static void gather_f16_pair(const Group& g, size_t off, F& lo, F& hi) {
+    const I v = gather_u32(g, off);
+    lo = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(v));
+    hi = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(v, 16)));
+  }
+
   static I load(const int32_t* p) { return _mm512_load_si512(p); }
   static I bcast(const void* p) {
     int32_t v;
