@@ -39,6 +39,7 @@ void register_make_model_command(CLI::App& app, CommandRegistry& registry);
 void register_quantize_command(CLI::App& app, CommandRegistry& registry);
 void register_perplexity_command(CLI::App& app, CommandRegistry& registry);
 void register_bench_command(CLI::App& app, CommandRegistry& registry);
+void register_serve_command(CLI::App& app, CommandRegistry& registry);
 
 inline void register_all_commands(CLI::App& app, CommandRegistry& registry) {
   register_info_command(app, registry);
@@ -51,6 +52,7 @@ inline void register_all_commands(CLI::App& app, CommandRegistry& registry) {
   register_quantize_command(app, registry);
   register_perplexity_command(app, registry);
   register_bench_command(app, registry);
+  register_serve_command(app, registry);
 }
 
 }  // namespace minfer::app

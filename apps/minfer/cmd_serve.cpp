@@ -1,0 +1,213 @@
+// `minfer serve`: the OpenAI-compatible HTTP server (src/server/) over the batch scheduler.
+// The port is taken first (/health answers 503 while the model loads), then the model loads;
+// SIGINT/SIGTERM stop new requests, let running ones finish for a few seconds, cancel the rest
+// and exit 0.
+#include <pthread.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "commands.h"
+#include "engine/conversation.h"
+#include "engine/scheduler.h"
+#include "engine/setup.h"
+#include "kernels/dispatch.h"
+#include "kernels/thread_pool.h"
+#include "server/http_server.h"
+
+namespace minfer::app {
+
+namespace {
+
+struct ServeFlags {
+  std::string model_path;
+  std::string alias;
+  server::ServerOptions http;
+  engine::SchedulerOptions sched;
+  int64_t n_ctx_seq = 0;
+  std::string cache_type;
+  bool no_prefix_cache = false;
+  double drain_s = 3.0;
+};
+
+struct Loaded {
+  std::unique_ptr<Model> model;
+  std::unique_ptr<Tokenizer> tokenizer;
+  std::unique_ptr<chat::ChatTemplate> chat_template;
+  std::unique_ptr<engine::Scheduler> scheduler;
+};
+
+Result<Loaded> load(ServeFlags& f) {
+  MINFER_RETURN_IF_ERROR(kernels::init_kernels());
+  Loaded l;
+  if (!f.cache_type.empty()) {
+    MINFER_ASSIGN_OR_RETURN(f.sched.cache_type, parse_kv_cell_type(f.cache_type));
+  } else {
+    MINFER_ASSIGN_OR_RETURN(f.sched.cache_type, kv_cell_type_from_env());
+  }
+  MINFER_ASSIGN_OR_RETURN(l.model, Model::load(f.model_path));
+  MINFER_ASSIGN_OR_RETURN(l.tokenizer, Tokenizer::from_gguf(l.model->file()));
+  MINFER_ASSIGN_OR_RETURN(chat::ChatTemplate tmpl, engine::load_chat_template(l.model->file()));
+  l.chat_template = std::make_unique<chat::ChatTemplate>(std::move(tmpl));
+  const int64_t n_ctx_train = l.model->config().n_ctx_train;
+  int64_t n_ctx = f.n_ctx_seq > 0
+                      ? f.n_ctx_seq
+                      : std::max<int64_t>(2, std::min(n_ctx_train, engine::kDefaultMaxCtx));
+  if (f.sched.n_ctx_total > 0) n_ctx = std::min(n_ctx, f.sched.n_ctx_total);
+  f.sched.n_ctx = n_ctx;
+  f.sched.prefix_cache = !f.no_prefix_cache;
+  MINFER_ASSIGN_OR_RETURN(l.scheduler, engine::Scheduler::create(*l.model, *l.tokenizer, f.sched));
+  l.scheduler->start();
+  return l;
+}
+
+int run_serve(ServeFlags& f) {
+  // Signals are taken by sigwait on this thread; every thread started below inherits the mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGUSR1);  // the loader's "done" (success or failure)
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);  // a client that left: writes fail instead
+
+  server::HttpServer http(f.http);
+  if (Status st = http.bind(); !st.is_ok()) {
+    fmt::print(stderr, "minfer serve: {}\n", st.message());
+    return 1;
+  }
+  fmt::print(stderr, "minfer serve: listening on http://{}:{}\n", f.http.host, http.port());
+  std::fflush(stderr);
+  std::thread serve_thread([&] { http.serve(); });
+
+  Loaded loaded;
+  Status load_status;
+  std::atomic<bool> load_done{false};
+  std::thread loader([&] {
+    Result<Loaded> r = load(f);
+    if (r.is_ok()) {
+      loaded = std::move(r).value();
+      server::Backend b;
+      b.model = loaded.model.get();
+      b.tokenizer = loaded.tokenizer.get();
+      b.chat_template = loaded.chat_template.get();
+      b.scheduler = loaded.scheduler.get();
+      b.model_name =
+          !f.alias.empty() ? f.alias : std::filesystem::path(f.model_path).filename().string();
+      http.set_backend(b);
+      fmt::print(stderr,
+                 "minfer serve: ready: {} ({} sequences of up to {} tokens, KV budget {} "
+                 "positions, {} threads)\n",
+                 b.model_name, f.sched.n_parallel, f.sched.n_ctx,
+                 loaded.scheduler->cache().config().max_blocks *
+                     loaded.scheduler->cache().config().block_size,
+                 f.sched.n_threads > 0 ? f.sched.n_threads : kernels::default_thread_count());
+    } else {
+      load_status = r.status();
+    }
+    std::fflush(stderr);
+    load_done.store(true);
+    kill(getpid(), SIGUSR1);
+  });
+
+  int exit_code = 0;
+  while (true) {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    if (sig == SIGUSR1) {
+      if (load_done.load() && !load_status.is_ok()) {
+        fmt::print(stderr, "minfer serve: {}\n", load_status.message());
+        exit_code = 1;
+        break;
+      }
+      continue;
+    }
+    fmt::print(stderr, "minfer serve: {} received, finishing {} requests\n",
+               sig == SIGINT ? "SIGINT" : "SIGTERM", http.n_in_flight());
+    std::fflush(stderr);
+    break;
+  }
+  loader.join();
+  http.begin_drain();
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::milliseconds(static_cast<int>(f.drain_s * 1000));
+  while (http.n_in_flight() > 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  http.cancel_all();
+  if (loaded.scheduler) loaded.scheduler->stop();  // ends whatever is left
+  const auto cancel_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (http.n_in_flight() > 0 && std::chrono::steady_clock::now() < cancel_deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  http.stop();
+  serve_thread.join();
+  fmt::print(stderr, "minfer serve: stopped\n");
+  return exit_code;
+}
+
+}  // namespace
+
+void register_serve_command(CLI::App& app, CommandRegistry& registry) {
+  auto flags = std::make_shared<ServeFlags>();
+  CLI::App* cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server with batching");
+  ServeFlags& f = *flags;
+  cmd->add_option("-m,--model", f.model_path, "GGUF model file")->required();
+  cmd->add_option("-a,--alias", f.alias, "model name in responses (default: the file name)");
+  cmd->add_option("--host", f.http.host, "address to listen on (default 127.0.0.1)");
+  cmd->add_option("--port", f.http.port, "port (default 8080; 0: any free port)");
+  cmd->add_option("--parallel", f.sched.n_parallel,
+                  "sequences decoded together (default 4; also -np N)");
+  cmd->add_option("-c,--ctx-size", f.sched.n_ctx_total,
+                  "KV budget in positions for all sequences (default: parallel x per-sequence)");
+  cmd->add_option("--ctx-per-seq", f.n_ctx_seq,
+                  "positions one sequence may use (default: the model's, at most 4096)");
+  cmd->add_option("-b,--batch-size", f.sched.token_budget,
+                  "most tokens one step computes (default 512)");
+  cmd->add_option("--block-size", f.sched.block_size, "KV positions per block (default 16)");
+  cmd->add_option("--cache-type", f.cache_type,
+                  "KV cell type: f32, f16, q8_0 (default f32 or MINFER_CACHE_TYPE)");
+  cmd->add_option("-t,--threads", f.sched.n_threads, "threads (default: all cores)");
+  cmd->add_option("--api-key", f.http.api_key, "require 'Authorization: Bearer KEY'");
+  cmd->add_option("--max-queue", f.sched.max_queue,
+                  "requests that may wait beyond the running ones (default 64)");
+  cmd->add_flag("--no-prefix-cache", f.no_prefix_cache, "do not reuse cached prompt prefixes");
+  cmd->add_option("--timeout", f.http.read_timeout_s,
+                  "seconds a client may stall while sending or receiving (default 10)");
+  cmd->add_option("--max-body", f.http.max_body_bytes, "largest request body in bytes (8 MiB)");
+  cmd->add_option("--http-threads", f.http.n_http_threads,
+                  "connections served at once (default 64)");
+  cmd->add_option("--drain", f.drain_s,
+                  "seconds running requests may finish after SIGTERM (default 3)");
+  // llama.cpp spells --parallel "-np", a multi-letter single-dash name CLI11 cannot declare: it
+  // arrives as an extra argument, and any other extra is an error.
+  cmd->allow_extras();
+  registry.add(cmd, [flags, cmd] {
+    const std::vector<std::string> extras = cmd->remaining();
+    for (size_t i = 0; i < extras.size(); ++i) {
+      int value = 0;
+      if (extras[i] == "-np" && i + 1 < extras.size() &&
+          std::sscanf(extras[i + 1].c_str(), "%d", &value) == 1 && value > 0) {
+        flags->sched.n_parallel = value;
+        ++i;
+        continue;
+      }
+      fmt::print(stderr, "minfer serve: unknown or incomplete argument '{}' (see --help)\n",
+                 extras[i]);
+      return 1;
+    }
+    flags->http.write_timeout_s = flags->http.read_timeout_s;
+    return run_serve(*flags);
+  });
+}
+
+}  // namespace minfer::app

@@ -1,0 +1,92 @@
+// The OpenAI-compatible HTTP server (DESIGN.md §4 "Server") over cpp-httplib: the endpoints, auth,
+// validation to OpenAI error JSON, streaming (SSE), disconnect detection, metrics and draining.
+// It is a thin client of the engine: requests become Scheduler requests, events become responses.
+//
+//   HttpServer server(options);
+//   server.bind();                       // the port is taken; /health answers 503
+//   std::thread t([&] { server.serve(); });
+//   server.set_backend(backend);         // the model is loaded; /health answers 200
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+
+#include "chat/chat_template.h"
+#include "core/status.h"
+#include "engine/scheduler.h"
+#include "models/model.h"
+#include "server/metrics.h"
+#include "tokenizer/tokenizer.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace minfer::server {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 8080;                   // 0: any free port (see port())
+  std::string api_key;               // empty: no authentication
+  size_t max_body_bytes = 8u << 20;  // larger bodies get 413
+  int read_timeout_s = 10;           // a stalled or truncated request is dropped after it
+  int write_timeout_s = 10;          // a client that stops reading is dropped after it
+  int n_http_threads = 64;           // connections served at once
+};
+
+// What the server serves once the model is loaded; every pointer outlives the server.
+struct Backend {
+  const Model* model = nullptr;
+  const Tokenizer* tokenizer = nullptr;
+  const chat::ChatTemplate* chat_template = nullptr;
+  engine::Scheduler* scheduler = nullptr;
+  std::string model_name;
+};
+
+class HttpServer {
+ public:
+  explicit HttpServer(ServerOptions options);
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Takes the port. Error: the address is in use or invalid.
+  Status bind();
+  int port() const { return port_; }
+  // Serves until stop(); call after bind().
+  void serve();
+  // From now on /health is 200 and generation requests run.
+  void set_backend(const Backend& backend);
+  // New generation requests get 503; requests in flight go on.
+  void begin_drain();
+  // Requests running or waiting (generation endpoints).
+  int64_t n_in_flight() const;
+  // Cancels every request in flight (they end within a scheduler step).
+  void cancel_all();
+  // Stops accepting and makes serve() return once connections are done.
+  void stop();
+
+  Metrics& metrics() { return metrics_; }
+
+ private:
+  struct Call;
+  void install_routes();
+  const Backend* ready_backend() const;
+
+  ServerOptions options_;
+  std::unique_ptr<httplib::Server> http_;
+  int port_ = 0;
+  Metrics metrics_;
+  std::atomic<bool> ready_{false};
+  std::atomic<bool> draining_{false};
+  Backend backend_;
+  mutable std::mutex calls_mu_;
+  std::set<std::shared_ptr<engine::RequestHandle>> in_flight_;
+  std::atomic<int64_t> next_id_{1};
+};
+
+}  // namespace minfer::server

@@ -1,0 +1,437 @@
+#include "server/openai_api.h"
+
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+
+namespace minfer::server {
+
+Json ApiError::to_json() const {
+  Json e;
+  e["message"] = message;
+  e["type"] = type;
+  e["param"] = param.empty() ? Json(nullptr) : Json(param);
+  e["code"] = code.empty() ? Json(nullptr) : Json(code);
+  return Json{{"error", e}};
+}
+
+ApiError bad_request(std::string message, std::string param, std::string code) {
+  ApiError e;
+  e.status = 400;
+  e.message = std::move(message);
+  e.param = std::move(param);
+  e.code = std::move(code);
+  return e;
+}
+
+std::string dump(const Json& j) {
+  return j.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+namespace {
+
+const char* type_name(const Json& v) {
+  if (v.is_null()) return "null";
+  if (v.is_boolean()) return "boolean";
+  if (v.is_number_integer()) return "integer";
+  if (v.is_number()) return "number";
+  if (v.is_string()) return "string";
+  if (v.is_array()) return "array";
+  return "object";
+}
+
+ApiError wrong_type(const std::string& field, const char* expected, const Json& v) {
+  return bad_request(fmt::format("[server] '{}' must be {}, got {}", field, expected, type_name(v)),
+                     field, "invalid_type");
+}
+
+// Optional fields: absent or null leave `out` unchanged.
+std::optional<ApiError> get_number(const Json& body, const std::string& field, double lo, double hi,
+                                   float& out) {
+  auto it = body.find(field);
+  if (it == body.end() || it->is_null()) return std::nullopt;
+  if (!it->is_number()) return wrong_type(field, "a number", *it);
+  const double v = it->get<double>();
+  if (!std::isfinite(v) || v < lo || v > hi) {
+    return bad_request(fmt::format("[server] '{}' must be in [{}, {}], got {}", field, lo, hi, v),
+                       field, "invalid_value");
+  }
+  out = static_cast<float>(v);
+  return std::nullopt;
+}
+
+std::optional<ApiError> get_integer(const Json& body, const std::string& field, int64_t lo,
+                                    int64_t hi, int64_t& out, bool& present) {
+  auto it = body.find(field);
+  present = false;
+  if (it == body.end() || it->is_null()) return std::nullopt;
+  if (!it->is_number_integer()) return wrong_type(field, "an integer", *it);
+  if (it->is_number_unsigned() && it->get<uint64_t>() > static_cast<uint64_t>(hi)) {
+    return bad_request(fmt::format("[server] '{}' must be in [{}, {}], got {}", field, lo, hi,
+                                   it->get<uint64_t>()),
+                       field, "invalid_value");
+  }
+  const int64_t v = it->get<int64_t>();
+  if (v < lo || v > hi) {
+    return bad_request(fmt::format("[server] '{}' must be in [{}, {}], got {}", field, lo, hi, v),
+                       field, "invalid_value");
+  }
+  out = v;
+  present = true;
+  return std::nullopt;
+}
+
+std::optional<ApiError> get_bool(const Json& body, const std::string& field, bool& out) {
+  auto it = body.find(field);
+  if (it == body.end() || it->is_null()) return std::nullopt;
+  if (!it->is_boolean()) return wrong_type(field, "a boolean", *it);
+  out = it->get<bool>();
+  return std::nullopt;
+}
+
+// A message's content as the template sees it: a string, or the text parts of an array joined.
+std::optional<ApiError> normalise_content(const Json& content, size_t index, Json& out) {
+  const std::string field = fmt::format("messages[{}].content", index);
+  if (content.is_null() || content.is_string()) {
+    out = content;
+    return std::nullopt;
+  }
+  if (!content.is_array()) return wrong_type(field, "a string or an array of parts", content);
+  std::string text;
+  for (const Json& part : content) {
+    if (!part.is_object() || !part.contains("type") || part["type"] != "text" ||
+        !part.contains("text") || !part["text"].is_string()) {
+      return bad_request(fmt::format("[server] '{}': only parts {{\"type\": \"text\", \"text\": "
+                                     "string}} are supported",
+                                     field),
+                         field, "invalid_value");
+    }
+    text += part["text"].get<std::string>();
+  }
+  out = text;
+  return std::nullopt;
+}
+
+std::optional<ApiError> parse_messages(const Json& body, Json& out) {
+  auto it = body.find("messages");
+  if (it == body.end() || it->is_null()) {
+    return bad_request("[server] 'messages' is required", "messages", "missing_required_parameter");
+  }
+  if (!it->is_array()) return wrong_type("messages", "an array", *it);
+  if (it->empty()) {
+    return bad_request("[server] 'messages' must hold at least one message", "messages",
+                       "invalid_value");
+  }
+  out = Json::array();
+  for (size_t i = 0; i < it->size(); ++i) {
+    const Json& m = (*it)[i];
+    const std::string field = fmt::format("messages[{}]", i);
+    if (!m.is_object()) return wrong_type(field, "an object", m);
+    if (!m.contains("role") || !m["role"].is_string()) {
+      return bad_request(fmt::format("[server] '{}.role' must be a string", field), field + ".role",
+                         "invalid_value");
+    }
+    std::string role = m["role"].get<std::string>();
+    if (role == "developer") role = "system";  // OpenAI's newer name for the system role
+    if (role != "system" && role != "user" && role != "assistant" && role != "tool") {
+      return bad_request(fmt::format("[server] '{}.role' must be one of system, developer, user, "
+                                     "assistant, tool; got '{}'",
+                                     field, role),
+                         field + ".role", "invalid_value");
+    }
+    Json msg = m;
+    msg["role"] = role;
+    if (!m.contains("content") && !(role == "assistant" && m.contains("tool_calls"))) {
+      return bad_request(fmt::format("[server] '{}.content' is required", field),
+                         field + ".content", "missing_required_parameter");
+    }
+    if (m.contains("content")) {
+      Json content;
+      if (auto e = normalise_content(m["content"], i, content)) return e;
+      if (content.is_null() && role != "assistant") {
+        return bad_request(fmt::format("[server] '{}.content' must not be null", field),
+                           field + ".content", "invalid_value");
+      }
+      msg["content"] = content;
+    }
+    out.push_back(std::move(msg));
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> parse_prompt(const Json& body, int32_t n_vocab, ParsedRequest& out) {
+  auto it = body.find("prompt");
+  if (it == body.end() || it->is_null()) {
+    return bad_request("[server] 'prompt' is required", "prompt", "missing_required_parameter");
+  }
+  if (it->is_string()) {
+    out.prompt_text = it->get<std::string>();
+    if (out.prompt_text.empty()) {
+      return bad_request("[server] 'prompt' must not be empty", "prompt", "invalid_value");
+    }
+    return std::nullopt;
+  }
+  // One prompt given as a list: [string] or [ids] or ids.
+  const Json* p = &*it;
+  if (p->is_array() && p->size() == 1 && ((*p)[0].is_string() || (*p)[0].is_array())) {
+    p = &(*p)[0];
+    if (p->is_string()) {
+      out.prompt_text = p->get<std::string>();
+      if (out.prompt_text.empty()) {
+        return bad_request("[server] 'prompt' must not be empty", "prompt", "invalid_value");
+      }
+      return std::nullopt;
+    }
+  }
+  if (!p->is_array()) return wrong_type("prompt", "a string or an array of token ids", *p);
+  if (p->empty()) return bad_request("[server] 'prompt' must not be empty", "prompt");
+  for (const Json& id : *p) {
+    if (!id.is_number_integer()) {
+      return bad_request(
+          "[server] 'prompt' holds more than one prompt or a non-integer token id "
+          "(one prompt per request: a string or an array of token ids)",
+          "prompt", "invalid_value");
+    }
+    const int64_t v = id.get<int64_t>();
+    if (v < 0 || v >= n_vocab) {
+      return bad_request(fmt::format("[server] token id {} in 'prompt' is out of range: expected "
+                                     "0..{}",
+                                     v, n_vocab - 1),
+                         "prompt", "invalid_value");
+    }
+    out.prompt_ids.push_back(static_cast<int32_t>(v));
+  }
+  out.prompt_is_ids = true;
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<ApiError> parse_request(const Json& body, Endpoint endpoint, int32_t n_vocab,
+                                      ParsedRequest& out) {
+  if (!body.is_object()) return wrong_type("body", "a JSON object", body);
+  out.endpoint = endpoint;
+  if (auto it = body.find("model"); it != body.end() && !it->is_null() && !it->is_string()) {
+    return wrong_type("model", "a string", *it);
+  }
+  if (auto it = body.find("user"); it != body.end() && !it->is_null() && !it->is_string()) {
+    return wrong_type("user", "a string", *it);
+  }
+  if (endpoint == Endpoint::kChat) {
+    if (auto e = parse_messages(body, out.messages)) return e;
+  } else {
+    if (auto e = parse_prompt(body, n_vocab, out)) return e;
+  }
+
+  engine::RequestParams& p = out.params;
+  bool present = false;
+  int64_t v = 0;
+  for (const char* field : {"max_tokens", "max_completion_tokens", "n_predict"}) {
+    auto it = body.find(field);
+    if (it != body.end() && it->is_number_integer() && it->get<int64_t>() <= 0) {
+      return bad_request(
+          fmt::format("[server] '{}' must be at least 1, got {}", field, it->get<int64_t>()), field,
+          "invalid_value");
+    }
+    if (auto e = get_integer(body, field, 1, std::numeric_limits<int32_t>::max(), v, present)) {
+      return e;
+    }
+    if (present) p.max_tokens = v;
+  }
+  if (auto e = get_integer(body, "n", 1, 1, v, present)) {
+    e->message = "[server] only 'n' = 1 is supported";
+    return e;
+  }
+  if (auto e = get_number(body, "temperature", 0.0, 2.0, p.sampling.temperature)) return e;
+  if (auto e = get_number(body, "top_p", 0.0, 1.0, p.sampling.top_p)) return e;
+  if (auto e = get_number(body, "min_p", 0.0, 1.0, p.sampling.min_p)) return e;
+  if (auto e = get_number(body, "presence_penalty", -2.0, 2.0, p.sampling.presence_penalty)) {
+    return e;
+  }
+  if (auto e = get_number(body, "frequency_penalty", -2.0, 2.0, p.sampling.frequency_penalty)) {
+    return e;
+  }
+  if (auto e = get_number(body, "repeat_penalty", 0.0, 10.0, p.sampling.repeat_penalty)) return e;
+  if (auto it = body.find("repeat_penalty");
+      it != body.end() && it->is_number() && it->get<double>() <= 0.0) {
+    return bad_request("[server] 'repeat_penalty' must be > 0", "repeat_penalty", "invalid_value");
+  }
+  if (auto e = get_integer(body, "top_k", -1, n_vocab, v, present)) return e;
+  if (present) p.sampling.top_k = static_cast<int32_t>(v);
+  if (auto e = get_integer(body, "seed", std::numeric_limits<int64_t>::min(),
+                           std::numeric_limits<int64_t>::max(), v, present)) {
+    return e;
+  }
+  if (auto it = body.find("seed"); it != body.end() && it->is_number_unsigned()) {
+    p.sampling.seed = it->get<uint64_t>();
+  } else if (present) {
+    p.sampling.seed = static_cast<uint64_t>(v);
+  }
+
+  // stop: a string or a list of strings.
+  if (auto it = body.find("stop"); it != body.end() && !it->is_null()) {
+    if (it->is_string()) {
+      p.stops.push_back(it->get<std::string>());
+    } else if (it->is_array()) {
+      if (it->size() > 16) {
+        return bad_request("[server] 'stop' may hold at most 16 strings", "stop", "invalid_value");
+      }
+      for (const Json& s : *it) {
+        if (!s.is_string()) return wrong_type("stop[]", "a string", s);
+        p.stops.push_back(s.get<std::string>());
+      }
+    } else {
+      return wrong_type("stop", "a string or an array of strings", *it);
+    }
+  }
+
+  // logprobs: chat has a boolean and top_logprobs; completions an integer count.
+  if (endpoint == Endpoint::kChat) {
+    if (auto e = get_bool(body, "logprobs", out.logprobs)) return e;
+    if (auto e = get_integer(body, "top_logprobs", 0, engine::kMaxTopLogprobs, v, present)) {
+      return e;
+    }
+    if (present && !out.logprobs) {
+      return bad_request("[server] 'top_logprobs' needs 'logprobs' set to true", "top_logprobs",
+                         "invalid_value");
+    }
+    if (out.logprobs) p.top_logprobs = present ? static_cast<int32_t>(v) : 0;
+  } else {
+    if (auto e = get_integer(body, "logprobs", 0, 5, v, present)) return e;
+    if (present) {
+      out.logprobs = true;
+      p.top_logprobs = static_cast<int32_t>(v);
+    }
+    bool echo = false;
+    if (auto e = get_bool(body, "echo", echo)) return e;
+    if (echo) return bad_request("[server] 'echo' is not supported", "echo", "unsupported");
+  }
+
+  if (auto it = body.find("logit_bias"); it != body.end() && !it->is_null()) {
+    if (!it->is_object()) return wrong_type("logit_bias", "an object of token id → bias", *it);
+    for (const auto& [key, bias] : it->items()) {
+      char* end = nullptr;
+      const long id = std::strtol(key.c_str(), &end, 10);
+      if (key.empty() || *end != '\0' || id < 0 || id >= n_vocab) {
+        return bad_request(fmt::format("[server] 'logit_bias' key '{}' is not a token id in "
+                                       "0..{}",
+                                       key, n_vocab - 1),
+                           "logit_bias", "invalid_value");
+      }
+      if (!bias.is_number() || !std::isfinite(bias.get<double>()) ||
+          std::fabs(bias.get<double>()) > 100.0) {
+        return bad_request(fmt::format("[server] 'logit_bias' of token {} must be a number in "
+                                       "[-100, 100]",
+                                       id),
+                           "logit_bias", "invalid_value");
+      }
+      p.sampling.logit_bias.emplace_back(static_cast<int32_t>(id), bias.get<float>());
+    }
+  }
+
+  if (auto it = body.find("response_format"); it != body.end() && !it->is_null()) {
+    if (!it->is_object() || !it->contains("type") || !(*it)["type"].is_string()) {
+      return wrong_type("response_format", "an object with a string 'type'", *it);
+    }
+    const std::string type = (*it)["type"].get<std::string>();
+    if (type == "json_schema") {
+      return bad_request(
+          "[server] response_format 'json_schema' is not supported yet (use "
+          "'json_object' or 'text')",
+          "response_format", "unsupported");
+    }
+    if (type != "text" && type != "json_object") {
+      return bad_request(fmt::format("[server] response_format type must be 'text', "
+                                     "'json_object' or 'json_schema', got '{}'",
+                                     type),
+                         "response_format", "invalid_value");
+    }
+  }
+
+  if (auto e = get_bool(body, "stream", out.stream)) return e;
+  if (auto it = body.find("stream_options"); it != body.end() && !it->is_null()) {
+    if (!it->is_object()) return wrong_type("stream_options", "an object", *it);
+    if (auto e = get_bool(*it, "include_usage", out.include_usage)) {
+      e->param = "stream_options.include_usage";
+      return e;
+    }
+  }
+  return std::nullopt;
+}
+
+const char* openai_finish_reason(engine::FinishReason reason) {
+  switch (reason) {
+    case engine::FinishReason::kEog:
+    case engine::FinishReason::kStop:
+    case engine::FinishReason::kCancelled:
+      return "stop";
+    case engine::FinishReason::kLength:
+    case engine::FinishReason::kContext:
+      return "length";
+  }
+  return "stop";
+}
+
+Json usage_json(const engine::RequestStats& s) {
+  Json u;
+  u["prompt_tokens"] = s.n_prompt;
+  u["completion_tokens"] = s.n_generated;
+  u["total_tokens"] = s.n_prompt + s.n_generated;
+  u["prompt_tokens_details"] = Json{{"cached_tokens", s.n_cached}};
+  return u;
+}
+
+namespace {
+
+Json bytes_of(const std::string& piece) {
+  Json b = Json::array();
+  for (const unsigned char c : piece) b.push_back(static_cast<int>(c));
+  return b;
+}
+
+}  // namespace
+
+Json chat_logprobs_json(const Tokenizer& tokenizer, const std::vector<engine::SampledToken>& toks) {
+  Json content = Json::array();
+  for (const engine::SampledToken& t : toks) {
+    const std::string piece = tokenizer.token_to_piece(t.token);
+    Json top = Json::array();
+    for (const engine::TokenLogprob& alt : t.top) {
+      const std::string alt_piece = tokenizer.token_to_piece(alt.token);
+      top.push_back(
+          Json{{"token", alt_piece}, {"logprob", alt.logprob}, {"bytes", bytes_of(alt_piece)}});
+    }
+    content.push_back(Json{{"token", piece},
+                           {"logprob", t.logprob},
+                           {"bytes", bytes_of(piece)},
+                           {"top_logprobs", top}});
+  }
+  return Json{{"content", content}};
+}
+
+Json completion_logprobs_json(const Tokenizer& tokenizer,
+                              const std::vector<engine::SampledToken>& toks, int64_t text_offset) {
+  Json tokens = Json::array();
+  Json token_logprobs = Json::array();
+  Json top_logprobs = Json::array();
+  Json offsets = Json::array();
+  for (const engine::SampledToken& t : toks) {
+    const std::string piece = tokenizer.token_to_piece(t.token);
+    tokens.push_back(piece);
+    token_logprobs.push_back(t.logprob);
+    Json top = Json::object();
+    for (const engine::TokenLogprob& alt : t.top) {
+      top[tokenizer.token_to_piece(alt.token)] = alt.logprob;
+    }
+    top_logprobs.push_back(top);
+    offsets.push_back(text_offset);
+    text_offset += static_cast<int64_t>(piece.size());
+  }
+  return Json{{"tokens", tokens},
+              {"token_logprobs", token_logprobs},
+              {"top_logprobs", top_logprobs},
+              {"text_offset", offsets}};
+}
+
+}  // namespace minfer::server

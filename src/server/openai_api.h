@@ -1,0 +1,69 @@
+// The OpenAI-compatible wire format: request bodies checked and turned into scheduler requests,
+// and the response / stream-chunk / error JSON built from what the scheduler produced.
+// https://platform.openai.com/docs/api-reference/chat, .../completions
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/request.h"
+#include "tokenizer/tokenizer.h"
+
+namespace minfer::server {
+
+using Json = nlohmann::ordered_json;
+
+// An error as an HTTP status and OpenAI's error object.
+struct ApiError {
+  int status = 400;
+  std::string message;
+  std::string type = "invalid_request_error";
+  std::string param;  // the offending field ("" → null)
+  std::string code;   // a machine-readable code ("" → null)
+
+  Json to_json() const;
+};
+
+ApiError bad_request(std::string message, std::string param = "", std::string code = "");
+
+enum class Endpoint { kChat, kCompletion };
+
+// A checked request body: everything but the prompt tokens, which need the template/tokenizer.
+struct ParsedRequest {
+  Endpoint endpoint = Endpoint::kChat;
+  engine::RequestParams params;  // prompt left empty
+  bool stream = false;
+  bool include_usage = false;       // stream_options.include_usage
+  bool logprobs = false;            // chat: logprobs true; completions: logprobs given
+  Json messages;                    // chat: the messages, normalised for the template
+  std::string prompt_text;          // completions: a string prompt
+  std::vector<int32_t> prompt_ids;  // completions: a token-id prompt
+  bool prompt_is_ids = false;
+};
+
+// Checks the fields of a /v1/chat/completions or /v1/completions body (types, ranges, roles).
+// n_vocab bounds token ids in prompts and logit_bias.
+std::optional<ApiError> parse_request(const Json& body, Endpoint endpoint, int32_t n_vocab,
+                                      ParsedRequest& out);
+
+// "stop" for an end-of-generation token or a stop string, "length" for max_tokens or a full
+// context.
+const char* openai_finish_reason(engine::FinishReason reason);
+
+// The usage object: prompt/completion/total tokens and prompt_tokens_details.cached_tokens.
+Json usage_json(const engine::RequestStats& stats);
+
+// The logprobs of some tokens in each endpoint's shape: chat {"content": [...]}, completions
+// {"tokens", "token_logprobs", "top_logprobs", "text_offset"}.
+Json chat_logprobs_json(const Tokenizer& tokenizer, const std::vector<engine::SampledToken>& toks);
+Json completion_logprobs_json(const Tokenizer& tokenizer,
+                              const std::vector<engine::SampledToken>& toks, int64_t text_offset);
+
+// JSON text for the wire: invalid UTF-8 (a token piece can end mid-character) becomes U+FFFD.
+std::string dump(const Json& j);
+
+}  // namespace minfer::server
