@@ -1,0 +1,112 @@
+// Starts a real `minfer serve` on a free loopback port for the tests in this folder.
+// MINFER_BIN: the binary (default <repo>/build/minfer); MINFER_TEST_DATA: the shared data folder
+// (default <repo>/../shared). Tests skip when the model is missing.
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const repo = path.resolve(here, '../../..');
+
+export const minferBin = process.env.MINFER_BIN || path.join(repo, 'build', 'minfer');
+export const testData = process.env.MINFER_TEST_DATA || path.resolve(repo, '..', 'shared');
+export const modelPath = path.join(testData, 'models', 'qwen2.5-qwentok-tiny-q8_0.gguf');
+export const haveModel = existsSync(modelPath) && existsSync(minferBin);
+export const skipReason = haveModel ? false : `needs ${minferBin} and ${modelPath}`;
+
+// Spawns the server and resolves once /health would answer 200.
+export async function startServer(extraArgs = []) {
+  const args = ['serve', '-m', modelPath, '--port', '0', '-t', '2', ...extraArgs];
+  const proc = spawn(minferBin, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  const exited = new Promise((resolve) => proc.on('exit', (code, signal) => resolve({ code, signal })));
+  const url = await new Promise((resolve, reject) => {
+    let listening = null;
+    const timer = setTimeout(() => reject(new Error(`server did not start:\n${stderr}`)), 30000);
+    proc.stderr.on('data', (d) => {
+      stderr += d.toString();
+      const m = stderr.match(/listening on (http:\/\/[0-9.]+:\d+)/);
+      if (m) listening = m[1];
+      if (listening && stderr.includes('minfer serve: ready')) {
+        clearTimeout(timer);
+        resolve(listening);
+      }
+    });
+    proc.on('exit', () => {
+      clearTimeout(timer);
+      reject(new Error(`server exited early:\n${stderr}`));
+    });
+  });
+  return {
+    url,
+    port: Number(new URL(url).port),
+    proc,
+    stderr: () => stderr,
+    exited,
+    // SIGTERM, then the exit status ({code, signal}).
+    async stop() {
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGTERM');
+      const timer = setTimeout(() => proc.kill('SIGKILL'), 15000);
+      const r = await exited;
+      clearTimeout(timer);
+      return r;
+    },
+  };
+}
+
+export async function postJson(url, body, headers = {}) {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  const text = await res.text();
+  let json = null;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = null;
+  }
+  return { status: res.status, json, text, headers: res.headers };
+}
+
+// Reads an SSE response to the end: the parsed data events and whether [DONE] came last.
+export async function readSse(res) {
+  const text = await res.text();
+  const events = [];
+  let done = false;
+  for (const block of text.split('\n\n')) {
+    const line = block.trim();
+    if (!line) continue;
+    if (!line.startsWith('data: ')) throw new Error(`not an SSE data line: ${line}`);
+    const data = line.slice(6);
+    if (data === '[DONE]') {
+      done = true;
+      continue;
+    }
+    if (done) throw new Error('data after [DONE]');
+    events.push(JSON.parse(data));
+  }
+  return { events, done };
+}
+
+export async function metrics(url) {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const values = {};
+  for (const line of text.split('\n')) {
+    if (!line || line.startsWith('#')) continue;
+    const m = line.match(/^([^{\s]+)(\{[^}]*\})?\s+(\S+)$/);
+    if (m) values[m[1] + (m[2] || '')] = Number(m[3]);
+  }
+  return { text, values, get: (name) => Object.entries(values).find(([k]) => k === name || k.startsWith(name + '{'))?.[1] };
+}
+
+export async function waitFor(predicate, timeoutMs = 5000, stepMs = 20) {
+  const end = Date.now() + timeoutMs;
+  while (Date.now() < end) {
+    if (await predicate()) return true;
+    await new Promise((r) => setTimeout(r, stepMs));
+  }
+  return false;
+}
