@@ -1,0 +1,96 @@
+#!/usr/bin/env node
+// Load generator for `minfer serve`: total generated tok/s and time to first token (p50/p99) at
+// several numbers of concurrent streaming clients.
+//
+//   node bench/serve/load.mjs --model M.gguf [--bin build/minfer] [--threads 2]
+//        [--concurrency 1,4,8,16] [--max-tokens 64] [--rounds 2] [--url http://host:port]
+//
+// Without --url it starts `minfer serve` itself (-np = the largest concurrency). Each client sends
+// `rounds` requests one after another (greedy, a distinct short prompt each, exactly max-tokens
+// generated: ignore_eos is emulated by a stop-free greedy run of a random-weight model). The rate
+// counts completion tokens over the wall time of the whole level.
+import { spawn } from 'node:child_process';
+
+const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) => {
+  if (a.startsWith('--')) acc.push([a.slice(2), all[i + 1]]);
+  return acc;
+}, []));
+const levels = (args.concurrency || '1,4,8,16').split(',').map(Number);
+const maxTokens = Number(args['max-tokens'] || 64);
+const rounds = Number(args.rounds || 2);
+
+async function start() {
+  if (args.url) return { url: args.url, stop: async () => {} };
+  const np = Math.max(...levels);
+  const bin = args.bin || 'build/minfer';
+  const proc = spawn(bin, ['serve', '-m', args.model, '--port', '0', '-t', String(args.threads || 2),
+    '--parallel', String(np), '--ctx-per-seq', '1024', '--no-prefix-cache'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let err = '';
+  const url = await new Promise((resolve, reject) => {
+    proc.stderr.on('data', (d) => {
+      err += d;
+      const m = err.match(/listening on (http:\/\/[0-9.]+:\d+)/);
+      if (m && err.includes('ready')) resolve(m[1]);
+    });
+    proc.on('exit', () => reject(new Error(err)));
+  });
+  return { url, stop: async () => { proc.kill('SIGTERM'); await new Promise((r) => proc.on('exit', r)); } };
+}
+
+async function one(url, prompt) {
+  const t0 = performance.now();
+  const res = await fetch(`${url}/v1/completions`, {
+    method: 'POST', headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ prompt, max_tokens: maxTokens, temperature: 0, stream: true, stream_options: { include_usage: true } }),
+  });
+  const reader = res.body.getReader();
+  const decoder = new TextDecoder();
+  let ttft = null;
+  let buffer = '';
+  let tokens = 0;
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buffer += decoder.decode(value, { stream: true });
+    let cut;
+    while ((cut = buffer.indexOf('\n\n')) >= 0) {
+      const line = buffer.slice(0, cut).trim();
+      buffer = buffer.slice(cut + 2);
+      if (!line.startsWith('data: ') || line === 'data: [DONE]') continue;
+      const chunk = JSON.parse(line.slice(6));
+      if (ttft === null && chunk.choices?.[0]?.text) ttft = performance.now() - t0;
+      if (chunk.usage) tokens = chunk.usage.completion_tokens;
+    }
+  }
+  return { ttft: ttft ?? performance.now() - t0, tokens };
+}
+
+const pct = (xs, p) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
+};
+
+const server = await start();
+await one(server.url, 'warm up');
+const rows = [];
+for (const c of levels) {
+  const t0 = performance.now();
+  const results = await Promise.all(Array.from({ length: c }, async (_, i) => {
+    const out = [];
+    for (let r = 0; r < rounds; ++r) out.push(await one(server.url, `Client ${i} round ${r}: hello`));
+    return out;
+  }));
+  const secs = (performance.now() - t0) / 1000;
+  const flat = results.flat();
+  const tokens = flat.reduce((a, r) => a + r.tokens, 0);
+  const ttfts = flat.map((r) => r.ttft);
+  rows.push({ c, tokens, secs, rate: tokens / secs, p50: pct(ttfts, 50), p99: pct(ttfts, 99) });
+  console.error(`streams ${c}: ${tokens} tokens in ${secs.toFixed(1)} s`);
+}
+await server.stop();
+const base = rows[0].rate;
+console.log('| streams | generated tok/s | vs 1 stream | TTFT p50 (ms) | TTFT p99 (ms) |');
+console.log('|---:|---:|---:|---:|---:|');
+for (const r of rows) {
+  console.log(`| ${r.c} | ${r.rate.toFixed(1)} | ${(r.rate / base).toFixed(2)}x | ${r.p50.toFixed(0)} | ${r.p99.toFixed(0)} |`);
+}
