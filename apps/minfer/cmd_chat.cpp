@@ -38,7 +38,7 @@ class LineReader {
  public:
   enum class Outcome { kLine, kEof, kInterrupted };
 
-  Outcome read_line(std::string& line, const std::atomic<bool>& interrupted) {
+  Outcome read_line(std::string& line, std::atomic<bool>& interrupted) {
     for (;;) {
       const size_t nl = buffer_.find('\n');
       if (nl != std::string::npos) {
@@ -53,12 +53,12 @@ class LineReader {
         buffer_.clear();
         return Outcome::kLine;
       }
+      // An interrupt that came while no read was waiting (e.g. while the finished turn was
+      // being cached) counts as one at the prompt.
+      if (interrupted.exchange(false)) return Outcome::kInterrupted;
       char chunk[4096];  // [4096] bytes per read
       const ssize_t n = ::read(STDIN_FILENO, chunk, sizeof(chunk));
-      if (n < 0 && errno == EINTR) {
-        if (interrupted.load()) return Outcome::kInterrupted;
-        continue;
-      }
+      if (n < 0 && errno == EINTR) continue;  // the check above sees the interrupt
       if (n <= 0) {
         eof_ = true;
       } else {
@@ -102,7 +102,6 @@ class ChatLoop {
         std::fputs("> ", stdout);
         std::fflush(stdout);
       }
-      interrupted_.store(false);
       std::string line;
       const LineReader::Outcome outcome = reader.read_line(line, interrupted_);
       if (outcome == LineReader::Outcome::kEof) break;
@@ -187,6 +186,8 @@ class ChatLoop {
         });
     std::fputs("\n", stdout);
     std::fflush(stdout);
+    // The interrupt that stopped the reply is used up; a later one counts at the prompt.
+    interrupted_.store(false);
     if (!generated.is_ok()) return fail(generated.status());
     const engine::GenerateResult& result = generated.value();
     const engine::GenerationMetrics& m = result.metrics;

@@ -320,5 +320,35 @@ TEST(ChatCommand, AMessageLongerThanTheContextIsRefusedNotFatal) {
   EXPECT_EQ(turn_reports(r.err).size(), 1u) << r.err;
 }
 
+TEST(ChatCommand, CtrlCStopsTheReplyNotTheProgramAndTwiceAtThePromptLeaves) {
+  MINFER_REQUIRE_TEST_DATA();
+  test::TempDir dir;
+  // A reply that would run for minutes (a huge context, no -n) is interrupted once it has
+  // started; then two interrupts at the prompt. stdin is a FIFO held open, so only the interrupts
+  // can end the program. Each step waits for the output of the one before (no fixed sleeps).
+  const std::string fifo = quote(dir.file("in"));
+  const std::string out = quote(dir.file("out"));
+  const std::string err = quote(dir.file("err"));
+  auto wait_for = [&](const std::string& test) {
+    return "i=0; until " + test + " || [ $i -ge 600 ]; do sleep 0.1; i=$((i+1)); done; ";
+  };
+  // The last wait is bounded too: a program that failed to leave is killed (exit 137).
+  const std::string script =
+      "mkfifo " + fifo + " && (" + minfer_binary() + " chat -t 1 -m " +
+      quote(model_path("stories260K.gguf")) + " -c 200000 --temp 0 --verbose < " + fifo + " > " +
+      out + " 2> " + err + " & pid=$!; exec 3>" + fifo + "; echo 'Once upon a time' >&3; " +
+      wait_for("[ -s " + out + " ]") + "kill -INT $pid; " +
+      wait_for("grep -q 'reply stopped' " + err) + "kill -INT $pid; " +
+      wait_for("grep -q 'Ctrl-C again' " + err) + "kill -INT $pid; " +
+      wait_for("! kill -0 $pid 2>/dev/null") + "kill -9 $pid 2>/dev/null; wait $pid; rc=$?; " +
+      "exec 3>&-; cat " + out + "; cat " + err + " >&2; exit $rc)";
+  const CommandResult r = run_command(script);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("stopped: cancelled"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("(reply stopped)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("Ctrl-C again"), std::string::npos) << r.err;
+  EXPECT_FALSE(r.out.empty());
+}
+
 }  // namespace
 }  // namespace minfer
