@@ -58,8 +58,8 @@ class Session {
   // Makes the sequence hold exactly `tokens` and returns the logits after the last one
   // ([n_vocab]). Keeps the longest common prefix with the current history (truncating the cache
   // there) and prefills only the rest; when the whole prompt is already held, its last token is
-  // recomputed to get its logits. A prompt longer than n_ctx, or an empty one, is an error and
-  // leaves the session empty-handed only for the tokens past the common prefix.
+  // recomputed to get its logits. An empty prompt or one longer than n_ctx is an error that
+  // leaves the session as it was; a failed forward leaves it holding what was computed.
   Result<std::span<const float>> set_prompt(std::span<const int32_t> tokens);
   // Appends `tokens` to the history, in forwards of at most n_batch tokens of which only the
   // last row's logits are computed; returns them ([n_vocab]).
