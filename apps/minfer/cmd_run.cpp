@@ -16,6 +16,7 @@
 #include "engine/conversation.h"
 #include "engine/generate.h"
 #include "engine/setup.h"
+#include "observe_options.h"
 
 namespace minfer::app {
 
@@ -149,6 +150,7 @@ struct RunFlags {
   std::string prompt_file;
   bool chat = false;
   bool prompt_given = false;
+  ObserveOptions observe;
 };
 
 void write_stdout(std::string_view text) {
@@ -195,8 +197,12 @@ Status run_run(CLI::App* cmd, RunFlags& flags) {
   }
   if (flags.verbose) std::fprintf(stderr, "prompt tokens: %zu\n", tokens.size());
 
+  ObserveSet observe;
+  MINFER_RETURN_IF_ERROR(observe.open(flags.observe));
+  setup.session->set_observers(observe.observers());
   engine::GenerateOptions options = flags.generate;
   options.cancel = &install_interrupt_handler();
+  options.trace = observe.trace();
   MINFER_ASSIGN_OR_RETURN(
       engine::GenerateResult result,
       engine::generate(*setup.session, tokenizer, tokens, options, write_stdout));
@@ -209,6 +215,7 @@ Status run_run(CLI::App* cmd, RunFlags& flags) {
     report += fmt::format(" (n_ctx {})", setup.session->n_ctx());
   }
   report += "\n" + engine::format_metrics(result.metrics);
+  report += observe.profile_table();
   std::fputs(report.c_str(), stderr);
   return Status::ok();
 }
@@ -224,6 +231,7 @@ void register_run_command(CLI::App& app, CommandRegistry& registry) {
   cmd->add_option("-f,--file", flags->prompt_file, "file holding the prompt");
   cmd->add_flag("--chat", flags->chat,
                 "render the prompt through the model's chat template as a user message");
+  add_observe_flags(*cmd, flags->observe);
   registry.add(cmd, [flags, cmd, prompt]() {
     flags->prompt_given = prompt->count() > 0;
     const Status st = run_run(cmd, *flags);

@@ -151,6 +151,7 @@ Result<GenerateResult> generate(Session& session, const Tokenizer& tokenizer,
     }
     const int32_t token = sampler.sample(logits);
     sampler.accept(token);
+    if (options.trace != nullptr) options.trace->end_step(token, logits);
     if (m.n_generated == 0) {
       t_first = std::chrono::steady_clock::now();
       m.ttft_ms = ms_between(t_start, t_first);

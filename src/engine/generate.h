@@ -13,6 +13,7 @@
 
 #include "core/status.h"
 #include "engine/session.h"
+#include "graph/observe.h"
 #include "sampling/sampler.h"
 #include "tokenizer/tokenizer.h"
 
@@ -59,6 +60,7 @@ struct GenerateOptions {
   std::vector<std::string> stops;             // empty strings are ignored
   bool render_special = false;                // print the text of control tokens
   const std::atomic<bool>* cancel = nullptr;  // checked between tokens when set
+  TraceWriter* trace = nullptr;  // when set, each sampled token ends its step's trace line
 };
 
 struct GenerationMetrics {

@@ -87,6 +87,8 @@ class Session {
   const ForwardTimes& prefill_times() const { return prefill_times_; }
   const ForwardTimes& decode_times() const { return decode_times_; }
   void reset_times();
+  // Feeds every later forward to these observers (traces, profiles, dumps); nullptr: none.
+  void set_observers(const RunObservers* observers) { forward_->set_observers(observers); }
 
  private:
   Session(const Model& model, const SessionOptions& options);

@@ -163,10 +163,21 @@ Result<std::unique_ptr<TraceWriter>> TraceWriter::open(const std::string& path) 
 }
 
 TraceWriter::~TraceWriter() {
+  if (!current_.is_null()) write_current();
   std::fclose(file_);
 }
 
+void TraceWriter::write_current() {
+  if (!current_.contains("token")) current_["token"] = nullptr;
+  const std::string line = current_.dump() + "\n";
+  std::fwrite(line.data(), 1, line.size(), file_);
+  std::fflush(file_);
+  current_ = nullptr;
+  ++step_;
+}
+
 void TraceWriter::begin_step(StepKind kind, int64_t n_tokens) {
+  if (!current_.is_null()) write_current();
   current_ = {{"step", step_},
               {"kind", step_kind_name(kind)},
               {"n_tokens", n_tokens},
@@ -196,11 +207,7 @@ void TraceWriter::end_step(int32_t token, std::span<const float> logits) {
     top.push_back({ids[i], json_number(logits[static_cast<size_t>(ids[i])])});
   }
   current_["top5"] = top;
-  const std::string line = current_.dump() + "\n";
-  std::fwrite(line.data(), 1, line.size(), file_);
-  std::fflush(file_);
-  current_ = nullptr;
-  ++step_;
+  write_current();
 }
 
 void OpProfile::on_node(const Node& node, double seconds) {

@@ -56,6 +56,8 @@ class TraceWriter {
   TraceWriter(const TraceWriter&) = delete;
   TraceWriter& operator=(const TraceWriter&) = delete;
 
+  // Starts a step; a previous step nobody ended (a prefill chunk whose logits were not sampled)
+  // is written first, with "token": null.
   void begin_step(StepKind kind, int64_t n_tokens);
   void on_node(const Node& node, std::span<const float> output, double seconds);
   // Ends the step with the sampled token and the top 5 (id, logit) of its logits row.
@@ -63,6 +65,7 @@ class TraceWriter {
 
  private:
   explicit TraceWriter(FILE* file) : file_(file) {}
+  void write_current();
   FILE* file_;
   int64_t step_ = 0;
   nlohmann::json current_;
