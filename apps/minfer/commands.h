@@ -33,6 +33,7 @@ void register_info_command(CLI::App& app, CommandRegistry& registry);
 void register_tokenize_command(CLI::App& app, CommandRegistry& registry);
 void register_template_command(CLI::App& app, CommandRegistry& registry);
 void register_logits_command(CLI::App& app, CommandRegistry& registry);
+void register_viz_command(CLI::App& app, CommandRegistry& registry);
 void register_run_command(CLI::App& app, CommandRegistry& registry);
 void register_chat_command(CLI::App& app, CommandRegistry& registry);
 void register_make_model_command(CLI::App& app, CommandRegistry& registry);
@@ -46,6 +47,7 @@ inline void register_all_commands(CLI::App& app, CommandRegistry& registry) {
   register_tokenize_command(app, registry);
   register_template_command(app, registry);
   register_logits_command(app, registry);
+  register_viz_command(app, registry);
   register_run_command(app, registry);
   register_chat_command(app, registry);
   register_make_model_command(app, registry);

@@ -1,4 +1,5 @@
-# Turns a web file into a C++ source defining minfer::server::kChatPage (cmake -P; INPUT, OUTPUT).
+# Turns a web file into a C++ source defining minfer::server::<SYMBOL> declared in <HEADER>
+# (cmake -P; INPUT, OUTPUT, SYMBOL, HEADER).
 # The text goes into raw string literals of at most 16000 bytes each (compilers accept longer
 # ones, the standard only promises 65536 characters per literal), concatenated by the compiler.
 file(READ "${INPUT}" content)
@@ -13,6 +14,6 @@ endwhile()
 if(body STREQUAL "")
   set(body "\"\"")
 endif()
-file(WRITE "${OUTPUT}.tmp" "// Generated from ${INPUT} by src/server/embed_web.cmake: do not edit.\n#include \"server/chat_page.h\"\n\nnamespace minfer::server {\n\nconst char* const kChatPage =\n${body};\n\n}  // namespace minfer::server\n")
+file(WRITE "${OUTPUT}.tmp" "// Generated from ${INPUT} by src/server/embed_web.cmake: do not edit.\n#include \"${HEADER}\"\n\nnamespace minfer::server {\n\nconst char* const ${SYMBOL} =\n${body};\n\n}  // namespace minfer::server\n")
 file(COPY_FILE "${OUTPUT}.tmp" "${OUTPUT}" ONLY_IF_DIFFERENT)
 file(REMOVE "${OUTPUT}.tmp")
