@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -65,6 +66,45 @@ TEST(ObserveCli, TraceProfileAndGraphDump) {
   const nlohmann::json g = nlohmann::json::parse(graph);
   EXPECT_GT(g["prefill"]["nodes"].size(), 30u);
   EXPECT_GT(g["decode"]["nodes"].size(), 30u);
+}
+
+// A greedy run's trace on stories260K: one line per step (the prompt's prefill, then a decode
+// step per further token), every node with finite statistics, and each step's token equal to
+// the top of its top-5, as greedy sampling requires.
+TEST(ObserveCli, GreedyRunTraceOnStories260K) {
+  MINFER_REQUIRE_TEST_DATA();
+  test::TempDir dir;
+  const auto r = test::run_command(
+      test::minfer_binary() + " run -m " + test::test_data_path("models/stories260K.gguf") +
+      " -p 'Once upon a time' -n 6 --temp 0 --trace " + dir.file("t.jsonl"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream trace(dir.file("t.jsonl"));
+  std::string line;
+  std::vector<int32_t> tokens;
+  int steps = 0;
+  while (std::getline(trace, line)) {
+    const nlohmann::json j = nlohmann::json::parse(line);
+    EXPECT_EQ(j["step"], steps);
+    EXPECT_EQ(j["kind"], steps == 0 ? "prefill" : "decode");
+    EXPECT_EQ(j["n_tokens"], steps == 0 ? 5 : 1);  // BOS + 4 prompt tokens, then one at a time
+    ASSERT_EQ(j["nodes"].size(), 85u);  // 5 layers of 16 nodes + embedding, norm, output, …
+    for (const auto& node : j["nodes"]) {
+      if (node["op"] == "kv_store") continue;
+      const auto& stats = node["stats"];
+      EXPECT_EQ(stats["n_nan"], 0) << node["name"];
+      EXPECT_EQ(stats["n_inf"], 0) << node["name"];
+      EXPECT_LE(stats["min"].get<double>(), stats["mean"].get<double>()) << node["name"];
+      EXPECT_LE(stats["mean"].get<double>(), stats["max"].get<double>()) << node["name"];
+      EXPECT_EQ(stats["count"], node["shape"][0].get<int>() * node["shape"][1].get<int>());
+    }
+    ASSERT_EQ(j["top5"].size(), 5u);
+    EXPECT_EQ(j["top5"][0][0], j["token"]) << "greedy picks the top logit";
+    tokens.push_back(j["token"].get<int32_t>());
+    ++steps;
+  }
+  EXPECT_EQ(steps, 6);
+  // The golden story's first tokens (../shared/golden/stories260K.once.json).
+  EXPECT_EQ(tokens, (std::vector<int32_t>{432, 383, 286, 261, 376, 298}));
 }
 
 // The first tensor where a q8_0 cache departs from an f32 one is the first attention output:
