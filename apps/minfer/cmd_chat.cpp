@@ -13,6 +13,7 @@
 #include "engine/conversation.h"
 #include "engine/generate.h"
 #include "engine/setup.h"
+#include "observe_options.h"
 
 namespace minfer::app {
 
@@ -77,6 +78,7 @@ struct ChatFlags {
   engine::GenerateOptions generate;
   std::string system;
   bool verbose = false;
+  ObserveOptions observe;
 };
 
 class ChatLoop {
@@ -261,8 +263,18 @@ int run_chat(CLI::App* cmd, ChatFlags& flags) {
     std::fprintf(stderr, "%s\n", tmpl.status().message().c_str());
     return 1;
   }
+  ObserveSet observe;
+  st = observe.open(flags.observe);
+  if (!st.is_ok()) {
+    std::fprintf(stderr, "%s\n", st.message().c_str());
+    return 1;
+  }
+  setup->session->set_observers(observe.observers());
+  flags.generate.trace = observe.trace();
   ChatLoop loop(flags, setup.value(), tmpl.value(), install_interrupt_handler());
-  return loop.run();
+  const int code = loop.run();
+  std::fputs(observe.profile_table().c_str(), stderr);
+  return code;
 }
 
 }  // namespace
@@ -272,6 +284,7 @@ void register_chat_command(CLI::App& app, CommandRegistry& registry) {
   CLI::App* cmd = app.add_subcommand(
       "chat", "Interactive multi-turn chat with the model's chat template (stdin lines)");
   add_generation_flags(cmd, flags->model, flags->generate, flags->system, flags->verbose);
+  add_observe_flags(*cmd, flags->observe);
   registry.add(cmd, [flags, cmd]() { return run_chat(cmd, *flags); });
 }
 
