@@ -550,6 +550,20 @@ void tile(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows, const
             for (size_t off = begin; off < end; off += 64) V::prefetch(g.row[r] + off);
           }
         }
+        // And the same chunk of the next row group: rows are short (a 1024-wide Q6_K row is 840
+        // bytes, one chunk), so without this nothing is in flight while the last chunk of a
+        // group is packed and used.
+        if (t0 == 0 && r0 + V::kLanes < n_rows) {
+          const int64_t next_rows =
+              n_rows - r0 - V::kLanes < V::kLanes ? n_rows - r0 - V::kLanes : V::kLanes;
+          const size_t begin = static_cast<size_t>(b0) * block_bytes;
+          const size_t end = static_cast<size_t>(b0 + nbc) * block_bytes;
+          const uint8_t* next = w_bytes + (r0 + V::kLanes) * w_row_bytes;
+          for (int64_t r = 0; r < next_rows; ++r) {
+            for (size_t off = begin; off < end; off += 64)
+              V::prefetch(next + r * w_row_bytes + off);
+          }
+        }
         for (int64_t b = 0; b < nbc; ++b) K::pack(g, b0 + b, packed[b]);
         for (int64_t t = 0; t < nt; t += kTokGroup) {
           const int64_t ng = nt - t < kTokGroup ? nt - t : kTokGroup;

@@ -108,18 +108,22 @@ TEST(Matmul, SimdMatchesRefForEveryType) {
 
 TEST(Matmul, QuantizedSimdTilesAreBitIdenticalToRef) {
   // The quantized tiles sum integers exactly and repeat the reference's float steps in its
-  // order, so they must match it exactly (sizes as above, 19 rows: a partial 16-row group).
+  // order, so they must match it exactly (sizes as above, 19 rows: a partial 16-row group; one
+  // token takes the single-token paths, 6 the tiles).
   if (simd_tables().empty()) GTEST_SKIP() << "this CPU runs no SIMD table";
   ThreadPool pool(1);
   for (GgmlType type : kWeightTypes) {
     if (!ggml_type_info(type).is_quantized) continue;
     for (int64_t n_in : sizes_for(type)) {
-      const Problem p = make_problem(type, n_in, 19, 6, static_cast<uint32_t>(n_in) + 3u);
-      const std::vector<float> expected = run(ref_table, pool, p, p.x.data(), p.n_tokens);
-      for (const KernelTable* t : simd_tables()) {
-        const std::vector<float> actual = run(*t, pool, p, p.x.data(), p.n_tokens);
-        EXPECT_EQ(0, std::memcmp(actual.data(), expected.data(), expected.size() * sizeof(float)))
-            << t->name << " " << ggml_type_info(type).name << " n_in=" << n_in;
+      for (int64_t n_tokens : {1, 6}) {
+        const Problem p = make_problem(type, n_in, 19, n_tokens, static_cast<uint32_t>(n_in) + 3u);
+        const std::vector<float> expected = run(ref_table, pool, p, p.x.data(), p.n_tokens);
+        for (const KernelTable* t : simd_tables()) {
+          const std::vector<float> actual = run(*t, pool, p, p.x.data(), p.n_tokens);
+          EXPECT_EQ(0, std::memcmp(actual.data(), expected.data(), expected.size() * sizeof(float)))
+              << t->name << " " << ggml_type_info(type).name << " n_in=" << n_in
+              << " n_tokens=" << n_tokens;
+        }
       }
     }
   }
@@ -151,29 +155,32 @@ std::vector<size_t> f16_fields(GgmlType type) {
 TEST(Matmul, QuantizedTilesMatchRefOnArbitraryBlockBytes) {
   // Every bit pattern of quants and packed scales (Q8_0's -128, 6-bit scales with their top
   // bits set, all fifth / high bits), finite f16 scales of both signs; 41 rows (16-row groups
-  // plus a partial one) and 70 tokens (past the 64-token pass of the tiles).
+  // plus a partial one) and 70 tokens (past the 64-token pass of the tiles) or 1 (the
+  // single-token paths).
   if (simd_tables().empty()) GTEST_SKIP() << "this CPU runs no SIMD table";
   ThreadPool pool(2);
   std::mt19937 rng(2024);
   for (GgmlType type : kWeightTypes) {
-    if (!ggml_type_info(type).is_quantized) continue;
-    const QuantTraits& traits = *quant_traits(type);
-    const int64_t n_in = traits.block_size == 32 ? 320 : 512;
-    Problem p = make_problem(type, n_in, 41, 70, 7);
-    std::uniform_int_distribution<int> byte(0, 255);
-    std::uniform_real_distribution<float> scale(-0.05f, 0.05f);
-    for (uint8_t& b : p.weights) b = static_cast<uint8_t>(byte(rng));
-    for (size_t blk = 0; blk < p.weights.size() / traits.bytes_per_block; ++blk) {
-      for (size_t field : f16_fields(type)) {
-        const uint16_t h = fp32_to_fp16(scale(rng));
-        std::memcpy(&p.weights[blk * traits.bytes_per_block + field], &h, sizeof(h));
+    for (int64_t n_tokens : {1, 70}) {
+      if (!ggml_type_info(type).is_quantized) continue;
+      const QuantTraits& traits = *quant_traits(type);
+      const int64_t n_in = traits.block_size == 32 ? 320 : 512;
+      Problem p = make_problem(type, n_in, 41, n_tokens, 7);
+      std::uniform_int_distribution<int> byte(0, 255);
+      std::uniform_real_distribution<float> scale(-0.05f, 0.05f);
+      for (uint8_t& b : p.weights) b = static_cast<uint8_t>(byte(rng));
+      for (size_t blk = 0; blk < p.weights.size() / traits.bytes_per_block; ++blk) {
+        for (size_t field : f16_fields(type)) {
+          const uint16_t h = fp32_to_fp16(scale(rng));
+          std::memcpy(&p.weights[blk * traits.bytes_per_block + field], &h, sizeof(h));
+        }
       }
-    }
-    const std::vector<float> expected = run(ref_table, pool, p, p.x.data(), p.n_tokens);
-    for (const KernelTable* t : simd_tables()) {
-      const std::vector<float> actual = run(*t, pool, p, p.x.data(), p.n_tokens);
-      EXPECT_EQ(0, std::memcmp(actual.data(), expected.data(), expected.size() * sizeof(float)))
-          << t->name << " " << ggml_type_info(type).name;
+      const std::vector<float> expected = run(ref_table, pool, p, p.x.data(), p.n_tokens);
+      for (const KernelTable* t : simd_tables()) {
+        const std::vector<float> actual = run(*t, pool, p, p.x.data(), p.n_tokens);
+        EXPECT_EQ(0, std::memcmp(actual.data(), expected.data(), expected.size() * sizeof(float)))
+            << t->name << " " << ggml_type_info(type).name << " n_tokens=" << n_tokens;
+      }
     }
   }
 }

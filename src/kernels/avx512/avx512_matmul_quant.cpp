@@ -10,6 +10,7 @@
 // when FMA is enabled.
 #pragma GCC optimize("fp-contract=off")
 
+#include "kernels/avx512/avx512_gemv_quant.h"
 #include "kernels/avx512/avx512_kernels.h"
 #include "kernels/avx512/avx512_quant_vec.h"
 #include "kernels/quant_tile_impl.h"
@@ -35,8 +36,21 @@ MINFER_AVX512_QUANT_TILE(q2_K, KindQ2K)
 MINFER_AVX512_QUANT_TILE(q3_K, KindQ3K)
 MINFER_AVX512_QUANT_TILE(q4_K, KindQ4K)
 MINFER_AVX512_QUANT_TILE(q5_K, KindQ5K)
-MINFER_AVX512_QUANT_TILE(q6_K, KindQ6K)
 
 #undef MINFER_AVX512_QUANT_TILE
+
+// One token reads the rows in their stored order (avx512_gemv_quant.h); more share the tile's
+// transposed blocks.
+void matmul_tile_q6_K(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
+                      const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
+                      int64_t y_stride) {
+  if (n_tok == 1) {
+    gemv_q6_K(n_in, static_cast<const uint8_t*>(w), w_row_bytes, n_rows,
+              static_cast<const BlockQ8K*>(act), y);
+    return;
+  }
+  qt::tile<Vec512, qt::KindQ6K<Vec512>>(n_in, w, w_row_bytes, n_rows, act, act_row_bytes, n_tok, y,
+                                        y_stride);
+}
 
 }  // namespace minfer::kernels::avx512
