@@ -1,13 +1,15 @@
 // Matmul throughput per weight type and ISA at the Qwen2.5-0.5B shapes, 2 threads:
 //   GEMV (1 token): GB/s of weights read, and the ratio to the streaming read bandwidth
+//   GemvHot: the same on one matrix read again and again (cache-resident: arithmetic ceiling)
 //   GEMM (64 tokens): GFLOP/s (2 · n_in · n_out · 64 per call)
 // The streaming read bandwidth (2 threads summing a 1 GiB buffer with vector loads) is measured
-// first, in the same run, and printed as its own benchmark. Names:
-// BM_Gemv/<type>/<isa>/<n_in>x<n_out>. K-quant rows need n_in % 256 == 0, so their 896-wide shapes
-// run at 1024. Example: minfer_bench_kernels
-// --benchmark_filter='Gemv/(q8_0|q4_K|q6_K)/avx512/896x151936' GCC 12 reports the
-// _mm512_undefined_*() placeholders inside its own intrinsic headers as uninitialized (a false
-// positive of its inliner); the warning says nothing about this code.
+// first, in the same run, and printed as its own benchmark. Every call reads a cold copy of the
+// weights (see kMinColdBytes). Names: BM_Gemv/<type>/<isa>/<n_in>x<n_out>. K-quant rows need
+// n_in % 256 == 0, so their 896-wide shapes run at 1024.
+// Example: minfer_bench_kernels --benchmark_filter='Gemv/(q8_0|q4_K|q6_K)/avx512/(896|1024)x151936'
+
+// GCC 12 reports the _mm512_undefined_*() placeholders inside its own intrinsic headers as
+// uninitialized (a false positive of its inliner); the warning says nothing about this code.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
@@ -17,8 +19,6 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <map>
-#include <memory>
 #include <random>
 #include <string>
 #include <tuple>
@@ -127,37 +127,50 @@ void BM_StreamRead(benchmark::State& state) {
 // ---- matmul ----
 
 struct Weights {
-  std::vector<uint8_t> data;  // [n_out][row bytes]
+  std::vector<uint8_t> data;  // [n_copies][n_out][row bytes]
   size_t row_bytes = 0;
+  size_t matrix_bytes = 0;
+  int64_t n_copies = 0;
 };
 
-// 64 distinct quantized rows of random floats, repeated over n_out (bandwidth does not care
-// that rows repeat; quantizing 136M K-quant elements would take minutes).
+// Copies of a matrix that together exceed every cache (this machine's L3 holds up to ~100 MB:
+// a 87 MB matrix read again and again streams at 45 GB/s). Decode reads every layer's weights
+// once per token from a model far larger than the caches, so the bench reads cold copies too.
+constexpr size_t kMinColdBytes = size_t{512} << 20;
+
+// 64 distinct quantized rows of random floats, repeated over n_out and then over the copies
+// (bandwidth does not care that rows repeat; quantizing 136M K-quant elements would take
+// minutes). One matrix is kept at a time: the copies of every shape would not fit in memory.
 const Weights& weights(GgmlType type, int64_t n_in, int64_t n_out) {
-  static std::map<std::tuple<int, int64_t, int64_t>, std::unique_ptr<Weights>> cache;
-  auto& slot = cache[{static_cast<int>(type), n_in, n_out}];
-  if (slot) return *slot;
-  slot = std::make_unique<Weights>();
+  static std::tuple<int, int64_t, int64_t> key{-1, 0, 0};
+  static Weights w;
+  if (key == std::make_tuple(static_cast<int>(type), n_in, n_out)) return w;
+  key = {static_cast<int>(type), n_in, n_out};
   const QuantTraits& traits = *quant_traits(type);
-  slot->row_bytes = static_cast<size_t>(n_in / traits.block_size) * traits.bytes_per_block;
-  slot->data.resize(slot->row_bytes * n_out);
+  w.row_bytes = static_cast<size_t>(n_in / traits.block_size) * traits.bytes_per_block;
+  w.matrix_bytes = w.row_bytes * static_cast<size_t>(n_out);
+  w.n_copies = static_cast<int64_t>((kMinColdBytes + w.matrix_bytes - 1) / w.matrix_bytes);
+  w.data.assign(w.matrix_bytes * static_cast<size_t>(w.n_copies), 0);
   constexpr int64_t kDistinct = 64;
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   std::vector<float> row(n_in);
   for (int64_t r = 0; r < kDistinct && r < n_out; ++r) {
     for (float& v : row) v = dist(rng);
-    quantize_row(type, row.data(), slot->data.data() + r * slot->row_bytes, n_in);
+    quantize_row(type, row.data(), w.data.data() + r * w.row_bytes, n_in);
   }
-  for (int64_t r = kDistinct; r < n_out; ++r) {
-    std::copy_n(slot->data.data() + (r % kDistinct) * slot->row_bytes, slot->row_bytes,
-                slot->data.data() + r * slot->row_bytes);
+  const int64_t total_rows = n_out * w.n_copies;
+  for (int64_t r = kDistinct; r < total_rows; ++r) {
+    std::copy_n(w.data.data() + (r % n_out % kDistinct) * w.row_bytes, w.row_bytes,
+                w.data.data() + r * w.row_bytes);
   }
-  return *slot;
+  return w;
 }
 
+// cold: every call reads the next copy (memory-bound, as in decode); hot: always the first (for
+// shapes that fit the caches, the kernel's arithmetic ceiling).
 void BM_Matmul(benchmark::State& state, GgmlType type, Isa isa, int64_t n_in, int64_t n_out,
-               int64_t n_tokens) {
+               int64_t n_tokens, bool cold) {
   if (!isa_available(isa, cpu_features())) {
     state.SkipWithError("this CPU cannot run this ISA");
     return;
@@ -170,12 +183,15 @@ void BM_Matmul(benchmark::State& state, GgmlType type, Isa isa, int64_t n_in, in
   for (float& v : x) v = dist(rng);
   std::vector<float> y(n_out * n_tokens);
   std::vector<uint8_t> scratch(matmul_scratch_bytes(type, n_tokens, n_in));
-  const MatmulWeights mw{type, w.data.data(), n_out, n_in};
+  int64_t copy = 0;
   for (auto _ : state) {
+    const MatmulWeights mw{type, w.data.data() + static_cast<size_t>(copy) * w.matrix_bytes, n_out,
+                           n_in};
     matmul(table, pool(), mw, x.data(), n_tokens, y.data(), scratch);
     benchmark::ClobberMemory();
+    if (cold) copy = (copy + 1) % w.n_copies;
   }
-  const double bytes = static_cast<double>(w.row_bytes) * static_cast<double>(n_out);
+  const double bytes = static_cast<double>(w.matrix_bytes);
   if (n_tokens == 1) {
     state.counters["GB/s"] =
         benchmark::Counter(bytes / 1e9, benchmark::Counter::kIsIterationInvariantRate);
@@ -199,8 +215,10 @@ void register_all() {
                             GgmlType::kQ5_K};
   const std::pair<int64_t, int64_t> shapes[] = {
       {896, 896}, {896, 128}, {896, 4864}, {4864, 896}, {896, 151936}};
-  for (const char* kind : {"Gemv", "Gemm"}) {
-    const int64_t n_tokens = std::string(kind) == "Gemv" ? 1 : kGemmTokens;
+  for (const char* kind : {"Gemv", "GemvHot", "Gemm"}) {
+    const bool gemv = std::string(kind) != "Gemm";
+    const bool hot = std::string(kind) == "GemvHot";
+    const int64_t n_tokens = gemv ? 1 : kGemmTokens;
     for (GgmlType type : types) {
       for (Isa isa : {Isa::kAvx512, Isa::kAvx2, Isa::kRef}) {
         for (auto [model_n_in, n_out] : shapes) {
@@ -211,7 +229,9 @@ void register_all() {
           const std::string name = std::string("BM_") + kind + "/" +
                                    std::string(ggml_type_info(type).name) + "/" + isa_name(isa) +
                                    "/" + std::to_string(n_in) + "x" + std::to_string(n_out);
-          benchmark::RegisterBenchmark(name.c_str(), BM_Matmul, type, isa, n_in, n_out, n_tokens)
+          if (hot && n_out > 4864) continue;  // a hot 151936-row matrix is not in any cache
+          benchmark::RegisterBenchmark(name.c_str(), BM_Matmul, type, isa, n_in, n_out, n_tokens,
+                                       !hot)
               ->Unit(benchmark::kMicrosecond)
               ->UseRealTime();
         }

@@ -31,7 +31,6 @@ MINFER_AVX512_QUANT_TILE(q4_0, KindQ4_0)
 MINFER_AVX512_QUANT_TILE(q4_1, KindQ4_1)
 MINFER_AVX512_QUANT_TILE(q5_0, KindQ5_0)
 MINFER_AVX512_QUANT_TILE(q5_1, KindQ5_1)
-MINFER_AVX512_QUANT_TILE(q8_0, KindQ8_0)
 MINFER_AVX512_QUANT_TILE(q2_K, KindQ2K)
 MINFER_AVX512_QUANT_TILE(q3_K, KindQ3K)
 MINFER_AVX512_QUANT_TILE(q4_K, KindQ4K)
@@ -39,8 +38,20 @@ MINFER_AVX512_QUANT_TILE(q5_K, KindQ5K)
 
 #undef MINFER_AVX512_QUANT_TILE
 
-// One token reads the rows in their stored order (avx512_gemv_quant.h); more share the tile's
-// transposed blocks.
+// Q8_0 and Q6_K: one token reads the rows in their stored order (avx512_gemv_quant.h); more
+// share the tile's transposed blocks.
+void matmul_tile_q8_0(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
+                      const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
+                      int64_t y_stride) {
+  if (n_tok == 1) {
+    const qt::ActQ8_0 a = qt::ActQ8_0::of(static_cast<const uint8_t*>(act), n_in / kQK8_0);
+    gemv_q8_0(n_in, static_cast<const uint8_t*>(w), w_row_bytes, n_rows, a.blocks, a.sums, y);
+    return;
+  }
+  qt::tile<Vec512, qt::KindQ8_0<Vec512>>(n_in, w, w_row_bytes, n_rows, act, act_row_bytes, n_tok, y,
+                                         y_stride);
+}
+
 void matmul_tile_q6_K(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
                       const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
                       int64_t y_stride) {
