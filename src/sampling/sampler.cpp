@@ -189,10 +189,31 @@ void Sampler::reset() {
 }
 
 int32_t Sampler::sample(std::span<const float> logits) {
+  return run_chain(logits, {});
+}
+
+Result<int32_t> Sampler::sample(std::span<const float> logits, const TokenConstraint& constraint) {
+  const int32_t first = run_chain(logits, {});
+  if (constraint.allows(first)) return first;
+  ++n_resampled_;
+  allowed_.assign(static_cast<size_t>(n_vocab_), 0);
+  constraint.fill_allowed(allowed_);
+  if (std::find(allowed_.begin(), allowed_.end(), uint8_t{1}) == allowed_.end()) {
+    return make_error(ErrorCode::kUnsupported,
+                      "[sampler] the constraint allows no token of the {}-token vocabulary",
+                      n_vocab_);
+  }
+  return run_chain(logits, allowed_);
+}
+
+int32_t Sampler::run_chain(std::span<const float> logits, std::span<const uint8_t> allowed) {
   MINFER_CHECK(logits.size() == static_cast<size_t>(n_vocab_), "logits row size != n_vocab");
-  candidates_.resize(logits.size());
+  MINFER_CHECK(allowed.empty() || allowed.size() == logits.size(), "mask size != n_vocab");
+  candidates_.clear();
+  candidates_.reserve(logits.size());
   for (size_t i = 0; i < logits.size(); ++i) {
-    candidates_[i] = {static_cast<int32_t>(i), logits[i], 0.0f};
+    if (!allowed.empty() && allowed[i] == 0) continue;
+    candidates_.push_back({static_cast<int32_t>(i), logits[i], 0.0f});
   }
   apply_logit_bias(candidates_, params_.logit_bias);
   const std::vector<int32_t> recent(history_.begin(), history_.end());

@@ -12,6 +12,7 @@
 
 #include "core/check.h"
 #include "core/status.h"
+#include "sampling/constraint.h"
 
 namespace minfer {
 
@@ -77,6 +78,12 @@ class Sampler {
   // Runs the chain on one row of logits [n_vocab] and returns the token id. Does not record it:
   // call accept() with the token that is actually used.
   int32_t sample(std::span<const float> logits);
+  // sample() restricted to the tokens `constraint` allows (it is not advanced: accept the token
+  // into it). The chain first runs unconstrained and its token is kept when allowed — one check,
+  // the common case; otherwise every token the constraint rejects is removed from the whole
+  // vocabulary before logit bias and the chain run again (llama.cpp's grammar resampling).
+  // Error: the constraint allows no token at all.
+  Result<int32_t> sample(std::span<const float> logits, const TokenConstraint& constraint);
   // Adds a token to the penalty history (prompt tokens too, as llama.cpp does).
   void accept(int32_t token);
   void reset();
@@ -84,13 +91,21 @@ class Sampler {
   // The candidates after the last sample()'s chain, with probabilities (for logprobs).
   const std::vector<Candidate>& last_candidates() const { return candidates_; }
   const SamplerParams& params() const { return params_; }
+  // Constrained samples that needed the masked second pass, since construction.
+  int64_t n_resampled() const { return n_resampled_; }
 
  private:
+  // The candidates from one row of logits (only the allowed ones when `allowed` is non-empty),
+  // through logit bias, penalties and the chain; returns the chosen id.
+  int32_t run_chain(std::span<const float> logits, std::span<const uint8_t> allowed);
+
   SamplerParams params_;
   int32_t n_vocab_;
   SeededRandom random_;
   std::deque<int32_t> history_;  // the last repeat_last_n accepted tokens, oldest first
   std::vector<Candidate> candidates_;
+  std::vector<uint8_t> allowed_;  // [n_vocab] the constraint's mask in the second pass
+  int64_t n_resampled_ = 0;
 };
 
 }  // namespace minfer

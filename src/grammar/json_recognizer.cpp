@@ -1,0 +1,406 @@
+#include "grammar/json_recognizer.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+namespace minfer::grammar {
+
+namespace {
+
+// RFC 8259 §2: the four whitespace bytes.
+bool is_whitespace(uint8_t c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+bool is_digit(uint8_t c) {
+  return c >= '0' && c <= '9';
+}
+
+int hex_value(uint8_t c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+constexpr std::string_view kLiterals[3] = {"true", "false", "null"};
+
+}  // namespace
+
+JsonRecognizer::JsonRecognizer(const JsonOptions& options)
+    : max_depth_(static_cast<uint16_t>(std::clamp(options.max_depth, 1, kMaxJsonDepth))),
+      max_whitespace_run_(static_cast<uint16_t>(std::clamp(options.max_whitespace_run, 0, 65535))),
+      max_line_breaks_(static_cast<uint16_t>(std::clamp(options.max_line_breaks, 0, 65535))),
+      max_integer_digits_(static_cast<uint16_t>(std::clamp(options.max_integer_digits, 0, 65535))),
+      max_exponent_digits_(
+          static_cast<uint16_t>(std::clamp(options.max_exponent_digits, 0, 65535))) {}
+
+bool JsonRecognizer::digit(uint16_t limit) {
+  if (limit > 0 && ++digits_ > limit) return fail();
+  return true;
+}
+
+bool JsonRecognizer::fail() {
+  state_ = State::kFailed;
+  return false;
+}
+
+bool JsonRecognizer::whitespace(uint8_t c) {
+  if (max_whitespace_run_ > 0 && ++whitespace_run_ > max_whitespace_run_) return fail();
+  if (c == '\n' && max_line_breaks_ > 0 && ++line_breaks_ > max_line_breaks_) return fail();
+  return true;
+}
+
+bool JsonRecognizer::top_is_object() const {
+  const int level = depth_ - 1;
+  return ((kinds_[level / 64] >> (level % 64)) & 1u) != 0;
+}
+
+bool JsonRecognizer::open(bool is_object) {
+  if (depth_ >= max_depth_) {
+    too_deep_ = true;
+    return fail();
+  }
+  const uint64_t bit = uint64_t{1} << (depth_ % 64);
+  if (is_object) {
+    kinds_[depth_ / 64] |= bit;
+  } else {
+    kinds_[depth_ / 64] &= ~bit;
+  }
+  ++depth_;
+  state_ = is_object ? State::kObjectOpen : State::kArrayOpen;
+  return true;
+}
+
+bool JsonRecognizer::close(bool is_object) {
+  if (depth_ == 0 || top_is_object() != is_object) return fail();
+  --depth_;
+  state_ = depth_ == 0 ? State::kDone : State::kAfterValue;
+  return true;
+}
+
+bool JsonRecognizer::begin_value(uint8_t c) {
+  switch (c) {
+    case '{':
+      return open(true);
+    case '[':
+      return open(false);
+    case '"':
+      in_key_ = false;
+      state_ = State::kString;
+      return true;
+    case '-':
+      state_ = State::kMinus;
+      return true;
+    case '0':
+      state_ = State::kZero;
+      return true;  // a leading 0 is the whole integer part
+    case 't':
+    case 'f':
+    case 'n':
+      literal_ = c == 't' ? 0 : c == 'f' ? 1 : 2;
+      need_ = 1;
+      state_ = State::kLiteral;
+      return true;
+    default:
+      if (c >= '1' && c <= '9') {
+        state_ = State::kInt;
+        digits_ = 0;
+        return digit(max_integer_digits_);
+      }
+      return fail();
+  }
+}
+
+bool JsonRecognizer::string_byte(uint8_t c) {
+  if (c == '"') {
+    state_ = in_key_ ? State::kColon : State::kAfterValue;
+    return true;
+  }
+  if (c == '\\') {
+    state_ = State::kEscape;
+    return true;
+  }
+  if (c < 0x20) return fail();  // control characters must be escaped (RFC 8259 §7)
+  if (c < 0x80) return true;
+  // A UTF-8 lead byte and the range its first continuation byte must fall in (RFC 3629 §4).
+  lo_ = 0x80;
+  hi_ = 0xBF;
+  if (c >= 0xC2 && c <= 0xDF) {
+    need_ = 1;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    need_ = 2;
+    if (c == 0xE0) lo_ = 0xA0;  // no overlong 3-byte forms
+    if (c == 0xED) hi_ = 0x9F;  // no UTF-16 surrogates
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    need_ = 3;
+    if (c == 0xF0) lo_ = 0x90;  // no overlong 4-byte forms
+    if (c == 0xF4) hi_ = 0x8F;  // nothing past U+10FFFF
+  } else {
+    return fail();  // 0x80..0xC1 (continuation or overlong lead) and 0xF5..0xFF
+  }
+  state_ = State::kUtf8;
+  return true;
+}
+
+bool JsonRecognizer::advance(uint8_t c) {
+  // A number has no end byte of its own: the byte after it ends it and is then read again as
+  // what follows a value.
+  while (true) {
+    switch (state_) {
+      case State::kBeforeDocument:
+        if (is_whitespace(c)) return whitespace(c);
+        end_whitespace();
+        return c == '{' ? open(true) : fail();
+      case State::kObjectOpen:
+      case State::kObjectKey:
+        if (is_whitespace(c)) return whitespace(c);
+        end_whitespace();
+        if (c == '"') {
+          in_key_ = true;
+          state_ = State::kString;
+          return true;
+        }
+        if (c == '}' && state_ == State::kObjectOpen) return close(true);
+        return fail();
+      case State::kColon:
+        if (is_whitespace(c)) return whitespace(c);
+        end_whitespace();
+        if (c != ':') return fail();
+        state_ = State::kValue;
+        return true;
+      case State::kValue:
+        if (is_whitespace(c)) return whitespace(c);
+        end_whitespace();
+        return begin_value(c);
+      case State::kArrayOpen:
+        if (is_whitespace(c)) return whitespace(c);
+        end_whitespace();
+        if (c == ']') return close(false);
+        return begin_value(c);
+      case State::kAfterValue:
+        if (is_whitespace(c)) return whitespace(c);
+        end_whitespace();
+        if (c == ',') {
+          state_ = top_is_object() ? State::kObjectKey : State::kValue;
+          return true;
+        }
+        if (c == '}' || c == ']') return close(c == '}');
+        return fail();
+      case State::kString:
+        return string_byte(c);
+      case State::kUtf8:
+        if (c < lo_ || c > hi_) return fail();
+        lo_ = 0x80;
+        hi_ = 0xBF;
+        if (--need_ == 0) state_ = State::kString;
+        return true;
+      case State::kEscape:
+        switch (c) {
+          case '"':
+          case '\\':
+          case '/':
+          case 'b':
+          case 'f':
+          case 'n':
+          case 'r':
+          case 't':
+            state_ = State::kString;
+            return true;
+          case 'u':
+            state_ = State::kHex;
+            need_ = 4;
+            hex_ = 0;
+            return true;
+          default:
+            return fail();
+        }
+      case State::kHex: {
+        const int v = hex_value(c);
+        if (v < 0) return fail();
+        hex_ = static_cast<uint16_t>(hex_ * 16 + v);
+        if (--need_ > 0) {
+          // Judge the digits so far by the values they can still become, so that no accepted
+          // prefix is a dead end: after a high surrogate only DC00..DFFF may follow, elsewhere
+          // DC00..DFFF (a lone low surrogate) may not.
+          const uint32_t lo = static_cast<uint32_t>(hex_) << (4 * need_);
+          const uint32_t hi = lo + (uint32_t{1} << (4 * need_)) - 1;
+          const bool may_be_low = hi >= 0xDC00 && lo <= 0xDFFF;
+          const bool must_be_low = lo >= 0xDC00 && hi <= 0xDFFF;
+          if (want_low_surrogate_ ? !may_be_low : must_be_low) return fail();
+          return true;
+        }
+        const bool high = hex_ >= 0xD800 && hex_ <= 0xDBFF;
+        const bool low = hex_ >= 0xDC00 && hex_ <= 0xDFFF;
+        if (want_low_surrogate_) {
+          if (!low) return fail();
+          want_low_surrogate_ = false;
+          state_ = State::kString;
+        } else if (high) {
+          want_low_surrogate_ = true;
+          state_ = State::kLowBackslash;
+        } else if (low) {
+          return fail();
+        } else {
+          state_ = State::kString;
+        }
+        return true;
+      }
+      case State::kLowBackslash:
+        if (c != '\\') return fail();
+        state_ = State::kLowU;
+        return true;
+      case State::kLowU:
+        if (c != 'u') return fail();
+        state_ = State::kHex;
+        need_ = 4;
+        hex_ = 0;
+        return true;
+      case State::kMinus:
+        if (c == '0') {
+          state_ = State::kZero;
+          return true;
+        }
+        if (c >= '1' && c <= '9') {
+          state_ = State::kInt;
+          digits_ = 0;
+          return digit(max_integer_digits_);
+        }
+        return fail();
+      case State::kZero:
+      case State::kInt:
+        if (is_digit(c) && state_ == State::kInt) return digit(max_integer_digits_);
+        if (c == '.') {
+          state_ = State::kDot;
+          return true;
+        }
+        if (c == 'e' || c == 'E') {
+          state_ = State::kExp;
+          return true;
+        }
+        state_ = State::kAfterValue;
+        continue;
+      case State::kDot:
+        if (!is_digit(c)) return fail();
+        state_ = State::kFrac;
+        return true;
+      case State::kFrac:
+        if (is_digit(c)) return true;
+        if (c == 'e' || c == 'E') {
+          state_ = State::kExp;
+          return true;
+        }
+        state_ = State::kAfterValue;
+        continue;
+      case State::kExp:
+        digits_ = 0;
+        if (c == '+' || c == '-') {
+          state_ = State::kExpSign;
+          return true;
+        }
+        if (!is_digit(c)) return fail();
+        state_ = State::kExpDigits;
+        return digit(max_exponent_digits_);
+      case State::kExpSign:
+        if (!is_digit(c)) return fail();
+        state_ = State::kExpDigits;
+        return digit(max_exponent_digits_);
+      case State::kExpDigits:
+        if (is_digit(c)) return digit(max_exponent_digits_);
+        state_ = State::kAfterValue;
+        continue;
+      case State::kLiteral: {
+        const std::string_view word = kLiterals[literal_];
+        if (c != static_cast<uint8_t>(word[need_])) return fail();
+        if (++need_ == word.size()) state_ = State::kAfterValue;
+        return true;
+      }
+      case State::kDone:
+      case State::kFailed:
+        return fail();
+    }
+    return fail();
+  }
+}
+
+bool JsonRecognizer::advance(std::string_view bytes) {
+  for (const char c : bytes) {
+    if (!advance(static_cast<uint8_t>(c))) return false;
+  }
+  return true;
+}
+
+const char* JsonRecognizer::expected() const {
+  switch (state_) {
+    case State::kBeforeDocument:
+      return "'{' (the document must be an object)";
+    case State::kObjectOpen:
+      return "a key string or '}'";
+    case State::kObjectKey:
+      return "a key string";
+    case State::kColon:
+      return "':'";
+    case State::kValue:
+      return "a value";
+    case State::kArrayOpen:
+      return "a value or ']'";
+    case State::kAfterValue:
+      return top_is_object() ? "',' or '}'" : "',' or ']'";
+    case State::kString:
+      return "a string character, '\\' or '\"' (control characters must be escaped)";
+    case State::kEscape:
+      return "an escape: one of \" \\ / b f n r t u";
+    case State::kHex:
+      return "a hex digit of \\u";
+    case State::kLowBackslash:
+    case State::kLowU:
+      return "'\\u' and a low surrogate after a high surrogate";
+    case State::kUtf8:
+      return "a UTF-8 continuation byte";
+    case State::kMinus:
+      return "a digit after '-'";
+    case State::kZero:
+      return "'.', 'e', or the end of the number (no leading zeros)";
+    case State::kInt:
+    case State::kFrac:
+      return "a digit (within the digit limit), or the end of the number";
+    case State::kDot:
+      return "a digit after '.'";
+    case State::kExp:
+      return "a digit or sign of the exponent";
+    case State::kExpSign:
+    case State::kExpDigits:
+      return "a digit of the exponent (within the digit limit)";
+    case State::kLiteral:
+      return "the rest of true, false or null";
+    case State::kDone:
+      return "nothing (the object is complete)";
+    case State::kFailed:
+      return "nothing (the recognizer failed earlier)";
+  }
+  return "?";
+}
+
+Status JsonRecognizer::feed(std::string_view bytes, int64_t offset) {
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    const auto c = static_cast<uint8_t>(bytes[i]);
+    const JsonRecognizer before = *this;
+    if (advance(c)) continue;
+    const std::string shown =
+        c >= 0x20 && c < 0x7F ? fmt::format("'{}' ", static_cast<char>(c)) : "";
+    if (too_deep_) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        "[grammar] JSON nesting too deep at offset {}: {} opens level {}, expected "
+                        "at most {} levels",
+                        offset + static_cast<int64_t>(i), shown, before.depth_ + 1, max_depth_);
+    }
+    return make_error(
+        ErrorCode::kInvalidArgument,
+        "[grammar] byte {}(0x{:02x}) at offset {} is not valid JSON here: expected {}", shown, c,
+        offset + static_cast<int64_t>(i), before.expected());
+  }
+  return Status::ok();
+}
+
+}  // namespace minfer::grammar
