@@ -1,13 +1,18 @@
 // `minfer serve`: the OpenAI-compatible HTTP server (src/server/) over the batch scheduler.
-// The port is taken first (/health answers 503 while the model loads), then the model loads;
-// SIGINT/SIGTERM stop new requests, let running ones finish for a few seconds, cancel the rest
-// and exit 0.
+// The port is taken and served first (/health and every model endpoint answer 503 while the
+// model loads on a thread of its own), then the model loads; a load failure ends the process
+// with exit code 1 and the error. SIGINT/SIGTERM stop new requests, let running ones finish for
+// a few seconds, cancel the rest and exit 0.
+//
+// MINFER_TEST_LOAD_DELAY_MS=N (tests only) sleeps N ms before loading, so that a test can watch
+// /health answer 503 and then 200 on a model that loads in a moment.
 #include <pthread.h>
 
 #include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -47,6 +52,16 @@ struct Loaded {
 };
 
 Result<Loaded> load(ServeFlags& f) {
+  if (const char* delay = std::getenv("MINFER_TEST_LOAD_DELAY_MS")) {
+    int ms = 0;
+    if (std::sscanf(delay, "%d", &ms) != 1 || ms < 0 || ms > 600000) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        "[serve] MINFER_TEST_LOAD_DELAY_MS is '{}': expected milliseconds in "
+                        "0..600000",
+                        delay);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+  }
   MINFER_RETURN_IF_ERROR(kernels::init_kernels());
   Loaded l;
   if (!f.cache_type.empty()) {

@@ -5,11 +5,13 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "core/status.h"
 #include "engine/generate.h"
+#include "sampling/constraint.h"
 #include "sampling/sampler.h"
 
 namespace minfer::engine {
@@ -26,6 +28,10 @@ struct RequestParams {
   // < 0: no logprobs; else the sampled token's log-probability plus this many alternatives
   // (≤ kMaxTopLogprobs), from the model's distribution before the sampler chain.
   int32_t top_logprobs = -1;
+  // When set, only tokens it allows are sampled (e.g. grammar::JsonConstraint for json_object),
+  // and the request ends with kEog as soon as it is complete. One per request: it holds that
+  // request's state.
+  std::shared_ptr<TokenConstraint> constraint;
 };
 
 struct TokenLogprob {

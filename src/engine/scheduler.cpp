@@ -271,7 +271,19 @@ void Scheduler::preempt(Sequence& seq) {
 }
 
 void Scheduler::on_logits(Sequence& seq, std::span<const float> logits) {
-  const int32_t token = seq.sampler.sample(logits);
+  TokenConstraint* constraint = seq.params.constraint.get();
+  int32_t token = 0;
+  if (constraint != nullptr) {
+    Result<int32_t> sampled = seq.sampler.sample(logits, *constraint);
+    Status accepted = sampled.is_ok() ? constraint->accept(sampled.value()) : sampled.status();
+    if (!accepted.is_ok()) {
+      finish(seq, FinishReason::kCancelled, std::move(accepted));
+      return;
+    }
+    token = sampled.value();
+  } else {
+    token = seq.sampler.sample(logits);
+  }
   seq.sampler.accept(token);
   RequestEvent event;
   event.tokens.push_back(seq.params.top_logprobs >= 0
@@ -290,6 +302,9 @@ void Scheduler::on_logits(Sequence& seq, std::span<const float> logits) {
   if (seq.sink) seq.sink(std::move(event));
   if (seq.stops.stopped()) {
     finish(seq, FinishReason::kStop);
+  } else if (constraint != nullptr && constraint->complete()) {
+    // Nothing but an end-of-generation token may follow: end here instead of computing it.
+    finish(seq, FinishReason::kEog);
   } else if (seq.params.max_tokens >= 0 && seq.stats.n_generated >= seq.params.max_tokens) {
     finish(seq, FinishReason::kLength);
   } else if (static_cast<int64_t>(seq.tokens.size()) + 1 >= options_.n_ctx) {

@@ -43,6 +43,12 @@ ApiError api_error(int status, std::string message, std::string type, std::strin
   return e;
 }
 
+// What every endpoint but / answers until the model is loaded.
+ApiError model_loading() {
+  return api_error(503, "[server] the model is still loading", "unavailable_error",
+                   "model_loading");
+}
+
 // The connection a request came on, found by its peer address among this process's sockets:
 // cpp-httplib 0.11 does not hand the socket to handlers, and a handler must notice a client that
 // went away while it waits for tokens. -1 when not found.
@@ -144,6 +150,12 @@ const Backend* HttpServer::ready_backend() const {
   return ready_.load() ? &backend_ : nullptr;
 }
 
+std::shared_ptr<const grammar::VocabBytes> HttpServer::json_vocab(const Backend& backend) {
+  std::lock_guard<std::mutex> lock(json_vocab_mu_);
+  if (json_vocab_ == nullptr) json_vocab_ = grammar::VocabBytes::from_tokenizer(*backend.tokenizer);
+  return json_vocab_;
+}
+
 void HttpServer::begin_drain() {
   draining_.store(true);
 }
@@ -218,22 +230,24 @@ void HttpServer::install_routes() {
   });
   http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
     if (ready_backend() == nullptr) {
-      send_error(
-          res, api_error(503, "[server] loading the model", "unavailable_error", "model_loading"));
+      send_error(res, model_loading());
       return;
     }
     res.set_content(R"({"status":"ok"})", kJsonType);
   });
   http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     const Backend* b = ready_backend();
-    const engine::SchedulerStats stats = b ? b->scheduler->stats() : engine::SchedulerStats{};
-    res.set_content(metrics_.format(stats), "text/plain; version=0.0.4; charset=utf-8");
+    if (b == nullptr) {
+      send_error(res, model_loading());
+      return;
+    }
+    res.set_content(metrics_.format(b->scheduler->stats()),
+                    "text/plain; version=0.0.4; charset=utf-8");
   });
   http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
     const Backend* b = ready_backend();
     if (b == nullptr) {
-      send_error(
-          res, api_error(503, "[server] loading the model", "unavailable_error", "model_loading"));
+      send_error(res, model_loading());
       return;
     }
     Json model{{"id", b->model_name},
@@ -265,8 +279,7 @@ void HttpServer::install_routes() {
   http.Post("/tokenize", [this, parse_body](const httplib::Request& req, httplib::Response& res) {
     const Backend* b = ready_backend();
     if (b == nullptr) {
-      send_error(
-          res, api_error(503, "[server] loading the model", "unavailable_error", "model_loading"));
+      send_error(res, model_loading());
       return;
     }
     Json body;
@@ -304,8 +317,7 @@ void HttpServer::install_routes() {
   http.Post("/detokenize", [this, parse_body](const httplib::Request& req, httplib::Response& res) {
     const Backend* b = ready_backend();
     if (b == nullptr) {
-      send_error(
-          res, api_error(503, "[server] loading the model", "unavailable_error", "model_loading"));
+      send_error(res, model_loading());
       return;
     }
     Json body;
@@ -333,8 +345,7 @@ void HttpServer::install_routes() {
                                      Endpoint endpoint) {
     const Backend* b = ready_backend();
     if (b == nullptr) {
-      return send_error(
-          res, api_error(503, "[server] loading the model", "unavailable_error", "model_loading"));
+      return send_error(res, model_loading());
     }
     if (draining_.load()) {
       return send_error(
@@ -375,6 +386,10 @@ void HttpServer::install_routes() {
                            "context_length_exceeded"));
     }
     parsed->params.prompt = std::move(prompt);
+    if (parsed->json_object) {
+      // Each request gets its own recognizer state over the shared token bytes.
+      parsed->params.constraint = std::make_shared<grammar::JsonConstraint>(json_vocab(*b));
+    }
 
     auto call = std::make_shared<Call>();
     auto sink = [this, call](engine::RequestEvent&& event) {

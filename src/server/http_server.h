@@ -18,6 +18,7 @@
 #include "chat/chat_template.h"
 #include "core/status.h"
 #include "engine/scheduler.h"
+#include "grammar/json_constraint.h"
 #include "models/model.h"
 #include "server/metrics.h"
 #include "tokenizer/tokenizer.h"
@@ -76,6 +77,8 @@ class HttpServer {
   struct Call;
   void install_routes();
   const Backend* ready_backend() const;
+  // The model's token bytes for JSON-constrained sampling, built on first use.
+  std::shared_ptr<const grammar::VocabBytes> json_vocab(const Backend& backend);
 
   ServerOptions options_;
   std::unique_ptr<httplib::Server> http_;
@@ -87,6 +90,8 @@ class HttpServer {
   mutable std::mutex calls_mu_;
   std::set<std::shared_ptr<engine::RequestHandle>> in_flight_;
   std::atomic<int64_t> next_id_{1};
+  std::mutex json_vocab_mu_;
+  std::shared_ptr<const grammar::VocabBytes> json_vocab_;  // under json_vocab_mu_
 };
 
 }  // namespace minfer::server

@@ -347,6 +347,7 @@ std::optional<ApiError> parse_request(const Json& body, Endpoint endpoint, int32
                                      type),
                          "response_format", "invalid_value");
     }
+    out.json_object = type == "json_object";
   }
 
   if (auto e = get_bool(body, "stream", out.stream)) return e;

@@ -43,6 +43,7 @@ struct ParsedRequest {
   std::string prompt_text;          // completions: a string prompt
   std::vector<int32_t> prompt_ids;  // completions: a token-id prompt
   bool prompt_is_ids = false;
+  bool json_object = false;  // response_format {"type": "json_object"}: constrained to one object
 };
 
 // Checks the fields of a /v1/chat/completions or /v1/completions body (types, ranges, roles).

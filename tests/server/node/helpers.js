@@ -15,10 +15,11 @@ export const modelPath = path.join(testData, 'models', 'qwen2.5-qwentok-tiny-q8_
 export const haveModel = existsSync(modelPath) && existsSync(minferBin);
 export const skipReason = haveModel ? false : `needs ${minferBin} and ${modelPath}`;
 
-// Spawns the server and resolves once /health would answer 200.
-export async function startServer(extraArgs = []) {
-  const args = ['serve', '-m', modelPath, '--port', '0', '-t', '2', ...extraArgs];
-  const proc = spawn(minferBin, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+// Spawns the server and resolves once /health would answer 200. `env`: extra environment
+// variables for the server process; `model`: another GGUF file to serve.
+export async function startServer(extraArgs = [], env = {}, model = modelPath) {
+  const args = ['serve', '-m', model, '--port', '0', '-t', '2', ...extraArgs];
+  const proc = spawn(minferBin, args, { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...env } });
   let stderr = '';
   const exited = new Promise((resolve) => proc.on('exit', (code, signal) => resolve({ code, signal })));
   const url = await new Promise((resolve, reject) => {
