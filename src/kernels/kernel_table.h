@@ -40,6 +40,12 @@ using MatmulTileFn = void (*)(int64_t n_in, const void* w, size_t w_row_bytes, i
 // Quantizes one f32 row of n elements (a multiple of the block size) into activation blocks.
 using QuantizeRowFn = void (*)(const float* x, void* y, int64_t n);
 
+// Byte offset of the int32 block sums in a Q8_0 activation row of n_blocks blocks (see
+// MatmulTileFn): the first 4-byte boundary after the blocks (34 bytes each).
+constexpr size_t q8_0_act_sums_offset(size_t n_blocks) {
+  return (n_blocks * 34 + 3) / 4 * 4;
+}
+
 // Slots indexed by GgmlType id (kBF16 = 30 is the largest weight type).
 inline constexpr int kMatmulSlots = 32;
 
@@ -82,6 +88,10 @@ struct KernelTable {
   // quant_traits(type)->from_float. Every table's converter is bit-identical to that; nullptr:
   // use ref_table's, or from_float where ref_table has none.
   QuantizeRowFn quantize_act[kMatmulSlots];
+  // The whole Q8_0 activation row of the matmul tiles: the blocks of quantize_act's Q8_0
+  // converter, then each block's int32 quant sum at q8_0_act_sums_offset (y must hold both).
+  // nullptr: ref_table's.
+  QuantizeRowFn quantize_act_q8_0_sums;
 };
 
 // The tables themselves. Constant-initialized data: touching them runs no ISA-specific code,

@@ -17,10 +17,6 @@ constexpr int slot(GgmlType type) {
   return static_cast<int>(type);
 }
 
-size_t q8_0_sums_offset(size_t n_blocks) {
-  return (n_blocks * sizeof(BlockQ8_0) + 3) / 4 * 4;
-}
-
 // Bytes of one converted activation row: the vec_dot_type blocks, then for Q8_0 the int32 sum
 // of each block's quants (see MatmulTileFn), at the
 // next 4-byte boundary; rows are padded to a multiple of 4 bytes..
@@ -28,7 +24,8 @@ size_t act_row_bytes_for(GgmlType act_type, int64_t n_in) {
   const QuantTraits& act = *quant_traits(act_type);
   const size_t n_blocks = static_cast<size_t>(n_in / act.block_size);
   size_t bytes = n_blocks * act.bytes_per_block;
-  if (act_type == GgmlType::kQ8_0) bytes = q8_0_sums_offset(n_blocks) + n_blocks * sizeof(int32_t);
+  if (act_type == GgmlType::kQ8_0)
+    bytes = q8_0_act_sums_offset(n_blocks) + n_blocks * sizeof(int32_t);
   return (bytes + 3) / 4 * 4;
 }
 
@@ -69,22 +66,15 @@ void matmul(const KernelTable& table, ThreadPool& pool, const MatmulWeights& w, 
     QuantizeRowFn convert = table.quantize_act[slot(act_type)];
     if (convert == nullptr) convert = ref_table.quantize_act[slot(act_type)];
     if (convert == nullptr) convert = act_traits.from_float;
+    if (act_type == GgmlType::kQ8_0) {
+      convert = table.quantize_act_q8_0_sums != nullptr ? table.quantize_act_q8_0_sums
+                                                        : ref_table.quantize_act_q8_0_sums;
+    }
     uint8_t* act_bytes = scratch.data();
     const int64_t n_in = w.n_in;
     pool.parallel_for(n_tokens, [&](int64_t begin, int64_t end) {
       for (int64_t t = begin; t < end; ++t) {
-        uint8_t* row = act_bytes + static_cast<size_t>(t) * act_row_bytes;
-        convert(x + t * n_in, row, n_in);
-        if (act_type == GgmlType::kQ8_0) {
-          const auto* blocks = reinterpret_cast<const BlockQ8_0*>(row);
-          const int64_t n_blocks = n_in / kQK8_0;
-          auto* sums = reinterpret_cast<int32_t*>(row + q8_0_sums_offset(n_blocks));
-          for (int64_t b = 0; b < n_blocks; ++b) {
-            int32_t s = 0;
-            for (int i = 0; i < kQK8_0; ++i) s += blocks[b].qs[i];
-            sums[b] = s;
-          }
-        }
+        convert(x + t * n_in, act_bytes + static_cast<size_t>(t) * act_row_bytes, n_in);
       }
     });
     act = act_bytes;

@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "kernels/kernel_table.h"
 #include "quant/blocks.h"
 
 namespace minfer::kernels::quant_tile {
@@ -85,7 +86,7 @@ struct ActQ8_0 {
   const BlockQ8_0* blocks;
   const int32_t* sums;
   static ActQ8_0 of(const uint8_t* row, int64_t n_blocks) {
-    const size_t sums_off = (static_cast<size_t>(n_blocks) * sizeof(BlockQ8_0) + 3) / 4 * 4;
+    const size_t sums_off = q8_0_act_sums_offset(static_cast<size_t>(n_blocks));
     return {reinterpret_cast<const BlockQ8_0*>(row),
             reinterpret_cast<const int32_t*>(row + sums_off)};
   }

@@ -42,6 +42,7 @@ constexpr KernelTable make_avx2_table() {
   t.quantize_act[slot(GgmlType::kF16)] = avx2::act_f16;
   t.quantize_act[slot(GgmlType::kBF16)] = avx2::act_bf16;
   t.quantize_act[slot(GgmlType::kQ8_0)] = avx2::act_q8_0;
+  t.quantize_act_q8_0_sums = avx2::act_q8_0_sums;
   t.quantize_act[slot(GgmlType::kQ8_1)] = avx2::act_q8_1;
   t.quantize_act[slot(GgmlType::kQ8_K)] = avx2::act_q8_K;
   return t;

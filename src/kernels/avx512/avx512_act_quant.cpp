@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "kernels/avx512/avx512_kernels.h"
+#include "kernels/kernel_table.h"
 #include "quant/blocks.h"
 
 namespace minfer::kernels::avx512 {
@@ -50,6 +51,18 @@ void act_q8_0(const float* x, void* y, int64_t n) {
   for (int64_t i = 0; i < n / 32; ++i) {
     __m512i sum;
     blocks[i].d = to_f16(quantize_block32(x + 32 * i, blocks[i].qs, &sum));
+  }
+}
+
+void act_q8_0_sums(const float* x, void* y, int64_t n) {
+  auto* blocks = static_cast<BlockQ8_0*>(y);
+  const size_t n_blocks = static_cast<size_t>(n / 32);
+  int32_t* sums = reinterpret_cast<int32_t*>(static_cast<uint8_t*>(y) +  // [n_blocks]
+                                             q8_0_act_sums_offset(n_blocks));
+  for (size_t i = 0; i < n_blocks; ++i) {
+    __m512i sum;
+    blocks[i].d = to_f16(quantize_block32(x + 32 * i, blocks[i].qs, &sum));
+    sums[i] = _mm512_reduce_add_epi32(sum);
   }
 }
 

@@ -30,6 +30,8 @@ void act_bf16(const float* x, void* y, int64_t n);
 // Q8_0 / Q8_1 activations with llama.cpp's x86 semantics (quant/act_quant.h) and Q8_K as
 // quantize_row_q8_K, bit for bit.
 void act_q8_0(const float* x, void* y, int64_t n);
+// act_q8_0, then each block's int32 quant sum (KernelTable::quantize_act_q8_0_sums).
+void act_q8_0_sums(const float* x, void* y, int64_t n);
 void act_q8_1(const float* x, void* y, int64_t n);
 void act_q8_K(const float* x, void* y, int64_t n);
 

@@ -42,6 +42,7 @@ constexpr KernelTable make_avx512_table() {
   t.quantize_act[slot(GgmlType::kF16)] = avx512::act_f16;
   t.quantize_act[slot(GgmlType::kBF16)] = avx512::act_bf16;
   t.quantize_act[slot(GgmlType::kQ8_0)] = avx512::act_q8_0;
+  t.quantize_act_q8_0_sums = avx512::act_q8_0_sums;
   t.quantize_act[slot(GgmlType::kQ8_1)] = avx512::act_q8_1;
   t.quantize_act[slot(GgmlType::kQ8_K)] = avx512::act_q8_K;
   return t;

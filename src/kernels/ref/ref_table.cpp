@@ -1,9 +1,27 @@
+#include <cstddef>
+#include <cstdint>
+
 #include "kernels/ref/ref_kernels.h"
 #include "quant/act_quant.h"
+#include "quant/blocks.h"
 #include "quant/ggml_type.h"
 
 namespace minfer::kernels {
 namespace {
+
+// The reference Q8_0 activation row: llama.cpp's x86 quantization, then the block sums.
+void quantize_act_q8_0_sums(const float* x, void* y, int64_t n) {
+  quantize_act_q8_0(x, y, n);
+  const auto* blocks = static_cast<const BlockQ8_0*>(y);
+  const size_t n_blocks = static_cast<size_t>(n / kQK8_0);
+  int32_t* sums = reinterpret_cast<int32_t*>(static_cast<uint8_t*>(y) +  // [n_blocks]
+                                             q8_0_act_sums_offset(n_blocks));
+  for (size_t b = 0; b < n_blocks; ++b) {
+    int32_t s = 0;
+    for (int i = 0; i < kQK8_0; ++i) s += blocks[b].qs[i];
+    sums[b] = s;
+  }
+}
 
 constexpr int slot(GgmlType type) {
   return static_cast<int>(type);
@@ -45,6 +63,7 @@ constexpr KernelTable make_ref_table() {
   // Q8_K, F16 and BF16 (nullptr here) use quant_traits' reference converters.
   t.quantize_act[slot(GgmlType::kQ8_0)] = quantize_act_q8_0;
   t.quantize_act[slot(GgmlType::kQ8_1)] = quantize_act_q8_1;
+  t.quantize_act_q8_0_sums = quantize_act_q8_0_sums;
   return t;
 }
 
