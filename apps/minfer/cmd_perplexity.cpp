@@ -1,5 +1,6 @@
 // minfer perplexity: llama.cpp's perplexity over a text file (engine/perplexity.h).
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -19,6 +20,7 @@ struct PerplexityCli {
   std::string file;
   engine::PerplexityOptions options;
   std::string cache_type;
+  std::string flash_attn = "on";
 };
 
 Status run_perplexity(const PerplexityCli& o) {
@@ -31,11 +33,20 @@ Status run_perplexity(const PerplexityCli& o) {
   MINFER_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tokenizer,
                           Tokenizer::from_gguf(model->file()));
   engine::PerplexityOptions options = o.options;
+  // As llama-perplexity by default: f16 cells and flash attention (llama.cpp's "auto" is on for
+  // the CPU), reproduced operation for operation; --cache-type or MINFER_CACHE_TYPE override.
   if (!o.cache_type.empty()) {
     MINFER_ASSIGN_OR_RETURN(options.cache_type, parse_kv_cell_type(o.cache_type));
-  } else {
+  } else if (std::getenv("MINFER_CACHE_TYPE") != nullptr) {
     MINFER_ASSIGN_OR_RETURN(options.cache_type, kv_cell_type_from_env());
+  } else {
+    options.cache_type = KvCellType::kF16;
   }
+  if (o.flash_attn != "on" && o.flash_attn != "off") {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "[perplexity] --flash-attn: expected on or off, got '{}'", o.flash_attn);
+  }
+  options.flash_attn = o.flash_attn == "on";
   // The running values go to stdout as llama-perplexity prints them: "[1]12.3456,[2]…".
   std::unique_ptr<Progress> progress;
   auto on_chunk = [&](int64_t chunk, int64_t n_chunks, double running) {
@@ -72,7 +83,12 @@ void register_perplexity_command(CLI::App& app, CommandRegistry& registry) {
   cmd->add_option("--chunks", opts->options.max_chunks, "at most this many chunks (-1: all)")
       ->capture_default_str();
   cmd->add_option("-t,--threads", opts->options.n_threads, "threads (default: all cores)");
-  cmd->add_option("--cache-type", opts->cache_type, "KV cell type: f32, f16, q8_0");
+  cmd->add_option("--cache-type", opts->cache_type,
+                  "KV cell type: f16 (default, as llama-perplexity), f32, q8_0");
+  cmd->add_option("--flash-attn", opts->flash_attn,
+                  "on: with f16 cells, attention in llama.cpp's CPU flash-attention arithmetic "
+                  "(llama-perplexity's default); off: minfer's own attention")
+      ->capture_default_str();
   registry.add(cmd, [opts]() {
     const Status st = run_perplexity(*opts);
     if (!st.is_ok()) {

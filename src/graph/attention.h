@@ -6,6 +6,10 @@
 // 2018): a running max m, a running sum l and an accumulator are rescaled when the max grows,
 // so no score buffer grows with the context. Cells are read in place through the block table;
 // f16 / q8_0 cells are converted one block at a time into a per-thread scratch tile.
+//
+// f16 cells with KvCache::flash_attn_numerics() set take llama.cpp's CPU flash attention
+// instead (ggml_compute_forward_flash_attn_ext_f16_one_chunk): q rounded to f16, an f16 output
+// accumulator, expf, cells walked one at a time — what llama-perplexity runs by default.
 #pragma once
 
 #include <cstdint>

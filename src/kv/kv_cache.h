@@ -53,6 +53,10 @@ class KvCache {
   static Result<std::unique_ptr<KvCache>> create(const KvCacheConfig& config);
 
   const KvCacheConfig& config() const { return config_; }
+  // Attention over f16 cells reproduces llama.cpp's CPU flash-attention arithmetic when set
+  // (graph/attention.cpp); what llama-perplexity runs by default.
+  void set_flash_attn_numerics(bool on) { flash_attn_numerics_ = on; }
+  bool flash_attn_numerics() const { return flash_attn_numerics_; }
   size_t k_row_bytes() const { return k_row_bytes_; }  // one head's key row in the cell type
   size_t v_row_bytes() const { return v_row_bytes_; }
   size_t block_bytes() const { return block_bytes_; }
@@ -115,6 +119,7 @@ class KvCache {
   void unregister(int32_t block);
 
   KvCacheConfig config_;
+  bool flash_attn_numerics_ = false;
   size_t k_row_bytes_ = 0;
   size_t v_row_bytes_ = 0;
   size_t layer_bytes_ = 0;
