@@ -1,0 +1,82 @@
+// The functions behind every SIMD kernel table, declared once for all ISAs. Not a header of its
+// own: an ISA's header (avx2/avx2_kernels.h, avx512/avx512_kernels.h) defines
+// MINFER_SIMD_KERNEL_NAMESPACE and includes this inside its include guard, so each ISA gets the
+// same declarations in its own namespace. Semantics: kernel_table.h.
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/kernel_table.h"
+
+namespace minfer::kernels::MINFER_SIMD_KERNEL_NAMESPACE {
+
+void rms_norm(const float* x, const float* w, float eps, int64_t n, float* y);
+void softmax(const float* x, int64_t n, float* y);
+void silu(const float* x, int64_t n, float* y);
+void swiglu(const float* gate, const float* up, int64_t n, float* y);
+void add(const float* a, const float* b, int64_t n, float* y);
+void mul(const float* a, const float* b, int64_t n, float* y);
+void scale(const float* x, float s, int64_t n, float* y);
+void rope(float* x, int64_t n_head, int64_t head_dim, int64_t n_rot, const float* cos_sin,
+          RopeStyle style);
+float dot_f32(const float* a, const float* b, int64_t n);
+void axpy_f32(float a, const float* x, int64_t n, float* y);
+void f16_to_f32(const uint16_t* x, int64_t n, float* y);
+void f32_to_f16(const float* x, int64_t n, uint16_t* y);
+void bf16_to_f32(const uint16_t* x, int64_t n, float* y);
+void f32_to_bf16(const float* x, int64_t n, uint16_t* y);
+// QuantizeRowFn wrappers of f32_to_f16 / f32_to_bf16 for the F16 / BF16 activations.
+void act_f16(const float* x, void* y, int64_t n);
+void act_bf16(const float* x, void* y, int64_t n);
+// Q8_0 / Q8_1 activations with llama.cpp's x86 semantics (quant/act_quant.h) and Q8_K as
+// quantize_row_q8_K, bit for bit.
+void act_q8_0(const float* x, void* y, int64_t n);
+// act_q8_0, then each block's int32 quant sum (KernelTable::quantize_act_q8_0_sums).
+void act_q8_0_sums(const float* x, void* y, int64_t n);
+void act_q8_1(const float* x, void* y, int64_t n);
+void act_q8_K(const float* x, void* y, int64_t n);
+
+void matmul_tile_f32(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
+                     const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
+                     int64_t y_stride);
+void matmul_tile_f16(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
+                     const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
+                     int64_t y_stride);
+void matmul_tile_bf16(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
+                      const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
+                      int64_t y_stride);
+
+// Quantized tiles (kernels/quant_tile_impl.h; VNNI on AVX-512); bit-identical to the reference
+// tiles.
+void matmul_tile_q4_0(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
+                      const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
+                      int64_t y_stride);
+void matmul_tile_q4_1(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
+                      const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
+                      int64_t y_stride);
+void matmul_tile_q5_0(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
+                      const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
+                      int64_t y_stride);
+void matmul_tile_q5_1(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
+                      const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
+                      int64_t y_stride);
+void matmul_tile_q8_0(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
+                      const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
+                      int64_t y_stride);
+void matmul_tile_q2_K(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
+                      const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
+                      int64_t y_stride);
+void matmul_tile_q3_K(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
+                      const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
+                      int64_t y_stride);
+void matmul_tile_q4_K(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
+                      const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
+                      int64_t y_stride);
+void matmul_tile_q5_K(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
+                      const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
+                      int64_t y_stride);
+void matmul_tile_q6_K(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
+                      const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
+                      int64_t y_stride);
+
+}  // namespace minfer::kernels::MINFER_SIMD_KERNEL_NAMESPACE
