@@ -88,16 +88,22 @@ void Executor::run_node(const Node& node, const Graph& graph, const Batch& batch
     case OpKind::kMul:
       table_.mul(in_data(0), in_data(1), rows * cols, buffer(node));
       return;
-    case OpKind::kSilu:
-      table_.silu(in_data(0), rows * cols, buffer(node));
+    // SiLU and SwiGLU go row by row: their kernels treat whole groups of 16 from the start of
+    // a call differently from the elements after them, as llama.cpp does per row.
+    case OpKind::kSilu: {
+      const float* x = in_data(0);
+      float* y = buffer(node);
+      for (int64_t r = 0; r < rows; ++r) table_.silu(x + r * cols, cols, y + r * cols);
       return;
+    }
     case OpKind::kSwiglu: {
       const float* gate = in_data(0);
       const float* up = in_data(1);
       float* y = buffer(node);
       pool_.parallel_for(rows, [&](int64_t begin, int64_t end) {
-        table_.swiglu(gate + begin * cols, up + begin * cols, (end - begin) * cols,
-                      y + begin * cols);
+        for (int64_t r = begin; r < end; ++r) {
+          table_.swiglu(gate + r * cols, up + r * cols, cols, y + r * cols);
+        }
       });
       return;
     }

@@ -48,12 +48,11 @@ __m256 silu_ps(__m256 x) {
   return _mm256_div_ps(x, _mm256_add_ps(one, e));
 }
 
-// Adds the squares of 8 floats to two double accumulators.
+// Adds the squares of 8 floats, each rounded to float as ggml does, to two double accumulators.
 void add_squares(__m256 v, __m256d& acc0, __m256d& acc1) {
-  const __m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(v));
-  const __m256d hi = _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1));
-  acc0 = _mm256_fmadd_pd(lo, lo, acc0);
-  acc1 = _mm256_fmadd_pd(hi, hi, acc1);
+  const __m256 sq = _mm256_mul_ps(v, v);
+  acc0 = _mm256_add_pd(acc0, _mm256_cvtps_pd(_mm256_castps256_ps128(sq)));
+  acc1 = _mm256_add_pd(acc1, _mm256_cvtps_pd(_mm256_extractf128_ps(sq, 1)));
 }
 
 void add_values(__m256 v, __m256d& acc0, __m256d& acc1) {

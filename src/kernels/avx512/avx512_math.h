@@ -15,6 +15,31 @@ static inline __mmask16 lane_mask(int64_t n) {
   return n >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n) - 1u);
 }
 
+// e^x for 16 floats by llama.cpp's AVX-512 ggml_v_expf algorithm, step for step (its SiLU and
+// softmax use it on whole vectors, so matching logits need it): n = round(x / ln 2) via the
+// 1.5 · 2^23 shift, b = x - n ln 2 in two fused steps, a degree-5 polynomial in b (Horner on
+// b and b²), scaled by 2^n; |n| > 192 gives 0 (x < 0) or +inf.
+static inline __m512 exp_ps_ggml(__m512 x) {
+  const __m512 shift = _mm512_set1_ps(0x1.8p23f);
+  const __m512 z = _mm512_fmadd_ps(x, _mm512_set1_ps(0x1.715476p+0f), shift);
+  const __m512 n = _mm512_sub_ps(z, shift);
+  const __m512 b = _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.7f7d1cp-20f),
+                                    _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.62e4p-1f), x));
+  const __m512 u = _mm512_mul_ps(b, b);
+  const __m512 j = _mm512_fmadd_ps(
+      _mm512_fmadd_ps(
+          _mm512_fmadd_ps(_mm512_set1_ps(0x1.0e4020p-7f), b, _mm512_set1_ps(0x1.573e2ep-5f)), u,
+          _mm512_fmadd_ps(_mm512_set1_ps(0x1.555e66p-3f), b, _mm512_set1_ps(0x1.fffdb6p-2f))),
+      u, _mm512_fmadd_ps(_mm512_set1_ps(0x1.ffffecp-1f), b, _mm512_set1_ps(1.0f)));
+  const __m512 res = _mm512_scalef_ps(j, n);
+  const __mmask16 out_of_range =
+      _mm512_cmp_ps_mask(_mm512_abs_ps(n), _mm512_set1_ps(192.0f), _CMP_GT_OQ);
+  if (out_of_range == 0) return res;
+  const __m512 limit = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(n, _mm512_setzero_ps(), _CMP_LE_OQ),
+                                            _mm512_set1_ps(__builtin_inff()), _mm512_setzero_ps());
+  return _mm512_mask_blend_ps(out_of_range, res, limit);
+}
+
 // e^x for 16 floats, the same algorithm as the AVX2 exp_ps (see avx2_math.h): x = n ln2 + r,
 // degree-7 Taylor polynomial for e^r, 2^n applied in two halves; x < -103.5 gives exactly 0,
 // x > 88.73 gives +inf.

@@ -11,6 +11,7 @@
 
 #include <immintrin.h>
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 
@@ -72,6 +73,39 @@ void micro(int64_t n_in, const uint8_t* w, size_t w_row_bytes, const uint8_t* ac
 
 using MicroFn = void (*)(int64_t, const uint8_t*, size_t, const uint8_t*, size_t, float*, int64_t);
 
+// Σ a[k] b[k] in the order of llama.cpp's ggml_vec_dot_f32 (AVX-512 build), which its CPU backend
+// uses for an f32 matmul whose row length is not a multiple of 16 (tinyBLAS takes the others,
+// in micro()'s order): four 16-lane accumulators over steps of 64, folded (0 + 2) + (1 + 3),
+// summed across lanes, then the leftover elements added one by one with a fused multiply-add.
+// stories260K's ffn_down rows (172 long) go through it.
+float dot_f32_ggml_order(const float* a, const float* b, int64_t n) {
+  const int64_t np = n & ~int64_t{63};
+  __m512 sum[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
+                   _mm512_setzero_ps()};
+  for (int64_t k = 0; k < np; k += 64) {
+    for (int j = 0; j < 4; ++j) {
+      sum[j] =
+          _mm512_fmadd_ps(_mm512_loadu_ps(a + k + 16 * j), _mm512_loadu_ps(b + k + 16 * j), sum[j]);
+    }
+  }
+  const __m512 folded = _mm512_add_ps(_mm512_add_ps(sum[0], sum[2]), _mm512_add_ps(sum[1], sum[3]));
+  float r = hsum_ps(folded);
+  for (int64_t k = np; k < n; ++k) r = std::fma(a[k], b[k], r);
+  return r;
+}
+
+void tile_f32_unaligned(int64_t n_in, const uint8_t* w, size_t w_row_bytes, int64_t n_rows,
+                        const uint8_t* act, size_t act_row_bytes, int64_t n_tok, float* y,
+                        int64_t y_stride) {
+  for (int64_t t = 0; t < n_tok; ++t) {
+    const auto* x = reinterpret_cast<const float*>(act + t * act_row_bytes);  // [n_in]
+    for (int64_t r = 0; r < n_rows; ++r) {
+      y[t * y_stride + r] =
+          dot_f32_ggml_order(reinterpret_cast<const float*>(w + r * w_row_bytes), x, n_in);
+    }
+  }
+}
+
 template <typename W>
 void tile(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows, const void* act,
           size_t act_row_bytes, int64_t n_tok, float* y, int64_t y_stride) {
@@ -99,6 +133,11 @@ void tile(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows, const
 void matmul_tile_f32(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
                      const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
                      int64_t y_stride) {
+  if (n_in % 16 != 0) {
+    tile_f32_unaligned(n_in, static_cast<const uint8_t*>(w), w_row_bytes, n_rows,
+                       static_cast<const uint8_t*>(act), act_row_bytes, n_tok, y, y_stride);
+    return;
+  }
   tile<F32Weights>(n_in, w, w_row_bytes, n_rows, act, act_row_bytes, n_tok, y, y_stride);
 }
 

@@ -8,6 +8,8 @@
 
 #include <immintrin.h>
 
+#include <cmath>
+
 #include <cstdint>
 
 #include "kernels/avx512/avx512_kernels.h"
@@ -33,9 +35,15 @@ void map2(const float* a, const float* b, int64_t n, float* y, Op op) {
   }
 }
 
+// SiLU as llama.cpp's CPU backend computes it (ggml_v_silu / ggml_silu_f32): x / (1 + e^-x) with
+// its vector exp on whole groups of 16 and libm's expf on the elements after the last group.
 __m512 silu_ps(__m512 x) {
-  const __m512 e = exp_ps(_mm512_sub_ps(_mm512_setzero_ps(), x));
+  const __m512 e = exp_ps_ggml(_mm512_sub_ps(_mm512_setzero_ps(), x));
   return _mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f), e));
+}
+
+float silu_tail(float x) {
+  return x / (1.0f + std::exp(-x));
 }
 
 double hsum_pd(__m512d v) {
@@ -49,11 +57,11 @@ double hsum_pd(__m512d v) {
 void rms_norm(const float* x, const float* w, float eps, int64_t n, float* y) {
   __m512d acc0 = _mm512_setzero_pd(), acc1 = _mm512_setzero_pd();
   for (int64_t i = 0; i < n; i += 16) {
+    // Each square rounded to float, as ggml (ref rms_norm).
     const __m512 v = _mm512_maskz_loadu_ps(lane_mask(n - i), x + i);
-    const __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
-    const __m512d hi = _mm512_cvtps_pd(_mm512_extractf32x8_ps(v, 1));
-    acc0 = _mm512_fmadd_pd(lo, lo, acc0);
-    acc1 = _mm512_fmadd_pd(hi, hi, acc1);
+    const __m512 sq = _mm512_mul_ps(v, v);
+    acc0 = _mm512_add_pd(acc0, _mm512_cvtps_pd(_mm512_castps512_ps256(sq)));
+    acc1 = _mm512_add_pd(acc1, _mm512_cvtps_pd(_mm512_extractf32x8_ps(sq, 1)));
   }
   const double sum = hsum_pd(_mm512_add_pd(acc0, acc1));
   const float mean = static_cast<float>(sum / static_cast<double>(n));
@@ -83,11 +91,15 @@ void softmax(const float* x, int64_t n, float* y) {
 }
 
 void silu(const float* x, int64_t n, float* y) {
-  map1(x, n, y, silu_ps);
+  const int64_t whole = n & ~int64_t{15};
+  map1(x, whole, y, silu_ps);
+  for (int64_t i = whole; i < n; ++i) y[i] = silu_tail(x[i]);
 }
 
 void swiglu(const float* gate, const float* up, int64_t n, float* y) {
-  map2(gate, up, n, y, [](__m512 g, __m512 u) { return _mm512_mul_ps(silu_ps(g), u); });
+  const int64_t whole = n & ~int64_t{15};
+  map2(gate, up, whole, y, [](__m512 g, __m512 u) { return _mm512_mul_ps(silu_ps(g), u); });
+  for (int64_t i = whole; i < n; ++i) y[i] = silu_tail(gate[i]) * up[i];
 }
 
 void add(const float* a, const float* b, int64_t n, float* y) {

@@ -11,9 +11,11 @@
 namespace minfer::kernels::ref {
 
 void rms_norm(const float* x, const float* w, float eps, int64_t n, float* y) {
+  // As ggml (ggml_compute_forward_rms_norm_f32): each square rounded to float, summed in double;
+  // the mean rounded to float, the scale computed in float, then x * scale * w. (Exact double
+  // squares flip the float mean now and then, enough to move stories260K's perplexity by 2e-4.)
   double sum = 0.0;
-  for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(x[i]) * static_cast<double>(x[i]);
-  // As ggml: the mean is rounded to float, the scale computed in float, then x * scale * w.
+  for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(x[i] * x[i]);
   const float mean = static_cast<float>(sum / static_cast<double>(n));
   const float scale = 1.0f / std::sqrt(mean + eps);
   for (int64_t i = 0; i < n; ++i) y[i] = (x[i] * scale) * w[i];
