@@ -145,7 +145,9 @@ void attention(const kernels::KernelTable& table, kernels::ThreadPool& pool, con
                            vkq16.data());
         continue;
       }
-      double max_score = -std::numeric_limits<double>::infinity();
+      // Online softmax over the window's blocks: scores of a block, the running max raised if
+      // needed (rescaling what is summed so far), then the block's weights and values at once.
+      float max_score = -std::numeric_limits<float>::infinity();
       double sum = 0.0;
       std::fill(acc.begin(), acc.end(), 0.0f);
       for (int64_t b = 0; b * block_size < n_cells; ++b) {
@@ -153,25 +155,25 @@ void attention(const kernels::KernelTable& table, kernels::ThreadPool& pool, con
         const int32_t block = blocks[static_cast<size_t>(b)];
         const float* keys = block_rows_f32(c.cell_type, cache.k_block(block, args.il, kv_head), n,
                                            head_dim, k_tile.data());
-        double block_max = max_score;
+        float block_max = max_score;
         for (int64_t j = 0; j < n; ++j) {
           scores[static_cast<size_t>(j)] =
               table.dot_f32(q, keys + j * head_dim, head_dim) * args.scale;
-          block_max = std::max(block_max, static_cast<double>(scores[static_cast<size_t>(j)]));
+          block_max = std::max(block_max, scores[static_cast<size_t>(j)]);
         }
         if (block_max > max_score) {
-          const double rescale = std::exp(max_score - block_max);
+          const float rescale = std::exp(max_score - block_max);  // 0 on the first block
           sum *= rescale;
-          table.scale(acc.data(), static_cast<float>(rescale), head_dim_v, acc.data());
+          table.scale(acc.data(), rescale, head_dim_v, acc.data());
           max_score = block_max;
         }
         const float* values = block_rows_f32(c.cell_type, cache.v_block(block, args.il, kv_head), n,
                                              head_dim_v, v_tile.data());
+        // The block's weights e^(score - max), in place of the scores.
+        sum += table.exp_sum(scores.data(), max_score, n, scores.data());
         for (int64_t j = 0; j < n; ++j) {
-          const double w =
-              std::exp(static_cast<double>(scores[static_cast<size_t>(j)]) - max_score);
-          sum += w;
-          table.axpy_f32(static_cast<float>(w), values + j * head_dim_v, head_dim_v, acc.data());
+          table.axpy_f32(scores[static_cast<size_t>(j)], values + j * head_dim_v, head_dim_v,
+                         acc.data());
         }
       }
       table.scale(acc.data(), static_cast<float>(1.0 / sum), head_dim_v, out);

@@ -58,6 +58,10 @@ struct KernelTable {
   // y = exp(x - max x) / Σ exp(x - max x); the sum accumulates in double. An x of -inf gives a
   // y of exactly 0. y may be x.
   void (*softmax)(const float* x, int64_t n, float* y);
+  // y = e^(x - shift); returns Σ y in double (softmax's exponentials and sum, for a caller that
+  // keeps its own running max, as attention's online softmax does). x - shift = -inf gives 0;
+  // y may be x.
+  double (*exp_sum)(const float* x, float shift, int64_t n, float* y);
   // y = x / (1 + exp(-x)). y may be x.
   void (*silu)(const float* x, int64_t n, float* y);
   // y = silu(gate) * up. y may be gate or up.

@@ -12,6 +12,7 @@ namespace minfer::kernels::MINFER_SIMD_KERNEL_NAMESPACE {
 
 void rms_norm(const float* x, const float* w, float eps, int64_t n, float* y);
 void softmax(const float* x, int64_t n, float* y);
+double exp_sum(const float* x, float shift, int64_t n, float* y);
 void silu(const float* x, int64_t n, float* y);
 void swiglu(const float* gate, const float* up, int64_t n, float* y);
 void add(const float* a, const float* b, int64_t n, float* y);

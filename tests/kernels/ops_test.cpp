@@ -104,6 +104,29 @@ TEST(Ops, SoftmaxGivesMaskedEntriesExactlyZero) {
   }
 }
 
+TEST(Ops, ExpSumGivesShiftedExponentialsAndTheirSumInPlace) {
+  // e^(x - shift) for every entry (-inf: exactly 0), the double sum returned, and y may be x.
+  const float kNegInf = -std::numeric_limits<float>::infinity();
+  for (const KernelTable* t : all_tables()) {
+    for (int64_t n : kSizes) {
+      std::vector<float> x = random_floats(n, 9 + n, -20.0f, 3.0f);
+      if (n > 2) x[1] = kNegInf;
+      std::vector<float> y = x;
+      const double sum = t->exp_sum(y.data(), 3.0f, n, y.data());
+      double expected_sum = 0.0;
+      for (int64_t i = 0; i < n; ++i) {
+        const double e = std::exp(static_cast<double>(x[i]) - 3.0);
+        EXPECT_NEAR(y[i], e, 2e-6 * e) << t->name << " n=" << n << " i=" << i;
+        if (x[i] == kNegInf) {
+          EXPECT_EQ(y[i], 0.0f) << t->name;
+        }
+        expected_sum += y[i];
+      }
+      EXPECT_NEAR(sum, expected_sum, 1e-12 * expected_sum + 1e-30) << t->name << " n=" << n;
+    }
+  }
+}
+
 TEST(Ops, SoftmaxSubtractsTheMax) {
   // Without subtracting the max, exp(1000) overflows to inf and the result is NaN.
   const std::vector<float> x = {1000.0f, 999.0f, 998.0f};

@@ -79,28 +79,33 @@ void rms_norm(const float* x, const float* w, float eps, int64_t n, float* y) {
        [scale](__m256 xv, __m256 wv) { return _mm256_mul_ps(_mm256_mul_ps(xv, scale), wv); });
 }
 
+double exp_sum(const float* x, float shift, int64_t n, float* y) {
+  const __m256 vs = _mm256_set1_ps(shift);
+  __m256d acc0 = _mm256_setzero_pd(), acc1 = _mm256_setzero_pd();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 e = exp_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), vs));
+    _mm256_storeu_ps(y + i, e);
+    add_values(e, acc0, acc1);
+  }
+  if (i < n) {
+    const __m256i m = lane_mask(n - i);
+    // Masked-off lanes load 0 and give exp(0 - shift): zero them before summing.
+    const __m256 e = _mm256_and_ps(exp_ps(_mm256_sub_ps(_mm256_maskload_ps(x + i, m), vs)),
+                                   _mm256_castsi256_ps(m));
+    _mm256_maskstore_ps(y + i, m, e);
+    add_values(e, acc0, acc1);
+  }
+  return hsum_pd(_mm256_add_pd(acc0, acc1));
+}
+
 void softmax(const float* x, int64_t n, float* y) {
   __m256 vmax = _mm256_set1_ps(-__builtin_inff());
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) vmax = _mm256_max_ps(vmax, _mm256_loadu_ps(x + i));
   float max = hmax_ps(vmax);
   for (; i < n; ++i) max = x[i] > max ? x[i] : max;
-  const __m256 vm = _mm256_set1_ps(max);
-  __m256d acc0 = _mm256_setzero_pd(), acc1 = _mm256_setzero_pd();
-  for (i = 0; i + 8 <= n; i += 8) {
-    const __m256 e = exp_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), vm));
-    _mm256_storeu_ps(y + i, e);
-    add_values(e, acc0, acc1);
-  }
-  if (i < n) {
-    const __m256i m = lane_mask(n - i);
-    // Masked-off lanes load 0 and give exp(0 - max): zero them before summing.
-    const __m256 e = _mm256_and_ps(exp_ps(_mm256_sub_ps(_mm256_maskload_ps(x + i, m), vm)),
-                                   _mm256_castsi256_ps(m));
-    _mm256_maskstore_ps(y + i, m, e);
-    add_values(e, acc0, acc1);
-  }
-  const float inv = static_cast<float>(1.0 / hsum_pd(_mm256_add_pd(acc0, acc1)));
+  const float inv = static_cast<float>(1.0 / exp_sum(x, max, n, y));
   const __m256 vinv = _mm256_set1_ps(inv);
   map1(y, n, y, [vinv](__m256 v) { return _mm256_mul_ps(v, vinv); });
 }

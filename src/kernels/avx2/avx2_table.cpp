@@ -14,6 +14,7 @@ constexpr KernelTable make_avx2_table() {
   t.name = "avx2";
   t.rms_norm = avx2::rms_norm;
   t.softmax = avx2::softmax;
+  t.exp_sum = avx2::exp_sum;
   t.silu = avx2::silu;
   t.swiglu = avx2::swiglu;
   t.add = avx2::add;

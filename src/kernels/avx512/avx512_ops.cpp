@@ -70,23 +70,29 @@ void rms_norm(const float* x, const float* w, float eps, int64_t n, float* y) {
        [scale](__m512 xv, __m512 wv) { return _mm512_mul_ps(_mm512_mul_ps(xv, scale), wv); });
 }
 
+double exp_sum(const float* x, float shift, int64_t n, float* y) {
+  const __m512 neg_inf = _mm512_set1_ps(-__builtin_inff());
+  const __m512 vs = _mm512_set1_ps(shift);
+  __m512d acc0 = _mm512_setzero_pd(), acc1 = _mm512_setzero_pd();
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = lane_mask(n - i);
+    // Masked-off lanes load -inf and so give exactly 0.
+    const __m512 e = exp_ps(_mm512_sub_ps(_mm512_mask_loadu_ps(neg_inf, m, x + i), vs));
+    _mm512_mask_storeu_ps(y + i, m, e);
+    acc0 = _mm512_add_pd(acc0, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
+    acc1 = _mm512_add_pd(acc1, _mm512_cvtps_pd(_mm512_extractf32x8_ps(e, 1)));
+  }
+  return hsum_pd(_mm512_add_pd(acc0, acc1));
+}
+
 void softmax(const float* x, int64_t n, float* y) {
   const __m512 neg_inf = _mm512_set1_ps(-__builtin_inff());
   __m512 vmax = neg_inf;
   for (int64_t i = 0; i < n; i += 16) {
     vmax = _mm512_max_ps(vmax, _mm512_mask_loadu_ps(neg_inf, lane_mask(n - i), x + i));
   }
-  const __m512 vm = _mm512_set1_ps(_mm512_reduce_max_ps(vmax));
-  __m512d acc0 = _mm512_setzero_pd(), acc1 = _mm512_setzero_pd();
-  for (int64_t i = 0; i < n; i += 16) {
-    const __mmask16 m = lane_mask(n - i);
-    // Masked-off lanes load -inf and so give exactly 0.
-    const __m512 e = exp_ps(_mm512_sub_ps(_mm512_mask_loadu_ps(neg_inf, m, x + i), vm));
-    _mm512_mask_storeu_ps(y + i, m, e);
-    acc0 = _mm512_add_pd(acc0, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
-    acc1 = _mm512_add_pd(acc1, _mm512_cvtps_pd(_mm512_extractf32x8_ps(e, 1)));
-  }
-  const __m512 inv = _mm512_set1_ps(static_cast<float>(1.0 / hsum_pd(_mm512_add_pd(acc0, acc1))));
+  const double sum = exp_sum(x, _mm512_reduce_max_ps(vmax), n, y);
+  const __m512 inv = _mm512_set1_ps(static_cast<float>(1.0 / sum));
   map1(y, n, y, [inv](__m512 v) { return _mm512_mul_ps(v, inv); });
 }
 

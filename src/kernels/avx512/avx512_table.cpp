@@ -14,6 +14,7 @@ constexpr KernelTable make_avx512_table() {
   t.name = "avx512";
   t.rms_norm = avx512::rms_norm;
   t.softmax = avx512::softmax;
+  t.exp_sum = avx512::exp_sum;
   t.silu = avx512::silu;
   t.swiglu = avx512::swiglu;
   t.add = avx512::add;

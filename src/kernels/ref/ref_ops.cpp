@@ -21,17 +21,22 @@ void rms_norm(const float* x, const float* w, float eps, int64_t n, float* y) {
   for (int64_t i = 0; i < n; ++i) y[i] = (x[i] * scale) * w[i];
 }
 
-void softmax(const float* x, int64_t n, float* y) {
-  float max = -std::numeric_limits<float>::infinity();
-  for (int64_t i = 0; i < n; ++i) max = x[i] > max ? x[i] : max;
+double exp_sum(const float* x, float shift, int64_t n, float* y) {
   double sum = 0.0;
   for (int64_t i = 0; i < n; ++i) {
-    // exp(-inf) is exactly 0, so masked entries get weight 0. (All -inf: max is -inf and
-    // -inf - -inf is NaN; callers never mask a whole row, a token always sees itself.)
-    const float e = std::exp(x[i] - max);
+    const float e = std::exp(x[i] - shift);
     y[i] = e;
     sum += e;
   }
+  return sum;
+}
+
+void softmax(const float* x, int64_t n, float* y) {
+  float max = -std::numeric_limits<float>::infinity();
+  for (int64_t i = 0; i < n; ++i) max = x[i] > max ? x[i] : max;
+  // exp(-inf) is exactly 0, so masked entries get weight 0. (All -inf: max is -inf and
+  // -inf - -inf is NaN; callers never mask a whole row, a token always sees itself.)
+  const double sum = exp_sum(x, max, n, y);
   const float inv = static_cast<float>(1.0 / sum);
   for (int64_t i = 0; i < n; ++i) y[i] *= inv;
 }

@@ -33,6 +33,7 @@ constexpr KernelTable make_ref_table() {
   t.name = "ref";
   t.rms_norm = ref::rms_norm;
   t.softmax = ref::softmax;
+  t.exp_sum = ref::exp_sum;
   t.silu = ref::silu;
   t.swiglu = ref::swiglu;
   t.add = ref::add;
