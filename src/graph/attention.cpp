@@ -156,11 +156,9 @@ void attention(const kernels::KernelTable& table, kernels::ThreadPool& pool, con
         const float* keys = block_rows_f32(c.cell_type, cache.k_block(block, args.il, kv_head), n,
                                            head_dim, k_tile.data());
         float block_max = max_score;
-        for (int64_t j = 0; j < n; ++j) {
-          scores[static_cast<size_t>(j)] =
-              table.dot_f32(q, keys + j * head_dim, head_dim) * args.scale;
+        table.dot_rows_f32(keys, n, head_dim, q, head_dim, args.scale, scores.data());
+        for (int64_t j = 0; j < n; ++j)
           block_max = std::max(block_max, scores[static_cast<size_t>(j)]);
-        }
         if (block_max > max_score) {
           const float rescale = std::exp(max_score - block_max);  // 0 on the first block
           sum *= rescale;
@@ -171,10 +169,7 @@ void attention(const kernels::KernelTable& table, kernels::ThreadPool& pool, con
                                              head_dim_v, v_tile.data());
         // The block's weights e^(score - max), in place of the scores.
         sum += table.exp_sum(scores.data(), max_score, n, scores.data());
-        for (int64_t j = 0; j < n; ++j) {
-          table.axpy_f32(scores[static_cast<size_t>(j)], values + j * head_dim_v, head_dim_v,
-                         acc.data());
-        }
+        table.weighted_sum_f32(scores.data(), values, n, head_dim_v, head_dim_v, acc.data());
       }
       table.scale(acc.data(), static_cast<float>(1.0 / sum), head_dim_v, out);
     }

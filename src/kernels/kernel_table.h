@@ -79,6 +79,13 @@ struct KernelTable {
   float (*dot_f32)(const float* a, const float* b, int64_t n);
   // y += a * x.
   void (*axpy_f32)(float a, const float* x, int64_t n, float* y);
+  // Attention's per-block loops in one call, with dot_f32's / axpy_f32's arithmetic per row:
+  // out[j] = dot_f32(rows + j · row_stride, x, n) · scale for j < n_rows, and
+  // y += Σ_j w[j] · (rows + j · row_stride), one axpy_f32 per row in order of j.
+  void (*dot_rows_f32)(const float* rows, int64_t n_rows, int64_t row_stride, const float* x,
+                       int64_t n, float scale, float* out);
+  void (*weighted_sum_f32)(const float* w, const float* rows, int64_t n_rows, int64_t row_stride,
+                           int64_t n, float* y);
   // IEEE half / bfloat16 <-> f32, round to nearest even; bf16 NaNs stay NaN (quiet).
   void (*f16_to_f32)(const uint16_t* x, int64_t n, float* y);
   void (*f32_to_f16)(const float* x, int64_t n, uint16_t* y);

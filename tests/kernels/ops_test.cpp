@@ -127,6 +127,33 @@ TEST(Ops, ExpSumGivesShiftedExponentialsAndTheirSumInPlace) {
   }
 }
 
+TEST(Ops, RowLoopsRepeatDotAndAxpyBitForBit) {
+  // dot_rows_f32 / weighted_sum_f32 are attention's per-block loops: each row must give exactly
+  // what dot_f32 / axpy_f32 give it, whatever the width (tails, more than 64 floats).
+  for (const KernelTable* t : all_tables()) {
+    for (int64_t n :
+         {int64_t{1}, int64_t{8}, int64_t{31}, int64_t{64}, int64_t{80}, int64_t{130}}) {
+      const int64_t n_rows = 13;
+      const int64_t stride = n + 3;
+      const std::vector<float> rows = random_floats(n_rows * stride, 11 + n, -2.0f, 2.0f);
+      const std::vector<float> x = random_floats(n, 12 + n, -2.0f, 2.0f);
+      const std::vector<float> w = random_floats(n_rows, 13 + n, 0.0f, 1.0f);
+      std::vector<float> dots(n_rows);
+      t->dot_rows_f32(rows.data(), n_rows, stride, x.data(), n, 0.125f, dots.data());
+      std::vector<float> y = random_floats(n, 14 + n, -1.0f, 1.0f);
+      std::vector<float> y_expected = y;
+      t->weighted_sum_f32(w.data(), rows.data(), n_rows, stride, n, y.data());
+      for (int64_t j = 0; j < n_rows; ++j) {
+        EXPECT_EQ(dots[j], t->dot_f32(rows.data() + j * stride, x.data(), n) * 0.125f)
+            << t->name << " n=" << n << " row " << j;
+        t->axpy_f32(w[j], rows.data() + j * stride, n, y_expected.data());
+      }
+      EXPECT_EQ(0, std::memcmp(y.data(), y_expected.data(), y.size() * sizeof(float)))
+          << t->name << " n=" << n;
+    }
+  }
+}
+
 TEST(Ops, SoftmaxSubtractsTheMax) {
   // Without subtracting the max, exp(1000) overflows to inf and the result is NaN.
   const std::vector<float> x = {1000.0f, 999.0f, 998.0f};

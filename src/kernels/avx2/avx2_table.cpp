@@ -23,6 +23,8 @@ constexpr KernelTable make_avx2_table() {
   t.rope = avx2::rope;
   t.dot_f32 = avx2::dot_f32;
   t.axpy_f32 = avx2::axpy_f32;
+  t.dot_rows_f32 = avx2::dot_rows_f32;
+  t.weighted_sum_f32 = avx2::weighted_sum_f32;
   t.f16_to_f32 = avx2::f16_to_f32;
   t.f32_to_f16 = avx2::f32_to_f16;
   t.bf16_to_f32 = avx2::bf16_to_f32;

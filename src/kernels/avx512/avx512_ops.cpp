@@ -176,6 +176,34 @@ void axpy_f32(float a, const float* x, int64_t n, float* y) {
   map2(x, y, n, y, [va](__m512 xv, __m512 yv) { return _mm512_fmadd_ps(va, xv, yv); });
 }
 
+void dot_rows_f32(const float* rows, int64_t n_rows, int64_t row_stride, const float* x, int64_t n,
+                  float scale, float* out) {
+  for (int64_t j = 0; j < n_rows; ++j) out[j] = dot_f32(rows + j * row_stride, x, n) * scale;
+}
+
+// y stays in registers, 64 floats at a time, while every row is added with one fused
+// multiply-add per element in order of j: axpy_f32's arithmetic without reloading y per row.
+void weighted_sum_f32(const float* w, const float* rows, int64_t n_rows, int64_t row_stride,
+                      int64_t n, float* y) {
+  for (int64_t c = 0; c < n; c += 64) {
+    __mmask16 m[4];
+    __m512 acc[4];
+    for (int k = 0; k < 4; ++k) {
+      const int64_t left = n - c - 16 * k;
+      m[k] = left > 0 ? lane_mask(left) : static_cast<__mmask16>(0);
+      acc[k] = _mm512_maskz_loadu_ps(m[k], y + c + 16 * k);
+    }
+    for (int64_t j = 0; j < n_rows; ++j) {
+      const __m512 wj = _mm512_set1_ps(w[j]);
+      const float* row = rows + j * row_stride + c;
+      for (int k = 0; k < 4; ++k) {
+        acc[k] = _mm512_fmadd_ps(wj, _mm512_maskz_loadu_ps(m[k], row + 16 * k), acc[k]);
+      }
+    }
+    for (int k = 0; k < 4; ++k) _mm512_mask_storeu_ps(y + c + 16 * k, m[k], acc[k]);
+  }
+}
+
 void f16_to_f32(const uint16_t* x, int64_t n, float* y) {
   for (int64_t i = 0; i < n; i += 16) {
     const __mmask16 m = lane_mask(n - i);

@@ -23,6 +23,8 @@ constexpr KernelTable make_avx512_table() {
   t.rope = avx512::rope;
   t.dot_f32 = avx512::dot_f32;
   t.axpy_f32 = avx512::axpy_f32;
+  t.dot_rows_f32 = avx512::dot_rows_f32;
+  t.weighted_sum_f32 = avx512::weighted_sum_f32;
   t.f16_to_f32 = avx512::f16_to_f32;
   t.f32_to_f16 = avx512::f32_to_f16;
   t.bf16_to_f32 = avx512::bf16_to_f32;

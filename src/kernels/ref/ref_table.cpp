@@ -42,6 +42,8 @@ constexpr KernelTable make_ref_table() {
   t.rope = ref::rope;
   t.dot_f32 = ref::dot_f32;
   t.axpy_f32 = ref::axpy_f32;
+  t.dot_rows_f32 = ref::dot_rows_f32;
+  t.weighted_sum_f32 = ref::weighted_sum_f32;
   t.f16_to_f32 = ref::f16_to_f32;
   t.f32_to_f16 = ref::f32_to_f16;
   t.bf16_to_f32 = ref::bf16_to_f32;
