@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/avx512/avx512_quant_vec.h"
 #include "quant/blocks.h"
 
 namespace minfer::kernels::avx512 {
@@ -47,49 +48,31 @@ inline void fold_rows(const __m512i u[4], __m512i& low, __m512i& high) {
   high = _mm512_shuffle_i32x4(t01, t23, kOdd);
 }
 
-// Lane r: the sum of all lanes of row_sums(r), r = 0..15.
+// Lane r of `low` / `high`: the sum of 128-bit lanes 0-1 / 2-3 of row_sums(r), r = 0..15.
 template <class RowSums>
-__m512i fold_16_rows(RowSums&& row_sums) {
+void fold_16_rows_halves(RowSums&& row_sums, __m512i& low, __m512i& high) {
   __m512i u[4];
   for (int g = 0; g < 4; ++g) {
     const __m512i ab = fold_pair(row_sums(4 * g), row_sums(4 * g + 1));
     const __m512i cd = fold_pair(row_sums(4 * g + 2), row_sums(4 * g + 3));
     u[g] = fold_quad(ab, cd);
   }
-  __m512i low, high;
   fold_rows(u, low, high);
+}
+
+// Lane r: the sum of all lanes of row_sums(r), r = 0..15.
+template <class RowSums>
+__m512i fold_16_rows(RowSums&& row_sums) {
+  __m512i low, high;
+  fold_16_rows_halves(row_sums, low, high);
   return _mm512_add_epi32(low, high);
 }
 
 // ---- the row group ----
 
-// Up to 16 rows starting at w; missing rows repeat the last real one (loads stay inside the
-// weights; their lanes are never stored).
-struct GemvRows {
-  const uint8_t* row[16];
-  __m512i offsets;  // byte offset of each row from row[0], for gathers
-  __mmask16 store_mask;
-};
-
-inline GemvRows gemv_rows(const uint8_t* w, size_t w_row_bytes, int64_t n_rows) {
-  GemvRows g;
-  alignas(64) int32_t offsets[16];
-  for (int r = 0; r < 16; ++r) {
-    const int64_t rr = r < n_rows ? r : n_rows - 1;
-    g.row[r] = w + rr * w_row_bytes;
-    offsets[r] = static_cast<int32_t>(rr * static_cast<int64_t>(w_row_bytes));
-  }
-  g.offsets = _mm512_load_si512(offsets);
-  g.store_mask =
-      n_rows >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n_rows) - 1u);
-  return g;
-}
-
-// The f16 stored in the last 2 bytes of the 4 at row[r] + off, for every row, as floats.
-inline __m512 gather_high_f16(const GemvRows& g, size_t off) {
-  const __m512i v = _mm512_i32gather_epi32(g.offsets, g.row[0] + off, 1);
-  return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(v, 16)));
-}
+// A group is the tiles' (Vec512::Group: up to 16 rows, missing ones repeating the last real one,
+// byte offsets for gathers, a store mask).
+using GemvRows = Vec512::Group;
 
 // How far ahead of the block being read the gemv loops ask for weights. They read each row's
 // blocks of a chunk in one run, so for short rows memory is read in order; the hardware
@@ -161,7 +144,7 @@ inline void gemv_q6_K(int64_t n_in, const uint8_t* w, size_t w_row_bytes, int64_
   const uint8_t* w_end = w + n_rows * w_row_bytes;
   for (int64_t r0 = 0; r0 < n_rows; r0 += 16) {
     const int64_t rows = n_rows - r0 < 16 ? n_rows - r0 : 16;
-    const GemvRows g = gemv_rows(w + r0 * w_row_bytes, w_row_bytes, rows);
+    const GemvRows g = Vec512::make_group(w + r0 * w_row_bytes, w_row_bytes, rows);
     __m512 acc = _mm512_setzero_ps();
     for (int64_t c0 = 0; c0 < n_blocks; c0 += kChunk) {
       const int64_t nbc = n_blocks - c0 < kChunk ? n_blocks - c0 : kChunk;
@@ -182,7 +165,7 @@ inline void gemv_q6_K(int64_t n_in, const uint8_t* w, size_t w_row_bytes, int64_
         const __m512i isum = fold_16_rows([&](int r) { return partial[k][r]; });
         // d is the block's last 2 bytes: gather the 4 ending there (high half).
         const size_t off = static_cast<size_t>(b) * sizeof(BlockQ6K);
-        const __m512 d = gather_high_f16(g, off + offsetof(BlockQ6K, d) - 2);
+        const __m512 d = Vec512::gather_f16(g, off + offsetof(BlockQ6K, d) - 2, true);
         acc = _mm512_add_ps(
             acc, _mm512_mul_ps(_mm512_mul_ps(d, _mm512_set1_ps(x[b].d)), _mm512_cvtepi32_ps(isum)));
       }
@@ -219,7 +202,7 @@ inline void gemv_q8_0(int64_t n_in, const uint8_t* w, size_t w_row_bytes, int64_
   const uint8_t* w_end = w + n_rows * w_row_bytes;
   for (int64_t r0 = 0; r0 < n_rows; r0 += 16) {
     const int64_t rows = n_rows - r0 < 16 ? n_rows - r0 : 16;
-    const GemvRows g = gemv_rows(w + r0 * w_row_bytes, w_row_bytes, rows);
+    const GemvRows g = Vec512::make_group(w + r0 * w_row_bytes, w_row_bytes, rows);
     __m512 acc = _mm512_setzero_ps();
     for (int64_t c0 = 0; c0 < n_blocks; c0 += 2 * kChunkPairs) {
       const int64_t nbc = n_blocks - c0 < 2 * kChunkPairs ? n_blocks - c0 : 2 * kChunkPairs;
@@ -243,20 +226,14 @@ inline void gemv_q8_0(int64_t n_in, const uint8_t* w, size_t w_row_bytes, int64_
         }
       }
       for (int64_t p = 0; p < n_pairs; ++p) {
-        __m512i u[4];
-        for (int q = 0; q < 4; ++q) {
-          u[q] = fold_quad(fold_pair(partial[p][4 * q], partial[p][4 * q + 1]),
-                           fold_pair(partial[p][4 * q + 2], partial[p][4 * q + 3]));
-        }
-        __m512i isum[2];
-        fold_rows(u, isum[0], isum[1]);
+        __m512i isum[2];  // lanes = rows: blocks b, b + 1
+        fold_16_rows_halves([&](int r) { return partial[p][r]; }, isum[0], isum[1]);
         const int64_t b = c0 + 2 * p;
         for (int k = 0; k < (b + 1 < n_blocks ? 2 : 1); ++k) {
           const int64_t bk = b + k;
           const __m512i s = _mm512_add_epi32(isum[k], _mm512_set1_epi32(-128 * x_sums[bk]));
           const size_t d_off = static_cast<size_t>(bk) * sizeof(BlockQ8_0);
-          const __m512i d_bits = _mm512_i32gather_epi32(g.offsets, g.row[0] + d_off, 1);
-          const __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(d_bits));
+          const __m512 d = Vec512::gather_f16(g, d_off, false);
           const __m512 scale = _mm512_mul_ps(d, _mm512_set1_ps(_cvtsh_ss(x[bk].d)));
           acc = _mm512_add_ps(acc, _mm512_mul_ps(_mm512_cvtepi32_ps(s), scale));
         }
