@@ -146,8 +146,10 @@ void HttpServer::set_backend(const Backend& backend) {
   ready_.store(true);
 }
 
-const Backend* HttpServer::ready_backend() const {
-  return ready_.load() ? &backend_ : nullptr;
+const Backend* HttpServer::ready_backend(httplib::Response& res) const {
+  if (ready_.load()) return &backend_;
+  send_error(res, model_loading());
+  return nullptr;
 }
 
 std::shared_ptr<const grammar::VocabBytes> HttpServer::json_vocab(const Backend& backend) {
@@ -229,27 +231,18 @@ void HttpServer::install_routes() {
     res.set_content(kChatPage, "text/html; charset=utf-8");
   });
   http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
-    if (ready_backend() == nullptr) {
-      send_error(res, model_loading());
-      return;
-    }
+    if (ready_backend(res) == nullptr) return;
     res.set_content(R"({"status":"ok"})", kJsonType);
   });
   http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    const Backend* b = ready_backend();
-    if (b == nullptr) {
-      send_error(res, model_loading());
-      return;
-    }
+    const Backend* b = ready_backend(res);
+    if (b == nullptr) return;
     res.set_content(metrics_.format(b->scheduler->stats()),
                     "text/plain; version=0.0.4; charset=utf-8");
   });
   http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
-    const Backend* b = ready_backend();
-    if (b == nullptr) {
-      send_error(res, model_loading());
-      return;
-    }
+    const Backend* b = ready_backend(res);
+    if (b == nullptr) return;
     Json model{{"id", b->model_name},
                {"object", "model"},
                {"created", static_cast<int64_t>(std::time(nullptr))},
@@ -277,11 +270,8 @@ void HttpServer::install_routes() {
   };
 
   http.Post("/tokenize", [this, parse_body](const httplib::Request& req, httplib::Response& res) {
-    const Backend* b = ready_backend();
-    if (b == nullptr) {
-      send_error(res, model_loading());
-      return;
-    }
+    const Backend* b = ready_backend(res);
+    if (b == nullptr) return;
     Json body;
     if (auto e = parse_body(req, body)) return send_error(res, *e);
     auto content = body.find("content");
@@ -315,11 +305,8 @@ void HttpServer::install_routes() {
     res.set_content(dump(Json{{"tokens", tokens}}), kJsonType);
   });
   http.Post("/detokenize", [this, parse_body](const httplib::Request& req, httplib::Response& res) {
-    const Backend* b = ready_backend();
-    if (b == nullptr) {
-      send_error(res, model_loading());
-      return;
-    }
+    const Backend* b = ready_backend(res);
+    if (b == nullptr) return;
     Json body;
     if (auto e = parse_body(req, body)) return send_error(res, *e);
     auto tokens = body.find("tokens");
@@ -343,10 +330,8 @@ void HttpServer::install_routes() {
 
   auto generate = [this, parse_body](const httplib::Request& req, httplib::Response& res,
                                      Endpoint endpoint) {
-    const Backend* b = ready_backend();
-    if (b == nullptr) {
-      return send_error(res, model_loading());
-    }
+    const Backend* b = ready_backend(res);
+    if (b == nullptr) return;
     if (draining_.load()) {
       return send_error(
           res, api_error(503, "[server] shutting down", "unavailable_error", "shutting_down"));

@@ -25,7 +25,8 @@
 
 namespace httplib {
 class Server;
-}
+struct Response;
+}  // namespace httplib
 
 namespace minfer::server {
 
@@ -76,7 +77,9 @@ class HttpServer {
  private:
   struct Call;
   void install_routes();
-  const Backend* ready_backend() const;
+  // The backend once the model is loaded; until then answers res with 503 model_loading and
+  // gives nullptr.
+  const Backend* ready_backend(httplib::Response& res) const;
   // The model's token bytes for JSON-constrained sampling, built on first use.
   std::shared_ptr<const grammar::VocabBytes> json_vocab(const Backend& backend);
 
