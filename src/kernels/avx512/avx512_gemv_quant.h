@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "kernels/avx512/avx512_quant_vec.h"
 #include "quant/blocks.h"
@@ -74,17 +75,20 @@ __m512i fold_16_rows(RowSums&& row_sums) {
 // byte offsets for gathers, a store mask).
 using GemvRows = Vec512::Group;
 
-// How far ahead of the block being read the gemv loops ask for weights. They read each row's
-// blocks of a chunk in one run, so for short rows memory is read in order; the hardware
-// prefetcher alone left Q6_K (heavier arithmetic per byte) at 0.67 of the streaming rate, 2 KB
-// ahead brings it to 0.87.
-constexpr size_t kGemvAhead = 2048;
+// How far ahead of the block being read the gemv loops ask for weights, and into which cache.
+// They read each row's blocks of a chunk in one run, so memory is read in order, but between two
+// loads of a line the kernels spend more time computing than a plain read loop, and the hardware
+// prefetcher alone keeps too few lines in flight (Q4_K at 0.53 of the streaming rate). Asking
+// for every line 8 KB ahead into L2 (T1: no L1 fill buffer held until it arrives, unlike T0)
+// brought Q4_K to 0.75 of the stream where 2 KB into L1 gave 0.67 (300 alternating rounds of
+// each on a 87.5 MB matrix, 2 threads; 0.5-16 KB and T0 / T2 / NTA measured no better).
+constexpr size_t kGemvAhead = 8192;
 
 // Asks for the `bytes` bytes kGemvAhead past p, if they are before `end` (the weights' end).
 inline void prefetch_ahead(const uint8_t* p, size_t bytes, const uint8_t* end) {
   if (p + kGemvAhead + bytes > end) return;
   for (size_t o = 0; o < bytes; o += 64) {
-    _mm_prefetch(reinterpret_cast<const char*>(p + kGemvAhead + o), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(p + kGemvAhead + o), _MM_HINT_T1);
   }
 }
 
@@ -168,6 +172,128 @@ inline void gemv_q6_K(int64_t n_in, const uint8_t* w, size_t w_row_bytes, int64_
         const __m512 d = Vec512::gather_f16(g, off + offsetof(BlockQ6K, d) - 2, true);
         acc = _mm512_add_ps(
             acc, _mm512_mul_ps(_mm512_mul_ps(d, _mm512_set1_ps(x[b].d)), _mm512_cvtepi32_ps(isum)));
+      }
+    }
+    _mm512_mask_storeu_ps(y + r0, g.store_mask, acc);
+  }
+}
+
+// ---- Q4_K × Q8_K ----
+
+// One Q8_K activation block rearranged for Q4_K's storage order: 64 bytes of a row's quants hold
+// sub-blocks 2c (low nibbles, bytes 0-31) and 2c + 2 (low, 32-63) and their odd neighbours in
+// the high nibbles, so qs[k] pairs the activation's sub-blocks in the same way.
+struct Q4KActivation {
+  __m512i qs[4];       // [k] sub-blocks (k = 0: 0, 2; 1: 1, 3; 2: 4, 6; 3: 5, 7), 32 int8 each
+  __m128i bsum_pairs;  // [j] 8 int16: bsums 2j + 2j + 1, the sum of sub-block j's quants
+};
+
+inline Q4KActivation q4k_activation(const BlockQ8K& x) {
+  Q4KActivation a;
+  const auto half = [&](int sub) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.qs + 32 * sub));
+  };
+  constexpr int kSubs[4][2] = {{0, 2}, {1, 3}, {4, 6}, {5, 7}};
+  for (int k = 0; k < 4; ++k) {
+    a.qs[k] = _mm512_inserti64x4(_mm512_castsi256_si512(half(kSubs[k][0])), half(kSubs[k][1]), 1);
+  }
+  const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.bsums));
+  // |bsum| <= 16 * 128, so a pair's sum fits int16.
+  const __m256i pairs = _mm256_hadd_epi16(bsums, _mm256_setzero_si256());
+  a.bsum_pairs =
+      _mm_unpacklo_epi64(_mm256_castsi256_si128(pairs), _mm256_extracti128_si256(pairs, 1));
+  return a;
+}
+
+// A Q4_K block's 8 six-bit scales and 8 mins, one per byte, unpacked from its 12 packed bytes
+// (see BlockQ4K: scale / min j < 4 are the low 6 bits of bytes j / j + 4; for j >= 4 their low
+// 4 bits are the nibbles of byte j + 4, their top 2 bits the top 2 of bytes j - 4 / j). Plain
+// integer registers: the vector ports are the kernel's bottleneck.
+struct Q4KScalesMins {
+  uint64_t scales;  // byte j: scale j
+  uint64_t mins;    // byte j: min j
+};
+
+inline Q4KScalesMins q4k_scales_mins(const uint8_t* packed) {
+  uint32_t a, b, c;
+  std::memcpy(&a, packed, 4);
+  std::memcpy(&b, packed + 4, 4);
+  std::memcpy(&c, packed + 8, 4);
+  const uint64_t sc_lo = a & 0x3f3f3f3fu;
+  const uint64_t m_lo = b & 0x3f3f3f3fu;
+  const uint64_t sc_hi = (c & 0x0f0f0f0fu) | ((a >> 2) & 0x30303030u);
+  const uint64_t m_hi = ((c >> 4) & 0x0f0f0f0fu) | ((b >> 2) & 0x30303030u);
+  return {sc_lo | (sc_hi << 32), m_lo | (m_hi << 32)};
+}
+
+// The exact integer parts of one Q4_K block against one Q8_K block: lanes 0-7 sum to
+// isum = Σ_j sc_j (q_j · x_j), lanes 8-15 to summins = Σ_j m_j (bsums of sub-block j)
+// (ref dot_k4_superblock).
+inline __m512i q4k_row_sums(const BlockQ4K& w, const Q4KActivation& x) {
+  const __m512i low4 = _mm512_set1_epi8(0x0f);
+  const Q4KScalesMins sm = q4k_scales_mins(w.scales);
+  // Every 64-bit lane holds the 8 scale bytes; a shuffle spreads scale j over the int16 lanes of
+  // sub-block j (128-bit lanes 0-1 of the vector: its first sub-block, 2-3: its second).
+  const __m512i sc_bytes = _mm512_set1_epi64(static_cast<int64_t>(sm.scales));
+  const auto spread = [&](int first, int second) {
+    const __m128i a = _mm_set1_epi16(static_cast<int16_t>(0x8000 | first));
+    const __m128i b = _mm_set1_epi16(static_cast<int16_t>(0x8000 | second));
+    const __m512i idx = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_broadcastsi128_si256(a)),
+                                           _mm256_broadcastsi128_si256(b), 1);
+    return _mm512_shuffle_epi8(sc_bytes, idx);
+  };
+  const __m512i q01 = _mm512_loadu_si512(w.qs);
+  const __m512i q23 = _mm512_loadu_si512(w.qs + 64);
+  // Pair sums of u4 · s8 products fit int16 (|2 · 15 · 128| < 2^15); vpdpwssd multiplies them
+  // by the scales and adds the dword pairs to the sum.
+  const auto dot = [&](__m512i sum, __m512i q, __m512i xq, __m512i sc) {
+    return _mm512_dpwssd_epi32(sum, _mm512_maddubs_epi16(q, xq), sc);
+  };
+  __m512i s = dot(_mm512_setzero_si512(), _mm512_and_si512(q01, low4), x.qs[0], spread(0, 2));
+  s = dot(s, _mm512_and_si512(_mm512_srli_epi16(q01, 4), low4), x.qs[1], spread(1, 3));
+  s = dot(s, _mm512_and_si512(q23, low4), x.qs[2], spread(4, 6));
+  s = dot(s, _mm512_and_si512(_mm512_srli_epi16(q23, 4), low4), x.qs[3], spread(5, 7));
+  const __m256i isum8 =
+      _mm256_add_epi32(_mm512_castsi512_si256(s), _mm512_extracti64x4_epi64(s, 1));
+  const __m128i mins = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<int64_t>(sm.mins)));
+  const __m128i summins4 = _mm_madd_epi16(mins, x.bsum_pairs);
+  return _mm512_inserti64x4(_mm512_castsi256_si512(isum8), _mm256_zextsi128_si256(summins4), 1);
+}
+
+// y[r] = Σ_b ((d_r,b d_x,b) isum_r,b - (dmin_r,b d_x,b) summins_r,b) for n_rows rows of Q4_K
+// against one Q8_K activation row, in the reference's float order (ref vec_dot_q4_K_q8_K). Each
+// row's blocks of a chunk are read in one run, as gemv_q8_0 does.
+inline void gemv_q4_K(int64_t n_in, const uint8_t* w, size_t w_row_bytes, int64_t n_rows,
+                      const BlockQ8K* x, float* y) {
+  constexpr int64_t kChunk = 8;  // blocks: 1152 bytes of a row per run
+  const int64_t n_blocks = n_in / kQKK;
+  alignas(64) __m512i partial[kChunk][16];  // [block of the chunk][row] 8 KB
+  const uint8_t* w_end = w + n_rows * w_row_bytes;
+  for (int64_t r0 = 0; r0 < n_rows; r0 += 16) {
+    const int64_t rows = n_rows - r0 < 16 ? n_rows - r0 : 16;
+    const GemvRows g = Vec512::make_group(w + r0 * w_row_bytes, w_row_bytes, rows);
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t c0 = 0; c0 < n_blocks; c0 += kChunk) {
+      const int64_t nbc = n_blocks - c0 < kChunk ? n_blocks - c0 : kChunk;
+      Q4KActivation xa[kChunk];
+      for (int64_t k = 0; k < nbc; ++k) xa[k] = q4k_activation(x[c0 + k]);
+      for (int r = 0; r < 16; ++r) {
+        for (int64_t k = 0; k < nbc; ++k) {
+          const uint8_t* blk = g.row[r] + static_cast<size_t>(c0 + k) * sizeof(BlockQ4K);
+          prefetch_ahead(blk, sizeof(BlockQ4K), w_end);
+          partial[k][r] = q4k_row_sums(*reinterpret_cast<const BlockQ4K*>(blk), xa[k]);
+        }
+      }
+      for (int64_t k = 0; k < nbc; ++k) {
+        const int64_t b = c0 + k;
+        __m512i isum, summins;  // lanes = rows
+        fold_16_rows_halves([&](int r) { return partial[k][r]; }, isum, summins);
+        __m512 d, dmin;
+        Vec512::gather_f16_pair(g, static_cast<size_t>(b) * sizeof(BlockQ4K), d, dmin);
+        const __m512 dx = _mm512_set1_ps(x[b].d);
+        const __m512 pos = _mm512_mul_ps(_mm512_mul_ps(d, dx), _mm512_cvtepi32_ps(isum));
+        const __m512 neg = _mm512_mul_ps(_mm512_mul_ps(dmin, dx), _mm512_cvtepi32_ps(summins));
+        acc = _mm512_add_ps(acc, _mm512_sub_ps(pos, neg));
       }
     }
     _mm512_mask_storeu_ps(y + r0, g.store_mask, acc);
