@@ -75,22 +75,37 @@ __m512i fold_16_rows(RowSums&& row_sums) {
 // byte offsets for gathers, a store mask).
 using GemvRows = Vec512::Group;
 
-// How far ahead of the block being read the gemv loops ask for weights, and into which cache.
-// They read each row's blocks of a chunk in one run, so memory is read in order, but between two
-// loads of a line the kernels spend more time computing than a plain read loop, and the hardware
-// prefetcher alone keeps too few lines in flight (Q4_K at 0.53 of the streaming rate). Asking
-// for every line 8 KB ahead into L2 (T1: no L1 fill buffer held until it arrives, unlike T0)
-// brought Q4_K to 0.75 of the stream where 2 KB into L1 gave 0.67 (300 alternating rounds of
-// each on a 87.5 MB matrix, 2 threads; 0.5-16 KB and T0 / T2 / NTA measured no better).
-constexpr size_t kGemvAhead = 8192;
+// Asks for the weights ahead of the gemv loops, into L2. Each row's blocks of a chunk are read in
+// one run, so memory is read in order; but between two loads of a line the kernels compute for
+// longer than a plain read loop does, and the hardware prefetcher alone keeps too few lines in
+// flight. Every line is asked for exactly once: a software prefetch holds an L1 fill buffer
+// until its line arrives, even when the line is already on its way, so overlapping requests
+// (144-byte blocks asked for line by line from each block's start) starved the loads and left
+// Q4_K at 0.52 of the stream, below no prefetch at all (0.55); once per line, 8 KB ahead, into
+// L2 (T1), gives 0.73, and 4-24 KB, T2 or per-block requests measured the same or worse (100
+// alternating rounds of each on 1.2 GB of 87.5 MB matrices, 2 threads; T0 2 KB: 0.63).
+class GemvPrefetch {
+ public:
+  static constexpr size_t kAhead = 8192;
 
-// Asks for the `bytes` bytes kGemvAhead past p, if they are before `end` (the weights' end).
-inline void prefetch_ahead(const uint8_t* p, size_t bytes, const uint8_t* end) {
-  if (p + kGemvAhead + bytes > end) return;
-  for (size_t o = 0; o < bytes; o += 64) {
-    _mm_prefetch(reinterpret_cast<const char*>(p + kGemvAhead + o), _MM_HINT_T1);
+  GemvPrefetch(const uint8_t* w, size_t bytes) : next_(line_of(w + kAhead)), end_(w + bytes) {}
+
+  // Asks for every line not yet asked for up to kAhead past `read_end` (the end of the run about
+  // to be read), as far as the weights go.
+  void advance(const uint8_t* read_end) {
+    const uint8_t* want = read_end + kAhead < end_ ? read_end + kAhead : end_;
+    for (; next_ < want; next_ += 64)
+      _mm_prefetch(reinterpret_cast<const char*>(next_), _MM_HINT_T1);
   }
-}
+
+ private:
+  static const uint8_t* line_of(const uint8_t* p) {
+    return reinterpret_cast<const uint8_t*>(reinterpret_cast<uintptr_t>(p) & ~uintptr_t{63});
+  }
+
+  const uint8_t* next_;  // the next line to ask for
+  const uint8_t* end_;   // the weights' end
+};
 
 // ---- Q6_K × Q8_K ----
 
@@ -145,7 +160,7 @@ inline void gemv_q6_K(int64_t n_in, const uint8_t* w, size_t w_row_bytes, int64_
   constexpr int64_t kChunk = 8;  // blocks: 1680 bytes of a row per run
   const int64_t n_blocks = n_in / kQKK;
   alignas(64) __m512i partial[kChunk][16];  // [block of the chunk][row] 8 KB
-  const uint8_t* w_end = w + n_rows * w_row_bytes;
+  GemvPrefetch prefetch(w, n_rows * w_row_bytes);
   for (int64_t r0 = 0; r0 < n_rows; r0 += 16) {
     const int64_t rows = n_rows - r0 < 16 ? n_rows - r0 : 16;
     const GemvRows g = Vec512::make_group(w + r0 * w_row_bytes, w_row_bytes, rows);
@@ -153,6 +168,7 @@ inline void gemv_q6_K(int64_t n_in, const uint8_t* w, size_t w_row_bytes, int64_
     for (int64_t c0 = 0; c0 < n_blocks; c0 += kChunk) {
       const int64_t nbc = n_blocks - c0 < kChunk ? n_blocks - c0 : kChunk;
       for (int r = 0; r < 16; ++r) {
+        prefetch.advance(g.row[r] + static_cast<size_t>(c0 + nbc) * sizeof(BlockQ6K));
         for (int64_t k = 0; k < nbc; ++k) {
           // The activation block comes from L1 again for each row: 32 zmm would not stay in
           // registers for a chunk.
@@ -160,7 +176,6 @@ inline void gemv_q6_K(int64_t n_in, const uint8_t* w, size_t w_row_bytes, int64_
           for (int q = 0; q < 4; ++q) xa.qs[q] = _mm512_loadu_si512(x[c0 + k].qs + 64 * q);
           xa.bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[c0 + k].bsums));
           const uint8_t* blk = g.row[r] + static_cast<size_t>(c0 + k) * sizeof(BlockQ6K);
-          prefetch_ahead(blk, sizeof(BlockQ6K), w_end);
           partial[k][r] = q6k_row_sums(*reinterpret_cast<const BlockQ6K*>(blk), xa);
         }
       }
@@ -226,38 +241,56 @@ inline Q4KScalesMins q4k_scales_mins(const uint8_t* packed) {
   return {sc_lo | (sc_hi << 32), m_lo | (m_hi << 32)};
 }
 
-// The exact integer parts of one Q4_K block against one Q8_K block: lanes 0-7 sum to
-// isum = Σ_j sc_j (q_j · x_j), lanes 8-15 to summins = Σ_j m_j (bsums of sub-block j)
-// (ref dot_k4_superblock).
-inline __m512i q4k_row_sums(const BlockQ4K& w, const Q4KActivation& x) {
+// The exact integer parts of one Q4_K block against one Q8_K block (ref dot_k4_superblock): the
+// returned lanes sum to isum = Σ_j sc_j (q_j · x_j), those of `summins` to Σ_j m_j (bsums of
+// sub-block j).
+inline __m512i q4k_row_sums(const BlockQ4K& w, const Q4KActivation& x, __m128i& summins) {
   const __m512i low4 = _mm512_set1_epi8(0x0f);
   const Q4KScalesMins sm = q4k_scales_mins(w.scales);
-  // Every 64-bit lane holds the 8 scale bytes; a shuffle spreads scale j over the int16 lanes of
-  // sub-block j (128-bit lanes 0-1 of the vector: its first sub-block, 2-3: its second).
-  const __m512i sc_bytes = _mm512_set1_epi64(static_cast<int64_t>(sm.scales));
-  const auto spread = [&](int first, int second) {
-    const __m128i a = _mm_set1_epi16(static_cast<int16_t>(0x8000 | first));
-    const __m128i b = _mm_set1_epi16(static_cast<int16_t>(0x8000 | second));
-    const __m512i idx = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_broadcastsi128_si256(a)),
-                                           _mm256_broadcastsi128_si256(b), 1);
-    return _mm512_shuffle_epi8(sc_bytes, idx);
-  };
   const __m512i q01 = _mm512_loadu_si512(w.qs);
   const __m512i q23 = _mm512_loadu_si512(w.qs + 64);
-  // Pair sums of u4 · s8 products fit int16 (|2 · 15 · 128| < 2^15); vpdpwssd multiplies them
-  // by the scales and adds the dword pairs to the sum.
-  const auto dot = [&](__m512i sum, __m512i q, __m512i xq, __m512i sc) {
-    return _mm512_dpwssd_epi32(sum, _mm512_maddubs_epi16(q, xq), sc);
+  // Dword sums of 4 u4 · s8 products per sub-block (lanes 0-7: the vector's first sub-block, 8-15:
+  // its second), |sum| <= 4 · 15 · 128, so two vectors pack into int16 exactly. Per 128-bit lane
+  // the pack holds 4 sums of each of the two sub-blocks paired in Q4KActivation (0 and 1 in
+  // lanes 0-1, 2 and 3 in lanes 2-3; likewise 4-7), and vpdpwssd multiplies them by their scales.
+  const __m512i zero = _mm512_setzero_si512();
+  const __m512i sums01 = _mm512_packs_epi32(
+      _mm512_dpbusd_epi32(zero, _mm512_and_si512(q01, low4), x.qs[0]),
+      _mm512_dpbusd_epi32(zero, _mm512_and_si512(_mm512_srli_epi16(q01, 4), low4), x.qs[1]));
+  const __m512i sums23 = _mm512_packs_epi32(
+      _mm512_dpbusd_epi32(zero, _mm512_and_si512(q23, low4), x.qs[2]),
+      _mm512_dpbusd_epi32(zero, _mm512_and_si512(_mm512_srli_epi16(q23, 4), low4), x.qs[3]));
+  // Every 64-bit lane holds the 8 scale bytes; a shuffle spreads them over the int16 lanes in
+  // the packs' order (scale bytes zero-extended).
+  const __m512i sc_bytes = _mm512_set1_epi64(static_cast<int64_t>(sm.scales));
+  const auto spread = [&](int first) {
+    const auto lane = [](int a, int b) {
+      const auto words = [](int byte) {
+        return static_cast<int64_t>(0x8000800080008000ULL |
+                                    (0x0001000100010001ULL * static_cast<uint64_t>(byte)));
+      };
+      return _mm_set_epi64x(words(b), words(a));
+    };
+    const __m512i idx = _mm512_inserti64x4(
+        _mm512_castsi256_si512(_mm256_broadcastsi128_si256(lane(first, first + 1))),
+        _mm256_broadcastsi128_si256(lane(first + 2, first + 3)), 1);
+    return _mm512_shuffle_epi8(sc_bytes, idx);
   };
-  __m512i s = dot(_mm512_setzero_si512(), _mm512_and_si512(q01, low4), x.qs[0], spread(0, 2));
-  s = dot(s, _mm512_and_si512(_mm512_srli_epi16(q01, 4), low4), x.qs[1], spread(1, 3));
-  s = dot(s, _mm512_and_si512(q23, low4), x.qs[2], spread(4, 6));
-  s = dot(s, _mm512_and_si512(_mm512_srli_epi16(q23, 4), low4), x.qs[3], spread(5, 7));
-  const __m256i isum8 =
-      _mm256_add_epi32(_mm512_castsi512_si256(s), _mm512_extracti64x4_epi64(s, 1));
+  const __m512i s =
+      _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(zero, sums01, spread(0)), sums23, spread(4));
   const __m128i mins = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<int64_t>(sm.mins)));
-  const __m128i summins4 = _mm_madd_epi16(mins, x.bsum_pairs);
-  return _mm512_inserti64x4(_mm512_castsi256_si512(isum8), _mm256_zextsi128_si256(summins4), 1);
+  summins = _mm_madd_epi16(mins, x.bsum_pairs);
+  return s;
+}
+
+// Lane r: the sum of the 4 dwords of m[r], r = 0..15 (16 consecutive 128-bit values, as 4
+// vectors of 4 rows).
+inline __m512i fold_16_quads(const __m128i* m) {
+  const auto rows = [&](int g) { return _mm512_load_si512(m + 4 * g); };
+  // Lane 4i + g of the fold: row 4g + i.
+  const __m512i sums = fold_quad(fold_pair(rows(0), rows(1)), fold_pair(rows(2), rows(3)));
+  const __m512i order = _mm512_set_epi32(15, 11, 7, 3, 14, 10, 6, 2, 13, 9, 5, 1, 12, 8, 4, 0);
+  return _mm512_permutexvar_epi32(order, sums);
 }
 
 // y[r] = Σ_b ((d_r,b d_x,b) isum_r,b - (dmin_r,b d_x,b) summins_r,b) for n_rows rows of Q4_K
@@ -267,8 +300,9 @@ inline void gemv_q4_K(int64_t n_in, const uint8_t* w, size_t w_row_bytes, int64_
                       const BlockQ8K* x, float* y) {
   constexpr int64_t kChunk = 8;  // blocks: 1152 bytes of a row per run
   const int64_t n_blocks = n_in / kQKK;
-  alignas(64) __m512i partial[kChunk][16];  // [block of the chunk][row] 8 KB
-  const uint8_t* w_end = w + n_rows * w_row_bytes;
+  alignas(64) __m512i partial[kChunk][16];       // [block of the chunk][row] 8 KB
+  alignas(64) __m128i partial_mins[kChunk][16];  // [block of the chunk][row] 2 KB
+  GemvPrefetch prefetch(w, n_rows * w_row_bytes);
   for (int64_t r0 = 0; r0 < n_rows; r0 += 16) {
     const int64_t rows = n_rows - r0 < 16 ? n_rows - r0 : 16;
     const GemvRows g = Vec512::make_group(w + r0 * w_row_bytes, w_row_bytes, rows);
@@ -278,16 +312,18 @@ inline void gemv_q4_K(int64_t n_in, const uint8_t* w, size_t w_row_bytes, int64_
       Q4KActivation xa[kChunk];
       for (int64_t k = 0; k < nbc; ++k) xa[k] = q4k_activation(x[c0 + k]);
       for (int r = 0; r < 16; ++r) {
+        prefetch.advance(g.row[r] + static_cast<size_t>(c0 + nbc) * sizeof(BlockQ4K));
         for (int64_t k = 0; k < nbc; ++k) {
           const uint8_t* blk = g.row[r] + static_cast<size_t>(c0 + k) * sizeof(BlockQ4K);
-          prefetch_ahead(blk, sizeof(BlockQ4K), w_end);
-          partial[k][r] = q4k_row_sums(*reinterpret_cast<const BlockQ4K*>(blk), xa[k]);
+          partial[k][r] =
+              q4k_row_sums(*reinterpret_cast<const BlockQ4K*>(blk), xa[k], partial_mins[k][r]);
         }
       }
       for (int64_t k = 0; k < nbc; ++k) {
         const int64_t b = c0 + k;
-        __m512i isum, summins;  // lanes = rows
-        fold_16_rows_halves([&](int r) { return partial[k][r]; }, isum, summins);
+        // lanes = rows
+        const __m512i isum = fold_16_rows([&](int r) { return partial[k][r]; });
+        const __m512i summins = fold_16_quads(partial_mins[k]);
         __m512 d, dmin;
         Vec512::gather_f16_pair(g, static_cast<size_t>(b) * sizeof(BlockQ4K), d, dmin);
         const __m512 dx = _mm512_set1_ps(x[b].d);
@@ -325,7 +361,7 @@ inline void gemv_q8_0(int64_t n_in, const uint8_t* w, size_t w_row_bytes, int64_
   const int64_t n_blocks = n_in / kQK8_0;
   alignas(64) __m512i partial[kChunkPairs][16];  // [pair of the chunk][row] 16 KB
   __m512i xv[kChunkPairs];                       // [pair of the chunk] activation quants
-  const uint8_t* w_end = w + n_rows * w_row_bytes;
+  GemvPrefetch prefetch(w, n_rows * w_row_bytes);
   for (int64_t r0 = 0; r0 < n_rows; r0 += 16) {
     const int64_t rows = n_rows - r0 < 16 ? n_rows - r0 : 16;
     const GemvRows g = Vec512::make_group(w + r0 * w_row_bytes, w_row_bytes, rows);
@@ -344,10 +380,9 @@ inline void gemv_q8_0(int64_t n_in, const uint8_t* w, size_t w_row_bytes, int64_
       }
       for (int r = 0; r < 16; ++r) {
         const auto* blocks = reinterpret_cast<const BlockQ8_0*>(g.row[r]);
+        prefetch.advance(reinterpret_cast<const uint8_t*>(blocks + c0 + nbc));
         for (int64_t p = 0; p < n_pairs; ++p) {
           const int64_t b = c0 + 2 * p;
-          prefetch_ahead(reinterpret_cast<const uint8_t*>(blocks + b), 2 * sizeof(BlockQ8_0),
-                         w_end);
           partial[p][r] = q8_0_row_sums(blocks, b, b + 1 < n_blocks, xv[p]);
         }
       }
