@@ -75,35 +75,44 @@ __m512i fold_16_rows(RowSums&& row_sums) {
 // byte offsets for gathers, a store mask).
 using GemvRows = Vec512::Group;
 
-// Asks for the weights ahead of the gemv loops, into L2. Each row's blocks of a chunk are read in
-// one run, so memory is read in order; but between two loads of a line the kernels compute for
-// longer than a plain read loop does, and the hardware prefetcher alone keeps too few lines in
-// flight. Every line is asked for exactly once: a software prefetch holds an L1 fill buffer
-// until its line arrives, even when the line is already on its way, so overlapping requests
-// (144-byte blocks asked for line by line from each block's start) starved the loads and left
-// Q4_K at 0.52 of the stream, below no prefetch at all (0.55); once per line, 8 KB ahead, into
-// L2 (T1), gives 0.73, and 4-24 KB, T2 or per-block requests measured the same or worse (100
-// alternating rounds of each on 1.2 GB of 87.5 MB matrices, 2 threads; T0 2 KB: 0.63).
+// Asks for the weights ahead of the gemv loops: 8 KB ahead into L2, then again 2 KB ahead into
+// L1. Each row's blocks of a chunk are read in one run, so memory is read in order; but between
+// two loads of a line the kernels compute for longer than a plain read loop does, and the
+// hardware prefetcher alone keeps too few lines in flight. Every line is asked for exactly once
+// per level: a software prefetch holds an L1 fill buffer until its line arrives, even when the
+// line is already on its way, so overlapping requests (144-byte blocks asked for line by line
+// from each block's start) starved the loads and left Q4_K at 0.52 of the stream, below no
+// prefetch at all (0.55). Once per line 8 KB ahead into L2 (T1) gave 0.77, and the second,
+// near request into L1 (an L2 hit by then, so a short hold) 0.81; other distances (1-24 KB) and
+// hints measured the same or worse (100-200 alternating rounds of each on 1.2 GB of 87.5 MB
+// matrices, 2 threads).
 class GemvPrefetch {
  public:
-  static constexpr size_t kAhead = 8192;
+  static constexpr size_t kFar = 8192;
+  static constexpr size_t kNear = 2048;
 
-  GemvPrefetch(const uint8_t* w, size_t bytes) : next_(line_of(w + kAhead)), end_(w + bytes) {}
+  GemvPrefetch(const uint8_t* w, size_t bytes)
+      : near_(line_of(w)), far_(line_of(w + kFar)), end_(w + bytes) {}
 
-  // Asks for every line not yet asked for up to kAhead past `read_end` (the end of the run about
-  // to be read), as far as the weights go.
+  // Asks for every line not yet asked for up to kNear / kFar past `read_end` (the end of the run
+  // about to be read), as far as the weights go.
   void advance(const uint8_t* read_end) {
-    const uint8_t* want = read_end + kAhead < end_ ? read_end + kAhead : end_;
-    for (; next_ < want; next_ += 64)
-      _mm_prefetch(reinterpret_cast<const char*>(next_), _MM_HINT_T1);
+    for (const uint8_t* want = clamp(read_end + kNear); near_ < want; near_ += 64) {
+      _mm_prefetch(reinterpret_cast<const char*>(near_), _MM_HINT_T0);
+    }
+    for (const uint8_t* want = clamp(read_end + kFar); far_ < want; far_ += 64) {
+      _mm_prefetch(reinterpret_cast<const char*>(far_), _MM_HINT_T1);
+    }
   }
 
  private:
   static const uint8_t* line_of(const uint8_t* p) {
     return reinterpret_cast<const uint8_t*>(reinterpret_cast<uintptr_t>(p) & ~uintptr_t{63});
   }
+  const uint8_t* clamp(const uint8_t* p) const { return p < end_ ? p : end_; }
 
-  const uint8_t* next_;  // the next line to ask for
+  const uint8_t* near_;  // the next line to ask for into L1
+  const uint8_t* far_;   // the next line to ask for into L2
   const uint8_t* end_;   // the weights' end
 };
 
@@ -276,8 +285,7 @@ inline __m512i q4k_row_sums(const BlockQ4K& w, const Q4KActivation& x, __m128i& 
         _mm256_broadcastsi128_si256(lane(first + 2, first + 3)), 1);
     return _mm512_shuffle_epi8(sc_bytes, idx);
   };
-  const __m512i s =
-      _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(zero, sums01, spread(0)), sums23, spread(4));
+  const __m512i s = _mm512_dpwssd_epi32(_mm512_madd_epi16(sums01, spread(0)), sums23, spread(4));
   const __m128i mins = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<int64_t>(sm.mins)));
   summins = _mm_madd_epi16(mins, x.bsum_pairs);
   return s;
