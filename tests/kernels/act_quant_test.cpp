@@ -159,6 +159,27 @@ TEST(ActQuant, SimdConvertersAreBitIdenticalToRef) {
   }
 }
 
+// The Q8_0 converter the matmul uses: blocks, then each block's int32 sum of quants.
+TEST(ActQuant, SimdQ8_0WithSumsIsBitIdenticalToRef) {
+  if (test::simd_tables().empty()) GTEST_SKIP() << "this CPU runs no SIMD table";
+  for (int64_t n : {256, 512, 896, 4864}) {
+    const size_t n_blocks = static_cast<size_t>(n / 32);
+    const size_t bytes = q8_0_act_sums_offset(n_blocks) + n_blocks * sizeof(int32_t);
+    for (uint32_t seed = 1; seed <= 5; ++seed) {
+      const std::vector<float> x = tricky_row(n, seed);
+      std::vector<uint8_t> expected(bytes, 0xAB);
+      ref_table.quantize_act_q8_0_sums(x.data(), expected.data(), n);
+      for (const KernelTable* t : test::simd_tables()) {
+        ASSERT_NE(t->quantize_act_q8_0_sums, nullptr) << t->name;
+        std::vector<uint8_t> actual(bytes, 0xAB);
+        t->quantize_act_q8_0_sums(x.data(), actual.data(), n);
+        EXPECT_EQ(0, std::memcmp(actual.data(), expected.data(), bytes))
+            << t->name << " n=" << n << " seed=" << seed;
+      }
+    }
+  }
+}
+
 TEST(ActQuant, RefQ8KIsTheReferenceQuantizer) {
   const std::vector<float> x = tricky_row(512, 9);
   std::vector<BlockQ8K> a(2), b(2);

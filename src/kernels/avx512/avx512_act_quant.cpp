@@ -11,6 +11,7 @@
 
 #include <cstring>
 
+#include "kernels/avx512/avx512_fold.h"
 #include "kernels/avx512/avx512_kernels.h"
 #include "kernels/kernel_table.h"
 #include "quant/blocks.h"
@@ -25,54 +26,99 @@ __m512 abs_ps(__m512 v) {
       _mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(0x7fffffff)));
 }
 
-// One block of 32: q (int32 lanes of two vectors, stored as int8) and the float d.
-float quantize_block32(const float* x, int8_t* q, __m512i* sum) {
-  const __m512 v0 = _mm512_loadu_ps(x);
-  const __m512 v1 = _mm512_loadu_ps(x + 16);
-  const float amax = _mm512_reduce_max_ps(_mm512_max_ps(abs_ps(v0), abs_ps(v1)));
-  const float d = amax / 127.0f;
-  const __m512 id = _mm512_set1_ps(amax != 0.0f ? 127.0f / amax : 0.0f);
-  const __m512i q0 = _mm512_cvtps_epi32(_mm512_roundscale_ps(_mm512_mul_ps(v0, id), kRound));
-  const __m512i q1 = _mm512_cvtps_epi32(_mm512_roundscale_ps(_mm512_mul_ps(v1, id), kRound));
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(q), _mm512_cvtsepi32_epi8(q0));
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 16), _mm512_cvtsepi32_epi8(q1));
-  *sum = _mm512_add_epi32(q0, q1);
-  return d;
+// Up to 16 consecutive blocks of 32 (n_blocks) at once, each as the reference does it: d =
+// amax / 127, every quant one multiply by 127 / amax (0 for an all-zero block) and one
+// round-to-nearest-even. The maxima and the block sums of all 16 come out of one fold each (lane
+// b: block b) instead of a horizontal reduction per block, and d and 1/d are one vector division
+// each. qs_of(b): where block b's quants go; lanes past n_blocks are meaningless.
+struct Blocks16 {
+  __m512 d;      // lane b: block b's scale
+  __m512i sums;  // lane b: the sum of block b's quants
+};
+
+template <class QsOf>
+Blocks16 quantize_blocks32(const float* x, int n_blocks, QsOf&& qs_of) {
+  __m512i amax_bits[16];  // [block] |x| maxima per lane, as bits (non-negative floats order
+                          // as their bit patterns)
+  for (int b = n_blocks; b < 16; ++b) amax_bits[b] = _mm512_setzero_si512();
+  for (int b = 0; b < n_blocks; ++b) {
+    const __m512 m = _mm512_max_ps(abs_ps(_mm512_loadu_ps(x + 32 * b)),
+                                   abs_ps(_mm512_loadu_ps(x + 32 * b + 16)));
+    amax_bits[b] = _mm512_castps_si512(m);
+  }
+  const __m512 amax =
+      _mm512_castsi512_ps(fold_16_rows([&](int b) { return amax_bits[b]; }, MaxI32{}));
+  Blocks16 out;
+  out.d = _mm512_div_ps(amax, _mm512_set1_ps(127.0f));
+  const __mmask16 nonzero = _mm512_cmp_ps_mask(amax, _mm512_setzero_ps(), _CMP_NEQ_OQ);
+  alignas(64) float ids[16];  // [block] 127 / amax, 0 for an all-zero block
+  _mm512_store_ps(ids, _mm512_maskz_div_ps(nonzero, _mm512_set1_ps(127.0f), amax));
+  __m512i sums[16];  // [block] per-lane sums of its quants
+  for (int b = n_blocks; b < 16; ++b) sums[b] = _mm512_setzero_si512();
+  for (int b = 0; b < n_blocks; ++b) {
+    const __m512 id = _mm512_set1_ps(ids[b]);
+    const __m512i q0 =
+        _mm512_cvt_roundps_epi32(_mm512_mul_ps(_mm512_loadu_ps(x + 32 * b), id), kRound);
+    const __m512i q1 =
+        _mm512_cvt_roundps_epi32(_mm512_mul_ps(_mm512_loadu_ps(x + 32 * b + 16), id), kRound);
+    int8_t* q = qs_of(b);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q), _mm512_cvtsepi32_epi8(q0));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 16), _mm512_cvtsepi32_epi8(q1));
+    sums[b] = _mm512_add_epi32(q0, q1);
+  }
+  out.sums = fold_16_rows([&](int b) { return sums[b]; });
+  return out;
 }
 
-uint16_t to_f16(float f) {
-  return static_cast<uint16_t>(_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT));
+// The 16 lanes of v as f16, rounded to nearest even.
+void to_f16x16(__m512 v, uint16_t out[16]) {
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out),
+                      _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 }
 
 }  // namespace
 
 void act_q8_0(const float* x, void* y, int64_t n) {
   auto* blocks = static_cast<BlockQ8_0*>(y);
-  for (int64_t i = 0; i < n / 32; ++i) {
-    __m512i sum;
-    blocks[i].d = to_f16(quantize_block32(x + 32 * i, blocks[i].qs, &sum));
+  const int64_t n_blocks = n / 32;
+  for (int64_t i = 0; i < n_blocks; i += 16) {
+    const int nb = static_cast<int>(n_blocks - i < 16 ? n_blocks - i : 16);
+    const Blocks16 g = quantize_blocks32(x + 32 * i, nb, [&](int b) { return blocks[i + b].qs; });
+    uint16_t d[16];  // [block]
+    to_f16x16(g.d, d);
+    for (int b = 0; b < nb; ++b) blocks[i + b].d = d[b];
   }
 }
 
 void act_q8_0_sums(const float* x, void* y, int64_t n) {
   auto* blocks = static_cast<BlockQ8_0*>(y);
-  const size_t n_blocks = static_cast<size_t>(n / 32);
+  const int64_t n_blocks = n / 32;
   int32_t* sums = reinterpret_cast<int32_t*>(static_cast<uint8_t*>(y) +  // [n_blocks]
-                                             q8_0_act_sums_offset(n_blocks));
-  for (size_t i = 0; i < n_blocks; ++i) {
-    __m512i sum;
-    blocks[i].d = to_f16(quantize_block32(x + 32 * i, blocks[i].qs, &sum));
-    sums[i] = _mm512_reduce_add_epi32(sum);
+                                             q8_0_act_sums_offset(static_cast<size_t>(n_blocks)));
+  for (int64_t i = 0; i < n_blocks; i += 16) {
+    const int nb = static_cast<int>(n_blocks - i < 16 ? n_blocks - i : 16);
+    const Blocks16 g = quantize_blocks32(x + 32 * i, nb, [&](int b) { return blocks[i + b].qs; });
+    uint16_t d[16];  // [block]
+    to_f16x16(g.d, d);
+    for (int b = 0; b < nb; ++b) blocks[i + b].d = d[b];
+    _mm512_mask_storeu_epi32(sums + i, static_cast<__mmask16>((1u << nb) - 1), g.sums);
   }
 }
 
 void act_q8_1(const float* x, void* y, int64_t n) {
   auto* blocks = static_cast<BlockQ8_1*>(y);
-  for (int64_t i = 0; i < n / 32; ++i) {
-    __m512i sum;
-    const float d = quantize_block32(x + 32 * i, blocks[i].qs, &sum);
-    blocks[i].d = to_f16(d);
-    blocks[i].s = to_f16(d * static_cast<float>(_mm512_reduce_add_epi32(sum)));
+  const int64_t n_blocks = n / 32;
+  for (int64_t i = 0; i < n_blocks; i += 16) {
+    const int nb = static_cast<int>(n_blocks - i < 16 ? n_blocks - i : 16);
+    const Blocks16 g = quantize_blocks32(x + 32 * i, nb, [&](int b) { return blocks[i + b].qs; });
+    uint16_t d[16], s[16];  // [block]
+    to_f16x16(g.d, d);
+    // s = d · Σ q, rounded to f32 and then to f16, as the reference.
+    to_f16x16(_mm512_mul_ps(g.d, _mm512_cvtepi32_ps(g.sums)), s);
+    for (int b = 0; b < nb; ++b) {
+      blocks[i + b].d = d[b];
+      blocks[i + b].s = s[b];
+    }
   }
 }
 
@@ -103,12 +149,15 @@ void act_q8_K(const float* x, void* y, int64_t n) {
     const float iscale = -127.0f / max;
     const __m512 is = _mm512_set1_ps(iscale);
     const __m512i top = _mm512_set1_epi32(127);
+    __m512i q[16];  // [sub-block of 16] quants
     for (int k = 0; k < 16; ++k) {
-      __m512i q = _mm512_cvtps_epi32(_mm512_roundscale_ps(_mm512_mul_ps(v[k], is), kRound));
-      q = _mm512_min_epi32(q, top);
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(blocks[i].qs + 16 * k), _mm512_cvtsepi32_epi8(q));
-      blocks[i].bsums[k] = static_cast<int16_t>(_mm512_reduce_add_epi32(q));
+      q[k] = _mm512_min_epi32(_mm512_cvt_roundps_epi32(_mm512_mul_ps(v[k], is), kRound), top);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(blocks[i].qs + 16 * k),
+                       _mm512_cvtsepi32_epi8(q[k]));
     }
+    // |bsum| <= 16 * 128: exact as int16.
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(blocks[i].bsums),
+                        _mm512_cvtepi32_epi16(fold_16_rows([&](int k) { return q[k]; })));
     blocks[i].d = 1.0f / iscale;
   }
 }

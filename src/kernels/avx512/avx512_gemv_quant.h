@@ -17,57 +17,12 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/avx512/avx512_fold.h"
 #include "kernels/avx512/avx512_quant_vec.h"
 #include "quant/blocks.h"
 
 namespace minfer::kernels::avx512 {
 namespace {
-
-// ---- folding 16 rows of partial sums ----
-
-// Per 128-bit lane: [a0 + a2, b0 + b2, a1 + a3, b1 + b3].
-inline __m512i fold_pair(__m512i a, __m512i b) {
-  return _mm512_add_epi32(_mm512_unpacklo_epi32(a, b), _mm512_unpackhi_epi32(a, b));
-}
-
-// Of two fold_pair results (rows a, b and c, d): per 128-bit lane the sums of its 4 dwords of
-// rows a, b, c, d.
-inline __m512i fold_quad(__m512i ab, __m512i cd) {
-  return _mm512_add_epi32(_mm512_unpacklo_epi64(ab, cd), _mm512_unpackhi_epi64(ab, cd));
-}
-
-// u[g] from fold_quad of rows 4g .. 4g + 3. Lane r of `low`: row r's sum over 128-bit lanes 0
-// and 1 of its vector; of `high`: over lanes 2 and 3.
-inline void fold_rows(const __m512i u[4], __m512i& low, __m512i& high) {
-  constexpr int kEven = _MM_SHUFFLE(2, 0, 2, 0);
-  constexpr int kOdd = _MM_SHUFFLE(3, 1, 3, 1);
-  const __m512i t01 = _mm512_add_epi32(_mm512_shuffle_i32x4(u[0], u[1], kEven),
-                                       _mm512_shuffle_i32x4(u[0], u[1], kOdd));
-  const __m512i t23 = _mm512_add_epi32(_mm512_shuffle_i32x4(u[2], u[3], kEven),
-                                       _mm512_shuffle_i32x4(u[2], u[3], kOdd));
-  low = _mm512_shuffle_i32x4(t01, t23, kEven);
-  high = _mm512_shuffle_i32x4(t01, t23, kOdd);
-}
-
-// Lane r of `low` / `high`: the sum of 128-bit lanes 0-1 / 2-3 of row_sums(r), r = 0..15.
-template <class RowSums>
-void fold_16_rows_halves(RowSums&& row_sums, __m512i& low, __m512i& high) {
-  __m512i u[4];
-  for (int g = 0; g < 4; ++g) {
-    const __m512i ab = fold_pair(row_sums(4 * g), row_sums(4 * g + 1));
-    const __m512i cd = fold_pair(row_sums(4 * g + 2), row_sums(4 * g + 3));
-    u[g] = fold_quad(ab, cd);
-  }
-  fold_rows(u, low, high);
-}
-
-// Lane r: the sum of all lanes of row_sums(r), r = 0..15.
-template <class RowSums>
-__m512i fold_16_rows(RowSums&& row_sums) {
-  __m512i low, high;
-  fold_16_rows_halves(row_sums, low, high);
-  return _mm512_add_epi32(low, high);
-}
 
 // ---- the row group ----
 
