@@ -213,16 +213,20 @@ TEST(Matmul, BitIdenticalForOneTwoThreeThreads) {
   ThreadPool pool1(1), pool2(2), pool3(3);
   for (const KernelTable* t : test::all_tables()) {
     for (GgmlType type : kWeightTypes) {
-      // 37 rows: uneven splits; 5 tokens.
-      const Problem p = make_problem(type, 512, 37, 5, 99);
-      const std::vector<float> y1 = run(*t, pool1, p, p.x.data(), p.n_tokens);
-      const std::vector<float> y2 = run(*t, pool2, p, p.x.data(), p.n_tokens);
-      const std::vector<float> y3 = run(*t, pool3, p, p.x.data(), p.n_tokens);
-      EXPECT_EQ(0, std::memcmp(y1.data(), y2.data(), y1.size() * sizeof(float)))
-          << t->name << " " << ggml_type_info(type).name;
-      EXPECT_EQ(0, std::memcmp(y1.data(), y3.data(), y1.size() * sizeof(float)))
-          << t->name << " " << ggml_type_info(type).name;
-      for (float v : y1) ASSERT_NE(v, -12345.0f) << "an output element was not written";
+      // 37 rows: uneven splits. 5 tokens: threads split the rows; 50: few rows for many tokens,
+      // so they split the tokens (uneven too).
+      for (int64_t n_tokens : {5, 50}) {
+        const Problem p = make_problem(type, 512, 37, n_tokens, 99);
+        const std::vector<float> y1 = run(*t, pool1, p, p.x.data(), p.n_tokens);
+        const std::vector<float> y2 = run(*t, pool2, p, p.x.data(), p.n_tokens);
+        const std::vector<float> y3 = run(*t, pool3, p, p.x.data(), p.n_tokens);
+        EXPECT_EQ(0, std::memcmp(y1.data(), y2.data(), y1.size() * sizeof(float)))
+            << t->name << " " << ggml_type_info(type).name << " n_tokens=" << n_tokens;
+        EXPECT_EQ(0, std::memcmp(y1.data(), y3.data(), y1.size() * sizeof(float)))
+            << t->name << " " << ggml_type_info(type).name << " n_tokens=" << n_tokens;
+        for (float v : y1) ASSERT_NE(v, -12345.0f) << "an output element was not written";
+        for (float v : y2) ASSERT_NE(v, -12345.0f) << "an output element was not written";
+      }
     }
   }
 }
