@@ -76,10 +76,8 @@ void to_f16x16(__m512 v, uint16_t out[16]) {
                       _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 }
 
-}  // namespace
-
-void act_q8_0(const float* x, void* y, int64_t n) {
-  auto* blocks = static_cast<BlockQ8_0*>(y);
+// Q8_0 blocks of x, and each block's quant sum into sums when it is not null.
+void quantize_q8_0(const float* x, BlockQ8_0* blocks, int64_t n, int32_t* sums) {
   const int64_t n_blocks = n / 32;
   for (int64_t i = 0; i < n_blocks; i += 16) {
     const int nb = static_cast<int>(n_blocks - i < 16 ? n_blocks - i : 16);
@@ -87,22 +85,23 @@ void act_q8_0(const float* x, void* y, int64_t n) {
     uint16_t d[16];  // [block]
     to_f16x16(g.d, d);
     for (int b = 0; b < nb; ++b) blocks[i + b].d = d[b];
+    if (sums != nullptr) {
+      _mm512_mask_storeu_epi32(sums + i, static_cast<__mmask16>((1u << nb) - 1), g.sums);
+    }
   }
 }
 
+}  // namespace
+
+void act_q8_0(const float* x, void* y, int64_t n) {
+  quantize_q8_0(x, static_cast<BlockQ8_0*>(y), n, nullptr);
+}
+
 void act_q8_0_sums(const float* x, void* y, int64_t n) {
-  auto* blocks = static_cast<BlockQ8_0*>(y);
-  const int64_t n_blocks = n / 32;
-  int32_t* sums = reinterpret_cast<int32_t*>(static_cast<uint8_t*>(y) +  // [n_blocks]
-                                             q8_0_act_sums_offset(static_cast<size_t>(n_blocks)));
-  for (int64_t i = 0; i < n_blocks; i += 16) {
-    const int nb = static_cast<int>(n_blocks - i < 16 ? n_blocks - i : 16);
-    const Blocks16 g = quantize_blocks32(x + 32 * i, nb, [&](int b) { return blocks[i + b].qs; });
-    uint16_t d[16];  // [block]
-    to_f16x16(g.d, d);
-    for (int b = 0; b < nb; ++b) blocks[i + b].d = d[b];
-    _mm512_mask_storeu_epi32(sums + i, static_cast<__mmask16>((1u << nb) - 1), g.sums);
-  }
+  const size_t n_blocks = static_cast<size_t>(n / 32);
+  quantize_q8_0(x, static_cast<BlockQ8_0*>(y), n,
+                reinterpret_cast<int32_t*>(static_cast<uint8_t*>(y) +  // [n_blocks]
+                                           q8_0_act_sums_offset(n_blocks)));
 }
 
 void act_q8_1(const float* x, void* y, int64_t n) {
