@@ -14,7 +14,9 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
+#include "kernels/avx512/avx512_gemv_prefetch.h"
 #include "kernels/avx512/avx512_kernels.h"
 #include "kernels/avx512/avx512_math.h"
 
@@ -117,8 +119,14 @@ void tile(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows, const
   };
   const auto* w_bytes = static_cast<const uint8_t*>(w);
   const auto* a_bytes = static_cast<const uint8_t*>(act);
+  // One token reads each weight once: f16 / bf16 ask for the weights ahead (0.70 -> 0.85 of the
+  // stream at 896 -> 151936). f32, with no conversion per load, streams at the full rate
+  // without, and asking cost it 0.13 of the stream.
+  constexpr bool kPrefetch = !std::is_same_v<W, F32Weights>;
+  GemvPrefetch prefetch(w_bytes, static_cast<size_t>(n_rows) * w_row_bytes);
   for (int64_t r = 0; r < n_rows; r += kRows) {
     const int64_t nr = n_rows - r < kRows ? n_rows - r : kRows;
+    if (kPrefetch && n_tok == 1) prefetch.advance(w_bytes + (r + nr) * w_row_bytes);
     for (int64_t t = 0; t < n_tok; t += kToks) {
       const int64_t nt = n_tok - t < kToks ? n_tok - t : kToks;
       kMicro[nr - 1][nt - 1](n_in, w_bytes + r * w_row_bytes, w_row_bytes,
