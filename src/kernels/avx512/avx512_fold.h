@@ -33,21 +33,25 @@ __m512i fold_quad(__m512i ab, __m512i cd, Op op = {}) {
 }
 
 // u[g] from fold_quad of rows 4g .. 4g + 3. Lane r of `low`: row r's combination over 128-bit
-// lanes 0 and 1 of its vector; of `high`: over lanes 2 and 3.
-template <class Op = AddI32>
+// lanes 0 and 1 of its vector; of `high`: over lanes 2 and 3. With kAlternate, `low` combines
+// lanes 0 and 2, `high` lanes 1 and 3.
+template <bool kAlternate = false, class Op = AddI32>
 void fold_rows(const __m512i u[4], __m512i& low, __m512i& high, Op op = {}) {
   constexpr int kEven = _MM_SHUFFLE(2, 0, 2, 0);
   constexpr int kOdd = _MM_SHUFFLE(3, 1, 3, 1);
+  constexpr int kA = kAlternate ? _MM_SHUFFLE(1, 0, 1, 0) : kEven;
+  constexpr int kB = kAlternate ? _MM_SHUFFLE(3, 2, 3, 2) : kOdd;
   const __m512i t01 =
-      op(_mm512_shuffle_i32x4(u[0], u[1], kEven), _mm512_shuffle_i32x4(u[0], u[1], kOdd));
+      op(_mm512_shuffle_i32x4(u[0], u[1], kA), _mm512_shuffle_i32x4(u[0], u[1], kB));
   const __m512i t23 =
-      op(_mm512_shuffle_i32x4(u[2], u[3], kEven), _mm512_shuffle_i32x4(u[2], u[3], kOdd));
+      op(_mm512_shuffle_i32x4(u[2], u[3], kA), _mm512_shuffle_i32x4(u[2], u[3], kB));
   low = _mm512_shuffle_i32x4(t01, t23, kEven);
   high = _mm512_shuffle_i32x4(t01, t23, kOdd);
 }
 
-// Lane r of `low` / `high`: the combination of 128-bit lanes 0-1 / 2-3 of rows(r), r = 0..15.
-template <class Rows, class Op = AddI32>
+// Lane r of `low` / `high`: the combination of 128-bit lanes 0-1 / 2-3 of rows(r), r = 0..15
+// (with kAlternate: lanes 0 and 2 / 1 and 3).
+template <bool kAlternate = false, class Rows, class Op = AddI32>
 void fold_16_rows_halves(Rows&& rows, __m512i& low, __m512i& high, Op op = {}) {
   __m512i u[4];
   for (int g = 0; g < 4; ++g) {
@@ -55,7 +59,7 @@ void fold_16_rows_halves(Rows&& rows, __m512i& low, __m512i& high, Op op = {}) {
     const __m512i cd = fold_pair(rows(4 * g + 2), rows(4 * g + 3), op);
     u[g] = fold_quad(ab, cd, op);
   }
-  fold_rows(u, low, high, op);
+  fold_rows<kAlternate>(u, low, high, op);
 }
 
 // Lane r: the combination of all lanes of rows(r), r = 0..15.

@@ -27,7 +27,6 @@ namespace qt = quant_tile;
                                        y_stride);                                                  \
   }
 
-MINFER_AVX512_QUANT_TILE(q4_0, KindQ4_0)
 MINFER_AVX512_QUANT_TILE(q4_1, KindQ4_1)
 MINFER_AVX512_QUANT_TILE(q5_0, KindQ5_0)
 MINFER_AVX512_QUANT_TILE(q5_1, KindQ5_1)
@@ -37,8 +36,8 @@ MINFER_AVX512_QUANT_TILE(q5_K, KindQ5K)
 
 #undef MINFER_AVX512_QUANT_TILE
 
-// Q8_0, Q4_K and Q6_K: one token reads the rows in their stored order (avx512_gemv_quant.h); more
-// share the tile's transposed blocks.
+// Q8_0, Q4_0, Q4_K and Q6_K: one token reads the rows in their stored order (avx512_gemv_quant.h);
+// more share the tile's transposed blocks.
 void matmul_tile_q8_0(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
                       const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
                       int64_t y_stride) {
@@ -48,6 +47,18 @@ void matmul_tile_q8_0(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n
     return;
   }
   qt::tile<Vec512, qt::KindQ8_0<Vec512>>(n_in, w, w_row_bytes, n_rows, act, act_row_bytes, n_tok, y,
+                                         y_stride);
+}
+
+void matmul_tile_q4_0(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
+                      const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
+                      int64_t y_stride) {
+  if (n_tok == 1) {
+    const qt::ActQ8_0 a = qt::ActQ8_0::of(static_cast<const uint8_t*>(act), n_in / kQK8_0);
+    gemv_q4_0(n_in, static_cast<const uint8_t*>(w), w_row_bytes, n_rows, a.blocks, a.sums, y);
+    return;
+  }
+  qt::tile<Vec512, qt::KindQ4_0<Vec512>>(n_in, w, w_row_bytes, n_rows, act, act_row_bytes, n_tok, y,
                                          y_stride);
 }
 
