@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/avx512/avx512_fold.h"
 #include "kernels/avx512/avx512_gemv_prefetch.h"
@@ -165,25 +166,45 @@ inline Q4KScalesMins q4k_scales_mins(const uint8_t* packed) {
   return {sc_lo | (sc_hi << 32), m_lo | (m_hi << 32)};
 }
 
-// The exact integer parts of one Q4_K block against one Q8_K block (ref dot_k4_superblock): the
+// The exact integer parts of one Q4_K or Q5_K block against one Q8_K block (ref
+// dot_k4_superblock): the
 // returned lanes sum to isum = Σ_j sc_j (q_j · x_j), those of `summins` to Σ_j m_j (bsums of
 // sub-block j).
-inline __m512i q4k_row_sums(const BlockQ4K& w, const Q4KActivation& x, __m128i& summins) {
+template <class Block>
+__m512i k4_row_sums(const Block& w, const Q4KActivation& x, __m128i& summins) {
   const __m512i low4 = _mm512_set1_epi8(0x0f);
   const Q4KScalesMins sm = q4k_scales_mins(w.scales);
   const __m512i q01 = _mm512_loadu_si512(w.qs);
   const __m512i q23 = _mm512_loadu_si512(w.qs + 64);
-  // Dword sums of 4 u4 · s8 products per sub-block (lanes 0-7: the vector's first sub-block, 8-15:
-  // its second), |sum| <= 4 · 15 · 128, so two vectors pack into int16 exactly. Per 128-bit lane
+  // Quants 0..15 (Q4_K) or 0..31 (Q5_K: the fifth bit of element 32j + l is bit j of qh[l]).
+  // Vector k holds sub-blocks (0, 2), (1, 3), (4, 6), (5, 7) in its 256-bit halves.
+  const auto quants = [&](__m512i nibbles, int k) {
+    if constexpr (!std::is_same_v<Block, BlockQ5K>) {
+      return nibbles;
+    } else {
+      constexpr int kSub[4][2] = {{0, 2}, {1, 3}, {4, 6}, {5, 7}};
+      const __m512i qh =
+          _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.qh)));
+      const __m512i bit =
+          _mm512_inserti64x4(_mm512_set1_epi8(static_cast<char>(1 << kSub[k][0])),
+                             _mm256_set1_epi8(static_cast<char>(1 << kSub[k][1])), 1);
+      return _mm512_mask_add_epi8(nibbles, _mm512_test_epi8_mask(qh, bit), nibbles,
+                                  _mm512_set1_epi8(16));
+    }
+  };
+  // Dword sums of 4 u5 · s8 products per sub-block (lanes 0-7: the vector's first sub-block, 8-15:
+  // its second), |sum| <= 4 · 31 · 128, so two vectors pack into int16 exactly. Per 128-bit lane
   // the pack holds 4 sums of each of the two sub-blocks paired in Q4KActivation (0 and 1 in
   // lanes 0-1, 2 and 3 in lanes 2-3; likewise 4-7), and vpdpwssd multiplies them by their scales.
   const __m512i zero = _mm512_setzero_si512();
   const __m512i sums01 = _mm512_packs_epi32(
-      _mm512_dpbusd_epi32(zero, _mm512_and_si512(q01, low4), x.qs[0]),
-      _mm512_dpbusd_epi32(zero, _mm512_and_si512(_mm512_srli_epi16(q01, 4), low4), x.qs[1]));
+      _mm512_dpbusd_epi32(zero, quants(_mm512_and_si512(q01, low4), 0), x.qs[0]),
+      _mm512_dpbusd_epi32(zero, quants(_mm512_and_si512(_mm512_srli_epi16(q01, 4), low4), 1),
+                          x.qs[1]));
   const __m512i sums23 = _mm512_packs_epi32(
-      _mm512_dpbusd_epi32(zero, _mm512_and_si512(q23, low4), x.qs[2]),
-      _mm512_dpbusd_epi32(zero, _mm512_and_si512(_mm512_srli_epi16(q23, 4), low4), x.qs[3]));
+      _mm512_dpbusd_epi32(zero, quants(_mm512_and_si512(q23, low4), 2), x.qs[2]),
+      _mm512_dpbusd_epi32(zero, quants(_mm512_and_si512(_mm512_srli_epi16(q23, 4), low4), 3),
+                          x.qs[3]));
   // Every 64-bit lane holds the 8 scale bytes; a shuffle spreads them over the int16 lanes in
   // the packs' order (scale bytes zero-extended).
   const __m512i sc_bytes = _mm512_set1_epi64(static_cast<int64_t>(sm.scales));
@@ -216,12 +237,13 @@ inline __m512i fold_16_quads(const __m128i* m) {
   return _mm512_permutexvar_epi32(order, sums);
 }
 
-// y[r] = Σ_b ((d_r,b d_x,b) isum_r,b - (dmin_r,b d_x,b) summins_r,b) for n_rows rows of Q4_K
-// against one Q8_K activation row, in the reference's float order (ref vec_dot_q4_K_q8_K). Each
-// row's blocks of a chunk are read in one run, as gemv_q8_0 does.
-inline void gemv_q4_K(int64_t n_in, const uint8_t* w, size_t w_row_bytes, int64_t n_rows,
-                      const BlockQ8K* x, float* y) {
-  constexpr int64_t kChunk = 8;  // blocks: 1152 bytes of a row per run
+// y[r] = Σ_b ((d_r,b d_x,b) isum_r,b - (dmin_r,b d_x,b) summins_r,b) for n_rows rows of Q4_K or
+// Q5_K (Block) against one Q8_K activation row, in the reference's float order (ref
+// vec_dot_q4_K_q8_K / q5_K). Each row's blocks of a chunk are read in one run, as gemv_q8_0 does.
+template <class Block>
+void gemv_k4(int64_t n_in, const uint8_t* w, size_t w_row_bytes, int64_t n_rows, const BlockQ8K* x,
+             float* y) {
+  constexpr int64_t kChunk = 8;  // blocks: 1152 (Q4_K) or 1408 (Q5_K) bytes of a row per run
   const int64_t n_blocks = n_in / kQKK;
   alignas(64) __m512i partial[kChunk][16];       // [block of the chunk][row] 8 KB
   alignas(64) __m128i partial_mins[kChunk][16];  // [block of the chunk][row] 2 KB
@@ -235,11 +257,11 @@ inline void gemv_q4_K(int64_t n_in, const uint8_t* w, size_t w_row_bytes, int64_
       Q4KActivation xa[kChunk];
       for (int64_t k = 0; k < nbc; ++k) xa[k] = q4k_activation(x[c0 + k]);
       for (int r = 0; r < 16; ++r) {
-        prefetch.advance(g.row[r] + static_cast<size_t>(c0 + nbc) * sizeof(BlockQ4K));
+        prefetch.advance(g.row[r] + static_cast<size_t>(c0 + nbc) * sizeof(Block));
         for (int64_t k = 0; k < nbc; ++k) {
-          const uint8_t* blk = g.row[r] + static_cast<size_t>(c0 + k) * sizeof(BlockQ4K);
+          const uint8_t* blk = g.row[r] + static_cast<size_t>(c0 + k) * sizeof(Block);
           partial[k][r] =
-              q4k_row_sums(*reinterpret_cast<const BlockQ4K*>(blk), xa[k], partial_mins[k][r]);
+              k4_row_sums(*reinterpret_cast<const Block*>(blk), xa[k], partial_mins[k][r]);
         }
       }
       for (int64_t k = 0; k < nbc; ++k) {
@@ -248,7 +270,7 @@ inline void gemv_q4_K(int64_t n_in, const uint8_t* w, size_t w_row_bytes, int64_
         const __m512i isum = fold_16_rows([&](int r) { return partial[k][r]; });
         const __m512i summins = fold_16_quads(partial_mins[k]);
         __m512 d, dmin;
-        Vec512::gather_f16_pair(g, static_cast<size_t>(b) * sizeof(BlockQ4K), d, dmin);
+        Vec512::gather_f16_pair(g, static_cast<size_t>(b) * sizeof(Block), d, dmin);
         const __m512 dx = _mm512_set1_ps(x[b].d);
         const __m512 pos = _mm512_mul_ps(_mm512_mul_ps(d, dx), _mm512_cvtepi32_ps(isum));
         const __m512 neg = _mm512_mul_ps(_mm512_mul_ps(dmin, dx), _mm512_cvtepi32_ps(summins));

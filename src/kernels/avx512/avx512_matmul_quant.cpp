@@ -32,12 +32,11 @@ MINFER_AVX512_QUANT_TILE(q5_0, KindQ5_0)
 MINFER_AVX512_QUANT_TILE(q5_1, KindQ5_1)
 MINFER_AVX512_QUANT_TILE(q2_K, KindQ2K)
 MINFER_AVX512_QUANT_TILE(q3_K, KindQ3K)
-MINFER_AVX512_QUANT_TILE(q5_K, KindQ5K)
 
 #undef MINFER_AVX512_QUANT_TILE
 
-// Q8_0, Q4_0, Q4_K and Q6_K: one token reads the rows in their stored order (avx512_gemv_quant.h);
-// more share the tile's transposed blocks.
+// Q8_0, Q4_0, Q4_K, Q5_K and Q6_K: one token reads the rows in their stored order
+// (avx512_gemv_quant.h); more share the tile's transposed blocks.
 void matmul_tile_q8_0(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
                       const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
                       int64_t y_stride) {
@@ -62,6 +61,18 @@ void matmul_tile_q4_0(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n
                                          y_stride);
 }
 
+void matmul_tile_q5_K(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
+                      const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
+                      int64_t y_stride) {
+  if (n_tok == 1) {
+    gemv_k4<BlockQ5K>(n_in, static_cast<const uint8_t*>(w), w_row_bytes, n_rows,
+                      static_cast<const BlockQ8K*>(act), y);
+    return;
+  }
+  qt::tile<Vec512, qt::KindQ5K<Vec512>>(n_in, w, w_row_bytes, n_rows, act, act_row_bytes, n_tok, y,
+                                        y_stride);
+}
+
 void matmul_tile_q6_K(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
                       const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
                       int64_t y_stride) {
@@ -78,8 +89,8 @@ void matmul_tile_q4_K(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n
                       const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
                       int64_t y_stride) {
   if (n_tok == 1) {
-    gemv_q4_K(n_in, static_cast<const uint8_t*>(w), w_row_bytes, n_rows,
-              static_cast<const BlockQ8K*>(act), y);
+    gemv_k4<BlockQ4K>(n_in, static_cast<const uint8_t*>(w), w_row_bytes, n_rows,
+                      static_cast<const BlockQ8K*>(act), y);
     return;
   }
   qt::tile<Vec512, qt::KindQ4K<Vec512>>(n_in, w, w_row_bytes, n_rows, act, act_row_bytes, n_tok, y,
