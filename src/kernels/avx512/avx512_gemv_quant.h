@@ -281,30 +281,44 @@ void gemv_k4(int64_t n_in, const uint8_t* w, size_t w_row_bytes, int64_t n_rows,
   }
 }
 
-// ---- Q4_0 × Q8_0 ----
+// ---- Q4_0 / Q5_0 × Q8_0 ----
 
-// The exact integer dots Σ q x of blocks b, b + 1 of one Q4_0 row with the activation's, the
-// quants unsigned (0..15; the caller removes 8 Σ x): 128-bit lanes 0 and 2 hold block b's
-// partial sums (its low and high nibbles, elements 0-15 and 16-31), lanes 1 and 3 block b + 1's.
-// `x` is laid out to match (see gemv_q4_0); without `two`, block b + 1's lanes are zero.
-inline __m512i q4_0_row_sums(const BlockQ4_0* w, int64_t b, bool two, __m512i x) {
+// The exact integer dots Σ q x of blocks b, b + 1 of one Q4_0 / Q5_0 row with the activation's,
+// the quants unsigned (0..15 / 0..31; the caller removes 8 / 16 Σ x): 128-bit lanes 0 and 2 hold
+// block b's partial sums (its low and high nibbles, elements 0-15 and 16-31), lanes 1 and 3
+// block b + 1's. `x` is laid out to match (see gemv_q32); without `two`, block b + 1's lanes are
+// zero.
+template <class Block>
+__m512i q32_row_sums(const Block* w, int64_t b, bool two, __m512i x) {
   const __m128i qb = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w[b].qs));
   const __m128i qb1 =
       two ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(w[b + 1].qs)) : _mm_setzero_si128();
   const __m256i q = _mm256_inserti128_si256(_mm256_castsi128_si256(qb), qb1, 1);
   const __m256i low4 = _mm256_set1_epi8(0x0f);
-  const __m512i quants = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(q, low4)),
-                                            _mm256_and_si256(_mm256_srli_epi16(q, 4), low4), 1);
+  __m512i quants = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(q, low4)),
+                                      _mm256_and_si256(_mm256_srli_epi16(q, 4), low4), 1);
+  if constexpr (std::is_same_v<Block, BlockQ5_0>) {
+    // Bit j of qh: the fifth bit of element j (low nibbles: j < 16), in the quants' byte order.
+    uint32_t hb, hb1 = 0;
+    std::memcpy(&hb, w[b].qh, 4);
+    if (two) std::memcpy(&hb1, w[b + 1].qh, 4);
+    const uint64_t bits = (hb & 0xffffu) | (uint64_t{hb1 & 0xffffu} << 16) |
+                          (uint64_t{hb >> 16} << 32) | (uint64_t{hb1 >> 16} << 48);
+    quants = _mm512_mask_add_epi8(quants, _cvtu64_mask64(bits), quants, _mm512_set1_epi8(16));
+  }
   return _mm512_dpbusd_epi32(_mm512_setzero_si512(), quants, x);
 }
 
-// y[r] for n_rows rows of Q4_0 against one Q8_0 activation row (`x_sums`: Σ of each block's
-// quants), in the reference's float order (ref vec_dot_q4_0_q8_0: acc + (sumi d_w) d_x per
-// block), read as gemv_q8_0 reads Q8_0.
-inline void gemv_q4_0(int64_t n_in, const uint8_t* w, size_t w_row_bytes, int64_t n_rows,
-                      const BlockQ8_0* x, const int32_t* x_sums, float* y) {
-  constexpr int64_t kChunkPairs = 16;  // 32 blocks: 576 bytes of a row per run
-  const int64_t n_blocks = n_in / kQK4_0;
+// y[r] for n_rows rows of Q4_0 / Q5_0 against one Q8_0 activation row (`x_sums`: Σ of each
+// block's quants), in the reference's float order (ref vec_dot_q4_0_q8_0: acc + (sumi d_w) d_x;
+// vec_dot_q5_0_q8_0: acc + (d_w d_x) sumi, per block), read as gemv_q8_0 reads Q8_0.
+template <class Block>
+void gemv_q32(int64_t n_in, const uint8_t* w, size_t w_row_bytes, int64_t n_rows,
+              const BlockQ8_0* x, const int32_t* x_sums, float* y) {
+  constexpr bool kQ5 = std::is_same_v<Block, BlockQ5_0>;
+  constexpr int32_t kOffset = kQ5 ? 16 : 8;
+  constexpr int64_t kChunkPairs = 16;  // 32 blocks: 576 / 704 bytes of a row per run
+  const int64_t n_blocks = n_in / 32;
   alignas(64) __m512i partial[kChunkPairs][16];  // [pair of the chunk][row] 16 KB
   __m512i xv[kChunkPairs];  // [pair of the chunk] activation quants in the rows' lane order
   GemvPrefetch prefetch(w, n_rows * w_row_bytes);
@@ -326,11 +340,11 @@ inline void gemv_q4_0(int64_t n_in, const uint8_t* w, size_t w_row_bytes, int64_
         xv[p] = _mm512_shuffle_i64x2(both, both, _MM_SHUFFLE(3, 1, 2, 0));
       }
       for (int r = 0; r < 16; ++r) {
-        const auto* blocks = reinterpret_cast<const BlockQ4_0*>(g.row[r]);
+        const auto* blocks = reinterpret_cast<const Block*>(g.row[r]);
         prefetch.advance(reinterpret_cast<const uint8_t*>(blocks + c0 + nbc));
         for (int64_t p = 0; p < n_pairs; ++p) {
           const int64_t b = c0 + 2 * p;
-          partial[p][r] = q4_0_row_sums(blocks, b, b + 1 < n_blocks, xv[p]);
+          partial[p][r] = q32_row_sums(blocks, b, b + 1 < n_blocks, xv[p]);
         }
       }
       for (int64_t p = 0; p < n_pairs; ++p) {
@@ -339,11 +353,12 @@ inline void gemv_q4_0(int64_t n_in, const uint8_t* w, size_t w_row_bytes, int64_
         const int64_t b = c0 + 2 * p;
         for (int k = 0; k < (b + 1 < n_blocks ? 2 : 1); ++k) {
           const int64_t bk = b + k;
-          const __m512i s = _mm512_add_epi32(isum[k], _mm512_set1_epi32(-8 * x_sums[bk]));
-          const size_t d_off = static_cast<size_t>(bk) * sizeof(BlockQ4_0);
-          const __m512 d = Vec512::gather_f16(g, d_off, false);
-          acc = _mm512_add_ps(acc, _mm512_mul_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(s), d),
-                                                 _mm512_set1_ps(_cvtsh_ss(x[bk].d))));
+          const __m512 s = _mm512_cvtepi32_ps(
+              _mm512_add_epi32(isum[k], _mm512_set1_epi32(-kOffset * x_sums[bk])));
+          const __m512 d = Vec512::gather_f16(g, static_cast<size_t>(bk) * sizeof(Block), false);
+          const __m512 dx = _mm512_set1_ps(_cvtsh_ss(x[bk].d));
+          acc = _mm512_add_ps(acc, kQ5 ? _mm512_mul_ps(_mm512_mul_ps(d, dx), s)
+                                       : _mm512_mul_ps(_mm512_mul_ps(s, d), dx));
         }
       }
     }

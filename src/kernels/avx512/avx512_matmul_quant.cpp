@@ -28,14 +28,13 @@ namespace qt = quant_tile;
   }
 
 MINFER_AVX512_QUANT_TILE(q4_1, KindQ4_1)
-MINFER_AVX512_QUANT_TILE(q5_0, KindQ5_0)
 MINFER_AVX512_QUANT_TILE(q5_1, KindQ5_1)
 MINFER_AVX512_QUANT_TILE(q2_K, KindQ2K)
 MINFER_AVX512_QUANT_TILE(q3_K, KindQ3K)
 
 #undef MINFER_AVX512_QUANT_TILE
 
-// Q8_0, Q4_0, Q4_K, Q5_K and Q6_K: one token reads the rows in their stored order
+// Q8_0, Q4_0, Q5_0, Q4_K, Q5_K and Q6_K: one token reads the rows in their stored order
 // (avx512_gemv_quant.h); more share the tile's transposed blocks.
 void matmul_tile_q8_0(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
                       const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
@@ -54,7 +53,8 @@ void matmul_tile_q4_0(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n
                       int64_t y_stride) {
   if (n_tok == 1) {
     const qt::ActQ8_0 a = qt::ActQ8_0::of(static_cast<const uint8_t*>(act), n_in / kQK8_0);
-    gemv_q4_0(n_in, static_cast<const uint8_t*>(w), w_row_bytes, n_rows, a.blocks, a.sums, y);
+    gemv_q32<BlockQ4_0>(n_in, static_cast<const uint8_t*>(w), w_row_bytes, n_rows, a.blocks, a.sums,
+                        y);
     return;
   }
   qt::tile<Vec512, qt::KindQ4_0<Vec512>>(n_in, w, w_row_bytes, n_rows, act, act_row_bytes, n_tok, y,
@@ -71,6 +71,19 @@ void matmul_tile_q5_K(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n
   }
   qt::tile<Vec512, qt::KindQ5K<Vec512>>(n_in, w, w_row_bytes, n_rows, act, act_row_bytes, n_tok, y,
                                         y_stride);
+}
+
+void matmul_tile_q5_0(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
+                      const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
+                      int64_t y_stride) {
+  if (n_tok == 1) {
+    const qt::ActQ8_0 a = qt::ActQ8_0::of(static_cast<const uint8_t*>(act), n_in / kQK8_0);
+    gemv_q32<BlockQ5_0>(n_in, static_cast<const uint8_t*>(w), w_row_bytes, n_rows, a.blocks, a.sums,
+                        y);
+    return;
+  }
+  qt::tile<Vec512, qt::KindQ5_0<Vec512>>(n_in, w, w_row_bytes, n_rows, act, act_row_bytes, n_tok, y,
+                                         y_stride);
 }
 
 void matmul_tile_q6_K(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
