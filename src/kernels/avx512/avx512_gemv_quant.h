@@ -79,7 +79,7 @@ inline __m512i q6k_row_sums(const BlockQ6K& w, const Q6KActivation& x) {
 
 // y[r] = Σ_b (d_r,b d_x,b) isum_r,b for n_rows rows of Q6_K against one Q8_K activation row, in
 // the reference's float order (ref vec_dot_q6_K_q8_K: acc + (d dx) isum per block). Each row's
-// blocks of a chunk are read in one run, as gemv_q8_0 does.
+// blocks of a chunk are read in one run, as gemv_q32 does.
 inline void gemv_q6_K(int64_t n_in, const uint8_t* w, size_t w_row_bytes, int64_t n_rows,
                       const BlockQ8K* x, float* y) {
   constexpr int64_t kChunk = 8;  // blocks: 1680 bytes of a row per run
@@ -239,7 +239,7 @@ inline __m512i fold_16_quads(const __m128i* m) {
 
 // y[r] = Σ_b ((d_r,b d_x,b) isum_r,b - (dmin_r,b d_x,b) summins_r,b) for n_rows rows of Q4_K or
 // Q5_K (Block) against one Q8_K activation row, in the reference's float order (ref
-// vec_dot_q4_K_q8_K / q5_K). Each row's blocks of a chunk are read in one run, as gemv_q8_0 does.
+// vec_dot_q4_K_q8_K / q5_K). Each row's blocks of a chunk are read in one run, as gemv_q32 does.
 template <class Block>
 void gemv_k4(int64_t n_in, const uint8_t* w, size_t w_row_bytes, int64_t n_rows, const BlockQ8K* x,
              float* y) {
@@ -281,7 +281,22 @@ void gemv_k4(int64_t n_in, const uint8_t* w, size_t w_row_bytes, int64_t n_rows,
   }
 }
 
-// ---- Q4_0 / Q5_0 × Q8_0 ----
+// ---- Q8_0 × Q8_0 ----
+
+// The exact integer dots of blocks b, b + 1 of one Q8_0 row with the activation's (lanes 0-7:
+// block b, 8-15: b + 1; one block when `two` is false, zeros in 8-15): Σ (w + 128) x, the signed
+// weights moved to unsigned for vpdpbusd; the caller removes 128 Σ x.
+inline __m512i q8_0_row_sums(const BlockQ8_0* w, int64_t b, bool two, __m512i x) {
+  const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].qs));
+  const __m512i q =
+      two ? _mm512_inserti64x4(_mm512_castsi256_si512(lo),
+                               _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b + 1].qs)), 1)
+          : _mm512_zextsi256_si512(lo);
+  const __m512i biased = _mm512_xor_si512(q, _mm512_set1_epi8(static_cast<char>(0x80)));
+  return _mm512_dpbusd_epi32(_mm512_setzero_si512(), biased, x);
+}
+
+// ---- Q4_0 / Q5_0 × Q8_0, and the Q8_0 / Q4_0 / Q5_0 GEMV ----
 
 // The exact integer dots Σ q x of blocks b, b + 1 of one Q4_0 / Q5_0 row with the activation's,
 // the quants unsigned (0..15 / 0..31; the caller removes 8 / 16 Σ x): 128-bit lanes 0 and 2 hold
@@ -309,15 +324,19 @@ __m512i q32_row_sums(const Block* w, int64_t b, bool two, __m512i x) {
   return _mm512_dpbusd_epi32(_mm512_setzero_si512(), quants, x);
 }
 
-// y[r] for n_rows rows of Q4_0 / Q5_0 against one Q8_0 activation row (`x_sums`: Σ of each
-// block's quants), in the reference's float order (ref vec_dot_q4_0_q8_0: acc + (sumi d_w) d_x;
-// vec_dot_q5_0_q8_0: acc + (d_w d_x) sumi, per block), read as gemv_q8_0 reads Q8_0.
+// y[r] for n_rows rows of Q8_0 / Q4_0 / Q5_0 against one Q8_0 activation row (`x_sums`: Σ of
+// each block's quants), in the reference's float order per block (ref vec_dot_q8_0_q8_0: acc +
+// sumi (d_w d_x); q4_0: acc + (sumi d_w) d_x; q5_0: acc + (d_w d_x) sumi). Each row's blocks of a
+// chunk are read in one run (a single forward stream) into per-pair partial sums on the stack;
+// the 16-row fold then works from there.
 template <class Block>
 void gemv_q32(int64_t n_in, const uint8_t* w, size_t w_row_bytes, int64_t n_rows,
               const BlockQ8_0* x, const int32_t* x_sums, float* y) {
+  constexpr bool kQ8 = std::is_same_v<Block, BlockQ8_0>;
   constexpr bool kQ5 = std::is_same_v<Block, BlockQ5_0>;
-  constexpr int32_t kOffset = kQ5 ? 16 : 8;
-  constexpr int64_t kChunkPairs = 16;  // 32 blocks: 576 / 704 bytes of a row per run
+  // The unsigned quants' offset: Q8_0's are biased by 128 (see q8_0_row_sums).
+  constexpr int32_t kOffset = kQ8 ? 128 : kQ5 ? 16 : 8;
+  constexpr int64_t kChunkPairs = 16;  // 32 blocks: 1088 / 576 / 704 bytes of a row per run
   const int64_t n_blocks = n_in / 32;
   alignas(64) __m512i partial[kChunkPairs][16];  // [pair of the chunk][row] 16 KB
   __m512i xv[kChunkPairs];  // [pair of the chunk] activation quants in the rows' lane order
@@ -330,26 +349,30 @@ void gemv_q32(int64_t n_in, const uint8_t* w, size_t w_row_bytes, int64_t n_rows
       const int64_t nbc = n_blocks - c0 < 2 * kChunkPairs ? n_blocks - c0 : 2 * kChunkPairs;
       const int64_t n_pairs = (nbc + 1) / 2;
       for (int64_t p = 0; p < n_pairs; ++p) {
-        // [x_b 0-15, x_b+1 0-15, x_b 16-31, x_b+1 16-31], as the quants' nibbles come.
         const int64_t b = c0 + 2 * p;
         const __m256i xb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b].qs));
         const __m256i xb1 = b + 1 < n_blocks
                                 ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b + 1].qs))
                                 : _mm256_setzero_si256();
         const __m512i both = _mm512_inserti64x4(_mm512_castsi256_si512(xb), xb1, 1);
-        xv[p] = _mm512_shuffle_i64x2(both, both, _MM_SHUFFLE(3, 1, 2, 0));
+        // Q4_0 / Q5_0: [x_b 0-15, x_b+1 0-15, x_b 16-31, x_b+1 16-31], as the nibbles come.
+        xv[p] = kQ8 ? both : _mm512_shuffle_i64x2(both, both, _MM_SHUFFLE(3, 1, 2, 0));
       }
       for (int r = 0; r < 16; ++r) {
         const auto* blocks = reinterpret_cast<const Block*>(g.row[r]);
         prefetch.advance(reinterpret_cast<const uint8_t*>(blocks + c0 + nbc));
         for (int64_t p = 0; p < n_pairs; ++p) {
           const int64_t b = c0 + 2 * p;
-          partial[p][r] = q32_row_sums(blocks, b, b + 1 < n_blocks, xv[p]);
+          if constexpr (kQ8) {
+            partial[p][r] = q8_0_row_sums(blocks, b, b + 1 < n_blocks, xv[p]);
+          } else {
+            partial[p][r] = q32_row_sums(blocks, b, b + 1 < n_blocks, xv[p]);
+          }
         }
       }
       for (int64_t p = 0; p < n_pairs; ++p) {
         __m512i isum[2];  // lanes = rows: blocks b, b + 1
-        fold_16_rows_halves<true>([&](int r) { return partial[p][r]; }, isum[0], isum[1]);
+        fold_16_rows_halves<!kQ8>([&](int r) { return partial[p][r]; }, isum[0], isum[1]);
         const int64_t b = c0 + 2 * p;
         for (int k = 0; k < (b + 1 < n_blocks ? 2 : 1); ++k) {
           const int64_t bk = b + k;
@@ -357,76 +380,10 @@ void gemv_q32(int64_t n_in, const uint8_t* w, size_t w_row_bytes, int64_t n_rows
               _mm512_add_epi32(isum[k], _mm512_set1_epi32(-kOffset * x_sums[bk])));
           const __m512 d = Vec512::gather_f16(g, static_cast<size_t>(bk) * sizeof(Block), false);
           const __m512 dx = _mm512_set1_ps(_cvtsh_ss(x[bk].d));
-          acc = _mm512_add_ps(acc, kQ5 ? _mm512_mul_ps(_mm512_mul_ps(d, dx), s)
-                                       : _mm512_mul_ps(_mm512_mul_ps(s, d), dx));
-        }
-      }
-    }
-    _mm512_mask_storeu_ps(y + r0, g.store_mask, acc);
-  }
-}
-
-// ---- Q8_0 × Q8_0 ----
-
-// The exact integer dots of blocks b, b + 1 of one Q8_0 row with the activation's (lanes 0-7:
-// block b, 8-15: b + 1; one block when `two` is false, zeros in 8-15): Σ (w + 128) x, the signed
-// weights moved to unsigned for vpdpbusd; the caller removes 128 Σ x.
-inline __m512i q8_0_row_sums(const BlockQ8_0* w, int64_t b, bool two, __m512i x) {
-  const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].qs));
-  const __m512i q =
-      two ? _mm512_inserti64x4(_mm512_castsi256_si512(lo),
-                               _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b + 1].qs)), 1)
-          : _mm512_zextsi256_si512(lo);
-  const __m512i biased = _mm512_xor_si512(q, _mm512_set1_epi8(static_cast<char>(0x80)));
-  return _mm512_dpbusd_epi32(_mm512_setzero_si512(), biased, x);
-}
-
-// y[r] for n_rows rows of Q8_0 against one Q8_0 activation row (`x_sums`: Σ of each block's
-// quants), in the reference's float order (ref vec_dot_q8_0_q8_0: acc + sumi (d_w d_x) per block).
-// Each row's blocks of a chunk are read in one run (a single forward stream the hardware
-// prefetcher follows) into per-pair partial sums on the stack; the fold then works from there.
-inline void gemv_q8_0(int64_t n_in, const uint8_t* w, size_t w_row_bytes, int64_t n_rows,
-                      const BlockQ8_0* x, const int32_t* x_sums, float* y) {
-  constexpr int64_t kChunkPairs = 16;  // 32 blocks: 1088 bytes of a row per run
-  const int64_t n_blocks = n_in / kQK8_0;
-  alignas(64) __m512i partial[kChunkPairs][16];  // [pair of the chunk][row] 16 KB
-  __m512i xv[kChunkPairs];                       // [pair of the chunk] activation quants
-  GemvPrefetch prefetch(w, n_rows * w_row_bytes);
-  for (int64_t r0 = 0; r0 < n_rows; r0 += 16) {
-    const int64_t rows = n_rows - r0 < 16 ? n_rows - r0 : 16;
-    const GemvRows g = Vec512::make_group(w + r0 * w_row_bytes, w_row_bytes, rows);
-    __m512 acc = _mm512_setzero_ps();
-    for (int64_t c0 = 0; c0 < n_blocks; c0 += 2 * kChunkPairs) {
-      const int64_t nbc = n_blocks - c0 < 2 * kChunkPairs ? n_blocks - c0 : 2 * kChunkPairs;
-      const int64_t n_pairs = (nbc + 1) / 2;
-      for (int64_t p = 0; p < n_pairs; ++p) {
-        const int64_t b = c0 + 2 * p;
-        const __m256i x_lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b].qs));
-        xv[p] = b + 1 < n_blocks
-                    ? _mm512_inserti64x4(
-                          _mm512_castsi256_si512(x_lo),
-                          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b + 1].qs)), 1)
-                    : _mm512_zextsi256_si512(x_lo);
-      }
-      for (int r = 0; r < 16; ++r) {
-        const auto* blocks = reinterpret_cast<const BlockQ8_0*>(g.row[r]);
-        prefetch.advance(reinterpret_cast<const uint8_t*>(blocks + c0 + nbc));
-        for (int64_t p = 0; p < n_pairs; ++p) {
-          const int64_t b = c0 + 2 * p;
-          partial[p][r] = q8_0_row_sums(blocks, b, b + 1 < n_blocks, xv[p]);
-        }
-      }
-      for (int64_t p = 0; p < n_pairs; ++p) {
-        __m512i isum[2];  // lanes = rows: blocks b, b + 1
-        fold_16_rows_halves([&](int r) { return partial[p][r]; }, isum[0], isum[1]);
-        const int64_t b = c0 + 2 * p;
-        for (int k = 0; k < (b + 1 < n_blocks ? 2 : 1); ++k) {
-          const int64_t bk = b + k;
-          const __m512i s = _mm512_add_epi32(isum[k], _mm512_set1_epi32(-128 * x_sums[bk]));
-          const size_t d_off = static_cast<size_t>(bk) * sizeof(BlockQ8_0);
-          const __m512 d = Vec512::gather_f16(g, d_off, false);
-          const __m512 scale = _mm512_mul_ps(d, _mm512_set1_ps(_cvtsh_ss(x[bk].d)));
-          acc = _mm512_add_ps(acc, _mm512_mul_ps(_mm512_cvtepi32_ps(s), scale));
+          const __m512 term = kQ8   ? _mm512_mul_ps(s, _mm512_mul_ps(d, dx))
+                              : kQ5 ? _mm512_mul_ps(_mm512_mul_ps(d, dx), s)
+                                    : _mm512_mul_ps(_mm512_mul_ps(s, d), dx);
+          acc = _mm512_add_ps(acc, term);
         }
       }
     }

@@ -10,6 +10,8 @@
 // when FMA is enabled.
 #pragma GCC optimize("fp-contract=off")
 
+#include <type_traits>
+
 #include "kernels/avx512/avx512_gemv_quant.h"
 #include "kernels/avx512/avx512_kernels.h"
 #include "kernels/avx512/avx512_quant_vec.h"
@@ -36,78 +38,37 @@ MINFER_AVX512_QUANT_TILE(q3_K, KindQ3K)
 
 // Q8_0, Q4_0, Q5_0, Q4_K, Q5_K and Q6_K: one token reads the rows in their stored order
 // (avx512_gemv_quant.h); more share the tile's transposed blocks.
-void matmul_tile_q8_0(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
-                      const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
-                      int64_t y_stride) {
+template <class Kind, auto kGemv>
+void gemv_or_tile(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows, const void* act,
+                  size_t act_row_bytes, int64_t n_tok, float* y, int64_t y_stride) {
   if (n_tok == 1) {
-    const qt::ActQ8_0 a = qt::ActQ8_0::of(static_cast<const uint8_t*>(act), n_in / kQK8_0);
-    gemv_q8_0(n_in, static_cast<const uint8_t*>(w), w_row_bytes, n_rows, a.blocks, a.sums, y);
+    const auto* w_bytes = static_cast<const uint8_t*>(w);
+    if constexpr (std::is_same_v<typename Kind::Act, qt::ActQ8_0>) {
+      const qt::ActQ8_0 a = qt::ActQ8_0::of(static_cast<const uint8_t*>(act), n_in / kQK8_0);
+      kGemv(n_in, w_bytes, w_row_bytes, n_rows, a.blocks, a.sums, y);
+    } else {
+      kGemv(n_in, w_bytes, w_row_bytes, n_rows, static_cast<const BlockQ8K*>(act), y);
+    }
     return;
   }
-  qt::tile<Vec512, qt::KindQ8_0<Vec512>>(n_in, w, w_row_bytes, n_rows, act, act_row_bytes, n_tok, y,
-                                         y_stride);
+  qt::tile<Vec512, Kind>(n_in, w, w_row_bytes, n_rows, act, act_row_bytes, n_tok, y, y_stride);
 }
 
-void matmul_tile_q4_0(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
-                      const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
-                      int64_t y_stride) {
-  if (n_tok == 1) {
-    const qt::ActQ8_0 a = qt::ActQ8_0::of(static_cast<const uint8_t*>(act), n_in / kQK8_0);
-    gemv_q32<BlockQ4_0>(n_in, static_cast<const uint8_t*>(w), w_row_bytes, n_rows, a.blocks, a.sums,
-                        y);
-    return;
+#define MINFER_AVX512_GEMV_OR_TILE(name, kind, gemv)                                              \
+  void matmul_tile_##name(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,        \
+                          const void* act, size_t act_row_bytes, int64_t n_tok, float* y,         \
+                          int64_t y_stride) {                                                     \
+    gemv_or_tile<qt::kind<Vec512>, gemv>(n_in, w, w_row_bytes, n_rows, act, act_row_bytes, n_tok, \
+                                         y, y_stride);                                            \
   }
-  qt::tile<Vec512, qt::KindQ4_0<Vec512>>(n_in, w, w_row_bytes, n_rows, act, act_row_bytes, n_tok, y,
-                                         y_stride);
-}
 
-void matmul_tile_q5_K(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
-                      const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
-                      int64_t y_stride) {
-  if (n_tok == 1) {
-    gemv_k4<BlockQ5K>(n_in, static_cast<const uint8_t*>(w), w_row_bytes, n_rows,
-                      static_cast<const BlockQ8K*>(act), y);
-    return;
-  }
-  qt::tile<Vec512, qt::KindQ5K<Vec512>>(n_in, w, w_row_bytes, n_rows, act, act_row_bytes, n_tok, y,
-                                        y_stride);
-}
+MINFER_AVX512_GEMV_OR_TILE(q8_0, KindQ8_0, gemv_q32<BlockQ8_0>)
+MINFER_AVX512_GEMV_OR_TILE(q4_0, KindQ4_0, gemv_q32<BlockQ4_0>)
+MINFER_AVX512_GEMV_OR_TILE(q5_0, KindQ5_0, gemv_q32<BlockQ5_0>)
+MINFER_AVX512_GEMV_OR_TILE(q4_K, KindQ4K, gemv_k4<BlockQ4K>)
+MINFER_AVX512_GEMV_OR_TILE(q5_K, KindQ5K, gemv_k4<BlockQ5K>)
+MINFER_AVX512_GEMV_OR_TILE(q6_K, KindQ6K, gemv_q6_K)
 
-void matmul_tile_q5_0(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
-                      const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
-                      int64_t y_stride) {
-  if (n_tok == 1) {
-    const qt::ActQ8_0 a = qt::ActQ8_0::of(static_cast<const uint8_t*>(act), n_in / kQK8_0);
-    gemv_q32<BlockQ5_0>(n_in, static_cast<const uint8_t*>(w), w_row_bytes, n_rows, a.blocks, a.sums,
-                        y);
-    return;
-  }
-  qt::tile<Vec512, qt::KindQ5_0<Vec512>>(n_in, w, w_row_bytes, n_rows, act, act_row_bytes, n_tok, y,
-                                         y_stride);
-}
-
-void matmul_tile_q6_K(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
-                      const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
-                      int64_t y_stride) {
-  if (n_tok == 1) {
-    gemv_q6_K(n_in, static_cast<const uint8_t*>(w), w_row_bytes, n_rows,
-              static_cast<const BlockQ8K*>(act), y);
-    return;
-  }
-  qt::tile<Vec512, qt::KindQ6K<Vec512>>(n_in, w, w_row_bytes, n_rows, act, act_row_bytes, n_tok, y,
-                                        y_stride);
-}
-
-void matmul_tile_q4_K(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
-                      const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
-                      int64_t y_stride) {
-  if (n_tok == 1) {
-    gemv_k4<BlockQ4K>(n_in, static_cast<const uint8_t*>(w), w_row_bytes, n_rows,
-                      static_cast<const BlockQ8K*>(act), y);
-    return;
-  }
-  qt::tile<Vec512, qt::KindQ4K<Vec512>>(n_in, w, w_row_bytes, n_rows, act, act_row_bytes, n_tok, y,
-                                        y_stride);
-}
+#undef MINFER_AVX512_GEMV_OR_TILE
 
 }  // namespace minfer::kernels::avx512
