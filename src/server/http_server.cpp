@@ -105,6 +105,7 @@ struct HttpServer::Call {
   Clock::time_point t_submit;
   Clock::time_point t_last_token;
   bool first_token = true;
+  Clock::time_point t_alive_checked;  // when the handler last checked the client's connection
 };
 
 HttpServer::HttpServer(ServerOptions options)
@@ -427,14 +428,20 @@ void HttpServer::install_routes() {
     const Tokenizer* tokenizer = b->tokenizer;
 
     // Takes the events that arrived (waiting up to one poll interval); false when the client left.
+    // The connection is checked at least once a poll interval even while tokens keep coming: a
+    // fast model never leaves the queue empty, and a departed client's request ran to the end.
     auto take_events = [call](std::deque<engine::RequestEvent>& out) {
       std::unique_lock<std::mutex> lock(call->mu);
       call->cv.wait_for(lock, kPollInterval, [&] { return !call->events.empty(); });
       out.swap(call->events);
       lock.unlock();
-      if (out.empty() && !connection_alive(call->fd)) {
-        call->handle->cancel();
-        return false;
+      const Clock::time_point now = Clock::now();
+      if (out.empty() || now - call->t_alive_checked >= kPollInterval) {
+        call->t_alive_checked = now;
+        if (!connection_alive(call->fd)) {
+          call->handle->cancel();
+          return false;
+        }
       }
       return true;
     };
