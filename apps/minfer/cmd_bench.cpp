@@ -1,11 +1,12 @@
 // minfer bench: prompt-processing and generation throughput, as llama-bench measures them
 // (engine/bench.h).
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 
 #include "commands.h"
 #include "engine/bench.h"
-#include "kernels/dispatch.h"
+#include "observe_options.h"
 
 namespace minfer::app {
 
@@ -19,22 +20,21 @@ struct BenchCli {
 };
 
 Status run_bench_command(const BenchCli& o) {
-  MINFER_RETURN_IF_ERROR(kernels::init_kernels());
   if (o.output != "md" && o.output != "json") {
     return make_error(ErrorCode::kInvalidArgument, "[bench] -o '{}': expected md or json",
                       o.output);
   }
   engine::BenchOptions options = o.options;
-  if (!o.cache_type.empty()) {
-    MINFER_ASSIGN_OR_RETURN(options.cache_type, parse_kv_cell_type(o.cache_type));
-  } else {
-    MINFER_ASSIGN_OR_RETURN(options.cache_type, kv_cell_type_from_env());
-  }
+  MINFER_ASSIGN_OR_RETURN(options.cache_type,
+                          engine::resolve_cache_type(
+                              o.cache_type, std::getenv(engine::kCacheTypeEnv), KvCellType::kF32));
+  options.observe = engine::observe_options_with_env(options.observe);
   MINFER_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::load(o.model));
   MINFER_ASSIGN_OR_RETURN(engine::BenchReport report, engine::run_bench(*model, o.model, options));
   const std::string text =
       o.output == "json" ? engine::bench_json(report) : engine::bench_markdown(report);
   std::fputs(text.c_str(), stdout);
+  std::fputs(report.profile.c_str(), stderr);
   return Status::ok();
 }
 
@@ -59,14 +59,8 @@ void register_bench_command(CLI::App& app, CommandRegistry& registry) {
       ->capture_default_str();
   cmd->add_option("-o,--output", opts->output, "md or json")->capture_default_str();
   cmd->add_option("--cache-type", opts->cache_type, "KV cell type: f32, f16, q8_0");
-  registry.add(cmd, [opts]() {
-    const Status st = run_bench_command(*opts);
-    if (!st.is_ok()) {
-      std::fprintf(stderr, "%s\n", st.message().c_str());
-      return 1;
-    }
-    return 0;
-  });
+  add_observe_flags(*cmd, opts->options.observe);
+  registry.add_status(cmd, [opts]() { return run_bench_command(*opts); });
 }
 
 }  // namespace minfer::app

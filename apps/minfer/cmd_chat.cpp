@@ -13,16 +13,9 @@
 #include "engine/conversation.h"
 #include "engine/generate.h"
 #include "engine/setup.h"
-#include "observe_options.h"
+#include "generation_flags.h"
 
 namespace minfer::app {
-
-// Shared with `run`; defined in cmd_run.cpp.
-void add_generation_flags(CLI::App* cmd, engine::ModelOptions& model,
-                          engine::GenerateOptions& generate, std::string& system, bool& verbose);
-Status finish_generation_flags(CLI::App* cmd, std::string& system,
-                               engine::GenerateOptions& generate);
-std::atomic<bool>& install_interrupt_handler();
 
 namespace {
 
@@ -78,7 +71,6 @@ struct ChatFlags {
   engine::GenerateOptions generate;
   std::string system;
   bool verbose = false;
-  ObserveOptions observe;
 };
 
 class ChatLoop {
@@ -263,17 +255,10 @@ int run_chat(CLI::App* cmd, ChatFlags& flags) {
     std::fprintf(stderr, "%s\n", tmpl.status().message().c_str());
     return 1;
   }
-  ObserveSet observe;
-  st = observe.open(flags.observe);
-  if (!st.is_ok()) {
-    std::fprintf(stderr, "%s\n", st.message().c_str());
-    return 1;
-  }
-  setup->session->set_observers(observe.observers());
-  flags.generate.trace = observe.trace();
+  flags.generate.trace = setup->session->runtime().trace();
   ChatLoop loop(flags, setup.value(), tmpl.value(), install_interrupt_handler());
   const int code = loop.run();
-  std::fputs(observe.profile_table().c_str(), stderr);
+  std::fputs(setup->session->runtime().profile_table().c_str(), stderr);
   return code;
 }
 
@@ -284,7 +269,6 @@ void register_chat_command(CLI::App& app, CommandRegistry& registry) {
   CLI::App* cmd = app.add_subcommand(
       "chat", "Interactive multi-turn chat with the model's chat template (stdin lines)");
   add_generation_flags(cmd, flags->model, flags->generate, flags->system, flags->verbose);
-  add_observe_flags(*cmd, flags->observe);
   registry.add(cmd, [flags, cmd]() { return run_chat(cmd, *flags); });
 }
 

@@ -2,13 +2,14 @@
 #include <algorithm>
 #include <climits>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "commands.h"
-#include "kernels/dispatch.h"
+#include "engine/runtime.h"
 #include "models/model.h"
 #include "observe_options.h"
 
@@ -24,7 +25,7 @@ struct LogitsOptions {
   int64_t batch = 0;
   int threads = 0;
   std::string cache_type;
-  ObserveOptions observe;
+  engine::ObserveOptions observe;
 };
 
 Result<std::vector<int32_t>> parse_ids(const std::string& text) {
@@ -57,7 +58,10 @@ Result<std::vector<int32_t>> parse_ids(const std::string& text) {
 }
 
 Status run_logits(const LogitsOptions& o) {
-  MINFER_RETURN_IF_ERROR(kernels::init_kernels());
+  if (o.ids.empty() == o.ids_file.empty()) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "[logits] give exactly one of --ids and --ids-file");
+  }
   std::string text = o.ids;
   if (!o.ids_file.empty()) {
     std::ifstream in(o.ids_file);
@@ -68,26 +72,21 @@ Status run_logits(const LogitsOptions& o) {
   }
   MINFER_ASSIGN_OR_RETURN(std::vector<int32_t> ids, parse_ids(text));
   MINFER_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::load(o.model));
-  KvCellType cell_type = KvCellType::kF32;
-  if (!o.cache_type.empty()) {
-    MINFER_ASSIGN_OR_RETURN(cell_type, parse_kv_cell_type(o.cache_type));
-  } else {
-    MINFER_ASSIGN_OR_RETURN(cell_type, kv_cell_type_from_env());
-  }
+  engine::RuntimeOptions options;
+  MINFER_ASSIGN_OR_RETURN(options.cache_type,
+                          engine::resolve_cache_type(
+                              o.cache_type, std::getenv(engine::kCacheTypeEnv), KvCellType::kF32));
   const int64_t n = static_cast<int64_t>(ids.size());
   const int64_t n_ctx = model->config().n_ctx_train;
   if (n > n_ctx) {
     return make_error(ErrorCode::kOutOfRange,
                       "[logits] {} ids do not fit the model's context of {} positions", n, n_ctx);
   }
-  const int64_t block_size = 32;
-  MINFER_ASSIGN_OR_RETURN(std::unique_ptr<KvCache> cache,
-                          model->make_cache(cell_type, n, (n + block_size - 1) / block_size));
-  kernels::ThreadPool pool(o.threads > 0 ? o.threads : kernels::default_thread_count());
-  Forward forward(*model, *cache, kernels::active_table(), pool);
-  ObserveSet observe;
-  MINFER_RETURN_IF_ERROR(observe.open(o.observe));
-  forward.set_observers(observe.observers());
+  options.n_ctx = n;
+  options.n_threads = o.threads;
+  options.observe = engine::observe_options_with_env(o.observe);
+  MINFER_ASSIGN_OR_RETURN(std::unique_ptr<engine::Runtime> runtime,
+                          engine::Runtime::create(*model, options));
 
   std::ofstream out(o.output, std::ios::binary);
   if (!out) return make_error(ErrorCode::kIo, "[logits] cannot create '{}'", o.output);
@@ -97,19 +96,19 @@ Status run_logits(const LogitsOptions& o) {
     for (int64_t t = start; t < std::min(n, start + step); ++t) {
       batch.add(ids[static_cast<size_t>(t)], static_cast<int32_t>(t), 0, true);
     }
-    MINFER_ASSIGN_OR_RETURN(std::span<const float> logits, forward.step(batch));
-    if (observe.trace() != nullptr) {
+    MINFER_ASSIGN_OR_RETURN(std::span<const float> logits, runtime->step(batch));
+    if (runtime->trace() != nullptr) {
       // Teacher forcing: the step's "token" is the next id fed, its logits the last row's.
       const int64_t next = start + step;
-      const size_t n_vocab = static_cast<size_t>(model->config().n_vocab);
-      observe.trace()->end_step(next < n ? ids[static_cast<size_t>(next)] : -1,
-                                logits.last(n_vocab));
+      const size_t n_vocab = static_cast<size_t>(runtime->n_vocab());
+      runtime->trace()->end_step(next < n ? ids[static_cast<size_t>(next)] : -1,
+                                 logits.last(n_vocab));
     }
     out.write(reinterpret_cast<const char*>(logits.data()),
               static_cast<std::streamsize>(logits.size_bytes()));
   }
   if (!out) return make_error(ErrorCode::kIo, "[logits] short write to '{}'", o.output);
-  if (o.observe.profile) std::fprintf(stderr, "%s", observe.profile_table().c_str());
+  std::fputs(runtime->profile_table().c_str(), stderr);
   return Status::ok();
 }
 
@@ -127,18 +126,7 @@ void register_logits_command(CLI::App& app, CommandRegistry& registry) {
   cmd->add_option("-t,--threads", opts->threads, "threads (default: all cores)");
   cmd->add_option("--cache-type", opts->cache_type, "KV cell type: f32, f16, q8_0");
   add_observe_flags(*cmd, opts->observe);
-  registry.add(cmd, [opts]() {
-    if (opts->ids.empty() == opts->ids_file.empty()) {
-      std::fprintf(stderr, "[logits] give exactly one of --ids and --ids-file\n");
-      return 1;
-    }
-    const Status st = run_logits(*opts);
-    if (!st.is_ok()) {
-      std::fprintf(stderr, "%s\n", st.message().c_str());
-      return 1;
-    }
-    return 0;
-  });
+  registry.add_status(cmd, [opts]() { return run_logits(*opts); });
 }
 
 }  // namespace minfer::app

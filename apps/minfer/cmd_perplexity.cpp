@@ -8,7 +8,7 @@
 #include "commands.h"
 #include "core/progress.h"
 #include "engine/perplexity.h"
-#include "kernels/dispatch.h"
+#include "observe_options.h"
 #include "tokenizer/tokenizer.h"
 
 namespace minfer::app {
@@ -24,7 +24,6 @@ struct PerplexityCli {
 };
 
 Status run_perplexity(const PerplexityCli& o) {
-  MINFER_RETURN_IF_ERROR(kernels::init_kernels());
   std::ifstream in(o.file, std::ios::binary);
   if (!in) return make_error(ErrorCode::kNotFound, "[perplexity] cannot read '{}'", o.file);
   std::stringstream text;
@@ -35,13 +34,10 @@ Status run_perplexity(const PerplexityCli& o) {
   engine::PerplexityOptions options = o.options;
   // As llama-perplexity by default: f16 cells and flash attention (llama.cpp's "auto" is on for
   // the CPU), reproduced operation for operation; --cache-type or MINFER_CACHE_TYPE override.
-  if (!o.cache_type.empty()) {
-    MINFER_ASSIGN_OR_RETURN(options.cache_type, parse_kv_cell_type(o.cache_type));
-  } else if (std::getenv("MINFER_CACHE_TYPE") != nullptr) {
-    MINFER_ASSIGN_OR_RETURN(options.cache_type, kv_cell_type_from_env());
-  } else {
-    options.cache_type = KvCellType::kF16;
-  }
+  MINFER_ASSIGN_OR_RETURN(options.cache_type,
+                          engine::resolve_cache_type(
+                              o.cache_type, std::getenv(engine::kCacheTypeEnv), KvCellType::kF16));
+  options.observe = engine::observe_options_with_env(options.observe);
   if (o.flash_attn != "on" && o.flash_attn != "off") {
     return make_error(ErrorCode::kInvalidArgument,
                       "[perplexity] --flash-attn: expected on or off, got '{}'", o.flash_attn);
@@ -64,6 +60,7 @@ Status run_perplexity(const PerplexityCli& o) {
                static_cast<long long>(r.n_tokens), static_cast<long long>(r.n_chunks),
                static_cast<long long>(options.n_ctx), static_cast<long long>(r.n_scored),
                r.seconds);
+  std::fputs(r.profile.c_str(), stderr);
   return Status::ok();
 }
 
@@ -89,14 +86,8 @@ void register_perplexity_command(CLI::App& app, CommandRegistry& registry) {
                   "on: with f16 cells, attention in llama.cpp's CPU flash-attention arithmetic "
                   "(llama-perplexity's default); off: minfer's own attention")
       ->capture_default_str();
-  registry.add(cmd, [opts]() {
-    const Status st = run_perplexity(*opts);
-    if (!st.is_ok()) {
-      std::fprintf(stderr, "%s\n", st.message().c_str());
-      return 1;
-    }
-    return 0;
-  });
+  add_observe_flags(*cmd, opts->options.observe);
+  registry.add_status(cmd, [opts]() { return run_perplexity(*opts); });
 }
 
 }  // namespace minfer::app

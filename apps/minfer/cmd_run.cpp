@@ -1,7 +1,7 @@
 // `minfer run`: one-shot generation from a prompt, streamed to stdout (llama.cpp's flag names and
 // defaults). The reason generation stopped and the metrics go to stderr.
 //
-// Also defines the flags and helpers that `minfer chat` shares (declared again in cmd_chat.cpp).
+// Also defines the flags and helpers that `minfer chat` shares (generation_flags.h).
 #include <atomic>
 #include <climits>
 #include <csignal>
@@ -16,16 +16,10 @@
 #include "engine/conversation.h"
 #include "engine/generate.h"
 #include "engine/setup.h"
+#include "generation_flags.h"
 #include "observe_options.h"
 
 namespace minfer::app {
-
-// Shared with `chat` (declared again in cmd_chat.cpp).
-void add_generation_flags(CLI::App* cmd, engine::ModelOptions& model,
-                          engine::GenerateOptions& generate, std::string& system, bool& verbose);
-Status finish_generation_flags(CLI::App* cmd, std::string& system,
-                               engine::GenerateOptions& generate);
-std::atomic<bool>& install_interrupt_handler();
 
 namespace {
 
@@ -98,6 +92,7 @@ void add_generation_flags(CLI::App* cmd, engine::ModelOptions& model,
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->add_option("--system-prompt", system, "system message (also -sys TEXT)");
   cmd->add_flag("--verbose", verbose, "print the model, kernels, threads and cache type first");
+  add_observe_flags(*cmd, model.observe);
   // llama.cpp spells the system prompt flag "-sys", a multi-letter single-dash name that CLI11
   // cannot declare; it arrives as an extra argument (finish_generation_flags), and any other extra
   // is reported there as an unknown argument.
@@ -150,7 +145,6 @@ struct RunFlags {
   std::string prompt_file;
   bool chat = false;
   bool prompt_given = false;
-  ObserveOptions observe;
 };
 
 void write_stdout(std::string_view text) {
@@ -197,12 +191,9 @@ Status run_run(CLI::App* cmd, RunFlags& flags) {
   }
   if (flags.verbose) std::fprintf(stderr, "prompt tokens: %zu\n", tokens.size());
 
-  ObserveSet observe;
-  MINFER_RETURN_IF_ERROR(observe.open(flags.observe));
-  setup.session->set_observers(observe.observers());
   engine::GenerateOptions options = flags.generate;
   options.cancel = &install_interrupt_handler();
-  options.trace = observe.trace();
+  options.trace = setup.session->runtime().trace();
   MINFER_ASSIGN_OR_RETURN(
       engine::GenerateResult result,
       engine::generate(*setup.session, tokenizer, tokens, options, write_stdout));
@@ -215,7 +206,7 @@ Status run_run(CLI::App* cmd, RunFlags& flags) {
     report += fmt::format(" (n_ctx {})", setup.session->n_ctx());
   }
   report += "\n" + engine::format_metrics(result.metrics);
-  report += observe.profile_table();
+  report += setup.session->runtime().profile_table();
   std::fputs(report.c_str(), stderr);
   return Status::ok();
 }
@@ -231,7 +222,6 @@ void register_run_command(CLI::App& app, CommandRegistry& registry) {
   cmd->add_option("-f,--file", flags->prompt_file, "file holding the prompt");
   cmd->add_flag("--chat", flags->chat,
                 "render the prompt through the model's chat template as a user message");
-  add_observe_flags(*cmd, flags->observe);
   registry.add(cmd, [flags, cmd, prompt]() {
     flags->prompt_given = prompt->count() > 0;
     const Status st = run_run(cmd, *flags);

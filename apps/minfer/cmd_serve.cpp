@@ -23,10 +23,9 @@
 
 #include "commands.h"
 #include "engine/conversation.h"
+#include "engine/runtime.h"
 #include "engine/scheduler.h"
-#include "engine/setup.h"
-#include "kernels/dispatch.h"
-#include "kernels/thread_pool.h"
+#include "observe_options.h"
 #include "server/http_server.h"
 
 namespace minfer::app {
@@ -62,21 +61,17 @@ Result<Loaded> load(ServeFlags& f) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(ms));
   }
-  MINFER_RETURN_IF_ERROR(kernels::init_kernels());
   Loaded l;
-  if (!f.cache_type.empty()) {
-    MINFER_ASSIGN_OR_RETURN(f.sched.cache_type, parse_kv_cell_type(f.cache_type));
-  } else {
-    MINFER_ASSIGN_OR_RETURN(f.sched.cache_type, kv_cell_type_from_env());
-  }
+  MINFER_ASSIGN_OR_RETURN(f.sched.cache_type,
+                          engine::resolve_cache_type(
+                              f.cache_type, std::getenv(engine::kCacheTypeEnv), KvCellType::kF32));
+  f.sched.observe = engine::observe_options_with_env(f.sched.observe);
   MINFER_ASSIGN_OR_RETURN(l.model, Model::load(f.model_path));
   MINFER_ASSIGN_OR_RETURN(l.tokenizer, Tokenizer::from_gguf(l.model->file()));
   MINFER_ASSIGN_OR_RETURN(chat::ChatTemplate tmpl, engine::load_chat_template(l.model->file()));
   l.chat_template = std::make_unique<chat::ChatTemplate>(std::move(tmpl));
-  const int64_t n_ctx_train = l.model->config().n_ctx_train;
-  int64_t n_ctx = f.n_ctx_seq > 0
-                      ? f.n_ctx_seq
-                      : std::max<int64_t>(2, std::min(n_ctx_train, engine::kDefaultMaxCtx));
+  MINFER_ASSIGN_OR_RETURN(int64_t n_ctx, engine::resolve_n_ctx(*l.model, f.n_ctx_seq));
+  if (f.n_ctx_seq == 0) n_ctx = std::max<int64_t>(2, n_ctx);
   if (f.sched.n_ctx_total > 0) n_ctx = std::min(n_ctx, f.sched.n_ctx_total);
   f.sched.n_ctx = n_ctx;
   f.sched.prefix_cache = !f.no_prefix_cache;
@@ -125,7 +120,7 @@ int run_serve(ServeFlags& f) {
                  b.model_name, f.sched.n_parallel, f.sched.n_ctx,
                  loaded.scheduler->cache().config().max_blocks *
                      loaded.scheduler->cache().config().block_size,
-                 f.sched.n_threads > 0 ? f.sched.n_threads : kernels::default_thread_count());
+                 loaded.scheduler->runtime().n_threads());
     } else {
       load_status = r.status();
     }
@@ -166,6 +161,7 @@ int run_serve(ServeFlags& f) {
   }
   http.stop();
   serve_thread.join();
+  if (loaded.scheduler) std::fputs(loaded.scheduler->runtime().profile_table().c_str(), stderr);
   fmt::print(stderr, "minfer serve: stopped\n");
   return exit_code;
 }
@@ -203,6 +199,7 @@ void register_serve_command(CLI::App& app, CommandRegistry& registry) {
                   "connections served at once (default 64)");
   cmd->add_option("--drain", f.drain_s,
                   "seconds running requests may finish after SIGTERM (default 3)");
+  add_observe_flags(*cmd, f.sched.observe);
   // llama.cpp spells --parallel "-np", a multi-letter single-dash name CLI11 cannot declare: it
   // arrives as an extra argument, and any other extra is an error.
   cmd->allow_extras();

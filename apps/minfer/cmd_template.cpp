@@ -10,21 +10,11 @@
 
 #include "chat/chat_template.h"
 #include "commands.h"
+#include "engine/conversation.h"
 #include "gguf/gguf_file.h"
 
 namespace minfer::app {
 namespace {
-
-// The text of token `key` (e.g. tokenizer.ggml.bos_token_id), or "" when the file has none.
-std::string special_token(const GgufFile& file, const char* key) {
-  if (file.find(key) == nullptr) return "";
-  auto id = file.get_integer(key);
-  auto tokens = file.get_string_array("tokenizer.ggml.tokens");
-  if (!id.is_ok() || !tokens.is_ok()) return "";
-  const std::vector<std::string>& list = *tokens.value();
-  if (id.value() < 0 || static_cast<size_t>(id.value()) >= list.size()) return "";
-  return list[static_cast<size_t>(id.value())];
-}
 
 int run_template(const std::string& model_path, const std::string& request_path) {
   auto file = GgufFile::open(model_path);
@@ -33,15 +23,6 @@ int run_template(const std::string& model_path, const std::string& request_path)
     return 1;
   }
   const GgufFile& gguf = *file.value();
-  std::string source = chat::kChatMlTemplate;
-  if (gguf.find("tokenizer.chat_template") != nullptr) {
-    auto tmpl = gguf.get_string("tokenizer.chat_template");
-    if (!tmpl.is_ok()) {
-      std::fprintf(stderr, "%s\n", tmpl.status().message().c_str());
-      return 1;
-    }
-    source = tmpl.value();
-  }
   std::ifstream in(request_path, std::ios::binary);
   if (!in) {
     std::fprintf(stderr, "[template] cannot open request file '%s'\n", request_path.c_str());
@@ -61,8 +42,7 @@ int run_template(const std::string& model_path, const std::string& request_path)
                  request_path.c_str(), message.c_str());
     return 1;
   }
-  auto tmpl = chat::ChatTemplate::create(source, special_token(gguf, "tokenizer.ggml.bos_token_id"),
-                                         special_token(gguf, "tokenizer.ggml.eos_token_id"));
+  auto tmpl = engine::load_chat_template(gguf);
   if (!tmpl.is_ok()) {
     std::fprintf(stderr, "%s\n", tmpl.status().message().c_str());
     return 1;

@@ -95,14 +95,7 @@ void register_viz_command(CLI::App& app, CommandRegistry& registry) {
   cmd->add_option("--port", opts->port, "port (default 8090; 0: any free port)");
   cmd->add_option("--trace", opts->trace, "trace file from --trace / MINFER_TRACE");
   cmd->add_option("--graph", opts->graph, "graph dump from --dump-graph FILE.json");
-  registry.add(cmd, [opts]() {
-    const Status st = run_viz(*opts);
-    if (!st.is_ok()) {
-      std::fprintf(stderr, "%s\n", st.message().c_str());
-      return 1;
-    }
-    return 0;
-  });
+  registry.add_status(cmd, [opts]() { return run_viz(*opts); });
 }
 
 }  // namespace minfer::app

@@ -2,10 +2,13 @@
 // CLI11 subcommand and the function to run when it is chosen.
 #pragma once
 
+#include <cstdio>
 #include <functional>
 #include <vector>
 
 #include <CLI/CLI.hpp>
+
+#include "core/status.h"
 
 namespace minfer::app {
 
@@ -13,6 +16,16 @@ class CommandRegistry {
  public:
   void add(CLI::App* subcommand, std::function<int()> run) {
     commands_.push_back({subcommand, std::move(run)});
+  }
+  // A command that reports its outcome as a Status: an error is printed as one line on stderr
+  // and the process exits 1.
+  void add_status(CLI::App* subcommand, std::function<Status()> run) {
+    add(subcommand, [run = std::move(run)]() {
+      const Status st = run();
+      if (st.is_ok()) return 0;
+      std::fprintf(stderr, "%s\n", st.message().c_str());
+      return 1;
+    });
   }
   int run_selected() const {
     for (const auto& c : commands_) {

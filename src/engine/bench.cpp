@@ -9,8 +9,6 @@
 #include <nlohmann/json.hpp>
 
 #include "core/cpu_features.h"
-#include "kernels/dispatch.h"
-#include "kernels/thread_pool.h"
 
 namespace minfer::engine {
 
@@ -39,7 +37,7 @@ int32_t argmax(std::span<const float> logits) {
 }
 
 // One pp run: prompt ids at positions 0.. in forwards of n_batch, last row's logits only.
-Status run_prompt(Forward& forward, const std::vector<int32_t>& prompt, int64_t n_batch) {
+Status run_prompt(Runtime& runtime, const std::vector<int32_t>& prompt, int64_t n_batch) {
   const int64_t n = static_cast<int64_t>(prompt.size());
   for (int64_t b = 0; b < n; b += n_batch) {
     Batch batch;
@@ -47,20 +45,21 @@ Status run_prompt(Forward& forward, const std::vector<int32_t>& prompt, int64_t 
     for (int64_t pos = b; pos < end; ++pos) {
       batch.add(prompt[static_cast<size_t>(pos)], static_cast<int32_t>(pos), 0, pos == end - 1);
     }
-    MINFER_ASSIGN_OR_RETURN(std::span<const float> logits, forward.step(batch));
+    MINFER_ASSIGN_OR_RETURN(std::span<const float> logits, runtime.step(batch));
     (void)logits;
   }
   return Status::ok();
 }
 
 // One tg run: n tokens, one forward each, each fed the previous argmax.
-Status run_gen(Forward& forward, int64_t n, int32_t first_token) {
+Status run_gen(Runtime& runtime, int64_t n, int32_t first_token) {
   int32_t token = first_token;
   for (int64_t pos = 0; pos < n; ++pos) {
     Batch batch;
     batch.add(token, static_cast<int32_t>(pos), 0, true);
-    MINFER_ASSIGN_OR_RETURN(std::span<const float> logits, forward.step(batch));
+    MINFER_ASSIGN_OR_RETURN(std::span<const float> logits, runtime.step(batch));
     token = argmax(logits);
+    if (runtime.trace() != nullptr) runtime.trace()->end_step(token, logits);
   }
   return Status::ok();
 }
@@ -138,18 +137,16 @@ Result<BenchReport> run_bench(const Model& model, const std::string& model_filen
   }
   report.model_type =
       fmt::format("{} {} {}", c.arch, size_label(report.model_n_params), file_type_name(file_type));
+  RuntimeOptions runtime_options = o;
+  runtime_options.n_ctx = n_ctx;
+  runtime_options.n_ctx_total = n_ctx;
+  MINFER_ASSIGN_OR_RETURN(std::unique_ptr<Runtime> runtime,
+                          Runtime::create(model, runtime_options));
+  KvCache& cache = runtime->cache();
   report.n_batch = o.n_batch;
   report.cache_type = kv_cell_type_name(o.cache_type);
-  report.isa = kernels::isa_name(kernels::active_table().isa);
-
-  const int64_t block_size = 32;
-  MINFER_ASSIGN_OR_RETURN(
-      std::unique_ptr<KvCache> cache,
-      model.make_cache(o.cache_type, n_ctx, (n_ctx + block_size - 1) / block_size, block_size));
-  kernels::ThreadPool pool(o.n_threads > 0 ? o.n_threads : kernels::default_thread_count());
-  report.n_threads = pool.n_threads();
-  const kernels::KernelTable& table = kernels::active_table();
-  Forward forward(model, *cache, table, pool);
+  report.isa = runtime->isa_name();
+  report.n_threads = runtime->n_threads();
 
   std::mt19937_64 rng(o.seed);
   std::uniform_int_distribution<int32_t> pick(0, static_cast<int32_t>(c.n_vocab - 1));
@@ -162,11 +159,11 @@ Result<BenchReport> run_bench(const Model& model, const std::string& model_filen
   Progress progress("bench", n_runs, o.progress);
   int64_t runs_done = 0;
   auto timed = [&](auto&& fn) -> Result<double> {
-    cache->free_sequence(0);  // each run starts from an empty cache
+    cache.free_sequence(0);  // each run starts from an empty cache
     const auto t0 = std::chrono::steady_clock::now();
     MINFER_RETURN_IF_ERROR(fn());
     const auto t1 = std::chrono::steady_clock::now();
-    cache->free_sequence(0);
+    cache.free_sequence(0);
     progress.update(++runs_done);
     return std::chrono::duration<double, std::nano>(t1 - t0).count();
   };
@@ -195,13 +192,14 @@ Result<BenchReport> run_bench(const Model& model, const std::string& model_filen
   };
   if (o.n_prompt > 0) {
     MINFER_RETURN_IF_ERROR(add_test(fmt::format("pp{}", o.n_prompt), o.n_prompt, 0,
-                                    [&] { return run_prompt(forward, prompt, o.n_batch); }));
+                                    [&] { return run_prompt(*runtime, prompt, o.n_batch); }));
   }
   if (o.n_gen > 0) {
     MINFER_RETURN_IF_ERROR(add_test(fmt::format("tg{}", o.n_gen), 0, o.n_gen,
-                                    [&] { return run_gen(forward, o.n_gen, first_gen_token); }));
+                                    [&] { return run_gen(*runtime, o.n_gen, first_gen_token); }));
   }
   progress.finish();
+  report.profile = runtime->profile_table();
   return report;
 }
 

@@ -14,19 +14,18 @@
 
 #include "core/progress.h"
 #include "core/status.h"
-#include "kv/kv_cache.h"
+#include "engine/runtime.h"
 #include "models/model.h"
 
 namespace minfer::engine {
 
-struct BenchOptions {
+// The runtime's options (its n_ctx is set to fit the tests) and the tests to run.
+struct BenchOptions : RuntimeOptions {
   int64_t n_prompt = 512;  // 0: no pp test
   int64_t n_gen = 128;     // 0: no tg test
   int64_t n_batch = 512;
-  int n_threads = 0;  // ≤ 0: all cores
   int repetitions = 3;
   uint64_t seed = 42;  // for the random prompt ids
-  KvCellType cache_type = KvCellType::kF32;
   ProgressStyle progress = ProgressStyle::kAuto;
 };
 
@@ -50,6 +49,7 @@ struct BenchReport {
   std::string cache_type;
   std::string isa;
   std::vector<BenchTest> tests;
+  std::string profile;  // the per-op profile table when options.observe.profile, else ""
 };
 
 Result<BenchReport> run_bench(const Model& model, const std::string& model_filename,

@@ -5,8 +5,6 @@
 #include <cmath>
 
 #include "core/check.h"
-#include "kernels/dispatch.h"
-#include "kernels/thread_pool.h"
 
 namespace minfer::engine {
 
@@ -44,13 +42,11 @@ Result<PerplexityResult> compute_perplexity(
   const bool add_bos = tokenizer.add_bos() && tokenizer.bos_id() != kNoToken;
   const int64_t n_vocab = model.config().n_vocab;
 
-  const int64_t block_size = 32;
-  MINFER_ASSIGN_OR_RETURN(
-      std::unique_ptr<KvCache> cache,
-      model.make_cache(o.cache_type, o.n_ctx, (o.n_ctx + block_size - 1) / block_size, block_size));
-  cache->set_flash_attn_numerics(o.flash_attn);
-  kernels::ThreadPool pool(o.n_threads > 0 ? o.n_threads : kernels::default_thread_count());
-  Forward forward(model, *cache, kernels::active_table(), pool);
+  RuntimeOptions runtime_options = o;
+  runtime_options.n_ctx_total = o.n_ctx;
+  MINFER_ASSIGN_OR_RETURN(std::unique_ptr<Runtime> runtime,
+                          Runtime::create(model, runtime_options));
+  KvCache& cache = runtime->cache();
 
   double nll = 0.0;
   double nll2 = 0.0;
@@ -58,7 +54,7 @@ Result<PerplexityResult> compute_perplexity(
   std::vector<float> logits;  // [n_ctx - 1 - first, n_vocab]: the scored positions' rows
   for (int64_t chunk = 0; chunk < n_chunks; ++chunk) {
     const int64_t begin = chunk * o.n_ctx;
-    cache->free_sequence(0);  // every chunk starts from an empty sequence
+    cache.free_sequence(0);  // every chunk starts from an empty sequence
     logits.clear();
     for (int64_t b = 0; b < o.n_ctx; b += n_batch) {
       Batch batch;
@@ -71,11 +67,11 @@ Result<PerplexityResult> compute_perplexity(
       if (batch.output_rows.empty()) {
         // Forward computes at least the last row; it is not scored.
         batch.output_rows.push_back(static_cast<int32_t>(batch.n_tokens() - 1));
-        MINFER_ASSIGN_OR_RETURN(std::span<const float> unused, forward.step(batch));
+        MINFER_ASSIGN_OR_RETURN(std::span<const float> unused, runtime->step(batch));
         (void)unused;
         continue;
       }
-      MINFER_ASSIGN_OR_RETURN(std::span<const float> out, forward.step(batch));
+      MINFER_ASSIGN_OR_RETURN(std::span<const float> out, runtime->step(batch));
       logits.insert(logits.end(), out.begin(), out.end());
     }
     const int64_t n_scored = o.n_ctx - 1 - first;
@@ -93,7 +89,7 @@ Result<PerplexityResult> compute_perplexity(
     result.running_ppl.push_back(running);
     if (on_chunk) on_chunk(chunk + 1, n_chunks, running);
   }
-  cache->free_sequence(0);
+  cache.free_sequence(0);
   const double mean = nll / static_cast<double>(count);
   const double mean_sq = nll2 / static_cast<double>(count);
   result.n_scored = count;
@@ -101,6 +97,7 @@ Result<PerplexityResult> compute_perplexity(
   const double var = mean_sq - mean * mean;
   result.ppl_error =
       var > 0.0 && count > 1 ? std::sqrt(var / static_cast<double>(count - 1)) * result.ppl : 0.0;
+  result.profile = runtime->profile_table();
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
 }

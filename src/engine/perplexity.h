@@ -19,21 +19,17 @@
 #include <vector>
 
 #include "core/status.h"
-#include "kv/kv_cache.h"
+#include "engine/runtime.h"
 #include "models/model.h"
 #include "tokenizer/tokenizer.h"
 
 namespace minfer::engine {
 
-struct PerplexityOptions {
-  int64_t n_ctx = 512;
+// The runtime's options (n_ctx: tokens per chunk, 512 unless set) and the chunking.
+struct PerplexityOptions : RuntimeOptions {
+  PerplexityOptions() { n_ctx = 512; }
   int64_t n_batch = 2048;   // tokens per forward; capped at n_ctx (as llama.cpp does)
-  int n_threads = 0;        // ≤ 0: all cores
   int64_t max_chunks = -1;  // < 0: every chunk
-  KvCellType cache_type = KvCellType::kF32;
-  // With f16 cells: attention in llama.cpp's CPU flash-attention arithmetic (what
-  // llama-perplexity runs by default; graph/attention.cpp).
-  bool flash_attn = false;
 };
 
 struct PerplexityResult {
@@ -44,6 +40,7 @@ struct PerplexityResult {
   double ppl = 0.0;
   double ppl_error = 0.0;  // llama.cpp's "+/-" value
   double seconds = 0.0;
+  std::string profile;  // the per-op profile table when options.observe.profile, else ""
 };
 
 // Calls on_chunk(chunk_index_from_1, n_chunks, running_ppl) after each chunk when given.

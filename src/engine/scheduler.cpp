@@ -4,7 +4,6 @@
 #include <cmath>
 
 #include "core/check.h"
-#include "kernels/dispatch.h"
 #include "tokenizer/streaming_decoder.h"
 
 namespace minfer::engine {
@@ -101,14 +100,9 @@ Result<std::unique_ptr<Scheduler>> Scheduler::create(const Model& model, const T
   }
   // Every running sequence decodes each step.
   o.token_budget = std::max<int64_t>(o.token_budget, o.n_parallel);
-  MINFER_RETURN_IF_ERROR(kernels::init_kernels());
   std::unique_ptr<Scheduler> s(new Scheduler(model, tokenizer, o));
-  const int64_t max_blocks = (o.n_ctx_total + o.block_size - 1) / o.block_size;
-  MINFER_ASSIGN_OR_RETURN(s->cache_,
-                          model.make_cache(o.cache_type, o.n_ctx, max_blocks, o.block_size));
-  s->pool_ = std::make_unique<kernels::ThreadPool>(
-      o.n_threads > 0 ? o.n_threads : kernels::default_thread_count());
-  s->forward_ = std::make_unique<Forward>(model, *s->cache_, kernels::active_table(), *s->pool_);
+  MINFER_ASSIGN_OR_RETURN(s->runtime_, Runtime::create(model, o));
+  s->cache_ = &s->runtime_->cache();
   s->publish_stats();
   return s;
 }
@@ -380,14 +374,7 @@ Result<bool> Scheduler::step() {
   }
   MINFER_CHECK(batch.n_tokens() > 0, "a running sequence with nothing to compute");
 
-  // The forward keeps one graph per (n_tokens, n_outputs) shape; a long-running server meets
-  // many, so the graphs are dropped (a new Forward) once too many have piled up.
-  if (graph_shapes_.insert({batch.n_tokens(), static_cast<int64_t>(row_owner.size())}).second &&
-      graph_shapes_.size() > kMaxGraphShapes) {
-    forward_ = std::make_unique<Forward>(model_, *cache_, kernels::active_table(), *pool_);
-    graph_shapes_.clear();
-  }
-  Result<std::span<const float>> logits = forward_->step(batch);
+  Result<std::span<const float>> logits = runtime_->step(batch);
   ++n_steps_;
   last_step_tokens_ = batch.n_tokens();
   if (!logits.is_ok()) {

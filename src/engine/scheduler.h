@@ -6,7 +6,9 @@
 // to the pool, full blocks stay cached for prefix reuse), wait in a queue while n_parallel
 // sequences run or KV blocks are short, and are refused past max_queue.
 //
-//   auto sched = Scheduler::create(model, tokenizer, {.n_parallel = 8});
+//   SchedulerOptions options;
+//   options.n_parallel = 8;
+//   auto sched = Scheduler::create(model, tokenizer, options);
 //   (*sched)->start();                                    // the step loop on its own thread
 //   auto handle = (*sched)->submit(params, [](RequestEvent&& e) { ... });
 #pragma once
@@ -17,29 +19,26 @@
 #include <deque>
 #include <memory>
 #include <mutex>
-#include <set>
 #include <thread>
 #include <utility>
 #include <vector>
 
 #include "core/status.h"
 #include "engine/request.h"
-#include "kernels/thread_pool.h"
-#include "kv/kv_cache.h"
+#include "engine/runtime.h"
 #include "models/model.h"
 #include "tokenizer/tokenizer.h"
 
 namespace minfer::engine {
 
-struct SchedulerOptions {
+// The runtime's options — n_ctx: positions one sequence may use; n_ctx_total: the KV budget for
+// all sequences (≤ 0: n_parallel * n_ctx); block_size 16 (the prefix cache shares whole
+// blocks) — and the scheduling policy.
+struct SchedulerOptions : RuntimeOptions {
+  SchedulerOptions() { block_size = 16; }
   int n_parallel = 4;          // sequences running at once
-  int64_t n_ctx = 4096;        // positions one sequence may use
-  int64_t n_ctx_total = 0;     // KV budget in positions for all sequences; 0: n_parallel * n_ctx
   int64_t token_budget = 512;  // most tokens one step computes
   int64_t max_queue = 64;      // requests waiting beyond it are refused; < 0: no limit
-  KvCellType cache_type = KvCellType::kF32;
-  int n_threads = 0;        // ≤ 0: kernels::default_thread_count()
-  int64_t block_size = 16;  // KV positions per block (the prefix cache shares whole blocks)
   bool prefix_cache = true;
 };
 
@@ -83,7 +82,8 @@ class Scheduler {
 
   SchedulerStats stats() const;
   const SchedulerOptions& options() const { return options_; }
-  const KvCache& cache() const { return *cache_; }
+  const KvCache& cache() const { return runtime_->cache(); }
+  const Runtime& runtime() const { return *runtime_; }
   // Tokens computed by the last step (decode tokens and prefill chunks together).
   int64_t last_step_tokens() const { return last_step_tokens_; }
 
@@ -107,9 +107,8 @@ class Scheduler {
   const Model& model_;
   const Tokenizer& tokenizer_;
   SchedulerOptions options_;
-  std::unique_ptr<kernels::ThreadPool> pool_;
-  std::unique_ptr<KvCache> cache_;
-  std::unique_ptr<Forward> forward_;
+  std::unique_ptr<Runtime> runtime_;
+  KvCache* cache_ = nullptr;  // the runtime's
 
   // Shared with submitting threads, under mu_.
   mutable std::mutex mu_;
@@ -126,8 +125,6 @@ class Scheduler {
   int64_t n_steps_ = 0;
   int64_t n_preemptions_ = 0;
   int64_t last_step_tokens_ = 0;
-  static constexpr size_t kMaxGraphShapes = 512;
-  std::set<std::pair<int64_t, int64_t>> graph_shapes_;  // (n_tokens, n_outputs) seen by forward_
   std::thread thread_;
 };
 

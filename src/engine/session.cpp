@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 
 #include "core/check.h"
-#include "kernels/dispatch.h"
 
 namespace minfer::engine {
 
@@ -35,14 +34,10 @@ Result<std::unique_ptr<Session>> Session::create(const Model& model,
                       "[session] KV block size must be at least 1 position, got {}",
                       options.block_size);
   }
-  MINFER_RETURN_IF_ERROR(kernels::init_kernels());
   std::unique_ptr<Session> s(new Session(model, options));
-  const int64_t max_blocks = (options.n_ctx + options.block_size - 1) / options.block_size;
-  MINFER_ASSIGN_OR_RETURN(s->cache_, model.make_cache(options.cache_type, options.n_ctx, max_blocks,
-                                                      options.block_size));
-  s->pool_ = std::make_unique<kernels::ThreadPool>(
-      options.n_threads > 0 ? options.n_threads : kernels::default_thread_count());
-  s->forward_ = std::make_unique<Forward>(model, *s->cache_, kernels::active_table(), *s->pool_);
+  // One sequence: the KV budget is its context.
+  s->options_.n_ctx_total = options.n_ctx;
+  MINFER_ASSIGN_OR_RETURN(s->runtime_, Runtime::create(model, s->options_));
   s->logits_.assign(static_cast<size_t>(model.config().n_vocab), 0.0f);
   return s;
 }
@@ -55,7 +50,7 @@ Status Session::run_chunk(std::span<const int32_t> tokens, ForwardTimes& times) 
               i + 1 == tokens.size());
   }
   const auto t0 = std::chrono::steady_clock::now();
-  MINFER_ASSIGN_OR_RETURN(std::span<const float> logits, forward_->step(batch));
+  MINFER_ASSIGN_OR_RETURN(std::span<const float> logits, runtime_->step(batch));
   const auto t1 = std::chrono::steady_clock::now();
   times.add(std::chrono::duration<double, std::milli>(t1 - t0).count());
   MINFER_CHECK(logits.size() == logits_.size(), "forward returned a row of the wrong size");
@@ -122,9 +117,9 @@ void Session::truncate(int64_t n_tokens) {
   const int64_t keep = std::max<int64_t>(0, n_tokens);
   tokens_.resize(static_cast<size_t>(keep));
   if (keep == 0) {
-    cache_->free_sequence(kSeq);
+    runtime_->cache().free_sequence(kSeq);
   } else {
-    cache_->truncate(kSeq, keep);
+    runtime_->cache().truncate(kSeq, keep);
   }
 }
 

@@ -3,7 +3,9 @@
 // token at a time and, for multi-turn use, keeps the longest common prefix of a new prompt with
 // what the cache already holds so that only the new tokens are computed.
 //
-//   auto session = Session::create(model, {.n_ctx = 4096});
+//   SessionOptions options;
+//   options.n_ctx = 4096;
+//   auto session = Session::create(model, options);
 //   auto logits = (*session)->set_prompt(tokens);     // [n_vocab] after the last prompt token
 //   logits = (*session)->decode(next_token);
 #pragma once
@@ -15,18 +17,14 @@
 #include <vector>
 
 #include "core/status.h"
-#include "kernels/thread_pool.h"
-#include "kv/kv_cache.h"
+#include "engine/runtime.h"
 #include "models/model.h"
 
 namespace minfer::engine {
 
-struct SessionOptions {
-  int64_t n_ctx = 4096;    // positions the sequence may use
+// The runtime's options (n_ctx: positions the sequence may use) and the prefill chunk size.
+struct SessionOptions : RuntimeOptions {
   int64_t n_batch = 2048;  // most tokens one prefill forward computes
-  KvCellType cache_type = KvCellType::kF32;
-  int n_threads = 0;        // ≤ 0: kernels::default_thread_count()
-  int64_t block_size = 32;  // KV positions per block
 };
 
 // Wall time of forward steps, in milliseconds.
@@ -76,10 +74,12 @@ class Session {
   int64_t n_past() const { return static_cast<int64_t>(tokens_.size()); }
   int64_t n_ctx() const { return options_.n_ctx; }
   int64_t n_batch() const { return options_.n_batch; }
-  int n_threads() const { return pool_->n_threads(); }
+  int n_threads() const { return runtime_->n_threads(); }
   KvCellType cache_type() const { return options_.cache_type; }
   const Model& model() const { return model_; }
-  const KvCache& cache() const { return *cache_; }
+  const KvCache& cache() const { return runtime_->cache(); }
+  Runtime& runtime() { return *runtime_; }
+  const Runtime& runtime() const { return *runtime_; }
 
   // The last set_prompt()'s report.
   const PrefillReport& last_prefill() const { return last_prefill_; }
@@ -87,8 +87,6 @@ class Session {
   const ForwardTimes& prefill_times() const { return prefill_times_; }
   const ForwardTimes& decode_times() const { return decode_times_; }
   void reset_times();
-  // Feeds every later forward to these observers (traces, profiles, dumps); nullptr: none.
-  void set_observers(const RunObservers* observers) { forward_->set_observers(observers); }
 
  private:
   Session(const Model& model, const SessionOptions& options);
@@ -100,9 +98,7 @@ class Session {
 
   const Model& model_;
   SessionOptions options_;
-  std::unique_ptr<kernels::ThreadPool> pool_;
-  std::unique_ptr<KvCache> cache_;
-  std::unique_ptr<Forward> forward_;
+  std::unique_ptr<Runtime> runtime_;
   std::vector<int32_t> tokens_;  // [n_past] the history the cache holds
   std::vector<float> logits_;    // [n_vocab] after the last computed token
   PrefillReport last_prefill_;

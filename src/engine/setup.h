@@ -1,5 +1,5 @@
 // Loading what a generating command needs — model, tokenizer and a session — from user-facing
-// options (the `run` and `chat` commands; later the server), with the defaults llama.cpp uses.
+// options (the `run` and `chat` commands), with the defaults llama.cpp uses.
 #pragma once
 
 #include <cstdint>
@@ -7,14 +7,12 @@
 #include <string>
 
 #include "core/status.h"
+#include "engine/runtime.h"
 #include "engine/session.h"
 #include "models/model.h"
 #include "tokenizer/tokenizer.h"
 
 namespace minfer::engine {
-
-// The largest context used when the user gives none (the model's n_ctx_train caps it further).
-inline constexpr int64_t kDefaultMaxCtx = 4096;
 
 struct ModelOptions {
   std::string path;        // GGUF file
@@ -22,6 +20,7 @@ struct ModelOptions {
   int64_t n_batch = 2048;  // most prompt tokens per forward
   int n_threads = 0;       // ≤ 0: all cores
   std::string cache_type;  // "f32", "f16", "q8_0"; empty: MINFER_CACHE_TYPE, else f32
+  ObserveOptions observe;  // with MINFER_TRACE / MINFER_DUMP_DIR applied by the loader
 };
 
 struct LoadedModel {

@@ -150,6 +150,13 @@ Status write_step_graphs(const Graph* prefill, const Graph* decode, const std::s
   return Status::ok();
 }
 
+Status GraphDumper::on_step_graph(StepKind kind, const Graph& graph) {
+  std::optional<Graph>& slot = kind == StepKind::kPrefill ? prefill_ : decode_;
+  if (slot.has_value()) return Status::ok();
+  slot = graph;
+  return write_step_graphs(prefill_ ? &*prefill_ : nullptr, decode_ ? &*decode_ : nullptr, path_);
+}
+
 const char* step_kind_name(StepKind kind) {
   return kind == StepKind::kPrefill ? "prefill" : "decode";
 }
@@ -220,6 +227,12 @@ void OpProfile::end_step(double step_seconds) {
   Part& p = part(kind_);
   p.step_seconds += step_seconds;
   ++p.steps;
+}
+
+int64_t OpProfile::n_calls(StepKind kind, const std::string& op) const {
+  const auto& ops = part(kind).ops;
+  const auto it = ops.find(op);
+  return it == ops.end() ? 0 : it->second.calls;
 }
 
 double OpProfile::total_node_seconds(StepKind kind) const {

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -81,6 +82,9 @@ class OpProfile {
   std::string table() const;
   double total_node_seconds(StepKind kind) const;
   double total_step_seconds(StepKind kind) const;
+  // Steps of a kind seen, and nodes of an op run in them (0 for an op never seen).
+  int64_t n_steps(StepKind kind) const { return part(kind).steps; }
+  int64_t n_calls(StepKind kind, const std::string& op) const;
 
  private:
   struct Entry {
@@ -117,13 +121,27 @@ class TensorDumper {
   nlohmann::json index_ = nlohmann::json::array();
 };
 
-// What a run asks to observe; the Forward step feeds each one that is set. The caller ends
+// --dump-graph: keeps a copy of the first prefill graph and the first decode graph it is shown
+// and writes both to one file (write_step_graphs) each time it first sees one of them.
+class GraphDumper {
+ public:
+  explicit GraphDumper(std::string path) : path_(std::move(path)) {}
+  // The graph a step of `kind` runs; a kind already written is ignored.
+  Status on_step_graph(StepKind kind, const Graph& graph);
+
+ private:
+  std::string path_;
+  std::optional<Graph> prefill_;
+  std::optional<Graph> decode_;
+};
+
+// What a run asks to observe; the step runner feeds each one that is set. The caller ends
 // each step's trace with the token it sampled (TraceWriter::end_step).
 struct RunObservers {
   TraceWriter* trace = nullptr;
   OpProfile* profile = nullptr;
   TensorDumper* dump = nullptr;
-  std::string dump_graph_path;  // empty: no graph dump
+  GraphDumper* graphs = nullptr;
 };
 
 }  // namespace minfer

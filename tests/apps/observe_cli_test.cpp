@@ -162,5 +162,45 @@ TEST(ObserveCli, BadGraphDumpExtensionIsAnError) {
   EXPECT_NE(r.err.find("expected a .dot or .json file"), std::string::npos) << r.err;
 }
 
+// bench and perplexity take the same flags as logits and run (and MINFER_TRACE): a trace line
+// per step, the profile table on stderr, both graphs dumped.
+TEST(ObserveCli, BenchAndPerplexityTakeTheObserveFlags) {
+  MINFER_REQUIRE_TEST_DATA();
+  test::TempDir dir;
+  const std::string model = test::test_data_path("models/stories260K.gguf");
+  const auto bench = test::run_command(test::minfer_binary() + " bench -m " + model +
+                                       " -p 8 -n 4 -r 1 -t 1 --profile --trace " +
+                                       dir.file("b.jsonl") + " --dump-graph " + dir.file("b.json"));
+  ASSERT_EQ(bench.exit_code, 0) << bench.err;
+  EXPECT_NE(bench.err.find("prefill ("), std::string::npos) << bench.err;
+  EXPECT_NE(bench.err.find("decode ("), std::string::npos) << bench.err;
+  // Warm-up and one run of each test: 2 prefill steps (8 tokens, one forward each) and 2 x 4
+  // decode steps.
+  std::ifstream trace(dir.file("b.jsonl"));
+  std::string line;
+  int prefill = 0, decode = 0;
+  while (std::getline(trace, line)) {
+    const nlohmann::json j = nlohmann::json::parse(line);
+    (j["kind"] == "prefill" ? prefill : decode) += 1;
+  }
+  EXPECT_EQ(prefill, 2);
+  EXPECT_EQ(decode, 8);
+  std::ifstream graphs(dir.file("b.json"));
+  const nlohmann::json g = nlohmann::json::parse(graphs);
+  EXPECT_FALSE(g["prefill"].is_null());
+  EXPECT_FALSE(g["decode"].is_null());
+
+  const auto ppl = test::run_command("MINFER_TRACE=" + dir.file("p.jsonl") + " " +
+                                     test::minfer_binary() + " perplexity -m " + model + " -f " +
+                                     test::test_data_path("golden/perplexity/tinystory.txt") +
+                                     " -c 128 -b 64 --chunks 1 -t 1 --profile");
+  ASSERT_EQ(ppl.exit_code, 0) << ppl.err;
+  EXPECT_NE(ppl.err.find("prefill ("), std::string::npos) << ppl.err;
+  std::ifstream ppl_trace(dir.file("p.jsonl"));
+  int lines = 0;
+  while (std::getline(ppl_trace, line)) ++lines;
+  EXPECT_EQ(lines, 2);  // one chunk of 128 tokens in forwards of 64
+}
+
 }  // namespace
 }  // namespace minfer

@@ -27,6 +27,7 @@
 #include <cstring>
 #include <limits>
 
+#include "engine/runtime.h"
 #include "golden.h"
 #include "kernels/dispatch.h"
 #include "models/model.h"
@@ -244,13 +245,17 @@ std::vector<float> run_as_llama_cpp(const Model& model, const kernels::KernelTab
   const int64_t n = static_cast<int64_t>(tokens.size());
   const int64_t n_prompt = static_cast<int64_t>(g.prompt_tokens.size());
   const int64_t n_vocab = model.config().n_vocab;
-  kernels::ThreadPool pool(2);
   // One 32-cell block holds the whole window, so attention is a single block (the hooks
   // assume it: one exp_sum, one weighted sum, then the final scale).
-  auto cache = model.make_cache(KvCellType::kF32, n, 1, 32);
-  EXPECT_TRUE(cache.is_ok());
-  if (!cache.is_ok() || n > 32) return {};
-  Forward forward(model, **cache, table, pool);
+  if (n > 32) return {};
+  engine::RuntimeOptions options;
+  options.kernels = &table;
+  options.n_threads = 2;
+  options.n_ctx = n;
+  options.n_ctx_total = 32;
+  auto runtime = engine::Runtime::create(model, options);
+  EXPECT_TRUE(runtime.is_ok());
+  if (!runtime.is_ok()) return {};
   std::vector<float> out(static_cast<size_t>(n * n_vocab));
   for (int64_t start = 0; start < n;) {
     const int64_t count = per_step > 0 ? std::min(per_step, n - start) : start == 0 ? n_prompt : 1;
@@ -259,7 +264,7 @@ std::vector<float> run_as_llama_cpp(const Model& model, const kernels::KernelTab
     for (int64_t t = start; t < start + count; ++t) {
       batch.add(tokens[static_cast<size_t>(t)], static_cast<int32_t>(t), 0, true);
     }
-    auto logits = forward.step(batch);
+    auto logits = (*runtime)->step(batch);
     EXPECT_TRUE(logits.is_ok()) << logits.status().message();
     if (!logits.is_ok()) return {};
     std::memcpy(out.data() + start * n_vocab, logits->data(), logits->size_bytes());

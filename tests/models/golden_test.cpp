@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "engine/runtime.h"
 #include "golden.h"
-#include "kernels/dispatch.h"
 #include "models/model.h"
 #include "test_util.h"
 
@@ -24,11 +24,14 @@ struct RunOptions {
 // Logits of every position of `tokens`: [n_tokens, n_vocab].
 std::vector<float> run_tokens(const Model& model, const std::vector<int32_t>& tokens,
                               const RunOptions& opt) {
-  kernels::ThreadPool pool(opt.threads);
   const int64_t n = static_cast<int64_t>(tokens.size());
-  auto cache = model.make_cache(opt.cache_type, n, (n + 31) / 32);
-  EXPECT_TRUE(cache.is_ok()) << cache.status().message();
-  Forward forward(model, **cache, kernels::active_table(), pool);
+  engine::RuntimeOptions options;
+  options.n_threads = opt.threads;
+  options.cache_type = opt.cache_type;
+  options.n_ctx = n;
+  auto runtime = engine::Runtime::create(model, options);
+  EXPECT_TRUE(runtime.is_ok()) << runtime.status().message();
+  if (!runtime.is_ok()) return {};
   const int64_t n_vocab = model.config().n_vocab;
   std::vector<float> out(static_cast<size_t>(n * n_vocab));
   const int64_t step = opt.batch > 0 ? opt.batch : n;
@@ -37,7 +40,7 @@ std::vector<float> run_tokens(const Model& model, const std::vector<int32_t>& to
     for (int64_t t = start; t < std::min(n, start + step); ++t) {
       batch.add(tokens[static_cast<size_t>(t)], static_cast<int32_t>(t), 0, true);
     }
-    auto logits = forward.step(batch);
+    auto logits = (*runtime)->step(batch);
     EXPECT_TRUE(logits.is_ok()) << logits.status().message();
     if (!logits.is_ok()) return {};
     std::memcpy(out.data() + start * n_vocab, logits->data(), logits->size_bytes());
@@ -132,9 +135,12 @@ TEST_P(GoldenTest, MatchesLlamaCppLogits) {
         "cache q8_0");
   } else {
     // q8_0 cells are blocks of 32: a smaller head cannot be stored that way, and says so.
-    auto cache = (*model)->make_cache(KvCellType::kQ8_0, 64, 2);
-    ASSERT_FALSE(cache.is_ok());
-    EXPECT_NE(cache.status().message().find("multiples of 32"), std::string::npos);
+    engine::RuntimeOptions options;
+    options.cache_type = KvCellType::kQ8_0;
+    options.n_ctx = 64;
+    auto runtime = engine::Runtime::create(**model, options);
+    ASSERT_FALSE(runtime.is_ok());
+    EXPECT_NE(runtime.status().message().find("multiples of 32"), std::string::npos);
   }
 }
 
@@ -144,10 +150,11 @@ TEST(Greedy, Stories260KTellsTheGoldenStory) {
   const Golden g = test::load_golden("stories260K.once");
   auto model = Model::load(test::test_data_path("models/" + g.model));
   ASSERT_TRUE(model.is_ok()) << model.status().message();
-  kernels::ThreadPool pool(2);
-  auto cache = (*model)->make_cache(KvCellType::kF32, 256, 8);
-  ASSERT_TRUE(cache.is_ok());
-  Forward forward(**model, **cache, kernels::active_table(), pool);
+  engine::RuntimeOptions options;
+  options.n_threads = 2;
+  options.n_ctx = 256;
+  auto runtime = engine::Runtime::create(**model, options);
+  ASSERT_TRUE(runtime.is_ok());
   Batch batch;
   for (size_t i = 0; i < g.prompt_tokens.size(); ++i) {
     batch.add(g.prompt_tokens[i], static_cast<int32_t>(i), 0, i + 1 == g.prompt_tokens.size());
@@ -155,7 +162,7 @@ TEST(Greedy, Stories260KTellsTheGoldenStory) {
   std::vector<int32_t> generated;
   int32_t pos = static_cast<int32_t>(g.prompt_tokens.size());
   while (generated.size() < g.greedy_tokens.size()) {
-    auto logits = forward.step(batch);
+    auto logits = (*runtime)->step(batch);
     ASSERT_TRUE(logits.is_ok()) << logits.status().message();
     const int32_t next =
         static_cast<int32_t>(std::max_element(logits->begin(), logits->end()) - logits->begin());
@@ -170,10 +177,14 @@ TEST(Forward, PositionPastTheContextIsAnError) {
   MINFER_REQUIRE_TEST_DATA();
   auto model = Model::load(test::test_data_path("models/stories260K.gguf"));
   ASSERT_TRUE(model.is_ok());
-  kernels::ThreadPool pool(1);
-  auto cache = (*model)->make_cache(KvCellType::kF32, 8, 1, 8);
-  ASSERT_TRUE(cache.is_ok());
-  Forward forward(**model, **cache, kernels::active_table(), pool);
+  engine::RuntimeOptions options;
+  options.n_threads = 1;
+  options.n_ctx = 8;
+  options.block_size = 8;
+  auto runtime = engine::Runtime::create(**model, options);
+  ASSERT_TRUE(runtime.is_ok());
+  engine::StepRunner& forward = (*runtime)->runner();
+  const KvCache& cache = (*runtime)->cache();
   Batch batch;
   for (int32_t p = 0; p < 9; ++p) batch.add(1, p, 0, true);
   auto r = forward.step(batch);
@@ -190,8 +201,8 @@ TEST(Forward, PositionPastTheContextIsAnError) {
   auto full = forward.step(second);
   ASSERT_FALSE(full.is_ok());
   EXPECT_NE(full.status().message().find("budget"), std::string::npos) << full.status().message();
-  EXPECT_EQ((*cache)->length(0), 8);
-  EXPECT_FALSE((*cache)->has_sequence(1));
+  EXPECT_EQ(cache.length(0), 8);
+  EXPECT_FALSE(cache.has_sequence(1));
 }
 
 std::vector<std::string> all_goldens() {

@@ -8,8 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/dispatch.h"
-#include "kernels/thread_pool.h"
+#include "engine/runtime.h"
 #include "models/model.h"
 #include "test_util.h"
 
@@ -22,15 +21,16 @@ inline std::vector<float> model_logits(const std::string& path, const std::vecto
   EXPECT_TRUE(model.is_ok()) << model.status().message();
   if (!model.is_ok()) return {};
   const int64_t n = static_cast<int64_t>(ids.size());
-  auto cache = (*model)->make_cache(KvCellType::kF32, n, (n + 31) / 32);
-  EXPECT_TRUE(cache.is_ok()) << cache.status().message();
-  if (!cache.is_ok()) return {};
-  kernels::ThreadPool pool(2);
-  Forward forward(**model, **cache, kernels::active_table(), pool);
+  engine::RuntimeOptions options;
+  options.n_threads = 2;
+  options.n_ctx = n;
+  auto runtime = engine::Runtime::create(**model, options);
+  EXPECT_TRUE(runtime.is_ok()) << runtime.status().message();
+  if (!runtime.is_ok()) return {};
   Batch batch;
   for (int64_t t = 0; t < n; ++t)
     batch.add(ids[static_cast<size_t>(t)], static_cast<int32_t>(t), 0, true);
-  auto logits = forward.step(batch);
+  auto logits = (*runtime)->step(batch);
   EXPECT_TRUE(logits.is_ok()) << logits.status().message();
   if (!logits.is_ok()) return {};
   if (n_vocab_out != nullptr) *n_vocab_out = (*model)->config().n_vocab;

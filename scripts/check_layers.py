@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+"""Fails when a source file includes a header its layer may not use (DESIGN.md §2).
+
+Each rule names the files it covers (a path prefix) and the header folders they must not
+include ("#include "kernels/..."" etc.). A violation prints file:line and the rule it breaks.
+"""
+import pathlib
+import re
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+# (files under, forbidden include folders, why)
+RULES = [
+    ("apps/", ("kernels/", "graph/", "kv/"),
+     "the CLI is a client of the engine: no kernel, graph or KV header"),
+    ("src/server/", ("models/", "kernels/", "graph/", "kv/"),
+     "the server asks the engine, not the model or the kernels"),
+    ("src/models/", ("kv/", "engine/", "server/"),
+     "a model describes config, weights and graph; the runtime owns the KV cache"),
+    ("src/kernels/", ("graph/", "kv/", "models/", "engine/", "server/"),
+     "kernels know only quant and core"),
+    ("src/graph/", ("models/", "engine/", "server/"), "the graph layer is below the models"),
+    ("src/kv/", ("graph/", "models/", "engine/", "server/"), "the KV cache is below the graph"),
+    ("src/quant/", ("kernels/", "graph/", "kv/", "models/", "engine/", "server/"),
+     "quant formats know only core"),
+    ("src/core/", ("quant/", "gguf/", "kernels/", "graph/", "kv/", "models/", "engine/",
+                   "server/", "tokenizer/", "chat/", "sampling/", "grammar/"),
+     "core is the bottom layer"),
+    ("src/engine/", ("server/",), "the engine is below the server"),
+]
+
+INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
+
+
+def main() -> int:
+    violations = []
+    n_files = 0
+    for path in sorted(ROOT.glob("**/*")):
+        rel = path.relative_to(ROOT).as_posix()
+        if path.suffix not in (".h", ".cpp") or rel.startswith(("build", "third_party")):
+            continue
+        rules = [r for r in RULES if rel.startswith(r[0])]
+        if not rules:
+            continue
+        n_files += 1
+        for line_no, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            m = INCLUDE.match(line)
+            if not m:
+                continue
+            for prefix, forbidden, why in rules:
+                if m.group(1).startswith(forbidden):
+                    violations.append(f"{rel}:{line_no}: includes \"{m.group(1)}\": {why}")
+    for v in violations:
+        print(v)
+    print(f"layers: {n_files} files checked, {len(violations)} forbidden includes")
+    return 1 if violations else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

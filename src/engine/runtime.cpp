@@ -1,0 +1,120 @@
+#include "engine/runtime.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "core/cpu_features.h"
+#include "kernels/dispatch.h"
+
+namespace minfer::engine {
+
+ObserveOptions observe_options_with_env(ObserveOptions flags) {
+  if (const char* env = std::getenv("MINFER_TRACE"); flags.trace_path.empty() && env != nullptr) {
+    flags.trace_path = env;
+  }
+  if (const char* env = std::getenv("MINFER_DUMP_DIR"); flags.dump_dir.empty() && env != nullptr) {
+    flags.dump_dir = env;
+  }
+  return flags;
+}
+
+Result<KvCellType> resolve_cache_type(std::string_view flag, const char* env, KvCellType fallback) {
+  if (!flag.empty()) return parse_kv_cell_type(flag);
+  if (env != nullptr && *env != '\0') {
+    Result<KvCellType> type = parse_kv_cell_type(env);
+    if (!type.is_ok()) {
+      return make_error(ErrorCode::kInvalidArgument, "{} (from {})", type.status().message(),
+                        kCacheTypeEnv);
+    }
+    return type;
+  }
+  return fallback;
+}
+
+Result<int64_t> resolve_n_ctx(const Model& model, int64_t requested) {
+  if (requested < 0) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "[engine] context size must be positive (or 0 for the model's), got {}",
+                      requested);
+  }
+  if (requested > 0) return requested;
+  return std::max<int64_t>(1, std::min(model.config().n_ctx_train, kDefaultMaxCtx));
+}
+
+Runtime::Runtime(const Model& model, const RuntimeOptions& options)
+    : model_(model), options_(options) {}
+
+Result<std::unique_ptr<Runtime>> Runtime::create(const Model& model,
+                                                 const RuntimeOptions& options) {
+  if (options.n_ctx < 1 || options.block_size < 1) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "[runtime] bad options: n_ctx {} (expected ≥ 1), block_size {} (≥ 1)",
+                      options.n_ctx, options.block_size);
+  }
+  RuntimeOptions o = options;
+  if (o.n_ctx_total <= 0) o.n_ctx_total = o.n_ctx;
+  if (o.n_ctx_total < o.n_ctx) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "[runtime] the KV budget of {} positions is smaller than one sequence's "
+                      "context: expected at least {}",
+                      o.n_ctx_total, o.n_ctx);
+  }
+  std::unique_ptr<Runtime> r(new Runtime(model, o));
+  if (o.kernels != nullptr) {
+    r->table_ = o.kernels;
+  } else if (o.isa.empty()) {
+    MINFER_RETURN_IF_ERROR(kernels::init_kernels());
+    r->table_ = &kernels::active_table();
+  } else {
+    MINFER_ASSIGN_OR_RETURN(r->table_, kernels::select_table(o.isa, cpu_features()));
+  }
+  const ModelConfig& c = model.config();
+  KvCacheConfig kv;
+  kv.n_layer = c.n_layer;
+  kv.n_head_kv = c.n_head_kv;
+  kv.head_dim = c.head_dim;
+  kv.head_dim_v = c.head_dim_v;
+  kv.cell_type = o.cache_type;
+  kv.block_size = o.block_size;
+  kv.n_ctx = o.n_ctx;
+  kv.max_blocks = (o.n_ctx_total + o.block_size - 1) / o.block_size;
+  MINFER_ASSIGN_OR_RETURN(r->cache_, KvCache::create(kv));
+  r->cache_->set_flash_attn_numerics(o.flash_attn);
+  r->pool_ = std::make_unique<kernels::ThreadPool>(
+      o.n_threads > 0 ? o.n_threads : kernels::default_thread_count());
+  r->runner_ = std::make_unique<StepRunner>(model, *r->cache_, *r->table_, *r->pool_);
+  MINFER_RETURN_IF_ERROR(r->open_observers());
+  return r;
+}
+
+Status Runtime::open_observers() {
+  const ObserveOptions& o = options_.observe;
+  if (!o.trace_path.empty()) {
+    MINFER_ASSIGN_OR_RETURN(trace_, TraceWriter::open(o.trace_path));
+    observers_.trace = trace_.get();
+  }
+  if (!o.dump_dir.empty()) {
+    MINFER_ASSIGN_OR_RETURN(dump_, TensorDumper::open(o.dump_dir));
+    observers_.dump = dump_.get();
+  }
+  if (o.profile) {
+    profile_ = std::make_unique<OpProfile>();
+    observers_.profile = profile_.get();
+  }
+  if (!o.dump_graph.empty()) {
+    graphs_ = std::make_unique<GraphDumper>(o.dump_graph);
+    observers_.graphs = graphs_.get();
+  }
+  if (trace_ || dump_ || profile_ || graphs_) runner_->set_observers(&observers_);
+  return Status::ok();
+}
+
+const char* Runtime::isa_name() const {
+  return table_->name;
+}
+
+std::string Runtime::profile_table() const {
+  return profile_ ? profile_->table() : std::string();
+}
+
+}  // namespace minfer::engine

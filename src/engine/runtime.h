@@ -1,0 +1,119 @@
+// The runtime (DESIGN.md §2 "engine"): what running a model needs, built once from one options
+// struct — the kernel table, the thread pool, the paged KV cache, the step runner and the
+// observers (traces, profiles, dumps). Sessions, the scheduler, bench, perplexity and the
+// `logits` command all run their steps through one.
+//
+//   RuntimeOptions options;
+//   options.n_ctx = 4096;
+//   auto runtime = Runtime::create(model, options);
+//   auto logits = (*runtime)->step(batch);   // [n_outputs, n_vocab]
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "core/status.h"
+#include "engine/step_runner.h"
+#include "graph/batch.h"
+#include "graph/observe.h"
+#include "kernels/kernel_table.h"
+#include "kernels/thread_pool.h"
+#include "kv/kv_cache.h"
+#include "models/model.h"
+
+namespace minfer::engine {
+
+// The environment variable that sets the KV cell type when no flag does.
+inline constexpr const char* kCacheTypeEnv = "MINFER_CACHE_TYPE";
+// The largest context used when the user gives none (the model's n_ctx_train caps it further).
+inline constexpr int64_t kDefaultMaxCtx = 4096;
+
+// What a run asks to observe (the --trace, --profile and --dump-graph flags, MINFER_TRACE and
+// MINFER_DUMP_DIR). Empty: nothing.
+struct ObserveOptions {
+  std::string trace_path;  // one JSON line per step
+  std::string dump_dir;    // every node's output of every step
+  std::string dump_graph;  // the prefill and decode graphs (.dot or .json)
+  bool profile = false;    // time per op
+};
+
+// The options with MINFER_TRACE / MINFER_DUMP_DIR filled in where the flags left them empty.
+ObserveOptions observe_options_with_env(ObserveOptions flags);
+
+// The cell type from the flag when given, else from `env` (the value of MINFER_CACHE_TYPE, may
+// be null), else `fallback`. A bad name, in either place, is an error naming it.
+Result<KvCellType> resolve_cache_type(std::string_view flag, const char* env, KvCellType fallback);
+
+// The context a run gets when the user asks for `requested` positions (≤ 0: the model's
+// training context, capped at kDefaultMaxCtx). Error: a negative request.
+Result<int64_t> resolve_n_ctx(const Model& model, int64_t requested);
+
+struct RuntimeOptions {
+  std::string isa;  // "ref", "avx2", "avx512"; empty: MINFER_FORCE_ISA, else the best the CPU runs
+  const kernels::KernelTable* kernels = nullptr;  // a table of one's own (tests); overrides isa
+  int n_threads = 0;                              // ≤ 0: kernels::default_thread_count()
+  KvCellType cache_type = KvCellType::kF32;
+  int64_t n_ctx = 4096;     // positions one sequence may use
+  int64_t n_ctx_total = 0;  // KV budget in positions for all sequences; ≤ 0: n_ctx
+  int64_t block_size = 32;  // KV positions per block
+  // With f16 cells: attention in llama.cpp's CPU flash-attention arithmetic (what
+  // llama-perplexity runs by default; graph/attention.cpp).
+  bool flash_attn = false;
+  ObserveOptions observe;
+};
+
+class Runtime {
+ public:
+  // Errors: a bad ISA name or one this CPU cannot run, n_ctx / block_size < 1, a budget smaller
+  // than one sequence's context, an observer file that cannot be created. `model` must outlive
+  // the runtime.
+  static Result<std::unique_ptr<Runtime>> create(const Model& model, const RuntimeOptions& options);
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  // One forward step (StepRunner::step): [n_outputs, n_vocab], valid until the next step.
+  Result<std::span<const float>> step(const Batch& batch,
+                                      std::optional<StepKind> kind = std::nullopt) {
+    return runner_->step(batch, kind);
+  }
+
+  const Model& model() const { return model_; }
+  const RuntimeOptions& options() const { return options_; }
+  int64_t n_vocab() const { return model_.config().n_vocab; }
+  int64_t n_ctx() const { return options_.n_ctx; }
+  int n_threads() const { return pool_->n_threads(); }
+  KvCellType cache_type() const { return options_.cache_type; }
+  // "ref", "avx2", "avx512".
+  const char* isa_name() const;
+  KvCache& cache() { return *cache_; }
+  const KvCache& cache() const { return *cache_; }
+  StepRunner& runner() { return *runner_; }
+
+  // The trace, when one was asked for: the caller ends each step it samples from with the token
+  // (TraceWriter::end_step).
+  TraceWriter* trace() { return trace_.get(); }
+  // The per-op profile as a table, or "" when none was asked for.
+  std::string profile_table() const;
+
+ private:
+  Runtime(const Model& model, const RuntimeOptions& options);
+  Status open_observers();
+
+  const Model& model_;
+  RuntimeOptions options_;
+  const kernels::KernelTable* table_ = nullptr;
+  std::unique_ptr<kernels::ThreadPool> pool_;
+  std::unique_ptr<KvCache> cache_;
+  std::unique_ptr<StepRunner> runner_;
+  std::unique_ptr<TraceWriter> trace_;
+  std::unique_ptr<OpProfile> profile_;
+  std::unique_ptr<TensorDumper> dump_;
+  std::unique_ptr<GraphDumper> graphs_;
+  RunObservers observers_;
+};
+
+}  // namespace minfer::engine

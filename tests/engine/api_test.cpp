@@ -1,0 +1,179 @@
+// The public API (include/minfer/minfer.h) and the example program built on it: llama.cpp's
+// greedy story from stories260K through LanguageModel::generate, the batch generator and the
+// example binary; tokenize/detokenize; chat rendering; errors as Status.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "minfer/minfer.h"
+#include "test_util.h"
+
+namespace minfer {
+namespace {
+
+// llama.cpp's prompt, its ids and its greedy continuation from a golden file.
+struct Story {
+  std::string prompt;
+  std::vector<int32_t> prompt_tokens;
+  std::vector<int32_t> greedy_tokens;
+};
+
+Story load_story(const std::string& name) {
+  std::ifstream in(test::test_data_path("golden/" + name + ".json"));
+  const nlohmann::json j = nlohmann::json::parse(in);
+  return {j.at("prompt").get<std::string>(), j.at("prompt_tokens").get<std::vector<int32_t>>(),
+          j.at("greedy_tokens").get<std::vector<int32_t>>()};
+}
+
+std::unique_ptr<LanguageModel> load_stories() {
+  auto model = LanguageModel::load(test::test_data_path("models/stories260K.gguf"));
+  EXPECT_TRUE(model.is_ok()) << model.status().message();
+  return model.is_ok() ? std::move(model).value() : nullptr;
+}
+
+GenerateParams greedy(int64_t max_tokens) {
+  GenerateParams p;
+  p.temperature = 0.0f;
+  p.max_tokens = max_tokens;
+  return p;
+}
+
+TEST(Api, GenerateTellsTheGoldenStoryThroughTheCallback) {
+  MINFER_REQUIRE_TEST_DATA();
+  const Story g = load_story("stories260K.once");
+  auto model = load_stories();
+  ASSERT_NE(model, nullptr);
+  EXPECT_EQ(model->architecture(), "llama");
+  EXPECT_EQ(model->n_vocab(), 512);
+  const std::vector<int32_t> prompt = model->tokenize(g.prompt);
+  EXPECT_EQ(prompt, g.prompt_tokens);
+  std::string streamed;
+  auto reply = model->generate(prompt, greedy(static_cast<int64_t>(g.greedy_tokens.size())),
+                               [&](std::string_view text) {
+                                 streamed += text;
+                                 return true;
+                               });
+  ASSERT_TRUE(reply.is_ok()) << reply.status().message();
+  // The golden's last token may be the end of the story: generation stops there.
+  std::vector<int32_t> expected = g.greedy_tokens;
+  EXPECT_EQ(reply->tokens,
+            std::vector<int32_t>(expected.begin(), expected.begin() + static_cast<std::ptrdiff_t>(
+                                                                          reply->tokens.size())));
+  EXPECT_EQ(streamed, reply->text);
+  auto text = model->detokenize(reply->tokens);
+  ASSERT_TRUE(text.is_ok());
+  EXPECT_EQ(*text, reply->text);
+  EXPECT_EQ(reply->n_prompt, static_cast<int64_t>(prompt.size()));
+
+  // A second call with the same prompt reuses the cached prefix and gives the same story.
+  auto again = model->generate(prompt, greedy(static_cast<int64_t>(g.greedy_tokens.size())));
+  ASSERT_TRUE(again.is_ok());
+  EXPECT_EQ(again->tokens, reply->tokens);
+  EXPECT_EQ(again->n_cached, static_cast<int64_t>(prompt.size()) - 1);
+}
+
+TEST(Api, CallbackReturningFalseCancels) {
+  MINFER_REQUIRE_TEST_DATA();
+  auto model = load_stories();
+  ASSERT_NE(model, nullptr);
+  int calls = 0;
+  auto reply = model->generate(model->tokenize("Once upon a time"), greedy(40),
+                               [&](std::string_view) { return ++calls < 3; });
+  ASSERT_TRUE(reply.is_ok());
+  EXPECT_EQ(reply->finish_reason, "cancelled");
+  EXPECT_EQ(calls, 3);
+}
+
+TEST(Api, BatchGeneratorMatchesGenerate) {
+  MINFER_REQUIRE_TEST_DATA();
+  auto model = load_stories();
+  ASSERT_NE(model, nullptr);
+  const std::vector<std::string> prompts = {"Once upon a time", "Lily and Ben"};
+  std::vector<std::string> alone;
+  for (const std::string& p : prompts) {
+    auto r = model->generate(model->tokenize(p), greedy(24));
+    ASSERT_TRUE(r.is_ok());
+    alone.push_back(r->text);
+  }
+  BatchOptions options;
+  options.n_parallel = 2;
+  options.n_ctx = 128;
+  auto batch = model->batch_generator(options);
+  ASSERT_TRUE(batch.is_ok()) << batch.status().message();
+  std::vector<std::string> texts(prompts.size());
+  std::vector<std::string> finish(prompts.size());
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    auto id =
+        (*batch)->submit(model->tokenize(prompts[i]), greedy(24), [&, i](const BatchEvent& e) {
+          texts[i] += e.text;
+          if (e.done) finish[i] = e.finish_reason;
+        });
+    ASSERT_TRUE(id.is_ok()) << id.status().message();
+  }
+  ASSERT_TRUE((*batch)->run_until_idle().is_ok());
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    EXPECT_EQ(texts[i], alone[i]) << prompts[i];
+    EXPECT_FALSE(finish[i].empty());
+  }
+  EXPECT_FALSE((*batch)->submit({}, greedy(4), nullptr).is_ok());
+}
+
+TEST(Api, ErrorsAreStatuses) {
+  MINFER_REQUIRE_TEST_DATA();
+  auto missing = LanguageModel::load("/nonexistent/model.gguf");
+  ASSERT_FALSE(missing.is_ok());
+  EXPECT_NE(missing.status().message().find("/nonexistent/model.gguf"), std::string::npos);
+  LoadOptions bad;
+  bad.cache_type = "q4_0";
+  auto bad_cache = LanguageModel::load(test::test_data_path("models/stories260K.gguf"), bad);
+  ASSERT_FALSE(bad_cache.is_ok());
+  EXPECT_NE(bad_cache.status().message().find("q4_0"), std::string::npos);
+  auto model = load_stories();
+  ASSERT_NE(model, nullptr);
+  const std::vector<int32_t> out_of_range = {1, 512};
+  EXPECT_FALSE(model->detokenize(out_of_range).is_ok());
+  EXPECT_FALSE(model->generate(out_of_range, greedy(4)).is_ok());
+}
+
+TEST(Api, RendersTheModelsChatTemplate) {
+  MINFER_REQUIRE_TEST_DATA();
+  auto model = LanguageModel::load(test::test_data_path("models/qwen3-qwentok-tiny-q8_0.gguf"));
+  ASSERT_TRUE(model.is_ok()) << model.status().message();
+  const std::vector<ChatMessage> messages = {{"system", "Be brief."}, {"user", "Hi"}};
+  auto text = (*model)->render_chat(messages);
+  ASSERT_TRUE(text.is_ok()) << text.status().message();
+  EXPECT_EQ(*text,
+            "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n"
+            "<|im_start|>assistant\n");
+  auto tokens = (*model)->tokenize_chat(messages);
+  ASSERT_TRUE(tokens.is_ok());
+  EXPECT_EQ(*tokens, (*model)->tokenize(*text, /*add_special=*/true, /*parse_special=*/true));
+}
+
+TEST(Api, ExampleProgramPrintsTheStory) {
+  MINFER_REQUIRE_TEST_DATA();
+  const Story g = load_story("stories260K.once");
+  auto model = load_stories();
+  ASSERT_NE(model, nullptr);
+  auto reply = model->generate(model->tokenize(g.prompt), greedy(32));
+  ASSERT_TRUE(reply.is_ok());
+  const std::string example =
+      (std::filesystem::path(test::minfer_binary()).parent_path() / "examples" / "minfer-simple")
+          .string();
+  const test::CommandResult r =
+      test::run_command(example + " -m " + test::test_data_path("models/stories260K.gguf") +
+                        " -n 32 'Once upon a time'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, g.prompt + reply->text + "\n");
+  const test::CommandResult usage = test::run_command(example);
+  EXPECT_EQ(usage.exit_code, 1);
+  EXPECT_NE(usage.err.find("usage:"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace minfer

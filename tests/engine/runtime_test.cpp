@@ -1,0 +1,115 @@
+// The runtime: one options struct builds kernels, pool, KV cache, step runner and observers; the
+// cache-type rule (flag, else MINFER_CACHE_TYPE, else the command's default) lives in one place;
+// the step runner's graph cache is bounded and an evicted shape computes the same logits again.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "engine/runtime.h"
+#include "models/model.h"
+#include "test_util.h"
+
+namespace minfer::engine {
+namespace {
+
+TEST(ResolveCacheType, FlagThenEnvironmentThenDefault) {
+  EXPECT_EQ(*resolve_cache_type("q8_0", "f16", KvCellType::kF32), KvCellType::kQ8_0);
+  EXPECT_EQ(*resolve_cache_type("", "f16", KvCellType::kF32), KvCellType::kF16);
+  EXPECT_EQ(*resolve_cache_type("", nullptr, KvCellType::kF16), KvCellType::kF16);
+  EXPECT_EQ(*resolve_cache_type("", "", KvCellType::kF32), KvCellType::kF32);
+  auto bad_flag = resolve_cache_type("q4_0", nullptr, KvCellType::kF32);
+  ASSERT_FALSE(bad_flag.is_ok());
+  EXPECT_NE(bad_flag.status().message().find("q4_0"), std::string::npos);
+  auto bad_env = resolve_cache_type("", "f8", KvCellType::kF32);
+  ASSERT_FALSE(bad_env.is_ok());
+  EXPECT_NE(bad_env.status().message().find("MINFER_CACHE_TYPE"), std::string::npos)
+      << bad_env.status().message();
+}
+
+std::unique_ptr<Model> load_tiny() {
+  auto model = Model::load(test::test_data_path("models/qwen2-tiny-f32.gguf"));
+  EXPECT_TRUE(model.is_ok()) << model.status().message();
+  return model.is_ok() ? std::move(model).value() : nullptr;
+}
+
+TEST(Runtime, BuildsWhatTheOptionsAsk) {
+  MINFER_REQUIRE_TEST_DATA();
+  auto model = load_tiny();
+  ASSERT_NE(model, nullptr);
+  RuntimeOptions o;
+  o.isa = "ref";
+  o.n_threads = 3;
+  o.cache_type = KvCellType::kF16;
+  o.n_ctx = 100;
+  o.n_ctx_total = 300;
+  o.block_size = 16;
+  auto runtime = Runtime::create(*model, o);
+  ASSERT_TRUE(runtime.is_ok()) << runtime.status().message();
+  EXPECT_STREQ((*runtime)->isa_name(), "ref");
+  EXPECT_EQ((*runtime)->n_threads(), 3);
+  EXPECT_EQ((*runtime)->cache().config().cell_type, KvCellType::kF16);
+  EXPECT_EQ((*runtime)->cache().config().n_ctx, 100);
+  EXPECT_EQ((*runtime)->cache().config().block_size, 16);
+  EXPECT_EQ((*runtime)->cache().config().max_blocks, 19);  // ceil(300 / 16)
+  EXPECT_EQ((*runtime)->trace(), nullptr);
+  EXPECT_EQ((*runtime)->profile_table(), "");
+}
+
+TEST(Runtime, BadOptionsAreErrorsNamingThem) {
+  MINFER_REQUIRE_TEST_DATA();
+  auto model = load_tiny();
+  ASSERT_NE(model, nullptr);
+  RuntimeOptions isa;
+  isa.isa = "sse9";
+  auto r = Runtime::create(*model, isa);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("sse9"), std::string::npos) << r.status().message();
+  RuntimeOptions budget;
+  budget.n_ctx = 64;
+  budget.n_ctx_total = 32;
+  r = Runtime::create(*model, budget);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("smaller than one sequence's context"), std::string::npos);
+  RuntimeOptions trace;
+  trace.observe.trace_path = "/nonexistent-dir/trace.jsonl";
+  r = Runtime::create(*model, trace);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("/nonexistent-dir/trace.jsonl"), std::string::npos);
+}
+
+// Logits of ids 0..n-1 fed in one step to a fresh sequence `seq`.
+std::vector<float> prompt_logits(StepRunner& runner, int32_t seq, int32_t n) {
+  Batch batch;
+  for (int32_t p = 0; p < n; ++p) batch.add((p * 37 + 11) % 1000, p, seq, true);
+  auto logits = runner.step(batch);
+  EXPECT_TRUE(logits.is_ok()) << logits.status().message();
+  return logits.is_ok() ? std::vector<float>(logits->begin(), logits->end()) : std::vector<float>{};
+}
+
+TEST(StepRunner, GraphCacheIsBoundedAndEvictedShapesComputeTheSame) {
+  MINFER_REQUIRE_TEST_DATA();
+  auto model = load_tiny();
+  ASSERT_NE(model, nullptr);
+  RuntimeOptions o;
+  o.n_threads = 2;
+  o.n_ctx = 64;
+  o.n_ctx_total = 64 * 64;
+  auto runtime = Runtime::create(*model, o);
+  ASSERT_TRUE(runtime.is_ok()) << runtime.status().message();
+  StepRunner& runner = (*runtime)->runner();
+  const std::vector<float> first = prompt_logits(runner, 0, 5);
+  // More shapes than the cache holds: the 5-token graph is evicted along the way.
+  const int32_t n_shapes = static_cast<int32_t>(StepRunner::kMaxCachedGraphs) + 8;
+  for (int32_t n = 6; n < 6 + n_shapes; ++n) {
+    prompt_logits(runner, n, n);
+    EXPECT_LE(runner.n_cached_graphs(), StepRunner::kMaxCachedGraphs);
+  }
+  EXPECT_EQ(runner.n_cached_graphs(), StepRunner::kMaxCachedGraphs);
+  const std::vector<float> again = prompt_logits(runner, 1, 5);
+  ASSERT_EQ(first.size(), again.size());
+  EXPECT_EQ(std::memcmp(first.data(), again.data(), first.size() * sizeof(float)), 0);
+}
+
+}  // namespace
+}  // namespace minfer::engine
