@@ -41,12 +41,12 @@ Result<GenerateResult> generate(Session& session, const Tokenizer& tokenizer,
   m.n_prefilled = report.n_prefilled;
   m.prefill_ms = report.ms;
 
-  TokenPipelineOptions pipeline_options;
-  pipeline_options.sampling = options.sampling;
-  pipeline_options.stops = options.stops;
-  pipeline_options.render_special = options.render_special;
-  pipeline_options.max_tokens = options.n_predict;
-  TokenPipeline pipeline(tokenizer, n_vocab, std::move(pipeline_options), prompt);
+  TokenPipeline pipeline(tokenizer, n_vocab,
+                         {.sampling = options.sampling,
+                          .stops = options.stops,
+                          .render_special = options.render_special,
+                          .max_tokens = options.n_predict},
+                         prompt);
   auto emit = [&](const std::string& text) {
     if (text.empty()) return;
     result.text += text;

@@ -15,14 +15,12 @@ double ms_between(std::chrono::steady_clock::time_point a,
 }
 
 TokenPipelineOptions pipeline_options(const RequestParams& params) {
-  TokenPipelineOptions o;
-  o.sampling = params.sampling;
-  o.stops = params.stops;
-  o.render_special = params.render_special;
-  o.max_tokens = params.max_tokens;
-  o.top_logprobs = params.top_logprobs;
-  o.constraint = params.constraint.get();
-  return o;
+  return {.sampling = params.sampling,
+          .stops = params.stops,
+          .render_special = params.render_special,
+          .max_tokens = params.max_tokens,
+          .top_logprobs = params.top_logprobs,
+          .constraint = params.constraint.get()};
 }
 
 }  // namespace

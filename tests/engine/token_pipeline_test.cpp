@@ -119,6 +119,15 @@ TokenStep next_ok(TokenPipeline& p, const Vocab& v, int32_t token) {
   return step.is_ok() ? std::move(step).value() : TokenStep{};
 }
 
+// Everything the end of generation released.
+void expect_ending(const TokenEnding& end, FinishReason finish, const std::string& stop,
+                   const std::string& flushed, const std::string& held) {
+  EXPECT_EQ(end.finish, finish);
+  EXPECT_EQ(end.stop, stop);
+  EXPECT_EQ(end.flushed, flushed);
+  EXPECT_EQ(end.held, held);
+}
+
 TEST(TokenPipeline, AStopStringSplitAcrossTokensIsNeverEmitted) {
   MINFER_REQUIRE_TEST_DATA();
   const Vocab v = load_vocab();
@@ -137,11 +146,7 @@ TEST(TokenPipeline, AStopStringSplitAcrossTokensIsNeverEmitted) {
   EXPECT_EQ(s.text, "");
   ASSERT_TRUE(s.finish.has_value());
   EXPECT_EQ(*s.finish, FinishReason::kStop);
-  const TokenEnding end = p.finish(*s.finish);
-  EXPECT_EQ(end.finish, FinishReason::kStop);
-  EXPECT_EQ(end.stop, "AB");
-  EXPECT_EQ(end.flushed, "");
-  EXPECT_EQ(end.held, "");
+  expect_ending(p.finish(*s.finish), FinishReason::kStop, "AB", "", "");
   EXPECT_EQ(p.n_generated(), 3);
 }
 
@@ -160,11 +165,8 @@ TEST(TokenPipeline, AnEndOfGenerationTokenEndsUnprintedAndTheEndReleasesWhatWasH
   EXPECT_EQ(s.text, "");
   ASSERT_TRUE(s.finish.has_value());
   EXPECT_EQ(*s.finish, FinishReason::kEog);
-  const TokenEnding end = p.finish(*s.finish);
-  EXPECT_EQ(end.finish, FinishReason::kEog);
-  EXPECT_EQ(end.stop, "");
-  EXPECT_EQ(end.flushed, "");
-  EXPECT_EQ(end.held, "A");  // not a stop after all
+  // "A" was not a stop after all.
+  expect_ending(p.finish(*s.finish), FinishReason::kEog, "", "", "A");
 }
 
 TEST(TokenPipeline, AnUnfinishedCharacterFlushesAsReplacementAndMayCompleteAStop) {
@@ -180,11 +182,7 @@ TEST(TokenPipeline, AnUnfinishedCharacterFlushesAsReplacementAndMayCompleteAStop
     const TokenStep s = next_ok(p, v, v.byte(0xE4));  // the first byte of 中
     EXPECT_EQ(s.text, "");
     EXPECT_FALSE(s.finish.has_value());
-    const TokenEnding end = p.finish(FinishReason::kLength);
-    EXPECT_EQ(end.finish, FinishReason::kStop);
-    EXPECT_EQ(end.stop, "x" + kFffd);
-    EXPECT_EQ(end.flushed, "");
-    EXPECT_EQ(end.held, "");
+    expect_ending(p.finish(FinishReason::kLength), FinishReason::kStop, "x" + kFffd, "", "");
   }
   {
     // Without such a stop the U+FFFD comes out; what may still start a stop comes after it.
@@ -193,11 +191,7 @@ TEST(TokenPipeline, AnUnfinishedCharacterFlushesAsReplacementAndMayCompleteAStop
     TokenPipeline p(*v.tokenizer, v.n_vocab(), o, {});
     EXPECT_EQ(next_ok(p, v, v.byte('A')).text, "");
     EXPECT_EQ(next_ok(p, v, v.byte(0xE4)).text, "");
-    const TokenEnding end = p.finish(FinishReason::kContext);
-    EXPECT_EQ(end.finish, FinishReason::kContext);
-    EXPECT_EQ(end.stop, "");
-    EXPECT_EQ(end.flushed, "A");
-    EXPECT_EQ(end.held, kFffd);
+    expect_ending(p.finish(FinishReason::kContext), FinishReason::kContext, "", "A", kFffd);
   }
 }
 
