@@ -1,11 +1,8 @@
 #include "engine/generate.h"
 
-#include <algorithm>
 #include <chrono>
 
 #include <fmt/format.h>
-
-#include "tokenizer/streaming_decoder.h"
 
 namespace minfer::engine {
 
@@ -17,85 +14,6 @@ double ms_between(std::chrono::steady_clock::time_point a,
 }
 
 }  // namespace
-
-const char* finish_reason_name(FinishReason reason) {
-  switch (reason) {
-    case FinishReason::kEog:
-      return "eog";
-    case FinishReason::kStop:
-      return "stop";
-    case FinishReason::kLength:
-      return "length";
-    case FinishReason::kContext:
-      return "context";
-    case FinishReason::kCancelled:
-      return "cancelled";
-  }
-  return "unknown";
-}
-
-const char* finish_reason_text(FinishReason reason) {
-  switch (reason) {
-    case FinishReason::kEog:
-      return "end-of-generation token";
-    case FinishReason::kStop:
-      return "stop string";
-    case FinishReason::kLength:
-      return "token limit (-n) reached";
-    case FinishReason::kContext:
-      return "context full";
-    case FinishReason::kCancelled:
-      return "cancelled";
-  }
-  return "unknown";
-}
-
-StopMatcher::StopMatcher(std::vector<std::string> stops) {
-  for (std::string& s : stops) {
-    if (!s.empty()) stops_.push_back(std::move(s));
-  }
-}
-
-std::string StopMatcher::push(std::string_view text) {
-  if (stopped_) return "";
-  held_ += text;
-  // The earliest full match wins (ties: the longer stop string, which starts at the same place).
-  size_t first = std::string::npos;
-  for (const std::string& stop : stops_) {
-    const size_t at = held_.find(stop);
-    if (at != std::string::npos && (at < first || (at == first && stop.size() > matched_.size()))) {
-      first = at;
-      matched_ = stop;
-    }
-  }
-  if (first != std::string::npos) {
-    stopped_ = true;
-    std::string out = held_.substr(0, first);
-    held_.clear();
-    return out;
-  }
-  // Keep the longest suffix of held_ that is a proper prefix of some stop string: every place a
-  // later match could start lies inside it, so everything before it is safe.
-  size_t keep = 0;
-  for (const std::string& stop : stops_) {
-    const size_t max_len = std::min(stop.size() - 1, held_.size());
-    for (size_t len = max_len; len > keep; --len) {
-      if (held_.compare(held_.size() - len, len, stop, 0, len) == 0) {
-        keep = len;
-        break;
-      }
-    }
-  }
-  std::string out = held_.substr(0, held_.size() - keep);
-  held_.erase(0, held_.size() - keep);
-  return out;
-}
-
-std::string StopMatcher::flush() {
-  std::string out = stopped_ ? "" : held_;
-  held_.clear();
-  return out;
-}
 
 double GenerationMetrics::prefill_tok_s() const {
   return prefill_ms > 0.0 ? static_cast<double>(n_prefilled) * 1000.0 / prefill_ms : 0.0;
@@ -123,10 +41,12 @@ Result<GenerateResult> generate(Session& session, const Tokenizer& tokenizer,
   m.n_prefilled = report.n_prefilled;
   m.prefill_ms = report.ms;
 
-  Sampler sampler(options.sampling, n_vocab);
-  for (const int32_t t : prompt) sampler.accept(t);
-  StreamingDecoder decoder(tokenizer, options.render_special);
-  StopMatcher stops(options.stops);
+  TokenPipeline pipeline(tokenizer, n_vocab,
+                         {.sampling = options.sampling,
+                          .stops = options.stops,
+                          .render_special = options.render_special,
+                          .max_tokens = options.n_predict},
+                         prompt);
   auto emit = [&](const std::string& text) {
     if (text.empty()) return;
     result.text += text;
@@ -134,13 +54,12 @@ Result<GenerateResult> generate(Session& session, const Tokenizer& tokenizer,
   };
 
   std::chrono::steady_clock::time_point t_first;
-  bool finished = false;
-  while (!finished) {
+  while (true) {
     if (options.cancel != nullptr && options.cancel->load(std::memory_order_relaxed)) {
       result.finish = FinishReason::kCancelled;
       break;
     }
-    if (options.n_predict >= 0 && m.n_generated >= options.n_predict) {
+    if (pipeline.at_limit()) {
       result.finish = FinishReason::kLength;
       break;
     }
@@ -149,8 +68,8 @@ Result<GenerateResult> generate(Session& session, const Tokenizer& tokenizer,
       result.finish = FinishReason::kContext;
       break;
     }
-    const int32_t token = sampler.sample(logits);
-    sampler.accept(token);
+    MINFER_ASSIGN_OR_RETURN(const TokenStep step, pipeline.next(logits));
+    const int32_t token = step.sampled.token;
     if (options.trace != nullptr) options.trace->end_step(token, logits);
     if (m.n_generated == 0) {
       t_first = std::chrono::steady_clock::now();
@@ -158,37 +77,24 @@ Result<GenerateResult> generate(Session& session, const Tokenizer& tokenizer,
     }
     ++m.n_generated;
     result.tokens.push_back(token);
-    if (tokenizer.is_eog(token)) {
-      result.finish = FinishReason::kEog;
-      break;
-    }
-    emit(stops.push(decoder.push(token)));
-    if (stops.stopped()) {
-      result.finish = FinishReason::kStop;
-      result.stop = stops.matched();
+    emit(step.text);
+    // An end-of-generation token, a stop string or n_predict tokens.
+    if (step.finish.has_value()) {
+      result.finish = *step.finish;
       break;
     }
     // Stop here rather than run a forward whose logits nobody would use.
-    if (options.n_predict >= 0 && m.n_generated >= options.n_predict) {
-      result.finish = FinishReason::kLength;
-      finished = true;
-    } else if (session.n_past() + 1 >= session.n_ctx()) {
+    if (session.n_past() + 1 >= session.n_ctx()) {
       result.finish = FinishReason::kContext;
-      finished = true;
-    } else {
-      MINFER_ASSIGN_OR_RETURN(logits, session.decode(token));
+      break;
     }
+    MINFER_ASSIGN_OR_RETURN(logits, session.decode(token));
   }
-  if (result.finish != FinishReason::kStop) {
-    // An unfinished UTF-8 character left in the decoder comes out as U+FFFD, which could still
-    // complete a stop string.
-    emit(stops.push(decoder.flush()));
-    if (stops.stopped()) {
-      result.finish = FinishReason::kStop;
-      result.stop = stops.matched();
-    }
-    emit(stops.flush());
-  }
+  const TokenEnding end = pipeline.finish(result.finish);
+  result.finish = end.finish;
+  result.stop = end.stop;
+  emit(end.flushed);
+  emit(end.held);
   if (m.n_generated > 0) m.decode_ms = ms_between(t_first, std::chrono::steady_clock::now());
   m.prefill_forwards = session.prefill_times();
   m.decode_forwards = session.decode_times();

@@ -13,46 +13,12 @@
 
 #include "core/status.h"
 #include "engine/session.h"
+#include "engine/token_pipeline.h"
 #include "graph/observe.h"
 #include "sampling/sampler.h"
 #include "tokenizer/tokenizer.h"
 
 namespace minfer::engine {
-
-enum class FinishReason {
-  kEog,        // the model produced an end-of-generation token (not printed)
-  kStop,       // a stop string appeared (it and what followed were not printed)
-  kLength,     // n_predict tokens were generated
-  kContext,    // the context is full: the next token would have no position
-  kCancelled,  // the cancel flag was raised
-};
-
-// "eog", "stop", "length", "context", "cancelled".
-const char* finish_reason_name(FinishReason reason);
-// A sentence for people: "end-of-generation token", "stop string", ….
-const char* finish_reason_text(FinishReason reason);
-
-// Text held back until it can no longer be the start of a stop string (so that neither a stop
-// string nor anything after it is ever emitted).
-class StopMatcher {
- public:
-  explicit StopMatcher(std::vector<std::string> stops);
-
-  // Adds generated text; returns the text that is now safe to emit. After a stop string is
-  // found, returns the text before it and stopped() becomes true; later calls return "".
-  std::string push(std::string_view text);
-  // The end of generation without a stop: whatever is still held back.
-  std::string flush();
-  bool stopped() const { return stopped_; }
-  // The stop string that matched ("" before one did).
-  const std::string& matched() const { return matched_; }
-
- private:
-  std::vector<std::string> stops_;
-  std::string held_;  // the suffix of the text so far that may begin a stop string
-  bool stopped_ = false;
-  std::string matched_;
-};
 
 struct GenerateOptions {
   SamplerParams sampling;

@@ -8,14 +8,6 @@
 
 namespace minfer::engine {
 
-double log_softmax_at(std::span<const float> logits, int32_t token) {
-  const float max_logit = *std::max_element(logits.begin(), logits.end());
-  double sum_exp = 0.0;
-  // As llama-perplexity: each exponential in float (expf), the sum in double.
-  for (float l : logits) sum_exp += static_cast<double>(std::exp(l - max_logit));
-  return static_cast<double>(logits[static_cast<size_t>(token)] - max_logit) - std::log(sum_exp);
-}
-
 Result<PerplexityResult> compute_perplexity(
     const Model& model, const Tokenizer& tokenizer, std::string_view text,
     const PerplexityOptions& o, const std::function<void(int64_t, int64_t, double)>& on_chunk) {

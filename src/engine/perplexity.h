@@ -21,6 +21,7 @@
 #include "core/status.h"
 #include "engine/runtime.h"
 #include "models/model.h"
+#include "sampling/log_softmax.h"
 #include "tokenizer/tokenizer.h"
 
 namespace minfer::engine {
@@ -49,8 +50,7 @@ Result<PerplexityResult> compute_perplexity(
     const PerplexityOptions& options,
     const std::function<void(int64_t, int64_t, double)>& on_chunk = {});
 
-// The log-softmax of `logits` at `token`: logits[token] − max − log Σ exp(logits − max), the
-// sum in double (max subtracted first, invariant 7).
-double log_softmax_at(std::span<const float> logits, int32_t token);
+// Scored with sampling/log_softmax.h's log_softmax_at (llama-perplexity's arithmetic).
+using minfer::log_softmax_at;
 
 }  // namespace minfer::engine

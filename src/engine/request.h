@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "engine/generate.h"
+#include "engine/token_pipeline.h"
 #include "sampling/constraint.h"
 #include "sampling/sampler.h"
 
@@ -32,17 +32,6 @@ struct RequestParams {
   // and the request ends with kEog as soon as it is complete. One per request: it holds that
   // request's state.
   std::shared_ptr<TokenConstraint> constraint;
-};
-
-struct TokenLogprob {
-  int32_t token = 0;
-  float logprob = 0.0f;
-};
-
-struct SampledToken {
-  int32_t token = 0;
-  float logprob = 0.0f;           // when logprobs were asked for
-  std::vector<TokenLogprob> top;  // [top_logprobs] most likely first
 };
 
 struct RequestStats {

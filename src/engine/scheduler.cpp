@@ -1,10 +1,8 @@
 #include "engine/scheduler.h"
 
 #include <algorithm>
-#include <cmath>
 
 #include "core/check.h"
-#include "tokenizer/streaming_decoder.h"
 
 namespace minfer::engine {
 
@@ -15,32 +13,13 @@ double ms_between(std::chrono::steady_clock::time_point a,
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
-// The sampled token's log-probability and the top_n most likely tokens, from the model's
-// distribution (log-softmax of the raw logits, max subtracted first, in double).
-SampledToken logprobs_of(std::span<const float> logits, int32_t token, int32_t top_n) {
-  float max_logit = logits[0];
-  for (const float l : logits) max_logit = std::max(max_logit, l);
-  double sum = 0.0;
-  for (const float l : logits) sum += std::exp(static_cast<double>(l) - max_logit);
-  const double log_z = static_cast<double>(max_logit) + std::log(sum);
-  SampledToken out;
-  out.token = token;
-  out.logprob = static_cast<float>(logits[static_cast<size_t>(token)] - log_z);
-  if (top_n > 0) {
-    std::vector<int32_t> ids(logits.size());  // [n_vocab]
-    for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>(i);
-    const size_t n = std::min(static_cast<size_t>(top_n), ids.size());
-    std::partial_sort(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(n), ids.end(),
-                      [&](int32_t a, int32_t b) {
-                        const float la = logits[static_cast<size_t>(a)];
-                        const float lb = logits[static_cast<size_t>(b)];
-                        return la > lb || (la == lb && a < b);
-                      });
-    for (size_t i = 0; i < n; ++i) {
-      out.top.push_back({ids[i], static_cast<float>(logits[static_cast<size_t>(ids[i])] - log_z)});
-    }
-  }
-  return out;
+TokenPipelineOptions pipeline_options(const RequestParams& params) {
+  return {.sampling = params.sampling,
+          .stops = params.stops,
+          .render_special = params.render_special,
+          .max_tokens = params.max_tokens,
+          .top_logprobs = params.top_logprobs,
+          .constraint = params.constraint.get()};
 }
 
 }  // namespace
@@ -52,20 +31,14 @@ struct Scheduler::Sequence {
         handle(std::make_shared<RequestHandle>(seq_id)),
         params(std::move(p)),
         sink(std::move(s)),
-        sampler(params.sampling, n_vocab),
-        decoder(tokenizer, params.render_special),
-        stops(params.stops),
-        tokens(params.prompt) {
-    for (const int32_t t : params.prompt) sampler.accept(t);
-  }
+        pipeline(tokenizer, n_vocab, pipeline_options(params), params.prompt),
+        tokens(params.prompt) {}
 
   int32_t id;
   std::shared_ptr<RequestHandle> handle;
   RequestParams params;
   EventSink sink;
-  Sampler sampler;
-  StreamingDecoder decoder;
-  StopMatcher stops;
+  TokenPipeline pipeline;  // sampler, constraint, decoder, stop strings, logprobs
   // [n_prompt + tokens fed back] what the sequence's positions hold or will hold; the last one
   // is computed by the next step that includes this sequence.
   std::vector<int32_t> tokens;
@@ -195,15 +168,16 @@ void Scheduler::finish(Sequence& seq, FinishReason reason, Status error) {
   if (seq.finished) return;
   seq.finished = true;
   RequestEvent event;
-  if (reason != FinishReason::kStop && reason != FinishReason::kCancelled && error.is_ok()) {
-    // An unfinished UTF-8 character comes out as U+FFFD, which could still complete a stop.
-    event.text = seq.stops.push(seq.decoder.flush());
-    if (seq.stops.stopped()) reason = FinishReason::kStop;
-    event.text += seq.stops.flush();
+  if (reason != FinishReason::kCancelled && error.is_ok()) {
+    // What is left comes out; a cancelled or failed request drops it.
+    TokenEnding end = seq.pipeline.finish(reason);
+    reason = end.finish;
+    event.text = std::move(end.flushed);
+    event.text += end.held;
+    event.stop = std::move(end.stop);
   }
   event.done = true;
   event.finish = reason;
-  if (reason == FinishReason::kStop) event.stop = seq.stops.matched();
   event.error = std::move(error);
   seq.stats.total_ms = ms_between(seq.t_submit, Clock::now());
   event.stats = seq.stats;
@@ -265,42 +239,24 @@ void Scheduler::preempt(Sequence& seq) {
 }
 
 void Scheduler::on_logits(Sequence& seq, std::span<const float> logits) {
-  TokenConstraint* constraint = seq.params.constraint.get();
-  int32_t token = 0;
-  if (constraint != nullptr) {
-    Result<int32_t> sampled = seq.sampler.sample(logits, *constraint);
-    Status accepted = sampled.is_ok() ? constraint->accept(sampled.value()) : sampled.status();
-    if (!accepted.is_ok()) {
-      finish(seq, FinishReason::kCancelled, std::move(accepted));
-      return;
-    }
-    token = sampled.value();
-  } else {
-    token = seq.sampler.sample(logits);
+  Result<TokenStep> next = seq.pipeline.next(logits);
+  if (!next.is_ok()) {
+    finish(seq, FinishReason::kCancelled, next.status());
+    return;
   }
-  seq.sampler.accept(token);
+  TokenStep& step = next.value();
+  const int32_t token = step.sampled.token;
   RequestEvent event;
-  event.tokens.push_back(seq.params.top_logprobs >= 0
-                             ? logprobs_of(logits, token, seq.params.top_logprobs)
-                             : SampledToken{token, 0.0f, {}});
+  event.tokens.push_back(std::move(step.sampled));
   if (seq.stats.n_generated++ == 0) {
     seq.t_first = Clock::now();
     seq.stats.ttft_ms = ms_between(seq.t_submit, seq.t_first);
   }
-  if (tokenizer_.is_eog(token)) {
-    if (seq.sink) seq.sink(std::move(event));
-    finish(seq, FinishReason::kEog);
-    return;
-  }
-  event.text = seq.stops.push(seq.decoder.push(token));
+  event.text = std::move(step.text);
   if (seq.sink) seq.sink(std::move(event));
-  if (seq.stops.stopped()) {
-    finish(seq, FinishReason::kStop);
-  } else if (constraint != nullptr && constraint->complete()) {
-    // Nothing but an end-of-generation token may follow: end here instead of computing it.
-    finish(seq, FinishReason::kEog);
-  } else if (seq.params.max_tokens >= 0 && seq.stats.n_generated >= seq.params.max_tokens) {
-    finish(seq, FinishReason::kLength);
+  if (step.finish.has_value()) {
+    // An end-of-generation token, a stop string, a complete constraint or max_tokens.
+    finish(seq, *step.finish);
   } else if (static_cast<int64_t>(seq.tokens.size()) + 1 >= options_.n_ctx) {
     // The token would be fed back at position tokens.size(), and what it gives sampled at the
     // next: there must be room for both.

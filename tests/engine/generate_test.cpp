@@ -1,5 +1,6 @@
 // The generation loop: the golden greedy story, each finish reason (eog, stop string, n_predict,
-// full context, cancel), seeded sampling, stop-string hold-back, and the chat conversation.
+// full context, cancel), seeded sampling, and the chat conversation. (Stop-string hold-back is
+// token_pipeline_test.cpp's.)
 #include "engine/generate.h"
 
 #include <gtest/gtest.h>
@@ -18,59 +19,6 @@
 
 namespace minfer::engine {
 namespace {
-
-// --- StopMatcher --------------------------------------------------------------------------------
-
-TEST(StopMatcher, WithoutStopsEverythingPassesAtOnce) {
-  StopMatcher m({});
-  EXPECT_EQ(m.push("hello"), "hello");
-  EXPECT_EQ(m.push(" world"), " world");
-  EXPECT_EQ(m.flush(), "");
-  EXPECT_FALSE(m.stopped());
-}
-
-TEST(StopMatcher, HoldsBackAPossibleStartUntilItIsDecided) {
-  StopMatcher m({"</s>"});
-  EXPECT_EQ(m.push("abc<"), "abc");
-  EXPECT_EQ(m.push("/"), "");
-  EXPECT_EQ(m.push("x"), "</x");  // not the stop after all
-  EXPECT_EQ(m.push("<"), "");
-  EXPECT_EQ(m.flush(), "<");  // the end releases what was held
-  EXPECT_FALSE(m.stopped());
-}
-
-TEST(StopMatcher, AStopSplitAcrossPiecesIsNeverEmitted) {
-  StopMatcher m({"User:"});
-  std::string out;
-  for (const char* piece : {"Sure", ". Us", "e", "r", ":", " more"}) out += m.push(piece);
-  out += m.flush();
-  EXPECT_EQ(out, "Sure. ");
-  EXPECT_TRUE(m.stopped());
-  EXPECT_EQ(m.matched(), "User:");
-  EXPECT_EQ(m.push("after"), "");
-}
-
-TEST(StopMatcher, TheEarliestOfSeveralStopsWins) {
-  StopMatcher m({"world", "lo w"});
-  EXPECT_EQ(m.push("hello world"), "hel");
-  EXPECT_EQ(m.matched(), "lo w");
-}
-
-TEST(StopMatcher, AStopAtTheVeryStartEmitsNothing) {
-  StopMatcher m({"\n\n", ""});
-  EXPECT_EQ(m.push("\n"), "");
-  EXPECT_EQ(m.push("\nrest"), "");
-  EXPECT_TRUE(m.stopped());
-}
-
-TEST(StopMatcher, OverlappingPrefixesKeepTheLongestCandidate) {
-  // "aab": after "aa" both "a" and "aa" could start a match.
-  StopMatcher m({"aab"});
-  EXPECT_EQ(m.push("xaa"), "x");
-  EXPECT_EQ(m.push("a"), "a");  // "aaa": only the last "aa" can still start "aab"
-  EXPECT_EQ(m.push("b"), "");
-  EXPECT_TRUE(m.stopped());
-}
 
 // --- generate on stories260K --------------------------------------------------------------------
 

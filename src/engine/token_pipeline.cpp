@@ -1,0 +1,174 @@
+#include "engine/token_pipeline.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "sampling/log_softmax.h"
+
+namespace minfer::engine {
+
+namespace {
+
+struct FinishReasonNames {
+  FinishReason reason;
+  const char* name;
+  const char* text;
+};
+
+constexpr FinishReasonNames kFinishReasonNames[] = {
+    {FinishReason::kEog, "eog", "end-of-generation token"},
+    {FinishReason::kStop, "stop", "stop string"},
+    {FinishReason::kLength, "length", "token limit (-n) reached"},
+    {FinishReason::kContext, "context", "context full"},
+    {FinishReason::kCancelled, "cancelled", "cancelled"},
+};
+
+const FinishReasonNames* names_of(FinishReason reason) {
+  for (const FinishReasonNames& names : kFinishReasonNames) {
+    if (names.reason == reason) return &names;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+const char* finish_reason_name(FinishReason reason) {
+  const FinishReasonNames* names = names_of(reason);
+  return names != nullptr ? names->name : "unknown";
+}
+
+const char* finish_reason_text(FinishReason reason) {
+  const FinishReasonNames* names = names_of(reason);
+  return names != nullptr ? names->text : "unknown";
+}
+
+StopMatcher::StopMatcher(std::vector<std::string> stops) {
+  for (std::string& s : stops) {
+    if (!s.empty()) stops_.push_back(std::move(s));
+  }
+}
+
+std::string StopMatcher::push(std::string_view text) {
+  if (stopped_) return "";
+  held_ += text;
+  // The earliest full match wins (ties: the longer stop string, which starts at the same place).
+  size_t first = std::string::npos;
+  for (const std::string& stop : stops_) {
+    const size_t at = held_.find(stop);
+    if (at != std::string::npos && (at < first || (at == first && stop.size() > matched_.size()))) {
+      first = at;
+      matched_ = stop;
+    }
+  }
+  if (first != std::string::npos) {
+    stopped_ = true;
+    std::string out = held_.substr(0, first);
+    held_.clear();
+    return out;
+  }
+  // Keep the longest suffix of held_ that is a proper prefix of some stop string: every place a
+  // later match could start lies inside it, so everything before it is safe.
+  size_t keep = 0;
+  for (const std::string& stop : stops_) {
+    const size_t max_len = std::min(stop.size() - 1, held_.size());
+    for (size_t len = max_len; len > keep; --len) {
+      if (held_.compare(held_.size() - len, len, stop, 0, len) == 0) {
+        keep = len;
+        break;
+      }
+    }
+  }
+  std::string out = held_.substr(0, held_.size() - keep);
+  held_.erase(0, held_.size() - keep);
+  return out;
+}
+
+std::string StopMatcher::flush() {
+  std::string out = stopped_ ? "" : held_;
+  held_.clear();
+  return out;
+}
+
+TokenPipeline::TokenPipeline(const Tokenizer& tokenizer, int32_t n_vocab,
+                             TokenPipelineOptions options, std::span<const int32_t> prompt)
+    : tokenizer_(tokenizer),
+      sampler_(std::move(options.sampling), n_vocab),
+      constraint_(options.constraint),
+      decoder_(tokenizer, options.render_special),
+      stops_(std::move(options.stops)),
+      max_tokens_(options.max_tokens),
+      top_logprobs_(options.top_logprobs) {
+  for (const int32_t t : prompt) sampler_.accept(t);
+}
+
+Result<TokenStep> TokenPipeline::next(std::span<const float> logits) {
+  int32_t token = 0;
+  if (constraint_ != nullptr) {
+    Result<int32_t> sampled = sampler_.sample(logits, *constraint_);
+    Status accepted = sampled.is_ok() ? constraint_->accept(sampled.value()) : sampled.status();
+    if (!accepted.is_ok()) return accepted;
+    token = sampled.value();
+  } else {
+    token = sampler_.sample(logits);
+  }
+  sampler_.accept(token);
+  TokenStep step;
+  step.sampled = logprobs_of(logits, token);
+  ++n_generated_;
+  if (tokenizer_.is_eog(token)) {
+    step.finish = FinishReason::kEog;
+    return step;
+  }
+  step.text = stops_.push(decoder_.push(token));
+  if (stops_.stopped()) {
+    step.finish = FinishReason::kStop;
+  } else if (constraint_ != nullptr && constraint_->complete()) {
+    // Nothing but an end-of-generation token may follow: end here instead of computing it.
+    step.finish = FinishReason::kEog;
+  } else if (at_limit()) {
+    step.finish = FinishReason::kLength;
+  }
+  return step;
+}
+
+TokenEnding TokenPipeline::finish(FinishReason reason) {
+  TokenEnding end;
+  end.finish = reason;
+  if (!stops_.stopped()) {
+    end.flushed = stops_.push(decoder_.flush());
+    end.held = stops_.flush();
+  }
+  if (stops_.stopped()) {
+    end.finish = FinishReason::kStop;
+    end.stop = stops_.matched();
+  }
+  return end;
+}
+
+SampledToken TokenPipeline::logprobs_of(std::span<const float> logits, int32_t token) {
+  SampledToken out;
+  out.token = token;
+  if (top_logprobs_ < 0) return out;
+  // The model's distribution: log-softmax of the raw logits, in double.
+  const double log_z = log_normalizer(logits);
+  out.logprob = static_cast<float>(logits[static_cast<size_t>(token)] - log_z);
+  if (top_logprobs_ == 0) return out;
+  top_ids_.resize(logits.size());
+  for (size_t i = 0; i < top_ids_.size(); ++i) top_ids_[i] = static_cast<int32_t>(i);
+  const size_t n = std::min(static_cast<size_t>(top_logprobs_), top_ids_.size());
+  // Most likely first; equal logits by id, so the order does not depend on the sort.
+  std::partial_sort(top_ids_.begin(), top_ids_.begin() + static_cast<std::ptrdiff_t>(n),
+                    top_ids_.end(), [&](int32_t a, int32_t b) {
+                      const float la = logits[static_cast<size_t>(a)];
+                      const float lb = logits[static_cast<size_t>(b)];
+                      return la > lb || (la == lb && a < b);
+                    });
+  out.top.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    const int32_t id = top_ids_[i];
+    out.top.push_back({id, static_cast<float>(logits[static_cast<size_t>(id)] - log_z)});
+  }
+  return out;
+}
+
+}  // namespace minfer::engine

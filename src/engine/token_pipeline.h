@@ -1,0 +1,143 @@
+// The token pipeline (DESIGN.md §4 "Sampler", "Engine"): what turns one row of logits into text,
+// once for the CLI's loop (engine/generate.h) and the server's (engine/scheduler.h):
+//
+//   logits → sampler (+ constraint) → logprobs → eog? → streaming UTF-8 decoder → stop strings
+//          → finish reason;  at the end: flush (an unfinished character as U+FFFD, which may
+//          still complete a stop string, then the text held back).
+//
+// The loops keep their own policy: when to stop before sampling (cancellation, a full context)
+// and what to do with the text. The pipeline ends generation for what is the same in both: an
+// end-of-generation token (never decoded), a stop string (it and what follows never emitted), a
+// complete constraint (ends as kEog without sampling the eog token), and the token limit.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "sampling/constraint.h"
+#include "sampling/sampler.h"
+#include "tokenizer/streaming_decoder.h"
+#include "tokenizer/tokenizer.h"
+
+namespace minfer::engine {
+
+enum class FinishReason {
+  kEog,        // the model produced an end-of-generation token (not printed)
+  kStop,       // a stop string appeared (it and what followed were not printed)
+  kLength,     // n_predict tokens were generated
+  kContext,    // the context is full: the next token would have no position
+  kCancelled,  // the cancel flag was raised
+};
+
+// "eog", "stop", "length", "context", "cancelled".
+const char* finish_reason_name(FinishReason reason);
+// A sentence for people: "end-of-generation token", "stop string", ….
+const char* finish_reason_text(FinishReason reason);
+
+// Text held back until it can no longer be the start of a stop string (so that neither a stop
+// string nor anything after it is ever emitted).
+class StopMatcher {
+ public:
+  explicit StopMatcher(std::vector<std::string> stops);
+
+  // Adds generated text; returns the text that is now safe to emit. After a stop string is
+  // found, returns the text before it and stopped() becomes true; later calls return "".
+  std::string push(std::string_view text);
+  // The end of generation without a stop: whatever is still held back.
+  std::string flush();
+  bool stopped() const { return stopped_; }
+  // The stop string that matched ("" before one did).
+  const std::string& matched() const { return matched_; }
+
+ private:
+  std::vector<std::string> stops_;
+  std::string held_;  // the suffix of the text so far that may begin a stop string
+  bool stopped_ = false;
+  std::string matched_;
+};
+
+struct TokenLogprob {
+  int32_t token = 0;
+  float logprob = 0.0f;
+};
+
+struct SampledToken {
+  int32_t token = 0;
+  float logprob = 0.0f;           // when logprobs were asked for
+  std::vector<TokenLogprob> top;  // [top_logprobs] most likely first
+};
+
+struct TokenPipelineOptions {
+  SamplerParams sampling;
+  std::vector<std::string> stops;  // empty strings are ignored
+  bool render_special = false;     // decode the text of control tokens
+  int64_t max_tokens = -1;         // < 0: no limit; else the token that reaches it ends kLength
+  // < 0: no logprobs; else the sampled token's log-probability plus this many alternatives,
+  // from the model's distribution before the sampler chain.
+  int32_t top_logprobs = -1;
+  // When set (not owned; it must outlive the pipeline), only tokens it allows are sampled, and
+  // generation ends with kEog as soon as it is complete.
+  TokenConstraint* constraint = nullptr;
+};
+
+// What one row of logits gave.
+struct TokenStep {
+  SampledToken sampled;  // the token, with its logprobs when they were asked for
+  std::string text;      // now safe to emit: never part of a UTF-8 character or a stop string
+  // Set when this token ends generation: kEog (an end-of-generation token, whose text is not
+  // decoded, or a complete constraint), kStop or kLength.
+  std::optional<FinishReason> finish;
+};
+
+// What the end of generation releases.
+struct TokenEnding {
+  FinishReason finish = FinishReason::kLength;  // kStop when the flush completed a stop string
+  std::string stop;                             // the stop string that matched (kStop)
+  // In order: the decoder's unfinished character as U+FFFD with what it let through the stop
+  // matcher, then the text the matcher still held back as a possible start of a stop string.
+  std::string flushed;
+  std::string held;
+};
+
+class TokenPipeline {
+ public:
+  // `tokenizer` must outlive the pipeline. The sampler is seeded from options.sampling and has
+  // every prompt token accepted into its penalty history first, as llama.cpp does.
+  TokenPipeline(const Tokenizer& tokenizer, int32_t n_vocab, TokenPipelineOptions options,
+                std::span<const int32_t> prompt);
+
+  // Samples one token from `logits` [n_vocab], advances the constraint and the sampler's
+  // history, and decodes it. Error (nothing advanced): the constraint allows no token at all.
+  Result<TokenStep> next(std::span<const float> logits);
+
+  // True once max_tokens tokens have been sampled: no further token may be.
+  bool at_limit() const { return max_tokens_ >= 0 && n_generated_ >= max_tokens_; }
+  int64_t n_generated() const { return n_generated_; }
+
+  // Ends generation for `reason` (the step's or the loop's own). Unless a stop string already
+  // ended it, flushes the decoder and the stop matcher; an unfinished UTF-8 character comes out
+  // as U+FFFD, which may complete a stop string (the reason becomes kStop). A loop that drops
+  // what is left (the scheduler, on a cancelled or failed request) does not call it.
+  TokenEnding finish(FinishReason reason);
+
+ private:
+  // The sampled token's log-probability and the top_logprobs most likely tokens.
+  SampledToken logprobs_of(std::span<const float> logits, int32_t token);
+
+  const Tokenizer& tokenizer_;
+  Sampler sampler_;
+  TokenConstraint* constraint_;
+  StreamingDecoder decoder_;
+  StopMatcher stops_;
+  int64_t max_tokens_;
+  int32_t top_logprobs_;
+  int64_t n_generated_ = 0;
+  std::vector<int32_t> top_ids_;  // [n_vocab] token ids ordered by logit, for logprobs
+};
+
+}  // namespace minfer::engine
