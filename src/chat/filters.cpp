@@ -274,10 +274,10 @@ std::string jinja_title(const std::string& s) {
   for (char32_t cp : cps) {
     bool delim = cp == '-' || py_is_space(cp) || cp == '(' || cp == '{' || cp == '[' || cp == '<';
     if (delim) {
-      utf8_append(cp, out);
+      utf8::append(out, cp);
       word_start = true;
     } else {
-      utf8_append(word_start ? py_upper(cp) : py_lower(cp), out);
+      utf8::append(out, word_start ? py_upper(cp) : py_lower(cp));
       word_start = false;
     }
   }

@@ -15,7 +15,7 @@ char32_t code_point_at(std::string_view s, size_t pos, size_t* len) {
   std::u32string one = utf8_decode(s.substr(pos, std::min<size_t>(4, s.size() - pos)));
   char32_t cp = one.empty() ? 0 : one[0];
   std::string encoded;
-  utf8_append(cp, encoded);
+  utf8::append(encoded, cp);
   *len = (pos + encoded.size() <= s.size() && s.substr(pos, encoded.size()) == encoded)
              ? encoded.size()
              : 1;
@@ -123,15 +123,15 @@ std::string unescape_string(std::string_view body, int line) {
         out.push_back('\v');
         break;
       case 'x':
-        utf8_append(hex_value(i, 2), out);
+        utf8::append(out, hex_value(i, 2));
         i += 2;
         break;
       case 'u':
-        utf8_append(hex_value(i, 4), out);
+        utf8::append(out, hex_value(i, 4));
         i += 4;
         break;
       case 'U':
-        utf8_append(hex_value(i, 8), out);
+        utf8::append(out, hex_value(i, 8));
         i += 8;
         break;
       case 'N':
@@ -142,7 +142,7 @@ std::string unescape_string(std::string_view body, int line) {
           for (int k = 0; k < 2 && i < body.size() && body[i] >= '0' && body[i] <= '7'; ++k) {
             v = v * 8 + static_cast<char32_t>(body[i++] - '0');
           }
-          utf8_append(v, out);
+          utf8::append(out, v);
         } else if (static_cast<unsigned char>(e) >= 0x80) {
           size_t len = 0;
           char32_t cp = code_point_at(body, i - 1, &len);
