@@ -139,7 +139,7 @@ void BpeModel::encode_word(std::string_view word, std::vector<int32_t>& out,
   }
 }
 
-void BpeModel::start_symbols(std::string_view word, BpeScratch& scratch) const {
+int32_t BpeModel::start_symbols(std::string_view word, BpeScratch& scratch) const {
   const int32_t n = static_cast<int32_t>(word.size());
   scratch.ids.resize(n);
   scratch.prev.resize(n);
@@ -149,13 +149,13 @@ void BpeModel::start_symbols(std::string_view word, BpeScratch& scratch) const {
     scratch.prev[i] = i - 1;
     scratch.next[i] = i + 1 < n ? i + 1 : -1;
   }
+  return n;
 }
 
 void BpeModel::encode_word_linear(std::string_view word, std::vector<int32_t>& out,
                                   BpeScratch& scratch) const {
-  const int32_t n = static_cast<int32_t>(word.size());
+  const int32_t n = start_symbols(word, scratch);
   if (n == 0) return;
-  start_symbols(word, scratch);
   auto& ids = scratch.ids;
   auto& next = scratch.next;
   auto& prev = scratch.prev;
@@ -192,14 +192,13 @@ void BpeModel::encode_word_linear(std::string_view word, std::vector<int32_t>& o
 
 void BpeModel::encode_word_heap(std::string_view word, std::vector<int32_t>& out,
                                 BpeScratch& scratch) const {
-  const int32_t n = static_cast<int32_t>(word.size());
+  const int32_t n = start_symbols(word, scratch);
   if (n == 0) return;
-  start_symbols(word, scratch);
+  auto& heap = scratch.heap;
+  heap.clear();
   auto& ids = scratch.ids;
   auto& next = scratch.next;
   auto& prev = scratch.prev;
-  auto& heap = scratch.heap;
-  heap.clear();
   // Min-heap on (rank, left position): llama.cpp's llm_bigram_bpe::comparator.
   auto later = [](const BpeScratch::HeapEntry& a, const BpeScratch::HeapEntry& b) {
     return a.rank > b.rank || (a.rank == b.rank && a.left > b.left);

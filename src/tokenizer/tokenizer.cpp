@@ -300,6 +300,30 @@ constexpr std::string_view kEndOfGenerationTexts[] = {
     "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>",
     "[e~["};
 
+// The texts llama.cpp recognizes the FIM tokens by when no key names them, each with its FimIds
+// slot (0 prefix, 1 suffix, 2 middle, 3 pad, 4 repo, 5 file separator); for each slot the first
+// one in the vocabulary wins.
+constexpr std::pair<int, std::string_view> kFimTexts[] = {
+    {0, "<|fim_prefix|>"},  {0, "<fim-prefix>"},
+    {0, "<fim_prefix>"},    {0, "<\uFF5Cfim\u2581begin\uFF5C>"},
+    {0, "<PRE>"},           {0, "\u2581<PRE>"},
+    {0, "<|code_prefix|>"}, {0, "<|prefix|>"},
+    {1, "<|fim_suffix|>"},  {1, "<fim-suffix>"},
+    {1, "<fim_suffix>"},    {1, "<\uFF5Cfim\u2581hole\uFF5C>"},
+    {1, "<SUF>"},           {1, "\u2581<SUF>"},
+    {1, "<|code_suffix|>"}, {1, "<|suffix|>"},
+    {2, "<|fim_middle|>"},  {2, "<fim-middle>"},
+    {2, "<fim_middle>"},    {2, "<\uFF5Cfim\u2581end\uFF5C>"},
+    {2, "<MID>"},           {2, "\u2581<MID>"},
+    {2, "<|code_middle|>"}, {2, "<|middle|>"},
+    {3, "<|fim_pad|>"},     {3, "<fim-pad>"},
+    {3, "<fim_pad>"},       {3, "<PAD>"},
+    {3, "[PAD]"},           {4, "<|fim_repo|>"},
+    {4, "<|repo_name|>"},   {4, "<fim-repo>"},
+    {4, "<REPO>"},          {4, "<reponame>"},
+    {5, "<|file_sep|>"},
+};
+
 // The bytes of a byte-level BPE token: the GPT-2 byte mapping undone; a character outside the
 // table is kept as it is.
 std::string gpt2_token_bytes(std::string_view text) {
@@ -360,27 +384,7 @@ Result<Tokenizer::FimIds> Tokenizer::detect_special_ids(const GgufFile& file) {
     MINFER_ASSIGN_OR_RETURN(auto value, optional_id(file, fim_keys[i], n_vocab()));
     if (value) fim_ids[i] = *value;
   }
-  detect_by_text(vocab_, fim_ids[0],
-                 {"<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>",
-                  "<\xEF\xBD\x9C"
-                  "fim\xE2\x96\x81"
-                  "begin\xEF\xBD\x9C>",
-                  "<PRE>", "\xE2\x96\x81<PRE>", "<|code_prefix|>", "<|prefix|>"});
-  detect_by_text(vocab_, fim_ids[1],
-                 {"<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>",
-                  "<\xEF\xBD\x9C"
-                  "fim\xE2\x96\x81hole\xEF\xBD\x9C>",
-                  "<SUF>", "\xE2\x96\x81<SUF>", "<|code_suffix|>", "<|suffix|>"});
-  detect_by_text(vocab_, fim_ids[2],
-                 {"<|fim_middle|>", "<fim-middle>", "<fim_middle>",
-                  "<\xEF\xBD\x9C"
-                  "fim\xE2\x96\x81"
-                  "end\xEF\xBD\x9C>",
-                  "<MID>", "\xE2\x96\x81<MID>", "<|code_middle|>", "<|middle|>"});
-  detect_by_text(vocab_, fim_ids[3], {"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]"});
-  detect_by_text(vocab_, fim_ids[4],
-                 {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"});
-  detect_by_text(vocab_, fim_ids[5], {"<|file_sep|>"});
+  for (const auto& [slot, text] : kFimTexts) detect_by_text(vocab_, fim_ids[slot], {text});
   return fim_ids;
 }
 
@@ -410,19 +414,19 @@ std::vector<int32_t> Tokenizer::end_of_generation_ids(const FimIds& fim_ids) {
     const int32_t id = vocab_.find(text);
     return id >= 0 && std::binary_search(eog.begin(), eog.end(), id);
   };
+  // Takes the token with `text` out of the set and gives it `type`.
+  auto drop = [&](std::string_view text, TokenType type) {
+    const int32_t id = vocab_.find(text);
+    eog.erase(std::find(eog.begin(), eog.end(), id));
+    vocab_.type[id] = type;
+  };
   // Harmony (gpt-oss) and solar-open end turns with <|return|>/<|call|>, so <|end|> is not an end
   // of generation there; Gemma 4 does not stop at </s>.
   if (eog_has("<|end|>") && ((eog_has("<|return|>") && eog_has("<|call|>")) ||
                              (eog_has("<|calls|>") && eog_has("<|flush|>")))) {
-    const int32_t id = vocab_.find("<|end|>");
-    eog.erase(std::find(eog.begin(), eog.end(), id));
-    vocab_.type[id] = TokenType::kUserDefined;
+    drop("<|end|>", TokenType::kUserDefined);
   }
-  if (eog_has("<|tool_response>") && eog_has("</s>")) {
-    const int32_t id = vocab_.find("</s>");
-    eog.erase(std::find(eog.begin(), eog.end(), id));
-    vocab_.type[id] = TokenType::kNormal;
-  }
+  if (eog_has("<|tool_response>") && eog_has("</s>")) drop("</s>", TokenType::kNormal);
   return eog;
 }
 
