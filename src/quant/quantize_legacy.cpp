@@ -176,56 +176,59 @@ void quantize_row_q8_1(const float* x, BlockQ8_1* y, int64_t n) {
   quantize_row_q8(x, y, n);
 }
 
-void dequantize_row_q4_0(const BlockQ4_0* x, float* y, int64_t n) {
-  const int64_t nb = n / kQK4_0;
-  for (int64_t i = 0; i < nb; ++i, y += kQK4_0) {
+namespace {
+
+// Q4_0, Q4_1, Q5_0, Q5_1: 32 elements, element j in the low nibble of qs[j] and element j + 16 in
+// the high one; the 5-bit types add bit j of qh as the fifth bit of element j. The _0 types are
+// x = (q - 2^(b-1)) * d, the _1 types x = q * d + m.
+template <typename Block>
+void dequantize_row_32(const Block* x, float* y, int64_t n) {
+  constexpr int kBlock = 32;
+  constexpr int kBits = requires {
+    x->qh;
+  }
+  ? 5 : 4;
+  constexpr int kHalf = 1 << (kBits - 1);
+  constexpr bool kHasMin = requires {
+    x->m;
+  };
+  const int64_t nb = n / kBlock;
+  for (int64_t i = 0; i < nb; ++i, y += kBlock) {
     const float d = fp16_to_fp32(x[i].d);
-    for (int j = 0; j < kQK4_0 / 2; ++j) {
-      y[j] = static_cast<float>((x[i].qs[j] & 0xf) - 8) * d;
-      y[j + kQK4_0 / 2] = static_cast<float>((x[i].qs[j] >> 4) - 8) * d;
+    float m = 0.0f;
+    if constexpr (kHasMin) m = fp16_to_fp32(x[i].m);
+    uint32_t qh = 0;
+    if constexpr (kBits == 5) qh = load_u32(x[i].qh);
+    for (int j = 0; j < kBlock / 2; ++j) {
+      const int q0 = (x[i].qs[j] & 0xf) | (static_cast<int>((qh >> j) & 1u) << 4);
+      const int q1 = (x[i].qs[j] >> 4) | (static_cast<int>((qh >> (j + kBlock / 2)) & 1u) << 4);
+      if constexpr (kHasMin) {
+        y[j] = static_cast<float>(q0) * d + m;
+        y[j + kBlock / 2] = static_cast<float>(q1) * d + m;
+      } else {
+        y[j] = static_cast<float>(q0 - kHalf) * d;
+        y[j + kBlock / 2] = static_cast<float>(q1 - kHalf) * d;
+      }
     }
   }
+}
+
+}  // namespace
+
+void dequantize_row_q4_0(const BlockQ4_0* x, float* y, int64_t n) {
+  dequantize_row_32(x, y, n);
 }
 
 void dequantize_row_q4_1(const BlockQ4_1* x, float* y, int64_t n) {
-  const int64_t nb = n / kQK4_1;
-  for (int64_t i = 0; i < nb; ++i, y += kQK4_1) {
-    const float d = fp16_to_fp32(x[i].d);
-    const float m = fp16_to_fp32(x[i].m);
-    for (int j = 0; j < kQK4_1 / 2; ++j) {
-      y[j] = static_cast<float>(x[i].qs[j] & 0xf) * d + m;
-      y[j + kQK4_1 / 2] = static_cast<float>(x[i].qs[j] >> 4) * d + m;
-    }
-  }
+  dequantize_row_32(x, y, n);
 }
 
 void dequantize_row_q5_0(const BlockQ5_0* x, float* y, int64_t n) {
-  const int64_t nb = n / kQK5_0;
-  for (int64_t i = 0; i < nb; ++i, y += kQK5_0) {
-    const float d = fp16_to_fp32(x[i].d);
-    const uint32_t qh = load_u32(x[i].qh);
-    for (int j = 0; j < kQK5_0 / 2; ++j) {
-      const int h0 = static_cast<int>((qh >> j) & 1u) << 4;
-      const int h1 = static_cast<int>((qh >> (j + kQK5_0 / 2)) & 1u) << 4;
-      y[j] = static_cast<float>(((x[i].qs[j] & 0xf) | h0) - 16) * d;
-      y[j + kQK5_0 / 2] = static_cast<float>(((x[i].qs[j] >> 4) | h1) - 16) * d;
-    }
-  }
+  dequantize_row_32(x, y, n);
 }
 
 void dequantize_row_q5_1(const BlockQ5_1* x, float* y, int64_t n) {
-  const int64_t nb = n / kQK5_1;
-  for (int64_t i = 0; i < nb; ++i, y += kQK5_1) {
-    const float d = fp16_to_fp32(x[i].d);
-    const float m = fp16_to_fp32(x[i].m);
-    const uint32_t qh = load_u32(x[i].qh);
-    for (int j = 0; j < kQK5_1 / 2; ++j) {
-      const int h0 = static_cast<int>((qh >> j) & 1u) << 4;
-      const int h1 = static_cast<int>((qh >> (j + kQK5_1 / 2)) & 1u) << 4;
-      y[j] = static_cast<float>((x[i].qs[j] & 0xf) | h0) * d + m;
-      y[j + kQK5_1 / 2] = static_cast<float>((x[i].qs[j] >> 4) | h1) * d + m;
-    }
-  }
+  dequantize_row_32(x, y, n);
 }
 
 void dequantize_row_q8_0(const BlockQ8_0* x, float* y, int64_t n) {
