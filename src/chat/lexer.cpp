@@ -122,18 +122,14 @@ std::string unescape_string(std::string_view body, int line) {
       case 'v':
         out.push_back('\v');
         break;
-      case 'x':
-        utf8::append(out, hex_value(i, 2));
-        i += 2;
-        break;
+      case 'x':  // \xHH, \uHHHH, \UHHHHHHHH
       case 'u':
-        utf8::append(out, hex_value(i, 4));
-        i += 4;
+      case 'U': {
+        const size_t digits = e == 'x' ? 2 : e == 'u' ? 4 : 8;
+        utf8::append(out, hex_value(i, digits));
+        i += digits;
         break;
-      case 'U':
-        utf8::append(out, hex_value(i, 8));
-        i += 8;
-        break;
+      }
       case 'N':
         throw TemplateError(line, "unsupported \\N{...} escape in a string literal");
       default:
