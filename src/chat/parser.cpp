@@ -355,22 +355,26 @@ class Parser {
     return e;
   }
 
-  ExprPtr parse_or() {
-    ExprPtr left = parse_and();
-    while (is_name("or")) {
-      int line = next().line;
-      left = binary("or", std::move(left), parse_and(), line);
+  // One left-associative precedence level: operand (operator operand)*, while at_operator() says
+  // an operator of this level comes next; the operator token's text names the node.
+  template <typename AtOperator, typename Operand>
+  ExprPtr left_assoc(AtOperator at_operator, Operand operand) {
+    ExprPtr left = operand();
+    while (at_operator()) {
+      const Token& t = next();
+      std::string op = t.value;
+      const int line = t.line;
+      left = binary(op, std::move(left), operand(), line);
     }
     return left;
   }
 
+  ExprPtr parse_or() {
+    return left_assoc([&] { return is_name("or"); }, [&] { return parse_and(); });
+  }
+
   ExprPtr parse_and() {
-    ExprPtr left = parse_not();
-    while (is_name("and")) {
-      int line = next().line;
-      left = binary("and", std::move(left), parse_not(), line);
-    }
-    return left;
+    return left_assoc([&] { return is_name("and"); }, [&] { return parse_not(); });
   }
 
   ExprPtr parse_not() {
@@ -415,41 +419,20 @@ class Parser {
   }
 
   ExprPtr parse_math1() {
-    ExprPtr left = parse_concat();
-    while (is_op("+") || is_op("-")) {
-      const Token& t = next();
-      std::string op = t.value;
-      left = binary(op, std::move(left), parse_concat(), t.line);
-    }
-    return left;
+    return left_assoc([&] { return is_op("+") || is_op("-"); }, [&] { return parse_concat(); });
   }
 
   ExprPtr parse_concat() {
-    ExprPtr left = parse_math2();
-    while (is_op("~")) {
-      int line = next().line;
-      left = binary("~", std::move(left), parse_math2(), line);
-    }
-    return left;
+    return left_assoc([&] { return is_op("~"); }, [&] { return parse_math2(); });
   }
 
   ExprPtr parse_math2() {
-    ExprPtr left = parse_pow();
-    while (is_op("*") || is_op("/") || is_op("//") || is_op("%")) {
-      const Token& t = next();
-      std::string op = t.value;
-      left = binary(op, std::move(left), parse_pow(), t.line);
-    }
-    return left;
+    return left_assoc([&] { return is_op("*") || is_op("/") || is_op("//") || is_op("%"); },
+                      [&] { return parse_pow(); });
   }
 
   ExprPtr parse_pow() {
-    ExprPtr left = parse_unary(true);
-    while (is_op("**")) {
-      int line = next().line;
-      left = binary("**", std::move(left), parse_unary(true), line);
-    }
-    return left;
+    return left_assoc([&] { return is_op("**"); }, [&] { return parse_unary(true); });
   }
 
   ExprPtr parse_unary(bool with_filter) {
