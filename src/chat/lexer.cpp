@@ -54,6 +54,11 @@ bool is_name_char(char c) {
   return is_name_start(c) || is_digit(c);
 }
 
+// Python's one-character escapes (\\ \' \" \a \b \f \n \r \t \v) and what each stands for.
+constexpr std::string_view kSimpleEscapes = "\\'\"abfnrtv";
+constexpr std::string_view kSimpleEscapeValues = "\\'\"\a\b\f\n\r\t\v";
+static_assert(kSimpleEscapes.size() == kSimpleEscapeValues.size());
+
 // Python's "unicode-escape" decoding of a string literal's body, as Jinja2 applies it after
 // encoding the body with backslashreplace (so a backslash before a non-ASCII character keeps
 // that character's \x/\u escape text).
@@ -89,38 +94,12 @@ std::string unescape_string(std::string_view body, int line) {
     }
     char e = body[i + 1];
     i += 2;
+    if (const size_t k = kSimpleEscapes.find(e); k != std::string_view::npos) {
+      out.push_back(kSimpleEscapeValues[k]);
+      continue;
+    }
     switch (e) {
       case '\n':
-        break;
-      case '\\':
-        out.push_back('\\');
-        break;
-      case '\'':
-        out.push_back('\'');
-        break;
-      case '"':
-        out.push_back('"');
-        break;
-      case 'a':
-        out.push_back('\a');
-        break;
-      case 'b':
-        out.push_back('\b');
-        break;
-      case 'f':
-        out.push_back('\f');
-        break;
-      case 'n':
-        out.push_back('\n');
-        break;
-      case 'r':
-        out.push_back('\r');
-        break;
-      case 't':
-        out.push_back('\t');
-        break;
-      case 'v':
-        out.push_back('\v');
         break;
       case 'x':  // \xHH, \uHHHH, \UHHHHHHHH
       case 'u':

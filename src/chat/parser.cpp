@@ -1,34 +1,25 @@
 #include "chat/parser.h"
 
+#include <array>
 #include <set>
 
 #include <fmt/format.h>
 
 #include "chat/builtins.h"
 #include "chat/lexer.h"
+#include "core/enum_names.h"
 
 namespace minfer::chat {
 namespace {
 
 std::string describe(const Token& t) {
-  switch (t.type) {
-    case TokenType::kText:
-      return "template text";
-    case TokenType::kVarBegin:
-      return "'{{'";
-    case TokenType::kVarEnd:
-      return "'}}'";
-    case TokenType::kBlockBegin:
-      return "'{%'";
-    case TokenType::kBlockEnd:
-      return "'%}'";
-    case TokenType::kEof:
-      return "end of template";
-    case TokenType::kString:
-      return "string literal";
-    default:
-      return fmt::format("'{}'", t.value);
-  }
+  // How an error names a token of each type, in TokenType order; nullptr: by its text.
+  static constexpr std::array<const char*, 11> kNames = {
+      "template text",  "'{{'",  "'}}'",  "'{%'",  "'%}'",           nullptr,
+      "string literal", nullptr, nullptr, nullptr, "end of template"};
+  static_assert(kNames.size() == static_cast<size_t>(TokenType::kEof) + 1);
+  const char* name = enum_name(kNames, t.type, nullptr);
+  return name != nullptr ? std::string(name) : fmt::format("'{}'", t.value);
 }
 
 class Parser {
@@ -369,6 +360,18 @@ class Parser {
     return left;
   }
 
+  // Comma-separated items up to and including `close` (a trailing comma is allowed);
+  // parse_item() reads one.
+  template <typename ParseItem>
+  void parse_items(const char* close, ParseItem parse_item) {
+    for (bool first = true; !is_op(close); first = false) {
+      if (!first) expect_op(",");
+      if (is_op(close)) break;
+      parse_item();
+    }
+    expect_op(close);
+  }
+
   ExprPtr parse_or() {
     return left_assoc([&] { return is_name("or"); }, [&] { return parse_and(); });
   }
@@ -488,25 +491,17 @@ class Parser {
     if (is_op("[")) {
       next();
       auto e = make(Expr::Kind::kList, line);
-      while (!is_op("]")) {
-        if (!e->args.empty()) expect_op(",");
-        if (is_op("]")) break;
-        e->args.push_back(parse_expression(true));
-      }
-      expect_op("]");
+      parse_items("]", [&] { e->args.push_back(parse_expression(true)); });
       return e;
     }
     if (is_op("{")) {
       next();
       auto e = make(Expr::Kind::kDict, line);
-      while (!is_op("}")) {
-        if (!e->args.empty()) expect_op(",");
-        if (is_op("}")) break;
+      parse_items("}", [&] {
         e->args.push_back(parse_expression(true));
         expect_op(":");
         e->args.push_back(parse_expression(true));
-      }
-      expect_op("}");
+      });
       return e;
     }
     fail(fmt::format("unexpected {}", describe(t)));
