@@ -6,26 +6,20 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <filesystem>
 #include <fstream>
 #include <random>
 #include <sstream>
 #include <string>
 #include <vector>
 
-#include "gguf/gguf_file.h"
+#include "bench_data.h"
 #include "tokenizer/streaming_decoder.h"
-#include "tokenizer/tokenizer.h"
 
 namespace {
 
 constexpr size_t kTargetBytes = 4u << 20;
 
-std::string data_dir() {
-  if (const char* env = std::getenv("MINFER_TEST_DATA")) return env;
-  return (std::filesystem::path(__FILE__).parent_path() / ".." / ".." / "shared").string();
-}
+using minfer::bench::data_dir;
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -115,20 +109,8 @@ const std::string& cjk_text() {
   return text;
 }
 
-const minfer::Tokenizer* qwen3() {
-  static std::unique_ptr<minfer::GgufFile> file;
-  static std::unique_ptr<minfer::Tokenizer> tok = []() -> std::unique_ptr<minfer::Tokenizer> {
-    auto f = minfer::GgufFile::open(data_dir() + "/models/qwen3-vocab.gguf");
-    if (!f.is_ok()) return nullptr;
-    file = std::move(f).value();
-    auto t = minfer::Tokenizer::from_gguf(*file);
-    return t.is_ok() ? std::move(t).value() : nullptr;
-  }();
-  return tok.get();
-}
-
 void run_encode(benchmark::State& state, const std::string& text) {
-  const minfer::Tokenizer* tok = qwen3();
+  const minfer::Tokenizer* tok = minfer::bench::qwen3_tokenizer();
   if (tok == nullptr || text.empty()) {
     state.SkipWithError("shared test data not found (set MINFER_TEST_DATA)");
     return;
@@ -154,7 +136,7 @@ void BM_EncodeCjkQwen3(benchmark::State& state) {
 }
 
 void BM_StreamDecodeEnglishQwen3(benchmark::State& state) {
-  const minfer::Tokenizer* tok = qwen3();
+  const minfer::Tokenizer* tok = minfer::bench::qwen3_tokenizer();
   if (tok == nullptr) {
     state.SkipWithError("shared test data not found (set MINFER_TEST_DATA)");
     return;

@@ -399,7 +399,7 @@ std::vector<Value> iterate(const Value& v, int line) {
       std::vector<Value> chars;
       for (char32_t cp : utf8_decode(v.as_string())) {
         std::string one;
-        utf8_append(cp, one);
+        utf8::append(one, cp);
         chars.push_back(Value::string(std::move(one)));
       }
       return chars;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <set>
 
 #include <fmt/format.h>
@@ -13,14 +14,6 @@
 
 namespace minfer::chat {
 namespace {
-
-const std::set<std::string, std::less<>> kFilters = {
-    "abs",     "attr",    "format",   "batch",  "capitalize", "center",     "count",
-    "d",       "default", "dictsort", "e",      "escape",     "first",      "float",
-    "indent",  "int",     "items",    "join",   "last",       "length",     "list",
-    "lower",   "map",     "max",      "min",    "reject",     "rejectattr", "replace",
-    "reverse", "round",   "safe",     "select", "selectattr", "sort",       "string",
-    "sum",     "title",   "tojson",   "trim",   "unique",     "upper",      "wordcount"};
 
 const std::set<std::string, std::less<>> kTests = {
     "boolean", "callable", "defined",  "divisibleby", "eq",      "equalto",   "escaped", "even",
@@ -69,7 +62,7 @@ Value sort_key(const Value& v, bool case_sensitive) {
   return v;
 }
 
-std::string html_escape(const std::string& s) {
+std::string html_escape(std::string_view s) {
   std::string out;
   for (char c : s) {
     switch (c) {
@@ -137,13 +130,174 @@ std::optional<double> parse_float(const std::string& text) {
   return v;
 }
 
-Value filter_select(const std::string& name, const Value& input, CallArgs& args,
-                    const FilterContext& ctx) {
-  bool by_attr = name == "selectattr" || name == "rejectattr";
-  bool keep_when = name == "select" || name == "selectattr";
+// Jinja2's do_title: words start after runs of '-', whitespace and opening brackets.
+std::string jinja_title(std::string_view s) {
+  std::u32string cps = utf8_decode(s);
+  std::string out;
+  bool word_start = true;
+  for (char32_t cp : cps) {
+    bool delim = cp == '-' || py_is_space(cp) || cp == '(' || cp == '{' || cp == '[' || cp == '<';
+    if (delim) {
+      utf8::append(out, cp);
+      word_start = true;
+    } else {
+      utf8::append(out, word_start ? py_upper(cp) : py_lower(cp));
+      word_start = false;
+    }
+  }
+  return out;
+}
+
+// A filter: `input | name(args)`. ctx gives the template line for errors and the hooks back
+// into the interpreter (map and select call other filters and tests by name).
+using FilterFn = Value (*)(const Value& input, CallArgs& args, const FilterContext& ctx);
+
+// str -> str filters (upper, lower, capitalize, title, escape).
+template <std::string (*kTransform)(std::string_view)>
+Value filter_text(const Value& input, CallArgs& /*args*/, const FilterContext& /*ctx*/) {
+  return Value::string(kTransform(soft_str(input)));
+}
+
+Value filter_default(const Value& input, CallArgs& args, const FilterContext& /*ctx*/) {
+  static const Value kEmpty = Value::string("");
+  static const Value kFalse = Value::boolean(false);
+  const Value& fallback = arg_at(args, 0, "default_value", kEmpty);
+  bool boolean = arg_at(args, 1, "boolean", kFalse).truthy();
+  if (input.is_undefined() || (boolean && !input.truthy())) return fallback;
+  return input;
+}
+
+Value filter_tojson(const Value& input, CallArgs& args, const FilterContext& ctx) {
+  static const Value kNone = Value::none();
+  static const Value kFalse = Value::boolean(false);
+  // transformers: tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False)
+  bool ensure_ascii = arg_at(args, 0, "ensure_ascii", kFalse).truthy();
+  const Value& indent = arg_at(args, 1, "indent", kNone);
+  const Value& separators = arg_at(args, 2, "separators", kNone);
+  bool sort_keys = arg_at(args, 3, "sort_keys", kFalse).truthy();
+  std::string item_sep = indent.is_none() ? ", " : ",";
+  std::string key_sep = ": ";
+  if (!separators.is_none()) {
+    std::vector<Value> parts = iterate(separators, ctx.line);
+    if (parts.size() != 2 || !parts[0].is_string() || !parts[1].is_string()) {
+      throw TemplateError(ctx.line, "tojson separators must be a pair of strings");
+    }
+    item_sep = parts[0].as_string();
+    key_sep = parts[1].as_string();
+  }
+  return Value::string(
+      json_dumps(input, ensure_ascii, indent, item_sep, key_sep, sort_keys, ctx.line));
+}
+
+Value filter_length(const Value& input, CallArgs& /*args*/, const FilterContext& ctx) {
+  switch (input.kind()) {
+    case Value::Kind::kUndefined:
+      return Value::integer(0);
+    case Value::Kind::kString:
+      return Value::integer(static_cast<int64_t>(utf8_length(input.as_string())));
+    case Value::Kind::kList:
+      return Value::integer(static_cast<int64_t>(input.as_list().items.size()));
+    case Value::Kind::kDict:
+      return Value::integer(static_cast<int64_t>(input.as_dict().items.size()));
+    default:
+      throw TemplateError(ctx.line,
+                          fmt::format("object of type '{}' has no len()", input.type_name()));
+  }
+}
+
+Value filter_trim(const Value& input, CallArgs& args, const FilterContext& /*ctx*/) {
+  static const Value kNone = Value::none();
+  const Value& chars = arg_at(args, 0, "chars", kNone);
+  std::optional<std::string> set;
+  if (!chars.is_none() && !chars.is_undefined()) set = soft_str(chars);
+  return Value::string(py_strip(soft_str(input), set, true, true));
+}
+
+Value filter_string(const Value& input, CallArgs& /*args*/, const FilterContext& /*ctx*/) {
+  return Value::string(soft_str(input));
+}
+
+Value filter_safe(const Value& input, CallArgs& /*args*/, const FilterContext& /*ctx*/) {
+  return input.is_string() ? input : Value::string(soft_str(input));
+}
+
+Value filter_join(const Value& input, CallArgs& args, const FilterContext& ctx) {
+  static const Value kEmpty = Value::string("");
+  static const Value kNone = Value::none();
+  const Value& sep = arg_at(args, 0, "d", kEmpty);
+  const Value& attribute = arg_at(args, 1, "attribute", kNone);
+  std::string out;
+  bool first = true;
+  for (const Value& item : iterate(input, ctx.line)) {
+    if (!first) out += soft_str(sep);
+    first = false;
+    out += soft_str(attribute.is_none() ? item : attr_path(item, soft_str(attribute), ctx.line));
+  }
+  return Value::string(std::move(out));
+}
+
+Value filter_first(const Value& input, CallArgs& /*args*/, const FilterContext& ctx) {
+  std::vector<Value> items = iterate(input, ctx.line);
+  if (items.empty()) return Value::undefined("", "No first item, sequence was empty.");
+  return items.front();
+}
+
+Value filter_last(const Value& input, CallArgs& /*args*/, const FilterContext& ctx) {
+  if (input.is_undefined()) fail_undefined(input, ctx.line);
+  std::vector<Value> items = iterate(input, ctx.line);
+  if (items.empty()) return Value::undefined("", "No last item, sequence was empty.");
+  return items.back();
+}
+
+Value filter_list(const Value& input, CallArgs& /*args*/, const FilterContext& ctx) {
+  return Value::list(iterate(input, ctx.line));
+}
+
+Value filter_items(const Value& input, CallArgs& /*args*/, const FilterContext& ctx) {
+  if (input.is_undefined()) return Value::list({});
+  if (!input.is_dict()) throw TemplateError(ctx.line, "Can only get item pairs from a mapping.");
+  std::vector<Value> pairs;
+  for (const auto& [k, v] : input.as_dict().items) {
+    pairs.push_back(Value::list({Value::string(k), v}, true));
+  }
+  return Value::list(std::move(pairs));
+}
+
+// The values of `keyed` in key order (Python's sort is stable, and reverse=True keeps equal
+// items in their original order).
+Value sorted_values(std::vector<std::pair<Value, Value>> keyed, bool reverse, int line) {
+  std::stable_sort(keyed.begin(), keyed.end(), [&](const auto& a, const auto& b) {
+    return reverse ? value_less(b.first, a.first, line) : value_less(a.first, b.first, line);
+  });
+  std::vector<Value> out;
+  for (auto& [k, v] : keyed) out.push_back(std::move(v));
+  return Value::list(std::move(out));
+}
+
+Value filter_dictsort(const Value& input, CallArgs& args, const FilterContext& ctx) {
+  static const Value kFalse = Value::boolean(false);
+  static const Value kKey = Value::string("key");
+  if (!input.is_dict()) {
+    throw TemplateError(ctx.line, "You can only sort by either 'key' or 'value'");
+  }
+  bool case_sensitive = arg_at(args, 0, "case_sensitive", kFalse).truthy();
+  std::string by = soft_str(arg_at(args, 1, "by", kKey));
+  bool reverse = arg_at(args, 2, "reverse", kFalse).truthy();
+  std::vector<std::pair<Value, Value>> keyed;
+  for (const auto& [k, v] : input.as_dict().items) {
+    Value pair = Value::list({Value::string(k), v}, true);
+    keyed.emplace_back(sort_key(by == "value" ? v : Value::string(k), case_sensitive), pair);
+  }
+  return sorted_values(std::move(keyed), reverse, ctx.line);
+}
+
+// select / reject (kByAttribute false) and selectattr / rejectattr (true): the items whose test
+// result (or truthiness, with no test named) equals kKeepWhen.
+template <bool kByAttribute, bool kKeepWhen>
+Value filter_select(const Value& input, CallArgs& args, const FilterContext& ctx) {
   size_t next = 0;
   std::string attribute;
-  if (by_attr) {
+  if (kByAttribute) {
     if (args.positional.empty())
       throw TemplateError(ctx.line, "missing parameter for attribute name");
     attribute = soft_str(args.positional[next++]);
@@ -161,9 +315,9 @@ Value filter_select(const std::string& name, const Value& input, CallArgs& args,
   }
   std::vector<Value> out;
   for (const Value& item : iterate(input, ctx.line)) {
-    Value subject = by_attr ? attr_path(item, attribute, ctx.line) : item;
+    Value subject = kByAttribute ? attr_path(item, attribute, ctx.line) : item;
     bool passed = test_name.empty() ? subject.truthy() : ctx.test(test_name, subject, test_args);
-    if (passed == keep_when) out.push_back(item);
+    if (passed == kKeepWhen) out.push_back(item);
   }
   return Value::list(std::move(out));
 }
@@ -194,30 +348,58 @@ Value filter_map(const Value& input, CallArgs& args, const FilterContext& ctx) {
   return Value::list(std::move(out));
 }
 
-Value filter_sort(const Value& input, CallArgs& args, int line) {
+Value filter_unique(const Value& input, CallArgs& args, const FilterContext& ctx) {
+  static const Value kFalse = Value::boolean(false);
+  static const Value kNone = Value::none();
+  bool case_sensitive = arg_at(args, 0, "case_sensitive", kFalse).truthy();
+  const Value& attribute = arg_at(args, 1, "attribute", kNone);
+  std::vector<Value> seen;
+  std::vector<Value> out;
+  for (const Value& item : iterate(input, ctx.line)) {
+    Value key =
+        sort_key(attribute.is_none() ? item : attr_path(item, soft_str(attribute), ctx.line),
+                 case_sensitive);
+    bool dup = false;
+    for (const Value& s : seen) dup = dup || values_equal(s, key);
+    if (!dup) {
+      seen.push_back(key);
+      out.push_back(item);
+    }
+  }
+  return Value::list(std::move(out));
+}
+
+Value filter_reverse(const Value& input, CallArgs& /*args*/, const FilterContext& ctx) {
+  if (input.is_string()) {
+    std::u32string cps = utf8_decode(input.as_string());
+    std::reverse(cps.begin(), cps.end());
+    return Value::string(utf8_encode(cps));
+  }
+  std::vector<Value> items = iterate(input, ctx.line);
+  std::reverse(items.begin(), items.end());
+  return Value::list(std::move(items));
+}
+
+Value filter_sort(const Value& input, CallArgs& args, const FilterContext& ctx) {
   static const Value kFalse = Value::boolean(false);
   static const Value kNone = Value::none();
   bool reverse = arg_at(args, 0, "reverse", kFalse).truthy();
   bool case_sensitive = arg_at(args, 1, "case_sensitive", kFalse).truthy();
   const Value& attribute = arg_at(args, 2, "attribute", kNone);
-  std::vector<Value> items = iterate(input, line);
+  std::vector<Value> items = iterate(input, ctx.line);
   std::vector<std::pair<Value, Value>> keyed;
   for (Value& item : items) {
-    Value key = attribute.is_none() ? item : attr_path(item, soft_str(attribute), line);
+    Value key = attribute.is_none() ? item : attr_path(item, soft_str(attribute), ctx.line);
     keyed.emplace_back(sort_key(key, case_sensitive), std::move(item));
   }
-  // Python's sort is stable, and reverse=True keeps equal items in their original order.
-  std::stable_sort(keyed.begin(), keyed.end(), [&](const auto& a, const auto& b) {
-    return reverse ? value_less(b.first, a.first, line) : value_less(a.first, b.first, line);
-  });
-  std::vector<Value> out;
-  for (auto& [k, v] : keyed) out.push_back(std::move(v));
-  return Value::list(std::move(out));
+  return sorted_values(std::move(keyed), reverse, ctx.line);
 }
 
-Value filter_min_max(bool is_max, const Value& input, CallArgs& args, int line) {
+template <bool kIsMax>
+Value filter_min_max(const Value& input, CallArgs& args, const FilterContext& ctx) {
   static const Value kFalse = Value::boolean(false);
   static const Value kNone = Value::none();
+  const int line = ctx.line;
   bool case_sensitive = arg_at(args, 0, "case_sensitive", kFalse).truthy();
   const Value& attribute = arg_at(args, 1, "attribute", kNone);
   std::vector<Value> items = iterate(input, line);
@@ -229,13 +411,101 @@ Value filter_min_max(bool is_max, const Value& input, CallArgs& args, int line) 
   };
   for (size_t i = 1; i < items.size(); ++i) {
     bool better =
-        is_max ? value_less(key(best), key(i), line) : value_less(key(i), key(best), line);
+        kIsMax ? value_less(key(best), key(i), line) : value_less(key(i), key(best), line);
     if (better) best = i;
   }
   return items[best];
 }
 
-Value filter_indent(const Value& input, CallArgs& args, int line) {
+Value filter_sum(const Value& input, CallArgs& args, const FilterContext& ctx) {
+  static const Value kNone = Value::none();
+  static const Value kZero = Value::integer(0);
+  const Value& attribute = arg_at(args, 0, "attribute", kNone);
+  Value total = arg_at(args, 1, "start", kZero);
+  for (const Value& item : iterate(input, ctx.line)) {
+    Value v = attribute.is_none() ? item : attr_path(item, soft_str(attribute), ctx.line);
+    if (!v.is_number() || !total.is_number()) {
+      throw TemplateError(ctx.line, fmt::format("unsupported operand type(s) for +: '{}' and '{}'",
+                                                total.type_name(), v.type_name()));
+    }
+    total = (total.is_float() || v.is_float())
+                ? Value::floating(total.to_double() + v.to_double())
+                : Value::integer(static_cast<int64_t>(total.to_double()) +
+                                 static_cast<int64_t>(v.to_double()));
+  }
+  return total;
+}
+
+Value filter_replace(const Value& input, CallArgs& args, const FilterContext& ctx) {
+  static const Value kEmpty = Value::string("");
+  static const Value kNone = Value::none();
+  const Value& old_v = arg_at(args, 0, "old", kEmpty);
+  const Value& new_v = arg_at(args, 1, "new", kEmpty);
+  const Value& count = arg_at(args, 2, "count", kNone);
+  return Value::string(py_replace(soft_str(input), soft_str(old_v), soft_str(new_v),
+                                  count.is_none() ? -1 : as_int(count, "count", ctx.line)));
+}
+
+Value filter_int(const Value& input, CallArgs& args, const FilterContext& ctx) {
+  static const Value kZero = Value::integer(0);
+  static const Value kTen = Value::integer(10);
+  const Value& fallback = arg_at(args, 0, "default", kZero);
+  int64_t base = as_int(arg_at(args, 1, "base", kTen), "base", ctx.line);
+  if (is_integral(input)) return Value::integer(as_int(input, "value", ctx.line));
+  if (input.is_float()) {
+    if (!std::isfinite(input.as_float())) return fallback;
+    return Value::integer(static_cast<int64_t>(input.as_float()));
+  }
+  if (input.is_string()) {
+    if (auto v = parse_int(input.as_string(), base)) return Value::integer(*v);
+    if (auto f = parse_float(input.as_string())) {
+      if (std::isfinite(*f)) return Value::integer(static_cast<int64_t>(*f));
+    }
+  }
+  return fallback;
+}
+
+Value filter_float(const Value& input, CallArgs& args, const FilterContext& /*ctx*/) {
+  static const Value kZero = Value::floating(0.0);
+  const Value& fallback = arg_at(args, 0, "default", kZero);
+  if (input.is_number()) return Value::floating(input.to_double());
+  if (input.is_string()) {
+    if (auto f = parse_float(input.as_string())) return Value::floating(*f);
+  }
+  return fallback;
+}
+
+Value filter_abs(const Value& input, CallArgs& /*args*/, const FilterContext& ctx) {
+  if (input.is_float()) return Value::floating(std::fabs(input.as_float()));
+  if (is_integral(input)) return Value::integer(std::llabs(as_int(input, "value", ctx.line)));
+  if (input.is_undefined()) fail_undefined(input, ctx.line);
+  throw TemplateError(ctx.line, fmt::format("bad operand type for abs(): '{}'", input.type_name()));
+}
+
+Value filter_round(const Value& input, CallArgs& args, const FilterContext& ctx) {
+  static const Value kZero = Value::integer(0);
+  static const Value kCommon = Value::string("common");
+  const int line = ctx.line;
+  int64_t precision = as_int(arg_at(args, 0, "precision", kZero), "precision", line);
+  std::string method = soft_str(arg_at(args, 1, "method", kCommon));
+  if (input.is_undefined()) fail_undefined(input, line);
+  if (!input.is_number()) {
+    throw TemplateError(line,
+                        fmt::format("type {} doesn't define __round__ method", input.type_name()));
+  }
+  if (method == "common") {
+    if (!input.is_float()) return Value::integer(as_int(input, "value", line));
+    return Value::floating(py_round(input.as_float(), precision));
+  }
+  if (method != "ceil" && method != "floor") {
+    throw TemplateError(line, "method must be common, ceil or floor");
+  }
+  double p = std::pow(10.0, static_cast<double>(precision));
+  double x = input.to_double() * p;
+  return Value::floating((method == "ceil" ? std::ceil(x) : std::floor(x)) / p);
+}
+
+Value filter_indent(const Value& input, CallArgs& args, const FilterContext& ctx) {
   static const Value kFour = Value::integer(4);
   static const Value kFalse = Value::boolean(false);
   const Value& width = arg_at(args, 0, "width", kFour);
@@ -244,7 +514,7 @@ Value filter_indent(const Value& input, CallArgs& args, int line) {
   std::string indention =
       width.is_string()
           ? width.as_string()
-          : std::string(static_cast<size_t>(std::max<int64_t>(0, as_int(width, "width", line))),
+          : std::string(static_cast<size_t>(std::max<int64_t>(0, as_int(width, "width", ctx.line))),
                         ' ');
   // Jinja2 appends a newline before splitlines() so a trailing newline is kept.
   std::vector<std::string> lines = py_splitlines(soft_str(input) + "\n");
@@ -266,23 +536,122 @@ Value filter_indent(const Value& input, CallArgs& args, int line) {
   return Value::string(rv);
 }
 
-// Jinja2's do_title: words start after runs of '-', whitespace and opening brackets.
-std::string jinja_title(const std::string& s) {
-  std::u32string cps = utf8_decode(s);
-  std::string out;
-  bool word_start = true;
-  for (char32_t cp : cps) {
-    bool delim = cp == '-' || py_is_space(cp) || cp == '(' || cp == '{' || cp == '[' || cp == '<';
-    if (delim) {
-      utf8_append(cp, out);
-      word_start = true;
-    } else {
-      utf8_append(word_start ? py_upper(cp) : py_lower(cp), out);
-      word_start = false;
+// Jinja2's do_format: soft_str(value) % (kwargs or args).
+Value filter_format(const Value& input, CallArgs& args, const FilterContext& ctx) {
+  if (!args.keyword.empty()) {
+    Dict d;
+    for (const auto& [k, v] : args.keyword) d.set(k, v);
+    return Value::string(percent_format(soft_str(input), Value::dict(std::move(d)), ctx.line));
+  }
+  return Value::string(
+      percent_format(soft_str(input), Value::list(args.positional, /*is_tuple=*/true), ctx.line));
+}
+
+Value filter_center(const Value& input, CallArgs& args, const FilterContext& ctx) {
+  static const Value kEighty = Value::integer(80);
+  int64_t width = as_int(arg_at(args, 0, "width", kEighty), "width", ctx.line);
+  std::string s = soft_str(input);
+  auto len = static_cast<int64_t>(utf8_length(s));
+  if (width <= len) return Value::string(s);
+  // str.center puts the extra space on the right when the margin is odd and len is even.
+  int64_t margin = width - len;
+  int64_t left = margin / 2 + (margin & width & 1);
+  return Value::string(std::string(static_cast<size_t>(left), ' ') + s +
+                       std::string(static_cast<size_t>(margin - left), ' '));
+}
+
+Value filter_wordcount(const Value& input, CallArgs& /*args*/, const FilterContext& /*ctx*/) {
+  int64_t words = 0;
+  bool in_word = false;
+  for (char32_t cp : utf8_decode(soft_str(input))) {
+    bool word_char = cp == '_' || (cp >= '0' && cp <= '9') || py_is_alpha(cp) ||
+                     (cp >= 0x80 && !py_is_space(cp));
+    if (word_char && !in_word) ++words;
+    in_word = word_char;
+  }
+  return Value::integer(words);
+}
+
+Value filter_attr(const Value& input, CallArgs& args, const FilterContext& ctx) {
+  static const Value kEmpty = Value::string("");
+  const Value& attribute = arg_at(args, 0, "name", kEmpty);
+  // Python's getattr only: unlike `x.name`, no fallback to the dict key.
+  if (input.is_dict() && input.as_dict().find(soft_str(attribute)) != nullptr) {
+    return Value::undefined(soft_str(attribute));
+  }
+  if (input.is_undefined()) return Value::undefined(soft_str(attribute));
+  return get_attribute(input, soft_str(attribute), ctx.line);
+}
+
+Value filter_batch(const Value& input, CallArgs& args, const FilterContext& ctx) {
+  static const Value kNone = Value::none();
+  int64_t count = as_int(arg_at(args, 0, "linecount", kNone), "linecount", ctx.line);
+  if (count <= 0) throw TemplateError(ctx.line, "batch size must be positive");
+  const Value& fill = arg_at(args, 1, "fill_with", kNone);
+  std::vector<Value> batches;
+  std::vector<Value> current;
+  for (const Value& item : iterate(input, ctx.line)) {
+    current.push_back(item);
+    if (static_cast<int64_t>(current.size()) == count) {
+      batches.push_back(Value::list(std::move(current)));
+      current.clear();
     }
   }
-  return out;
+  if (!current.empty()) {
+    if (!fill.is_none()) {
+      while (static_cast<int64_t>(current.size()) < count) current.push_back(fill);
+    }
+    batches.push_back(Value::list(std::move(current)));
+  }
+  return Value::list(std::move(batches));
 }
+
+// Every filter by name (aliases included); is_known_filter asks the same table, so a template
+// that names anything else fails at load time.
+const std::map<std::string, FilterFn, std::less<>> kFilters = {
+    {"abs", filter_abs},
+    {"attr", filter_attr},
+    {"batch", filter_batch},
+    {"capitalize", filter_text<py_capitalize>},
+    {"center", filter_center},
+    {"count", filter_length},
+    {"d", filter_default},
+    {"default", filter_default},
+    {"dictsort", filter_dictsort},
+    {"e", filter_text<html_escape>},
+    {"escape", filter_text<html_escape>},
+    {"first", filter_first},
+    {"float", filter_float},
+    {"format", filter_format},
+    {"indent", filter_indent},
+    {"int", filter_int},
+    {"items", filter_items},
+    {"join", filter_join},
+    {"last", filter_last},
+    {"length", filter_length},
+    {"list", filter_list},
+    {"lower", filter_text<py_lower_str>},
+    {"map", filter_map},
+    {"max", filter_min_max<true>},
+    {"min", filter_min_max<false>},
+    {"reject", filter_select<false, false>},
+    {"rejectattr", filter_select<true, false>},
+    {"replace", filter_replace},
+    {"reverse", filter_reverse},
+    {"round", filter_round},
+    {"safe", filter_safe},
+    {"select", filter_select<false, true>},
+    {"selectattr", filter_select<true, true>},
+    {"sort", filter_sort},
+    {"string", filter_string},
+    {"sum", filter_sum},
+    {"title", filter_text<jinja_title>},
+    {"tojson", filter_tojson},
+    {"trim", filter_trim},
+    {"unique", filter_unique},
+    {"upper", filter_text<py_upper_str>},
+    {"wordcount", filter_wordcount},
+};
 
 }  // namespace
 
@@ -295,290 +664,11 @@ bool is_known_test(std::string_view name) {
 
 Value apply_filter(const std::string& name, const Value& input, CallArgs& args,
                    const FilterContext& ctx) {
-  const int line = ctx.line;
-  static const Value kNone = Value::none();
-  static const Value kFalse = Value::boolean(false);
-  static const Value kEmpty = Value::string("");
-  if (name == "default" || name == "d") {
-    const Value& fallback = arg_at(args, 0, "default_value", kEmpty);
-    bool boolean = arg_at(args, 1, "boolean", kFalse).truthy();
-    if (input.is_undefined() || (boolean && !input.truthy())) return fallback;
-    return input;
+  const auto it = kFilters.find(name);
+  if (it == kFilters.end()) {
+    throw TemplateError(ctx.line, fmt::format("unsupported filter '{}'", name));
   }
-  if (name == "tojson") {
-    // transformers: tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False)
-    bool ensure_ascii = arg_at(args, 0, "ensure_ascii", kFalse).truthy();
-    const Value& indent = arg_at(args, 1, "indent", kNone);
-    const Value& separators = arg_at(args, 2, "separators", kNone);
-    bool sort_keys = arg_at(args, 3, "sort_keys", kFalse).truthy();
-    std::string item_sep = indent.is_none() ? ", " : ",";
-    std::string key_sep = ": ";
-    if (!separators.is_none()) {
-      std::vector<Value> parts = iterate(separators, line);
-      if (parts.size() != 2 || !parts[0].is_string() || !parts[1].is_string()) {
-        throw TemplateError(line, "tojson separators must be a pair of strings");
-      }
-      item_sep = parts[0].as_string();
-      key_sep = parts[1].as_string();
-    }
-    return Value::string(
-        json_dumps(input, ensure_ascii, indent, item_sep, key_sep, sort_keys, line));
-  }
-  if (name == "length" || name == "count") {
-    switch (input.kind()) {
-      case Value::Kind::kUndefined:
-        return Value::integer(0);
-      case Value::Kind::kString:
-        return Value::integer(static_cast<int64_t>(utf8_length(input.as_string())));
-      case Value::Kind::kList:
-        return Value::integer(static_cast<int64_t>(input.as_list().items.size()));
-      case Value::Kind::kDict:
-        return Value::integer(static_cast<int64_t>(input.as_dict().items.size()));
-      default:
-        throw TemplateError(line,
-                            fmt::format("object of type '{}' has no len()", input.type_name()));
-    }
-  }
-  if (name == "trim") {
-    const Value& chars = arg_at(args, 0, "chars", kNone);
-    std::optional<std::string> set;
-    if (!chars.is_none() && !chars.is_undefined()) set = soft_str(chars);
-    return Value::string(py_strip(soft_str(input), set, true, true));
-  }
-  if (name == "upper") return Value::string(py_upper_str(soft_str(input)));
-  if (name == "lower") return Value::string(py_lower_str(soft_str(input)));
-  if (name == "capitalize") return Value::string(py_capitalize(soft_str(input)));
-  if (name == "title") return Value::string(jinja_title(soft_str(input)));
-  if (name == "string") return Value::string(soft_str(input));
-  if (name == "safe") return input.is_string() ? input : Value::string(soft_str(input));
-  if (name == "e" || name == "escape") return Value::string(html_escape(soft_str(input)));
-  if (name == "join") {
-    const Value& sep = arg_at(args, 0, "d", kEmpty);
-    const Value& attribute = arg_at(args, 1, "attribute", kNone);
-    std::string out;
-    bool first = true;
-    for (const Value& item : iterate(input, line)) {
-      if (!first) out += soft_str(sep);
-      first = false;
-      out += soft_str(attribute.is_none() ? item : attr_path(item, soft_str(attribute), line));
-    }
-    return Value::string(std::move(out));
-  }
-  if (name == "first") {
-    std::vector<Value> items = iterate(input, line);
-    if (items.empty()) return Value::undefined("", "No first item, sequence was empty.");
-    return items.front();
-  }
-  if (name == "last") {
-    if (input.is_undefined()) fail_undefined(input, line);
-    std::vector<Value> items = iterate(input, line);
-    if (items.empty()) return Value::undefined("", "No last item, sequence was empty.");
-    return items.back();
-  }
-  if (name == "list") return Value::list(iterate(input, line));
-  if (name == "items") {
-    if (input.is_undefined()) return Value::list({});
-    if (!input.is_dict()) throw TemplateError(line, "Can only get item pairs from a mapping.");
-    std::vector<Value> pairs;
-    for (const auto& [k, v] : input.as_dict().items) {
-      pairs.push_back(Value::list({Value::string(k), v}, true));
-    }
-    return Value::list(std::move(pairs));
-  }
-  if (name == "dictsort") {
-    if (!input.is_dict()) throw TemplateError(line, "You can only sort by either 'key' or 'value'");
-    bool case_sensitive = arg_at(args, 0, "case_sensitive", kFalse).truthy();
-    static const Value kKey = Value::string("key");
-    std::string by = soft_str(arg_at(args, 1, "by", kKey));
-    bool reverse = arg_at(args, 2, "reverse", kFalse).truthy();
-    std::vector<std::pair<Value, Value>> keyed;
-    for (const auto& [k, v] : input.as_dict().items) {
-      Value pair = Value::list({Value::string(k), v}, true);
-      keyed.emplace_back(sort_key(by == "value" ? v : Value::string(k), case_sensitive), pair);
-    }
-    std::stable_sort(keyed.begin(), keyed.end(), [&](const auto& a, const auto& b) {
-      return reverse ? value_less(b.first, a.first, line) : value_less(a.first, b.first, line);
-    });
-    std::vector<Value> out;
-    for (auto& [k, v] : keyed) out.push_back(std::move(v));
-    return Value::list(std::move(out));
-  }
-  if (name == "select" || name == "reject" || name == "selectattr" || name == "rejectattr") {
-    return filter_select(name, input, args, ctx);
-  }
-  if (name == "map") return filter_map(input, args, ctx);
-  if (name == "unique") {
-    bool case_sensitive = arg_at(args, 0, "case_sensitive", kFalse).truthy();
-    const Value& attribute = arg_at(args, 1, "attribute", kNone);
-    std::vector<Value> seen;
-    std::vector<Value> out;
-    for (const Value& item : iterate(input, line)) {
-      Value key = sort_key(attribute.is_none() ? item : attr_path(item, soft_str(attribute), line),
-                           case_sensitive);
-      bool dup = false;
-      for (const Value& s : seen) dup = dup || values_equal(s, key);
-      if (!dup) {
-        seen.push_back(key);
-        out.push_back(item);
-      }
-    }
-    return Value::list(std::move(out));
-  }
-  if (name == "reverse") {
-    if (input.is_string()) {
-      std::u32string cps = utf8_decode(input.as_string());
-      std::reverse(cps.begin(), cps.end());
-      return Value::string(utf8_encode(cps));
-    }
-    std::vector<Value> items = iterate(input, line);
-    std::reverse(items.begin(), items.end());
-    return Value::list(std::move(items));
-  }
-  if (name == "sort") return filter_sort(input, args, line);
-  if (name == "min" || name == "max") return filter_min_max(name == "max", input, args, line);
-  if (name == "sum") {
-    const Value& attribute = arg_at(args, 0, "attribute", kNone);
-    static const Value kZero = Value::integer(0);
-    Value total = arg_at(args, 1, "start", kZero);
-    for (const Value& item : iterate(input, line)) {
-      Value v = attribute.is_none() ? item : attr_path(item, soft_str(attribute), line);
-      if (!v.is_number() || !total.is_number()) {
-        throw TemplateError(line, fmt::format("unsupported operand type(s) for +: '{}' and '{}'",
-                                              total.type_name(), v.type_name()));
-      }
-      total = (total.is_float() || v.is_float())
-                  ? Value::floating(total.to_double() + v.to_double())
-                  : Value::integer(static_cast<int64_t>(total.to_double()) +
-                                   static_cast<int64_t>(v.to_double()));
-    }
-    return total;
-  }
-  if (name == "replace") {
-    const Value& old_v = arg_at(args, 0, "old", kEmpty);
-    const Value& new_v = arg_at(args, 1, "new", kEmpty);
-    const Value& count = arg_at(args, 2, "count", kNone);
-    return Value::string(py_replace(soft_str(input), soft_str(old_v), soft_str(new_v),
-                                    count.is_none() ? -1 : as_int(count, "count", line)));
-  }
-  if (name == "int") {
-    static const Value kZero = Value::integer(0);
-    static const Value kTen = Value::integer(10);
-    const Value& fallback = arg_at(args, 0, "default", kZero);
-    int64_t base = as_int(arg_at(args, 1, "base", kTen), "base", line);
-    if (is_integral(input)) return Value::integer(as_int(input, "value", line));
-    if (input.is_float()) {
-      if (!std::isfinite(input.as_float())) return fallback;
-      return Value::integer(static_cast<int64_t>(input.as_float()));
-    }
-    if (input.is_string()) {
-      if (auto v = parse_int(input.as_string(), base)) return Value::integer(*v);
-      if (auto f = parse_float(input.as_string())) {
-        if (std::isfinite(*f)) return Value::integer(static_cast<int64_t>(*f));
-      }
-    }
-    return fallback;
-  }
-  if (name == "float") {
-    static const Value kZero = Value::floating(0.0);
-    const Value& fallback = arg_at(args, 0, "default", kZero);
-    if (input.is_number()) return Value::floating(input.to_double());
-    if (input.is_string()) {
-      if (auto f = parse_float(input.as_string())) return Value::floating(*f);
-    }
-    return fallback;
-  }
-  if (name == "abs") {
-    if (input.is_float()) return Value::floating(std::fabs(input.as_float()));
-    if (is_integral(input)) return Value::integer(std::llabs(as_int(input, "value", line)));
-    if (input.is_undefined()) fail_undefined(input, line);
-    throw TemplateError(line, fmt::format("bad operand type for abs(): '{}'", input.type_name()));
-  }
-  if (name == "round") {
-    static const Value kZero = Value::integer(0);
-    static const Value kCommon = Value::string("common");
-    int64_t precision = as_int(arg_at(args, 0, "precision", kZero), "precision", line);
-    std::string method = soft_str(arg_at(args, 1, "method", kCommon));
-    if (input.is_undefined()) fail_undefined(input, line);
-    if (!input.is_number()) {
-      throw TemplateError(
-          line, fmt::format("type {} doesn't define __round__ method", input.type_name()));
-    }
-    if (method == "common") {
-      if (!input.is_float()) return Value::integer(as_int(input, "value", line));
-      return Value::floating(py_round(input.as_float(), precision));
-    }
-    if (method != "ceil" && method != "floor") {
-      throw TemplateError(line, "method must be common, ceil or floor");
-    }
-    double p = std::pow(10.0, static_cast<double>(precision));
-    double x = input.to_double() * p;
-    return Value::floating((method == "ceil" ? std::ceil(x) : std::floor(x)) / p);
-  }
-  if (name == "indent") return filter_indent(input, args, line);
-  if (name == "format") {
-    // Jinja2's do_format: soft_str(value) % (kwargs or args).
-    if (!args.keyword.empty()) {
-      Dict d;
-      for (const auto& [k, v] : args.keyword) d.set(k, v);
-      return Value::string(percent_format(soft_str(input), Value::dict(std::move(d)), line));
-    }
-    return Value::string(
-        percent_format(soft_str(input), Value::list(args.positional, /*is_tuple=*/true), line));
-  }
-  if (name == "center") {
-    static const Value kEighty = Value::integer(80);
-    int64_t width = as_int(arg_at(args, 0, "width", kEighty), "width", line);
-    std::string s = soft_str(input);
-    auto len = static_cast<int64_t>(utf8_length(s));
-    if (width <= len) return Value::string(s);
-    // str.center puts the extra space on the right when the margin is odd and len is even.
-    int64_t margin = width - len;
-    int64_t left = margin / 2 + (margin & width & 1);
-    return Value::string(std::string(static_cast<size_t>(left), ' ') + s +
-                         std::string(static_cast<size_t>(margin - left), ' '));
-  }
-  if (name == "wordcount") {
-    int64_t words = 0;
-    bool in_word = false;
-    for (char32_t cp : utf8_decode(soft_str(input))) {
-      bool word_char = cp == '_' || (cp >= '0' && cp <= '9') || py_is_alpha(cp) ||
-                       (cp >= 0x80 && !py_is_space(cp));
-      if (word_char && !in_word) ++words;
-      in_word = word_char;
-    }
-    return Value::integer(words);
-  }
-  if (name == "attr") {
-    const Value& attribute = arg_at(args, 0, "name", kEmpty);
-    // Python's getattr only: unlike `x.name`, no fallback to the dict key.
-    if (input.is_dict() && input.as_dict().find(soft_str(attribute)) != nullptr) {
-      return Value::undefined(soft_str(attribute));
-    }
-    if (input.is_undefined()) return Value::undefined(soft_str(attribute));
-    return get_attribute(input, soft_str(attribute), line);
-  }
-  if (name == "batch") {
-    int64_t count = as_int(arg_at(args, 0, "linecount", kNone), "linecount", line);
-    if (count <= 0) throw TemplateError(line, "batch size must be positive");
-    const Value& fill = arg_at(args, 1, "fill_with", kNone);
-    std::vector<Value> batches;
-    std::vector<Value> current;
-    for (const Value& item : iterate(input, line)) {
-      current.push_back(item);
-      if (static_cast<int64_t>(current.size()) == count) {
-        batches.push_back(Value::list(std::move(current)));
-        current.clear();
-      }
-    }
-    if (!current.empty()) {
-      if (!fill.is_none()) {
-        while (static_cast<int64_t>(current.size()) < count) current.push_back(fill);
-      }
-      batches.push_back(Value::list(std::move(current)));
-    }
-    return Value::list(std::move(batches));
-  }
-  throw TemplateError(line, fmt::format("unsupported filter '{}'", name));
+  return it->second(input, args, ctx);
 }
 
 bool apply_test(const std::string& name, const Value& input, CallArgs& args, int line) {

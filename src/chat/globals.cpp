@@ -56,7 +56,7 @@ void dump_string(const std::string& s, bool ensure_ascii, std::string& out) {
             out += fmt::format("\\u{:04x}", static_cast<uint32_t>(cp));
           }
         } else {
-          utf8_append(cp, out);
+          utf8::append(out, cp);
         }
     }
   }
@@ -271,7 +271,7 @@ std::string percent_format(const std::string& fmt, const Value& args, int line) 
       if (arg->is_int()) v = arg->as_int();
       if (type == 'c') {
         std::string one;
-        utf8_append(static_cast<char32_t>(v), one);
+        utf8::append(one, static_cast<char32_t>(v));
         out += one;
         continue;
       }

@@ -130,6 +130,14 @@ class Interpreter {
   }
 
  private:
+  // What a block statement's body ({% set x %}…, {% filter %}…) renders, in a scope of its own.
+  Value render_body(const Stmt& s, Scope& scope) {
+    std::string body;
+    Scope inner(&scope);
+    exec_list(s.body, inner, body);
+    return Value::string(std::move(body));
+  }
+
   Flow exec(const Stmt& s, Scope& scope, std::string& out) {
     switch (s.kind) {
       case Stmt::Kind::kText:
@@ -150,10 +158,7 @@ class Interpreter {
         assign(s.target, eval(*s.expr, scope), scope, s.line);
         return Flow::kNormal;
       case Stmt::Kind::kSetBlock: {
-        std::string body;
-        Scope inner(&scope);
-        exec_list(s.body, inner, body);
-        Value v = Value::string(std::move(body));
+        Value v = render_body(s, scope);
         if (s.expr) v = eval_filter(*s.expr, scope, &v);
         assign(s.target, std::move(v), scope, s.line);
         return Flow::kNormal;
@@ -167,10 +172,7 @@ class Interpreter {
         return Flow::kNormal;
       }
       case Stmt::Kind::kFilterBlock: {
-        std::string body;
-        Scope inner(&scope);
-        exec_list(s.body, inner, body);
-        Value v = Value::string(std::move(body));
+        const Value v = render_body(s, scope);
         out += to_str(eval_filter(*s.expr, scope, &v));
         return Flow::kNormal;
       }

@@ -15,7 +15,7 @@ char32_t code_point_at(std::string_view s, size_t pos, size_t* len) {
   std::u32string one = utf8_decode(s.substr(pos, std::min<size_t>(4, s.size() - pos)));
   char32_t cp = one.empty() ? 0 : one[0];
   std::string encoded;
-  utf8_append(cp, encoded);
+  utf8::append(encoded, cp);
   *len = (pos + encoded.size() <= s.size() && s.substr(pos, encoded.size()) == encoded)
              ? encoded.size()
              : 1;
@@ -54,6 +54,11 @@ bool is_name_char(char c) {
   return is_name_start(c) || is_digit(c);
 }
 
+// Python's one-character escapes (\\ \' \" \a \b \f \n \r \t \v) and what each stands for.
+constexpr std::string_view kSimpleEscapes = "\\'\"abfnrtv";
+constexpr std::string_view kSimpleEscapeValues = "\\'\"\a\b\f\n\r\t\v";
+static_assert(kSimpleEscapes.size() == kSimpleEscapeValues.size());
+
 // Python's "unicode-escape" decoding of a string literal's body, as Jinja2 applies it after
 // encoding the body with backslashreplace (so a backslash before a non-ASCII character keeps
 // that character's \x/\u escape text).
@@ -89,51 +94,21 @@ std::string unescape_string(std::string_view body, int line) {
     }
     char e = body[i + 1];
     i += 2;
+    if (const size_t k = kSimpleEscapes.find(e); k != std::string_view::npos) {
+      out.push_back(kSimpleEscapeValues[k]);
+      continue;
+    }
     switch (e) {
       case '\n':
         break;
-      case '\\':
-        out.push_back('\\');
-        break;
-      case '\'':
-        out.push_back('\'');
-        break;
-      case '"':
-        out.push_back('"');
-        break;
-      case 'a':
-        out.push_back('\a');
-        break;
-      case 'b':
-        out.push_back('\b');
-        break;
-      case 'f':
-        out.push_back('\f');
-        break;
-      case 'n':
-        out.push_back('\n');
-        break;
-      case 'r':
-        out.push_back('\r');
-        break;
-      case 't':
-        out.push_back('\t');
-        break;
-      case 'v':
-        out.push_back('\v');
-        break;
-      case 'x':
-        utf8_append(hex_value(i, 2), out);
-        i += 2;
-        break;
+      case 'x':  // \xHH, \uHHHH, \UHHHHHHHH
       case 'u':
-        utf8_append(hex_value(i, 4), out);
-        i += 4;
+      case 'U': {
+        const size_t digits = e == 'x' ? 2 : e == 'u' ? 4 : 8;
+        utf8::append(out, hex_value(i, digits));
+        i += digits;
         break;
-      case 'U':
-        utf8_append(hex_value(i, 8), out);
-        i += 8;
-        break;
+      }
       case 'N':
         throw TemplateError(line, "unsupported \\N{...} escape in a string literal");
       default:
@@ -142,7 +117,7 @@ std::string unescape_string(std::string_view body, int line) {
           for (int k = 0; k < 2 && i < body.size() && body[i] >= '0' && body[i] <= '7'; ++k) {
             v = v * 8 + static_cast<char32_t>(body[i++] - '0');
           }
-          utf8_append(v, out);
+          utf8::append(out, v);
         } else if (static_cast<unsigned char>(e) >= 0x80) {
           size_t len = 0;
           char32_t cp = code_point_at(body, i - 1, &len);

@@ -1,34 +1,25 @@
 #include "chat/parser.h"
 
+#include <array>
 #include <set>
 
 #include <fmt/format.h>
 
 #include "chat/builtins.h"
 #include "chat/lexer.h"
+#include "core/enum_names.h"
 
 namespace minfer::chat {
 namespace {
 
 std::string describe(const Token& t) {
-  switch (t.type) {
-    case TokenType::kText:
-      return "template text";
-    case TokenType::kVarBegin:
-      return "'{{'";
-    case TokenType::kVarEnd:
-      return "'}}'";
-    case TokenType::kBlockBegin:
-      return "'{%'";
-    case TokenType::kBlockEnd:
-      return "'%}'";
-    case TokenType::kEof:
-      return "end of template";
-    case TokenType::kString:
-      return "string literal";
-    default:
-      return fmt::format("'{}'", t.value);
-  }
+  // How an error names a token of each type, in TokenType order; nullptr: by its text.
+  static constexpr std::array<const char*, 11> kNames = {
+      "template text",  "'{{'",  "'}}'",  "'{%'",  "'%}'",           nullptr,
+      "string literal", nullptr, nullptr, nullptr, "end of template"};
+  static_assert(kNames.size() == static_cast<size_t>(TokenType::kEof) + 1);
+  const char* name = enum_name(kNames, t.type, nullptr);
+  return name != nullptr ? std::string(name) : fmt::format("'{}'", t.value);
 }
 
 class Parser {
@@ -355,22 +346,38 @@ class Parser {
     return e;
   }
 
-  ExprPtr parse_or() {
-    ExprPtr left = parse_and();
-    while (is_name("or")) {
-      int line = next().line;
-      left = binary("or", std::move(left), parse_and(), line);
+  // One left-associative precedence level: operand (operator operand)*, while at_operator() says
+  // an operator of this level comes next; the operator token's text names the node.
+  template <typename AtOperator, typename Operand>
+  ExprPtr left_assoc(AtOperator at_operator, Operand operand) {
+    ExprPtr left = operand();
+    while (at_operator()) {
+      const Token& t = next();
+      std::string op = t.value;
+      const int line = t.line;
+      left = binary(op, std::move(left), operand(), line);
     }
     return left;
   }
 
-  ExprPtr parse_and() {
-    ExprPtr left = parse_not();
-    while (is_name("and")) {
-      int line = next().line;
-      left = binary("and", std::move(left), parse_not(), line);
+  // Comma-separated items up to and including `close` (a trailing comma is allowed);
+  // parse_item() reads one.
+  template <typename ParseItem>
+  void parse_items(const char* close, ParseItem parse_item) {
+    for (bool first = true; !is_op(close); first = false) {
+      if (!first) expect_op(",");
+      if (is_op(close)) break;
+      parse_item();
     }
-    return left;
+    expect_op(close);
+  }
+
+  ExprPtr parse_or() {
+    return left_assoc([&] { return is_name("or"); }, [&] { return parse_and(); });
+  }
+
+  ExprPtr parse_and() {
+    return left_assoc([&] { return is_name("and"); }, [&] { return parse_not(); });
   }
 
   ExprPtr parse_not() {
@@ -415,41 +422,20 @@ class Parser {
   }
 
   ExprPtr parse_math1() {
-    ExprPtr left = parse_concat();
-    while (is_op("+") || is_op("-")) {
-      const Token& t = next();
-      std::string op = t.value;
-      left = binary(op, std::move(left), parse_concat(), t.line);
-    }
-    return left;
+    return left_assoc([&] { return is_op("+") || is_op("-"); }, [&] { return parse_concat(); });
   }
 
   ExprPtr parse_concat() {
-    ExprPtr left = parse_math2();
-    while (is_op("~")) {
-      int line = next().line;
-      left = binary("~", std::move(left), parse_math2(), line);
-    }
-    return left;
+    return left_assoc([&] { return is_op("~"); }, [&] { return parse_math2(); });
   }
 
   ExprPtr parse_math2() {
-    ExprPtr left = parse_pow();
-    while (is_op("*") || is_op("/") || is_op("//") || is_op("%")) {
-      const Token& t = next();
-      std::string op = t.value;
-      left = binary(op, std::move(left), parse_pow(), t.line);
-    }
-    return left;
+    return left_assoc([&] { return is_op("*") || is_op("/") || is_op("//") || is_op("%"); },
+                      [&] { return parse_pow(); });
   }
 
   ExprPtr parse_pow() {
-    ExprPtr left = parse_unary(true);
-    while (is_op("**")) {
-      int line = next().line;
-      left = binary("**", std::move(left), parse_unary(true), line);
-    }
-    return left;
+    return left_assoc([&] { return is_op("**"); }, [&] { return parse_unary(true); });
   }
 
   ExprPtr parse_unary(bool with_filter) {
@@ -505,25 +491,17 @@ class Parser {
     if (is_op("[")) {
       next();
       auto e = make(Expr::Kind::kList, line);
-      while (!is_op("]")) {
-        if (!e->args.empty()) expect_op(",");
-        if (is_op("]")) break;
-        e->args.push_back(parse_expression(true));
-      }
-      expect_op("]");
+      parse_items("]", [&] { e->args.push_back(parse_expression(true)); });
       return e;
     }
     if (is_op("{")) {
       next();
       auto e = make(Expr::Kind::kDict, line);
-      while (!is_op("}")) {
-        if (!e->args.empty()) expect_op(",");
-        if (is_op("}")) break;
+      parse_items("}", [&] {
         e->args.push_back(parse_expression(true));
         expect_op(":");
         e->args.push_back(parse_expression(true));
-      }
-      expect_op("}");
+      });
       return e;
     }
     fail(fmt::format("unexpected {}", describe(t)));

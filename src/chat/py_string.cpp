@@ -55,28 +55,10 @@ std::u32string utf8_decode(std::string_view s) {
   return out;
 }
 
-void utf8_append(char32_t cp, std::string& out) {
-  if (cp < 0x80) {
-    out.push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-}
-
 std::string utf8_encode(std::u32string_view cps) {
   std::string out;
   out.reserve(cps.size());
-  for (char32_t cp : cps) utf8_append(cp, out);
+  for (char32_t cp : cps) utf8::append(out, cp);
   return out;
 }
 
@@ -186,7 +168,7 @@ std::string py_str_repr(std::string_view s) {
       // Not printable for Python (separators, format characters): escaped.
       out += fmt::format("\\u{:04x}", static_cast<uint32_t>(cp));
     } else {
-      utf8_append(cp, out);
+      utf8::append(out, cp);
     }
   }
   out.push_back(quote);
@@ -200,7 +182,7 @@ std::string py_upper_str(std::string_view s) {
     if (cp == 0xDF) {
       out += "SS";  // German sharp s upper-cases to two letters in Python
     } else {
-      utf8_append(py_upper(cp), out);
+      utf8::append(out, py_upper(cp));
     }
   }
   return out;
@@ -209,7 +191,7 @@ std::string py_upper_str(std::string_view s) {
 std::string py_lower_str(std::string_view s) {
   std::string out;
   out.reserve(s.size());
-  for (char32_t cp : utf8_decode(s)) utf8_append(py_lower(cp), out);
+  for (char32_t cp : utf8_decode(s)) utf8::append(out, py_lower(cp));
   return out;
 }
 
@@ -220,9 +202,9 @@ std::string py_title(std::string_view s) {
   for (char32_t cp : utf8_decode(s)) {
     bool cased = py_upper(cp) != cp || py_lower(cp) != cp;
     if (cased) {
-      utf8_append(previous_cased ? py_lower(cp) : py_upper(cp), out);
+      utf8::append(out, previous_cased ? py_lower(cp) : py_upper(cp));
     } else {
-      utf8_append(cp, out);
+      utf8::append(out, cp);
     }
     previous_cased = cased;
   }
@@ -233,7 +215,7 @@ std::string py_capitalize(std::string_view s) {
   std::u32string cps = utf8_decode(s);
   std::string out;
   for (size_t i = 0; i < cps.size(); ++i)
-    utf8_append(i == 0 ? py_upper(cps[i]) : py_lower(cps[i]), out);
+    utf8::append(out, i == 0 ? py_upper(cps[i]) : py_lower(cps[i]));
   return out;
 }
 
@@ -355,7 +337,7 @@ std::string py_replace(std::string_view s, std::string_view old_text, std::strin
         out += new_text;
         ++done;
       }
-      utf8_append(cp, out);
+      utf8::append(out, cp);
     }
     if (count < 0 || done < count) out += new_text;
     return out;

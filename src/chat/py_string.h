@@ -9,12 +9,13 @@
 #include <string_view>
 #include <vector>
 
+#include "core/utf8.h"
+
 namespace minfer::chat {
 
 // UTF-8 -> code points. Invalid bytes decode as themselves (U+0080..U+00FF) so nothing is lost.
 std::u32string utf8_decode(std::string_view s);
 std::string utf8_encode(std::u32string_view cps);
-void utf8_append(char32_t cp, std::string& out);
 // Number of code points (Python's len(str)).
 size_t utf8_length(std::string_view s);
 

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "chat/py_string.h"
+#include "core/enum_names.h"
 
 namespace minfer::chat {
 
@@ -99,29 +100,13 @@ bool Value::truthy() const {
 }
 
 const char* Value::type_name() const {
-  switch (kind()) {
-    case Kind::kUndefined:
-      return "Undefined";
-    case Kind::kNone:
-      return "NoneType";
-    case Kind::kBool:
-      return "bool";
-    case Kind::kInt:
-      return "int";
-    case Kind::kFloat:
-      return "float";
-    case Kind::kString:
-      return "str";
-    case Kind::kList:
-      return as_list().is_tuple ? "tuple" : "list";
-    case Kind::kDict:
-      return "dict";
-    case Kind::kCallable:
-      return "function";
-    case Kind::kNamespace:
-      return "Namespace";
-  }
-  return "object";
+  // Python's type(x).__name__, in Kind order.
+  static constexpr std::array<const char*, 10> kTypeNames = {
+      "Undefined", "NoneType", "bool", "int",      "float",
+      "str",       "list",     "dict", "function", "Namespace"};
+  static_assert(kTypeNames.size() == static_cast<size_t>(Kind::kNamespace) + 1);
+  if (is_tuple()) return "tuple";
+  return enum_name(kTypeNames, kind(), "object");
 }
 
 std::string float_repr(double f) {

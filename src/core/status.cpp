@@ -1,29 +1,18 @@
 #include "core/status.h"
 
+#include "core/enum_names.h"
+
 namespace minfer {
 
+namespace {
+constexpr std::array<const char*, 9> kErrorCodeNames = {
+    "ok",          "invalid_argument", "not_found", "out_of_range", "resource_exhausted",
+    "unsupported", "corrupt",          "io",        "internal"};
+static_assert(kErrorCodeNames.size() == static_cast<size_t>(ErrorCode::kInternal) + 1);
+}  // namespace
+
 const char* error_code_name(ErrorCode code) {
-  switch (code) {
-    case ErrorCode::kOk:
-      return "ok";
-    case ErrorCode::kInvalidArgument:
-      return "invalid_argument";
-    case ErrorCode::kNotFound:
-      return "not_found";
-    case ErrorCode::kOutOfRange:
-      return "out_of_range";
-    case ErrorCode::kResourceExhausted:
-      return "resource_exhausted";
-    case ErrorCode::kUnsupported:
-      return "unsupported";
-    case ErrorCode::kCorrupt:
-      return "corrupt";
-    case ErrorCode::kIo:
-      return "io";
-    case ErrorCode::kInternal:
-      return "internal";
-  }
-  return "unknown";
+  return enum_name(kErrorCodeNames, code, "unknown");
 }
 
 }  // namespace minfer

@@ -2,70 +2,47 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <limits>
 
 #include <fmt/format.h>
 
 namespace minfer {
 
+namespace {
+
+// One row per value type, indexed by its id (the spec's ids run 0..12).
+struct GgufTypeRow {
+  std::string_view name;
+  size_t scalar_size;  // bytes of one value; 0 for string and array
+};
+constexpr GgufTypeRow kTypeRows[] = {
+    {"uint8", 1},  {"int8", 1},    {"uint16", 2},  {"int16", 2},  {"uint32", 4},
+    {"int32", 4},  {"float32", 4}, {"bool", 1},    {"string", 0}, {"array", 0},
+    {"uint64", 8}, {"int64", 8},   {"float64", 8},
+};
+static_assert(std::size(kTypeRows) == static_cast<size_t>(GgufType::kFloat64) + 1);
+
+// The row of a valid type id, else nullptr.
+const GgufTypeRow* type_row(GgufType type) {
+  const auto id = static_cast<uint32_t>(type);
+  return gguf_type_is_valid(id) ? &kTypeRows[id] : nullptr;
+}
+
+}  // namespace
+
 std::string_view gguf_type_name(GgufType type) {
-  switch (type) {
-    case GgufType::kUint8:
-      return "uint8";
-    case GgufType::kInt8:
-      return "int8";
-    case GgufType::kUint16:
-      return "uint16";
-    case GgufType::kInt16:
-      return "int16";
-    case GgufType::kUint32:
-      return "uint32";
-    case GgufType::kInt32:
-      return "int32";
-    case GgufType::kFloat32:
-      return "float32";
-    case GgufType::kBool:
-      return "bool";
-    case GgufType::kString:
-      return "string";
-    case GgufType::kArray:
-      return "array";
-    case GgufType::kUint64:
-      return "uint64";
-    case GgufType::kInt64:
-      return "int64";
-    case GgufType::kFloat64:
-      return "float64";
-  }
-  return "unknown";
+  const GgufTypeRow* row = type_row(type);
+  return row != nullptr ? row->name : "unknown";
 }
 
 bool gguf_type_is_valid(uint32_t id) {
-  return id <= static_cast<uint32_t>(GgufType::kFloat64);
+  return id < std::size(kTypeRows);
 }
 
 size_t gguf_scalar_size(GgufType type) {
-  switch (type) {
-    case GgufType::kUint8:
-    case GgufType::kInt8:
-    case GgufType::kBool:
-      return 1;
-    case GgufType::kUint16:
-    case GgufType::kInt16:
-      return 2;
-    case GgufType::kUint32:
-    case GgufType::kInt32:
-    case GgufType::kFloat32:
-      return 4;
-    case GgufType::kUint64:
-    case GgufType::kInt64:
-    case GgufType::kFloat64:
-      return 8;
-    case GgufType::kString:
-    case GgufType::kArray:
-      return 0;
-  }
-  return 0;
+  const GgufTypeRow* row = type_row(type);
+  return row != nullptr ? row->scalar_size : 0;
 }
 
 std::string gguf_escape(std::string_view text, size_t max_chars) {

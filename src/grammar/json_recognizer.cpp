@@ -4,6 +4,9 @@
 
 #include <fmt/format.h>
 
+#include "core/enum_names.h"
+#include "core/utf8.h"
+
 namespace minfer::grammar {
 
 namespace {
@@ -124,203 +127,217 @@ bool JsonRecognizer::string_byte(uint8_t c) {
   }
   if (c < 0x20) return fail();  // control characters must be escaped (RFC 8259 §7)
   if (c < 0x80) return true;
-  // A UTF-8 lead byte and the range its first continuation byte must fall in (RFC 3629 §4).
-  lo_ = 0x80;
-  hi_ = 0xBF;
-  if (c >= 0xC2 && c <= 0xDF) {
-    need_ = 1;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    need_ = 2;
-    if (c == 0xE0) lo_ = 0xA0;  // no overlong 3-byte forms
-    if (c == 0xED) hi_ = 0x9F;  // no UTF-16 surrogates
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    need_ = 3;
-    if (c == 0xF0) lo_ = 0x90;  // no overlong 4-byte forms
-    if (c == 0xF4) hi_ = 0x8F;  // nothing past U+10FFFF
-  } else {
-    return fail();  // 0x80..0xC1 (continuation or overlong lead) and 0xF5..0xFF
-  }
+  // A UTF-8 lead byte and the range its first continuation byte must fall in (RFC 3629 §4):
+  // 0x80..0xC1 (continuation or overlong lead) and 0xF5..0xFF are refused.
+  const utf8::LeadByte rule = utf8::lead_byte(c);
+  if (rule.length == 0) return fail();
+  need_ = static_cast<uint8_t>(rule.length - 1);
+  lo_ = rule.second_lo;
+  hi_ = rule.second_hi;
   state_ = State::kUtf8;
   return true;
 }
 
-bool JsonRecognizer::advance(uint8_t c) {
-  // A number has no end byte of its own: the byte after it ends it and is then read again as
-  // what follows a value.
-  while (true) {
-    switch (state_) {
-      case State::kBeforeDocument:
-        if (is_whitespace(c)) return whitespace(c);
-        end_whitespace();
-        return c == '{' ? open(true) : fail();
-      case State::kObjectOpen:
-      case State::kObjectKey:
-        if (is_whitespace(c)) return whitespace(c);
-        end_whitespace();
-        if (c == '"') {
-          in_key_ = true;
-          state_ = State::kString;
-          return true;
-        }
-        if (c == '}' && state_ == State::kObjectOpen) return close(true);
-        return fail();
-      case State::kColon:
-        if (is_whitespace(c)) return whitespace(c);
-        end_whitespace();
-        if (c != ':') return fail();
-        state_ = State::kValue;
-        return true;
-      case State::kValue:
-        if (is_whitespace(c)) return whitespace(c);
-        end_whitespace();
-        return begin_value(c);
-      case State::kArrayOpen:
-        if (is_whitespace(c)) return whitespace(c);
-        end_whitespace();
-        if (c == ']') return close(false);
-        return begin_value(c);
-      case State::kAfterValue:
-        if (is_whitespace(c)) return whitespace(c);
-        end_whitespace();
-        if (c == ',') {
-          state_ = top_is_object() ? State::kObjectKey : State::kValue;
-          return true;
-        }
-        if (c == '}' || c == ']') return close(c == '}');
-        return fail();
-      case State::kString:
-        return string_byte(c);
-      case State::kUtf8:
-        if (c < lo_ || c > hi_) return fail();
-        lo_ = 0x80;
-        hi_ = 0xBF;
-        if (--need_ == 0) state_ = State::kString;
-        return true;
-      case State::kEscape:
-        switch (c) {
-          case '"':
-          case '\\':
-          case '/':
-          case 'b':
-          case 'f':
-          case 'n':
-          case 'r':
-          case 't':
-            state_ = State::kString;
-            return true;
-          case 'u':
-            state_ = State::kHex;
-            need_ = 4;
-            hex_ = 0;
-            return true;
-          default:
-            return fail();
-        }
-      case State::kHex: {
-        const int v = hex_value(c);
-        if (v < 0) return fail();
-        hex_ = static_cast<uint16_t>(hex_ * 16 + v);
-        if (--need_ > 0) {
-          // Judge the digits so far by the values they can still become, so that no accepted
-          // prefix is a dead end: after a high surrogate only DC00..DFFF may follow, elsewhere
-          // DC00..DFFF (a lone low surrogate) may not.
-          const uint32_t lo = static_cast<uint32_t>(hex_) << (4 * need_);
-          const uint32_t hi = lo + (uint32_t{1} << (4 * need_)) - 1;
-          const bool may_be_low = hi >= 0xDC00 && lo <= 0xDFFF;
-          const bool must_be_low = lo >= 0xDC00 && hi <= 0xDFFF;
-          if (want_low_surrogate_ ? !may_be_low : must_be_low) return fail();
-          return true;
-        }
-        const bool high = hex_ >= 0xD800 && hex_ <= 0xDBFF;
-        const bool low = hex_ >= 0xDC00 && hex_ <= 0xDFFF;
-        if (want_low_surrogate_) {
-          if (!low) return fail();
-          want_low_surrogate_ = false;
-          state_ = State::kString;
-        } else if (high) {
-          want_low_surrogate_ = true;
-          state_ = State::kLowBackslash;
-        } else if (low) {
-          return fail();
-        } else {
-          state_ = State::kString;
-        }
+bool JsonRecognizer::structural(uint8_t c) {
+  if (is_whitespace(c)) return whitespace(c);
+  end_whitespace();
+  switch (state_) {
+    case State::kBeforeDocument:
+      return c == '{' ? open(true) : fail();
+    case State::kObjectOpen:
+    case State::kObjectKey:
+      if (c == '"') {
+        in_key_ = true;
+        state_ = State::kString;
         return true;
       }
-      case State::kLowBackslash:
-        if (c != '\\') return fail();
-        state_ = State::kLowU;
-        return true;
-      case State::kLowU:
-        if (c != 'u') return fail();
-        state_ = State::kHex;
-        need_ = 4;
-        hex_ = 0;
-        return true;
-      case State::kMinus:
-        if (c == '0') {
-          state_ = State::kZero;
-          return true;
-        }
-        if (c >= '1' && c <= '9') {
-          state_ = State::kInt;
-          digits_ = 0;
-          return digit(max_integer_digits_);
-        }
-        return fail();
-      case State::kZero:
-      case State::kInt:
-        if (is_digit(c) && state_ == State::kInt) return digit(max_integer_digits_);
-        if (c == '.') {
-          state_ = State::kDot;
-          return true;
-        }
-        if (c == 'e' || c == 'E') {
-          state_ = State::kExp;
-          return true;
-        }
-        state_ = State::kAfterValue;
-        continue;
-      case State::kDot:
-        if (!is_digit(c)) return fail();
-        state_ = State::kFrac;
-        return true;
-      case State::kFrac:
-        if (is_digit(c)) return true;
-        if (c == 'e' || c == 'E') {
-          state_ = State::kExp;
-          return true;
-        }
-        state_ = State::kAfterValue;
-        continue;
-      case State::kExp:
-        digits_ = 0;
-        if (c == '+' || c == '-') {
-          state_ = State::kExpSign;
-          return true;
-        }
-        if (!is_digit(c)) return fail();
-        state_ = State::kExpDigits;
-        return digit(max_exponent_digits_);
-      case State::kExpSign:
-        if (!is_digit(c)) return fail();
-        state_ = State::kExpDigits;
-        return digit(max_exponent_digits_);
-      case State::kExpDigits:
-        if (is_digit(c)) return digit(max_exponent_digits_);
-        state_ = State::kAfterValue;
-        continue;
-      case State::kLiteral: {
-        const std::string_view word = kLiterals[literal_];
-        if (c != static_cast<uint8_t>(word[need_])) return fail();
-        if (++need_ == word.size()) state_ = State::kAfterValue;
+      if (c == '}' && state_ == State::kObjectOpen) return close(true);
+      return fail();
+    case State::kColon:
+      if (c != ':') return fail();
+      state_ = State::kValue;
+      return true;
+    case State::kValue:
+      return begin_value(c);
+    case State::kArrayOpen:
+      if (c == ']') return close(false);
+      return begin_value(c);
+    case State::kAfterValue:
+      if (c == ',') {
+        state_ = top_is_object() ? State::kObjectKey : State::kValue;
         return true;
       }
-      case State::kDone:
-      case State::kFailed:
-        return fail();
-    }
+      if (c == '}' || c == ']') return close(c == '}');
+      return fail();
+    default:
+      return fail();
+  }
+}
+
+bool JsonRecognizer::utf8_continuation(uint8_t c) {
+  if (c < lo_ || c > hi_) return fail();
+  lo_ = 0x80;
+  hi_ = 0xBF;
+  if (--need_ == 0) state_ = State::kString;
+  return true;
+}
+
+bool JsonRecognizer::escape_byte(uint8_t c) {
+  switch (c) {
+    case '"':
+    case '\\':
+    case '/':
+    case 'b':
+    case 'f':
+    case 'n':
+    case 'r':
+    case 't':
+      state_ = State::kString;
+      return true;
+    case 'u':
+      begin_hex();
+      return true;
+    default:
+      return fail();
+  }
+}
+
+void JsonRecognizer::begin_hex() {
+  state_ = State::kHex;
+  need_ = 4;
+  hex_ = 0;
+}
+
+bool JsonRecognizer::hex_digit(uint8_t c) {
+  const int v = hex_value(c);
+  if (v < 0) return fail();
+  hex_ = static_cast<uint16_t>(hex_ * 16 + v);
+  if (--need_ > 0) {
+    // Judge the digits so far by the values they can still become, so that no accepted prefix
+    // is a dead end: after a high surrogate only DC00..DFFF may follow, elsewhere DC00..DFFF (a
+    // lone low surrogate) may not.
+    const uint32_t lo = static_cast<uint32_t>(hex_) << (4 * need_);
+    const uint32_t hi = lo + (uint32_t{1} << (4 * need_)) - 1;
+    const bool may_be_low = hi >= 0xDC00 && lo <= 0xDFFF;
+    const bool must_be_low = lo >= 0xDC00 && hi <= 0xDFFF;
+    if (want_low_surrogate_ ? !may_be_low : must_be_low) return fail();
+    return true;
+  }
+  const bool high = hex_ >= 0xD800 && hex_ <= 0xDBFF;
+  const bool low = hex_ >= 0xDC00 && hex_ <= 0xDFFF;
+  if (want_low_surrogate_) {
+    if (!low) return fail();
+    want_low_surrogate_ = false;
+    state_ = State::kString;
+  } else if (high) {
+    want_low_surrogate_ = true;
+    state_ = State::kLowBackslash;
+  } else if (low) {
     return fail();
+  } else {
+    state_ = State::kString;
+  }
+  return true;
+}
+
+bool JsonRecognizer::low_surrogate_prefix(uint8_t c) {
+  if (state_ == State::kLowBackslash) {
+    if (c != '\\') return fail();
+    state_ = State::kLowU;
+    return true;
+  }
+  if (c != 'u') return fail();
+  begin_hex();
+  return true;
+}
+
+bool JsonRecognizer::number_byte(uint8_t c) {
+  switch (state_) {
+    case State::kMinus:
+      if (c == '0') {
+        state_ = State::kZero;
+        return true;
+      }
+      if (c >= '1' && c <= '9') {
+        state_ = State::kInt;
+        digits_ = 0;
+        return digit(max_integer_digits_);
+      }
+      return fail();
+    case State::kZero:
+    case State::kInt:
+      if (is_digit(c) && state_ == State::kInt) return digit(max_integer_digits_);
+      if (c == '.') {
+        state_ = State::kDot;
+        return true;
+      }
+      break;
+    case State::kDot:
+      if (!is_digit(c)) return fail();
+      state_ = State::kFrac;
+      return true;
+    case State::kFrac:
+      if (is_digit(c)) return true;
+      break;
+    case State::kExp:
+      digits_ = 0;
+      if (c == '+' || c == '-') {
+        state_ = State::kExpSign;
+        return true;
+      }
+      [[fallthrough]];
+    case State::kExpSign:
+      if (!is_digit(c)) return fail();
+      state_ = State::kExpDigits;
+      return digit(max_exponent_digits_);
+    case State::kExpDigits:
+      if (is_digit(c)) return digit(max_exponent_digits_);
+      return end_number(c);
+    default:
+      return fail();
+  }
+  // kZero, kInt and kFrac: an exponent may follow, or the number has ended.
+  if (c == 'e' || c == 'E') {
+    state_ = State::kExp;
+    return true;
+  }
+  return end_number(c);
+}
+
+// A number has no end byte of its own: the byte after it ends it and is then read as what
+// follows a value.
+bool JsonRecognizer::end_number(uint8_t c) {
+  state_ = State::kAfterValue;
+  return structural(c);
+}
+
+bool JsonRecognizer::literal_byte(uint8_t c) {
+  const std::string_view word = kLiterals[literal_];
+  if (c != static_cast<uint8_t>(word[need_])) return fail();
+  if (++need_ == word.size()) state_ = State::kAfterValue;
+  return true;
+}
+
+bool JsonRecognizer::advance(uint8_t c) {
+  // The enum keeps each group of states together (json_recognizer.h).
+  if (state_ <= State::kAfterValue) return structural(c);
+  if (state_ >= State::kMinus && state_ <= State::kExpDigits) return number_byte(c);
+  switch (state_) {
+    case State::kString:
+      return string_byte(c);
+    case State::kUtf8:
+      return utf8_continuation(c);
+    case State::kEscape:
+      return escape_byte(c);
+    case State::kHex:
+      return hex_digit(c);
+    case State::kLowBackslash:
+    case State::kLowU:
+      return low_surrogate_prefix(c);
+    case State::kLiteral:
+      return literal_byte(c);
+    default:  // kDone, kFailed
+      return fail();
   }
 }
 
@@ -332,54 +349,36 @@ bool JsonRecognizer::advance(std::string_view bytes) {
 }
 
 const char* JsonRecognizer::expected() const {
-  switch (state_) {
-    case State::kBeforeDocument:
-      return "'{' (the document must be an object)";
-    case State::kObjectOpen:
-      return "a key string or '}'";
-    case State::kObjectKey:
-      return "a key string";
-    case State::kColon:
-      return "':'";
-    case State::kValue:
-      return "a value";
-    case State::kArrayOpen:
-      return "a value or ']'";
-    case State::kAfterValue:
-      return top_is_object() ? "',' or '}'" : "',' or ']'";
-    case State::kString:
-      return "a string character, '\\' or '\"' (control characters must be escaped)";
-    case State::kEscape:
-      return "an escape: one of \" \\ / b f n r t u";
-    case State::kHex:
-      return "a hex digit of \\u";
-    case State::kLowBackslash:
-    case State::kLowU:
-      return "'\\u' and a low surrogate after a high surrogate";
-    case State::kUtf8:
-      return "a UTF-8 continuation byte";
-    case State::kMinus:
-      return "a digit after '-'";
-    case State::kZero:
-      return "'.', 'e', or the end of the number (no leading zeros)";
-    case State::kInt:
-    case State::kFrac:
-      return "a digit (within the digit limit), or the end of the number";
-    case State::kDot:
-      return "a digit after '.'";
-    case State::kExp:
-      return "a digit or sign of the exponent";
-    case State::kExpSign:
-    case State::kExpDigits:
-      return "a digit of the exponent (within the digit limit)";
-    case State::kLiteral:
-      return "the rest of true, false or null";
-    case State::kDone:
-      return "nothing (the object is complete)";
-    case State::kFailed:
-      return "nothing (the recognizer failed earlier)";
-  }
-  return "?";
+  // Indexed by State; after a value, the closing bracket depends on the innermost container.
+  static constexpr std::array<const char*, 24> kExpected = {
+      "'{' (the document must be an object)",
+      "a key string or '}'",
+      "a key string",
+      "':'",
+      "a value",
+      "a value or ']'",
+      "',' or ']'",
+      "a string character, '\\' or '\"' (control characters must be escaped)",
+      "an escape: one of \" \\ / b f n r t u",
+      "a hex digit of \\u",
+      "'\\u' and a low surrogate after a high surrogate",
+      "'\\u' and a low surrogate after a high surrogate",
+      "a UTF-8 continuation byte",
+      "a digit after '-'",
+      "'.', 'e', or the end of the number (no leading zeros)",
+      "a digit (within the digit limit), or the end of the number",
+      "a digit after '.'",
+      "a digit (within the digit limit), or the end of the number",
+      "a digit or sign of the exponent",
+      "a digit of the exponent (within the digit limit)",
+      "a digit of the exponent (within the digit limit)",
+      "the rest of true, false or null",
+      "nothing (the object is complete)",
+      "nothing (the recognizer failed earlier)",
+  };
+  static_assert(kExpected.size() == static_cast<size_t>(State::kFailed) + 1);
+  if (state_ == State::kAfterValue && top_is_object()) return "',' or '}'";
+  return enum_name(kExpected, state_, "?");
 }
 
 Status JsonRecognizer::feed(std::string_view bytes, int64_t offset) {

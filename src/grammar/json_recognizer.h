@@ -66,6 +66,8 @@ class JsonRecognizer {
   const char* expected() const;
 
  private:
+  // advance() dispatches on ranges of this order: the structural states first (through
+  // kAfterValue), then the string's, the number's (kMinus through kExpDigits), the rest.
   enum class State : uint8_t {
     kBeforeDocument,  // whitespace or '{'
     kObjectOpen,      // after '{': whitespace, a key or '}'
@@ -102,8 +104,18 @@ class JsonRecognizer {
   }
   bool open(bool is_object);
   bool close(bool is_object);
+  // One function per group of states; advance() dispatches on state_.
+  bool structural(uint8_t byte);  // outside strings, numbers and literals
   bool begin_value(uint8_t byte);
   bool string_byte(uint8_t byte);
+  bool utf8_continuation(uint8_t byte);
+  bool escape_byte(uint8_t byte);
+  void begin_hex();
+  bool hex_digit(uint8_t byte);
+  bool low_surrogate_prefix(uint8_t byte);  // the backslash and u before a low surrogate
+  bool number_byte(uint8_t byte);
+  bool end_number(uint8_t byte);
+  bool literal_byte(uint8_t byte);
   // Counts a digit of the integer part or exponent against its limit.
   bool digit(uint16_t limit);
   bool top_is_object() const;

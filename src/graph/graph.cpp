@@ -3,40 +3,20 @@
 #include <algorithm>
 
 #include "core/check.h"
+#include "core/enum_names.h"
 #include "graph/weight_tensor.h"
 
 namespace minfer {
 
+namespace {
+constexpr std::array<const char*, 13> kOpNames = {
+    "get_rows", "rms_norm", "matmul", "add_row",  "add",       "mul",        "silu",
+    "swiglu",   "scale",    "rope",   "kv_store", "attention", "select_rows"};
+static_assert(kOpNames.size() == static_cast<size_t>(OpKind::kSelectRows) + 1);
+}  // namespace
+
 const char* op_name(OpKind op) {
-  switch (op) {
-    case OpKind::kGetRows:
-      return "get_rows";
-    case OpKind::kRmsNorm:
-      return "rms_norm";
-    case OpKind::kMatmul:
-      return "matmul";
-    case OpKind::kAddRow:
-      return "add_row";
-    case OpKind::kAdd:
-      return "add";
-    case OpKind::kMul:
-      return "mul";
-    case OpKind::kSilu:
-      return "silu";
-    case OpKind::kSwiglu:
-      return "swiglu";
-    case OpKind::kScale:
-      return "scale";
-    case OpKind::kRope:
-      return "rope";
-    case OpKind::kKvStore:
-      return "kv_store";
-    case OpKind::kAttention:
-      return "attention";
-    case OpKind::kSelectRows:
-      return "select_rows";
-  }
-  return "?";
+  return enum_name(kOpNames, op, "?");
 }
 
 bool op_can_run_in_place(OpKind op) {

@@ -50,26 +50,13 @@ void dequantize_row_q3_K(const BlockQ3K* x, float* y, int64_t n) {
   }
 }
 
-void dequantize_row_q4_K(const BlockQ4K* x, float* y, int64_t n) {
-  const int64_t nb = n / kQKK;
-  for (int64_t i = 0; i < nb; ++i) {
-    const float d = fp16_to_fp32(x[i].d);
-    const float dmin = fp16_to_fp32(x[i].dmin);
-    for (int c = 0; c < kQKK / 64; ++c) {
-      const uint8_t* q = x[i].qs + 32 * c;
-      const ScaleMin lo = k4_scale_min(2 * c, x[i].scales);
-      const ScaleMin hi = k4_scale_min(2 * c + 1, x[i].scales);
-      const float d1 = d * static_cast<float>(lo.scale);
-      const float m1 = dmin * static_cast<float>(lo.min);
-      const float d2 = d * static_cast<float>(hi.scale);
-      const float m2 = dmin * static_cast<float>(hi.min);
-      for (int l = 0; l < 32; ++l) *y++ = d1 * static_cast<float>(q[l] & 0xf) - m1;
-      for (int l = 0; l < 32; ++l) *y++ = d2 * static_cast<float>(q[l] >> 4) - m2;
-    }
-  }
-}
+namespace {
 
-void dequantize_row_q5_K(const BlockQ5K* x, float* y, int64_t n) {
+// Q4_K and Q5_K: 8 sub-blocks of 32 with 6-bit (scale, min) pairs; chunk c holds sub-block 2c in
+// the low nibbles of qs[32c..32c+31] and 2c + 1 in the high ones. Q5_K adds each element's fifth
+// bit from qh (element 32k + l in bit k of qh[l]); `fifth_bit(block, l, k)` returns it as 0 or 16.
+template <typename Block, typename FifthBit>
+void dequantize_row_k4(const Block* x, float* y, int64_t n, FifthBit fifth_bit) {
   const int64_t nb = n / kQKK;
   for (int64_t i = 0; i < nb; ++i) {
     const float d = fp16_to_fp32(x[i].d);
@@ -83,15 +70,26 @@ void dequantize_row_q5_K(const BlockQ5K* x, float* y, int64_t n) {
       const float d2 = d * static_cast<float>(hi.scale);
       const float m2 = dmin * static_cast<float>(hi.min);
       for (int l = 0; l < 32; ++l) {
-        const int level = (q[l] & 0xf) | (((x[i].qh[l] >> (2 * c)) & 1) << 4);
+        const int level = (q[l] & 0xf) | fifth_bit(x[i], l, 2 * c);
         *y++ = d1 * static_cast<float>(level) - m1;
       }
       for (int l = 0; l < 32; ++l) {
-        const int level = (q[l] >> 4) | (((x[i].qh[l] >> (2 * c + 1)) & 1) << 4);
+        const int level = (q[l] >> 4) | fifth_bit(x[i], l, 2 * c + 1);
         *y++ = d2 * static_cast<float>(level) - m2;
       }
     }
   }
+}
+
+}  // namespace
+
+void dequantize_row_q4_K(const BlockQ4K* x, float* y, int64_t n) {
+  dequantize_row_k4(x, y, n, [](const BlockQ4K&, int, int) { return 0; });
+}
+
+void dequantize_row_q5_K(const BlockQ5K* x, float* y, int64_t n) {
+  dequantize_row_k4(
+      x, y, n, [](const BlockQ5K& block, int l, int k) { return ((block.qh[l] >> k) & 1) << 4; });
 }
 
 void dequantize_row_q6_K(const BlockQ6K* x, float* y, int64_t n) {

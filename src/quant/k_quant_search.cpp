@@ -3,31 +3,15 @@
 #include <algorithm>
 #include <cmath>
 
+#include "quant/block_stats.h"
+
 namespace minfer::kquant {
 
-namespace {
+using quant_util::clamp_int;
+using quant_util::signed_absmax;
+using quant_util::SignedMax;
 
-int clamp_int(int v, int lo, int hi) {
-  return std::max(lo, std::min(hi, v));
-}
-
-struct SignedMax {
-  float value = 0.0f;
-  float magnitude = 0.0f;
-};
-SignedMax signed_absmax(const float* x, int n) {
-  SignedMax m;
-  for (int i = 0; i < n; ++i) {
-    const float ax = std::fabs(x[i]);
-    if (ax > m.magnitude) {
-      m.magnitude = ax;
-      m.value = x[i];
-    }
-  }
-  return m;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 float make_qx_quants(int n, int nmax, const float* x, int8_t* L) {
   const SignedMax sm = signed_absmax(x, n);

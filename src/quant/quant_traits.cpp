@@ -86,19 +86,26 @@ const Table& table() {
   return kTable;
 }
 
-// Expected bytes for n elements, or an error naming what is wrong.
-Result<uint64_t> checked_row_bytes(const char* what, GgmlType type, uint64_t n) {
+// Ok when the type has traits, n is a multiple of its block size and the quantized side of the
+// conversion holds exactly the bytes n elements need; else an error naming what is wrong.
+Status check_row(const char* what, GgmlType type, uint64_t n, uint64_t quantized_bytes) {
   const QuantTraits* traits = quant_traits(type);
+  const std::string_view name = ggml_type_info(type).name;
   if (traits == nullptr) {
-    return make_error(ErrorCode::kUnsupported, "[quant] {}: type {} is not supported", what,
-                      ggml_type_info(type).name);
+    return make_error(ErrorCode::kUnsupported, "[quant] {}: type {} is not supported", what, name);
   }
   if (n % traits->block_size != 0) {
     return make_error(ErrorCode::kInvalidArgument,
-                      "[quant] {} {}: element count must be a multiple of {}, got {}", what,
-                      ggml_type_info(type).name, traits->block_size, n);
+                      "[quant] {} {}: element count must be a multiple of {}, got {}", what, name,
+                      traits->block_size, n);
   }
-  return n / traits->block_size * traits->bytes_per_block;
+  const uint64_t bytes = n / traits->block_size * traits->bytes_per_block;
+  if (quantized_bytes != bytes) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "[quant] {} {}: {} elements need {} bytes, got {}", what, name, n, bytes,
+                      quantized_bytes);
+  }
+  return Status::ok();
 }
 
 }  // namespace
@@ -110,42 +117,35 @@ const QuantTraits* quant_traits(GgmlType type) {
   return nullptr;
 }
 
-void dequantize_row(GgmlType type, const void* src, float* dst, int64_t n) {
+namespace {
+
+// The traits for converting n elements of `type`, whose validity the caller guarantees: a type
+// without traits or an n that is not a multiple of the block size is a bug (`caller` names it).
+const QuantTraits& traits_for_row(const char* caller, GgmlType type, int64_t n) {
   const QuantTraits* traits = quant_traits(type);
-  MINFER_CHECK(traits != nullptr, "dequantize_row: type without quant traits");
-  MINFER_CHECK(n >= 0 && n % traits->block_size == 0,
-               "dequantize_row: n is not a multiple of the block size");
-  traits->to_float(src, dst, n);
+  MINFER_CHECK(traits != nullptr, caller);
+  MINFER_CHECK(n >= 0 && n % traits->block_size == 0, caller);
+  return *traits;
+}
+
+}  // namespace
+
+void dequantize_row(GgmlType type, const void* src, float* dst, int64_t n) {
+  traits_for_row("dequantize_row", type, n).to_float(src, dst, n);
 }
 
 void quantize_row(GgmlType type, const float* src, void* dst, int64_t n) {
-  const QuantTraits* traits = quant_traits(type);
-  MINFER_CHECK(traits != nullptr, "quantize_row: type without quant traits");
-  MINFER_CHECK(n >= 0 && n % traits->block_size == 0,
-               "quantize_row: n is not a multiple of the block size");
-  traits->from_float(src, dst, n);
+  traits_for_row("quantize_row", type, n).from_float(src, dst, n);
 }
 
 Status dequantize_checked(GgmlType type, std::span<const uint8_t> src, std::span<float> dst) {
-  Result<uint64_t> bytes = checked_row_bytes("dequantize", type, dst.size());
-  if (!bytes.is_ok()) return bytes.status();
-  if (src.size() != *bytes) {
-    return make_error(ErrorCode::kInvalidArgument,
-                      "[quant] dequantize {}: {} elements need {} bytes, got {}",
-                      ggml_type_info(type).name, dst.size(), *bytes, src.size());
-  }
+  MINFER_RETURN_IF_ERROR(check_row("dequantize", type, dst.size(), src.size()));
   quant_traits(type)->to_float(src.data(), dst.data(), static_cast<int64_t>(dst.size()));
   return Status::ok();
 }
 
 Status quantize_checked(GgmlType type, std::span<const float> src, std::span<uint8_t> dst) {
-  Result<uint64_t> bytes = checked_row_bytes("quantize", type, src.size());
-  if (!bytes.is_ok()) return bytes.status();
-  if (dst.size() != *bytes) {
-    return make_error(ErrorCode::kInvalidArgument,
-                      "[quant] quantize {}: {} elements need {} bytes, got {}",
-                      ggml_type_info(type).name, src.size(), *bytes, dst.size());
-  }
+  MINFER_RETURN_IF_ERROR(check_row("quantize", type, src.size(), dst.size()));
   // The quantizers convert scaled values to integers, which is undefined for NaN and inf.
   for (size_t i = 0; i < src.size(); ++i) {
     if (!std::isfinite(src[i])) {

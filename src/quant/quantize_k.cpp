@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "quant/block_stats.h"
 #include "quant/fp16.h"
 #include "quant/k_quant_search.h"
 #include "quant/quantize.h"
@@ -13,12 +14,10 @@
 namespace minfer {
 
 using kquant::nearest_int;
+using quant_util::clamp_int;
+using quant_util::signed_absmax;
 
 namespace {
-
-int clamp_int(int v, int lo, int hi) {
-  return std::max(lo, std::min(hi, v));
-}
 
 // Packs 2-bit levels L[256] the Q2_K/Q3_K way: qs[32h + l] holds L[128h + 32k + l] in bits 2k.
 void pack_2bit(const uint8_t* L, uint8_t* qs) {
@@ -154,15 +153,11 @@ void quantize_row_q3_K(const float* x, BlockQ3K* y, int64_t n) {
   for (int64_t i = 0; i < nb; ++i, x += kQKK) {
     int8_t L[kQKK];           // [256] levels in [0, 7]
     float scales[kQKK / 16];  // [16] signed sub-block scales
-    float max_scale = 0.0f;   // the scale of largest magnitude, with its sign
-    float amax = 0.0f;
     for (int j = 0; j < kQKK / 16; ++j) {
       scales[j] = kquant::make_q3_quants(16, 4, x + 16 * j, L + 16 * j);
-      if (std::fabs(scales[j]) > amax) {
-        amax = std::fabs(scales[j]);
-        max_scale = scales[j];
-      }
     }
+    // The scale of largest magnitude, with its sign.
+    const float max_scale = signed_absmax(scales, kQKK / 16).value;
     std::memset(y[i].scales, 0, sizeof(y[i].scales));
     if (max_scale != 0.0f) {
       // 6-bit signed scales in [-32, 31]; the largest maps to -32.
@@ -241,15 +236,10 @@ void quantize_row_q6_K(const float* x, BlockQ6K* y, int64_t n) {
   for (int64_t i = 0; i < nb; ++i, x += kQKK) {
     int8_t L[kQKK];           // [256] levels in [0, 63]
     float scales[kQKK / 16];  // [16]
-    float max_scale = 0.0f;
-    float max_abs_scale = 0.0f;
     for (int j = 0; j < kQKK / 16; ++j) {
       scales[j] = kquant::make_qx_quants(16, 32, x + 16 * j, L + 16 * j);
-      if (std::fabs(scales[j]) > max_abs_scale) {
-        max_abs_scale = std::fabs(scales[j]);
-        max_scale = scales[j];
-      }
     }
+    const auto [max_scale, max_abs_scale] = signed_absmax(scales, kQKK / 16);
     if (max_abs_scale < kquant::kGroupMaxEps) {
       std::memset(&y[i], 0, sizeof(BlockQ6K));
       continue;
@@ -286,14 +276,7 @@ void quantize_row_q6_K(const float* x, BlockQ6K* y, int64_t n) {
 void quantize_row_q8_K(const float* x, BlockQ8K* y, int64_t n) {
   const int64_t nb = n / kQKK;
   for (int64_t i = 0; i < nb; ++i, x += kQKK) {
-    float max = 0.0f;
-    float amax = 0.0f;
-    for (int j = 0; j < kQKK; ++j) {
-      if (std::fabs(x[j]) > amax) {
-        amax = std::fabs(x[j]);
-        max = x[j];
-      }
-    }
+    const auto [max, amax] = signed_absmax(x, kQKK);
     if (amax == 0.0f) {
       std::memset(&y[i], 0, sizeof(BlockQ8K));
       continue;

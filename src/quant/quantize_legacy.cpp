@@ -6,7 +6,9 @@
 #include <cfloat>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
+#include "quant/block_stats.h"
 #include "quant/fp16.h"
 #include "quant/quantize.h"
 
@@ -27,21 +29,7 @@ void bf16_to_fp32_row(const uint16_t* x, float* y, int64_t n) {
 
 namespace {
 
-// The element of largest magnitude, with its sign (the first one on ties), and that magnitude.
-struct SignedMax {
-  float value = 0.0f;
-  float magnitude = 0.0f;
-};
-SignedMax signed_absmax(const float* x, int n) {
-  SignedMax m;
-  for (int j = 0; j < n; ++j) {
-    if (m.magnitude < std::fabs(x[j])) {
-      m.magnitude = std::fabs(x[j]);
-      m.value = x[j];
-    }
-  }
-  return m;
-}
+using quant_util::signed_absmax;
 
 struct MinMax {
   float min = FLT_MAX;
@@ -70,156 +58,177 @@ uint32_t load_u32(const uint8_t* p) {
 
 }  // namespace
 
-void quantize_row_q4_0(const float* x, BlockQ4_0* y, int64_t n) {
-  const int64_t nb = n / kQK4_0;
-  for (int64_t i = 0; i < nb; ++i, x += kQK4_0) {
-    // The signed extreme maps to -8, so the full 16 levels are used on its side.
-    const float d = signed_absmax(x, kQK4_0).value / -8;
+namespace {
+
+// Packs the levels of elements j and j + 16 of a 32-element block: the low nibbles into qs[j]
+// and, for 5-bit types, the fifth bits into bit j and j + 16 of qh.
+template <int kBits>
+void pack_pair(int j, int q0, int q1, uint8_t* qs, uint32_t& qh) {
+  qs[j] = static_cast<uint8_t>((q0 & 0xf) | ((q1 & 0xf) << 4));
+  if constexpr (kBits == 5) {
+    qh |= static_cast<uint32_t>(q0 >> 4) << j;
+    qh |= static_cast<uint32_t>(q1 >> 4) << (j + 16);
+  }
+}
+
+// Q4_0 and Q5_0: d = signed extreme / -2^(b-1), so the full 2^b levels are used on its side.
+template <int kBits, typename Block>
+void quantize_row_symmetric(const float* x, Block* y, int64_t n) {
+  constexpr int kBlock = 32;
+  constexpr int kHalf = 1 << (kBits - 1);  // 8 or 16
+  constexpr int kTop = (1 << kBits) - 1;   // 15 or 31
+  constexpr float kOffset = kHalf + 0.5f;  // 8.5f or 16.5f
+  const int64_t nb = n / kBlock;
+  for (int64_t i = 0; i < nb; ++i, x += kBlock) {
+    const float d = signed_absmax(x, kBlock).value / -kHalf;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     y[i].d = fp32_to_fp16(d);
-    for (int j = 0; j < kQK4_0 / 2; ++j) {
-      // x * id lies in [-8, 8]; adding 8.5 then truncating rounds half up (values are >= 0).
-      const int q0 = std::min(15, static_cast<int>(x[j] * id + 8.5f));
-      const int q1 = std::min(15, static_cast<int>(x[j + kQK4_0 / 2] * id + 8.5f));
-      y[i].qs[j] = static_cast<uint8_t>(q0 | (q1 << 4));
+    uint32_t qh = 0;
+    for (int j = 0; j < kBlock / 2; ++j) {
+      // x * id lies in [-2^(b-1), 2^(b-1)]; adding 2^(b-1) + 0.5 then truncating rounds half up
+      // (values are >= 0).
+      const int q0 = std::min(kTop, static_cast<int>(x[j] * id + kOffset));
+      const int q1 = std::min(kTop, static_cast<int>(x[j + kBlock / 2] * id + kOffset));
+      pack_pair<kBits>(j, q0, q1, y[i].qs, qh);
     }
+    if constexpr (kBits == 5) std::memcpy(y[i].qh, &qh, sizeof(qh));
   }
+}
+
+// Q4_1 and Q5_1: x ~ d * q + m over the block's [min, max] in 2^b - 1 steps.
+template <int kBits, typename Block>
+void quantize_row_asymmetric(const float* x, Block* y, int64_t n) {
+  constexpr int kBlock = 32;
+  constexpr int kTop = (1 << kBits) - 1;  // 15 or 31
+  const int64_t nb = n / kBlock;
+  for (int64_t i = 0; i < nb; ++i, x += kBlock) {
+    const MinMax mm = min_max(x, kBlock);
+    const float d = (mm.max - mm.min) / kTop;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[i].d = fp32_to_fp16(d);
+    y[i].m = fp32_to_fp16(mm.min);
+    uint32_t qh = 0;
+    for (int j = 0; j < kBlock / 2; ++j) {
+      // (x - min) * id <= 2^b - 1 up to rounding, so the clamp never changes a value; it only
+      // guards the packing.
+      const int q0 = std::min(kTop, static_cast<int>((x[j] - mm.min) * id + 0.5f));
+      const int q1 = std::min(kTop, static_cast<int>((x[j + kBlock / 2] - mm.min) * id + 0.5f));
+      pack_pair<kBits>(j, q0, q1, y[i].qs, qh);
+    }
+    if constexpr (kBits == 5) std::memcpy(y[i].qh, &qh, sizeof(qh));
+  }
+}
+
+static_assert(kQK4_0 == 32 && kQK4_1 == 32 && kQK5_0 == 32 && kQK5_1 == 32);
+
+}  // namespace
+
+void quantize_row_q4_0(const float* x, BlockQ4_0* y, int64_t n) {
+  quantize_row_symmetric<4>(x, y, n);
 }
 
 void quantize_row_q4_1(const float* x, BlockQ4_1* y, int64_t n) {
-  const int64_t nb = n / kQK4_1;
-  for (int64_t i = 0; i < nb; ++i, x += kQK4_1) {
-    const MinMax mm = min_max(x, kQK4_1);
-    const float d = (mm.max - mm.min) / 15;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    y[i].d = fp32_to_fp16(d);
-    y[i].m = fp32_to_fp16(mm.min);
-    for (int j = 0; j < kQK4_1 / 2; ++j) {
-      const int q0 = std::min(15, static_cast<int>((x[j] - mm.min) * id + 0.5f));
-      const int q1 = std::min(15, static_cast<int>((x[j + kQK4_1 / 2] - mm.min) * id + 0.5f));
-      y[i].qs[j] = static_cast<uint8_t>(q0 | (q1 << 4));
-    }
-  }
+  quantize_row_asymmetric<4>(x, y, n);
 }
 
 void quantize_row_q5_0(const float* x, BlockQ5_0* y, int64_t n) {
-  const int64_t nb = n / kQK5_0;
-  for (int64_t i = 0; i < nb; ++i, x += kQK5_0) {
-    const float d = signed_absmax(x, kQK5_0).value / -16;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    y[i].d = fp32_to_fp16(d);
-    uint32_t qh = 0;
-    for (int j = 0; j < kQK5_0 / 2; ++j) {
-      const int q0 = std::min(31, static_cast<int>(x[j] * id + 16.5f));
-      const int q1 = std::min(31, static_cast<int>(x[j + kQK5_0 / 2] * id + 16.5f));
-      y[i].qs[j] = static_cast<uint8_t>((q0 & 0xf) | ((q1 & 0xf) << 4));
-      qh |= static_cast<uint32_t>(q0 >> 4) << j;
-      qh |= static_cast<uint32_t>(q1 >> 4) << (j + kQK5_0 / 2);
-    }
-    std::memcpy(y[i].qh, &qh, sizeof(qh));
-  }
+  quantize_row_symmetric<5>(x, y, n);
 }
 
 void quantize_row_q5_1(const float* x, BlockQ5_1* y, int64_t n) {
-  const int64_t nb = n / kQK5_1;
-  for (int64_t i = 0; i < nb; ++i, x += kQK5_1) {
-    const MinMax mm = min_max(x, kQK5_1);
-    const float d = (mm.max - mm.min) / 31;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    y[i].d = fp32_to_fp16(d);
-    y[i].m = fp32_to_fp16(mm.min);
-    uint32_t qh = 0;
-    for (int j = 0; j < kQK5_1 / 2; ++j) {
-      // (x - min) * id <= 31 up to rounding, so the clamp never changes a value; it only
-      // guards the 5-bit packing.
-      const int q0 = std::min(31, static_cast<int>((x[j] - mm.min) * id + 0.5f));
-      const int q1 = std::min(31, static_cast<int>((x[j + kQK5_1 / 2] - mm.min) * id + 0.5f));
-      y[i].qs[j] = static_cast<uint8_t>((q0 & 0xf) | ((q1 & 0xf) << 4));
-      qh |= static_cast<uint32_t>(q0 >> 4) << j;
-      qh |= static_cast<uint32_t>(q1 >> 4) << (j + kQK5_1 / 2);
-    }
-    std::memcpy(y[i].qh, &qh, sizeof(qh));
-  }
+  quantize_row_asymmetric<5>(x, y, n);
 }
 
-void quantize_row_q8_0(const float* x, BlockQ8_0* y, int64_t n) {
-  const int64_t nb = n / kQK8_0;
-  for (int64_t i = 0; i < nb; ++i, x += kQK8_0) {
-    const float d = absmax(x, kQK8_0) / 127;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    y[i].d = fp32_to_fp16(d);
-    // C's roundf: halfway cases away from zero (llama.cpp's reference; its AVX path rounds
-    // halfway cases to even, which differs only on exact ties).
-    for (int j = 0; j < kQK8_0; ++j) y[i].qs[j] = static_cast<int8_t>(std::round(x[j] * id));
-  }
-}
+namespace {
 
-void quantize_row_q8_1(const float* x, BlockQ8_1* y, int64_t n) {
-  const int64_t nb = n / kQK8_1;
-  for (int64_t i = 0; i < nb; ++i, x += kQK8_1) {
-    const float d = absmax(x, kQK8_1) / 127;
+// Q8_0 and Q8_1: d = absmax / 127; Q8_1 also stores s = d * (sum of the quants).
+template <typename Block>
+void quantize_row_q8(const float* x, Block* y, int64_t n) {
+  constexpr int kBlock = 32;
+  const int64_t nb = n / kBlock;
+  for (int64_t i = 0; i < nb; ++i, x += kBlock) {
+    const float d = absmax(x, kBlock) / 127;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     y[i].d = fp32_to_fp16(d);
     int sum = 0;
-    for (int j = 0; j < kQK8_1; ++j) {
+    for (int j = 0; j < kBlock; ++j) {
+      // C's roundf: halfway cases away from zero (llama.cpp's reference; its AVX path rounds
+      // halfway cases to even, which differs only on exact ties).
       y[i].qs[j] = static_cast<int8_t>(std::round(x[j] * id));
       sum += y[i].qs[j];
     }
     // s uses the unrounded float d, as llama.cpp's reference does.
-    y[i].s = fp32_to_fp16(static_cast<float>(sum) * d);
+    if constexpr (std::is_same_v<Block, BlockQ8_1>) {
+      y[i].s = fp32_to_fp16(static_cast<float>(sum) * d);
+    }
   }
 }
 
-void dequantize_row_q4_0(const BlockQ4_0* x, float* y, int64_t n) {
-  const int64_t nb = n / kQK4_0;
-  for (int64_t i = 0; i < nb; ++i, y += kQK4_0) {
+static_assert(kQK8_0 == 32 && kQK8_1 == 32);
+
+}  // namespace
+
+void quantize_row_q8_0(const float* x, BlockQ8_0* y, int64_t n) {
+  quantize_row_q8(x, y, n);
+}
+
+void quantize_row_q8_1(const float* x, BlockQ8_1* y, int64_t n) {
+  quantize_row_q8(x, y, n);
+}
+
+namespace {
+
+// Q4_0, Q4_1, Q5_0, Q5_1: 32 elements, element j in the low nibble of qs[j] and element j + 16 in
+// the high one; the 5-bit types add bit j of qh as the fifth bit of element j. The _0 types are
+// x = (q - 2^(b-1)) * d, the _1 types x = q * d + m.
+template <typename Block>
+void dequantize_row_32(const Block* x, float* y, int64_t n) {
+  constexpr int kBlock = 32;
+  constexpr int kBits = requires {
+    x->qh;
+  }
+  ? 5 : 4;
+  constexpr int kHalf = 1 << (kBits - 1);
+  constexpr bool kHasMin = requires {
+    x->m;
+  };
+  const int64_t nb = n / kBlock;
+  for (int64_t i = 0; i < nb; ++i, y += kBlock) {
     const float d = fp16_to_fp32(x[i].d);
-    for (int j = 0; j < kQK4_0 / 2; ++j) {
-      y[j] = static_cast<float>((x[i].qs[j] & 0xf) - 8) * d;
-      y[j + kQK4_0 / 2] = static_cast<float>((x[i].qs[j] >> 4) - 8) * d;
+    float m = 0.0f;
+    if constexpr (kHasMin) m = fp16_to_fp32(x[i].m);
+    uint32_t qh = 0;
+    if constexpr (kBits == 5) qh = load_u32(x[i].qh);
+    for (int j = 0; j < kBlock / 2; ++j) {
+      const int q0 = (x[i].qs[j] & 0xf) | (static_cast<int>((qh >> j) & 1u) << 4);
+      const int q1 = (x[i].qs[j] >> 4) | (static_cast<int>((qh >> (j + kBlock / 2)) & 1u) << 4);
+      if constexpr (kHasMin) {
+        y[j] = static_cast<float>(q0) * d + m;
+        y[j + kBlock / 2] = static_cast<float>(q1) * d + m;
+      } else {
+        y[j] = static_cast<float>(q0 - kHalf) * d;
+        y[j + kBlock / 2] = static_cast<float>(q1 - kHalf) * d;
+      }
     }
   }
+}
+
+}  // namespace
+
+void dequantize_row_q4_0(const BlockQ4_0* x, float* y, int64_t n) {
+  dequantize_row_32(x, y, n);
 }
 
 void dequantize_row_q4_1(const BlockQ4_1* x, float* y, int64_t n) {
-  const int64_t nb = n / kQK4_1;
-  for (int64_t i = 0; i < nb; ++i, y += kQK4_1) {
-    const float d = fp16_to_fp32(x[i].d);
-    const float m = fp16_to_fp32(x[i].m);
-    for (int j = 0; j < kQK4_1 / 2; ++j) {
-      y[j] = static_cast<float>(x[i].qs[j] & 0xf) * d + m;
-      y[j + kQK4_1 / 2] = static_cast<float>(x[i].qs[j] >> 4) * d + m;
-    }
-  }
+  dequantize_row_32(x, y, n);
 }
 
 void dequantize_row_q5_0(const BlockQ5_0* x, float* y, int64_t n) {
-  const int64_t nb = n / kQK5_0;
-  for (int64_t i = 0; i < nb; ++i, y += kQK5_0) {
-    const float d = fp16_to_fp32(x[i].d);
-    const uint32_t qh = load_u32(x[i].qh);
-    for (int j = 0; j < kQK5_0 / 2; ++j) {
-      const int h0 = static_cast<int>((qh >> j) & 1u) << 4;
-      const int h1 = static_cast<int>((qh >> (j + kQK5_0 / 2)) & 1u) << 4;
-      y[j] = static_cast<float>(((x[i].qs[j] & 0xf) | h0) - 16) * d;
-      y[j + kQK5_0 / 2] = static_cast<float>(((x[i].qs[j] >> 4) | h1) - 16) * d;
-    }
-  }
+  dequantize_row_32(x, y, n);
 }
 
 void dequantize_row_q5_1(const BlockQ5_1* x, float* y, int64_t n) {
-  const int64_t nb = n / kQK5_1;
-  for (int64_t i = 0; i < nb; ++i, y += kQK5_1) {
-    const float d = fp16_to_fp32(x[i].d);
-    const float m = fp16_to_fp32(x[i].m);
-    const uint32_t qh = load_u32(x[i].qh);
-    for (int j = 0; j < kQK5_1 / 2; ++j) {
-      const int h0 = static_cast<int>((qh >> j) & 1u) << 4;
-      const int h1 = static_cast<int>((qh >> (j + kQK5_1 / 2)) & 1u) << 4;
-      y[j] = static_cast<float>((x[i].qs[j] & 0xf) | h0) * d + m;
-      y[j + kQK5_1 / 2] = static_cast<float>((x[i].qs[j] >> 4) | h1) * d + m;
-    }
-  }
+  dequantize_row_32(x, y, n);
 }
 
 void dequantize_row_q8_0(const BlockQ8_0* x, float* y, int64_t n) {

@@ -139,25 +139,30 @@ void BpeModel::encode_word(std::string_view word, std::vector<int32_t>& out,
   }
 }
 
+int32_t BpeModel::start_symbols(std::string_view word, BpeScratch& scratch) const {
+  const int32_t n = static_cast<int32_t>(word.size());
+  scratch.ids.resize(n);
+  scratch.prev.resize(n);
+  scratch.next.resize(n);
+  for (int32_t i = 0; i < n; ++i) {
+    scratch.ids[i] = byte_id_[static_cast<uint8_t>(word[i])];
+    scratch.prev[i] = i - 1;
+    scratch.next[i] = i + 1 < n ? i + 1 : -1;
+  }
+  return n;
+}
+
 void BpeModel::encode_word_linear(std::string_view word, std::vector<int32_t>& out,
                                   BpeScratch& scratch) const {
-  const int32_t n = static_cast<int32_t>(word.size());
+  const int32_t n = start_symbols(word, scratch);
   if (n == 0) return;
   auto& ids = scratch.ids;
   auto& next = scratch.next;
   auto& prev = scratch.prev;
   auto& rank = scratch.rank;
   auto& merged = scratch.merged;
-  ids.resize(n);
-  next.resize(n);
-  prev.resize(n);
   rank.resize(n);
   merged.resize(n);
-  for (int32_t i = 0; i < n; ++i) {
-    ids[i] = byte_id_[static_cast<uint8_t>(word[i])];
-    prev[i] = i - 1;
-    next[i] = i + 1 < n ? i + 1 : -1;
-  }
   auto update_pair = [&](int32_t i) {
     const Slot* s = next[i] < 0 ? nullptr : find_pair(ids[i], ids[next[i]]);
     rank[i] = s ? s->rank : kNoRank;
@@ -187,16 +192,13 @@ void BpeModel::encode_word_linear(std::string_view word, std::vector<int32_t>& o
 
 void BpeModel::encode_word_heap(std::string_view word, std::vector<int32_t>& out,
                                 BpeScratch& scratch) const {
-  const int32_t n = static_cast<int32_t>(word.size());
+  const int32_t n = start_symbols(word, scratch);
   if (n == 0) return;
+  auto& heap = scratch.heap;
+  heap.clear();
   auto& ids = scratch.ids;
   auto& next = scratch.next;
   auto& prev = scratch.prev;
-  auto& heap = scratch.heap;
-  ids.resize(n);
-  next.resize(n);
-  prev.resize(n);
-  heap.clear();
   // Min-heap on (rank, left position): llama.cpp's llm_bigram_bpe::comparator.
   auto later = [](const BpeScratch::HeapEntry& a, const BpeScratch::HeapEntry& b) {
     return a.rank > b.rank || (a.rank == b.rank && a.left > b.left);
@@ -209,11 +211,6 @@ void BpeModel::encode_word_heap(std::string_view word, std::vector<int32_t>& out
     heap.push_back({s->rank, left, right, ids[left], ids[right], s->result});
     std::push_heap(heap.begin(), heap.end(), later);
   };
-  for (int32_t i = 0; i < n; ++i) {
-    ids[i] = byte_id_[static_cast<uint8_t>(word[i])];
-    prev[i] = i - 1;
-    next[i] = i + 1 < n ? i + 1 : -1;
-  }
   for (int32_t i = 0; i + 1 < n; ++i) push_pair(i);
 
   while (!heap.empty()) {

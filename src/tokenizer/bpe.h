@@ -89,6 +89,9 @@ class BpeModel {
     }
   }
   void emit(int32_t id, std::vector<int32_t>& out) const;
+  // One symbol per byte of `word` (its GPT-2 character's id), linked in order in scratch's ids,
+  // prev and next. Returns the number of symbols.
+  int32_t start_symbols(std::string_view word, BpeScratch& scratch) const;
 
   int32_t n_vocab_ = 0;
   std::array<int32_t, 256> byte_id_{};  // id of each byte's GPT-2 character

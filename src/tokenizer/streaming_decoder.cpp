@@ -11,26 +11,11 @@ constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
 // True when `s` (shorter than the sequence its first byte announces) could still become a valid
 // character once more bytes arrive.
 bool is_valid_prefix(std::string_view s) {
-  const auto lead = static_cast<uint8_t>(s[0]);
-  size_t need = 0;
-  uint8_t lo = 0x80, hi = 0xBF;  // allowed range of the second byte (RFC 3629 §4)
-  if (lead >= 0xC2 && lead <= 0xDF) {
-    need = 2;
-  } else if (lead >= 0xE0 && lead <= 0xEF) {
-    need = 3;
-    if (lead == 0xE0) lo = 0xA0;
-    if (lead == 0xED) hi = 0x9F;
-  } else if (lead >= 0xF0 && lead <= 0xF4) {
-    need = 4;
-    if (lead == 0xF0) lo = 0x90;
-    if (lead == 0xF4) hi = 0x8F;
-  } else {
-    return false;
-  }
-  if (s.size() >= need) return false;
+  const utf8::LeadByte rule = utf8::lead_byte(static_cast<uint8_t>(s[0]));
+  if (rule.length < 2 || s.size() >= rule.length) return false;
   for (size_t i = 1; i < s.size(); ++i) {
     const auto b = static_cast<uint8_t>(s[i]);
-    if (i == 1 ? (b < lo || b > hi) : (b & 0xC0) != 0x80) return false;
+    if (i == 1 ? (b < rule.second_lo || b > rule.second_hi) : (b & 0xC0) != 0x80) return false;
   }
   return true;
 }

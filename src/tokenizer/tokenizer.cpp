@@ -252,90 +252,153 @@ Status Tokenizer::load(const GgufFile& file) {
   return Status::ok();
 }
 
-Status Tokenizer::finish_special_tokens(const GgufFile& file) {
-  const int32_t n = n_vocab();
-  // llama.cpp recognizes these tokens by their text when no key names them, and makes each one a
-  // CONTROL token (so it is only matched with parse_special and only rendered on request).
-  auto mark_control = [&](int32_t id) {
-    if (vocab_.type[id] != TokenType::kControl) vocab_.type[id] = TokenType::kControl;
-  };
-  auto detect = [&](int32_t& id, std::initializer_list<std::string_view> texts) {
-    if (id != kNoToken) return;
-    for (std::string_view text : texts) {
-      const int32_t found = vocab_.find(text);
-      if (found < 0) continue;
-      id = found;
-      mark_control(found);
-      return;
-    }
-  };
-  detect(eot_id_, {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
-                   "<|end_of_text|>", "<EOT>", "_<EOT>", "[EOT]",
-                   "<\xEF\xBD\x9C"
-                   "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>",
-                   "<end_of_utterance>"});
-  detect(eom_id_, {"<|eom_id|>"});
+namespace {
 
-  int32_t fim_ids[6] = {kNoToken, kNoToken, kNoToken, kNoToken, kNoToken, kNoToken};
+// llama.cpp recognizes these tokens by their text when no key names them, and makes each one a
+// CONTROL token (so it is only matched with parse_special and only rendered on request).
+void mark_control(tokenizer::Vocab& vocab, int32_t id) {
+  if (vocab.type[id] != TokenType::kControl) vocab.type[id] = TokenType::kControl;
+}
+
+// When `id` is unset, the first of `texts` in the vocabulary becomes it (and a CONTROL token).
+void detect_by_text(tokenizer::Vocab& vocab, int32_t& id,
+                    std::initializer_list<std::string_view> texts) {
+  if (id != kNoToken) return;
+  for (std::string_view text : texts) {
+    const int32_t found = vocab.find(text);
+    if (found < 0) continue;
+    id = found;
+    mark_control(vocab, found);
+    return;
+  }
+}
+
+// Texts that end a turn in some model family: each one in the vocabulary is an end of
+// generation (llama.cpp's special_eog_ids).
+constexpr std::string_view kEndOfGenerationTexts[] = {
+    "<|eot_id|>",
+    "<|im_end|>",
+    "<|end|>",
+    "<|return|>",
+    "<|call|>",
+    "<|flush|>",
+    "<|calls|>",
+    "<end_of_turn>",
+    "<|endoftext|>",
+    "</s>",
+    "<|eom_id|>",
+    "<EOT>",
+    "_<EOT>",
+    "[EOT]",
+    "[EOS]",
+    "<|end_of_text|>",
+    "<end_of_utterance>",
+    "<eos>",
+    "<turn|>",
+    "<|tool_response>",
+    "<\xEF\xBD\x9C"
+    "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>",
+    "[e~["};
+
+// The texts llama.cpp recognizes the FIM tokens by when no key names them, each with its FimIds
+// slot (0 prefix, 1 suffix, 2 middle, 3 pad, 4 repo, 5 file separator); for each slot the first
+// one in the vocabulary wins.
+constexpr std::pair<int, std::string_view> kFimTexts[] = {
+    {0, "<|fim_prefix|>"},  {0, "<fim-prefix>"},
+    {0, "<fim_prefix>"},    {0, "<\uFF5Cfim\u2581begin\uFF5C>"},
+    {0, "<PRE>"},           {0, "\u2581<PRE>"},
+    {0, "<|code_prefix|>"}, {0, "<|prefix|>"},
+    {1, "<|fim_suffix|>"},  {1, "<fim-suffix>"},
+    {1, "<fim_suffix>"},    {1, "<\uFF5Cfim\u2581hole\uFF5C>"},
+    {1, "<SUF>"},           {1, "\u2581<SUF>"},
+    {1, "<|code_suffix|>"}, {1, "<|suffix|>"},
+    {2, "<|fim_middle|>"},  {2, "<fim-middle>"},
+    {2, "<fim_middle>"},    {2, "<\uFF5Cfim\u2581end\uFF5C>"},
+    {2, "<MID>"},           {2, "\u2581<MID>"},
+    {2, "<|code_middle|>"}, {2, "<|middle|>"},
+    {3, "<|fim_pad|>"},     {3, "<fim-pad>"},
+    {3, "<fim_pad>"},       {3, "<PAD>"},
+    {3, "[PAD]"},           {4, "<|fim_repo|>"},
+    {4, "<|repo_name|>"},   {4, "<fim-repo>"},
+    {4, "<REPO>"},          {4, "<reponame>"},
+    {5, "<|file_sep|>"},
+};
+
+// The bytes of a byte-level BPE token: the GPT-2 byte mapping undone; a character outside the
+// table is kept as it is.
+std::string gpt2_token_bytes(std::string_view text) {
+  std::string piece;
+  for (size_t i = 0; i < text.size();) {
+    const size_t len = utf8::valid_sequence_length(text.substr(i));
+    if (len == 0) {
+      piece.push_back(text[i++]);
+      continue;
+    }
+    uint32_t cp = static_cast<uint8_t>(text[i]);
+    if (len > 1) {
+      cp &= 0xFFu >> (len + 1);
+      for (size_t k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<uint8_t>(text[i + k]) & 0x3F);
+    }
+    const int byte = tokenizer::gpt2_codepoint_to_byte(cp);
+    if (byte >= 0) {
+      piece.push_back(static_cast<char>(byte));
+    } else {
+      piece.append(text.substr(i, len));
+    }
+    i += len;
+  }
+  return piece;
+}
+
+}  // namespace
+
+Status Tokenizer::finish_special_tokens(const GgufFile& file) {
+  MINFER_ASSIGN_OR_RETURN(const FimIds fim_ids, detect_special_ids(file));
+  eog_ids_ = end_of_generation_ids(fim_ids);
+  for (int32_t id = 0; id < n_vocab(); ++id) {
+    if (is_special_type(vocab_.type[id])) special_ids_.push_back(id);
+  }
+  // Longest first, so a special token that contains another is matched whole.
+  std::stable_sort(special_ids_.begin(), special_ids_.end(), [&](int32_t a, int32_t b) {
+    return vocab_.text[a].size() > vocab_.text[b].size();
+  });
+  build_pieces();
+  return Status::ok();
+}
+
+Result<Tokenizer::FimIds> Tokenizer::detect_special_ids(const GgufFile& file) {
+  detect_by_text(vocab_, eot_id_,
+                 {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
+                  "<|end_of_text|>", "<EOT>", "_<EOT>", "[EOT]",
+                  "<\xEF\xBD\x9C"
+                  "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>",
+                  "<end_of_utterance>"});
+  detect_by_text(vocab_, eom_id_, {"<|eom_id|>"});
+
+  FimIds fim_ids = {kNoToken, kNoToken, kNoToken, kNoToken, kNoToken, kNoToken};
   const std::string_view fim_keys[6] = {
       "tokenizer.ggml.fim_pre_token_id", "tokenizer.ggml.fim_suf_token_id",
       "tokenizer.ggml.fim_mid_token_id", "tokenizer.ggml.fim_pad_token_id",
       "tokenizer.ggml.fim_rep_token_id", "tokenizer.ggml.fim_sep_token_id"};
   for (int i = 0; i < 6; ++i) {
-    MINFER_ASSIGN_OR_RETURN(auto value, optional_id(file, fim_keys[i], n));
+    MINFER_ASSIGN_OR_RETURN(auto value, optional_id(file, fim_keys[i], n_vocab()));
     if (value) fim_ids[i] = *value;
   }
-  detect(fim_ids[0], {"<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>",
-                      "<\xEF\xBD\x9C"
-                      "fim\xE2\x96\x81"
-                      "begin\xEF\xBD\x9C>",
-                      "<PRE>", "\xE2\x96\x81<PRE>", "<|code_prefix|>", "<|prefix|>"});
-  detect(fim_ids[1], {"<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>",
-                      "<\xEF\xBD\x9C"
-                      "fim\xE2\x96\x81hole\xEF\xBD\x9C>",
-                      "<SUF>", "\xE2\x96\x81<SUF>", "<|code_suffix|>", "<|suffix|>"});
-  detect(fim_ids[2], {"<|fim_middle|>", "<fim-middle>", "<fim_middle>",
-                      "<\xEF\xBD\x9C"
-                      "fim\xE2\x96\x81"
-                      "end\xEF\xBD\x9C>",
-                      "<MID>", "\xE2\x96\x81<MID>", "<|code_middle|>", "<|middle|>"});
-  detect(fim_ids[3], {"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]"});
-  detect(fim_ids[4], {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"});
-  detect(fim_ids[5], {"<|file_sep|>"});
+  for (const auto& [slot, text] : kFimTexts) detect_by_text(vocab_, fim_ids[slot], {text});
+  return fim_ids;
+}
 
-  // End of generation: the FIM pad/repo/separator tokens, every token with an end-of-turn text,
-  // and eos/eot/eom (llama.cpp's special_eog_ids).
+std::vector<int32_t> Tokenizer::end_of_generation_ids(const FimIds& fim_ids) {
+  // The FIM pad/repo/separator tokens, every token with an end-of-turn text, and eos/eot/eom.
   std::vector<int32_t> eog;
   for (int i = 3; i < 6; ++i) {
     if (fim_ids[i] != kNoToken) eog.push_back(fim_ids[i]);
   }
-  for (std::string_view text : {"<|eot_id|>",
-                                "<|im_end|>",
-                                "<|end|>",
-                                "<|return|>",
-                                "<|call|>",
-                                "<|flush|>",
-                                "<|calls|>",
-                                "<end_of_turn>",
-                                "<|endoftext|>",
-                                "</s>",
-                                "<|eom_id|>",
-                                "<EOT>",
-                                "_<EOT>",
-                                "[EOT]",
-                                "[EOS]",
-                                "<|end_of_text|>",
-                                "<end_of_utterance>",
-                                "<eos>",
-                                "<turn|>",
-                                "<|tool_response>",
-                                "<\xEF\xBD\x9C"
-                                "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>",
-                                "[e~["}) {
+  for (std::string_view text : kEndOfGenerationTexts) {
     const int32_t id = vocab_.find(text);
     if (id < 0) continue;
     eog.push_back(id);
-    mark_control(id);
+    mark_control(vocab_, id);
   }
   for (int32_t id : {eos_id_, eot_id_, eom_id_}) {
     if (id != kNoToken) eog.push_back(id);
@@ -351,31 +414,25 @@ Status Tokenizer::finish_special_tokens(const GgufFile& file) {
     const int32_t id = vocab_.find(text);
     return id >= 0 && std::binary_search(eog.begin(), eog.end(), id);
   };
+  // Takes the token with `text` out of the set and gives it `type`.
+  auto drop = [&](std::string_view text, TokenType type) {
+    const int32_t id = vocab_.find(text);
+    eog.erase(std::find(eog.begin(), eog.end(), id));
+    vocab_.type[id] = type;
+  };
   // Harmony (gpt-oss) and solar-open end turns with <|return|>/<|call|>, so <|end|> is not an end
   // of generation there; Gemma 4 does not stop at </s>.
   if (eog_has("<|end|>") && ((eog_has("<|return|>") && eog_has("<|call|>")) ||
                              (eog_has("<|calls|>") && eog_has("<|flush|>")))) {
-    const int32_t id = vocab_.find("<|end|>");
-    eog.erase(std::find(eog.begin(), eog.end(), id));
-    vocab_.type[id] = TokenType::kUserDefined;
+    drop("<|end|>", TokenType::kUserDefined);
   }
-  if (eog_has("<|tool_response>") && eog_has("</s>")) {
-    const int32_t id = vocab_.find("</s>");
-    eog.erase(std::find(eog.begin(), eog.end(), id));
-    vocab_.type[id] = TokenType::kNormal;
-  }
-  eog_ids_ = std::move(eog);
+  if (eog_has("<|tool_response>") && eog_has("</s>")) drop("</s>", TokenType::kNormal);
+  return eog;
+}
 
-  for (int32_t id = 0; id < n; ++id) {
-    if (is_special_type(vocab_.type[id])) special_ids_.push_back(id);
-  }
-  // Longest first, so a special token that contains another is matched whole.
-  std::stable_sort(special_ids_.begin(), special_ids_.end(), [&](int32_t a, int32_t b) {
-    return vocab_.text[a].size() > vocab_.text[b].size();
-  });
-
-  pieces_.resize(static_cast<size_t>(n));
-  for (int32_t id = 0; id < n; ++id) {
+void Tokenizer::build_pieces() {
+  pieces_.resize(static_cast<size_t>(n_vocab()));
+  for (int32_t id = 0; id < n_vocab(); ++id) {
     const std::string& text = vocab_.text[id];
     std::string& piece = pieces_[id];
     switch (vocab_.type[id]) {
@@ -385,31 +442,8 @@ Status Tokenizer::finish_special_tokens(const GgufFile& file) {
         piece = text;
         break;
       case TokenType::kNormal:
-        if (kind_ == TokenizerKind::kSpm) {
-          piece = replace_all(text, kSpaceMarker, " ");
-        } else {
-          // Undo the GPT-2 byte mapping; a character outside the table is kept as it is.
-          for (size_t i = 0; i < text.size();) {
-            const size_t len = utf8::valid_sequence_length(std::string_view(text).substr(i));
-            if (len == 0) {
-              piece.push_back(text[i++]);
-              continue;
-            }
-            uint32_t cp = static_cast<uint8_t>(text[i]);
-            if (len > 1) {
-              cp &= 0xFFu >> (len + 1);
-              for (size_t k = 1; k < len; ++k)
-                cp = (cp << 6) | (static_cast<uint8_t>(text[i + k]) & 0x3F);
-            }
-            const int byte = tokenizer::gpt2_codepoint_to_byte(cp);
-            if (byte >= 0) {
-              piece.push_back(static_cast<char>(byte));
-            } else {
-              piece.append(text, i, len);
-            }
-            i += len;
-          }
-        }
+        piece = kind_ == TokenizerKind::kSpm ? replace_all(text, kSpaceMarker, " ")
+                                             : gpt2_token_bytes(text);
         break;
       case TokenType::kByte:
         if (text.size() == 6 && text.compare(0, 3, "<0x") == 0 && text[5] == '>' &&
@@ -424,7 +458,6 @@ Status Tokenizer::finish_special_tokens(const GgufFile& file) {
         break;
     }
   }
-  return Status::ok();
 }
 
 std::vector<Tokenizer::Fragment> Tokenizer::partition(std::string_view text,

@@ -11,6 +11,7 @@
 // A Tokenizer is immutable after from_gguf; every method is const and thread-safe.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -93,7 +94,15 @@ class Tokenizer {
  private:
   Tokenizer() = default;
   Status load(const GgufFile& file);
+  // After the vocabulary and the ids from keys are read: the special tokens llama.cpp finds by
+  // text, the end-of-generation set, special_ids_ and pieces_.
   Status finish_special_tokens(const GgufFile& file);
+  // tokenizer.ggml.fim_{pre,suf,mid,pad,rep,sep}_token_id, or found by text; kNoToken if none.
+  using FimIds = std::array<int32_t, 6>;
+  // eot, eom and the FIM tokens unset by keys, found by text.
+  Result<FimIds> detect_special_ids(const GgufFile& file);
+  std::vector<int32_t> end_of_generation_ids(const FimIds& fim_ids);  // sorted
+  void build_pieces();
   // Splits text into raw pieces and special tokens (llama.cpp's tokenizer_st_partition).
   struct Fragment {
     int32_t token;  // kNoToken for text

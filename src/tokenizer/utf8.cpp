@@ -2,48 +2,16 @@
 
 namespace minfer::utf8 {
 
-void append(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out.push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-}
-
 size_t valid_sequence_length(std::string_view s) {
   if (s.empty()) return 0;
   const auto b = [&](size_t i) { return static_cast<uint8_t>(s[i]); };
   const uint8_t lead = b(0);
   if (lead < 0x80) return 1;
-  // Second-byte ranges per lead byte exclude overlongs, surrogates and code points past U+10FFFF
-  // (RFC 3629 §4, the UTF8-2/3/4 rules).
-  size_t n = 0;
-  uint8_t lo = 0x80, hi = 0xBF;
-  if (lead >= 0xC2 && lead <= 0xDF) {
-    n = 2;
-  } else if (lead >= 0xE0 && lead <= 0xEF) {
-    n = 3;
-    if (lead == 0xE0) lo = 0xA0;
-    if (lead == 0xED) hi = 0x9F;
-  } else if (lead >= 0xF0 && lead <= 0xF4) {
-    n = 4;
-    if (lead == 0xF0) lo = 0x90;
-    if (lead == 0xF4) hi = 0x8F;
-  } else {
-    return 0;
-  }
+  const LeadByte rule = lead_byte(lead);
+  const size_t n = rule.length;
+  if (n == 0) return 0;
   if (s.size() < n) return 0;
-  if (b(1) < lo || b(1) > hi) return 0;
+  if (b(1) < rule.second_lo || b(1) > rule.second_hi) return 0;
   for (size_t i = 2; i < n; ++i) {
     if ((b(i) & 0xC0) != 0x80) return 0;
   }

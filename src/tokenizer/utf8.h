@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "core/utf8.h"
+
 namespace minfer::utf8 {
 
 inline constexpr uint32_t kReplacementChar = 0xFFFD;
@@ -18,9 +20,6 @@ inline size_t lead_length(uint8_t lead) {
   static constexpr uint8_t kByHighNibble[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4};
   return kByHighNibble[lead >> 4];
 }
-
-// Appends the UTF-8 encoding of `cp` (< 0x110000; surrogates are encoded as their 3 bytes).
-void append(std::string& out, uint32_t cp);
 
 // Length of the valid UTF-8 sequence at the start of `s` (1–4), 0 when the bytes there are not a
 // complete valid sequence: a bad lead, a bad continuation, an overlong form, a surrogate, a code

@@ -31,5 +31,20 @@ TEST(Status, ResultFromOkStatusIsAnInternalError) {
   EXPECT_EQ(r.status().code(), ErrorCode::kInternal);
 }
 
+// The names come from a table indexed by the code: each code keeps its own name.
+TEST(Status, EveryErrorCodeHasItsName) {
+  EXPECT_STREQ(error_code_name(ErrorCode::kOk), "ok");
+  EXPECT_STREQ(error_code_name(ErrorCode::kInvalidArgument), "invalid_argument");
+  EXPECT_STREQ(error_code_name(ErrorCode::kNotFound), "not_found");
+  EXPECT_STREQ(error_code_name(ErrorCode::kOutOfRange), "out_of_range");
+  EXPECT_STREQ(error_code_name(ErrorCode::kResourceExhausted), "resource_exhausted");
+  EXPECT_STREQ(error_code_name(ErrorCode::kUnsupported), "unsupported");
+  EXPECT_STREQ(error_code_name(ErrorCode::kCorrupt), "corrupt");
+  EXPECT_STREQ(error_code_name(ErrorCode::kIo), "io");
+  EXPECT_STREQ(error_code_name(ErrorCode::kInternal), "internal");
+  EXPECT_STREQ(error_code_name(static_cast<ErrorCode>(9)), "unknown");
+  EXPECT_STREQ(error_code_name(static_cast<ErrorCode>(-1)), "unknown");
+}
+
 }  // namespace
 }  // namespace minfer

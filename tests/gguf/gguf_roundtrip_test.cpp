@@ -359,5 +359,30 @@ TEST(GgufTypedAccess, MissingKeysAndFallbacks) {
   EXPECT_EQ(file->find("nope"), nullptr);
 }
 
+// Names and scalar sizes of the spec's value types 0..12 (a table indexed by the id).
+TEST(GgufValueType, NamesAndScalarSizesFollowTheSpec) {
+  struct Expected {
+    GgufType type;
+    const char* name;
+    size_t size;
+  };
+  const Expected expected[] = {{GgufType::kUint8, "uint8", 1},     {GgufType::kInt8, "int8", 1},
+                               {GgufType::kUint16, "uint16", 2},   {GgufType::kInt16, "int16", 2},
+                               {GgufType::kUint32, "uint32", 4},   {GgufType::kInt32, "int32", 4},
+                               {GgufType::kFloat32, "float32", 4}, {GgufType::kBool, "bool", 1},
+                               {GgufType::kString, "string", 0},   {GgufType::kArray, "array", 0},
+                               {GgufType::kUint64, "uint64", 8},   {GgufType::kInt64, "int64", 8},
+                               {GgufType::kFloat64, "float64", 8}};
+  for (const Expected& e : expected) {
+    EXPECT_TRUE(gguf_type_is_valid(static_cast<uint32_t>(e.type)));
+    EXPECT_EQ(gguf_type_name(e.type), e.name);
+    EXPECT_EQ(gguf_scalar_size(e.type), e.size) << e.name;
+  }
+  const auto bad = static_cast<GgufType>(13);
+  EXPECT_FALSE(gguf_type_is_valid(13));
+  EXPECT_EQ(gguf_type_name(bad), "unknown");
+  EXPECT_EQ(gguf_scalar_size(bad), 0u);
+}
+
 }  // namespace
 }  // namespace minfer
