@@ -68,7 +68,7 @@ Status run_logits(const LogitsOptions& o) {
   }
   MINFER_ASSIGN_OR_RETURN(std::vector<int32_t> ids, parse_ids(text));
   MINFER_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::load(o.model));
-  KvCellType cell_type = KvCellType::kF32;
+  GgmlType cell_type = GgmlType::kF32;
   if (!o.cache_type.empty()) {
     MINFER_ASSIGN_OR_RETURN(cell_type, parse_kv_cell_type(o.cache_type));
   } else {

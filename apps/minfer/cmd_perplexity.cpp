@@ -40,7 +40,7 @@ Status run_perplexity(const PerplexityCli& o) {
   } else if (std::getenv("MINFER_CACHE_TYPE") != nullptr) {
     MINFER_ASSIGN_OR_RETURN(options.cache_type, kv_cell_type_from_env());
   } else {
-    options.cache_type = KvCellType::kF16;
+    options.cache_type = GgmlType::kF16;
   }
   if (o.flash_attn != "on" && o.flash_attn != "off") {
     return make_error(ErrorCode::kInvalidArgument,

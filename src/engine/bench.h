@@ -26,7 +26,7 @@ struct BenchOptions {
   int n_threads = 0;  // ≤ 0: all cores
   int repetitions = 3;
   uint64_t seed = 42;  // for the random prompt ids
-  KvCellType cache_type = KvCellType::kF32;
+  GgmlType cache_type = GgmlType::kF32;
   ProgressStyle progress = ProgressStyle::kAuto;
 };
 

@@ -48,9 +48,9 @@ Result<PerplexityResult> compute_perplexity(
   MINFER_ASSIGN_OR_RETURN(
       std::unique_ptr<KvCache> cache,
       model.make_cache(o.cache_type, o.n_ctx, (o.n_ctx + block_size - 1) / block_size, block_size));
-  cache->set_flash_attn_numerics(o.flash_attn);
   kernels::ThreadPool pool(o.n_threads > 0 ? o.n_threads : kernels::default_thread_count());
   Forward forward(model, *cache, kernels::active_table(), pool);
+  forward.executor().set_attention_options({.flash_attn_numerics = o.flash_attn});
 
   double nll = 0.0;
   double nll2 = 0.0;

@@ -30,7 +30,7 @@ struct PerplexityOptions {
   int64_t n_batch = 2048;   // tokens per forward; capped at n_ctx (as llama.cpp does)
   int n_threads = 0;        // ≤ 0: all cores
   int64_t max_chunks = -1;  // < 0: every chunk
-  KvCellType cache_type = KvCellType::kF32;
+  GgmlType cache_type = GgmlType::kF32;
   // With f16 cells: attention in llama.cpp's CPU flash-attention arithmetic (what
   // llama-perplexity runs by default; graph/attention.cpp).
   bool flash_attn = false;

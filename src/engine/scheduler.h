@@ -37,7 +37,7 @@ struct SchedulerOptions {
   int64_t n_ctx_total = 0;     // KV budget in positions for all sequences; 0: n_parallel * n_ctx
   int64_t token_budget = 512;  // most tokens one step computes
   int64_t max_queue = 64;      // requests waiting beyond it are refused; < 0: no limit
-  KvCellType cache_type = KvCellType::kF32;
+  GgmlType cache_type = GgmlType::kF32;
   int n_threads = 0;        // ≤ 0: kernels::default_thread_count()
   int64_t block_size = 16;  // KV positions per block (the prefix cache shares whole blocks)
   bool prefix_cache = true;

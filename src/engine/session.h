@@ -24,7 +24,7 @@ namespace minfer::engine {
 struct SessionOptions {
   int64_t n_ctx = 4096;    // positions the sequence may use
   int64_t n_batch = 2048;  // most tokens one prefill forward computes
-  KvCellType cache_type = KvCellType::kF32;
+  GgmlType cache_type = GgmlType::kF32;
   int n_threads = 0;        // ≤ 0: kernels::default_thread_count()
   int64_t block_size = 32;  // KV positions per block
 };
@@ -77,7 +77,7 @@ class Session {
   int64_t n_ctx() const { return options_.n_ctx; }
   int64_t n_batch() const { return options_.n_batch; }
   int n_threads() const { return pool_->n_threads(); }
-  KvCellType cache_type() const { return options_.cache_type; }
+  GgmlType cache_type() const { return options_.cache_type; }
   const Model& model() const { return model_; }
   const KvCache& cache() const { return *cache_; }
 

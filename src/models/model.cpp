@@ -27,7 +27,7 @@ Graph Model::build_graph(int64_t n_tokens, int64_t n_outputs) const {
   return g.finish(logits);
 }
 
-Result<std::unique_ptr<KvCache>> Model::make_cache(KvCellType cell_type, int64_t n_ctx,
+Result<std::unique_ptr<KvCache>> Model::make_cache(GgmlType cell_type, int64_t n_ctx,
                                                    int64_t max_blocks, int64_t block_size) const {
   KvCacheConfig kv;
   kv.n_layer = config_.n_layer;

@@ -37,8 +37,8 @@ class Model {
   Graph build_graph(int64_t n_tokens, int64_t n_outputs) const;
 
   // A KV cache shaped for this model.
-  Result<std::unique_ptr<KvCache>> make_cache(KvCellType cell_type, int64_t n_ctx,
-                                              int64_t max_blocks, int64_t block_size = 32) const;
+  Result<std::unique_ptr<KvCache>> make_cache(GgmlType cell_type, int64_t n_ctx, int64_t max_blocks,
+                                              int64_t block_size = 32) const;
 
  private:
   std::unique_ptr<GgufFile> file_;

@@ -247,7 +247,7 @@ std::vector<float> run_as_llama_cpp(const Model& model, const kernels::KernelTab
   kernels::ThreadPool pool(2);
   // One 32-cell block holds the whole window, so attention is a single block (the hooks
   // assume it: one exp_sum, one weighted sum, then the final scale).
-  auto cache = model.make_cache(KvCellType::kF32, n, 1, 32);
+  auto cache = model.make_cache(GgmlType::kF32, n, 1, 32);
   EXPECT_TRUE(cache.is_ok());
   if (!cache.is_ok() || n > 32) return {};
   Forward forward(model, **cache, table, pool);

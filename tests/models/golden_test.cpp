@@ -18,7 +18,7 @@ using test::Golden;
 struct RunOptions {
   int64_t batch = 0;  // tokens per forward; 0 = all at once
   int threads = 2;
-  KvCellType cache_type = KvCellType::kF32;
+  GgmlType cache_type = GgmlType::kF32;
 };
 
 // Logits of every position of `tokens`: [n_tokens, n_vocab].
@@ -123,16 +123,15 @@ TEST_P(GoldenTest, MatchesLlamaCppLogits) {
       << "1 and 2 threads differ";
   // Smaller cache cells stay close.
   check_cache(
-      g, test::compare_to_golden(g, run_tokens(**model, tokens, {.cache_type = KvCellType::kF16})),
+      g, test::compare_to_golden(g, run_tokens(**model, tokens, {.cache_type = GgmlType::kF16})),
       "cache f16");
   if ((*model)->config().head_dim % 32 == 0) {
     check_cache(
-        g,
-        test::compare_to_golden(g, run_tokens(**model, tokens, {.cache_type = KvCellType::kQ8_0})),
+        g, test::compare_to_golden(g, run_tokens(**model, tokens, {.cache_type = GgmlType::kQ8_0})),
         "cache q8_0");
   } else {
     // q8_0 cells are blocks of 32: a smaller head cannot be stored that way, and says so.
-    auto cache = (*model)->make_cache(KvCellType::kQ8_0, 64, 2);
+    auto cache = (*model)->make_cache(GgmlType::kQ8_0, 64, 2);
     ASSERT_FALSE(cache.is_ok());
     EXPECT_NE(cache.status().message().find("multiples of 32"), std::string::npos);
   }
@@ -145,7 +144,7 @@ TEST(Greedy, Stories260KTellsTheGoldenStory) {
   auto model = Model::load(test::test_data_path("models/" + g.model));
   ASSERT_TRUE(model.is_ok()) << model.status().message();
   kernels::ThreadPool pool(2);
-  auto cache = (*model)->make_cache(KvCellType::kF32, 256, 8);
+  auto cache = (*model)->make_cache(GgmlType::kF32, 256, 8);
   ASSERT_TRUE(cache.is_ok());
   Forward forward(**model, **cache, kernels::active_table(), pool);
   Batch batch;
@@ -171,7 +170,7 @@ TEST(Forward, PositionPastTheContextIsAnError) {
   auto model = Model::load(test::test_data_path("models/stories260K.gguf"));
   ASSERT_TRUE(model.is_ok());
   kernels::ThreadPool pool(1);
-  auto cache = (*model)->make_cache(KvCellType::kF32, 8, 1, 8);
+  auto cache = (*model)->make_cache(GgmlType::kF32, 8, 1, 8);
   ASSERT_TRUE(cache.is_ok());
   Forward forward(**model, **cache, kernels::active_table(), pool);
   Batch batch;

@@ -17,7 +17,7 @@ TEST(Profile, OpTimesAddUpToTheStepTime) {
   auto model = Model::load(test::test_data_path("models/qwen2-tiny-f32.gguf"));
   ASSERT_TRUE(model.is_ok()) << model.status().message();
   kernels::ThreadPool pool(1);
-  auto cache = (*model)->make_cache(KvCellType::kF32, 128, 16);
+  auto cache = (*model)->make_cache(GgmlType::kF32, 128, 16);
   ASSERT_TRUE(cache.is_ok());
   Forward forward(**model, **cache, kernels::active_table(), pool);
   // A warm-up on another sequence builds the graphs and sizes the buffers (work the profile

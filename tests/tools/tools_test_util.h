@@ -22,7 +22,7 @@ inline std::vector<float> model_logits(const std::string& path, const std::vecto
   EXPECT_TRUE(model.is_ok()) << model.status().message();
   if (!model.is_ok()) return {};
   const int64_t n = static_cast<int64_t>(ids.size());
-  auto cache = (*model)->make_cache(KvCellType::kF32, n, (n + 31) / 32);
+  auto cache = (*model)->make_cache(GgmlType::kF32, n, (n + 31) / 32);
   EXPECT_TRUE(cache.is_ok()) << cache.status().message();
   if (!cache.is_ok()) return {};
   kernels::ThreadPool pool(2);
