@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -95,20 +96,33 @@ std::vector<uint8_t> v_row_bytes(const KvCache& cache, int32_t seq, int64_t il, 
   return {row, row + cache.v_row_bytes()};
 }
 
+// A small cache of `type` with positions [0, 20) of sequence 0 reserved.
+std::unique_ptr<KvCache> reserved_cache(GgmlType type) {
+  auto cache = KvCache::create(small_config(type));
+  EXPECT_TRUE(cache.is_ok()) << cache.status().message();
+  std::unique_ptr<KvCache> kv = std::move(cache).value();
+  EXPECT_TRUE(kv->reserve(0, 20).is_ok());
+  return kv;
+}
+
+// One token's K or V row, [n_head_kv * head_dim], drawn from N(0, sigma²).
+std::vector<float> normal_row(std::mt19937& rng, float sigma) {
+  std::normal_distribution<float> dist(0.0f, sigma);
+  std::vector<float> row(128);
+  for (float& x : row) x = dist(rng);
+  return row;
+}
+
 // f16 V cells hold fp32_to_fp16 of each stored value, and read back as fp16_to_fp32 of those
 // halves, through every kernel table.
 TEST(KvCache, F16ValueCellsHoldTheRoundedHalves) {
   for (const kernels::KernelTable* table : kernels::test::all_tables()) {
-    auto cache = KvCache::create(small_config(GgmlType::kF16));
-    ASSERT_TRUE(cache.is_ok());
-    KvCache& kv = **cache;
-    ASSERT_TRUE(kv.reserve(0, 20).is_ok());
+    std::unique_ptr<KvCache> cache = reserved_cache(GgmlType::kF16);
+    KvCache& kv = *cache;
     std::mt19937 rng(11);
-    std::normal_distribution<float> dist(0.0f, 3.0f);
-    std::vector<float> k(128), v(128);  // [n_head_kv * head_dim]
     for (int64_t pos : {0, 17}) {
-      for (float& x : k) x = dist(rng);
-      for (float& x : v) x = dist(rng);
+      const std::vector<float> k = normal_row(rng, 3.0f);
+      std::vector<float> v = normal_row(rng, 3.0f);
       v[1] = 1.0f + 0x1p-11f;  // an f16 tie: rounds to even, 1.0
       v[2] = 65520.0f;         // past the largest f16: inf
       kv.store(*table, 0, 0, pos, k.data(), v.data());
@@ -135,15 +149,11 @@ TEST(KvCache, F16ValueCellsHoldTheRoundedHalves) {
 // rounded halfway away from zero), and read back as q · d, through every kernel table.
 TEST(KvCache, Q8_0ValueCellsHoldTheReferenceBlocks) {
   for (const kernels::KernelTable* table : kernels::test::all_tables()) {
-    auto cache = KvCache::create(small_config(GgmlType::kQ8_0));
-    ASSERT_TRUE(cache.is_ok());
-    KvCache& kv = **cache;
-    ASSERT_TRUE(kv.reserve(0, 20).is_ok());
+    std::unique_ptr<KvCache> cache = reserved_cache(GgmlType::kQ8_0);
+    KvCache& kv = *cache;
     std::mt19937 rng(13);
-    std::normal_distribution<float> dist(0.0f, 2.0f);
-    std::vector<float> k(128), v(128);  // [n_head_kv * head_dim]
-    for (float& x : k) x = dist(rng);
-    for (float& x : v) x = dist(rng);
+    const std::vector<float> k = normal_row(rng, 2.0f);
+    std::vector<float> v = normal_row(rng, 2.0f);
     // Head 1's first block: amax 127, so d = 1 and the quants are the values rounded, halfway
     // cases away from zero: 2.5 → 3, -2.5 → -3, 0.5 → 1.
     for (int j = 0; j < 32; ++j) v[static_cast<size_t>(64 + j)] = 0.0f;
