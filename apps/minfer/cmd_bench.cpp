@@ -27,7 +27,7 @@ Status run_bench_command(const BenchCli& o) {
   engine::BenchOptions options = o.options;
   MINFER_ASSIGN_OR_RETURN(options.cache_type,
                           engine::resolve_cache_type(
-                              o.cache_type, std::getenv(engine::kCacheTypeEnv), KvCellType::kF32));
+                              o.cache_type, std::getenv(engine::kCacheTypeEnv), GgmlType::kF32));
   options.observe = engine::observe_options_with_env(options.observe);
   MINFER_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::load(o.model));
   MINFER_ASSIGN_OR_RETURN(engine::BenchReport report, engine::run_bench(*model, o.model, options));

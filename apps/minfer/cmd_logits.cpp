@@ -75,7 +75,7 @@ Status run_logits(const LogitsOptions& o) {
   engine::RuntimeOptions options;
   MINFER_ASSIGN_OR_RETURN(options.cache_type,
                           engine::resolve_cache_type(
-                              o.cache_type, std::getenv(engine::kCacheTypeEnv), KvCellType::kF32));
+                              o.cache_type, std::getenv(engine::kCacheTypeEnv), GgmlType::kF32));
   const int64_t n = static_cast<int64_t>(ids.size());
   const int64_t n_ctx = model->config().n_ctx_train;
   if (n > n_ctx) {

@@ -36,13 +36,13 @@ Status run_perplexity(const PerplexityCli& o) {
   // the CPU), reproduced operation for operation; --cache-type or MINFER_CACHE_TYPE override.
   MINFER_ASSIGN_OR_RETURN(options.cache_type,
                           engine::resolve_cache_type(
-                              o.cache_type, std::getenv(engine::kCacheTypeEnv), KvCellType::kF16));
+                              o.cache_type, std::getenv(engine::kCacheTypeEnv), GgmlType::kF16));
   options.observe = engine::observe_options_with_env(options.observe);
   if (o.flash_attn != "on" && o.flash_attn != "off") {
     return make_error(ErrorCode::kInvalidArgument,
                       "[perplexity] --flash-attn: expected on or off, got '{}'", o.flash_attn);
   }
-  options.flash_attn = o.flash_attn == "on";
+  options.attention.flash_attn_numerics = o.flash_attn == "on";
   // The running values go to stdout as llama-perplexity prints them: "[1]12.3456,[2]…".
   std::unique_ptr<Progress> progress;
   auto on_chunk = [&](int64_t chunk, int64_t n_chunks, double running) {

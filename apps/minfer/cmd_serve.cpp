@@ -64,7 +64,7 @@ Result<Loaded> load(ServeFlags& f) {
   Loaded l;
   MINFER_ASSIGN_OR_RETURN(f.sched.cache_type,
                           engine::resolve_cache_type(
-                              f.cache_type, std::getenv(engine::kCacheTypeEnv), KvCellType::kF32));
+                              f.cache_type, std::getenv(engine::kCacheTypeEnv), GgmlType::kF32));
   f.sched.observe = engine::observe_options_with_env(f.sched.observe);
   MINFER_ASSIGN_OR_RETURN(l.model, Model::load(f.model_path));
   MINFER_ASSIGN_OR_RETURN(l.tokenizer, Tokenizer::from_gguf(l.model->file()));

@@ -18,10 +18,10 @@ ObserveOptions observe_options_with_env(ObserveOptions flags) {
   return flags;
 }
 
-Result<KvCellType> resolve_cache_type(std::string_view flag, const char* env, KvCellType fallback) {
+Result<GgmlType> resolve_cache_type(std::string_view flag, const char* env, GgmlType fallback) {
   if (!flag.empty()) return parse_kv_cell_type(flag);
   if (env != nullptr && *env != '\0') {
-    Result<KvCellType> type = parse_kv_cell_type(env);
+    Result<GgmlType> type = parse_kv_cell_type(env);
     if (!type.is_ok()) {
       return make_error(ErrorCode::kInvalidArgument, "{} (from {})", type.status().message(),
                         kCacheTypeEnv);
@@ -79,10 +79,10 @@ Result<std::unique_ptr<Runtime>> Runtime::create(const Model& model,
   kv.n_ctx = o.n_ctx;
   kv.max_blocks = (o.n_ctx_total + o.block_size - 1) / o.block_size;
   MINFER_ASSIGN_OR_RETURN(r->cache_, KvCache::create(kv));
-  r->cache_->set_flash_attn_numerics(o.flash_attn);
   r->pool_ = std::make_unique<kernels::ThreadPool>(
       o.n_threads > 0 ? o.n_threads : kernels::default_thread_count());
   r->runner_ = std::make_unique<StepRunner>(model, *r->cache_, *r->table_, *r->pool_);
+  r->runner_->executor().set_attention_options(o.attention);
   MINFER_RETURN_IF_ERROR(r->open_observers());
   return r;
 }

@@ -18,6 +18,7 @@
 
 #include "core/status.h"
 #include "engine/step_runner.h"
+#include "graph/attention.h"
 #include "graph/batch.h"
 #include "graph/observe.h"
 #include "kernels/kernel_table.h"
@@ -46,7 +47,7 @@ ObserveOptions observe_options_with_env(ObserveOptions flags);
 
 // The cell type from the flag when given, else from `env` (the value of MINFER_CACHE_TYPE, may
 // be null), else `fallback`. A bad name, in either place, is an error naming it.
-Result<KvCellType> resolve_cache_type(std::string_view flag, const char* env, KvCellType fallback);
+Result<GgmlType> resolve_cache_type(std::string_view flag, const char* env, GgmlType fallback);
 
 // The context a run gets when the user asks for `requested` positions (≤ 0: the model's
 // training context, capped at kDefaultMaxCtx). Error: a negative request.
@@ -56,13 +57,13 @@ struct RuntimeOptions {
   std::string isa;  // "ref", "avx2", "avx512"; empty: MINFER_FORCE_ISA, else the best the CPU runs
   const kernels::KernelTable* kernels = nullptr;  // a table of one's own (tests); overrides isa
   int n_threads = 0;                              // ≤ 0: kernels::default_thread_count()
-  KvCellType cache_type = KvCellType::kF32;
+  GgmlType cache_type = GgmlType::kF32;
   int64_t n_ctx = 4096;     // positions one sequence may use
   int64_t n_ctx_total = 0;  // KV budget in positions for all sequences; ≤ 0: n_ctx
   int64_t block_size = 32;  // KV positions per block
-  // With f16 cells: attention in llama.cpp's CPU flash-attention arithmetic (what
-  // llama-perplexity runs by default; graph/attention.cpp).
-  bool flash_attn = false;
+  // e.g. with f16 cells, attention in llama.cpp's CPU flash-attention arithmetic (what
+  // llama-perplexity runs by default; graph/attention.h).
+  AttentionOptions attention;
   ObserveOptions observe;
 };
 
@@ -86,7 +87,7 @@ class Runtime {
   int64_t n_vocab() const { return model_.config().n_vocab; }
   int64_t n_ctx() const { return options_.n_ctx; }
   int n_threads() const { return pool_->n_threads(); }
-  KvCellType cache_type() const { return options_.cache_type; }
+  GgmlType cache_type() const { return options_.cache_type; }
   // "ref", "avx2", "avx512".
   const char* isa_name() const;
   KvCache& cache() { return *cache_; }

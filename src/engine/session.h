@@ -75,7 +75,7 @@ class Session {
   int64_t n_ctx() const { return options_.n_ctx; }
   int64_t n_batch() const { return options_.n_batch; }
   int n_threads() const { return runtime_->n_threads(); }
-  KvCellType cache_type() const { return options_.cache_type; }
+  GgmlType cache_type() const { return options_.cache_type; }
   const Model& model() const { return model_; }
   const KvCache& cache() const { return runtime_->cache(); }
   Runtime& runtime() { return *runtime_; }

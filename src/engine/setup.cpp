@@ -10,7 +10,7 @@ Result<LoadedModel> load_for_generation(const ModelOptions& options) {
   SessionOptions session;
   MINFER_ASSIGN_OR_RETURN(
       session.cache_type,
-      resolve_cache_type(options.cache_type, std::getenv(kCacheTypeEnv), KvCellType::kF32));
+      resolve_cache_type(options.cache_type, std::getenv(kCacheTypeEnv), GgmlType::kF32));
   LoadedModel loaded;
   MINFER_ASSIGN_OR_RETURN(loaded.model, Model::load(options.path));
   MINFER_ASSIGN_OR_RETURN(loaded.tokenizer, Tokenizer::from_gguf(loaded.model->file()));

@@ -6,26 +6,18 @@
 #include <vector>
 
 #include "quant/fp16.h"
-#include "quant/quantize.h"
 
 namespace minfer {
 
 namespace {
 
-// Rows of one cache block as f32: the block itself for f32 cells, else converted into `scratch`.
-const float* block_rows_f32(KvCellType type, const uint8_t* cells, int64_t n_rows, int64_t dim,
-                            float* scratch) {
-  switch (type) {
-    case KvCellType::kF32:
-      return reinterpret_cast<const float*>(cells);
-    case KvCellType::kF16:
-      fp16_to_fp32_row(reinterpret_cast<const uint16_t*>(cells), scratch, n_rows * dim);
-      return scratch;
-    case KvCellType::kQ8_0:
-      dequantize_row_q8_0(reinterpret_cast<const BlockQ8_0*>(cells), scratch, n_rows * dim);
-      return scratch;
-  }
-  return nullptr;
+// Rows of one cache block as f32: f32 cells read in place, others converted into `scratch` by
+// to_f32 (the kernel table's cells_to_f32 for the cell type; nullptr for f32 cells).
+const float* block_rows_f32(kernels::DequantizeRowFn to_f32, const uint8_t* cells, int64_t n_rows,
+                            int64_t dim, float* scratch) {
+  if (to_f32 == nullptr) return reinterpret_cast<const float*>(cells);
+  to_f32(cells, scratch, n_rows * dim);
+  return scratch;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -112,14 +104,17 @@ void flash_attn_f16_row(const KvCache& cache, const std::vector<int32_t>& blocks
 }  // namespace
 
 void attention(const kernels::KernelTable& table, kernels::ThreadPool& pool, const KvCache& cache,
-               const Batch& batch, const AttentionArgs& args) {
+               const Batch& batch, const AttentionArgs& args, const AttentionOptions& options) {
   const KvCacheConfig& c = cache.config();
   const int64_t n_tokens = batch.n_tokens();
   const int64_t head_dim = c.head_dim;
   const int64_t head_dim_v = c.head_dim_v;
   const int64_t group = args.n_head / c.n_head_kv;  // query heads per KV head
   const int64_t block_size = c.block_size;
-  const bool flash_f16 = c.cell_type == KvCellType::kF16 && cache.flash_attn_numerics();
+  const bool flash_f16 = c.cell_type == GgmlType::kF16 && options.flash_attn_numerics;
+  const kernels::DequantizeRowFn to_f32 =
+      c.cell_type == GgmlType::kF32 ? nullptr
+                                    : table.cells_to_f32[static_cast<size_t>(c.cell_type)];
 
   pool.run([&](int thread_id, int n_threads) {
     std::vector<float> k_tile(static_cast<size_t>(block_size * head_dim));    // [block_size, hd]
@@ -153,7 +148,7 @@ void attention(const kernels::KernelTable& table, kernels::ThreadPool& pool, con
       for (int64_t b = 0; b * block_size < n_cells; ++b) {
         const int64_t n = std::min(block_size, n_cells - b * block_size);
         const int32_t block = blocks[static_cast<size_t>(b)];
-        const float* keys = block_rows_f32(c.cell_type, cache.k_block(block, args.il, kv_head), n,
+        const float* keys = block_rows_f32(to_f32, cache.k_block(block, args.il, kv_head), n,
                                            head_dim, k_tile.data());
         float block_max = max_score;
         table.dot_rows_f32(keys, n, head_dim, q, head_dim, args.scale, scores.data());
@@ -165,7 +160,7 @@ void attention(const kernels::KernelTable& table, kernels::ThreadPool& pool, con
           table.scale(acc.data(), rescale, head_dim_v, acc.data());
           max_score = block_max;
         }
-        const float* values = block_rows_f32(c.cell_type, cache.v_block(block, args.il, kv_head), n,
+        const float* values = block_rows_f32(to_f32, cache.v_block(block, args.il, kv_head), n,
                                              head_dim_v, v_tile.data());
         // The block's weights e^(score - max), in place of the scores.
         sum += table.exp_sum(scores.data(), max_score, n, scores.data());

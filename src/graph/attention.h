@@ -5,9 +5,10 @@
 // The window is walked one cache block at a time with an online softmax (Milakov & Gimelshein
 // 2018): a running max m, a running sum l and an accumulator are rescaled when the max grows,
 // so no score buffer grows with the context. Cells are read in place through the block table;
-// f16 / q8_0 cells are converted one block at a time into a per-thread scratch tile.
+// f16 / q8_0 cells are converted one block at a time into a per-thread scratch tile by the kernel
+// table's cells_to_f32.
 //
-// f16 cells with KvCache::flash_attn_numerics() set take llama.cpp's CPU flash attention
+// f16 cells with AttentionOptions::flash_attn_numerics set take llama.cpp's CPU flash attention
 // instead (ggml_compute_forward_flash_attn_ext_f16_one_chunk): q rounded to f16, an f16 output
 // accumulator, expf, cells walked one at a time — what llama-perplexity runs by default.
 #pragma once
@@ -21,6 +22,13 @@
 
 namespace minfer {
 
+// How attention computes, chosen by whoever builds the step runner (Executor holds it).
+struct AttentionOptions {
+  // Over f16 cells, reproduce llama.cpp's CPU flash-attention arithmetic (llama-perplexity's
+  // default); other cell types ignore it.
+  bool flash_attn_numerics = false;
+};
+
 struct AttentionArgs {
   const float* q;  // [n_tokens, n_head * head_dim]
   float* out;      // [n_tokens, n_head * head_dim_v]
@@ -32,6 +40,6 @@ struct AttentionArgs {
 // Parallel over (token, head) pairs: each output head row is computed by one worker from the same
 // sequence of operations at any thread count (invariant 5).
 void attention(const kernels::KernelTable& table, kernels::ThreadPool& pool, const KvCache& cache,
-               const Batch& batch, const AttentionArgs& args);
+               const Batch& batch, const AttentionArgs& args, const AttentionOptions& options = {});
 
 }  // namespace minfer

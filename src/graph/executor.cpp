@@ -123,14 +123,14 @@ void Executor::run_node(const Node& node, const Graph& graph, const Batch& batch
       const int64_t k_cols = input(0).cols;
       const int64_t v_cols = input(1).cols;
       for (int64_t t = 0; t < batch.n_tokens(); ++t) {
-        cache.store(node.il, batch.seq_ids[static_cast<size_t>(t)],
+        cache.store(table_, node.il, batch.seq_ids[static_cast<size_t>(t)],
                     batch.positions[static_cast<size_t>(t)], k + t * k_cols, v + t * v_cols);
       }
       return;
     }
     case OpKind::kAttention: {
       AttentionArgs args{in_data(0), buffer(node), node.il, node.n_head, node.scale};
-      attention(table_, pool_, cache, batch, args);
+      attention(table_, pool_, cache, batch, args, attention_options_);
       return;
     }
     case OpKind::kSelectRows: {

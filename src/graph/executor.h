@@ -6,6 +6,7 @@
 #include <span>
 #include <vector>
 
+#include "graph/attention.h"
 #include "graph/batch.h"
 #include "graph/graph.h"
 #include "kernels/kernel_table.h"
@@ -30,6 +31,9 @@ class Executor {
                              const Batch& batch, KvCache& cache);
 
   void set_observer(NodeObserver observer) { observer_ = std::move(observer); }
+  // How the attention nodes compute (e.g. llama.cpp's flash-attention numerics for perplexity).
+  void set_attention_options(const AttentionOptions& options) { attention_options_ = options; }
+  const AttentionOptions& attention_options() const { return attention_options_; }
 
  private:
   void run_node(const Node& node, const Graph& graph, const Batch& batch, KvCache& cache);
@@ -41,6 +45,7 @@ class Executor {
   std::vector<std::vector<float>> slots_;  // activation buffers, by slot
   std::vector<uint8_t> act_scratch_;       // activations converted for a matmul (bytes)
   NodeObserver observer_;
+  AttentionOptions attention_options_;
 };
 
 }  // namespace minfer

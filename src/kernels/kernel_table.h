@@ -40,6 +40,9 @@ using MatmulTileFn = void (*)(int64_t n_in, const void* w, size_t w_row_bytes, i
 // Quantizes one f32 row of n elements (a multiple of the block size) into activation blocks.
 using QuantizeRowFn = void (*)(const float* x, void* y, int64_t n);
 
+// Converts n elements of a row in some ggml type back to f32 (quant_traits.h's ToFloatFn shape).
+using DequantizeRowFn = void (*)(const void* x, float* y, int64_t n);
+
 // Byte offset of the int32 block sums in a Q8_0 activation row of n_blocks blocks (see
 // MatmulTileFn): the first 4-byte boundary after the blocks (34 bytes each).
 constexpr size_t q8_0_act_sums_offset(size_t n_blocks) {
@@ -103,6 +106,15 @@ struct KernelTable {
   // converter, then each block's int32 quant sum at q8_0_act_sums_offset (y must hold both).
   // nullptr: ref_table's.
   QuantizeRowFn quantize_act_q8_0_sums;
+
+  // KV cache cells (kv/kv_cache.h) per cell type id: F32, F16 and Q8_0 are set in every table,
+  // every other slot is nullptr. cells_from_f32 writes one row of n floats as cells,
+  // cells_to_f32 reads n cells back (a Q8_0 n is a multiple of 32). The reference is
+  // quant/quantize.h, bit for bit: F32 copied; F16 fp32_to_fp16 / fp16_to_fp32 (exact round to
+  // nearest even, exact back); Q8_0 quantize_row_q8_0 (d = amax / 127, q = roundf(x · (1 / d)),
+  // halfway cases away from zero — unlike quantize_act's Q8_0) and dequantize_row_q8_0 (q · d).
+  QuantizeRowFn cells_from_f32[kMatmulSlots];
+  DequantizeRowFn cells_to_f32[kMatmulSlots];
 };
 
 // The tables themselves. Constant-initialized data: touching them runs no ISA-specific code,

@@ -40,6 +40,10 @@ void act_q8_0(const float* x, void* y, int64_t n);
 void act_q8_0_sums(const float* x, void* y, int64_t n);
 void act_q8_1(const float* x, void* y, int64_t n);
 void act_q8_K(const float* x, void* y, int64_t n);
+// KV cells (KernelTable::cells_from_f32 / cells_to_f32; F16 cells are written by act_f16).
+void cells_to_f32_f16(const void* x, float* y, int64_t n);
+void cells_from_f32_q8_0(const float* x, void* y, int64_t n);
+void cells_to_f32_q8_0(const void* x, float* y, int64_t n);
 
 void matmul_tile_f32(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
                      const void* act, size_t act_row_bytes, int64_t n_tok, float* y,

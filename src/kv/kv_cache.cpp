@@ -3,73 +3,36 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
+#include <optional>
 
 #include "core/check.h"
-#include "quant/quantize.h"
 
 namespace minfer {
 
-Result<KvCellType> parse_kv_cell_type(std::string_view name) {
-  if (name == "f32") return KvCellType::kF32;
-  if (name == "f16") return KvCellType::kF16;
-  if (name == "q8_0") return KvCellType::kQ8_0;
-  return make_error(ErrorCode::kInvalidArgument,
-                    "[kv] unknown cache type '{}' (expected f32, f16 or q8_0)", name);
-}
-
-const char* kv_cell_type_name(KvCellType type) {
-  switch (type) {
-    case KvCellType::kF32:
-      return "f32";
-    case KvCellType::kF16:
-      return "f16";
-    case KvCellType::kQ8_0:
-      return "q8_0";
-  }
-  return "?";
-}
-
-Result<KvCellType> kv_cell_type_from_env() {
-  const char* env = std::getenv("MINFER_CACHE_TYPE");
-  if (env == nullptr || *env == '\0') return KvCellType::kF32;
-  Result<KvCellType> type = parse_kv_cell_type(env);
-  if (!type.is_ok()) {
-    return make_error(ErrorCode::kInvalidArgument, "{} (from MINFER_CACHE_TYPE)",
-                      type.status().message());
-  }
-  return type;
-}
-
 namespace {
 
-// Bytes of one head's row of n values in the cell type; 0 when n does not fit the format.
-size_t row_bytes(KvCellType type, int64_t n) {
-  switch (type) {
-    case KvCellType::kF32:
-      return static_cast<size_t>(n) * 4;
-    case KvCellType::kF16:
-      return static_cast<size_t>(n) * 2;
-    case KvCellType::kQ8_0:
-      return n % kQK8_0 == 0 ? static_cast<size_t>(n / kQK8_0) * sizeof(BlockQ8_0) : 0;
-  }
-  return 0;
-}
-
-void convert_row(KvCellType type, const float* x, int64_t n, uint8_t* out) {
-  switch (type) {
-    case KvCellType::kF32:
-      std::memcpy(out, x, static_cast<size_t>(n) * 4);
-      return;
-    case KvCellType::kF16:
-      fp32_to_fp16_row(x, reinterpret_cast<uint16_t*>(out), n);
-      return;
-    case KvCellType::kQ8_0:
-      quantize_row_q8_0(x, reinterpret_cast<BlockQ8_0*>(out), n);
-      return;
-  }
-}
+constexpr GgmlType kKvCellTypes[] = {GgmlType::kF32, GgmlType::kF16, GgmlType::kQ8_0};
+constexpr const char* kKvCellTypeNames = "f32, f16 or q8_0";  // for errors
 
 }  // namespace
+
+bool is_kv_cell_type(GgmlType type) {
+  return std::find(std::begin(kKvCellTypes), std::end(kKvCellTypes), type) !=
+         std::end(kKvCellTypes);
+}
+
+Result<GgmlType> parse_kv_cell_type(std::string_view name) {
+  for (const GgmlType type : kKvCellTypes) {
+    if (name == kv_cell_type_name(type)) return type;
+  }
+  return make_error(ErrorCode::kInvalidArgument, "[kv] unknown cache type '{}' (expected {})", name,
+                    kKvCellTypeNames);
+}
+
+std::string_view kv_cell_type_name(GgmlType type) {
+  return ggml_type_info(type).name;
+}
 
 KvCache::KvCache(const KvCacheConfig& config) : config_(config) {}
 
@@ -82,14 +45,24 @@ Result<std::unique_ptr<KvCache>> KvCache::create(const KvCacheConfig& c) {
                       c.n_layer, c.n_head_kv, c.head_dim, c.head_dim_v, c.block_size, c.n_ctx,
                       c.max_blocks);
   }
-  std::unique_ptr<KvCache> cache(new KvCache(c));
-  cache->k_row_bytes_ = row_bytes(c.cell_type, c.head_dim);
-  cache->v_row_bytes_ = row_bytes(c.cell_type, c.head_dim_v);
-  if (cache->k_row_bytes_ == 0 || cache->v_row_bytes_ == 0) {
+  if (!is_kv_cell_type(c.cell_type)) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "[kv] cache type {} is not a KV cell type (expected {})",
+                      kv_cell_type_name(c.cell_type), kKvCellTypeNames);
+  }
+  const std::optional<uint64_t> k_row =
+      ggml_row_bytes(c.cell_type, static_cast<uint64_t>(c.head_dim));
+  const std::optional<uint64_t> v_row =
+      ggml_row_bytes(c.cell_type, static_cast<uint64_t>(c.head_dim_v));
+  if (!k_row || !v_row) {
     return make_error(ErrorCode::kUnsupported,
                       "[kv] cache type {} needs head dims that are multiples of {}, got {} and {}",
-                      kv_cell_type_name(c.cell_type), kQK8_0, c.head_dim, c.head_dim_v);
+                      kv_cell_type_name(c.cell_type), ggml_type_info(c.cell_type).block_size,
+                      c.head_dim, c.head_dim_v);
   }
+  std::unique_ptr<KvCache> cache(new KvCache(c));
+  cache->k_row_bytes_ = static_cast<size_t>(*k_row);
+  cache->v_row_bytes_ = static_cast<size_t>(*v_row);
   const size_t slots = static_cast<size_t>(c.n_head_kv * c.block_size);
   cache->layer_bytes_ = slots * (cache->k_row_bytes_ + cache->v_row_bytes_);
   cache->block_bytes_ = cache->layer_bytes_ * static_cast<size_t>(c.n_layer);
@@ -316,18 +289,19 @@ const uint8_t* KvCache::v_block(int32_t block, int64_t il, int64_t h) const {
   return const_cast<KvCache*>(this)->cell(block, il, true, h, 0);
 }
 
-void KvCache::store(int64_t il, int32_t seq, int64_t pos, const float* k, const float* v) {
-  const std::vector<int32_t>& table = block_table(seq);
-  MINFER_CHECK(pos >= 0 && pos / config_.block_size < static_cast<int64_t>(table.size()),
+void KvCache::store(const kernels::KernelTable& table, int64_t il, int32_t seq, int64_t pos,
+                    const float* k, const float* v) {
+  const std::vector<int32_t>& blocks = block_table(seq);
+  MINFER_CHECK(pos >= 0 && pos / config_.block_size < static_cast<int64_t>(blocks.size()),
                "KV store at an unreserved position");
-  const int32_t block = table[static_cast<size_t>(pos / config_.block_size)];
+  const int32_t block = blocks[static_cast<size_t>(pos / config_.block_size)];
   MINFER_CHECK(!info_[static_cast<size_t>(block)].registered, "KV store into a registered block");
   const int64_t slot = pos % config_.block_size;
+  const kernels::QuantizeRowFn to_cells =
+      table.cells_from_f32[static_cast<size_t>(config_.cell_type)];
   for (int64_t h = 0; h < config_.n_head_kv; ++h) {
-    convert_row(config_.cell_type, k + h * config_.head_dim, config_.head_dim,
-                cell(block, il, false, h, slot));
-    convert_row(config_.cell_type, v + h * config_.head_dim_v, config_.head_dim_v,
-                cell(block, il, true, h, slot));
+    to_cells(k + h * config_.head_dim, cell(block, il, false, h, slot), config_.head_dim);
+    to_cells(v + h * config_.head_dim_v, cell(block, il, true, h, slot), config_.head_dim_v);
   }
 }
 

@@ -1,5 +1,6 @@
 // The paged KV cache (DESIGN.md §4): fixed-size blocks of positions from a pool that grows on
-// demand up to a budget, a block table per sequence, and cells stored as f32, f16 or q8_0.
+// demand up to a budget, a block table per sequence, and cells stored as f32, f16 or q8_0: a
+// ggml type (quant/ggml_type.h), converted by the kernel table's cells_from_f32 / cells_to_f32.
 //
 // A sequence's position p lives in block block_table[p / block_size], slot p % block_size:
 // positions index the cache directly (invariant 1), so the causal window of a token at position
@@ -26,26 +27,28 @@
 #include <vector>
 
 #include "core/status.h"
+#include "kernels/kernel_table.h"
+#include "quant/ggml_type.h"
 
 namespace minfer {
 
-enum class KvCellType { kF32, kF16, kQ8_0 };
-
-// "f32", "f16", "q8_0" → the type; anything else is an error naming it.
-Result<KvCellType> parse_kv_cell_type(std::string_view name);
-const char* kv_cell_type_name(KvCellType type);
-// The cache type from MINFER_CACHE_TYPE when set (else f32), checked.
-Result<KvCellType> kv_cell_type_from_env();
+// The cell types a cache can hold: GgmlType::kF32, kF16 and kQ8_0.
+bool is_kv_cell_type(GgmlType type);
+// "f32", "f16", "q8_0" → the type; anything else (other ggml types included) is an error naming
+// it and the allowed names.
+Result<GgmlType> parse_kv_cell_type(std::string_view name);
+// The user-facing name of a cell type ("f32", "f16", "q8_0"; ggml's name for any type).
+std::string_view kv_cell_type_name(GgmlType type);
 
 struct KvCacheConfig {
   int64_t n_layer = 0;
   int64_t n_head_kv = 0;
-  int64_t head_dim = 0;    // key row length per head
-  int64_t head_dim_v = 0;  // value row length per head
-  KvCellType cell_type = KvCellType::kF32;
-  int64_t block_size = 32;  // positions per block
-  int64_t n_ctx = 0;        // positions per sequence (the context length)
-  int64_t max_blocks = 0;   // budget: blocks the pool may hold in all
+  int64_t head_dim = 0;                 // key row length per head
+  int64_t head_dim_v = 0;               // value row length per head
+  GgmlType cell_type = GgmlType::kF32;  // one of is_kv_cell_type's
+  int64_t block_size = 32;              // positions per block
+  int64_t n_ctx = 0;                    // positions per sequence (the context length)
+  int64_t max_blocks = 0;               // budget: blocks the pool may hold in all
 };
 
 class KvCache {
@@ -53,10 +56,6 @@ class KvCache {
   static Result<std::unique_ptr<KvCache>> create(const KvCacheConfig& config);
 
   const KvCacheConfig& config() const { return config_; }
-  // Attention over f16 cells reproduces llama.cpp's CPU flash-attention arithmetic when set
-  // (graph/attention.cpp); what llama-perplexity runs by default.
-  void set_flash_attn_numerics(bool on) { flash_attn_numerics_ = on; }
-  bool flash_attn_numerics() const { return flash_attn_numerics_; }
   size_t k_row_bytes() const { return k_row_bytes_; }  // one head's key row in the cell type
   size_t v_row_bytes() const { return v_row_bytes_; }
   size_t block_bytes() const { return block_bytes_; }
@@ -90,8 +89,10 @@ class KvCache {
   void set_length(int32_t seq, int64_t length);
 
   // Writes one token's K and V for layer il at (seq, pos); pos must be reserved.
-  // k: [n_head_kv * head_dim], v: [n_head_kv * head_dim_v], converted to the cell type.
-  void store(int64_t il, int32_t seq, int64_t pos, const float* k, const float* v);
+  // k: [n_head_kv * head_dim], v: [n_head_kv * head_dim_v], converted to the cell type by
+  // table.cells_from_f32.
+  void store(const kernels::KernelTable& table, int64_t il, int32_t seq, int64_t pos,
+             const float* k, const float* v);
 
   // The block table of a reserved sequence: block ids in position order.
   const std::vector<int32_t>& block_table(int32_t seq) const;
@@ -119,7 +120,6 @@ class KvCache {
   void unregister(int32_t block);
 
   KvCacheConfig config_;
-  bool flash_attn_numerics_ = false;
   size_t k_row_bytes_ = 0;
   size_t v_row_bytes_ = 0;
   size_t layer_bytes_ = 0;

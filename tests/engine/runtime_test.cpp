@@ -14,14 +14,14 @@ namespace minfer::engine {
 namespace {
 
 TEST(ResolveCacheType, FlagThenEnvironmentThenDefault) {
-  EXPECT_EQ(*resolve_cache_type("q8_0", "f16", KvCellType::kF32), KvCellType::kQ8_0);
-  EXPECT_EQ(*resolve_cache_type("", "f16", KvCellType::kF32), KvCellType::kF16);
-  EXPECT_EQ(*resolve_cache_type("", nullptr, KvCellType::kF16), KvCellType::kF16);
-  EXPECT_EQ(*resolve_cache_type("", "", KvCellType::kF32), KvCellType::kF32);
-  auto bad_flag = resolve_cache_type("q4_0", nullptr, KvCellType::kF32);
+  EXPECT_EQ(*resolve_cache_type("q8_0", "f16", GgmlType::kF32), GgmlType::kQ8_0);
+  EXPECT_EQ(*resolve_cache_type("", "f16", GgmlType::kF32), GgmlType::kF16);
+  EXPECT_EQ(*resolve_cache_type("", nullptr, GgmlType::kF16), GgmlType::kF16);
+  EXPECT_EQ(*resolve_cache_type("", "", GgmlType::kF32), GgmlType::kF32);
+  auto bad_flag = resolve_cache_type("q4_0", nullptr, GgmlType::kF32);
   ASSERT_FALSE(bad_flag.is_ok());
   EXPECT_NE(bad_flag.status().message().find("q4_0"), std::string::npos);
-  auto bad_env = resolve_cache_type("", "f8", KvCellType::kF32);
+  auto bad_env = resolve_cache_type("", "f8", GgmlType::kF32);
   ASSERT_FALSE(bad_env.is_ok());
   EXPECT_NE(bad_env.status().message().find("MINFER_CACHE_TYPE"), std::string::npos)
       << bad_env.status().message();
@@ -40,7 +40,7 @@ TEST(Runtime, BuildsWhatTheOptionsAsk) {
   RuntimeOptions o;
   o.isa = "ref";
   o.n_threads = 3;
-  o.cache_type = KvCellType::kF16;
+  o.cache_type = GgmlType::kF16;
   o.n_ctx = 100;
   o.n_ctx_total = 300;
   o.block_size = 16;
@@ -48,7 +48,7 @@ TEST(Runtime, BuildsWhatTheOptionsAsk) {
   ASSERT_TRUE(runtime.is_ok()) << runtime.status().message();
   EXPECT_STREQ((*runtime)->isa_name(), "ref");
   EXPECT_EQ((*runtime)->n_threads(), 3);
-  EXPECT_EQ((*runtime)->cache().config().cell_type, KvCellType::kF16);
+  EXPECT_EQ((*runtime)->cache().config().cell_type, GgmlType::kF16);
   EXPECT_EQ((*runtime)->cache().config().n_ctx, 100);
   EXPECT_EQ((*runtime)->cache().config().block_size, 16);
   EXPECT_EQ((*runtime)->cache().config().max_blocks, 19);  // ceil(300 / 16)

@@ -4,15 +4,20 @@
 
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
+#include "kernels/kernel_test_util.h"
+#include "quant/fp16.h"
+#include "quant/quant_traits.h"
 #include "quant/quantize.h"
 
 namespace minfer {
 namespace {
 
-KvCacheConfig small_config(KvCellType type) {
+KvCacheConfig small_config(GgmlType type) {
   KvCacheConfig c;
   c.n_layer = 2;
   c.n_head_kv = 2;
@@ -34,27 +39,17 @@ std::vector<float> read_row(const KvCache& cache, int32_t seq, int64_t il, int64
   const size_t row_bytes = value ? cache.v_row_bytes() : cache.k_row_bytes();
   const uint8_t* row = base + static_cast<size_t>(pos % c.block_size) * row_bytes;
   std::vector<float> out(static_cast<size_t>(c.head_dim));
-  switch (c.cell_type) {
-    case KvCellType::kF32:
-      std::memcpy(out.data(), row, out.size() * 4);
-      break;
-    case KvCellType::kF16:
-      fp16_to_fp32_row(reinterpret_cast<const uint16_t*>(row), out.data(), c.head_dim);
-      break;
-    case KvCellType::kQ8_0:
-      dequantize_row_q8_0(reinterpret_cast<const BlockQ8_0*>(row), out.data(), c.head_dim);
-      break;
-  }
+  dequantize_row(c.cell_type, row, out.data(), c.head_dim);
   return out;
 }
 
-class KvRoundTrip : public ::testing::TestWithParam<KvCellType> {};
+class KvRoundTrip : public ::testing::TestWithParam<GgmlType> {};
 
 // What is stored reads back within the cell format's rounding: exact for f32, half an f16 ulp
 // (2^-11 relative) for f16; for q8_0 half a step d = amax / 127 plus the f16 rounding of d
 // (≤ 2^-11 d) times the largest quant, 127.
 TEST_P(KvRoundTrip, StoredRowsReadBackWithinTheFormatsRounding) {
-  const KvCellType type = GetParam();
+  const GgmlType type = GetParam();
   auto cache = KvCache::create(small_config(type));
   ASSERT_TRUE(cache.is_ok()) << cache.status().message();
   KvCache& kv = **cache;
@@ -65,7 +60,7 @@ TEST_P(KvRoundTrip, StoredRowsReadBackWithinTheFormatsRounding) {
   for (int64_t pos : {0, 15, 16, 39}) {
     for (float& x : k) x = dist(rng);
     for (float& x : v) x = dist(rng);
-    kv.store(1, 3, pos, k.data(), v.data());
+    kv.store(kernels::ref_table, 1, 3, pos, k.data(), v.data());
     for (int64_t h = 0; h < 2; ++h) {
       const std::vector<float> got_k = read_row(kv, 3, 1, h, pos, false);
       const std::vector<float> got_v = read_row(kv, 3, 1, h, pos, true);
@@ -73,12 +68,12 @@ TEST_P(KvRoundTrip, StoredRowsReadBackWithinTheFormatsRounding) {
       for (int j = 0; j < 64; ++j) amax = std::max(amax, std::fabs(k[h * 64 + j]));
       for (int j = 0; j < 64; ++j) {
         const float want = k[static_cast<size_t>(h * 64 + j)];
-        const float tol = type == KvCellType::kF32   ? 0.0f
-                          : type == KvCellType::kF16 ? std::fabs(want) * 0x1p-11f
-                                                     : amax / 127.0f * (0.5f + 127 * 0x1p-11f);
+        const float tol = type == GgmlType::kF32   ? 0.0f
+                          : type == GgmlType::kF16 ? std::fabs(want) * 0x1p-11f
+                                                   : amax / 127.0f * (0.5f + 127 * 0x1p-11f);
         EXPECT_NEAR(got_k[static_cast<size_t>(j)], want, tol) << "pos " << pos << " head " << h;
       }
-      if (type == KvCellType::kF32) {
+      if (type == GgmlType::kF32) {
         EXPECT_EQ(0, std::memcmp(got_v.data(), v.data() + h * 64, 64 * 4));
       }
     }
@@ -86,10 +81,108 @@ TEST_P(KvRoundTrip, StoredRowsReadBackWithinTheFormatsRounding) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Cells, KvRoundTrip,
-                         ::testing::Values(KvCellType::kF32, KvCellType::kF16, KvCellType::kQ8_0));
+                         ::testing::Values(GgmlType::kF32, GgmlType::kF16, GgmlType::kQ8_0),
+                         [](const ::testing::TestParamInfo<GgmlType>& param) {
+                           return std::string(kv_cell_type_name(param.param));
+                         });
+
+// The bytes of one stored V row of head h at position pos, as v_block lays them out.
+std::vector<uint8_t> v_row_bytes(const KvCache& cache, int32_t seq, int64_t il, int64_t h,
+                                 int64_t pos) {
+  const KvCacheConfig& c = cache.config();
+  const int32_t block = cache.block_table(seq)[static_cast<size_t>(pos / c.block_size)];
+  const uint8_t* row =
+      cache.v_block(block, il, h) + static_cast<size_t>(pos % c.block_size) * cache.v_row_bytes();
+  return {row, row + cache.v_row_bytes()};
+}
+
+// A small cache of `type` with positions [0, 20) of sequence 0 reserved.
+std::unique_ptr<KvCache> reserved_cache(GgmlType type) {
+  auto cache = KvCache::create(small_config(type));
+  EXPECT_TRUE(cache.is_ok()) << cache.status().message();
+  std::unique_ptr<KvCache> kv = std::move(cache).value();
+  EXPECT_TRUE(kv->reserve(0, 20).is_ok());
+  return kv;
+}
+
+// One token's K or V row, [n_head_kv * head_dim], drawn from N(0, sigma²).
+std::vector<float> normal_row(std::mt19937& rng, float sigma) {
+  std::normal_distribution<float> dist(0.0f, sigma);
+  std::vector<float> row(128);
+  for (float& x : row) x = dist(rng);
+  return row;
+}
+
+// f16 V cells hold fp32_to_fp16 of each stored value, and read back as fp16_to_fp32 of those
+// halves, through every kernel table.
+TEST(KvCache, F16ValueCellsHoldTheRoundedHalves) {
+  for (const kernels::KernelTable* table : kernels::test::all_tables()) {
+    std::unique_ptr<KvCache> cache = reserved_cache(GgmlType::kF16);
+    KvCache& kv = *cache;
+    std::mt19937 rng(11);
+    for (int64_t pos : {0, 17}) {
+      const std::vector<float> k = normal_row(rng, 3.0f);
+      std::vector<float> v = normal_row(rng, 3.0f);
+      v[1] = 1.0f + 0x1p-11f;  // an f16 tie: rounds to even, 1.0
+      v[2] = 65520.0f;         // past the largest f16: inf
+      kv.store(*table, 0, 0, pos, k.data(), v.data());
+      for (int64_t h = 0; h < 2; ++h) {
+        std::vector<uint16_t> want(64);  // [head_dim] f16
+        for (int j = 0; j < 64; ++j) want[static_cast<size_t>(j)] = fp32_to_fp16(v[h * 64 + j]);
+        const std::vector<uint8_t> got = v_row_bytes(kv, 0, 0, h, pos);
+        ASSERT_EQ(got.size(), 128u);
+        EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size()))
+            << table->name << " pos " << pos << " head " << h;
+        const std::vector<float> values = read_row(kv, 0, 0, h, pos, true);
+        for (int j = 0; j < 64; ++j) {
+          EXPECT_EQ(values[static_cast<size_t>(j)], fp16_to_fp32(want[static_cast<size_t>(j)]))
+              << table->name << " pos " << pos << " head " << h << " j " << j;
+        }
+      }
+    }
+    EXPECT_EQ(read_row(kv, 0, 0, 0, 17, true)[1], 1.0f) << table->name;
+    EXPECT_TRUE(std::isinf(read_row(kv, 0, 0, 0, 17, true)[2])) << table->name;
+  }
+}
+
+// q8_0 V cells hold quantize_row_q8_0's blocks of the stored values (d = amax / 127, quants
+// rounded halfway away from zero), and read back as q · d, through every kernel table.
+TEST(KvCache, Q8_0ValueCellsHoldTheReferenceBlocks) {
+  for (const kernels::KernelTable* table : kernels::test::all_tables()) {
+    std::unique_ptr<KvCache> cache = reserved_cache(GgmlType::kQ8_0);
+    KvCache& kv = *cache;
+    std::mt19937 rng(13);
+    const std::vector<float> k = normal_row(rng, 2.0f);
+    std::vector<float> v = normal_row(rng, 2.0f);
+    // Head 1's first block: amax 127, so d = 1 and the quants are the values rounded, halfway
+    // cases away from zero: 2.5 → 3, -2.5 → -3, 0.5 → 1.
+    for (int j = 0; j < 32; ++j) v[static_cast<size_t>(64 + j)] = 0.0f;
+    v[64] = 127.0f;
+    v[65] = 2.5f;
+    v[66] = -2.5f;
+    v[67] = 0.5f;
+    kv.store(*table, 1, 0, 18, k.data(), v.data());
+    for (int64_t h = 0; h < 2; ++h) {
+      BlockQ8_0 want[2];  // [head_dim / 32]
+      quantize_row_q8_0(v.data() + h * 64, want, 64);
+      const std::vector<uint8_t> got = v_row_bytes(kv, 0, 1, h, 18);
+      ASSERT_EQ(got.size(), sizeof(want));
+      EXPECT_EQ(0, std::memcmp(got.data(), want, sizeof(want))) << table->name << " head " << h;
+      std::vector<float> want_values(64);  // [head_dim]
+      dequantize_row_q8_0(want, want_values.data(), 64);
+      EXPECT_EQ(read_row(kv, 0, 1, h, 18, true), want_values) << table->name << " head " << h;
+    }
+    const std::vector<float> head1 = read_row(kv, 0, 1, 1, 18, true);
+    EXPECT_EQ(head1[0], 127.0f) << table->name;
+    EXPECT_EQ(head1[1], 3.0f) << table->name;
+    EXPECT_EQ(head1[2], -3.0f) << table->name;
+    EXPECT_EQ(head1[3], 1.0f) << table->name;
+    EXPECT_EQ(head1[4], 0.0f) << table->name;
+  }
+}
 
 TEST(KvCache, BlocksAreTakenOnDemandAndReturnedOnFree) {
-  auto cache = KvCache::create(small_config(KvCellType::kF32));
+  auto cache = KvCache::create(small_config(GgmlType::kF32));
   ASSERT_TRUE(cache.is_ok());
   KvCache& kv = **cache;
   EXPECT_EQ(kv.n_blocks_allocated(), 0);   // nothing preallocated
@@ -112,7 +205,7 @@ TEST(KvCache, BlocksAreTakenOnDemandAndReturnedOnFree) {
 }
 
 TEST(KvCache, PastTheContextIsAnErrorAndBadTypesAreNamed) {
-  auto cache = KvCache::create(small_config(KvCellType::kF32));
+  auto cache = KvCache::create(small_config(GgmlType::kF32));
   ASSERT_TRUE(cache.is_ok());
   const Status st = (*cache)->reserve(0, 129);
   ASSERT_FALSE(st.is_ok());
@@ -121,6 +214,35 @@ TEST(KvCache, PastTheContextIsAnErrorAndBadTypesAreNamed) {
   auto bad = parse_kv_cell_type("q4_0");
   ASSERT_FALSE(bad.is_ok());
   EXPECT_EQ(bad.status().message(), "[kv] unknown cache type 'q4_0' (expected f32, f16 or q8_0)");
+}
+
+TEST(KvCache, CellTypesAreGgmlTypesNamedAsUsersWriteThem) {
+  for (const GgmlType type : {GgmlType::kF32, GgmlType::kF16, GgmlType::kQ8_0}) {
+    auto parsed = parse_kv_cell_type(kv_cell_type_name(type));
+    ASSERT_TRUE(parsed.is_ok()) << kv_cell_type_name(type);
+    EXPECT_EQ(*parsed, type);
+    EXPECT_TRUE(is_kv_cell_type(type));
+  }
+  EXPECT_EQ(kv_cell_type_name(GgmlType::kQ8_0), "q8_0");
+  for (const char* name : {"F16", "bf16", "q4_K", ""}) {
+    auto bad = parse_kv_cell_type(name);
+    ASSERT_FALSE(bad.is_ok()) << name;
+    std::string want = "[kv] unknown cache type '";
+    want.append(name).append("' (expected f32, f16 or q8_0)");
+    EXPECT_EQ(bad.status().message(), want);
+  }
+  // A ggml type that is not a cell type is refused by the cache too.
+  KvCacheConfig c = small_config(GgmlType::kQ4_0);
+  auto cache = KvCache::create(c);
+  ASSERT_FALSE(cache.is_ok());
+  EXPECT_EQ(cache.status().message(),
+            "[kv] cache type q4_0 is not a KV cell type (expected f32, f16 or q8_0)");
+  c = small_config(GgmlType::kQ8_0);
+  c.head_dim_v = 48;
+  cache = KvCache::create(c);
+  ASSERT_FALSE(cache.is_ok());
+  EXPECT_EQ(cache.status().message(),
+            "[kv] cache type q8_0 needs head dims that are multiples of 32, got 64 and 48");
 }
 
 }  // namespace

@@ -31,7 +31,7 @@ void fill(KvCache& cache, int32_t seq, const std::vector<int32_t>& tokens) {
   ASSERT_TRUE(cache.reserve(seq, static_cast<int64_t>(tokens.size())).is_ok());
   for (size_t p = static_cast<size_t>(start); p < tokens.size(); ++p) {
     const float row[4] = {static_cast<float>(tokens[p]), 0, 0, 0};  // [head_dim]
-    cache.store(0, seq, static_cast<int64_t>(p), row, row);
+    cache.store(kernels::ref_table, 0, seq, static_cast<int64_t>(p), row, row);
   }
   cache.set_length(seq, static_cast<int64_t>(tokens.size()));
 }
@@ -116,7 +116,7 @@ TEST(PrefixCache, TruncatingIntoASharedBlockCopiesIt) {
   EXPECT_NE(cache->block_table(2)[1], shared);
   EXPECT_EQ(first_value(*cache, 2, 5), 15.0f);
   const float row[4] = {99, 0, 0, 0};  // [head_dim]
-  cache->store(0, 2, 6, row, row);
+  cache->store(kernels::ref_table, 0, 2, 6, row, row);
   EXPECT_EQ(first_value(*cache, 2, 6), 99.0f);
   EXPECT_EQ(first_value(*cache, 1, 6), 16.0f);  // the shared block is untouched
 

@@ -18,7 +18,7 @@ using test::Golden;
 struct RunOptions {
   int64_t batch = 0;  // tokens per forward; 0 = all at once
   int threads = 2;
-  KvCellType cache_type = KvCellType::kF32;
+  GgmlType cache_type = GgmlType::kF32;
 };
 
 // Logits of every position of `tokens`: [n_tokens, n_vocab].
@@ -126,17 +126,17 @@ TEST_P(GoldenTest, MatchesLlamaCppLogits) {
       << "1 and 2 threads differ";
   // Smaller cache cells stay close.
   check_cache(
-      g, test::compare_to_golden(g, run_tokens(**model, tokens, {.cache_type = KvCellType::kF16})),
+      g, test::compare_to_golden(g, run_tokens(**model, tokens, {.cache_type = GgmlType::kF16})),
       "cache f16");
   if ((*model)->config().head_dim % 32 == 0) {
     check_cache(
         g,
-        test::compare_to_golden(g, run_tokens(**model, tokens, {.cache_type = KvCellType::kQ8_0})),
+        test::compare_to_golden(g, run_tokens(**model, tokens, {.cache_type = GgmlType::kQ8_0})),
         "cache q8_0");
   } else {
     // q8_0 cells are blocks of 32: a smaller head cannot be stored that way, and says so.
     engine::RuntimeOptions options;
-    options.cache_type = KvCellType::kQ8_0;
+    options.cache_type = GgmlType::kQ8_0;
     options.n_ctx = 64;
     auto runtime = engine::Runtime::create(**model, options);
     ASSERT_FALSE(runtime.is_ok());

@@ -1,7 +1,8 @@
 // AVX2 activation quantizers, bit-identical to their references: Q8_0 / Q8_1 to
 // quant/act_quant.h (llama.cpp's x86 semantics), Q8_K to quant/quantize.h's quantize_row_q8_K.
 // The max is exact in any order, each quant is one multiply and one round-to-nearest-even as in
-// the reference, and the sums are integer sums.
+// the reference, and the sums are integer sums. Also the Q8_0 KV cells, bit-identical to
+// quantize_row_q8_0 / dequantize_row_q8_0 (their quants round halfway cases away from zero).
 #include <immintrin.h>
 
 #include <cstring>
@@ -59,6 +60,16 @@ float quantize_block32(const float* x, int8_t* q, int* sum) {
   store_i8x32(qi, q);
   *sum = hsum_i32(_mm256_add_epi32(_mm256_add_epi32(qi[0], qi[1]), _mm256_add_epi32(qi[2], qi[3])));
   return d;
+}
+
+// roundf of each lane: halfway cases away from zero. |v| - trunc|v| is exact, so comparing it
+// with 0.5 decides the rounding as roundf does.
+__m256 round_half_away(__m256 v) {
+  const __m256 sign = _mm256_and_ps(v, _mm256_set1_ps(-0.0f));
+  const __m256 a = _mm256_xor_ps(v, sign);
+  const __m256 t = _mm256_round_ps(a, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+  const __m256 up = _mm256_cmp_ps(_mm256_sub_ps(a, t), _mm256_set1_ps(0.5f), _CMP_GE_OQ);
+  return _mm256_or_ps(_mm256_add_ps(t, _mm256_and_ps(up, _mm256_set1_ps(1.0f))), sign);
 }
 
 uint16_t to_f16(float f) {
@@ -133,6 +144,38 @@ void act_q8_K(const float* x, void* y, int64_t n) {
       blocks[i].bsums[2 * k + 1] = static_cast<int16_t>(hsum_i32(_mm256_add_epi32(q[2], q[3])));
     }
     blocks[i].d = 1.0f / iscale;
+  }
+}
+
+void cells_from_f32_q8_0(const float* x, void* y, int64_t n) {
+  auto* blocks = static_cast<BlockQ8_0*>(y);
+  for (int64_t i = 0; i < n / 32; ++i, x += 32) {
+    __m256 v[4];
+    __m256 m = _mm256_setzero_ps();
+    for (int k = 0; k < 4; ++k) {
+      v[k] = _mm256_loadu_ps(x + 8 * k);
+      m = _mm256_max_ps(m, abs_ps(v[k]));
+    }
+    // As quantize_row_q8_0: d = amax / 127 and the quants from x · (1 / d), not x · (127 / amax).
+    const float d = hmax(m) / 127.0f;
+    const __m256 id = _mm256_set1_ps(d != 0.0f ? 1.0f / d : 0.0f);
+    __m256i q[4];
+    for (int k = 0; k < 4; ++k) {
+      q[k] = _mm256_cvtps_epi32(round_half_away(_mm256_mul_ps(v[k], id)));
+    }
+    store_i8x32(q, blocks[i].qs);
+    blocks[i].d = to_f16(d);
+  }
+}
+
+void cells_to_f32_q8_0(const void* x, float* y, int64_t n) {
+  const auto* blocks = static_cast<const BlockQ8_0*>(x);
+  for (int64_t i = 0; i < n / 32; ++i, y += 32) {
+    const __m256 d = _mm256_set1_ps(_cvtsh_ss(blocks[i].d));
+    for (int k = 0; k < 4; ++k) {
+      const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(blocks[i].qs + 8 * k));
+      _mm256_storeu_ps(y + 8 * k, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), d));
+    }
   }
 }
 

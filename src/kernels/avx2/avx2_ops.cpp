@@ -256,4 +256,8 @@ void act_bf16(const float* x, void* y, int64_t n) {
   f32_to_bf16(x, n, static_cast<uint16_t*>(y));
 }
 
+void cells_to_f32_f16(const void* x, float* y, int64_t n) {
+  f16_to_f32(static_cast<const uint16_t*>(x), n, y);
+}
+
 }  // namespace minfer::kernels::avx2

@@ -1,7 +1,8 @@
 // AVX-512 activation quantizers, bit-identical to their references: Q8_0 / Q8_1 to
 // quant/act_quant.h (llama.cpp's x86 semantics), Q8_K to quant/quantize.h's quantize_row_q8_K.
 // The max is exact in any order, each quant is one multiply and one round-to-nearest-even as in
-// the reference, and the sums are integer sums.
+// the reference, and the sums are integer sums. Also the Q8_0 KV cells, bit-identical to
+// quantize_row_q8_0 / dequantize_row_q8_0 (their quants round halfway cases away from zero).
 // GCC 12 reports the _mm512_undefined_*() placeholders inside its own intrinsic headers as
 // uninitialized (a false positive of its inliner); the warning says nothing about this code.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -9,6 +10,7 @@
 
 #include <immintrin.h>
 
+#include <cstdint>
 #include <cstring>
 
 #include "kernels/avx512/avx512_fold.h"
@@ -70,6 +72,17 @@ Blocks16 quantize_blocks32(const float* x, int n_blocks, QsOf&& qs_of) {
   return out;
 }
 
+// roundf of each lane: halfway cases away from zero. |v| - trunc|v| is exact, so comparing it
+// with 0.5 decides the rounding as roundf does.
+__m512 round_half_away(__m512 v) {
+  const __m512i sign = _mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(INT32_MIN));
+  const __m512 a = abs_ps(v);
+  const __m512 t = _mm512_roundscale_ps(a, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+  const __mmask16 up = _mm512_cmp_ps_mask(_mm512_sub_ps(a, t), _mm512_set1_ps(0.5f), _CMP_GE_OQ);
+  const __m512 r = _mm512_mask_add_ps(t, up, t, _mm512_set1_ps(1.0f));
+  return _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(r), sign));
+}
+
 // The 16 lanes of v as f16, rounded to nearest even.
 void to_f16x16(__m512 v, uint16_t out[16]) {
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(out),
@@ -117,6 +130,33 @@ void act_q8_1(const float* x, void* y, int64_t n) {
     for (int b = 0; b < nb; ++b) {
       blocks[i + b].d = d[b];
       blocks[i + b].s = s[b];
+    }
+  }
+}
+
+void cells_from_f32_q8_0(const float* x, void* y, int64_t n) {
+  auto* blocks = static_cast<BlockQ8_0*>(y);
+  for (int64_t i = 0; i < n / 32; ++i, x += 32) {
+    const __m512 v0 = _mm512_loadu_ps(x);
+    const __m512 v1 = _mm512_loadu_ps(x + 16);
+    // As quantize_row_q8_0: d = amax / 127 and the quants from x · (1 / d), not x · (127 / amax).
+    const float d = _mm512_reduce_max_ps(_mm512_max_ps(abs_ps(v0), abs_ps(v1))) / 127.0f;
+    const __m512 id = _mm512_set1_ps(d != 0.0f ? 1.0f / d : 0.0f);
+    const __m512i q0 = _mm512_cvtps_epi32(round_half_away(_mm512_mul_ps(v0, id)));
+    const __m512i q1 = _mm512_cvtps_epi32(round_half_away(_mm512_mul_ps(v1, id)));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(blocks[i].qs), _mm512_cvtsepi32_epi8(q0));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(blocks[i].qs + 16), _mm512_cvtsepi32_epi8(q1));
+    blocks[i].d = static_cast<uint16_t>(_cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT));
+  }
+}
+
+void cells_to_f32_q8_0(const void* x, float* y, int64_t n) {
+  const auto* blocks = static_cast<const BlockQ8_0*>(x);
+  for (int64_t i = 0; i < n / 32; ++i, y += 32) {
+    const __m512 d = _mm512_set1_ps(_cvtsh_ss(blocks[i].d));
+    for (int k = 0; k < 2; ++k) {
+      const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blocks[i].qs + 16 * k));
+      _mm512_storeu_ps(y + 16 * k, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)), d));
     }
   }
 }

@@ -1,4 +1,5 @@
 #include "kernels/avx512/avx512_kernels.h"
+#include "kernels/ref/ref_kernels.h"
 #include "quant/ggml_type.h"
 
 namespace minfer::kernels {
@@ -48,6 +49,13 @@ constexpr KernelTable make_avx512_table() {
   t.quantize_act_q8_0_sums = avx512::act_q8_0_sums;
   t.quantize_act[slot(GgmlType::kQ8_1)] = avx512::act_q8_1;
   t.quantize_act[slot(GgmlType::kQ8_K)] = avx512::act_q8_K;
+  // F32 cells are a copy either way: the reference's memcpy.
+  t.cells_from_f32[slot(GgmlType::kF32)] = ref::cells_from_f32_f32;
+  t.cells_to_f32[slot(GgmlType::kF32)] = ref::cells_to_f32_f32;
+  t.cells_from_f32[slot(GgmlType::kF16)] = avx512::act_f16;
+  t.cells_to_f32[slot(GgmlType::kF16)] = avx512::cells_to_f32_f16;
+  t.cells_from_f32[slot(GgmlType::kQ8_0)] = avx512::cells_from_f32_q8_0;
+  t.cells_to_f32[slot(GgmlType::kQ8_0)] = avx512::cells_to_f32_q8_0;
   return t;
 }
 

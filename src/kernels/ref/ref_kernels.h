@@ -29,6 +29,13 @@ void f16_to_f32(const uint16_t* x, int64_t n, float* y);
 void f32_to_f16(const float* x, int64_t n, uint16_t* y);
 void bf16_to_f32(const uint16_t* x, int64_t n, float* y);
 void f32_to_bf16(const float* x, int64_t n, uint16_t* y);
+// KV cells (KernelTable::cells_from_f32 / cells_to_f32). The F32 pair is every table's.
+void cells_from_f32_f32(const float* x, void* y, int64_t n);
+void cells_to_f32_f32(const void* x, float* y, int64_t n);
+void cells_from_f32_f16(const float* x, void* y, int64_t n);
+void cells_to_f32_f16(const void* x, float* y, int64_t n);
+void cells_from_f32_q8_0(const float* x, void* y, int64_t n);
+void cells_to_f32_q8_0(const void* x, float* y, int64_t n);
 
 // The reference matmul tile (MatmulTileFn) of a weight type: its reference dot product
 // (ref_dot.h) for every (weight row, token).

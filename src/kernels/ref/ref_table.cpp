@@ -67,6 +67,12 @@ constexpr KernelTable make_ref_table() {
   t.quantize_act[slot(GgmlType::kQ8_0)] = quantize_act_q8_0;
   t.quantize_act[slot(GgmlType::kQ8_1)] = quantize_act_q8_1;
   t.quantize_act_q8_0_sums = quantize_act_q8_0_sums;
+  t.cells_from_f32[slot(GgmlType::kF32)] = ref::cells_from_f32_f32;
+  t.cells_to_f32[slot(GgmlType::kF32)] = ref::cells_to_f32_f32;
+  t.cells_from_f32[slot(GgmlType::kF16)] = ref::cells_from_f32_f16;
+  t.cells_to_f32[slot(GgmlType::kF16)] = ref::cells_to_f32_f16;
+  t.cells_from_f32[slot(GgmlType::kQ8_0)] = ref::cells_from_f32_q8_0;
+  t.cells_to_f32[slot(GgmlType::kQ8_0)] = ref::cells_to_f32_q8_0;
   return t;
 }
 

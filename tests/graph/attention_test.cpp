@@ -1,0 +1,237 @@
+// Attention over the paged KV cache against a hand-computed example: grouped-query heads
+// (n_head 4, n_head_kv 2), two sequences in one batch, blocks of 4 positions cut by the causal
+// window, for every cell type and every kernel table this CPU runs.
+#include "graph/attention.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "kernels/kernel_test_util.h"
+#include "quant/fp16.h"
+#include "quant/quantize.h"
+
+namespace minfer {
+namespace {
+
+constexpr int64_t kHeadDim = 32;  // one q8_0 block per row
+constexpr int64_t kNHead = 4;
+constexpr int64_t kNHeadKv = 2;  // query heads 0, 1 read KV head 0; heads 2, 3 KV head 1
+constexpr int64_t kBlockSize = 4;
+
+// The batch: sequence 0's positions 3, 4, 5 (its window crosses from block 0 into block 1) and
+// sequence 1's positions 0, 1, interleaved. Sequence 0 also holds cells 0..2 from an earlier
+// step and cells 6, 7 (the rest of block 1), sequence 1 cells 2, 3 (the rest of its block 0):
+// left over from a rolled-back draft, behind every window of this batch.
+struct Token {
+  int32_t seq;
+  int32_t pos;
+};
+constexpr Token kTokens[] = {{0, 3}, {1, 0}, {0, 4}, {1, 1}, {0, 5}};
+constexpr int64_t kNTokens = std::size(kTokens);
+constexpr int32_t kCells[] = {8, 4};    // cells stored per sequence
+constexpr int32_t kLastPos[] = {5, 1};  // the last position per sequence in the batch
+
+// With scale 1, query dim 0 = c (1 for heads 0 and 2, 2 for heads 1 and 3, 0 elsewhere) and key
+// dim 0 = ln(pos + 1) on KV head 0, -ln(pos + 1) on KV head 1, the score of cell j is
+// ±c·ln(j + 1): weights ∝ (j + 1)^c for heads 0, 1 and (j + 1)^-c for heads 2, 3. Value dim 0 is
+// the position, plus 10 in sequence 1, so output dim 0 is (10 +) Σ j w_j / Σ w_j:
+constexpr double kHandDim0[kNTokens][kNHead] = {
+    {2.0, 7.0 / 3, 23.0 / 25, 19.0 / 41},              // seq 0, pos 3: cells 0..3
+    {10.0, 10.0, 10.0, 10.0},                          // seq 1, pos 0: cell 0 alone
+    {8.0 / 3, 34.0 / 11, 163.0 / 137, 2951.0 / 5269},  // seq 0, pos 4: cells 0..4
+    {10 + 2.0 / 3, 10 + 4.0 / 5, 10 + 1.0 / 3, 10.2},  // seq 1, pos 1: cells 0, 1
+    {10.0 / 3, 50.0 / 13, 71.0 / 49, 493.0 / 767},     // seq 0, pos 5: cells 0..5
+};
+// The other key dims are noise the queries do not see; the other value dims are noise the
+// reference follows. The left-over cells' keys score 50 · c (they would take all the weight)
+// and their values are NaN (1000 for q8_0, which holds finite values only): a weight that is
+// not exactly 0 would show.
+
+struct Example {
+  std::vector<float> q;               // [n_tokens, n_head * head_dim]
+  std::vector<std::vector<float>> k;  // [seq] -> [cells, n_head_kv * head_dim]
+  std::vector<std::vector<float>> v;  // [seq] -> [cells, n_head_kv * head_dim]
+};
+
+Example make_example(GgmlType cell_type) {
+  std::mt19937 rng(42);
+  std::uniform_real_distribution<float> noise(-0.5f, 0.5f);
+  Example e;
+  e.q.assign(static_cast<size_t>(kNTokens * kNHead * kHeadDim), 0.0f);
+  for (int64_t t = 0; t < kNTokens; ++t) {
+    for (int64_t h = 0; h < kNHead; ++h)
+      e.q[static_cast<size_t>((t * kNHead + h) * kHeadDim)] = h % 2 == 0 ? 1.0f : 2.0f;
+  }
+  const float poison =
+      cell_type == GgmlType::kQ8_0 ? 1000.0f : std::numeric_limits<float>::quiet_NaN();
+  for (int32_t seq = 0; seq < 2; ++seq) {
+    std::vector<float>& k =
+        e.k.emplace_back(static_cast<size_t>(kCells[seq] * kNHeadKv * kHeadDim));
+    std::vector<float>& v = e.v.emplace_back(k.size());
+    for (int32_t pos = 0; pos < kCells[seq]; ++pos) {
+      const bool left_over = pos > kLastPos[seq];
+      for (int64_t kv = 0; kv < kNHeadKv; ++kv) {
+        float* key = k.data() + (pos * kNHeadKv + kv) * kHeadDim;
+        float* value = v.data() + (pos * kNHeadKv + kv) * kHeadDim;
+        for (int64_t d = 0; d < kHeadDim; ++d) {
+          key[d] = noise(rng);
+          value[d] = left_over ? poison : noise(rng);
+        }
+        const float log_pos = std::log(static_cast<float>(pos + 1));
+        key[0] = left_over ? 50.0f : (kv == 0 ? log_pos : -log_pos);
+        if (!left_over) value[0] = static_cast<float>(pos + 10 * seq);
+      }
+    }
+  }
+  return e;
+}
+
+// A row as the cells hold it: f16- or q8_0-rounded by quant/'s reference conversions.
+std::vector<float> as_cells(GgmlType type, const float* x) {
+  std::vector<float> out(x, x + kHeadDim);
+  if (type == GgmlType::kF16) {
+    for (float& y : out) y = fp16_to_fp32(fp32_to_fp16(y));
+  } else if (type == GgmlType::kQ8_0) {
+    BlockQ8_0 block;
+    quantize_row_q8_0(x, &block, kHeadDim);
+    dequantize_row_q8_0(&block, out.data(), kHeadDim);
+  }
+  return out;
+}
+
+// softmax(q·kᵀ) · v over cells 0..pos of the token's sequence, in double, on the rounded cells.
+std::vector<double> reference(const Example& e, GgmlType type, int64_t t, int64_t h) {
+  const Token token = kTokens[t];
+  const int64_t kv = h / (kNHead / kNHeadKv);
+  const float* q = e.q.data() + (t * kNHead + h) * kHeadDim;
+  std::vector<double> scores;
+  std::vector<std::vector<float>> values;
+  for (int32_t j = 0; j <= token.pos; ++j) {
+    const size_t row = static_cast<size_t>((j * kNHeadKv + kv) * kHeadDim);
+    const std::vector<float> key = as_cells(type, e.k[static_cast<size_t>(token.seq)].data() + row);
+    values.push_back(as_cells(type, e.v[static_cast<size_t>(token.seq)].data() + row));
+    double s = 0.0;
+    for (int64_t d = 0; d < kHeadDim; ++d)
+      s += static_cast<double>(q[d]) * key[static_cast<size_t>(d)];
+    scores.push_back(s);
+  }
+  double max = -std::numeric_limits<double>::infinity();
+  for (const double s : scores) max = std::max(max, s);
+  std::vector<double> out(kHeadDim, 0.0);
+  double sum = 0.0;
+  for (size_t j = 0; j < scores.size(); ++j) {
+    const double w = std::exp(scores[j] - max);
+    sum += w;
+    for (int64_t d = 0; d < kHeadDim; ++d)
+      out[static_cast<size_t>(d)] += w * values[j][static_cast<size_t>(d)];
+  }
+  for (double& x : out) x /= sum;
+  return out;
+}
+
+// Stores the example through `table` into a fresh cache and runs attention over the batch on
+// n_threads threads: [n_tokens, n_head * head_dim].
+std::vector<float> run_attention(const Example& e, GgmlType type, const kernels::KernelTable& table,
+                                 int n_threads, const AttentionOptions& options = {}) {
+  KvCacheConfig c;
+  c.n_layer = 1;
+  c.n_head_kv = kNHeadKv;
+  c.head_dim = kHeadDim;
+  c.head_dim_v = kHeadDim;
+  c.cell_type = type;
+  c.block_size = kBlockSize;
+  c.n_ctx = 16;
+  c.max_blocks = 8;
+  auto cache = KvCache::create(c);
+  EXPECT_TRUE(cache.is_ok()) << cache.status().message();
+  KvCache& kv = **cache;
+  for (int32_t seq = 0; seq < 2; ++seq) {
+    EXPECT_TRUE(kv.reserve(seq, kCells[seq]).is_ok());
+    for (int32_t pos = 0; pos < kCells[seq]; ++pos) {
+      const size_t row = static_cast<size_t>(pos * kNHeadKv * kHeadDim);
+      kv.store(table, 0, seq, pos, e.k[static_cast<size_t>(seq)].data() + row,
+               e.v[static_cast<size_t>(seq)].data() + row);
+    }
+  }
+  Batch batch;
+  for (const Token& token : kTokens) batch.add(0, token.pos, token.seq, true);
+  std::vector<float> out(static_cast<size_t>(kNTokens * kNHead * kHeadDim));
+  kernels::ThreadPool pool(n_threads);
+  attention(table, pool, kv, batch, {e.q.data(), out.data(), 0, kNHead, 1.0f}, options);
+  return out;
+}
+
+// Every output element within `tol` of the double reference (tol · (1 + |ref|)).
+void expect_matches_reference(const std::vector<float>& out, const Example& e, GgmlType type,
+                              double tol, const char* what) {
+  for (int64_t t = 0; t < kNTokens; ++t) {
+    for (int64_t h = 0; h < kNHead; ++h) {
+      const std::vector<double> want = reference(e, type, t, h);
+      for (int64_t d = 0; d < kHeadDim; ++d) {
+        const double got = out[static_cast<size_t>((t * kNHead + h) * kHeadDim + d)];
+        const double ref = want[static_cast<size_t>(d)];
+        ASSERT_NEAR(got, ref, tol * (1.0 + std::fabs(ref)))
+            << what << " " << ggml_type_info(type).name << ": token " << t << " (seq "
+            << kTokens[t].seq << ", pos " << kTokens[t].pos << ") head " << h << " dim " << d;
+      }
+    }
+  }
+}
+
+TEST(Attention, F32CellsGiveTheHandComputedWeights) {
+  const Example e = make_example(GgmlType::kF32);
+  for (const kernels::KernelTable* table : kernels::test::all_tables()) {
+    const std::vector<float> out = run_attention(e, GgmlType::kF32, *table, 3);
+    for (int64_t t = 0; t < kNTokens; ++t) {
+      for (int64_t h = 0; h < kNHead; ++h) {
+        // ln(j + 1) rounded to float and a few float steps: a few ulps of the result.
+        EXPECT_NEAR(out[static_cast<size_t>((t * kNHead + h) * kHeadDim)], kHandDim0[t][h],
+                    2e-6 * (1.0 + kHandDim0[t][h]))
+            << table->name << " token " << t << " head " << h;
+      }
+    }
+    expect_matches_reference(out, e, GgmlType::kF32, 1e-6, table->name);
+  }
+}
+
+// f16 and q8_0 cells: the same attention on the rounded keys and values. Left-over cells (NaN
+// values for f32 / f16) never reach an output: their weight is exactly 0.
+TEST(Attention, EveryCellTypeMatchesTheReferenceOnItsRoundedCells) {
+  for (const GgmlType type : {GgmlType::kF32, GgmlType::kF16, GgmlType::kQ8_0}) {
+    const Example e = make_example(type);
+    for (const kernels::KernelTable* table : kernels::test::all_tables()) {
+      const std::vector<float> out = run_attention(e, type, *table, 3);
+      expect_matches_reference(out, e, type, 1e-6, table->name);
+      // One worker per (token, head): the thread count changes no bit (invariant 5).
+      const std::vector<float> one_thread = run_attention(e, type, *table, 1);
+      EXPECT_EQ(0, std::memcmp(out.data(), one_thread.data(), out.size() * sizeof(float)))
+          << table->name << " " << ggml_type_info(type).name;
+    }
+  }
+}
+
+// llama.cpp's flash-attention numerics (an f16 accumulator) over f16 cells: the same attention
+// within the f16 accumulator's rounding, left-over cells excluded; other cell types ignore it.
+TEST(Attention, FlashAttentionNumericsIsAnOptionForF16Cells) {
+  const AttentionOptions flash{.flash_attn_numerics = true};
+  const Example e16 = make_example(GgmlType::kF16);
+  const std::vector<float> out = run_attention(e16, GgmlType::kF16, kernels::ref_table, 2, flash);
+  expect_matches_reference(out, e16, GgmlType::kF16, 4e-3, "flash");
+  const std::vector<float> plain = run_attention(e16, GgmlType::kF16, kernels::ref_table, 2);
+  EXPECT_NE(0, std::memcmp(out.data(), plain.data(), out.size() * sizeof(float)));
+
+  const Example e32 = make_example(GgmlType::kF32);
+  const std::vector<float> f32_flash =
+      run_attention(e32, GgmlType::kF32, kernels::ref_table, 2, flash);
+  const std::vector<float> f32_plain = run_attention(e32, GgmlType::kF32, kernels::ref_table, 2);
+  EXPECT_EQ(0, std::memcmp(f32_flash.data(), f32_plain.data(), f32_flash.size() * sizeof(float)));
+}
+
+}  // namespace
+}  // namespace minfer
