@@ -4,6 +4,7 @@
 #include <array>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -12,7 +13,6 @@
 #include "gguf/gguf_file.h"
 #include "models/architectures.h"
 #include "models/model_config.h"
-#include "models/model_weights.h"
 #include "quant/quant_traits.h"
 #include "tools/gguf_stream_writer.h"
 
@@ -225,16 +225,25 @@ void convert_tensor(GgmlType src_type, std::span<const uint8_t> src, GgmlType ds
 
 namespace {
 
-// The role of every tensor the architecture's list names, once the file passed the loader's
-// checks (with the loader's errors); empty for an architecture minfer does not know.
-Result<std::map<std::string, TensorRole>> spec_roles(const GgufFile& file,
-                                                     const std::string& arch) {
-  std::map<std::string, TensorRole> roles;
-  if (!find_arch(arch).is_ok()) return roles;
-  MINFER_ASSIGN_OR_RETURN(const ModelConfig config, read_model_config(file));
-  MINFER_RETURN_IF_ERROR(load_model_weights(file, config).status());
-  MINFER_ASSIGN_OR_RETURN(const std::vector<TensorSpec> specs, model_tensors(config));
-  for (const TensorSpec& spec : specs) roles.emplace(spec.name, spec.role);
+// A tensor's name inside its block ("blk.3.attn_q.weight" → "attn_q.weight"); names outside the
+// blocks as they are.
+std::string_view name_in_block(std::string_view name) {
+  if (block_of(name) < 0) return name;
+  return name.substr(name.find('.', 4) + 1);  // past "blk.N."
+}
+
+// The role of every tensor the architecture's list names, by name_in_block (every block has the
+// same list); empty for an architecture minfer does not know. Names and roles depend on the
+// architecture only, so the file need not be one minfer can run (e.g. a rope scaling it does not
+// implement).
+std::map<std::string, TensorRole, std::less<>> list_roles(const std::string& arch) {
+  std::map<std::string, TensorRole, std::less<>> roles;
+  const Result<ArchSpec> spec = find_arch(arch);
+  if (!spec.is_ok()) return roles;
+  ModelConfig c;
+  apply_arch(*spec, c);
+  c.n_layer = 1;
+  for (const TensorSpec& t : spec->tensors(c)) roles.emplace(name_in_block(t.name), t.role);
   return roles;
 }
 
@@ -267,9 +276,9 @@ Result<QuantizeReport> quantize_model(const QuantizeOptions& o) {
     }
     descs.push_back({t.name, t.type, t.shape});
   }
-  MINFER_ASSIGN_OR_RETURN(const auto roles, spec_roles(*in, arch));
+  const auto roles = list_roles(arch);
   for (TensorDesc& t : descs) {
-    const auto it = roles.find(t.name);
+    const auto it = roles.find(name_in_block(t.name));
     if (it != roles.end()) t.role = it->second;
   }
   const std::vector<size_t> order = llama_tensor_order(descs);

@@ -1,7 +1,5 @@
 // Converting a model file to another weight type ("minfer quantize"), and the per-tensor type
-// choices that make-model shares with it. The input must load (every tensor of its
-// architecture's list present, shaped and typed as the loader checks it) when minfer knows the
-// architecture.
+// choices that make-model shares with it.
 //
 // The rules are llama.cpp's (src/llama-quant.cpp, llama_tensor_get_type), so that a file from
 // `minfer quantize` has the tensor types of the same file from `llama-quantize`:
