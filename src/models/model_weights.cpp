@@ -20,10 +20,12 @@ Result<WeightTensor> load_tensor(const GgufFile& file, const TensorSpec& spec) {
                       name);
   }
   const std::vector<uint64_t> expected = spec.shape();
-  // A trailing dimension of 1 is the same shape.
-  std::vector<uint64_t> actual = info->shape;
-  while (actual.size() > expected.size() && actual.back() == 1) actual.pop_back();
-  if (actual != expected) {
+  // A trailing dimension of 1 is the same shape (a one-row matrix is a vector).
+  auto trimmed = [](std::vector<uint64_t> shape) {
+    while (shape.size() > 1 && shape.back() == 1) shape.pop_back();
+    return shape;
+  };
+  if (trimmed(info->shape) != trimmed(expected)) {
     return make_error(ErrorCode::kCorrupt,
                       "[model] '{}': tensor '{}' has shape [{}], expected [{}]", file.name(), name,
                       fmt::join(info->shape, ", "), fmt::join(expected, ", "));

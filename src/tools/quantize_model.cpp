@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cstring>
 #include <filesystem>
 #include <functional>
@@ -34,17 +35,6 @@ constexpr std::array<QuantMix, 11> kMixes = {{
     {"q5_k_m", 17, GgmlType::kQ5_K, true},
     {"q6_k", 18, GgmlType::kQ6_K, false},
 }};
-
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) !=
-        std::tolower(static_cast<unsigned char>(b[i]))) {
-      return false;
-    }
-  }
-  return true;
-}
 
 bool ends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
@@ -103,8 +93,11 @@ GgmlType fallback_for(GgmlType type) {
 }  // namespace
 
 Result<QuantMix> find_quant_mix(std::string_view name) {
+  // Mix names are lower case; the name given may be any case ("Q4_K_M").
+  std::string lower(name);
+  for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
   for (const QuantMix& m : kMixes) {
-    if (iequals(name, m.name)) return m;
+    if (lower == m.name) return m;
   }
   return make_error(ErrorCode::kInvalidArgument, "[quantize] unknown type '{}' (supported: {})",
                     name, quant_mix_names());
