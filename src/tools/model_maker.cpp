@@ -51,8 +51,8 @@ void fill_normal_row(uint64_t state, float stddev, float* out, int64_t n) {
 }
 
 // The config read_model_config will find in a file made from preset p (value length = key
-// length, every dimension rotated).
-ModelConfig preset_config(const ArchSpec& arch, const ModelPreset& p, int64_t n_vocab) {
+// length, every dimension rotated), but n_vocab: the tokenizer decides it.
+ModelConfig preset_config(const ArchSpec& arch, const ModelPreset& p) {
   ModelConfig c;
   apply_arch(arch, c);
   c.n_embd = p.n_embd;
@@ -64,34 +64,34 @@ ModelConfig preset_config(const ArchSpec& arch, const ModelPreset& p, int64_t n_
   c.n_rot = c.head_dim;
   c.n_ff = p.n_ff;
   c.n_ctx_train = p.n_ctx_train;
-  c.n_vocab = n_vocab;
   c.rope_freq_base = p.rope_freq_base;
   c.rms_eps = p.rms_eps;
   c.tied_output = p.tied_output;
   return c;
 }
 
-void set_hparams(GgufWriter& w, const ModelPreset& p, const std::string& name, int64_t n_vocab,
-                 uint32_t file_type) {
-  const std::string a = p.arch;
+// The hyperparameter keys of c (as llama.cpp's converter writes them); key and value lengths
+// only when the preset sets head_dim (Qwen3), as the real files do.
+void set_hparams(GgufWriter& w, const ModelConfig& c, bool explicit_head_dim,
+                 const std::string& name, uint32_t file_type) {
+  const std::string a = c.arch;
   w.set_string("general.architecture", a);
   w.set_string("general.type", "model");
   w.set_string("general.name", name);
-  w.set_scalar<uint32_t>(a + ".vocab_size", static_cast<uint32_t>(n_vocab));
-  w.set_scalar<uint32_t>(a + ".context_length", static_cast<uint32_t>(p.n_ctx_train));
-  w.set_scalar<uint32_t>(a + ".embedding_length", static_cast<uint32_t>(p.n_embd));
-  w.set_scalar<uint32_t>(a + ".block_count", static_cast<uint32_t>(p.n_layer));
-  w.set_scalar<uint32_t>(a + ".feed_forward_length", static_cast<uint32_t>(p.n_ff));
-  w.set_scalar<uint32_t>(a + ".attention.head_count", static_cast<uint32_t>(p.n_head));
-  w.set_scalar<uint32_t>(a + ".attention.head_count_kv", static_cast<uint32_t>(p.n_head_kv));
-  const int64_t head_dim = p.head_dim > 0 ? p.head_dim : p.n_embd / p.n_head;
-  if (p.head_dim > 0) {
-    w.set_scalar<uint32_t>(a + ".attention.key_length", static_cast<uint32_t>(head_dim));
-    w.set_scalar<uint32_t>(a + ".attention.value_length", static_cast<uint32_t>(head_dim));
+  w.set_scalar<uint32_t>(a + ".vocab_size", static_cast<uint32_t>(c.n_vocab));
+  w.set_scalar<uint32_t>(a + ".context_length", static_cast<uint32_t>(c.n_ctx_train));
+  w.set_scalar<uint32_t>(a + ".embedding_length", static_cast<uint32_t>(c.n_embd));
+  w.set_scalar<uint32_t>(a + ".block_count", static_cast<uint32_t>(c.n_layer));
+  w.set_scalar<uint32_t>(a + ".feed_forward_length", static_cast<uint32_t>(c.n_ff));
+  w.set_scalar<uint32_t>(a + ".attention.head_count", static_cast<uint32_t>(c.n_head));
+  w.set_scalar<uint32_t>(a + ".attention.head_count_kv", static_cast<uint32_t>(c.n_head_kv));
+  if (explicit_head_dim) {
+    w.set_scalar<uint32_t>(a + ".attention.key_length", static_cast<uint32_t>(c.head_dim));
+    w.set_scalar<uint32_t>(a + ".attention.value_length", static_cast<uint32_t>(c.head_dim_v));
   }
-  w.set_scalar<uint32_t>(a + ".rope.dimension_count", static_cast<uint32_t>(head_dim));
-  w.set_scalar<float>(a + ".rope.freq_base", p.rope_freq_base);
-  w.set_scalar<float>(a + ".attention.layer_norm_rms_epsilon", p.rms_eps);
+  w.set_scalar<uint32_t>(a + ".rope.dimension_count", static_cast<uint32_t>(c.n_rot));
+  w.set_scalar<float>(a + ".rope.freq_base", c.rope_freq_base);
+  w.set_scalar<float>(a + ".attention.layer_norm_rms_epsilon", c.rms_eps);
   w.set_scalar<uint32_t>("general.file_type", file_type);
   w.set_scalar<uint32_t>("general.quantization_version", 2);
 }
@@ -113,7 +113,8 @@ Result<Prepared> prepare(const MakeModelOptions& o) {
   Prepared p;
   GgufWriter& meta = p.meta;
   const std::string name = fmt::format("random-{}-{}", o.arch, o.preset);
-  set_hparams(meta, preset, name, 0, mix.file_type);
+  ModelConfig config = preset_config(arch, preset);  // n_vocab: 0 until the tokenizer is known
+  set_hparams(meta, config, preset.head_dim > 0, name, mix.file_type);
   int64_t n_vocab = 0;
   if (o.tokenizer_from.empty()) {
     n_vocab = add_builtin_tokenizer(meta, o.arch);
@@ -126,10 +127,10 @@ Result<Prepared> prepare(const MakeModelOptions& o) {
       if (kv.key.rfind("tokenizer.", 0) == 0) meta.set(kv.key, kv.value);
     }
   }
-  meta.set_scalar<uint32_t>(std::string(preset.arch) + ".vocab_size",
-                            static_cast<uint32_t>(n_vocab));
+  config.n_vocab = n_vocab;
+  meta.set_scalar<uint32_t>(config.arch + ".vocab_size", static_cast<uint32_t>(n_vocab));
 
-  const std::vector<TensorSpec> specs = arch.tensors(preset_config(arch, preset, n_vocab));
+  const std::vector<TensorSpec> specs = arch.tensors(config);
   std::vector<TensorDesc> descs;
   for (const TensorSpec& s : specs) descs.push_back({s.name, GgmlType::kF32, s.shape(), s.role});
   const std::vector<size_t> order = llama_tensor_order(descs);
