@@ -4,9 +4,9 @@
 
 #include "commands.h"
 #include "kernels/dispatch.h"
-#include "models/model_maker.h"
-#include "models/presets.h"
-#include "models/quantize_model.h"
+#include "tools/model_maker.h"
+#include "tools/presets.h"
+#include "tools/quantize_model.h"
 
 namespace minfer::app {
 

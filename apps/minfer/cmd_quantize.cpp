@@ -1,11 +1,11 @@
 // minfer quantize: convert a model file's weights to another type with llama.cpp's per-tensor
-// choices (models/quantize_model.h).
+// choices (tools/quantize_model.h).
 #include <cstdio>
 #include <memory>
 
 #include "commands.h"
 #include "kernels/dispatch.h"
-#include "models/quantize_model.h"
+#include "tools/quantize_model.h"
 
 namespace minfer::app {
 

@@ -1,12 +1,35 @@
-// The supported architectures, one file each (llama.cpp, qwen2.cpp, qwen3.cpp).
+// The supported architectures, one file each (llama.cpp, qwen2.cpp, qwen3.cpp): the facts that
+// shared code reads as data (never `switch (arch)`) and the architecture's tensor list.
 #pragma once
 
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "kernels/kernel_table.h"
 #include "models/model_config.h"
+#include "models/tensor_spec.h"
 
 namespace minfer {
+
+// The facts one architecture contributes (its file in src/models/ defines one).
+struct ArchSpec {
+  const char* name;  // general.architecture value
+  bool qkv_bias;     // the graph adds attn_{q,k,v}.bias (the tensor list must name them)
+  bool qk_norm;      // the graph norms q and k per head (attn_{q,k}_norm.weight)
+  kernels::RopeStyle rope_style;
+  // The tensors of a model of this architecture with config c, in load order.
+  std::vector<TensorSpec> (*tensors)(const ModelConfig& c);
+};
 
 extern const ArchSpec kLlamaArch;
 extern const ArchSpec kQwen2Arch;
 extern const ArchSpec kQwen3Arch;
+
+// The spec for an architecture name, or an error naming it and the supported ones.
+Result<ArchSpec> find_arch(const std::string& name);
+
+// Sets c.arch and the architecture's facts (qkv_bias, qk_norm, rope_style).
+void apply_arch(const ArchSpec& arch, ModelConfig& c);
 
 }  // namespace minfer

@@ -51,13 +51,18 @@ Result<ArchSpec> find_arch(const std::string& name) {
                     name, known);
 }
 
+void apply_arch(const ArchSpec& arch, ModelConfig& c) {
+  c.arch = arch.name;
+  c.qkv_bias = arch.qkv_bias;
+  c.qk_norm = arch.qk_norm;
+  c.rope_style = arch.rope_style;
+}
+
 Result<ModelConfig> read_model_config(const GgufFile& file) {
   ModelConfig c;
-  MINFER_ASSIGN_OR_RETURN(c.arch, file.get_string("general.architecture"));
-  MINFER_ASSIGN_OR_RETURN(ArchSpec spec, find_arch(c.arch));
-  c.qkv_bias = spec.qkv_bias;
-  c.qk_norm = spec.qk_norm;
-  c.rope_style = spec.rope_style;
+  MINFER_ASSIGN_OR_RETURN(const std::string arch_name, file.get_string("general.architecture"));
+  MINFER_ASSIGN_OR_RETURN(ArchSpec arch, find_arch(arch_name));
+  apply_arch(arch, c);
 
   const std::string p = c.arch + ".";
   MINFER_ASSIGN_OR_RETURN(c.n_embd, read_positive(file, p + "embedding_length"));

@@ -27,7 +27,7 @@ struct ModelConfig {
   float rope_freq_scale = 1.0f;  // 1 / rope.scaling.factor for linear scaling
   float rms_eps = 1e-5f;
 
-  // Per-architecture facts (set by the architecture's file).
+  // Per-architecture facts (set by the architecture's file, models/architectures.h).
   bool qkv_bias = false;  // Qwen2: Wq, Wk, Wv have biases
   bool qk_norm = false;   // Qwen3: per-head RMSNorm of q and k before RoPE
   kernels::RopeStyle rope_style = kernels::RopeStyle::kNeox;
@@ -37,17 +37,6 @@ struct ModelConfig {
   int64_t k_width() const { return n_head_kv * head_dim; }    // after Wk
   int64_t v_width() const { return n_head_kv * head_dim_v; }  // after Wv
 };
-
-// The facts one architecture contributes (its file in src/models/ defines one).
-struct ArchSpec {
-  const char* name;  // general.architecture value
-  bool qkv_bias;
-  bool qk_norm;
-  kernels::RopeStyle rope_style;
-};
-
-// The spec for an architecture name, or an error naming it and the supported ones.
-Result<ArchSpec> find_arch(const std::string& name);
 
 // Reads and checks the hyperparameters (`<arch>.embedding_length`, …) of a model file.
 Result<ModelConfig> read_model_config(const GgufFile& file);

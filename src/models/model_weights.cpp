@@ -3,99 +3,62 @@
 #include <fmt/format.h>
 
 #include <string>
+#include <vector>
+
+#include "models/tensor_spec.h"
 
 namespace minfer {
 
 namespace {
 
-class WeightLoader {
- public:
-  WeightLoader(const GgufFile& file) : file_(file) {}
-
-  // A matrix of n_rows rows of n_cols (any type minfer computes with).
-  Result<WeightTensor> matrix(const std::string& name, int64_t n_cols, int64_t n_rows) {
-    return get(name, n_cols, n_rows, /*f32_only=*/false);
+// Finds one tensor of the spec and checks its shape and type.
+Result<WeightTensor> load_tensor(const GgufFile& file, const TensorSpec& spec) {
+  const std::string& name = spec.name;
+  const GgufTensorInfo* info = file.find_tensor(name);
+  if (info == nullptr) {
+    return make_error(ErrorCode::kCorrupt, "[model] '{}': tensor '{}' is missing", file.name(),
+                      name);
   }
-  // A vector (norm weight or bias): f32 in every file llama.cpp writes.
-  Result<WeightTensor> vector(const std::string& name, int64_t n) {
-    return get(name, n, 1, /*f32_only=*/true);
+  const std::vector<uint64_t> expected = spec.shape();
+  // A trailing dimension of 1 is the same shape (a one-row matrix is a vector).
+  auto trimmed = [](std::vector<uint64_t> shape) {
+    while (shape.size() > 1 && shape.back() == 1) shape.pop_back();
+    return shape;
+  };
+  if (trimmed(info->shape) != trimmed(expected)) {
+    return make_error(ErrorCode::kCorrupt,
+                      "[model] '{}': tensor '{}' has shape [{}], expected [{}]", file.name(), name,
+                      fmt::join(info->shape, ", "), fmt::join(expected, ", "));
   }
-
- private:
-  Result<WeightTensor> get(const std::string& name, int64_t n_cols, int64_t n_rows, bool f32_only) {
-    const GgufTensorInfo* info = file_.find_tensor(name);
-    if (info == nullptr) {
-      return make_error(ErrorCode::kCorrupt, "[model] '{}': tensor '{}' is missing", file_.name(),
-                        name);
-    }
-    const std::vector<uint64_t> expected =
-        n_rows == 1
-            ? std::vector<uint64_t>{static_cast<uint64_t>(n_cols)}
-            : std::vector<uint64_t>{static_cast<uint64_t>(n_cols), static_cast<uint64_t>(n_rows)};
-    // A trailing dimension of 1 is the same shape.
-    std::vector<uint64_t> actual = info->shape;
-    while (actual.size() > expected.size() && actual.back() == 1) actual.pop_back();
-    if (actual != expected) {
-      return make_error(ErrorCode::kCorrupt,
-                        "[model] '{}': tensor '{}' has shape [{}], expected [{}]", file_.name(),
-                        name, fmt::join(info->shape, ", "), fmt::join(expected, ", "));
-    }
-    const GgmlTypeInfo& type = ggml_type_info(info->type);
-    if (f32_only ? info->type != GgmlType::kF32
-                 : !type.computable || info->type == GgmlType::kQ8_K) {
-      return make_error(ErrorCode::kUnsupported,
-                        "[model] '{}': tensor '{}' has type {}, which minfer cannot compute with{}",
-                        file_.name(), name, type.name, f32_only ? " here (expected f32)" : "");
-    }
-    WeightTensor w;
-    w.name = info->name.c_str();
-    w.type = info->type;
-    w.n_cols = n_cols;
-    w.n_rows = n_rows;
-    w.data = file_.tensor_data(*info).data();
-    w.row_bytes = *ggml_row_bytes(info->type, static_cast<uint64_t>(n_cols));
-    return w;
+  // Vectors (norm weights, biases) are f32 in every file llama.cpp writes; matrices may be any
+  // type minfer computes with.
+  const bool f32_only = spec.is_vector();
+  const GgmlTypeInfo& type = ggml_type_info(info->type);
+  if (f32_only ? info->type != GgmlType::kF32 : !type.computable || info->type == GgmlType::kQ8_K) {
+    return make_error(ErrorCode::kUnsupported,
+                      "[model] '{}': tensor '{}' has type {}, which minfer cannot compute with{}",
+                      file.name(), name, type.name, f32_only ? " here (expected f32)" : "");
   }
-
-  const GgufFile& file_;
-};
+  WeightTensor w;
+  w.name = info->name.c_str();
+  w.type = info->type;
+  w.n_cols = spec.n_cols;
+  w.n_rows = spec.n_rows;
+  w.data = file.tensor_data(*info).data();
+  w.row_bytes = *ggml_row_bytes(info->type, static_cast<uint64_t>(spec.n_cols));
+  return w;
+}
 
 }  // namespace
 
 Result<ModelWeights> load_model_weights(const GgufFile& file, const ModelConfig& c) {
-  WeightLoader load(file);
+  MINFER_ASSIGN_OR_RETURN(const std::vector<TensorSpec> specs, model_tensors(c));
   ModelWeights m;
-  MINFER_ASSIGN_OR_RETURN(m.token_embd, load.matrix("token_embd.weight", c.n_embd, c.n_vocab));
-  MINFER_ASSIGN_OR_RETURN(m.output_norm, load.vector("output_norm.weight", c.n_embd));
-  if (c.tied_output) {
-    m.output = m.token_embd;
-  } else {
-    MINFER_ASSIGN_OR_RETURN(m.output, load.matrix("output.weight", c.n_embd, c.n_vocab));
-  }
   m.layers.resize(static_cast<size_t>(c.n_layer));
-  for (int64_t il = 0; il < c.n_layer; ++il) {
-    LayerWeights& l = m.layers[static_cast<size_t>(il)];
-    const std::string p = fmt::format("blk.{}.", il);
-    MINFER_ASSIGN_OR_RETURN(l.attn_norm, load.vector(p + "attn_norm.weight", c.n_embd));
-    MINFER_ASSIGN_OR_RETURN(l.wq, load.matrix(p + "attn_q.weight", c.n_embd, c.q_width()));
-    MINFER_ASSIGN_OR_RETURN(l.wk, load.matrix(p + "attn_k.weight", c.n_embd, c.k_width()));
-    MINFER_ASSIGN_OR_RETURN(l.wv, load.matrix(p + "attn_v.weight", c.n_embd, c.v_width()));
-    if (c.qkv_bias) {
-      MINFER_ASSIGN_OR_RETURN(l.bq, load.vector(p + "attn_q.bias", c.q_width()));
-      MINFER_ASSIGN_OR_RETURN(l.bk, load.vector(p + "attn_k.bias", c.k_width()));
-      MINFER_ASSIGN_OR_RETURN(l.bv, load.vector(p + "attn_v.bias", c.v_width()));
-    }
-    if (c.qk_norm) {
-      MINFER_ASSIGN_OR_RETURN(l.q_norm, load.vector(p + "attn_q_norm.weight", c.head_dim));
-      MINFER_ASSIGN_OR_RETURN(l.k_norm, load.vector(p + "attn_k_norm.weight", c.head_dim));
-    }
-    MINFER_ASSIGN_OR_RETURN(
-        l.wo, load.matrix(p + "attn_output.weight", c.n_head * c.head_dim_v, c.n_embd));
-    MINFER_ASSIGN_OR_RETURN(l.ffn_norm, load.vector(p + "ffn_norm.weight", c.n_embd));
-    MINFER_ASSIGN_OR_RETURN(l.gate, load.matrix(p + "ffn_gate.weight", c.n_embd, c.n_ff));
-    MINFER_ASSIGN_OR_RETURN(l.up, load.matrix(p + "ffn_up.weight", c.n_embd, c.n_ff));
-    MINFER_ASSIGN_OR_RETURN(l.down, load.matrix(p + "ffn_down.weight", c.n_ff, c.n_embd));
+  for (const TensorSpec& spec : specs) {
+    MINFER_ASSIGN_OR_RETURN(spec.slot(m, spec.il), load_tensor(file, spec));
   }
+  if (c.tied_output) m.output = m.token_embd;
   return m;
 }
 

@@ -35,8 +35,8 @@ struct ModelWeights {
   std::vector<LayerWeights> layers;
 };
 
-// Finds and checks every tensor the config calls for. Errors name the tensor and say the expected
-// vs actual shape or type.
+// Finds and checks every tensor of the config's architecture (its list in models/tensor_spec.h).
+// Errors name the tensor and say the expected vs actual shape or type.
 Result<ModelWeights> load_model_weights(const GgufFile& file, const ModelConfig& config);
 
 }  // namespace minfer

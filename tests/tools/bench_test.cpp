@@ -6,8 +6,8 @@
 
 #include "engine/bench.h"
 #include "models/model.h"
-#include "models/model_maker.h"
 #include "test_util.h"
+#include "tools/model_maker.h"
 
 namespace minfer {
 namespace {

@@ -13,11 +13,11 @@
 
 #include "gguf/gguf_file.h"
 #include "models/model.h"
-#include "models/model_maker.h"
-#include "models/presets.h"
-#include "models/quantize_model.h"
 #include "test_util.h"
 #include "tokenizer/tokenizer.h"
+#include "tools/model_maker.h"
+#include "tools/presets.h"
+#include "tools/quantize_model.h"
 #include "tools_test_util.h"
 
 namespace minfer {

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "gguf/gguf_file.h"
-#include "models/quantize_model.h"
 #include "test_util.h"
+#include "tools/quantize_model.h"
 #include "tools_test_util.h"
 
 namespace minfer {

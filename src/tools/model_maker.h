@@ -8,14 +8,15 @@
 // every block the residual stream stays O(1) and the logits (embedding · normed state, std ≈
 // 0.02 · sqrt(n_embd)) are finite and far from uniform or one-hot.
 //
-// Tokenizer: by default a small byte-level BPE built here (256 byte tokens in GPT-2's byte-to-
-// unicode spelling, merges learned deterministically from a built-in English paragraph, then
-// <|endoftext|>, <|im_start|>, <|im_end|> as control tokens; tokenizer.ggml.pre "qwen2" or
-// "llama-bpe"; a ChatML template), so n_vocab is small (~600) whatever the preset. With
+// Tensors: the architecture's list (models/tensor_spec.h), the one the loader checks, for the
+// config the preset gives.
+//
+// Tokenizer: by default the tiny byte-level BPE of tools/bpe_trainer.h (tokenizer.ggml.pre
+// "qwen2" or "llama-bpe"; a ChatML template), so n_vocab is small (~600) whatever the preset. With
 // --tokenizer-from, every tokenizer.* key of another GGUF file is copied instead and n_vocab
 // is that tokenizer's size (e.g. 151,936 from ../shared/models/qwen3-vocab.gguf).
 //
-// Quantized types use the per-tensor choices of `minfer quantize` (models/quantize_model.h).
+// Quantized types use the per-tensor choices of `minfer quantize` (tools/quantize_model.h).
 // Memory: the file is streamed tensor by tensor; at most one tensor in f32 plus its converted
 // bytes are held (≈ 0.55 GB + 0.15 GB for Qwen2.5's 151,936 × 896 embedding at q8_0).
 #pragma once
@@ -26,14 +27,13 @@
 
 #include "core/progress.h"
 #include "core/status.h"
-#include "gguf/gguf_writer.h"
-#include "models/quantize_model.h"
+#include "tools/gguf_stream_writer.h"
 
 namespace minfer {
 
 struct MakeModelOptions {
   std::string arch;             // qwen2, qwen3, llama
-  std::string preset = "tiny";  // models/presets.h
+  std::string preset = "tiny";  // tools/presets.h
   std::string type = "f32";     // a quantize mix name (f32, f16, q8_0, q4_k_m, …)
   std::string tokenizer_from;   // a GGUF file whose tokenizer.* keys are copied; empty: built-in
   uint64_t seed = 42;
@@ -58,9 +58,5 @@ struct ModelLayout {
   int64_t n_vocab = 0;
 };
 Result<ModelLayout> make_model_layout(const MakeModelOptions& options);
-
-// Adds the built-in byte-level BPE tokenizer's tokenizer.* keys (and chat template) for `arch`
-// and returns its vocabulary size.
-int64_t add_builtin_tokenizer(GgufWriter& writer, const std::string& arch);
 
 }  // namespace minfer

@@ -4,8 +4,11 @@
 // The rules are llama.cpp's (src/llama-quant.cpp, llama_tensor_get_type), so that a file from
 // `minfer quantize` has the tensor types of the same file from `llama-quantize`:
 //
-//  * Only tensors with ≥ 2 dimensions whose name ends in "weight" and not "_norm.weight" are
-//    converted. Everything else (norms, biases: the 1-D tensors) is copied in its own type (f32).
+//  * Only the matrices of the architecture's tensor list (models/tensor_spec.h) are converted;
+//    its vectors (norms, biases) are copied in their own type (f32), as the loader wants them.
+//    Tensors the list does not name follow llama.cpp's rule: those with ≥ 2 dimensions whose
+//    name ends in "weight" and not "_norm.weight" are converted (the same set for every
+//    architecture minfer knows).
 //  * f32 / f16 / bf16 targets: every convertible tensor becomes that type, nothing else applies.
 //  * Quantized targets start from the mix's default type (q4_0 → q4_0, q4_k_m → q4_K,
 //    q5_k_m → q5_K, q6_k → q6_K, …), then:
@@ -32,6 +35,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -39,8 +43,8 @@
 
 #include "core/progress.h"
 #include "core/status.h"
-#include "gguf/gguf_writer.h"
 #include "kernels/thread_pool.h"
+#include "models/tensor_spec.h"
 #include "quant/ggml_type.h"
 
 namespace minfer {
@@ -62,6 +66,10 @@ struct TensorDesc {
   std::string name;
   GgmlType type;                // the type it has now (source)
   std::vector<uint64_t> shape;  // ggml order: shape[0] is the row length
+  // Its role in the architecture's tensor list (models/tensor_spec.h), which decides whether it
+  // is converted (a matrix) or copied (an f32 vector); unset (a tensor the list does not name, or
+  // an architecture minfer does not know): llama.cpp's name rule above decides.
+  std::optional<TensorRole> role = std::nullopt;
 };
 
 // A permutation putting tensors in llama.cpp's order (block number, outside blocks first, then
@@ -85,40 +93,6 @@ TypePlan plan_tensor_types(const QuantMix& mix, std::span<const TensorDesc> tens
 void convert_tensor(GgmlType src_type, std::span<const uint8_t> src, GgmlType dst_type,
                     int64_t n_per_row, int64_t n_rows, kernels::ThreadPool& pool,
                     std::vector<uint8_t>& dst);
-
-// Writes a GGUF file tensor by tensor, so that only one tensor's data is in memory at a time
-// (GgufWriter keeps every tensor until write()). The header — metadata from a GgufWriter that
-// holds no tensors, then every tensor's info with offsets computed from type and shape — is
-// written first; then each tensor's bytes, in the declared order, padded to the alignment.
-class GgufStreamWriter {
- public:
-  struct TensorLayout {
-    std::string name;
-    GgmlType type;
-    std::vector<uint64_t> shape;
-  };
-  GgufStreamWriter() = default;
-  ~GgufStreamWriter();
-  GgufStreamWriter(GgufStreamWriter&& other) noexcept;
-  GgufStreamWriter& operator=(GgufStreamWriter&&) = delete;
-  GgufStreamWriter(const GgufStreamWriter&) = delete;
-
-  static Result<GgufStreamWriter> create(const std::string& path, const GgufWriter& metadata,
-                                         std::vector<TensorLayout> tensors);
-  // The next tensor's data (exactly its type and shape's bytes, checked).
-  Status write_next(std::span<const uint8_t> data);
-  // Checks that every tensor was written and closes the file.
-  Status close();
-
-  const std::vector<TensorLayout>& tensors() const { return tensors_; }
-
- private:
-  std::string path_;
-  FILE* file_ = nullptr;
-  std::vector<TensorLayout> tensors_;
-  size_t next_ = 0;
-  uint32_t alignment_ = 32;
-};
 
 struct QuantizeOptions {
   std::string input;

@@ -1,19 +1,21 @@
-#include "models/quantize_model.h"
+#include "tools/quantize_model.h"
 
 #include <algorithm>
 #include <array>
-#include <cerrno>
-#include <cstdio>
+#include <cctype>
 #include <cstring>
 #include <filesystem>
+#include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 
-#include <fmt/format.h>
-
 #include "core/check.h"
 #include "gguf/gguf_file.h"
+#include "models/architectures.h"
+#include "models/model_config.h"
 #include "quant/quant_traits.h"
+#include "tools/gguf_stream_writer.h"
 
 namespace minfer {
 
@@ -34,17 +36,6 @@ constexpr std::array<QuantMix, 11> kMixes = {{
     {"q6_k", 18, GgmlType::kQ6_K, false},
 }};
 
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) !=
-        std::tolower(static_cast<unsigned char>(b[i]))) {
-      return false;
-    }
-  }
-  return true;
-}
-
 bool ends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
@@ -63,8 +54,10 @@ int64_t block_of(std::string_view name) {
   return n;
 }
 
-// llama.cpp converts 2-D (and 3-D) tensors named *weight, never norms.
+// The tensor list's matrices; otherwise llama.cpp's rule: 2-D (and 3-D) tensors named *weight,
+// never norms.
 bool is_convertible(const TensorDesc& t) {
+  if (t.role) return *t.role == TensorRole::kMatrix;
   size_t n_dims = t.shape.size();
   while (n_dims > 1 && t.shape[n_dims - 1] == 1) --n_dims;
   if (n_dims < 2) return false;
@@ -100,8 +93,11 @@ GgmlType fallback_for(GgmlType type) {
 }  // namespace
 
 Result<QuantMix> find_quant_mix(std::string_view name) {
+  // Mix names are lower case; the name given may be any case ("Q4_K_M").
+  std::string lower(name);
+  for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
   for (const QuantMix& m : kMixes) {
-    if (iequals(name, m.name)) return m;
+    if (lower == m.name) return m;
   }
   return make_error(ErrorCode::kInvalidArgument, "[quantize] unknown type '{}' (supported: {})",
                     name, quant_mix_names());
@@ -218,131 +214,33 @@ void convert_tensor(GgmlType src_type, std::span<const uint8_t> src, GgmlType ds
   });
 }
 
-// ---- GgufStreamWriter ----
-
-GgufStreamWriter::~GgufStreamWriter() {
-  if (file_ != nullptr) std::fclose(file_);
-}
-
-GgufStreamWriter::GgufStreamWriter(GgufStreamWriter&& other) noexcept
-    : path_(std::move(other.path_)),
-      file_(other.file_),
-      tensors_(std::move(other.tensors_)),
-      next_(other.next_),
-      alignment_(other.alignment_) {
-  other.file_ = nullptr;
-}
+// ---- quantize_model ----
 
 namespace {
 
-uint64_t tensor_bytes(const GgufStreamWriter::TensorLayout& t) {
-  uint64_t n_rows = 1;
-  for (size_t d = 1; d < t.shape.size(); ++d) n_rows *= t.shape[d];
-  return *ggml_row_bytes(t.type, t.shape[0]) * n_rows;
+// A tensor's name inside its block ("blk.3.attn_q.weight" → "attn_q.weight"); names outside the
+// blocks as they are.
+std::string_view name_in_block(std::string_view name) {
+  if (block_of(name) < 0) return name;
+  return name.substr(name.find('.', 4) + 1);  // past "blk.N."
 }
 
-template <typename T>
-void put(std::vector<uint8_t>& out, T value) {
-  const size_t at = out.size();
-  out.resize(at + sizeof(T));
-  std::memcpy(out.data() + at, &value, sizeof(T));
+// The role of every tensor the architecture's list names, by name_in_block (every block has the
+// same list); empty for an architecture minfer does not know. Names and roles depend on the
+// architecture only, so the file need not be one minfer can run (e.g. a rope scaling it does not
+// implement).
+std::map<std::string, TensorRole, std::less<>> list_roles(const std::string& arch) {
+  std::map<std::string, TensorRole, std::less<>> roles;
+  const Result<ArchSpec> spec = find_arch(arch);
+  if (!spec.is_ok()) return roles;
+  ModelConfig c;
+  apply_arch(*spec, c);
+  c.n_layer = 1;
+  for (const TensorSpec& t : spec->tensors(c)) roles.emplace(name_in_block(t.name), t.role);
+  return roles;
 }
 
 }  // namespace
-
-Result<GgufStreamWriter> GgufStreamWriter::create(const std::string& path,
-                                                  const GgufWriter& metadata,
-                                                  std::vector<TensorLayout> tensors) {
-  // The metadata-only image is: "GGUF", u32 version, u64 tensor_count (0 here), u64 kv_count,
-  // the key/value pairs (GGUF spec). We fill in the count and append the tensor infos.
-  MINFER_ASSIGN_OR_RETURN(std::vector<uint8_t> header, metadata.serialize());
-  MINFER_CHECK(header.size() >= 24, "GGUF header too short");
-  uint64_t n_tensors_in_header = 0;
-  std::memcpy(&n_tensors_in_header, header.data() + 8, sizeof(uint64_t));
-  if (n_tensors_in_header != 0) {
-    return make_error(ErrorCode::kInternal,
-                      "[gguf-writer] streaming writer: the metadata writer holds {} tensors, "
-                      "expected 0",
-                      n_tensors_in_header);
-  }
-  GgufStreamWriter w;
-  w.path_ = path;
-  // The reader follows general.alignment; so do we (GgufWriter keeps it in step the same way).
-  MINFER_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> parsed, GgufFile::parse(header, path));
-  w.alignment_ = parsed->alignment();
-  const uint64_t n_tensors = tensors.size();
-  std::memcpy(header.data() + 8, &n_tensors, sizeof(uint64_t));
-  uint64_t offset = 0;
-  for (const TensorLayout& t : tensors) {
-    if (t.shape.empty() || t.shape.size() > kGgufMaxDims || !ggml_row_bytes(t.type, t.shape[0])) {
-      return make_error(ErrorCode::kInvalidArgument,
-                        "[gguf-writer] tensor '{}': shape [{}] does not fit type {}", t.name,
-                        fmt::join(t.shape, ", "), ggml_type_info(t.type).name);
-    }
-    put<uint64_t>(header, t.name.size());
-    header.insert(header.end(), t.name.begin(), t.name.end());
-    put<uint32_t>(header, static_cast<uint32_t>(t.shape.size()));
-    for (uint64_t d : t.shape) put<uint64_t>(header, d);
-    put<uint32_t>(header, static_cast<uint32_t>(t.type));
-    put<uint64_t>(header, offset);
-    offset += (tensor_bytes(t) + w.alignment_ - 1) / w.alignment_ * w.alignment_;
-  }
-  while (header.size() % w.alignment_ != 0) header.push_back(0);
-  w.tensors_ = std::move(tensors);
-  w.file_ = std::fopen(path.c_str(), "wb");
-  if (w.file_ == nullptr) {
-    return make_error(ErrorCode::kIo, "[gguf-writer] cannot create '{}': {}", path,
-                      std::strerror(errno));
-  }
-  if (std::fwrite(header.data(), 1, header.size(), w.file_) != header.size()) {
-    return make_error(ErrorCode::kIo, "[gguf-writer] short write to '{}'", path);
-  }
-  return w;
-}
-
-Status GgufStreamWriter::write_next(std::span<const uint8_t> data) {
-  if (file_ == nullptr || next_ >= tensors_.size()) {
-    return make_error(ErrorCode::kInternal, "[gguf-writer] '{}': no tensor left to write", path_);
-  }
-  const TensorLayout& t = tensors_[next_];
-  const uint64_t expected = tensor_bytes(t);
-  if (data.size() != expected) {
-    return make_error(ErrorCode::kInternal,
-                      "[gguf-writer] tensor '{}': {} bytes of data, expected {} for {}", t.name,
-                      data.size(), expected, ggml_type_info(t.type).name);
-  }
-  static constexpr uint8_t kZeros[64] = {};
-  const size_t pad = (alignment_ - data.size() % alignment_) % alignment_;
-  if (std::fwrite(data.data(), 1, data.size(), file_) != data.size()) {
-    return make_error(ErrorCode::kIo, "[gguf-writer] short write to '{}'", path_);
-  }
-  for (size_t left = pad; left > 0;) {
-    const size_t n = std::min(left, sizeof(kZeros));
-    if (std::fwrite(kZeros, 1, n, file_) != n) {
-      return make_error(ErrorCode::kIo, "[gguf-writer] short write to '{}'", path_);
-    }
-    left -= n;
-  }
-  ++next_;
-  return Status::ok();
-}
-
-Status GgufStreamWriter::close() {
-  if (file_ == nullptr) return make_error(ErrorCode::kInternal, "[gguf-writer] already closed");
-  if (next_ != tensors_.size()) {
-    return make_error(ErrorCode::kInternal, "[gguf-writer] '{}': {} of {} tensors written", path_,
-                      next_, tensors_.size());
-  }
-  const int rc = std::fclose(file_);
-  file_ = nullptr;
-  if (rc != 0) {
-    return make_error(ErrorCode::kIo, "[gguf-writer] cannot finish '{}': {}", path_,
-                      std::strerror(errno));
-  }
-  return Status::ok();
-}
-
-// ---- quantize_model ----
 
 Result<QuantizeReport> quantize_model(const QuantizeOptions& o) {
   MINFER_ASSIGN_OR_RETURN(QuantMix mix, find_quant_mix(o.type));
@@ -370,6 +268,11 @@ Result<QuantizeReport> quantize_model(const QuantizeOptions& o) {
                         o.input, t.name, ggml_type_info(t.type).name);
     }
     descs.push_back({t.name, t.type, t.shape});
+  }
+  const auto roles = list_roles(arch);
+  for (TensorDesc& t : descs) {
+    const auto it = roles.find(name_in_block(t.name));
+    if (it != roles.end()) t.role = it->second;
   }
   const std::vector<size_t> order = llama_tensor_order(descs);
   std::vector<TensorDesc> ordered;

@@ -1,4 +1,4 @@
-#include "models/presets.h"
+#include "tools/presets.h"
 
 #include <array>
 

@@ -1,0 +1,56 @@
+#include "models/tensor_spec.h"
+
+#include <fmt/format.h>
+
+#include "models/architectures.h"
+
+namespace minfer {
+
+std::vector<uint64_t> TensorSpec::shape() const {
+  if (is_vector()) return {static_cast<uint64_t>(n_cols)};
+  return {static_cast<uint64_t>(n_cols), static_cast<uint64_t>(n_rows)};
+}
+
+void TensorList::begin_layer(int64_t il) {
+  il_ = il;
+  prefix_ = il < 0 ? std::string() : fmt::format("blk.{}.", il);
+}
+
+void TensorList::add(const std::string& name, TensorRole role, int64_t n_cols, int64_t n_rows,
+                     WeightSlot slot) {
+  out_.push_back({prefix_ + name, role, n_cols, n_rows, slot, il_});
+}
+
+std::vector<TensorSpec> decoder_tensors(const ModelConfig& c, AttentionExtras extras) {
+  std::vector<TensorSpec> specs;
+  TensorList t(specs);
+  t.matrix("token_embd.weight", c.n_embd, c.n_vocab, model_slot<&ModelWeights::token_embd>);
+  t.norm("output_norm.weight", c.n_embd, model_slot<&ModelWeights::output_norm>);
+  if (!c.tied_output) {
+    t.matrix("output.weight", c.n_embd, c.n_vocab, model_slot<&ModelWeights::output>);
+  }
+  for (int64_t il = 0; il < c.n_layer; ++il) {
+    t.begin_layer(il);
+    t.norm("attn_norm.weight", c.n_embd, layer_slot<&LayerWeights::attn_norm>);
+    t.matrix("attn_q.weight", c.n_embd, c.q_width(), layer_slot<&LayerWeights::wq>);
+    t.matrix("attn_k.weight", c.n_embd, c.k_width(), layer_slot<&LayerWeights::wk>);
+    t.matrix("attn_v.weight", c.n_embd, c.v_width(), layer_slot<&LayerWeights::wv>);
+    if (extras != nullptr) extras(c, t);
+    // Attention's output is n_head heads of head_dim_v values (not q_width: the value length
+    // may differ from the key length).
+    t.matrix("attn_output.weight", c.n_head * c.head_dim_v, c.n_embd,
+             layer_slot<&LayerWeights::wo>);
+    t.norm("ffn_norm.weight", c.n_embd, layer_slot<&LayerWeights::ffn_norm>);
+    t.matrix("ffn_gate.weight", c.n_embd, c.n_ff, layer_slot<&LayerWeights::gate>);
+    t.matrix("ffn_up.weight", c.n_embd, c.n_ff, layer_slot<&LayerWeights::up>);
+    t.matrix("ffn_down.weight", c.n_ff, c.n_embd, layer_slot<&LayerWeights::down>);
+  }
+  return specs;
+}
+
+Result<std::vector<TensorSpec>> model_tensors(const ModelConfig& c) {
+  MINFER_ASSIGN_OR_RETURN(ArchSpec arch, find_arch(c.arch));
+  return arch.tensors(c);
+}
+
+}  // namespace minfer

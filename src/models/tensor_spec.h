@@ -1,0 +1,97 @@
+// The tensors a model of one architecture has: names, shapes as functions of the config, roles,
+// and where the loader puts each one. One list per architecture (its file in src/models/ says
+// which), read by the loader (model_weights.cpp), make-model and quantize (src/tools/), so what
+// is written and what is loaded cannot drift apart.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "graph/weight_tensor.h"
+#include "models/model_config.h"
+#include "models/model_weights.h"
+
+namespace minfer {
+
+// What a tensor is, which decides the types it may have and how make-model fills it.
+enum class TensorRole {
+  kMatrix,  // a weight matrix: any type minfer computes with; quantize converts it
+  kNorm,    // an RMSNorm weight: f32 (llama.cpp writes every vector in f32); made as all ones
+  kBias,    // a bias vector: f32; made like a matrix (normal, std 0.02)
+};
+
+// Where the loader stores a tensor: a field of the model, or of its layer `il`.
+using WeightSlot = WeightTensor& (*)(ModelWeights& m, int64_t il);
+
+template <auto Field>
+WeightTensor& model_slot(ModelWeights& m, int64_t /*il*/) {
+  return m.*Field;
+}
+
+// A field of LayerWeights; an optional one (a bias, a QK-norm weight) is engaged on load.
+template <auto Field>
+WeightTensor& layer_slot(ModelWeights& m, int64_t il) {
+  auto& field = m.layers[static_cast<size_t>(il)].*Field;
+  if constexpr (std::is_same_v<std::remove_reference_t<decltype(field)>, WeightTensor>) {
+    return field;
+  } else {
+    return field.emplace();
+  }
+}
+
+struct TensorSpec {
+  std::string name;  // GGUF tensor name: "blk.3.attn_q.weight"
+  TensorRole role;
+  int64_t n_cols;  // the row length (ggml shape[0]): n_in of a matrix
+  int64_t n_rows;  // n_out of a matrix; 1 for a vector
+  WeightSlot slot;
+  int64_t il = -1;  // the layer, -1 outside the blocks
+
+  bool is_vector() const { return role != TensorRole::kMatrix; }
+  // ggml order: [n_cols] for a vector, [n_cols, n_rows] for a matrix.
+  std::vector<uint64_t> shape() const;
+};
+
+// Builds a tensor list; `layer` names are relative to the current block ("attn_q.weight").
+class TensorList {
+ public:
+  explicit TensorList(std::vector<TensorSpec>& out) : out_(out) {}
+
+  void matrix(const std::string& name, int64_t n_cols, int64_t n_rows, WeightSlot slot) {
+    add(name, TensorRole::kMatrix, n_cols, n_rows, slot);
+  }
+  void norm(const std::string& name, int64_t n, WeightSlot slot) {
+    add(name, TensorRole::kNorm, n, 1, slot);
+  }
+  void bias(const std::string& name, int64_t n, WeightSlot slot) {
+    add(name, TensorRole::kBias, n, 1, slot);
+  }
+  // Later names are relative to block il (-1: outside the blocks).
+  void begin_layer(int64_t il);
+
+ private:
+  void add(const std::string& name, TensorRole role, int64_t n_cols, int64_t n_rows,
+           WeightSlot slot);
+
+  std::vector<TensorSpec>& out_;
+  int64_t il_ = -1;
+  std::string prefix_;
+};
+
+// The tensors an architecture adds to each block's attention (after Wq, Wk, Wv): Qwen2's QKV
+// biases, Qwen3's q / k norms. nullptr: none.
+using AttentionExtras = void (*)(const ModelConfig& c, TensorList& t);
+
+// The decoder's tensors (DESIGN.md §1), shared by every architecture, in load order:
+// token_embd, output_norm, output (absent when c.tied_output), then per block attn_norm,
+// attn_q/k/v, the architecture's extras, attn_output [n_head * head_dim_v → n_embd], ffn_norm,
+// ffn_gate, ffn_up, ffn_down.
+std::vector<TensorSpec> decoder_tensors(const ModelConfig& c, AttentionExtras extras);
+
+// The tensor list of c's architecture (c.arch), or the unknown-architecture error.
+Result<std::vector<TensorSpec>> model_tensors(const ModelConfig& c);
+
+}  // namespace minfer

@@ -1,0 +1,202 @@
+#include "tools/model_maker.h"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <numbers>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "gguf/gguf_file.h"
+#include "kernels/thread_pool.h"
+#include "models/architectures.h"
+#include "models/model_config.h"
+#include "models/tensor_spec.h"
+#include "tools/bpe_trainer.h"
+#include "tools/presets.h"
+#include "tools/quantize_model.h"
+
+namespace minfer {
+
+namespace {
+
+uint64_t splitmix64(uint64_t& state) {
+  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+uint64_t fnv1a(std::string_view s) {
+  uint64_t h = 0xCBF29CE484222325ull;
+  for (char c : s) {
+    h ^= static_cast<uint8_t>(c);
+    h *= 0x100000001B3ull;
+  }
+  return h;
+}
+
+// One row of normal(0, std) values (Box-Muller on pairs of 24-bit uniforms in (0, 1]).
+void fill_normal_row(uint64_t state, float stddev, float* out, int64_t n) {
+  constexpr float kTwoPi = 2.0f * std::numbers::pi_v<float>;
+  for (int64_t i = 0; i < n; i += 2) {
+    const uint64_t bits = splitmix64(state);
+    const float u1 = (static_cast<float>(bits >> 40) + 1.0f) * 0x1p-24f;
+    const float u2 = static_cast<float>((bits >> 8) & 0xFFFFFF) * 0x1p-24f;
+    const float r = stddev * std::sqrt(-2.0f * std::log(u1));
+    out[i] = r * std::cos(kTwoPi * u2);
+    if (i + 1 < n) out[i + 1] = r * std::sin(kTwoPi * u2);
+  }
+}
+
+// The config read_model_config will find in a file made from preset p (value length = key
+// length, every dimension rotated), but n_vocab: the tokenizer decides it.
+ModelConfig preset_config(const ArchSpec& arch, const ModelPreset& p) {
+  ModelConfig c;
+  apply_arch(arch, c);
+  c.n_embd = p.n_embd;
+  c.n_layer = p.n_layer;
+  c.n_head = p.n_head;
+  c.n_head_kv = p.n_head_kv;
+  c.head_dim = p.head_dim > 0 ? p.head_dim : p.n_embd / p.n_head;
+  c.head_dim_v = c.head_dim;
+  c.n_rot = c.head_dim;
+  c.n_ff = p.n_ff;
+  c.n_ctx_train = p.n_ctx_train;
+  c.rope_freq_base = p.rope_freq_base;
+  c.rms_eps = p.rms_eps;
+  c.tied_output = p.tied_output;
+  return c;
+}
+
+// The hyperparameter keys of c (as llama.cpp's converter writes them); key and value lengths
+// only when the preset sets head_dim (Qwen3), as the real files do.
+void set_hparams(GgufWriter& w, const ModelConfig& c, bool explicit_head_dim,
+                 const std::string& name, uint32_t file_type) {
+  const std::string a = c.arch;
+  w.set_string("general.architecture", a);
+  w.set_string("general.type", "model");
+  w.set_string("general.name", name);
+  w.set_scalar<uint32_t>(a + ".vocab_size", static_cast<uint32_t>(c.n_vocab));
+  w.set_scalar<uint32_t>(a + ".context_length", static_cast<uint32_t>(c.n_ctx_train));
+  w.set_scalar<uint32_t>(a + ".embedding_length", static_cast<uint32_t>(c.n_embd));
+  w.set_scalar<uint32_t>(a + ".block_count", static_cast<uint32_t>(c.n_layer));
+  w.set_scalar<uint32_t>(a + ".feed_forward_length", static_cast<uint32_t>(c.n_ff));
+  w.set_scalar<uint32_t>(a + ".attention.head_count", static_cast<uint32_t>(c.n_head));
+  w.set_scalar<uint32_t>(a + ".attention.head_count_kv", static_cast<uint32_t>(c.n_head_kv));
+  if (explicit_head_dim) {
+    w.set_scalar<uint32_t>(a + ".attention.key_length", static_cast<uint32_t>(c.head_dim));
+    w.set_scalar<uint32_t>(a + ".attention.value_length", static_cast<uint32_t>(c.head_dim_v));
+  }
+  w.set_scalar<uint32_t>(a + ".rope.dimension_count", static_cast<uint32_t>(c.n_rot));
+  w.set_scalar<float>(a + ".rope.freq_base", c.rope_freq_base);
+  w.set_scalar<float>(a + ".attention.layer_norm_rms_epsilon", c.rms_eps);
+  w.set_scalar<uint32_t>("general.file_type", file_type);
+  w.set_scalar<uint32_t>("general.quantization_version", 2);
+}
+
+// Everything about the file but the weights: metadata, tensors in file order, their types.
+struct Prepared {
+  GgufWriter meta;
+  std::vector<TensorSpec> specs;  // in file order
+  ModelLayout layout;
+};
+
+Result<Prepared> prepare(const MakeModelOptions& o) {
+  MINFER_ASSIGN_OR_RETURN(const ArchSpec arch, find_arch(o.arch));
+  MINFER_ASSIGN_OR_RETURN(ModelPreset preset, find_preset(o.arch, o.preset));
+  MINFER_ASSIGN_OR_RETURN(QuantMix mix, find_quant_mix(o.type));
+
+  // Hyperparameters first, then the tokenizer keys, as in files from llama.cpp's converter;
+  // vocab_size is filled in (in place) once the tokenizer is known.
+  Prepared p;
+  GgufWriter& meta = p.meta;
+  const std::string name = fmt::format("random-{}-{}", o.arch, o.preset);
+  ModelConfig config = preset_config(arch, preset);  // n_vocab: 0 until the tokenizer is known
+  set_hparams(meta, config, preset.head_dim > 0, name, mix.file_type);
+  int64_t n_vocab = 0;
+  if (o.tokenizer_from.empty()) {
+    n_vocab = add_builtin_tokenizer(meta, o.arch);
+  } else {
+    MINFER_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> other, GgufFile::open(o.tokenizer_from));
+    MINFER_ASSIGN_OR_RETURN(const std::vector<std::string>* tokens,
+                            other->get_string_array("tokenizer.ggml.tokens"));
+    n_vocab = static_cast<int64_t>(tokens->size());
+    for (const GgufKeyValue& kv : other->metadata()) {
+      if (kv.key.rfind("tokenizer.", 0) == 0) meta.set(kv.key, kv.value);
+    }
+  }
+  config.n_vocab = n_vocab;
+  meta.set_scalar<uint32_t>(config.arch + ".vocab_size", static_cast<uint32_t>(n_vocab));
+
+  const std::vector<TensorSpec> specs = arch.tensors(config);
+  std::vector<TensorDesc> descs;
+  for (const TensorSpec& s : specs) descs.push_back({s.name, GgmlType::kF32, s.shape(), s.role});
+  const std::vector<size_t> order = llama_tensor_order(descs);
+  std::vector<TensorDesc> ordered;
+  for (size_t i : order) ordered.push_back(descs[i]);
+  const TypePlan plan =
+      plan_tensor_types(mix, ordered, o.arch, preset.n_layer, preset.n_head, preset.n_head_kv);
+  for (size_t k = 0; k < ordered.size(); ++k) {
+    p.specs.push_back(specs[order[k]]);
+    p.layout.tensors.push_back({ordered[k].name, plan.types[k], ordered[k].shape});
+  }
+  p.layout.n_vocab = n_vocab;
+  return p;
+}
+
+}  // namespace
+
+Result<ModelLayout> make_model_layout(const MakeModelOptions& o) {
+  MINFER_ASSIGN_OR_RETURN(Prepared p, prepare(o));
+  return std::move(p.layout);
+}
+
+Result<MakeModelReport> make_model(const MakeModelOptions& o) {
+  MINFER_ASSIGN_OR_RETURN(Prepared p, prepare(o));
+  const std::vector<TensorSpec>& specs = p.specs;
+  const std::vector<GgufStreamWriter::TensorLayout> layout = p.layout.tensors;
+  MINFER_ASSIGN_OR_RETURN(GgufStreamWriter out, GgufStreamWriter::create(o.output, p.meta, layout));
+
+  MakeModelReport report;
+  report.n_vocab = p.layout.n_vocab;
+  report.n_tensors = static_cast<int64_t>(specs.size());
+  for (const TensorSpec& spec : specs) report.n_params += spec.n_cols * spec.n_rows;
+  kernels::ThreadPool pool(o.n_threads > 0 ? o.n_threads : kernels::default_thread_count());
+  Progress progress("make-model", report.n_params, o.progress);
+  int64_t done = 0;
+  std::vector<float> values;       // [n_rows, n_per_row] of the tensor being made
+  std::vector<uint8_t> converted;  // the same in its target type
+  for (size_t k = 0; k < specs.size(); ++k) {
+    const TensorSpec& spec = specs[k];
+    const int64_t n_per_row = spec.n_cols;
+    const int64_t n_rows = spec.n_rows;
+    values.resize(static_cast<size_t>(n_per_row * n_rows));
+    const uint64_t tensor_seed = o.seed ^ fnv1a(spec.name);
+    pool.parallel_for(n_rows, [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        float* row = values.data() + r * n_per_row;
+        if (spec.role == TensorRole::kNorm) {
+          std::fill(row, row + n_per_row, 1.0f);
+        } else {
+          // Distinct, well-mixed generator states per (seed, tensor, row).
+          uint64_t state = tensor_seed + 0x632BE59BD9B4E019ull * static_cast<uint64_t>(r + 1);
+          fill_normal_row(splitmix64(state), 0.02f, row, n_per_row);
+        }
+      }
+    });
+    const std::span<const uint8_t> f32_bytes(reinterpret_cast<const uint8_t*>(values.data()),
+                                             values.size() * sizeof(float));
+    convert_tensor(GgmlType::kF32, f32_bytes, layout[k].type, n_per_row, n_rows, pool, converted);
+    MINFER_RETURN_IF_ERROR(out.write_next(converted));
+    report.n_tensor_bytes += converted.size();
+    done += n_per_row * n_rows;
+    progress.update(done, spec.name);
+  }
+  MINFER_RETURN_IF_ERROR(out.close());
+  progress.finish();
+  return report;
+}
+
+}  // namespace minfer

@@ -1,0 +1,107 @@
+// Each architecture's tensor list (models/tensor_spec.h) as a function of the config: the common
+// decoder tensors, the architecture's own (Qwen2's QKV biases, Qwen3's q / k norms), the tied
+// output, and attn_output's width from the value length.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "models/architectures.h"
+#include "models/model_config.h"
+#include "models/tensor_spec.h"
+
+namespace minfer {
+namespace {
+
+// n_embd 64, 2 layers, 4 heads of 32 (keys) and 16 (values), 2 KV heads, n_ff 96, 100 tokens.
+ModelConfig config_for(const std::string& arch) {
+  ModelConfig c;
+  apply_arch(*find_arch(arch), c);
+  c.n_embd = 64;
+  c.n_layer = 2;
+  c.n_head = 4;
+  c.n_head_kv = 2;
+  c.head_dim = 32;
+  c.head_dim_v = 16;
+  c.n_rot = 32;
+  c.n_ff = 96;
+  c.n_vocab = 100;
+  return c;
+}
+
+std::map<std::string, TensorSpec> by_name(const ModelConfig& c) {
+  auto specs = model_tensors(c);
+  EXPECT_TRUE(specs.is_ok()) << specs.status().message();
+  std::map<std::string, TensorSpec> out;
+  for (const TensorSpec& s : *specs) out.emplace(s.name, s);
+  return out;
+}
+
+using Shape = std::vector<uint64_t>;
+
+TEST(TensorSpec, CommonDecoderTensorsOfEveryArchitecture) {
+  for (const char* arch : {"llama", "qwen2", "qwen3"}) {
+    const auto t = by_name(config_for(arch));
+    EXPECT_EQ(t.at("token_embd.weight").shape(), (Shape{64, 100})) << arch;
+    EXPECT_EQ(t.at("output.weight").shape(), (Shape{64, 100})) << arch;
+    EXPECT_EQ(t.at("output_norm.weight").shape(), (Shape{64})) << arch;
+    EXPECT_EQ(t.at("output_norm.weight").role, TensorRole::kNorm) << arch;
+    for (const char* b : {"blk.0.", "blk.1."}) {
+      const std::string p = b;
+      EXPECT_EQ(t.at(p + "attn_norm.weight").shape(), (Shape{64})) << arch;
+      EXPECT_EQ(t.at(p + "attn_q.weight").shape(), (Shape{64, 4 * 32})) << arch;
+      EXPECT_EQ(t.at(p + "attn_k.weight").shape(), (Shape{64, 2 * 32})) << arch;
+      EXPECT_EQ(t.at(p + "attn_v.weight").shape(), (Shape{64, 2 * 16})) << arch;
+      // n_head heads of head_dim_v values in, n_embd out: not q_width (128).
+      EXPECT_EQ(t.at(p + "attn_output.weight").shape(), (Shape{4 * 16, 64})) << arch;
+      EXPECT_EQ(t.at(p + "ffn_norm.weight").shape(), (Shape{64})) << arch;
+      EXPECT_EQ(t.at(p + "ffn_gate.weight").shape(), (Shape{64, 96})) << arch;
+      EXPECT_EQ(t.at(p + "ffn_up.weight").shape(), (Shape{64, 96})) << arch;
+      EXPECT_EQ(t.at(p + "ffn_down.weight").shape(), (Shape{96, 64})) << arch;
+      EXPECT_EQ(t.at(p + "ffn_down.weight").role, TensorRole::kMatrix) << arch;
+      EXPECT_EQ(t.at(p + "ffn_down.weight").il, p == "blk.0." ? 0 : 1) << arch;
+    }
+    EXPECT_EQ(t.at("token_embd.weight").il, -1) << arch;
+  }
+}
+
+TEST(TensorSpec, EachArchitectureAddsItsOwnTensors) {
+  const auto llama = by_name(config_for("llama"));
+  EXPECT_EQ(llama.size(), 3u + 2u * 9u);
+  const auto qwen2 = by_name(config_for("qwen2"));
+  EXPECT_EQ(qwen2.size(), 3u + 2u * 12u);
+  EXPECT_EQ(qwen2.at("blk.1.attn_q.bias").shape(), (Shape{4 * 32}));
+  EXPECT_EQ(qwen2.at("blk.1.attn_k.bias").shape(), (Shape{2 * 32}));
+  EXPECT_EQ(qwen2.at("blk.1.attn_v.bias").shape(), (Shape{2 * 16}));
+  EXPECT_EQ(qwen2.at("blk.1.attn_v.bias").role, TensorRole::kBias);
+  const auto qwen3 = by_name(config_for("qwen3"));
+  EXPECT_EQ(qwen3.size(), 3u + 2u * 11u);
+  EXPECT_EQ(qwen3.at("blk.1.attn_q_norm.weight").shape(), (Shape{32}));
+  EXPECT_EQ(qwen3.at("blk.1.attn_k_norm.weight").shape(), (Shape{32}));
+  EXPECT_EQ(qwen3.at("blk.1.attn_k_norm.weight").role, TensorRole::kNorm);
+  // The flags the graph reads say the same.
+  EXPECT_TRUE(config_for("qwen2").qkv_bias);
+  EXPECT_TRUE(config_for("qwen3").qk_norm);
+  EXPECT_FALSE(config_for("llama").qkv_bias || config_for("llama").qk_norm);
+}
+
+TEST(TensorSpec, TiedOutputHasNoOutputMatrix) {
+  ModelConfig c = config_for("qwen2");
+  c.tied_output = true;
+  const auto t = by_name(c);
+  EXPECT_EQ(t.count("output.weight"), 0u);
+  EXPECT_EQ(t.count("token_embd.weight"), 1u);
+}
+
+TEST(TensorSpec, UnknownArchitectureIsAnError) {
+  ModelConfig c = config_for("llama");
+  c.arch = "gpt9";
+  auto specs = model_tensors(c);
+  ASSERT_FALSE(specs.is_ok());
+  EXPECT_EQ(specs.status().message(),
+            "[model] unknown architecture 'gpt9' (supported: llama, qwen2, qwen3)");
+}
+
+}  // namespace
+}  // namespace minfer
