@@ -3,7 +3,6 @@
 #include <memory>
 
 #include "commands.h"
-#include "kernels/dispatch.h"
 #include "tools/model_maker.h"
 #include "tools/presets.h"
 #include "tools/quantize_model.h"
@@ -26,24 +25,15 @@ void register_make_model_command(CLI::App& app, CommandRegistry& registry) {
   cmd->add_option("--seed", opts->seed, "weight seed")->capture_default_str();
   cmd->add_option("-o,--output", opts->output, "output GGUF file")->required();
   cmd->add_option("-t,--threads", opts->n_threads, "threads (default: all cores)");
-  registry.add(cmd, [opts]() {
-    const Status init = kernels::init_kernels();
-    if (!init.is_ok()) {
-      std::fprintf(stderr, "%s\n", init.message().c_str());
-      return 1;
-    }
-    Result<MakeModelReport> r = make_model(*opts);
-    if (!r.is_ok()) {
-      std::fprintf(stderr, "%s\n", r.status().message().c_str());
-      return 1;
-    }
+  registry.add_status(cmd, [opts]() -> Status {
+    MINFER_ASSIGN_OR_RETURN(const MakeModelReport r, make_model(*opts));
     std::fprintf(stderr,
                  "make-model: wrote %s: %lld tensors, %.2f M parameters, %.2f MiB, n_vocab %lld\n",
-                 opts->output.c_str(), static_cast<long long>(r->n_tensors),
-                 static_cast<double>(r->n_params) / 1e6,
-                 static_cast<double>(r->n_tensor_bytes) / (1024.0 * 1024.0),
-                 static_cast<long long>(r->n_vocab));
-    return 0;
+                 opts->output.c_str(), static_cast<long long>(r.n_tensors),
+                 static_cast<double>(r.n_params) / 1e6,
+                 static_cast<double>(r.n_tensor_bytes) / (1024.0 * 1024.0),
+                 static_cast<long long>(r.n_vocab));
+    return Status::ok();
   });
 }
 

@@ -4,7 +4,6 @@
 #include <memory>
 
 #include "commands.h"
-#include "kernels/dispatch.h"
 #include "tools/quantize_model.h"
 
 namespace minfer::app {
@@ -20,25 +19,16 @@ void register_quantize_command(CLI::App& app, CommandRegistry& registry) {
   cmd->add_option("output", opts->output, "output GGUF file")->required();
   cmd->add_option("type", opts->type, "target: " + quant_mix_names())->required();
   cmd->add_option("-t,--threads", opts->n_threads, "threads (default: all cores)");
-  registry.add(cmd, [opts]() {
-    const Status init = kernels::init_kernels();
-    if (!init.is_ok()) {
-      std::fprintf(stderr, "%s\n", init.message().c_str());
-      return 1;
-    }
-    Result<QuantizeReport> r = quantize_model(*opts);
-    if (!r.is_ok()) {
-      std::fprintf(stderr, "%s\n", r.status().message().c_str());
-      return 1;
-    }
+  registry.add_status(cmd, [opts]() -> Status {
+    MINFER_ASSIGN_OR_RETURN(const QuantizeReport r, quantize_model(*opts));
     std::fprintf(stderr,
                  "quantize: %lld tensors (%lld converted, %lld with a fallback type), %.2f MiB -> "
                  "%.2f MiB\n",
-                 static_cast<long long>(r->n_tensors), static_cast<long long>(r->n_converted),
-                 static_cast<long long>(r->n_fallback),
-                 static_cast<double>(r->bytes_in) / (1024.0 * 1024.0),
-                 static_cast<double>(r->bytes_out) / (1024.0 * 1024.0));
-    return 0;
+                 static_cast<long long>(r.n_tensors), static_cast<long long>(r.n_converted),
+                 static_cast<long long>(r.n_fallback),
+                 static_cast<double>(r.bytes_in) / (1024.0 * 1024.0),
+                 static_cast<double>(r.bytes_out) / (1024.0 * 1024.0));
+    return Status::ok();
   });
 }
 

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "gguf/gguf_file.h"
+#include "kernels/dispatch.h"
 #include "kernels/thread_pool.h"
 #include "models/architectures.h"
 #include "models/model_config.h"
@@ -154,6 +155,7 @@ Result<ModelLayout> make_model_layout(const MakeModelOptions& o) {
 }
 
 Result<MakeModelReport> make_model(const MakeModelOptions& o) {
+  MINFER_RETURN_IF_ERROR(kernels::init_kernels());  // a bad MINFER_FORCE_ISA is an error
   MINFER_ASSIGN_OR_RETURN(Prepared p, prepare(o));
   const std::vector<TensorSpec>& specs = p.specs;
   const std::vector<GgufStreamWriter::TensorLayout> layout = p.layout.tensors;

@@ -243,6 +243,7 @@ std::map<std::string, TensorRole, std::less<>> list_roles(const std::string& arc
 }  // namespace
 
 Result<QuantizeReport> quantize_model(const QuantizeOptions& o) {
+  MINFER_RETURN_IF_ERROR(kernels::init_kernels());  // a bad MINFER_FORCE_ISA is an error
   MINFER_ASSIGN_OR_RETURN(QuantMix mix, find_quant_mix(o.type));
   MINFER_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> in, GgufFile::open(o.input));
   // The input stays mapped while the output is written: writing over it would truncate the
