@@ -459,4 +459,8 @@ SchedulerStats Scheduler::stats() const {
   return s;
 }
 
+int64_t Scheduler::n_vocab() const {
+  return model_.config().n_vocab;
+}
+
 }  // namespace minfer::engine

@@ -83,6 +83,8 @@ class Scheduler {
 
   SchedulerStats stats() const;
   const SchedulerOptions& options() const { return options_; }
+  // Logit rows per token: the bound of token ids in prompts and logit_bias.
+  int64_t n_vocab() const;
   const KvCache& cache() const { return *cache_; }
   // Tokens computed by the last step (decode tokens and prefill chunks together).
   int64_t last_step_tokens() const { return last_step_tokens_; }
