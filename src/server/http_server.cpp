@@ -1,5 +1,8 @@
 #include "server/http_server.h"
 
+#include <chrono>
+#include <thread>
+
 #include <fmt/format.h>
 #include <httplib.h>
 
@@ -33,11 +36,22 @@ Status HttpServer::bind() {
 }
 
 void HttpServer::serve() {
-  http_->listen_after_bind();
+  serving_.store(true);
+  if (!stop_requested_.load()) http_->listen_after_bind();
+  serving_.store(false);
 }
 
 void HttpServer::stop() {
-  if (http_) http_->stop();
+  if (!http_) return;
+  stop_requested_.store(true);
+  // cpp-httplib's stop() does nothing before its listen loop runs: a stop() right after serve()
+  // began (a model that fails to load at once) was lost and serve() never returned. Either
+  // serve() sees stop_requested_ and does not listen, or this sees serving_ and waits for the
+  // loop to run before stopping it.
+  while (serving_.load() && !http_->is_running()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  http_->stop();
 }
 
 void HttpServer::set_backend(const Backend& backend) {

@@ -60,7 +60,7 @@ class HttpServer {
   // Takes the port. Error: the address is in use or invalid.
   Status bind();
   int port() const { return port_; }
-  // Serves until stop(); call after bind().
+  // Serves until stop(); call after bind(). Returns at once after a stop().
   void serve();
   // From now on /health is 200 and generation requests run.
   void set_backend(const Backend& backend);
@@ -108,6 +108,8 @@ class HttpServer {
   Metrics metrics_;
   std::atomic<bool> ready_{false};
   std::atomic<bool> draining_{false};
+  std::atomic<bool> serving_{false};         // serve() is running
+  std::atomic<bool> stop_requested_{false};  // stop() was called
   Backend backend_;
   mutable std::mutex calls_mu_;
   std::set<std::shared_ptr<engine::RequestHandle>> in_flight_;
