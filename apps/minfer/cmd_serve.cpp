@@ -107,7 +107,6 @@ int run_serve(ServeFlags& f) {
     if (r.is_ok()) {
       loaded = std::move(r).value();
       server::Backend b;
-      b.model = loaded.model.get();
       b.tokenizer = loaded.tokenizer.get();
       b.chat_template = loaded.chat_template.get();
       b.scheduler = loaded.scheduler.get();

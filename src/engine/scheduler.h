@@ -82,6 +82,8 @@ class Scheduler {
 
   SchedulerStats stats() const;
   const SchedulerOptions& options() const { return options_; }
+  // Logit rows per token: the bound of token ids in prompts and logit_bias.
+  int64_t n_vocab() const { return runtime_->n_vocab(); }
   const KvCache& cache() const { return runtime_->cache(); }
   const Runtime& runtime() const { return *runtime_; }
   // Tokens computed by the last step (decode tokens and prefill chunks together).

@@ -19,12 +19,13 @@
 #include "core/status.h"
 #include "engine/scheduler.h"
 #include "grammar/json_constraint.h"
-#include "models/model.h"
 #include "server/metrics.h"
+#include "server/openai_api.h"
 #include "tokenizer/tokenizer.h"
 
 namespace httplib {
 class Server;
+struct Request;
 struct Response;
 }  // namespace httplib
 
@@ -40,9 +41,9 @@ struct ServerOptions {
   int n_http_threads = 64;           // connections served at once
 };
 
-// What the server serves once the model is loaded; every pointer outlives the server.
+// What the server serves once the model is loaded; every pointer outlives the server. What it
+// needs to know of the model (context, vocabulary size) it asks the scheduler.
 struct Backend {
-  const Model* model = nullptr;
   const Tokenizer* tokenizer = nullptr;
   const chat::ChatTemplate* chat_template = nullptr;
   engine::Scheduler* scheduler = nullptr;
@@ -59,7 +60,7 @@ class HttpServer {
   // Takes the port. Error: the address is in use or invalid.
   Status bind();
   int port() const { return port_; }
-  // Serves until stop(); call after bind().
+  // Serves until stop(); call after bind(). Returns at once after a stop().
   void serve();
   // From now on /health is 200 and generation requests run.
   void set_backend(const Backend& backend);
@@ -75,13 +76,31 @@ class HttpServer {
   Metrics& metrics() { return metrics_; }
 
  private:
-  struct Call;
+  // install_routes: the connection settings, the hooks every request passes, the routes.
   void install_routes();
+  void configure_connections();
+  void install_hooks();
+
+  // One handler per route (server/routes_info.cpp, server/routes_generate.cpp).
+  void handle_page(const httplib::Request& req, httplib::Response& res);
+  void handle_health(const httplib::Request& req, httplib::Response& res);
+  void handle_metrics(const httplib::Request& req, httplib::Response& res);
+  void handle_models(const httplib::Request& req, httplib::Response& res);
+  void handle_tokenize(const httplib::Request& req, httplib::Response& res);
+  void handle_detokenize(const httplib::Request& req, httplib::Response& res);
+  void handle_chat_completions(const httplib::Request& req, httplib::Response& res);
+  void handle_completions(const httplib::Request& req, httplib::Response& res);
+  // Both generation endpoints: parse, build the prompt, submit, hand the reply to its writer.
+  void generate(const httplib::Request& req, httplib::Response& res, Endpoint endpoint);
+
   // The backend once the model is loaded; until then answers res with 503 model_loading and
   // gives nullptr.
   const Backend* ready_backend(httplib::Response& res) const;
   // The model's token bytes for JSON-constrained sampling, built on first use.
   std::shared_ptr<const grammar::VocabBytes> json_vocab(const Backend& backend);
+  // Requests in flight, for n_in_flight() and cancel_all().
+  void track(const std::shared_ptr<engine::RequestHandle>& handle);
+  void untrack(const std::shared_ptr<engine::RequestHandle>& handle);
 
   ServerOptions options_;
   std::unique_ptr<httplib::Server> http_;
@@ -89,6 +108,8 @@ class HttpServer {
   Metrics metrics_;
   std::atomic<bool> ready_{false};
   std::atomic<bool> draining_{false};
+  std::atomic<bool> serving_{false};         // serve() is running
+  std::atomic<bool> stop_requested_{false};  // stop() was called
   Backend backend_;
   mutable std::mutex calls_mu_;
   std::set<std::shared_ptr<engine::RequestHandle>> in_flight_;

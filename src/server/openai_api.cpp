@@ -206,25 +206,18 @@ std::optional<ApiError> parse_prompt(const Json& body, int32_t n_vocab, ParsedRe
   return std::nullopt;
 }
 
-}  // namespace
+// model and user are not used but must have their documented types.
+std::optional<ApiError> check_unused_fields(const Json& body) {
+  for (const char* field : {"model", "user"}) {
+    if (auto it = body.find(field); it != body.end() && !it->is_null() && !it->is_string()) {
+      return wrong_type(field, "a string", *it);
+    }
+  }
+  return std::nullopt;
+}
 
-std::optional<ApiError> parse_request(const Json& body, Endpoint endpoint, int32_t n_vocab,
-                                      ParsedRequest& out) {
-  if (!body.is_object()) return wrong_type("body", "a JSON object", body);
-  out.endpoint = endpoint;
-  if (auto it = body.find("model"); it != body.end() && !it->is_null() && !it->is_string()) {
-    return wrong_type("model", "a string", *it);
-  }
-  if (auto it = body.find("user"); it != body.end() && !it->is_null() && !it->is_string()) {
-    return wrong_type("user", "a string", *it);
-  }
-  if (endpoint == Endpoint::kChat) {
-    if (auto e = parse_messages(body, out.messages)) return e;
-  } else {
-    if (auto e = parse_prompt(body, n_vocab, out)) return e;
-  }
-
-  engine::RequestParams& p = out.params;
+// How much to generate: max_tokens (or its aliases; the last one given wins) and n, one choice.
+std::optional<ApiError> parse_lengths(const Json& body, engine::RequestParams& p) {
   bool present = false;
   int64_t v = 0;
   for (const char* field : {"max_tokens", "max_completion_tokens", "n_predict"}) {
@@ -243,196 +236,184 @@ std::optional<ApiError> parse_request(const Json& body, Endpoint endpoint, int32
     e->message = "[server] only 'n' = 1 is supported";
     return e;
   }
-  if (auto e = get_number(body, "temperature", 0.0, 2.0, p.sampling.temperature)) return e;
-  if (auto e = get_number(body, "top_p", 0.0, 1.0, p.sampling.top_p)) return e;
-  if (auto e = get_number(body, "min_p", 0.0, 1.0, p.sampling.min_p)) return e;
-  if (auto e = get_number(body, "presence_penalty", -2.0, 2.0, p.sampling.presence_penalty)) {
-    return e;
+  return std::nullopt;
+}
+
+// The sampler's number fields and their ranges, checked in this order.
+struct NumberField {
+  const char* name;
+  double lo;
+  double hi;
+  float SamplerParams::*field;
+};
+constexpr NumberField kNumberFields[] = {
+    {"temperature", 0.0, 2.0, &SamplerParams::temperature},
+    {"top_p", 0.0, 1.0, &SamplerParams::top_p},
+    {"min_p", 0.0, 1.0, &SamplerParams::min_p},
+    {"presence_penalty", -2.0, 2.0, &SamplerParams::presence_penalty},
+    {"frequency_penalty", -2.0, 2.0, &SamplerParams::frequency_penalty},
+    {"repeat_penalty", 0.0, 10.0, &SamplerParams::repeat_penalty},
+};
+
+// temperature, top_p, min_p, the penalties, top_k and seed.
+std::optional<ApiError> parse_sampling(const Json& body, int32_t n_vocab, SamplerParams& s) {
+  for (const NumberField& f : kNumberFields) {
+    if (auto e = get_number(body, f.name, f.lo, f.hi, s.*f.field)) return e;
   }
-  if (auto e = get_number(body, "frequency_penalty", -2.0, 2.0, p.sampling.frequency_penalty)) {
-    return e;
-  }
-  if (auto e = get_number(body, "repeat_penalty", 0.0, 10.0, p.sampling.repeat_penalty)) return e;
   if (auto it = body.find("repeat_penalty");
       it != body.end() && it->is_number() && it->get<double>() <= 0.0) {
     return bad_request("[server] 'repeat_penalty' must be > 0", "repeat_penalty", "invalid_value");
   }
+  bool present = false;
+  int64_t v = 0;
   if (auto e = get_integer(body, "top_k", -1, n_vocab, v, present)) return e;
-  if (present) p.sampling.top_k = static_cast<int32_t>(v);
+  if (present) s.top_k = static_cast<int32_t>(v);
   if (auto e = get_integer(body, "seed", std::numeric_limits<int64_t>::min(),
                            std::numeric_limits<int64_t>::max(), v, present)) {
     return e;
   }
   if (auto it = body.find("seed"); it != body.end() && it->is_number_unsigned()) {
-    p.sampling.seed = it->get<uint64_t>();
+    s.seed = it->get<uint64_t>();
   } else if (present) {
-    p.sampling.seed = static_cast<uint64_t>(v);
-  }
-
-  // stop: a string or a list of strings.
-  if (auto it = body.find("stop"); it != body.end() && !it->is_null()) {
-    if (it->is_string()) {
-      p.stops.push_back(it->get<std::string>());
-    } else if (it->is_array()) {
-      if (it->size() > 16) {
-        return bad_request("[server] 'stop' may hold at most 16 strings", "stop", "invalid_value");
-      }
-      for (const Json& s : *it) {
-        if (!s.is_string()) return wrong_type("stop[]", "a string", s);
-        p.stops.push_back(s.get<std::string>());
-      }
-    } else {
-      return wrong_type("stop", "a string or an array of strings", *it);
-    }
-  }
-
-  // logprobs: chat has a boolean and top_logprobs; completions an integer count.
-  if (endpoint == Endpoint::kChat) {
-    if (auto e = get_bool(body, "logprobs", out.logprobs)) return e;
-    if (auto e = get_integer(body, "top_logprobs", 0, engine::kMaxTopLogprobs, v, present)) {
-      return e;
-    }
-    if (present && !out.logprobs) {
-      return bad_request("[server] 'top_logprobs' needs 'logprobs' set to true", "top_logprobs",
-                         "invalid_value");
-    }
-    if (out.logprobs) p.top_logprobs = present ? static_cast<int32_t>(v) : 0;
-  } else {
-    if (auto e = get_integer(body, "logprobs", 0, 5, v, present)) return e;
-    if (present) {
-      out.logprobs = true;
-      p.top_logprobs = static_cast<int32_t>(v);
-    }
-    bool echo = false;
-    if (auto e = get_bool(body, "echo", echo)) return e;
-    if (echo) return bad_request("[server] 'echo' is not supported", "echo", "unsupported");
-  }
-
-  if (auto it = body.find("logit_bias"); it != body.end() && !it->is_null()) {
-    if (!it->is_object()) return wrong_type("logit_bias", "an object of token id → bias", *it);
-    for (const auto& [key, bias] : it->items()) {
-      char* end = nullptr;
-      const long id = std::strtol(key.c_str(), &end, 10);
-      if (key.empty() || *end != '\0' || id < 0 || id >= n_vocab) {
-        return bad_request(fmt::format("[server] 'logit_bias' key '{}' is not a token id in "
-                                       "0..{}",
-                                       key, n_vocab - 1),
-                           "logit_bias", "invalid_value");
-      }
-      if (!bias.is_number() || !std::isfinite(bias.get<double>()) ||
-          std::fabs(bias.get<double>()) > 100.0) {
-        return bad_request(fmt::format("[server] 'logit_bias' of token {} must be a number in "
-                                       "[-100, 100]",
-                                       id),
-                           "logit_bias", "invalid_value");
-      }
-      p.sampling.logit_bias.emplace_back(static_cast<int32_t>(id), bias.get<float>());
-    }
-  }
-
-  if (auto it = body.find("response_format"); it != body.end() && !it->is_null()) {
-    if (!it->is_object() || !it->contains("type") || !(*it)["type"].is_string()) {
-      return wrong_type("response_format", "an object with a string 'type'", *it);
-    }
-    const std::string type = (*it)["type"].get<std::string>();
-    if (type == "json_schema") {
-      return bad_request(
-          "[server] response_format 'json_schema' is not supported yet (use "
-          "'json_object' or 'text')",
-          "response_format", "unsupported");
-    }
-    if (type != "text" && type != "json_object") {
-      return bad_request(fmt::format("[server] response_format type must be 'text', "
-                                     "'json_object' or 'json_schema', got '{}'",
-                                     type),
-                         "response_format", "invalid_value");
-    }
-    out.json_object = type == "json_object";
-  }
-
-  if (auto e = get_bool(body, "stream", out.stream)) return e;
-  if (auto it = body.find("stream_options"); it != body.end() && !it->is_null()) {
-    if (!it->is_object()) return wrong_type("stream_options", "an object", *it);
-    if (auto e = get_bool(*it, "include_usage", out.include_usage)) {
-      e->param = "stream_options.include_usage";
-      return e;
-    }
+    s.seed = static_cast<uint64_t>(v);
   }
   return std::nullopt;
 }
 
-const char* openai_finish_reason(engine::FinishReason reason) {
-  switch (reason) {
-    case engine::FinishReason::kEog:
-    case engine::FinishReason::kStop:
-    case engine::FinishReason::kCancelled:
-      return "stop";
-    case engine::FinishReason::kLength:
-    case engine::FinishReason::kContext:
-      return "length";
+// stop: a string or a list of at most 16 strings.
+std::optional<ApiError> parse_stop(const Json& body, std::vector<std::string>& stops) {
+  auto it = body.find("stop");
+  if (it == body.end() || it->is_null()) return std::nullopt;
+  if (it->is_string()) {
+    stops.push_back(it->get<std::string>());
+    return std::nullopt;
   }
-  return "stop";
+  if (!it->is_array()) return wrong_type("stop", "a string or an array of strings", *it);
+  if (it->size() > 16) {
+    return bad_request("[server] 'stop' may hold at most 16 strings", "stop", "invalid_value");
+  }
+  for (const Json& s : *it) {
+    if (!s.is_string()) return wrong_type("stop[]", "a string", s);
+    stops.push_back(s.get<std::string>());
+  }
+  return std::nullopt;
 }
 
-Json usage_json(const engine::RequestStats& s) {
-  Json u;
-  u["prompt_tokens"] = s.n_prompt;
-  u["completion_tokens"] = s.n_generated;
-  u["total_tokens"] = s.n_prompt + s.n_generated;
-  u["prompt_tokens_details"] = Json{{"cached_tokens", s.n_cached}};
-  return u;
+// Chat: logprobs is a boolean and top_logprobs the alternatives, which need logprobs.
+std::optional<ApiError> parse_chat_logprobs(const Json& body, ParsedRequest& out) {
+  if (auto e = get_bool(body, "logprobs", out.logprobs)) return e;
+  bool present = false;
+  int64_t v = 0;
+  if (auto e = get_integer(body, "top_logprobs", 0, engine::kMaxTopLogprobs, v, present)) {
+    return e;
+  }
+  if (present && !out.logprobs) {
+    return bad_request("[server] 'top_logprobs' needs 'logprobs' set to true", "top_logprobs",
+                       "invalid_value");
+  }
+  if (out.logprobs) out.params.top_logprobs = present ? static_cast<int32_t>(v) : 0;
+  return std::nullopt;
 }
 
-namespace {
+// Completions: logprobs is the number of alternatives (0..5); echo is refused.
+std::optional<ApiError> parse_completion_logprobs(const Json& body, ParsedRequest& out) {
+  bool present = false;
+  int64_t v = 0;
+  if (auto e = get_integer(body, "logprobs", 0, 5, v, present)) return e;
+  if (present) {
+    out.logprobs = true;
+    out.params.top_logprobs = static_cast<int32_t>(v);
+  }
+  bool echo = false;
+  if (auto e = get_bool(body, "echo", echo)) return e;
+  if (echo) return bad_request("[server] 'echo' is not supported", "echo", "unsupported");
+  return std::nullopt;
+}
 
-Json bytes_of(const std::string& piece) {
-  Json b = Json::array();
-  for (const unsigned char c : piece) b.push_back(static_cast<int>(c));
-  return b;
+// logit_bias: {"token id": bias in [-100, 100]}.
+std::optional<ApiError> parse_logit_bias(const Json& body, int32_t n_vocab, SamplerParams& s) {
+  auto it = body.find("logit_bias");
+  if (it == body.end() || it->is_null()) return std::nullopt;
+  if (!it->is_object()) return wrong_type("logit_bias", "an object of token id → bias", *it);
+  for (const auto& [key, bias] : it->items()) {
+    char* end = nullptr;
+    const long id = std::strtol(key.c_str(), &end, 10);
+    if (key.empty() || *end != '\0' || id < 0 || id >= n_vocab) {
+      return bad_request(fmt::format("[server] 'logit_bias' key '{}' is not a token id in "
+                                     "0..{}",
+                                     key, n_vocab - 1),
+                         "logit_bias", "invalid_value");
+    }
+    if (!bias.is_number() || !std::isfinite(bias.get<double>()) ||
+        std::fabs(bias.get<double>()) > 100.0) {
+      return bad_request(fmt::format("[server] 'logit_bias' of token {} must be a number in "
+                                     "[-100, 100]",
+                                     id),
+                         "logit_bias", "invalid_value");
+    }
+    s.logit_bias.emplace_back(static_cast<int32_t>(id), bias.get<float>());
+  }
+  return std::nullopt;
+}
+
+// response_format: {"type": "text" | "json_object"}; json_schema is refused as not supported.
+std::optional<ApiError> parse_response_format(const Json& body, bool& json_object) {
+  auto it = body.find("response_format");
+  if (it == body.end() || it->is_null()) return std::nullopt;
+  if (!it->is_object() || !it->contains("type") || !(*it)["type"].is_string()) {
+    return wrong_type("response_format", "an object with a string 'type'", *it);
+  }
+  const std::string type = (*it)["type"].get<std::string>();
+  if (type == "json_schema") {
+    return bad_request(
+        "[server] response_format 'json_schema' is not supported yet (use "
+        "'json_object' or 'text')",
+        "response_format", "unsupported");
+  }
+  if (type != "text" && type != "json_object") {
+    return bad_request(fmt::format("[server] response_format type must be 'text', "
+                                   "'json_object' or 'json_schema', got '{}'",
+                                   type),
+                       "response_format", "invalid_value");
+  }
+  json_object = type == "json_object";
+  return std::nullopt;
+}
+
+// stream and stream_options.include_usage.
+std::optional<ApiError> parse_stream(const Json& body, ParsedRequest& out) {
+  if (auto e = get_bool(body, "stream", out.stream)) return e;
+  auto it = body.find("stream_options");
+  if (it == body.end() || it->is_null()) return std::nullopt;
+  if (!it->is_object()) return wrong_type("stream_options", "an object", *it);
+  if (auto e = get_bool(*it, "include_usage", out.include_usage)) {
+    e->param = "stream_options.include_usage";
+    return e;
+  }
+  return std::nullopt;
 }
 
 }  // namespace
 
-Json chat_logprobs_json(const Tokenizer& tokenizer, const std::vector<engine::SampledToken>& toks) {
-  Json content = Json::array();
-  for (const engine::SampledToken& t : toks) {
-    const std::string piece = tokenizer.token_to_piece(t.token);
-    Json top = Json::array();
-    for (const engine::TokenLogprob& alt : t.top) {
-      const std::string alt_piece = tokenizer.token_to_piece(alt.token);
-      top.push_back(
-          Json{{"token", alt_piece}, {"logprob", alt.logprob}, {"bytes", bytes_of(alt_piece)}});
-    }
-    content.push_back(Json{{"token", piece},
-                           {"logprob", t.logprob},
-                           {"bytes", bytes_of(piece)},
-                           {"top_logprobs", top}});
+std::optional<ApiError> parse_request(const Json& body, Endpoint endpoint, int32_t n_vocab,
+                                      ParsedRequest& out) {
+  if (!body.is_object()) return wrong_type("body", "a JSON object", body);
+  out.endpoint = endpoint;
+  const bool chat = endpoint == Endpoint::kChat;
+  // The first error found is the one reported, so the order of these checks is part of the API.
+  if (auto e = check_unused_fields(body)) return e;
+  if (auto e = chat ? parse_messages(body, out.messages) : parse_prompt(body, n_vocab, out)) {
+    return e;
   }
-  return Json{{"content", content}};
-}
-
-Json completion_logprobs_json(const Tokenizer& tokenizer,
-                              const std::vector<engine::SampledToken>& toks, int64_t text_offset) {
-  Json tokens = Json::array();
-  Json token_logprobs = Json::array();
-  Json top_logprobs = Json::array();
-  Json offsets = Json::array();
-  for (const engine::SampledToken& t : toks) {
-    const std::string piece = tokenizer.token_to_piece(t.token);
-    tokens.push_back(piece);
-    token_logprobs.push_back(t.logprob);
-    Json top = Json::object();
-    for (const engine::TokenLogprob& alt : t.top) {
-      top[tokenizer.token_to_piece(alt.token)] = alt.logprob;
-    }
-    top_logprobs.push_back(top);
-    offsets.push_back(text_offset);
-    text_offset += static_cast<int64_t>(piece.size());
+  if (auto e = parse_lengths(body, out.params)) return e;
+  if (auto e = parse_sampling(body, n_vocab, out.params.sampling)) return e;
+  if (auto e = parse_stop(body, out.params.stops)) return e;
+  if (auto e = chat ? parse_chat_logprobs(body, out) : parse_completion_logprobs(body, out)) {
+    return e;
   }
-  return Json{{"tokens", tokens},
-              {"token_logprobs", token_logprobs},
-              {"top_logprobs", top_logprobs},
-              {"text_offset", offsets}};
+  if (auto e = parse_logit_bias(body, n_vocab, out.params.sampling)) return e;
+  if (auto e = parse_response_format(body, out.json_object)) return e;
+  return parse_stream(body, out);
 }
 
 }  // namespace minfer::server

@@ -1,5 +1,5 @@
-// The OpenAI-compatible wire format: request bodies checked and turned into scheduler requests,
-// and the response / stream-chunk / error JSON built from what the scheduler produced.
+// The OpenAI-compatible wire format, request side: bodies checked and turned into scheduler
+// requests, and the error JSON. The replies are built in server/openai_reply.h.
 // https://platform.openai.com/docs/api-reference/chat, .../completions
 #pragma once
 
@@ -11,7 +11,6 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/request.h"
-#include "tokenizer/tokenizer.h"
 
 namespace minfer::server {
 
@@ -50,19 +49,6 @@ struct ParsedRequest {
 // n_vocab bounds token ids in prompts and logit_bias.
 std::optional<ApiError> parse_request(const Json& body, Endpoint endpoint, int32_t n_vocab,
                                       ParsedRequest& out);
-
-// "stop" for an end-of-generation token or a stop string, "length" for max_tokens or a full
-// context.
-const char* openai_finish_reason(engine::FinishReason reason);
-
-// The usage object: prompt/completion/total tokens and prompt_tokens_details.cached_tokens.
-Json usage_json(const engine::RequestStats& stats);
-
-// The logprobs of some tokens in each endpoint's shape: chat {"content": [...]}, completions
-// {"tokens", "token_logprobs", "top_logprobs", "text_offset"}.
-Json chat_logprobs_json(const Tokenizer& tokenizer, const std::vector<engine::SampledToken>& toks);
-Json completion_logprobs_json(const Tokenizer& tokenizer,
-                              const std::vector<engine::SampledToken>& toks, int64_t text_offset);
 
 // JSON text for the wire: invalid UTF-8 (a token piece can end mid-character) becomes U+FFFD.
 std::string dump(const Json& j);

@@ -1,0 +1,156 @@
+#include "server/openai_reply.h"
+
+#include <utility>
+
+namespace minfer::server {
+
+const char* openai_finish_reason(engine::FinishReason reason) {
+  switch (reason) {
+    case engine::FinishReason::kEog:
+    case engine::FinishReason::kStop:
+    case engine::FinishReason::kCancelled:
+      return "stop";
+    case engine::FinishReason::kLength:
+    case engine::FinishReason::kContext:
+      return "length";
+  }
+  return "stop";
+}
+
+Json usage_json(const engine::RequestStats& s) {
+  Json u;
+  u["prompt_tokens"] = s.n_prompt;
+  u["completion_tokens"] = s.n_generated;
+  u["total_tokens"] = s.n_prompt + s.n_generated;
+  u["prompt_tokens_details"] = Json{{"cached_tokens", s.n_cached}};
+  return u;
+}
+
+namespace {
+
+Json bytes_of(const std::string& piece) {
+  Json b = Json::array();
+  for (const unsigned char c : piece) b.push_back(static_cast<int>(c));
+  return b;
+}
+
+}  // namespace
+
+Json chat_logprobs_json(const Tokenizer& tokenizer, const std::vector<engine::SampledToken>& toks) {
+  Json content = Json::array();
+  for (const engine::SampledToken& t : toks) {
+    const std::string piece = tokenizer.token_to_piece(t.token);
+    Json top = Json::array();
+    for (const engine::TokenLogprob& alt : t.top) {
+      const std::string alt_piece = tokenizer.token_to_piece(alt.token);
+      top.push_back(
+          Json{{"token", alt_piece}, {"logprob", alt.logprob}, {"bytes", bytes_of(alt_piece)}});
+    }
+    content.push_back(Json{{"token", piece},
+                           {"logprob", t.logprob},
+                           {"bytes", bytes_of(piece)},
+                           {"top_logprobs", top}});
+  }
+  return Json{{"content", content}};
+}
+
+Json completion_logprobs_json(const Tokenizer& tokenizer,
+                              const std::vector<engine::SampledToken>& toks, int64_t text_offset) {
+  Json tokens = Json::array();
+  Json token_logprobs = Json::array();
+  Json top_logprobs = Json::array();
+  Json offsets = Json::array();
+  for (const engine::SampledToken& t : toks) {
+    const std::string piece = tokenizer.token_to_piece(t.token);
+    tokens.push_back(piece);
+    token_logprobs.push_back(t.logprob);
+    Json top = Json::object();
+    for (const engine::TokenLogprob& alt : t.top) {
+      top[tokenizer.token_to_piece(alt.token)] = alt.logprob;
+    }
+    top_logprobs.push_back(top);
+    offsets.push_back(text_offset);
+    text_offset += static_cast<int64_t>(piece.size());
+  }
+  return Json{{"tokens", tokens},
+              {"token_logprobs", token_logprobs},
+              {"top_logprobs", top_logprobs},
+              {"text_offset", offsets}};
+}
+
+Reply::Reply(const Tokenizer& tokenizer, ReplyInfo info)
+    : tokenizer_(&tokenizer), info_(std::move(info)) {}
+
+Json Reply::logprobs_of(const std::vector<engine::SampledToken>& tokens,
+                        int64_t text_offset) const {
+  if (!info_.logprobs) return Json();
+  return info_.endpoint == Endpoint::kChat
+             ? chat_logprobs_json(*tokenizer_, tokens)
+             : completion_logprobs_json(*tokenizer_, tokens, text_offset);
+}
+
+Json Reply::choice(bool streamed, Json content, Json logprobs, Json finish) const {
+  Json c;
+  c["index"] = 0;
+  const char* key = info_.endpoint == Endpoint::kCompletion ? "text"
+                    : streamed                              ? "delta"
+                                                            : "message";
+  c[key] = std::move(content);
+  c["logprobs"] = std::move(logprobs);
+  c["finish_reason"] = std::move(finish);
+  return c;
+}
+
+Json Reply::envelope(bool streamed, Json choices) const {
+  const bool chat = info_.endpoint == Endpoint::kChat;
+  const char* object =
+      chat ? (streamed ? "chat.completion.chunk" : "chat.completion") : "text_completion";
+  return Json{{"id", info_.id},
+              {"object", object},
+              {"created", info_.created},
+              {"model", info_.model},
+              {"system_fingerprint", "minfer"},
+              {"choices", std::move(choices)}};
+}
+
+Json Reply::complete(const std::string& text, const std::vector<engine::SampledToken>& tokens,
+                     engine::FinishReason finish, const engine::RequestStats& stats) const {
+  Json content = info_.endpoint == Endpoint::kChat ? Json{{"role", "assistant"}, {"content", text}}
+                                                   : Json(text);
+  Json out = envelope(false, Json::array({choice(false, std::move(content), logprobs_of(tokens, 0),
+                                                 openai_finish_reason(finish))}));
+  out["usage"] = usage_json(stats);
+  return out;
+}
+
+Json Reply::chunk(Json content, Json logprobs, Json finish) const {
+  Json c = envelope(
+      true,
+      Json::array({choice(true, std::move(content), std::move(logprobs), std::move(finish))}));
+  // With include_usage every chunk has the field, null but in the last (OpenAI's shape).
+  if (info_.include_usage) c["usage"] = nullptr;
+  return c;
+}
+
+Json Reply::role_chunk() const {
+  return chunk(Json{{"role", "assistant"}, {"content", ""}}, Json(), Json());
+}
+
+Json Reply::text_chunk(const std::string& text, const std::vector<engine::SampledToken>& tokens,
+                       int64_t text_offset) const {
+  Json content = info_.endpoint == Endpoint::kChat ? Json{{"content", text}} : Json(text);
+  return chunk(std::move(content), logprobs_of(tokens, text_offset), Json());
+}
+
+Json Reply::finish_chunk(engine::FinishReason finish) const {
+  Json content = info_.endpoint == Endpoint::kChat ? Json::object() : Json("");
+  return chunk(std::move(content), Json(), openai_finish_reason(finish));
+}
+
+Json Reply::usage_chunk(const engine::RequestStats& stats) const {
+  Json u = envelope(true, Json::array());
+  u["usage"] = usage_json(stats);
+  return u;
+}
+
+}  // namespace minfer::server

@@ -1,0 +1,77 @@
+// The OpenAI-compatible wire format, reply side: the JSON of a blocking reply and of each chunk of
+// a streamed one (SSE), built by one Reply so both carry the same envelope, choice, logprobs and
+// usage. https://platform.openai.com/docs/api-reference/chat/object, .../chat-streaming,
+// .../completions/object
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/request.h"
+#include "server/openai_api.h"
+#include "tokenizer/tokenizer.h"
+
+namespace minfer::server {
+
+// "stop" for an end-of-generation token or a stop string, "length" for max_tokens or a full
+// context.
+const char* openai_finish_reason(engine::FinishReason reason);
+
+// The usage object: prompt/completion/total tokens and prompt_tokens_details.cached_tokens.
+Json usage_json(const engine::RequestStats& stats);
+
+// The logprobs of some tokens in each endpoint's shape: chat {"content": [...]}, completions
+// {"tokens", "token_logprobs", "top_logprobs", "text_offset"}.
+Json chat_logprobs_json(const Tokenizer& tokenizer, const std::vector<engine::SampledToken>& toks);
+Json completion_logprobs_json(const Tokenizer& tokenizer,
+                              const std::vector<engine::SampledToken>& toks, int64_t text_offset);
+
+// What every reply to one request shares.
+struct ReplyInfo {
+  Endpoint endpoint = Endpoint::kChat;
+  std::string id;  // "chatcmpl-…" / "cmpl-…"
+  int64_t created = 0;
+  std::string model;
+  bool logprobs = false;       // the request asked for logprobs
+  bool include_usage = false;  // streamed: a last chunk carries the usage
+};
+
+// The reply JSON of one request. A blocking reply is one object; a streamed one is the role chunk
+// (chat), a text chunk per piece of text, the finish chunk and, when asked, the usage chunk.
+class Reply {
+ public:
+  // `tokenizer` must outlive the Reply.
+  Reply(const Tokenizer& tokenizer, ReplyInfo info);
+
+  const ReplyInfo& info() const { return info_; }
+
+  // The whole reply: all the text, every sampled token and the final event's finish and usage.
+  Json complete(const std::string& text, const std::vector<engine::SampledToken>& tokens,
+                engine::FinishReason finish, const engine::RequestStats& stats) const;
+
+  // Chat only, before any text: the assistant role with empty content.
+  Json role_chunk() const;
+  // A piece of text and the tokens sampled for it; text_offset is where the piece starts in the
+  // reply's text (completions' logprobs report it).
+  Json text_chunk(const std::string& text, const std::vector<engine::SampledToken>& tokens,
+                  int64_t text_offset) const;
+  // No text, the finish reason.
+  Json finish_chunk(engine::FinishReason finish) const;
+  // No choices, the usage (send only when include_usage).
+  Json usage_chunk(const engine::RequestStats& stats) const;
+
+ private:
+  // The tokens' logprobs in the endpoint's shape; null when the request did not ask.
+  Json logprobs_of(const std::vector<engine::SampledToken>& tokens, int64_t text_offset) const;
+  // One choice: chat's `message` (blocking) or `delta` (streamed), completions' `text`.
+  Json choice(bool streamed, Json content, Json logprobs, Json finish) const;
+  // id, object, created, model, system_fingerprint and the choices.
+  Json envelope(bool streamed, Json choices) const;
+  Json chunk(Json content, Json logprobs, Json finish) const;
+
+  const Tokenizer* tokenizer_;
+  ReplyInfo info_;
+};
+
+}  // namespace minfer::server

@@ -1,0 +1,215 @@
+#include "server/reply_writer.h"
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <cstdlib>
+#include <utility>
+#include <vector>
+
+#include <httplib.h>
+
+#include "server/http_io.h"
+
+namespace minfer::server {
+
+namespace {
+
+// How often a waiting handler looks at its client's connection.
+constexpr auto kPollInterval = std::chrono::milliseconds(10);
+
+// False once the peer closed its end (or the socket failed). Never blocks.
+bool connection_alive(int fd) {
+  if (fd < 0) return true;
+  pollfd p{fd, static_cast<short>(POLLIN | POLLRDHUP), 0};
+  if (poll(&p, 1, 0) <= 0) return true;
+  if ((p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0) return false;
+  if ((p.revents & POLLIN) != 0) {
+    char c;
+    const ssize_t n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n != 0;
+  }
+  return true;
+}
+
+}  // namespace
+
+int find_connection_socket(const std::string& remote_addr, int remote_port) {
+  DIR* dir = opendir("/proc/self/fd");
+  if (dir == nullptr) return -1;
+  int found = -1;
+  while (dirent* entry = readdir(dir)) {
+    char* end = nullptr;
+    const long fd = std::strtol(entry->d_name, &end, 10);
+    if (end == entry->d_name || *end != '\0') continue;
+    sockaddr_storage addr{};
+    socklen_t len = sizeof(addr);
+    if (getpeername(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&addr), &len) != 0) continue;
+    char host[NI_MAXHOST];
+    char port[NI_MAXSERV];
+    if (getnameinfo(reinterpret_cast<sockaddr*>(&addr), len, host, sizeof(host), port, sizeof(port),
+                    NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
+      continue;
+    }
+    if (remote_addr == host && remote_port == std::atoi(port)) {
+      found = static_cast<int>(fd);
+      break;
+    }
+  }
+  closedir(dir);
+  return found;
+}
+
+Call::Call(Metrics& metrics) : metrics_(metrics), t_submit_(Clock::now()) {}
+
+engine::EventSink Call::sink(std::shared_ptr<Call> call) {
+  return
+      [call = std::move(call)](engine::RequestEvent&& event) { call->on_event(std::move(event)); };
+}
+
+void Call::on_event(engine::RequestEvent&& event) {
+  const auto now = Clock::now();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!event.tokens.empty()) {
+    if (first_token_) {
+      metrics_.on_first_token(std::chrono::duration<double>(now - t_submit_).count());
+    } else {
+      metrics_.on_output_token(std::chrono::duration<double>(now - t_last_token_).count());
+    }
+    first_token_ = false;
+    t_last_token_ = now;
+  }
+  if (event.done) {
+    metrics_.on_request_done(event.stats, event.finish == engine::FinishReason::kCancelled
+                                              ? "abort"
+                                              : openai_finish_reason(event.finish));
+  }
+  events_.push_back(std::move(event));
+  cv_.notify_all();
+}
+
+void Call::attach(std::shared_ptr<engine::RequestHandle> handle, int fd) {
+  handle_ = std::move(handle);
+  fd_ = fd;
+}
+
+// The connection is checked at least once a poll interval even while tokens keep coming: a fast
+// model never leaves the queue empty, and a departed client's request ran to the end.
+bool Call::take_events(std::deque<engine::RequestEvent>& out) {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait_for(lock, kPollInterval, [&] { return !events_.empty(); });
+  out.swap(events_);
+  lock.unlock();
+  const Clock::time_point now = Clock::now();
+  if (out.empty() || now - t_alive_checked_ >= kPollInterval) {
+    t_alive_checked_ = now;
+    if (!connection_alive(fd_)) {
+      cancel();
+      return false;
+    }
+  }
+  return true;
+}
+
+void write_blocking(httplib::Response& res, Call& call, const Reply& reply,
+                    const std::function<void()>& release) {
+  std::string text;
+  std::vector<engine::SampledToken> tokens;
+  engine::RequestEvent final_event;
+  bool done = false;
+  while (!done) {
+    std::deque<engine::RequestEvent> events;
+    call.take_events(events);  // a departed client is cancelled; its final event still comes
+    for (engine::RequestEvent& e : events) {
+      text += e.text;
+      tokens.insert(tokens.end(), e.tokens.begin(), e.tokens.end());
+      if (e.done) {
+        final_event = std::move(e);
+        done = true;
+      }
+    }
+  }
+  release();
+  if (!final_event.error.is_ok()) {
+    return send_error(res, api_error(500, final_event.error.message(), "server_error", ""));
+  }
+  send_json(res, reply.complete(text, tokens, final_event.finish, final_event.stats));
+}
+
+namespace {
+
+// The state of one SSE reply across the calls of its content provider.
+class EventStream {
+ public:
+  EventStream(std::shared_ptr<Call> call, Reply reply)
+      : call_(std::move(call)), reply_(std::move(reply)) {}
+
+  // Writes what arrived; false stops the stream (the client left).
+  bool write_some(httplib::DataSink& out) {
+    if (reply_.info().endpoint == Endpoint::kChat && !role_sent_) {
+      role_sent_ = true;
+      if (!send(out, reply_.role_chunk())) return cancel();
+    }
+    std::deque<engine::RequestEvent> events;
+    if (!call_->take_events(events)) return false;
+    for (engine::RequestEvent& e : events) {
+      if (!e.text.empty() || (reply_.info().logprobs && !e.tokens.empty())) {
+        const Json chunk = reply_.text_chunk(e.text, e.tokens, text_offset_);
+        text_offset_ += static_cast<int64_t>(e.text.size());
+        if (!send(out, chunk)) return cancel();
+      }
+      if (e.done) {
+        finish(out, e);
+        return true;
+      }
+    }
+    return true;
+  }
+
+ private:
+  static bool send(httplib::DataSink& out, const Json& j) {
+    const std::string line = "data: " + dump(j) + "\n\n";
+    return out.write(line.data(), line.size());
+  }
+
+  bool cancel() {
+    call_->cancel();
+    return false;
+  }
+
+  // The last chunks (or the engine's error), then [DONE].
+  void finish(httplib::DataSink& out, const engine::RequestEvent& e) {
+    if (!e.error.is_ok()) {
+      send(out, api_error(500, e.error.message(), "server_error", "").to_json());
+    } else {
+      send(out, reply_.finish_chunk(e.finish));
+      if (reply_.info().include_usage) send(out, reply_.usage_chunk(e.stats));
+    }
+    const std::string end = "data: [DONE]\n\n";
+    out.write(end.data(), end.size());
+    out.done();
+  }
+
+  std::shared_ptr<Call> call_;
+  Reply reply_;
+  bool role_sent_ = false;
+  int64_t text_offset_ = 0;  // bytes of text sent so far
+};
+
+}  // namespace
+
+void write_stream(httplib::Response& res, std::shared_ptr<Call> call, Reply reply,
+                  std::function<void()> release) {
+  auto stream = std::make_shared<EventStream>(std::move(call), std::move(reply));
+  res.set_header("Cache-Control", "no-cache");
+  res.set_header("X-Accel-Buffering", "no");
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [stream](size_t, httplib::DataSink& out) { return stream->write_some(out); },
+      [release = std::move(release)](bool) { release(); });
+}
+
+}  // namespace minfer::server

@@ -1,0 +1,123 @@
+// The generation routes, /v1/chat/completions and /v1/completions: each builds a scheduler
+// request from the body, submits it, and hands the reply to a writer (server/reply_writer.h).
+#include <ctime>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+#include <httplib.h>
+
+#include "engine/conversation.h"
+#include "server/http_io.h"
+#include "server/http_server.h"
+#include "server/openai_reply.h"
+#include "server/reply_writer.h"
+
+namespace minfer::server {
+
+namespace {
+
+// The prompt's tokens: the chat's messages rendered by the model's template, or the completion's
+// prompt (token ids as given, text tokenized with BOS and special tokens).
+std::optional<ApiError> prompt_tokens(const Backend& b, const Json& body,
+                                      const ParsedRequest& parsed, std::vector<int32_t>& out) {
+  if (parsed.endpoint == Endpoint::kChat) {
+    Json request = body;
+    request["messages"] = parsed.messages;
+    Result<std::string> text = b.chat_template->render_request(request);
+    if (!text.is_ok()) {
+      return bad_request("[server] the chat template failed: " + text.status().message(),
+                         "messages", "template_error");
+    }
+    out = engine::tokenize_chat_prompt(*b.tokenizer, text.value());
+  } else if (parsed.prompt_is_ids) {
+    out = parsed.prompt_ids;
+  } else {
+    out = b.tokenizer->encode(parsed.prompt_text, true, true);
+  }
+  return std::nullopt;
+}
+
+// The request body checked and turned into scheduler parameters with their prompt (no constraint
+// yet). Errors: the body's, the template's, a prompt with no tokens or no room in the context.
+std::optional<ApiError> build_request(const httplib::Request& req, const Backend& b,
+                                      Endpoint endpoint, ParsedRequest& out) {
+  Json body;
+  if (auto e = parse_body(req, body)) return e;
+  const int32_t n_vocab = static_cast<int32_t>(b.scheduler->n_vocab());
+  if (auto e = parse_request(body, endpoint, n_vocab, out)) return e;
+  std::vector<int32_t> prompt;
+  if (auto e = prompt_tokens(b, body, out, prompt)) return e;
+  const int64_t n_ctx = b.scheduler->options().n_ctx;
+  if (prompt.empty()) return bad_request("[server] the prompt has no tokens", "prompt");
+  if (static_cast<int64_t>(prompt.size()) + 2 > n_ctx) {
+    return bad_request(fmt::format("[server] the prompt is {} tokens but the context holds {} "
+                                   "(leaving room for at least one generated token)",
+                                   prompt.size(), n_ctx),
+                       endpoint == Endpoint::kChat ? "messages" : "prompt",
+                       "context_length_exceeded");
+  }
+  out.params.prompt = std::move(prompt);
+  return std::nullopt;
+}
+
+// A request the scheduler refused: a full queue is 503 (try again), anything else the request's.
+ApiError submit_error(const Status& status) {
+  if (status.code() == ErrorCode::kResourceExhausted) {
+    return api_error(503, status.message(), "server_overloaded", "queue_full");
+  }
+  return bad_request(status.message());
+}
+
+}  // namespace
+
+void HttpServer::handle_chat_completions(const httplib::Request& req, httplib::Response& res) {
+  generate(req, res, Endpoint::kChat);
+}
+
+void HttpServer::handle_completions(const httplib::Request& req, httplib::Response& res) {
+  generate(req, res, Endpoint::kCompletion);
+}
+
+void HttpServer::generate(const httplib::Request& req, httplib::Response& res, Endpoint endpoint) {
+  const Backend* b = ready_backend(res);
+  if (b == nullptr) return;
+  if (draining_.load()) {
+    return send_error(
+        res, api_error(503, "[server] shutting down", "unavailable_error", "shutting_down"));
+  }
+  ParsedRequest parsed;
+  if (auto e = build_request(req, *b, endpoint, parsed)) return send_error(res, *e);
+  if (parsed.json_object) {
+    // Each request gets its own recognizer state over the shared token bytes.
+    parsed.params.constraint = std::make_shared<grammar::JsonConstraint>(json_vocab(*b));
+  }
+
+  auto call = std::make_shared<Call>(metrics_);
+  Result<std::shared_ptr<engine::RequestHandle>> handle =
+      b->scheduler->submit(std::move(parsed.params), Call::sink(call));
+  if (!handle.is_ok()) return send_error(res, submit_error(handle.status()));
+  call->attach(handle.value(), find_connection_socket(req.remote_addr, req.remote_port));
+  track(call->handle());
+  auto release = [this, call] {
+    call->cancel();  // no-op once finished
+    untrack(call->handle());
+  };
+
+  ReplyInfo info;
+  info.endpoint = endpoint;
+  info.id = fmt::format("{}-{:x}", endpoint == Endpoint::kChat ? "chatcmpl" : "cmpl",
+                        next_id_.fetch_add(1));
+  info.created = static_cast<int64_t>(std::time(nullptr));
+  info.model = b->model_name;
+  info.logprobs = parsed.logprobs;
+  info.include_usage = parsed.include_usage;
+  Reply reply(*b->tokenizer, std::move(info));
+  if (parsed.stream) {
+    write_stream(res, std::move(call), std::move(reply), std::move(release));
+  } else {
+    write_blocking(res, *call, reply, release);
+  }
+}
+
+}  // namespace minfer::server

@@ -1,0 +1,119 @@
+// The routes that do not generate: the chat page, health, metrics, the model list and the
+// tokenizer (llama.cpp's /tokenize and /detokenize).
+#include <ctime>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+#include <httplib.h>
+
+#include "server/chat_page.h"
+#include "server/http_io.h"
+#include "server/http_server.h"
+
+namespace minfer::server {
+
+void HttpServer::handle_page(const httplib::Request&, httplib::Response& res) {
+  res.set_content(kChatPage, "text/html; charset=utf-8");
+}
+
+void HttpServer::handle_health(const httplib::Request&, httplib::Response& res) {
+  if (ready_backend(res) == nullptr) return;
+  res.set_content(R"({"status":"ok"})", kJsonType);
+}
+
+void HttpServer::handle_metrics(const httplib::Request&, httplib::Response& res) {
+  const Backend* b = ready_backend(res);
+  if (b == nullptr) return;
+  res.set_content(metrics_.format(b->scheduler->stats()),
+                  "text/plain; version=0.0.4; charset=utf-8");
+}
+
+void HttpServer::handle_models(const httplib::Request&, httplib::Response& res) {
+  const Backend* b = ready_backend(res);
+  if (b == nullptr) return;
+  Json model{{"id", b->model_name},
+             {"object", "model"},
+             {"created", static_cast<int64_t>(std::time(nullptr))},
+             {"owned_by", "minfer"},
+             {"meta",
+              {{"n_ctx", b->scheduler->options().n_ctx},
+               {"n_vocab", b->scheduler->n_vocab()},
+               {"n_parallel", b->scheduler->options().n_parallel}}}};
+  send_json(res, Json{{"object", "list"}, {"data", Json::array({model})}});
+}
+
+namespace {
+
+// /tokenize's options, each an optional boolean.
+struct TokenizeOptions {
+  bool add_special = false;
+  bool parse_special = true;
+  bool with_pieces = false;
+};
+
+std::optional<ApiError> parse_tokenize_options(const Json& body, TokenizeOptions& out) {
+  for (auto [field, value] :
+       {std::pair{"add_special", &out.add_special}, std::pair{"parse_special", &out.parse_special},
+        std::pair{"with_pieces", &out.with_pieces}}) {
+    if (auto it = body.find(field); it != body.end()) {
+      if (!it->is_boolean()) {
+        return bad_request(fmt::format("[server] '{}' must be a boolean", field), field);
+      }
+      *value = it->get<bool>();
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+void HttpServer::handle_tokenize(const httplib::Request& req, httplib::Response& res) {
+  const Backend* b = ready_backend(res);
+  if (b == nullptr) return;
+  Json body;
+  if (auto e = parse_body(req, body)) return send_error(res, *e);
+  auto content = body.find("content");
+  if (content == body.end() || !content->is_string()) {
+    return send_error(res, bad_request("[server] 'content' must be a string", "content"));
+  }
+  TokenizeOptions options;
+  if (auto e = parse_tokenize_options(body, options)) return send_error(res, *e);
+  const std::vector<int32_t> ids =
+      b->tokenizer->encode(content->get<std::string>(), options.add_special, options.parse_special);
+  Json tokens = Json::array();
+  for (const int32_t id : ids) {
+    if (options.with_pieces) {
+      tokens.push_back(Json{{"id", id}, {"piece", b->tokenizer->token_to_piece(id)}});
+    } else {
+      tokens.push_back(id);
+    }
+  }
+  send_json(res, Json{{"tokens", tokens}});
+}
+
+void HttpServer::handle_detokenize(const httplib::Request& req, httplib::Response& res) {
+  const Backend* b = ready_backend(res);
+  if (b == nullptr) return;
+  Json body;
+  if (auto e = parse_body(req, body)) return send_error(res, *e);
+  auto tokens = body.find("tokens");
+  if (tokens == body.end() || !tokens->is_array()) {
+    return send_error(res,
+                      bad_request("[server] 'tokens' must be an array of token ids", "tokens"));
+  }
+  std::vector<int32_t> ids;
+  for (const Json& t : *tokens) {
+    if (!t.is_number_integer() || t.get<int64_t>() < 0 ||
+        t.get<int64_t>() >= b->tokenizer->n_vocab()) {
+      return send_error(res, bad_request(fmt::format("[server] 'tokens' must hold token ids in "
+                                                     "0..{}",
+                                                     b->tokenizer->n_vocab() - 1),
+                                         "tokens", "invalid_value"));
+    }
+    ids.push_back(t.get<int32_t>());
+  }
+  send_json(res, Json{{"content", b->tokenizer->decode(ids)}});
+}
+
+}  // namespace minfer::server
