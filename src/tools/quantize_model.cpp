@@ -12,6 +12,7 @@
 
 #include "core/check.h"
 #include "gguf/gguf_file.h"
+#include "kernels/dispatch.h"
 #include "models/architectures.h"
 #include "models/model_config.h"
 #include "quant/quant_traits.h"
