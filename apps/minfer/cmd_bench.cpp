@@ -1,7 +1,6 @@
 // minfer bench: prompt-processing and generation throughput, as llama-bench measures them
 // (engine/bench.h).
 #include <cstdio>
-#include <cstdlib>
 #include <memory>
 
 #include "commands.h"
@@ -25,10 +24,7 @@ Status run_bench_command(const BenchCli& o) {
                       o.output);
   }
   engine::BenchOptions options = o.options;
-  MINFER_ASSIGN_OR_RETURN(options.cache_type,
-                          engine::resolve_cache_type(
-                              o.cache_type, std::getenv(engine::kCacheTypeEnv), GgmlType::kF32));
-  options.observe = engine::observe_options_with_env(options.observe);
+  MINFER_RETURN_IF_ERROR(finish_runtime_flags(options, o.cache_type, GgmlType::kF32));
   MINFER_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::load(o.model));
   MINFER_ASSIGN_OR_RETURN(engine::BenchReport report, engine::run_bench(*model, o.model, options));
   const std::string text =

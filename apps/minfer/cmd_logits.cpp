@@ -2,7 +2,6 @@
 #include <algorithm>
 #include <climits>
 #include <cstdio>
-#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -73,9 +72,8 @@ Status run_logits(const LogitsOptions& o) {
   MINFER_ASSIGN_OR_RETURN(std::vector<int32_t> ids, parse_ids(text));
   MINFER_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::load(o.model));
   engine::RuntimeOptions options;
-  MINFER_ASSIGN_OR_RETURN(options.cache_type,
-                          engine::resolve_cache_type(
-                              o.cache_type, std::getenv(engine::kCacheTypeEnv), GgmlType::kF32));
+  options.observe = o.observe;
+  MINFER_RETURN_IF_ERROR(finish_runtime_flags(options, o.cache_type, GgmlType::kF32));
   const int64_t n = static_cast<int64_t>(ids.size());
   const int64_t n_ctx = model->config().n_ctx_train;
   if (n > n_ctx) {
@@ -84,7 +82,6 @@ Status run_logits(const LogitsOptions& o) {
   }
   options.n_ctx = n;
   options.n_threads = o.threads;
-  options.observe = engine::observe_options_with_env(o.observe);
   MINFER_ASSIGN_OR_RETURN(std::unique_ptr<engine::Runtime> runtime,
                           engine::Runtime::create(*model, options));
 

@@ -62,10 +62,7 @@ Result<Loaded> load(ServeFlags& f) {
     std::this_thread::sleep_for(std::chrono::milliseconds(ms));
   }
   Loaded l;
-  MINFER_ASSIGN_OR_RETURN(f.sched.cache_type,
-                          engine::resolve_cache_type(
-                              f.cache_type, std::getenv(engine::kCacheTypeEnv), GgmlType::kF32));
-  f.sched.observe = engine::observe_options_with_env(f.sched.observe);
+  MINFER_RETURN_IF_ERROR(finish_runtime_flags(f.sched, f.cache_type, GgmlType::kF32));
   MINFER_ASSIGN_OR_RETURN(l.model, Model::load(f.model_path));
   MINFER_ASSIGN_OR_RETURN(l.tokenizer, Tokenizer::from_gguf(l.model->file()));
   MINFER_ASSIGN_OR_RETURN(chat::ChatTemplate tmpl, engine::load_chat_template(l.model->file()));

@@ -17,14 +17,13 @@ namespace minfer {
 namespace {
 
 SamplerParams sampler_params(const GenerateParams& p) {
-  SamplerParams s;
-  s.temperature = p.temperature;
-  s.top_k = p.top_k;
-  s.top_p = p.top_p;
-  s.min_p = p.min_p;
-  s.repeat_penalty = p.repeat_penalty;
-  s.seed = p.seed;
-  return s;
+  return {.temperature = p.temperature,
+          .top_k = p.top_k,
+          .top_p = p.top_p,
+          .min_p = p.min_p,
+          .repeat_penalty = p.repeat_penalty,
+          .seed = p.seed,
+          .logit_bias = {}};
 }
 
 nlohmann::ordered_json messages_json(const std::vector<ChatMessage>& messages) {

@@ -83,21 +83,32 @@ nlohmann::json graph_to_json(const Graph& graph) {
   return {{"nodes", nodes}, {"output", graph.output}};
 }
 
-Status write_graph(const Graph& graph, const std::string& path) {
+namespace {
+
+enum class GraphFormat { kDot, kJson };
+
+// The format a dump file's extension asks for; anything but .dot and .json is an error.
+Result<GraphFormat> graph_format(const std::string& path) {
   const std::string ext = std::filesystem::path(path).extension().string();
-  std::string text;
-  if (ext == ".dot") {
-    text = graph_to_dot(graph);
-  } else if (ext == ".json") {
-    text = graph_to_json(graph).dump(1) + "\n";
-  } else {
-    return make_error(ErrorCode::kInvalidArgument,
-                      "[graph] cannot dump a graph to '{}': expected a .dot or .json file", path);
-  }
+  if (ext == ".dot") return GraphFormat::kDot;
+  if (ext == ".json") return GraphFormat::kJson;
+  return make_error(ErrorCode::kInvalidArgument,
+                    "[graph] cannot dump a graph to '{}': expected a .dot or .json file", path);
+}
+
+Status write_text(const std::string& path, const std::string& text) {
   std::ofstream out(path);
   out << text;
   if (!out) return make_error(ErrorCode::kIo, "[graph] cannot write '{}'", path);
   return Status::ok();
+}
+
+}  // namespace
+
+Status write_graph(const Graph& graph, const std::string& path) {
+  MINFER_ASSIGN_OR_RETURN(const GraphFormat format, graph_format(path));
+  return write_text(path, format == GraphFormat::kDot ? graph_to_dot(graph)
+                                                      : graph_to_json(graph).dump(1) + "\n");
 }
 
 namespace {
@@ -125,29 +136,21 @@ std::string graph_to_dot(const Graph& graph) {
 }
 
 Status write_step_graphs(const Graph* prefill, const Graph* decode, const std::string& path) {
-  const std::string ext = std::filesystem::path(path).extension().string();
-  std::string text;
-  if (ext == ".json") {
+  MINFER_ASSIGN_OR_RETURN(const GraphFormat format, graph_format(path));
+  if (format == GraphFormat::kJson) {
     nlohmann::json j = {{"prefill", prefill ? graph_to_json(*prefill) : nlohmann::json()},
                         {"decode", decode ? graph_to_json(*decode) : nlohmann::json()}};
-    text = j.dump(1) + "\n";
-  } else if (ext == ".dot") {
-    text = "digraph minfer {\n  node [shape=box, fontname=monospace];\n";
-    if (prefill)
-      text += "  subgraph cluster_prefill {\n  label=\"prefill\";\n" + dot_body(*prefill, "p") +
-              "  }\n";
-    if (decode)
-      text +=
-          "  subgraph cluster_decode {\n  label=\"decode\";\n" + dot_body(*decode, "d") + "  }\n";
-    text += "}\n";
-  } else {
-    return make_error(ErrorCode::kInvalidArgument,
-                      "[graph] cannot dump a graph to '{}': expected a .dot or .json file", path);
+    return write_text(path, j.dump(1) + "\n");
   }
-  std::ofstream out(path);
-  out << text;
-  if (!out) return make_error(ErrorCode::kIo, "[graph] cannot write '{}'", path);
-  return Status::ok();
+  std::string text = "digraph minfer {\n  node [shape=box, fontname=monospace];\n";
+  if (prefill) {
+    text +=
+        "  subgraph cluster_prefill {\n  label=\"prefill\";\n" + dot_body(*prefill, "p") + "  }\n";
+  }
+  if (decode) {
+    text += "  subgraph cluster_decode {\n  label=\"decode\";\n" + dot_body(*decode, "d") + "  }\n";
+  }
+  return write_text(path, text + "}\n");
 }
 
 Status GraphDumper::on_step_graph(StepKind kind, const Graph& graph) {

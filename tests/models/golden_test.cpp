@@ -130,8 +130,7 @@ TEST_P(GoldenTest, MatchesLlamaCppLogits) {
       "cache f16");
   if ((*model)->config().head_dim % 32 == 0) {
     check_cache(
-        g,
-        test::compare_to_golden(g, run_tokens(**model, tokens, {.cache_type = GgmlType::kQ8_0})),
+        g, test::compare_to_golden(g, run_tokens(**model, tokens, {.cache_type = GgmlType::kQ8_0})),
         "cache q8_0");
   } else {
     // q8_0 cells are blocks of 32: a smaller head cannot be stored that way, and says so.
