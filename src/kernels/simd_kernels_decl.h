@@ -8,28 +8,12 @@
 
 #include "kernels/kernel_table.h"
 
+#define MINFER_KERNEL_NAMESPACE MINFER_SIMD_KERNEL_NAMESPACE
+#include "kernels/ops_decl.h"
+#undef MINFER_KERNEL_NAMESPACE
+
 namespace minfer::kernels::MINFER_SIMD_KERNEL_NAMESPACE {
 
-void rms_norm(const float* x, const float* w, float eps, int64_t n, float* y);
-void softmax(const float* x, int64_t n, float* y);
-double exp_sum(const float* x, float shift, int64_t n, float* y);
-void silu(const float* x, int64_t n, float* y);
-void swiglu(const float* gate, const float* up, int64_t n, float* y);
-void add(const float* a, const float* b, int64_t n, float* y);
-void mul(const float* a, const float* b, int64_t n, float* y);
-void scale(const float* x, float s, int64_t n, float* y);
-void rope(float* x, int64_t n_head, int64_t head_dim, int64_t n_rot, const float* cos_sin,
-          RopeStyle style);
-float dot_f32(const float* a, const float* b, int64_t n);
-void axpy_f32(float a, const float* x, int64_t n, float* y);
-void dot_rows_f32(const float* rows, int64_t n_rows, int64_t row_stride, const float* x, int64_t n,
-                  float scale, float* out);
-void weighted_sum_f32(const float* w, const float* rows, int64_t n_rows, int64_t row_stride,
-                      int64_t n, float* y);
-void f16_to_f32(const uint16_t* x, int64_t n, float* y);
-void f32_to_f16(const float* x, int64_t n, uint16_t* y);
-void bf16_to_f32(const uint16_t* x, int64_t n, float* y);
-void f32_to_bf16(const float* x, int64_t n, uint16_t* y);
 // QuantizeRowFn wrappers of f32_to_f16 / f32_to_bf16 for the F16 / BF16 activations.
 void act_f16(const float* x, void* y, int64_t n);
 void act_bf16(const float* x, void* y, int64_t n);
