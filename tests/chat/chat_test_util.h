@@ -21,8 +21,8 @@ namespace minfer::chat::test {
 using ojson = nlohmann::ordered_json;
 
 inline std::string repo_root() {
-  // This header lives in <root>/tests/chat/.
-  return std::filesystem::path(__FILE__).parent_path().parent_path().parent_path().string();
+  // The source tree, as CMake knows it (__FILE__ may be relative, e.g. under ccache's base_dir).
+  return MINFER_SOURCE_DIR;
 }
 
 inline std::string reference_script() {

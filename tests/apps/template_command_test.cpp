@@ -1,7 +1,7 @@
 // `minfer template -m MODEL -i REQUEST.json`: prints exactly the rendered prompt.
 #include <fstream>
 
-#include "chat_test_util.h"
+#include "chat/chat_test_util.h"
 #include "gguf/gguf_file.h"
 
 namespace minfer::chat::test {

@@ -3,7 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tokenizer_test_util.h"
+#include "tokenizer/tokenizer_test_util.h"
 
 namespace minfer::test {
 namespace {
