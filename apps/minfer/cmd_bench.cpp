@@ -24,7 +24,7 @@ Status run_bench_command(const BenchCli& o) {
                       o.output);
   }
   engine::BenchOptions options = o.options;
-  MINFER_RETURN_IF_ERROR(finish_runtime_flags(options, o.cache_type, GgmlType::kF32));
+  MINFER_RETURN_IF_ERROR(engine::apply_user_options(options, o.cache_type, GgmlType::kF32));
   MINFER_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::load(o.model));
   MINFER_ASSIGN_OR_RETURN(engine::BenchReport report, engine::run_bench(*model, o.model, options));
   const std::string text =

@@ -73,7 +73,7 @@ Status run_logits(const LogitsOptions& o) {
   MINFER_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::load(o.model));
   engine::RuntimeOptions options;
   options.observe = o.observe;
-  MINFER_RETURN_IF_ERROR(finish_runtime_flags(options, o.cache_type, GgmlType::kF32));
+  MINFER_RETURN_IF_ERROR(engine::apply_user_options(options, o.cache_type, GgmlType::kF32));
   const int64_t n = static_cast<int64_t>(ids.size());
   const int64_t n_ctx = model->config().n_ctx_train;
   if (n > n_ctx) {

@@ -34,7 +34,7 @@ Status run_perplexity(const PerplexityCli& o) {
   engine::PerplexityOptions options = o.options;
   // As llama-perplexity by default: f16 cells and flash attention (llama.cpp's "auto" is on for
   // the CPU), reproduced operation for operation; --cache-type or MINFER_CACHE_TYPE override.
-  MINFER_RETURN_IF_ERROR(finish_runtime_flags(options, o.cache_type, GgmlType::kF16));
+  MINFER_RETURN_IF_ERROR(engine::apply_user_options(options, o.cache_type, GgmlType::kF16));
   if (o.flash_attn != "on" && o.flash_attn != "off") {
     return make_error(ErrorCode::kInvalidArgument,
                       "[perplexity] --flash-attn: expected on or off, got '{}'", o.flash_attn);

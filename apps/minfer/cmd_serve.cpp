@@ -62,7 +62,7 @@ Result<Loaded> load(ServeFlags& f) {
     std::this_thread::sleep_for(std::chrono::milliseconds(ms));
   }
   Loaded l;
-  MINFER_RETURN_IF_ERROR(finish_runtime_flags(f.sched, f.cache_type, GgmlType::kF32));
+  MINFER_RETURN_IF_ERROR(engine::apply_user_options(f.sched, f.cache_type, GgmlType::kF32));
   MINFER_ASSIGN_OR_RETURN(l.model, Model::load(f.model_path));
   MINFER_ASSIGN_OR_RETURN(l.tokenizer, Tokenizer::from_gguf(l.model->file()));
   MINFER_ASSIGN_OR_RETURN(chat::ChatTemplate tmpl, engine::load_chat_template(l.model->file()));

@@ -31,6 +31,15 @@ Result<GgmlType> resolve_cache_type(std::string_view flag, const char* env, Ggml
   return fallback;
 }
 
+Status apply_user_options(RuntimeOptions& options, std::string_view cache_type_flag,
+                          GgmlType fallback) {
+  MINFER_ASSIGN_OR_RETURN(
+      options.cache_type,
+      resolve_cache_type(cache_type_flag, std::getenv(kCacheTypeEnv), fallback));
+  options.observe = observe_options_with_env(options.observe);
+  return Status::ok();
+}
+
 Result<int64_t> resolve_n_ctx(const Model& model, int64_t requested) {
   if (requested < 0) {
     return make_error(ErrorCode::kInvalidArgument,

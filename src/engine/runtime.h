@@ -49,6 +49,14 @@ ObserveOptions observe_options_with_env(ObserveOptions flags);
 // be null), else `fallback`. A bad name, in either place, is an error naming it.
 Result<GgmlType> resolve_cache_type(std::string_view flag, const char* env, GgmlType fallback);
 
+struct RuntimeOptions;
+
+// What every command that builds a runtime applies after parsing its flags: the cell type from
+// `cache_type_flag`, else MINFER_CACHE_TYPE, else `fallback`; and options.observe completed with
+// MINFER_TRACE / MINFER_DUMP_DIR.
+Status apply_user_options(RuntimeOptions& options, std::string_view cache_type_flag,
+                          GgmlType fallback);
+
 // The context a run gets when the user asks for `requested` positions (≤ 0: the model's
 // training context, capped at kDefaultMaxCtx). Error: a negative request.
 Result<int64_t> resolve_n_ctx(const Model& model, int64_t requested);

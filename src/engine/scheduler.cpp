@@ -75,7 +75,6 @@ Result<std::unique_ptr<Scheduler>> Scheduler::create(const Model& model, const T
   o.token_budget = std::max<int64_t>(o.token_budget, o.n_parallel);
   std::unique_ptr<Scheduler> s(new Scheduler(model, tokenizer, o));
   MINFER_ASSIGN_OR_RETURN(s->runtime_, Runtime::create(model, o));
-  s->cache_ = &s->runtime_->cache();
   s->publish_stats();
   return s;
 }
@@ -181,7 +180,7 @@ void Scheduler::finish(Sequence& seq, FinishReason reason, Status error) {
   event.error = std::move(error);
   seq.stats.total_ms = ms_between(seq.t_submit, Clock::now());
   event.stats = seq.stats;
-  cache_->free_sequence(seq.id);
+  kv().free_sequence(seq.id);
   if (seq.sink) seq.sink(std::move(event));
 }
 
@@ -210,10 +209,10 @@ void Scheduler::admit() {
     // The last token is always computed (its logits are needed), in a block of its own sequence:
     // registered blocks are never written.
     const int64_t n_cached =
-        options_.prefix_cache ? cache_->match_prefix(seq.id, seq.tokens, n_tokens - 1) : 0;
-    if (!cache_->reserve(seq.id, n_tokens).is_ok()) {
+        options_.prefix_cache ? kv().match_prefix(seq.id, seq.tokens, n_tokens - 1) : 0;
+    if (!kv().reserve(seq.id, n_tokens).is_ok()) {
       // Not enough blocks now: wait (in order) until running sequences give some back.
-      cache_->free_sequence(seq.id);
+      kv().free_sequence(seq.id);
       break;
     }
     seq.n_computed = n_cached;
@@ -232,7 +231,7 @@ void Scheduler::admit() {
 void Scheduler::preempt(Sequence& seq) {
   // Recompute later: the tokens stay, the cells go (full blocks stay cached, so the recompute
   // is mostly a prefix match).
-  cache_->free_sequence(seq.id);
+  kv().free_sequence(seq.id);
   seq.n_computed = 0;
   ++seq.stats.n_preempted;
   ++n_preemptions_;
@@ -287,7 +286,7 @@ Result<bool> Scheduler::step() {
     Sequence& seq = *running_[i];
     if (preempted[i]) continue;
     const int64_t needed = static_cast<int64_t>(seq.tokens.size());
-    while (!cache_->reserve(seq.id, needed).is_ok()) {
+    while (!kv().reserve(seq.id, needed).is_ok()) {
       size_t victim = running_.size() - 1;
       while (preempted[victim]) --victim;
       preempt(*running_[victim]);
@@ -343,7 +342,7 @@ Result<bool> Scheduler::step() {
     const int64_t bs = options_.block_size;
     const bool crossed = (seq->n_computed + n) / bs > seq->n_computed / bs;
     seq->n_computed += n;
-    if (options_.prefix_cache && crossed) cache_->commit_prefix(seq->id, seq->tokens);
+    if (options_.prefix_cache && crossed) kv().commit_prefix(seq->id, seq->tokens);
   }
   const int64_t n_vocab = model_.config().n_vocab;
   for (size_t r = 0; r < row_owner.size(); ++r) {
@@ -387,10 +386,10 @@ void Scheduler::publish_stats() {
   std::lock_guard<std::mutex> lock(mu_);
   stats_.n_running = static_cast<int64_t>(running_.size());
   stats_.n_waiting = n_queued_;
-  stats_.kv_blocks_used = cache_->n_blocks_used();
-  stats_.kv_blocks_free = cache_->n_blocks_free();
-  stats_.kv_blocks_cached = cache_->n_blocks_cached();
-  stats_.kv_blocks_total = cache_->config().max_blocks;
+  stats_.kv_blocks_used = kv().n_blocks_used();
+  stats_.kv_blocks_free = kv().n_blocks_free();
+  stats_.kv_blocks_cached = kv().n_blocks_cached();
+  stats_.kv_blocks_total = kv().config().max_blocks;
   stats_.n_steps = n_steps_;
   stats_.n_preemptions = n_preemptions_;
 }

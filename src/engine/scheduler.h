@@ -105,12 +105,12 @@ class Scheduler {
   void on_logits(Sequence& seq, std::span<const float> logits);
   void remove_finished();
   void publish_stats();
+  KvCache& kv() { return runtime_->cache(); }
 
   const Model& model_;
   const Tokenizer& tokenizer_;
   SchedulerOptions options_;
   std::unique_ptr<Runtime> runtime_;
-  KvCache* cache_ = nullptr;  // the runtime's
 
   // Shared with submitting threads, under mu_.
   mutable std::mutex mu_;

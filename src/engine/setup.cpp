@@ -1,23 +1,19 @@
 #include "engine/setup.h"
 
-#include <cstdlib>
-
 #include <fmt/format.h>
 
 namespace minfer::engine {
 
 Result<LoadedModel> load_for_generation(const ModelOptions& options) {
   SessionOptions session;
-  MINFER_ASSIGN_OR_RETURN(
-      session.cache_type,
-      resolve_cache_type(options.cache_type, std::getenv(kCacheTypeEnv), GgmlType::kF32));
+  session.observe = options.observe;
+  MINFER_RETURN_IF_ERROR(apply_user_options(session, options.cache_type, GgmlType::kF32));
   LoadedModel loaded;
   MINFER_ASSIGN_OR_RETURN(loaded.model, Model::load(options.path));
   MINFER_ASSIGN_OR_RETURN(loaded.tokenizer, Tokenizer::from_gguf(loaded.model->file()));
   MINFER_ASSIGN_OR_RETURN(session.n_ctx, resolve_n_ctx(*loaded.model, options.n_ctx));
   session.n_batch = options.n_batch;
   session.n_threads = options.n_threads;
-  session.observe = observe_options_with_env(options.observe);
   MINFER_ASSIGN_OR_RETURN(loaded.session, Session::create(*loaded.model, session));
   return loaded;
 }
