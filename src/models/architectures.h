@@ -2,10 +2,12 @@
 // shared code reads as data (never `switch (arch)`) and the architecture's tensor list.
 #pragma once
 
+#include <span>
 #include <string>
 #include <vector>
 
 #include "core/status.h"
+#include "gguf/gguf_file.h"
 #include "kernels/kernel_table.h"
 #include "models/model_config.h"
 #include "models/tensor_spec.h"
@@ -20,6 +22,11 @@ struct ArchSpec {
   kernels::RopeStyle rope_style;
   // The tensors of a model of this architecture with config c, in load order.
   std::vector<TensorSpec> (*tensors)(const ModelConfig& c);
+  // Reads the architecture's own GGUF keys (those after "<arch>." that model_config.cpp does not
+  // read for every architecture) into c, after the shared ones. nullptr: it has none.
+  Status (*read_keys)(const GgufFile& file, const std::string& prefix, ModelConfig& c) = nullptr;
+  // The suffixes (after "<arch>.") of the keys read_keys reads.
+  std::span<const char* const> own_keys = {};
 };
 
 extern const ArchSpec kLlamaArch;

@@ -119,6 +119,7 @@ Result<ModelConfig> read_model_config(const GgufFile& file) {
                           file.get_string_array("tokenizer.ggml.tokens"));
   c.n_vocab = static_cast<int64_t>(tokens->size());
   c.tied_output = file.find_tensor("output.weight") == nullptr;
+  if (arch.read_keys != nullptr) MINFER_RETURN_IF_ERROR(arch.read_keys(file, p, c));
   return c;
 }
 

@@ -18,11 +18,15 @@ std::vector<int32_t> Golden::all_tokens() const {
   return out;
 }
 
-std::vector<std::string> golden_names() {
+std::vector<std::string> golden_names(const std::string& folder) {
   std::vector<std::string> names;
-  for (const auto& entry : std::filesystem::directory_iterator(test_data_path("golden"))) {
+  const std::string prefix = folder.empty() ? "" : folder + "/";
+  for (const auto& entry :
+       std::filesystem::directory_iterator(test_data_path("golden/" + folder))) {
     const std::string file = entry.path().filename().string();
-    if (entry.path().extension() == ".json") names.push_back(file.substr(0, file.size() - 5));
+    if (entry.path().extension() == ".json") {
+      names.push_back(prefix + file.substr(0, file.size() - 5));
+    }
   }
   std::sort(names.begin(), names.end());
   return names;
@@ -30,6 +34,8 @@ std::vector<std::string> golden_names() {
 
 Golden load_golden(const std::string& name) {
   std::ifstream in(test_data_path("golden/" + name + ".json"));
+  // The logits file sits beside the JSON ("arch/llama3-tiny-f32.short" → golden/arch/).
+  const std::string folder = "golden/" + name.substr(0, name.rfind('/') + 1);
   const nlohmann::json j = nlohmann::json::parse(in);
   Golden g;
   g.name = name;
@@ -40,7 +46,7 @@ Golden load_golden(const std::string& name) {
   g.first_row = j.value("logits_first_row", int64_t{0});
   g.n_rows = j.at("logits_shape").at(0).get<int64_t>();
   const std::vector<uint8_t> bytes =
-      read_file_bytes(test_data_path("golden/" + j.at("logits_file").get<std::string>()));
+      read_file_bytes(test_data_path(folder + j.at("logits_file").get<std::string>()));
   if (bytes.size() != static_cast<size_t>(g.n_rows * g.n_vocab) * 4) {
     throw std::runtime_error("golden logits file size does not match logits_shape: " + name);
   }

@@ -10,7 +10,7 @@
 namespace minfer::test {
 
 struct Golden {
-  std::string name;   // e.g. "qwen2-tiny-f32.short"
+  std::string name;   // e.g. "qwen2-tiny-f32.short", "arch/llama3-tiny-f32.long"
   std::string model;  // file name under models/
   std::vector<int32_t> prompt_tokens;
   std::vector<int32_t> greedy_tokens;
@@ -22,8 +22,8 @@ struct Golden {
   std::vector<int32_t> all_tokens() const;
 };
 
-// Every golden/*.json, sorted by name.
-std::vector<std::string> golden_names();
+// Every golden/<folder>/*.json, sorted by name; a name in a folder keeps it ("arch/x.short").
+std::vector<std::string> golden_names(const std::string& folder = "");
 Golden load_golden(const std::string& name);
 
 struct Agreement {

@@ -99,9 +99,22 @@ bool is_known_gap(const std::string& name) {
   return name == "qwen2-tiny-f16.short";
 }
 
+// The goldens in golden/arch/ of models whose arithmetic the models issue is still adding (rope
+// factors, YaRN, Qwen3-MoE, Gemma 3): each skips, visibly, until its code lands.
+bool is_pending_arch(const std::string& name) {
+  for (const char* prefix :
+       {"arch/llama3-tiny", "arch/qwen2-yarn-tiny", "arch/qwen3moe-tiny", "arch/gemma3-tiny"}) {
+    if (name.rfind(prefix, 0) == 0) return true;
+  }
+  return false;
+}
+
 TEST_P(GoldenTest, MatchesLlamaCppLogits) {
   MINFER_REQUIRE_TEST_DATA();
   const Golden g = test::load_golden(GetParam());
+  if (is_pending_arch(g.name)) {
+    GTEST_SKIP() << "NOT YET IMPLEMENTED (models issue open): " << g.name;
+  }
   if (is_known_gap(g.name)) {
     auto model = Model::load(test::test_data_path("models/" + g.model));
     ASSERT_TRUE(model.is_ok()) << model.status().message();
@@ -206,7 +219,9 @@ TEST(Forward, PositionPastTheContextIsAnError) {
 
 std::vector<std::string> all_goldens() {
   if (test::test_data_dir().empty()) return {"(no test data)"};
-  return test::golden_names();
+  std::vector<std::string> names = test::golden_names();
+  for (std::string& name : test::golden_names("arch")) names.push_back(std::move(name));
+  return names;
 }
 
 INSTANTIATE_TEST_SUITE_P(Shared, GoldenTest, ::testing::ValuesIn(all_goldens()),

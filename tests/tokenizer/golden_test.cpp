@@ -104,11 +104,14 @@ TEST_P(CorpusTest, MatchesLlamaCppIds) {
 
 INSTANTIATE_TEST_SUITE_P(
     Corpora, CorpusTest,
-    ::testing::Values(CorpusParam{"corpus.qwen3.jsonl", "models/qwen3-vocab.gguf", false},
-                      CorpusParam{"corpus.qwen3.special.jsonl", "models/qwen3-vocab.gguf", true},
-                      CorpusParam{"corpus.stories260K.jsonl", "models/stories260K.gguf", false},
-                      CorpusParam{"corpus.llama-tiny.jsonl", "models/llama-tiny-f32.gguf", false},
-                      CorpusParam{"corpus.qwen2-tiny.jsonl", "models/qwen2-tiny-f32.gguf", false}),
+    ::testing::Values(
+        CorpusParam{"corpus.qwen3.jsonl", "models/qwen3-vocab.gguf", false},
+        CorpusParam{"corpus.qwen3.special.jsonl", "models/qwen3-vocab.gguf", true},
+        CorpusParam{"corpus.stories260K.jsonl", "models/stories260K.gguf", false},
+        CorpusParam{"corpus.llama-tiny.jsonl", "models/llama-tiny-f32.gguf", false},
+        CorpusParam{"corpus.qwen2-tiny.jsonl", "models/qwen2-tiny-f32.gguf", false},
+        CorpusParam{"corpus.llama3.jsonl", "models/llama3-llamatok-tiny-q8_0.gguf", false},
+        CorpusParam{"corpus.llama3.special.jsonl", "models/llama3-llamatok-tiny-q8_0.gguf", true}),
     [](const ::testing::TestParamInfo<CorpusParam>& param_info) {
       std::string name = param_info.param.corpus;
       name = name.substr(7, name.size() - 7 - 6);  // between "corpus." and ".jsonl"
