@@ -26,8 +26,7 @@ float yarn_ramp(float low, float high, int64_t pair) {
 
 }  // namespace
 
-void set_yarn_corr_dims(RopeConfig& config, int64_t n_ctx_orig, float beta_fast,
-                        float beta_slow) {
+void set_yarn_corr_dims(RopeConfig& config, int64_t n_ctx_orig, float beta_fast, float beta_slow) {
   const float start =
       std::floor(yarn_corr_dim(config.n_rot, n_ctx_orig, beta_fast, config.freq_base));
   const float end = std::ceil(yarn_corr_dim(config.n_rot, n_ctx_orig, beta_slow, config.freq_base));

@@ -104,10 +104,11 @@ Status read_rope_scaling(const GgufFile& file, const std::string& p, ModelConfig
     MINFER_ASSIGN_OR_RETURN(type, file.get_string(type_key));
   }
   if (type != "none" && type != "linear" && type != "yarn") {
-    return make_error(ErrorCode::kUnsupported,
-                      "[model] '{}': key '{}' is rope scaling '{}', which minfer does not implement "
-                      "(none, linear, yarn)",
-                      file.name(), type_key, type);
+    return make_error(
+        ErrorCode::kUnsupported,
+        "[model] '{}': key '{}' is rope scaling '{}', which minfer does not implement "
+        "(none, linear, yarn)",
+        file.name(), type_key, type);
   }
   const std::string factor_key =
       file.has(p + "rope.scaling.factor") ? p + "rope.scaling.factor" : p + "rope.scale_linear";

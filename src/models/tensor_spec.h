@@ -18,9 +18,9 @@ namespace minfer {
 
 // What a tensor is, which decides the types it may have and how make-model fills it.
 enum class TensorRole {
-  kMatrix,  // a weight matrix: any type minfer computes with; quantize converts it
-  kNorm,    // an RMSNorm weight: f32 (llama.cpp writes every vector in f32); made as all ones
-  kBias,    // a bias vector: f32; made like a matrix (normal, std 0.02)
+  kMatrix,     // a weight matrix: any type minfer computes with; quantize converts it
+  kNorm,       // an RMSNorm weight: f32 (llama.cpp writes every vector in f32); made as all ones
+  kBias,       // a bias vector: f32; made like a matrix (normal, std 0.02)
   kRopeFreqs,  // rope_freqs.weight, Llama 3's per-pair frequency divisors: f32; make-model
                // computes them from the preset's rope scaling
 };
