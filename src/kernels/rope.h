@@ -21,7 +21,8 @@ struct RopeConfig {
   const float* freq_factors = nullptr;
   // YaRN: pairs below yarn_low keep their unscaled angle (extrapolation), pairs above yarn_high
   // take the scaled one (interpolation), with a linear ramp between, mixed in by ext_factor
-  // (0: off, plain linear scaling). yarn_low / yarn_high are pair indices from yarn_corr_dims().
+  // (0: off, plain linear scaling). yarn_low / yarn_high are pair indices from
+  // set_yarn_corr_dims().
   float ext_factor = 0.0f;
   float yarn_low = 0.0f;
   float yarn_high = 0.0f;

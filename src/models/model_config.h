@@ -25,7 +25,7 @@ struct ModelConfig {
   int64_t n_vocab = 0;
   int64_t n_rot = 0;  // rotated dims per head; rope.dimension_count, else head_dim
   float rope_freq_base = 10000.0f;
-  float rope_freq_scale = 1.0f;  // 1 / rope.scaling.factor for linear scaling
+  float rope_freq_scale = 1.0f;  // 1 / rope.scaling.factor (linear and yarn scaling)
   float rms_eps = 1e-5f;
   // Rope scaling past linear, as llama.cpp reads and defaults it (llama-model.cpp hparams,
   // llama-context.cpp cparams); kernels/rope.h says what each does to the angles.
