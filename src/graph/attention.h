@@ -35,6 +35,9 @@ struct AttentionArgs {
   int64_t il;      // layer
   int64_t n_head;
   float scale;  // usually 1 / sqrt(head_dim)
+  // Sliding window: a token at position p sees only positions > p - window (llama.cpp's
+  // LLAMA_SWA_TYPE_STANDARD); 0: every position ≤ p.
+  int64_t window = 0;
 };
 
 // Parallel over (token, head) pairs: each output head row is computed by one worker from the same

@@ -9,8 +9,9 @@ namespace minfer {
 
 namespace {
 
-const std::array<const ArchSpec*, 3>& all_archs() {
-  static const std::array<const ArchSpec*, 3> archs = {&kLlamaArch, &kQwen2Arch, &kQwen3Arch};
+const std::array<const ArchSpec*, 4>& all_archs() {
+  static const std::array<const ArchSpec*, 4> archs = {&kLlamaArch, &kQwen2Arch, &kQwen3Arch,
+                                                       &kGemma3Arch};
   return archs;
 }
 
@@ -23,6 +24,8 @@ Result<int64_t> read_positive(const GgufFile& file, const std::string& key) {
   }
   return v;
 }
+
+}  // namespace
 
 Result<int64_t> read_positive_or(const GgufFile& file, const std::string& key, int64_t fallback) {
   if (!file.has(key)) return fallback;
@@ -38,8 +41,6 @@ Result<float> read_float_or(const GgufFile& file, const std::string& key, float 
   }
   return static_cast<float>(v);
 }
-
-}  // namespace
 
 Result<ArchSpec> find_arch(const std::string& name) {
   std::string known;
