@@ -65,7 +65,9 @@ class Session {
   // Appends one token and returns the logits after it ([n_vocab]).
   Result<std::span<const float>> decode(int32_t token);
 
-  // Forgets the history past n_tokens (and their cache cells).
+  // Forgets the history past n_tokens (and their cache cells). With sliding-window layers it may
+  // forget more, down to nothing, when the window of the kept positions is already released:
+  // n_past() says what is held.
   void truncate(int64_t n_tokens);
   void clear() { truncate(0); }
 

@@ -5,6 +5,7 @@
 #include <limits>
 #include <vector>
 
+#include "core/check.h"
 #include "quant/fp16.h"
 
 namespace minfer {
@@ -133,7 +134,8 @@ void attention(const kernels::KernelTable& table, kernels::ThreadPool& pool, con
       const int64_t kv_head = h / group;
       const float* q = args.q + (t * args.n_head + h) * head_dim;
       const int64_t pos = batch.positions[static_cast<size_t>(t)];
-      const std::vector<int32_t>& blocks = cache.block_table(batch.seq_ids[static_cast<size_t>(t)]);
+      const std::vector<int32_t>& blocks =
+          cache.block_table(batch.seq_ids[static_cast<size_t>(t)], args.il);
       // The window: positions first..pos (first = 0 unless the layer slides).
       const int64_t n_cells = pos + 1;
       const int64_t first = args.window > 0 ? std::max<int64_t>(0, pos - args.window + 1) : 0;
@@ -154,6 +156,7 @@ void attention(const kernels::KernelTable& table, kernels::ThreadPool& pool, con
         const int64_t skip = std::max<int64_t>(0, first - b * block_size);  // rows before first
         const int64_t n = std::min(block_size, n_cells - b * block_size) - skip;
         const int32_t block = blocks[static_cast<size_t>(b)];
+        MINFER_CHECK(block >= 0, "attention reads a released KV block");
         const float* keys =
             block_rows_f32(to_f32, cache.k_block(block, args.il, kv_head) + skip * k_row_bytes, n,
                            head_dim, k_tile.data());
