@@ -62,8 +62,8 @@ float dot_f16_ggml(const uint16_t* x, const uint16_t* y, int64_t n) {
 }
 
 // llama.cpp's CPU flash attention for f16 cells, one query row
-// (ggml_compute_forward_flash_attn_ext_f16_one_chunk): q rounded to f16; cells walked in order,
-// masked cells skipped; online softmax with expf, the f16 accumulator rescaled by
+// (ggml_compute_forward_flash_attn_ext_f16_one_chunk): q rounded to f16; cells first..n_cells-1
+// walked in order, masked cells skipped; online softmax with expf, the f16 accumulator rescaled by
 // ggml_vec_scale_f16 and updated by ggml_vec_mad_f16 (one fused multiply-add in f32, rounded
 // to f16); S = S·ms + vs fused in float; at the end VKQ (as f32) times 1/S.
 void flash_attn_f16_row(const KvCache& cache, const std::vector<int32_t>& blocks, int64_t il,

@@ -175,7 +175,7 @@ class KvCache {
   bool window_lost(const Sequence& s, int64_t n_positions) const;
   void pop_block(Sequence& s);
 
-  // Layer il's place in its pool's block: layers [n_layer], main pool's or window pool's index.
+  // [n_layer] layer il's index among the layers of its pool: where its K and V sit in a block.
   std::vector<int64_t> layer_slot_;
   std::vector<int64_t> window_layers_;  // the sliding layers, ascending
   size_t window_block_bytes_ = 0;       // every sliding layer's K and V of a block
