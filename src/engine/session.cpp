@@ -143,6 +143,11 @@ std::string describe_model(const Model& model) {
   out += fmt::format("n_ff:         {}\n", c.n_ff);
   out += fmt::format("n_vocab:      {}\n", c.n_vocab);
   out += fmt::format("n_ctx_train:  {}\n", c.n_ctx_train);
+  if (c.n_swa > 0) {
+    const auto n_sliding = std::count(c.swa_layers.begin(), c.swa_layers.end(), true);
+    out += fmt::format("n_swa:        {} ({} of {} layers slide, rope base {})\n", c.n_swa,
+                       n_sliding, c.n_layer, c.rope_freq_base_swa);
+  }
   return out;
 }
 

@@ -109,7 +109,7 @@ class Session {
 };
 
 // One line per fact for people: architecture, n_layer, n_embd, n_head / n_head_kv, head_dim, n_ff,
-// n_vocab, n_ctx_train; each line ends in '\n'.
+// n_vocab, n_ctx_train, the sliding window when the model has one; each line ends in '\n'.
 std::string describe_model(const Model& model);
 
 }  // namespace minfer::engine

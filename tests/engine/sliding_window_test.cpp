@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "engine/session.h"
@@ -112,6 +113,16 @@ TEST(SlidingWindow, SessionRecomputesWhenTheKeptPrefixesWindowIsGone) {
   ASSERT_TRUE((*session)->set_prompt(longer).is_ok());
   EXPECT_EQ((*session)->last_prefill().n_prefilled, 1);
   EXPECT_EQ((*session)->last_prefill().n_reused, static_cast<int64_t>(second.size()));
+}
+
+TEST(SlidingWindow, DescribeModelNamesTheWindow) {
+  MINFER_REQUIRE_TEST_DATA();
+  auto model = Model::load(test::test_data_path("models/gemma3-tiny-f32.gguf"));
+  ASSERT_TRUE(model.is_ok()) << model.status().message();
+  const std::string text = engine::describe_model(**model);
+  EXPECT_NE(text.find("n_swa:        8 (4 of 6 layers slide, rope base 10000)\n"),
+            std::string::npos)
+      << text;
 }
 
 }  // namespace
