@@ -206,6 +206,21 @@ TEST(Ops, GegluMatchesRefExactly) {
   }
 }
 
+// Infinities take the ends (0 and x), NaN stays NaN, on every table.
+TEST(Ops, GegluSpecialValues) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> x = {-inf, inf, std::numeric_limits<float>::quiet_NaN(), -10.0f};
+  const std::vector<float> up = {2.0f, 2.0f, 1.0f, 1.0f};
+  for (const KernelTable* t : all_tables()) {
+    std::vector<float> y(x.size());
+    t->geglu(x.data(), up.data(), static_cast<int64_t>(x.size()), y.data());
+    EXPECT_EQ(y[0], 0.0f) << t->name;
+    EXPECT_EQ(y[1], inf) << t->name;
+    EXPECT_TRUE(std::isnan(y[2])) << t->name;
+    EXPECT_EQ(y[3], 0.0f) << t->name;
+  }
+}
+
 TEST(Ops, GegluExample) {
   // gelu(x) = 0.5 x (1 + tanh(0.7978846 x (1 + 0.044715 x²))), rounded to f16 at x and after:
   // gelu(1) = 0.8411920 → f16 0.84130859; gelu(-1) = -0.1588080 → -0.15881348; gelu(0) = 0;

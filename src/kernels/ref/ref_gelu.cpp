@@ -41,11 +41,14 @@ namespace ref {
 void geglu(const float* gate, const float* up, int64_t n, float* y) {
   const float* table = gelu_f16_table();
   for (int64_t i = 0; i < n; ++i) {
+    // ggml's order of tests: a NaN fails both and reads the table (NaN).
     const float x = gate[i];
     float g = 0.0f;
-    if (x >= kGeluTableHigh) {
+    if (x <= kGeluTableLow) {
+      g = 0.0f;
+    } else if (x >= kGeluTableHigh) {
       g = x;
-    } else if (x > kGeluTableLow) {
+    } else {
       g = table[fp32_to_fp16(x)];
     }
     y[i] = g * up[i];
