@@ -102,6 +102,10 @@ using AttentionExtras = void (*)(const ModelConfig& c, TensorList& t);
 // ffn_gate, ffn_up, ffn_down.
 std::vector<TensorSpec> decoder_tensors(const ModelConfig& c, AttentionExtras extras);
 
+// Per-head RMSNorm weights of q and k (attn_q_norm, attn_k_norm: [head_dim], shared by every
+// head), for architectures with qk_norm.
+void qk_norm_tensors(const ModelConfig& c, TensorList& t);
+
 // The tensor list of c's architecture (c.arch), or the unknown-architecture error.
 Result<std::vector<TensorSpec>> model_tensors(const ModelConfig& c);
 

@@ -9,7 +9,7 @@ namespace {
 // The tiny presets mirror ../shared/models/*-tiny (n_embd 256, 3 layers, 4 heads, 2 KV heads,
 // n_ff 512; Qwen3 with head_dim 128 ≠ n_embd / n_head) and keep an untied output.weight so
 // that both output paths are exercised.
-constexpr std::array<ModelPreset, 8> kPresets = {{
+constexpr std::array<ModelPreset, 10> kPresets = {{
     {"tiny", "qwen2", 256, 3, 4, 2, 0, 512, 4096, 1000, 1e6f, 1e-6f, false},
     {"tiny", "qwen3", 256, 3, 4, 2, 128, 512, 4096, 1000, 1e6f, 1e-6f, false},
     {"tiny", "llama", 256, 3, 4, 2, 0, 512, 4096, 1000, 5e5f, 1e-5f, false},
@@ -18,6 +18,23 @@ constexpr std::array<ModelPreset, 8> kPresets = {{
     {"qwen3-0.6b", "qwen3", 1024, 28, 16, 8, 128, 3072, 40960, 151936, 1e6f, 1e-6f, true},
     {"qwen3-1.7b", "qwen3", 2048, 28, 16, 8, 128, 6144, 40960, 151936, 1e6f, 1e-6f, true},
     {"llama-3.2-1b", "llama", 2048, 16, 32, 8, 0, 8192, 131072, 128256, 5e5f, 1e-5f, true},
+    // Gemma 3: tiny mirrors ../shared/models/gemma3-tiny (6 layers, head_dim 64); gemma-3-1b is
+    // google/gemma-3-1b-it's config.json (head_dim 256 ≠ 1152 / 4, 262,144 tokens).
+    {"tiny", "gemma3", 256, 6, 4, 2, 64, 512, 4096, 1000, 1e6f, 1e-6f, false},
+    {"gemma-3-1b", "gemma3", 1152, 26, 4, 1, 256, 6912, 32768, 262144, 1e6f, 1e-6f, true},
+}};
+
+struct SlidingWindowRow {
+  const char* name;
+  const char* arch;
+  SlidingWindowPreset window;
+};
+
+// Gemma 3 tiny: window 8, every 3rd layer global (as gemma3-tiny); Gemma 3 1B: window 512, every
+// 6th layer global, local rope base 10,000.
+constexpr std::array<SlidingWindowRow, 2> kSlidingWindows = {{
+    {"tiny", "gemma3", {8, 3, 1e4f}},
+    {"gemma-3-1b", "gemma3", {512, 6, 1e4f}},
 }};
 
 struct Llama3RopeRow {
@@ -60,6 +77,15 @@ Result<ModelPreset> find_preset(std::string_view arch, std::string_view name) {
   }
   return make_error(ErrorCode::kInvalidArgument, "[make-model] unknown preset '{}' (known: {})",
                     name, preset_names());
+}
+
+SlidingWindowPreset preset_sliding_window(const ModelPreset& p) {
+  for (const SlidingWindowRow& row : kSlidingWindows) {
+    if (std::string_view(row.name) == p.name && std::string_view(row.arch) == p.arch) {
+      return row.window;
+    }
+  }
+  return {};
 }
 
 std::string preset_names() {

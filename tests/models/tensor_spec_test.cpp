@@ -100,7 +100,7 @@ TEST(TensorSpec, UnknownArchitectureIsAnError) {
   auto specs = model_tensors(c);
   ASSERT_FALSE(specs.is_ok());
   EXPECT_EQ(specs.status().message(),
-            "[model] unknown architecture 'gpt9' (supported: llama, qwen2, qwen3)");
+            "[model] unknown architecture 'gpt9' (supported: llama, qwen2, qwen3, gemma3)");
 }
 
 }  // namespace
