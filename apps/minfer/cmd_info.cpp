@@ -11,6 +11,8 @@
 #include "commands.h"
 #include "gguf/gguf_file.h"
 #include "gguf/gguf_summary.h"
+#include "models/architectures.h"
+#include "models/model.h"
 
 namespace minfer::app {
 
@@ -108,7 +110,22 @@ std::string human(double value, const char* const* units, double step) {
   return fmt::format("{:.2f}{}", value, units[unit]);
 }
 
-void print_text(const GgufSummary& s, const GgufFile& file, bool with_tensors) {
+// The supported architectures and the model families tested with each (models/architectures.h).
+void print_architectures(bool json) {
+  if (json) {
+    ordered_json list = ordered_json::array();
+    for (const ArchSpec* arch : supported_archs()) {
+      list.push_back({{"architecture", arch->name}, {"tested_models", arch->tested_models}});
+    }
+    std::printf("%s\n", list.dump(2).c_str());
+    return;
+  }
+  for (const ArchSpec* arch : supported_archs()) {
+    std::printf("%-10s %s\n", arch->name, arch->tested_models);
+  }
+}
+
+void print_text(const GgufSummary& s, const GgufFile& file, bool with_tensors, const Status& runs) {
   static const char* const kCountUnits[] = {"", " K", " M", " B", " T", nullptr};
   static const char* const kByteUnits[] = {" B", " KiB", " MiB", " GiB", " TiB", nullptr};
   std::string out;
@@ -119,6 +136,7 @@ void print_text(const GgufSummary& s, const GgufFile& file, bool with_tensors) {
   line("gguf", fmt::format("v{}, {} bytes, alignment {}, data at {}, {} metadata keys", s.version,
                            s.file_size, s.alignment, s.data_offset, s.n_metadata));
   line("architecture", text_or_absent(s.architecture));
+  line("runs", runs.is_ok() ? "yes" : "no: " + runs.message());
   line("name", text_or_absent(s.name));
   line("n_embd", or_absent(s.n_embd));
   line("n_layer", or_absent(s.n_layer));
@@ -181,25 +199,40 @@ void register_info_command(CLI::App& app, CommandRegistry& registry) {
     std::string model;
     bool tensors = false;
     bool json = false;
+    bool architectures = false;
   };
   auto opts = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
       "info", "Describe a GGUF model file (architecture, hyperparameters, tokenizer, tensors)");
-  cmd->add_option("model", opts->model, "GGUF file")->required();
+  cmd->add_option("model", opts->model, "GGUF file");
   cmd->add_flag("--tensors", opts->tensors, "list every tensor (name, type, shape, offset)");
   cmd->add_flag("--json", opts->json, "print JSON instead of text");
+  cmd->add_flag("--architectures", opts->architectures,
+                "list the architectures minfer runs and the model families tested with each");
   registry.add(cmd, [opts]() {
+    if (opts->architectures) {
+      print_architectures(opts->json);
+      return std::fflush(stdout) == 0 ? 0 : 1;
+    }
+    if (opts->model.empty()) {
+      return fail(
+          make_error(ErrorCode::kInvalidArgument, "[info] give a GGUF file (or --architectures)"));
+    }
     Result<std::unique_ptr<GgufFile>> file = GgufFile::open(opts->model);
     if (!file.is_ok()) return fail(file.status());
     Result<GgufSummary> summary = summarize_gguf(**file);
     if (!summary.is_ok()) return fail(summary.status());
+    // Whether minfer runs the file: everything Model::load checks (architecture, keys, tensors).
+    const Status runs = Model::load(opts->model).status();
     if (opts->json) {
+      ordered_json j = summary_json(*summary, **file, opts->tensors);
+      j["runs"] = runs.is_ok();
+      j["runs_error"] = runs.is_ok() ? ordered_json() : ordered_json(runs.message());
       // Strings from the file may be invalid UTF-8: replace rather than throw.
-      const std::string text = summary_json(*summary, **file, opts->tensors)
-                                   .dump(2, ' ', false, ordered_json::error_handler_t::replace);
+      const std::string text = j.dump(2, ' ', false, ordered_json::error_handler_t::replace);
       std::printf("%s\n", text.c_str());
     } else {
-      print_text(*summary, **file, opts->tensors);
+      print_text(*summary, **file, opts->tensors, runs);
     }
     return std::fflush(stdout) == 0 ? 0 : 1;
   });

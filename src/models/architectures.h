@@ -27,12 +27,19 @@ struct ArchSpec {
   Status (*read_keys)(const GgufFile& file, const std::string& prefix, ModelConfig& c) = nullptr;
   // The suffixes (after "<arch>.") of the keys read_keys reads.
   std::span<const char* const> own_keys = {};
+  // The model families whose files this architecture runs as tested (goldens against llama.cpp,
+  // real tokenizers and templates), for `minfer info --architectures` and the README. A family
+  // that shares the architecture but was not tested is not named.
+  const char* tested_models = "";
 };
 
 extern const ArchSpec kLlamaArch;
 extern const ArchSpec kQwen2Arch;
 extern const ArchSpec kQwen3Arch;
 extern const ArchSpec kGemma3Arch;
+
+// Every supported architecture, in the order `minfer info --architectures` lists them.
+std::span<const ArchSpec* const> supported_archs();
 
 // The spec for an architecture name, or an error naming it and the supported ones.
 Result<ArchSpec> find_arch(const std::string& name);

@@ -100,6 +100,7 @@ const ArchSpec kGemma3Arch = {
     .tensors = gemma3_tensors,
     .read_keys = gemma3_keys,
     .own_keys = kOwnKeys,
+    .tested_models = "Gemma 3 (text)",
 };
 
 }  // namespace minfer

@@ -24,6 +24,7 @@ const ArchSpec kLlamaArch = {
     .qk_norm = false,
     .rope_style = kernels::RopeStyle::kAdjacent,
     .tensors = llama_tensors,
+    .tested_models = "Llama 2, Llama 3.1 / 3.2 / 3.3 (rope factors), TinyStories",
 };
 
 }  // namespace minfer

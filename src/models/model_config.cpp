@@ -11,12 +11,6 @@ namespace minfer {
 
 namespace {
 
-const std::array<const ArchSpec*, 4>& all_archs() {
-  static const std::array<const ArchSpec*, 4> archs = {&kLlamaArch, &kQwen2Arch, &kQwen3Arch,
-                                                       &kGemma3Arch};
-  return archs;
-}
-
 // Reads a positive integer hyperparameter.
 Result<int64_t> read_positive(const GgufFile& file, const std::string& key) {
   MINFER_ASSIGN_OR_RETURN(int64_t v, file.get_integer(key));
@@ -165,9 +159,15 @@ kernels::RopeConfig rope_config(const ModelConfig& c, const float* freq_factors,
   return rope;
 }
 
+std::span<const ArchSpec* const> supported_archs() {
+  static const std::array<const ArchSpec*, 4> archs = {&kLlamaArch, &kQwen2Arch, &kQwen3Arch,
+                                                       &kGemma3Arch};
+  return archs;
+}
+
 Result<ArchSpec> find_arch(const std::string& name) {
   std::string known;
-  for (const ArchSpec* spec : all_archs()) {
+  for (const ArchSpec* spec : supported_archs()) {
     if (name == spec->name) return *spec;
     known += known.empty() ? spec->name : std::string(", ") + spec->name;
   }

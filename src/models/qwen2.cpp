@@ -24,6 +24,7 @@ const ArchSpec kQwen2Arch = {
     .qk_norm = false,
     .rope_style = kernels::RopeStyle::kNeox,
     .tensors = qwen2_tensors,
+    .tested_models = "Qwen2, Qwen2.5 (YaRN long-context variants too)",
 };
 
 }  // namespace minfer

@@ -18,6 +18,7 @@ const ArchSpec kQwen3Arch = {
     .qk_norm = true,
     .rope_style = kernels::RopeStyle::kNeox,
     .tensors = qwen3_tensors,
+    .tested_models = "Qwen3 dense",
 };
 
 }  // namespace minfer

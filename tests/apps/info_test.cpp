@@ -163,6 +163,39 @@ TEST(InfoCommand, VocabOnlyFileHasNoTensors) {
   EXPECT_EQ(j["tokenizer"]["has_chat_template"], true);
 }
 
+TEST(InfoCommand, SaysWhetherMinferRunsTheFile) {
+  MINFER_REQUIRE_TEST_DATA();
+  EXPECT_EQ(info_json("gemma3-tiny-f32.gguf")["runs"], true);
+  EXPECT_TRUE(info_json("gemma3-tiny-f32.gguf")["runs_error"].is_null());
+  // A vocabulary without weights does not run, and the reason names the missing tensor.
+  const json vocab = info_json("qwen3-vocab.gguf");
+  EXPECT_EQ(vocab["runs"], false);
+  EXPECT_NE(vocab["runs_error"].get<std::string>().find("token_embd.weight"), std::string::npos)
+      << vocab["runs_error"];
+  const test::CommandResult r = info(test::test_data_path("models/qwen3-vocab.gguf"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(text_field(r.out, "runs").rfind("no: ", 0), 0u) << r.out;
+}
+
+TEST(InfoCommand, ArchitecturesListsWhatRunsAndWhatWasTested) {
+  const test::CommandResult r = run_command(minfer_binary() + " info --architectures --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<std::string> names;
+  for (const json& a : json::parse(r.out)) {
+    names.push_back(a["architecture"].get<std::string>());
+    EXPECT_FALSE(a["tested_models"].get<std::string>().empty()) << a;
+  }
+  for (const char* arch : {"llama", "qwen2", "qwen3", "gemma3"}) {
+    EXPECT_NE(std::find(names.begin(), names.end(), arch), names.end()) << arch;
+  }
+  const test::CommandResult text = run_command(minfer_binary() + " info --architectures");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_EQ(count_lines(text.out), names.size());
+  const test::CommandResult none = run_command(minfer_binary() + " info");
+  EXPECT_EQ(none.exit_code, 1);
+  EXPECT_EQ(count_lines(none.err), 1u) << none.err;
+}
+
 TEST(InfoCommand, TensorsListsNameTypeShapeOffset) {
   MINFER_REQUIRE_TEST_DATA();
   const test::CommandResult r = info(test::test_data_path("models/stories260K.gguf"), "--tensors");
