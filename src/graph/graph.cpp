@@ -9,10 +9,10 @@
 namespace minfer {
 
 namespace {
-constexpr std::array<const char*, 13> kOpNames = {
-    "get_rows", "rms_norm", "matmul", "add_row",  "add",       "mul",        "silu",
-    "swiglu",   "scale",    "rope",   "kv_store", "attention", "select_rows"};
-static_assert(kOpNames.size() == static_cast<size_t>(OpKind::kSelectRows) + 1);
+constexpr std::array<const char*, 14> kOpNames = {
+    "get_rows", "rms_norm", "matmul", "add_row",  "add",       "mul",         "silu",
+    "swiglu",   "scale",    "rope",   "kv_store", "attention", "select_rows", "moe_ffn"};
+static_assert(kOpNames.size() == static_cast<size_t>(OpKind::kMoeFfn) + 1);
 }  // namespace
 
 const char* op_name(OpKind op) {
@@ -177,6 +177,28 @@ NodeId GraphBuilder::select_rows(const std::string& name, NodeId x) {
   n.rows = n_outputs_;
   n.cols = in.cols;
   n.inputs = {x};
+  return push(std::move(n));
+}
+
+NodeId GraphBuilder::moe_ffn(const std::string& name, NodeId x, NodeId router_logits,
+                             const WeightTensor& gate, const WeightTensor& up,
+                             const WeightTensor& down, int64_t n_used) {
+  const Node& in = node(x);
+  const Node& logits = node(router_logits);
+  MINFER_CHECK(in.cols == gate.n_cols && in.cols == up.n_cols && in.cols == down.n_rows,
+               "moe_ffn: input width != expert widths");
+  MINFER_CHECK(gate.n_rows == up.n_rows && gate.n_rows == down.n_cols,
+               "moe_ffn: expert FFN widths differ");
+  MINFER_CHECK(logits.rows == in.rows && logits.cols == gate.n_mats && gate.n_mats == up.n_mats &&
+                   gate.n_mats == down.n_mats,
+               "moe_ffn: router and expert counts differ");
+  MINFER_CHECK(n_used >= 1 && n_used <= gate.n_mats, "moe_ffn: bad expert_used_count");
+  Node n = make_node(OpKind::kMoeFfn, name);
+  n.rows = in.rows;
+  n.cols = in.cols;
+  n.inputs = {x, router_logits};
+  n.experts = {&gate, &up, &down};
+  n.n_used = n_used;
   return push(std::move(n));
 }
 

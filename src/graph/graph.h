@@ -5,6 +5,7 @@
 // kv_store precedes its attention because it is built first).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -29,6 +30,8 @@ enum class OpKind {
   kKvStore,  // write K and V rows of every token into the cache (no output)
   kAttention,  // softmax(q·Kᵀ/√d over the token's window) · V, per head → [n_tokens, n_head*dv]
   kSelectRows,  // keep the rows of tokens whose logits are wanted → [n_outputs, cols]
+  kMoeFfn,      // mixture of experts: route by the router logits, weighted sum of the chosen
+                // experts' SwiGLUs (graph/moe.h) → [n_tokens, n_embd]
 };
 
 const char* op_name(OpKind op);
@@ -50,6 +53,10 @@ struct Node {
   int64_t il = -1;     // kv_store, attention: layer
   float scale = 1.0f;  // scale; attention: the score scale
   kernels::RopeConfig rope;
+  // moe_ffn: the experts' gate, up and down weights (3-D, one matrix per expert) and how many
+  // experts each token uses.
+  std::array<const WeightTensor*, 3> experts{};
+  int64_t n_used = 0;
   // Set by the allocator: the buffer slot of the output, -1 for none.
   int32_t buffer = -1;
 };
@@ -79,6 +86,10 @@ class GraphBuilder {
   NodeId attention(const std::string& name, NodeId q, int64_t il, int64_t n_head, int64_t head_dim,
                    int64_t head_dim_v, float scale);
   NodeId select_rows(const std::string& name, NodeId x);
+  // x: [n, n_embd], router_logits: [n, n_expert] (x · ffn_gate_inp); gate / up: n_expert ×
+  // [n_embd → n_ff_exp], down: n_expert × [n_ff_exp → n_embd].
+  NodeId moe_ffn(const std::string& name, NodeId x, NodeId router_logits, const WeightTensor& gate,
+                 const WeightTensor& up, const WeightTensor& down, int64_t n_used);
 
   const Node& node(NodeId id) const { return graph_.nodes[static_cast<size_t>(id)]; }
   int64_t n_tokens() const { return n_tokens_; }

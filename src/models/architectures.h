@@ -32,6 +32,7 @@ struct ArchSpec {
 extern const ArchSpec kLlamaArch;
 extern const ArchSpec kQwen2Arch;
 extern const ArchSpec kQwen3Arch;
+extern const ArchSpec kQwen3MoeArch;
 
 // The spec for an architecture name, or an error naming it and the supported ones.
 Result<ArchSpec> find_arch(const std::string& name);

@@ -9,8 +9,9 @@ namespace minfer {
 
 namespace {
 
-const std::array<const ArchSpec*, 3>& all_archs() {
-  static const std::array<const ArchSpec*, 3> archs = {&kLlamaArch, &kQwen2Arch, &kQwen3Arch};
+const std::array<const ArchSpec*, 4>& all_archs() {
+  static const std::array<const ArchSpec*, 4> archs = {&kLlamaArch, &kQwen2Arch, &kQwen3Arch,
+                                                       &kQwen3MoeArch};
   return archs;
 }
 
