@@ -68,6 +68,9 @@ ModelConfig preset_config(const ArchSpec& arch, const ModelPreset& p) {
   c.rope_freq_base = p.rope_freq_base;
   c.rms_eps = p.rms_eps;
   c.tied_output = p.tied_output;
+  c.n_expert = p.n_expert;
+  c.n_expert_used = p.n_expert_used;
+  c.n_ff_exp = p.n_ff_exp;
   return c;
 }
 
@@ -93,6 +96,11 @@ void set_hparams(GgufWriter& w, const ModelConfig& c, bool explicit_head_dim,
   w.set_scalar<uint32_t>(a + ".rope.dimension_count", static_cast<uint32_t>(c.n_rot));
   w.set_scalar<float>(a + ".rope.freq_base", c.rope_freq_base);
   w.set_scalar<float>(a + ".attention.layer_norm_rms_epsilon", c.rms_eps);
+  if (c.n_expert > 0) {
+    w.set_scalar<uint32_t>(a + ".expert_count", static_cast<uint32_t>(c.n_expert));
+    w.set_scalar<uint32_t>(a + ".expert_used_count", static_cast<uint32_t>(c.n_expert_used));
+    w.set_scalar<uint32_t>(a + ".expert_feed_forward_length", static_cast<uint32_t>(c.n_ff_exp));
+  }
   w.set_scalar<uint32_t>("general.file_type", file_type);
   w.set_scalar<uint32_t>("general.quantization_version", 2);
 }
@@ -108,6 +116,12 @@ Result<Prepared> prepare(const MakeModelOptions& o) {
   MINFER_ASSIGN_OR_RETURN(const ArchSpec arch, find_arch(o.arch));
   MINFER_ASSIGN_OR_RETURN(ModelPreset preset, find_preset(o.arch, o.preset));
   MINFER_ASSIGN_OR_RETURN(QuantMix mix, find_quant_mix(o.type));
+  if (o.n_layer < 0 || o.n_layer > preset.n_layer) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "[make-model] --n-layer {}: preset '{}' has {} layers (expected 1 to {})",
+                      o.n_layer, o.preset, preset.n_layer, preset.n_layer);
+  }
+  if (o.n_layer > 0) preset.n_layer = o.n_layer;
 
   // Hyperparameters first, then the tokenizer keys, as in files from llama.cpp's converter;
   // vocab_size is filled in (in place) once the tokenizer is known.
@@ -137,8 +151,8 @@ Result<Prepared> prepare(const MakeModelOptions& o) {
   const std::vector<size_t> order = llama_tensor_order(descs);
   std::vector<TensorDesc> ordered;
   for (size_t i : order) ordered.push_back(descs[i]);
-  const TypePlan plan =
-      plan_tensor_types(mix, ordered, o.arch, preset.n_layer, preset.n_head, preset.n_head_kv);
+  const TypePlan plan = plan_tensor_types(mix, ordered, o.arch, preset.n_layer, preset.n_head,
+                                          preset.n_head_kv, preset.n_expert);
   for (size_t k = 0; k < ordered.size(); ++k) {
     p.specs.push_back(specs[order[k]]);
     p.layout.tensors.push_back({ordered[k].name, plan.types[k], ordered[k].shape});
@@ -164,7 +178,7 @@ Result<MakeModelReport> make_model(const MakeModelOptions& o) {
   MakeModelReport report;
   report.n_vocab = p.layout.n_vocab;
   report.n_tensors = static_cast<int64_t>(specs.size());
-  for (const TensorSpec& spec : specs) report.n_params += spec.n_cols * spec.n_rows;
+  for (const TensorSpec& spec : specs) report.n_params += spec.n_cols * spec.total_rows();
   kernels::ThreadPool pool(o.n_threads > 0 ? o.n_threads : kernels::default_thread_count());
   Progress progress("make-model", report.n_params, o.progress);
   int64_t done = 0;
@@ -173,7 +187,7 @@ Result<MakeModelReport> make_model(const MakeModelOptions& o) {
   for (size_t k = 0; k < specs.size(); ++k) {
     const TensorSpec& spec = specs[k];
     const int64_t n_per_row = spec.n_cols;
-    const int64_t n_rows = spec.n_rows;
+    const int64_t n_rows = spec.total_rows();  // every expert's rows of a 3-D tensor
     values.resize(static_cast<size_t>(n_per_row * n_rows));
     const uint64_t tensor_seed = o.seed ^ fnv1a(spec.name);
     pool.parallel_for(n_rows, [&](int64_t begin, int64_t end) {

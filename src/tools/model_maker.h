@@ -32,8 +32,9 @@
 namespace minfer {
 
 struct MakeModelOptions {
-  std::string arch;             // qwen2, qwen3, llama
+  std::string arch;             // qwen2, qwen3, qwen3moe, llama
   std::string preset = "tiny";  // tools/presets.h
+  int64_t n_layer = 0;          // > 0: only the first n_layer blocks (a shortened model)
   std::string type = "f32";     // a quantize mix name (f32, f16, q8_0, q4_k_m, …)
   std::string tokenizer_from;   // a GGUF file whose tokenizer.* keys are copied; empty: built-in
   uint64_t seed = 42;

@@ -1,0 +1,223 @@
+// The mixture-of-experts op (graph/moe.h): routing against hand-computed probabilities (top-2 of
+// 3 experts, renormalized, ties to the lower id), the FFN against a plain double-precision
+// forward, and bit-identical results for any batch split, thread count and kernel table.
+#include "graph/moe.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include "kernels/kernel_test_util.h"
+#include "kernels/thread_pool.h"
+#include "quant/quant_traits.h"
+
+namespace minfer {
+namespace {
+
+using kernels::test::all_tables;
+using kernels::test::random_floats;
+
+// Router logits chosen so that the softmax is a ratio of small integers: log-weights.
+// token 0: [1, 3, 6] / 10  → experts 2, 1 with 6/9, 3/9
+// token 1: [4, 1, 4] / 9   → experts 0, 2 (a tie: lower id first), 1/2 each
+// token 2: [5, 3, 1] / 9   → experts 0, 1 with 5/8, 3/8
+const std::vector<float> kRouterLogits = {
+    0.0f,           std::log(3.0f), std::log(6.0f),  //
+    std::log(4.0f), 0.0f,           std::log(4.0f),  //
+    std::log(5.0f), std::log(3.0f), 0.0f,
+};
+
+TEST(Moe, RoutesToTheTopTwoWithRenormalizedWeights) {
+  MoeScratch s;
+  moe_route(kRouterLogits.data(), 3, 3, 2, s);
+  const std::vector<int32_t> chosen(s.chosen.begin(), s.chosen.begin() + 6);
+  EXPECT_EQ(chosen, (std::vector<int32_t>{2, 1, 0, 2, 0, 1}));
+  const float expected[6] = {6.0f / 9, 3.0f / 9, 0.5f, 0.5f, 5.0f / 8, 3.0f / 8};
+  for (int i = 0; i < 6; ++i) EXPECT_NEAR(s.weights[i], expected[i], 1e-6f) << i;
+}
+
+// One expert in f32: gate / up [n_ff rows of n_embd], down [n_embd rows of n_ff].
+struct Experts {
+  int64_t n_embd, n_ff, n_expert;
+  std::vector<float> gate, up, down;  // [n_expert][rows][cols]
+  WeightTensor gate_w, up_w, down_w;
+};
+
+WeightTensor stacked(const std::vector<uint8_t>& bytes, GgmlType type, int64_t n_cols,
+                     int64_t n_rows, int64_t n_mats) {
+  WeightTensor w;
+  w.type = type;
+  w.n_cols = n_cols;
+  w.n_rows = n_rows;
+  w.n_mats = n_mats;
+  w.data = bytes.data();
+  w.row_bytes = *ggml_row_bytes(type, static_cast<uint64_t>(n_cols));
+  return w;
+}
+
+std::vector<uint8_t> converted(const std::vector<float>& x, GgmlType type, int64_t n_cols) {
+  const size_t row_bytes = *ggml_row_bytes(type, static_cast<uint64_t>(n_cols));
+  const int64_t n_rows = static_cast<int64_t>(x.size()) / n_cols;
+  std::vector<uint8_t> out(row_bytes * static_cast<size_t>(n_rows));
+  for (int64_t r = 0; r < n_rows; ++r) {
+    if (type == GgmlType::kF32) {
+      std::memcpy(out.data() + r * row_bytes, x.data() + r * n_cols, row_bytes);
+    } else {
+      quantize_row(type, x.data() + r * n_cols, out.data() + r * row_bytes, n_cols);
+    }
+  }
+  return out;
+}
+
+// The same op in double from the f32 weights (experts in f32).
+std::vector<double> reference(const std::vector<float>& x, int64_t n_tokens, int64_t n_embd,
+                              int64_t n_ff, const std::vector<float>& gate,
+                              const std::vector<float>& up, const std::vector<float>& down,
+                              const std::vector<int32_t>& chosen,
+                              const std::vector<double>& weights, int64_t n_used) {
+  std::vector<double> y(static_cast<size_t>(n_tokens * n_embd), 0.0);
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    for (int64_t j = 0; j < n_used; ++j) {
+      const int64_t e = chosen[static_cast<size_t>(t * n_used + j)];
+      std::vector<double> h(static_cast<size_t>(n_ff));
+      for (int64_t f = 0; f < n_ff; ++f) {
+        double g = 0.0, u = 0.0;
+        for (int64_t i = 0; i < n_embd; ++i) {
+          g += double{gate[static_cast<size_t>((e * n_ff + f) * n_embd + i)]} *
+               x[static_cast<size_t>(t * n_embd + i)];
+          u += double{up[static_cast<size_t>((e * n_ff + f) * n_embd + i)]} *
+               x[static_cast<size_t>(t * n_embd + i)];
+        }
+        h[static_cast<size_t>(f)] = g / (1.0 + std::exp(-g)) * u;
+      }
+      for (int64_t o = 0; o < n_embd; ++o) {
+        double d = 0.0;
+        for (int64_t f = 0; f < n_ff; ++f) {
+          d += double{down[static_cast<size_t>((e * n_embd + o) * n_ff + f)]} *
+               h[static_cast<size_t>(f)];
+        }
+        y[static_cast<size_t>(t * n_embd + o)] += weights[static_cast<size_t>(t * n_used + j)] * d;
+      }
+    }
+  }
+  return y;
+}
+
+// 3 experts of [2 → 2 → 2] in f32, three tokens routed as above: each output is the hand
+// weights (6/9 and 3/9, …) times the chosen experts' SwiGLU.
+TEST(Moe, TwoOfThreeExpertsMatchThePlainForward) {
+  const int64_t n_embd = 2, n_ff = 2, n_expert = 3, n_tokens = 3;
+  // Expert e's gate rows are (e+1)·[[1, 0], [0, 1]], up rows [[1, 1], [1, -1]], down the
+  // identity: e's output is silu((e+1)·x) ⊙ (x0 + x1, x0 - x1).
+  std::vector<float> gate, up, down;
+  for (int64_t e = 0; e < n_expert; ++e) {
+    const float k = static_cast<float>(e + 1);
+    gate.insert(gate.end(), {k, 0.0f, 0.0f, k});
+    up.insert(up.end(), {1.0f, 1.0f, 1.0f, -1.0f});
+    down.insert(down.end(), {1.0f, 0.0f, 0.0f, 1.0f});
+  }
+  const std::vector<float> x = {0.5f, -1.0f, 2.0f, 1.0f, -0.25f, 0.75f};  // [3, 2]
+  const auto gate_b = converted(gate, GgmlType::kF32, n_embd);
+  const auto up_b = converted(up, GgmlType::kF32, n_embd);
+  const auto down_b = converted(down, GgmlType::kF32, n_ff);
+  const WeightTensor gw = stacked(gate_b, GgmlType::kF32, n_embd, n_ff, n_expert);
+  const WeightTensor uw = stacked(up_b, GgmlType::kF32, n_embd, n_ff, n_expert);
+  const WeightTensor dw = stacked(down_b, GgmlType::kF32, n_ff, n_embd, n_expert);
+  const std::vector<double> expected =
+      reference(x, n_tokens, n_embd, n_ff, gate, up, down, {2, 1, 0, 2, 0, 1},
+                {6.0 / 9, 3.0 / 9, 0.5, 0.5, 5.0 / 8, 3.0 / 8}, 2);
+  // Token 0 by hand: x = (0.5, -1); expert 2: silu(1.5, -3) ⊙ (-0.5, 1.5), expert 1:
+  // silu(1, -2) ⊙ (-0.5, 1.5).
+  auto silu = [](double v) { return v / (1.0 + std::exp(-v)); };
+  EXPECT_NEAR(expected[0], 6.0 / 9 * silu(1.5) * -0.5 + 3.0 / 9 * silu(1.0) * -0.5, 1e-12);
+  EXPECT_NEAR(expected[1], 6.0 / 9 * silu(-3.0) * 1.5 + 3.0 / 9 * silu(-2.0) * 1.5, 1e-12);
+  kernels::ThreadPool pool(2);
+  for (const kernels::KernelTable* table : all_tables()) {
+    std::vector<float> y(static_cast<size_t>(n_tokens * n_embd));
+    MoeScratch s;
+    moe_ffn(*table, pool,
+            {.x = x.data(),
+             .router_logits = kRouterLogits.data(),
+             .gate = &gw,
+             .up = &uw,
+             .down = &dw,
+             .n_tokens = n_tokens,
+             .n_used = 2,
+             .y = y.data()},
+            s);
+    for (size_t i = 0; i < y.size(); ++i) {
+      EXPECT_NEAR(y[i], expected[i], 1e-6) << table->name << " element " << i;
+    }
+  }
+}
+
+// Quantized experts (q8_0 gate / down, q4_K up: two activation types), 8 experts, 3 used, 9
+// tokens: every batch split and thread count gives the same bits, on every kernel table.
+TEST(Moe, BitIdenticalForAnyBatchSplitAndThreadCount) {
+  const int64_t n_embd = 256, n_ff = 64, n_expert = 8, n_used = 3, n_tokens = 9;
+  const auto gate = random_floats(n_expert * n_ff * n_embd, 1, -0.1f, 0.1f);
+  const auto up = random_floats(n_expert * n_ff * n_embd, 2, -0.1f, 0.1f);
+  const auto down = random_floats(n_expert * n_embd * n_ff, 3, -0.1f, 0.1f);
+  const auto x = random_floats(n_tokens * n_embd, 4);
+  const auto logits = random_floats(n_tokens * n_expert, 5, -2.0f, 2.0f);
+  const auto gate_b = converted(gate, GgmlType::kQ8_0, n_embd);
+  const auto up_b = converted(up, GgmlType::kQ4_K, n_embd);
+  const auto down_b = converted(down, GgmlType::kQ8_0, n_ff);
+  const WeightTensor gw = stacked(gate_b, GgmlType::kQ8_0, n_embd, n_ff, n_expert);
+  const WeightTensor uw = stacked(up_b, GgmlType::kQ4_K, n_embd, n_ff, n_expert);
+  const WeightTensor dw = stacked(down_b, GgmlType::kQ8_0, n_ff, n_embd, n_expert);
+  for (const kernels::KernelTable* table : all_tables()) {
+    auto run = [&](int threads, int64_t step) {
+      kernels::ThreadPool pool(threads);
+      MoeScratch s;
+      std::vector<float> y(static_cast<size_t>(n_tokens * n_embd));
+      for (int64_t t0 = 0; t0 < n_tokens; t0 += step) {
+        const int64_t n = std::min(step, n_tokens - t0);
+        moe_ffn(*table, pool,
+                {.x = x.data() + t0 * n_embd,
+                 .router_logits = logits.data() + t0 * n_expert,
+                 .gate = &gw,
+                 .up = &uw,
+                 .down = &dw,
+                 .n_tokens = n,
+                 .n_used = n_used,
+                 .y = y.data() + t0 * n_embd},
+                s);
+      }
+      return y;
+    };
+    const std::vector<float> all = run(2, n_tokens);
+    for (const auto& [threads, step] : {std::pair{1, n_tokens}, {2, 1}, {1, 1}, {2, 4}}) {
+      const std::vector<float> other = run(threads, step);
+      EXPECT_EQ(0, std::memcmp(all.data(), other.data(), all.size() * sizeof(float)))
+          << table->name << " threads " << threads << " step " << step;
+    }
+    // And the values are those of the dequantized experts (within the activations' Q8 error).
+    std::vector<float> gd(gate.size()), ud(up.size()), dd(down.size());
+    for (int64_t r = 0; r < n_expert * n_ff; ++r) {
+      dequantize_row(GgmlType::kQ8_0, gw.row(r), gd.data() + r * n_embd, n_embd);
+      dequantize_row(GgmlType::kQ4_K, uw.row(r), ud.data() + r * n_embd, n_embd);
+    }
+    for (int64_t r = 0; r < n_expert * n_embd; ++r) {
+      dequantize_row(GgmlType::kQ8_0, dw.row(r), dd.data() + r * n_ff, n_ff);
+    }
+    MoeScratch s;
+    moe_route(logits.data(), n_tokens, n_expert, n_used, s);
+    const std::vector<int32_t> chosen(s.chosen.begin(), s.chosen.begin() + n_tokens * n_used);
+    const std::vector<double> w(s.weights.begin(), s.weights.begin() + n_tokens * n_used);
+    const std::vector<double> expected =
+        reference(x, n_tokens, n_embd, n_ff, gd, ud, dd, chosen, w, n_used);
+    double max_ref = 0.0;
+    for (double v : expected) max_ref = std::max(max_ref, std::fabs(v));
+    for (size_t i = 0; i < all.size(); ++i) {
+      ASSERT_NEAR(all[i], expected[i], 0.02 * max_ref) << table->name << " element " << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace minfer
