@@ -60,14 +60,14 @@ void run_expert(const kernels::KernelTable& table, kernels::ThreadPool& pool, co
   const bool shared = kernels::matmul_shares_act(gate.type, up.type);
 
   // The tokens of the slots (slot / n_used), whose converted rows are gathered.
-  std::vector<int32_t> tokens(static_cast<size_t>(m));
+  int32_t* tokens = sized(s.tokens, static_cast<size_t>(m));
   for (int64_t i = 0; i < m; ++i) tokens[i] = static_cast<int32_t>(slots[i] / a.n_used);
   uint8_t* g_act = sized(s.gathered, static_cast<size_t>(m) * gate_row);
-  gather(s.act_gate.data(), gate_row, tokens.data(), m, g_act);
+  gather(s.act_gate.data(), gate_row, tokens, m, g_act);
   const uint8_t* u_act = g_act;
   if (!shared) {
     uint8_t* dst = sized(s.gathered_up, static_cast<size_t>(m) * up_row);
-    gather(s.act_up.data(), up_row, tokens.data(), m, dst);
+    gather(s.act_up.data(), up_row, tokens, m, dst);
     u_act = dst;
   }
   float* g_out = sized(s.gate_out, static_cast<size_t>(m * n_ff));  // [m, n_ff_exp]

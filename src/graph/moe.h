@@ -39,6 +39,7 @@ struct MoeScratch {
   std::vector<float> weights;        // [n_tokens, n_used]
   std::vector<float> probs;          // [n_expert]
   std::vector<int32_t> rows;         // (token · n_used + j) of each expert's rows, by expert
+  std::vector<int32_t> tokens;       // [m] the tokens of one expert's rows
   std::vector<int64_t> first_row;    // [n_expert + 1] offsets into rows
   std::vector<uint8_t> act_gate;     // [n_tokens] x converted for gate
   std::vector<uint8_t> act_up;       // [n_tokens] x converted for up (when its type differs)

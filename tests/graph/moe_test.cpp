@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <utility>
@@ -40,13 +41,6 @@ TEST(Moe, RoutesToTheTopTwoWithRenormalizedWeights) {
   for (int i = 0; i < 6; ++i) EXPECT_NEAR(s.weights[i], expected[i], 1e-6f) << i;
 }
 
-// One expert in f32: gate / up [n_ff rows of n_embd], down [n_embd rows of n_ff].
-struct Experts {
-  int64_t n_embd, n_ff, n_expert;
-  std::vector<float> gate, up, down;  // [n_expert][rows][cols]
-  WeightTensor gate_w, up_w, down_w;
-};
-
 WeightTensor stacked(const std::vector<uint8_t>& bytes, GgmlType type, int64_t n_cols,
                      int64_t n_rows, int64_t n_mats) {
   WeightTensor w;
@@ -71,6 +65,43 @@ std::vector<uint8_t> converted(const std::vector<float>& x, GgmlType type, int64
     }
   }
   return out;
+}
+
+// Experts converted to their types (gate, up, down) and the 3-D weights over those bytes.
+struct ExpertSet {
+  std::vector<uint8_t> gate_bytes, up_bytes, down_bytes;
+  WeightTensor gate, up, down;
+};
+
+ExpertSet make_experts(const std::vector<float>& gate, const std::vector<float>& up,
+                       const std::vector<float>& down, std::array<GgmlType, 3> types,
+                       int64_t n_embd, int64_t n_ff, int64_t n_expert) {
+  ExpertSet e;
+  e.gate_bytes = converted(gate, types[0], n_embd);
+  e.up_bytes = converted(up, types[1], n_embd);
+  e.down_bytes = converted(down, types[2], n_ff);
+  e.gate = stacked(e.gate_bytes, types[0], n_embd, n_ff, n_expert);
+  e.up = stacked(e.up_bytes, types[1], n_embd, n_ff, n_expert);
+  e.down = stacked(e.down_bytes, types[2], n_ff, n_embd, n_expert);
+  return e;
+}
+
+struct ExpertWeights {
+  const WeightTensor &gate, &up, &down;
+};
+
+void run_moe(const kernels::KernelTable& table, kernels::ThreadPool& pool, const ExpertWeights& w,
+             const float* x, const float* logits, int64_t n_tokens, int64_t n_used, float* y,
+             MoeScratch& s) {
+  const MoeArgs args{.x = x,
+                     .router_logits = logits,
+                     .gate = &w.gate,
+                     .up = &w.up,
+                     .down = &w.down,
+                     .n_tokens = n_tokens,
+                     .n_used = n_used,
+                     .y = y};
+  moe_ffn(table, pool, args, s);
 }
 
 // The same op in double from the f32 weights (experts in f32).
@@ -121,12 +152,9 @@ TEST(Moe, TwoOfThreeExpertsMatchThePlainForward) {
     down.insert(down.end(), {1.0f, 0.0f, 0.0f, 1.0f});
   }
   const std::vector<float> x = {0.5f, -1.0f, 2.0f, 1.0f, -0.25f, 0.75f};  // [3, 2]
-  const auto gate_b = converted(gate, GgmlType::kF32, n_embd);
-  const auto up_b = converted(up, GgmlType::kF32, n_embd);
-  const auto down_b = converted(down, GgmlType::kF32, n_ff);
-  const WeightTensor gw = stacked(gate_b, GgmlType::kF32, n_embd, n_ff, n_expert);
-  const WeightTensor uw = stacked(up_b, GgmlType::kF32, n_embd, n_ff, n_expert);
-  const WeightTensor dw = stacked(down_b, GgmlType::kF32, n_ff, n_embd, n_expert);
+  const ExpertSet experts = make_experts(
+      gate, up, down, {GgmlType::kF32, GgmlType::kF32, GgmlType::kF32}, n_embd, n_ff, n_expert);
+  const WeightTensor &gw = experts.gate, &uw = experts.up, &dw = experts.down;
   const std::vector<double> expected =
       reference(x, n_tokens, n_embd, n_ff, gate, up, down, {2, 1, 0, 2, 0, 1},
                 {6.0 / 9, 3.0 / 9, 0.5, 0.5, 5.0 / 8, 3.0 / 8}, 2);
@@ -137,18 +165,9 @@ TEST(Moe, TwoOfThreeExpertsMatchThePlainForward) {
   EXPECT_NEAR(expected[1], 6.0 / 9 * silu(-3.0) * 1.5 + 3.0 / 9 * silu(-2.0) * 1.5, 1e-12);
   kernels::ThreadPool pool(2);
   for (const kernels::KernelTable* table : all_tables()) {
-    std::vector<float> y(static_cast<size_t>(n_tokens * n_embd));
     MoeScratch s;
-    moe_ffn(*table, pool,
-            {.x = x.data(),
-             .router_logits = kRouterLogits.data(),
-             .gate = &gw,
-             .up = &uw,
-             .down = &dw,
-             .n_tokens = n_tokens,
-             .n_used = 2,
-             .y = y.data()},
-            s);
+    std::vector<float> y(static_cast<size_t>(n_tokens * n_embd));
+    run_moe(*table, pool, {gw, uw, dw}, x.data(), kRouterLogits.data(), n_tokens, 2, y.data(), s);
     for (size_t i = 0; i < y.size(); ++i) {
       EXPECT_NEAR(y[i], expected[i], 1e-6) << table->name << " element " << i;
     }
@@ -164,12 +183,9 @@ TEST(Moe, BitIdenticalForAnyBatchSplitAndThreadCount) {
   const auto down = random_floats(n_expert * n_embd * n_ff, 3, -0.1f, 0.1f);
   const auto x = random_floats(n_tokens * n_embd, 4);
   const auto logits = random_floats(n_tokens * n_expert, 5, -2.0f, 2.0f);
-  const auto gate_b = converted(gate, GgmlType::kQ8_0, n_embd);
-  const auto up_b = converted(up, GgmlType::kQ4_K, n_embd);
-  const auto down_b = converted(down, GgmlType::kQ8_0, n_ff);
-  const WeightTensor gw = stacked(gate_b, GgmlType::kQ8_0, n_embd, n_ff, n_expert);
-  const WeightTensor uw = stacked(up_b, GgmlType::kQ4_K, n_embd, n_ff, n_expert);
-  const WeightTensor dw = stacked(down_b, GgmlType::kQ8_0, n_ff, n_embd, n_expert);
+  const ExpertSet experts = make_experts(
+      gate, up, down, {GgmlType::kQ8_0, GgmlType::kQ4_K, GgmlType::kQ8_0}, n_embd, n_ff, n_expert);
+  const WeightTensor &gw = experts.gate, &uw = experts.up, &dw = experts.down;
   for (const kernels::KernelTable* table : all_tables()) {
     auto run = [&](int threads, int64_t step) {
       kernels::ThreadPool pool(threads);
@@ -177,16 +193,8 @@ TEST(Moe, BitIdenticalForAnyBatchSplitAndThreadCount) {
       std::vector<float> y(static_cast<size_t>(n_tokens * n_embd));
       for (int64_t t0 = 0; t0 < n_tokens; t0 += step) {
         const int64_t n = std::min(step, n_tokens - t0);
-        moe_ffn(*table, pool,
-                {.x = x.data() + t0 * n_embd,
-                 .router_logits = logits.data() + t0 * n_expert,
-                 .gate = &gw,
-                 .up = &uw,
-                 .down = &dw,
-                 .n_tokens = n,
-                 .n_used = n_used,
-                 .y = y.data() + t0 * n_embd},
-                s);
+        run_moe(*table, pool, {gw, uw, dw}, x.data() + t0 * n_embd, logits.data() + t0 * n_expert,
+                n, n_used, y.data() + t0 * n_embd, s);
       }
       return y;
     };
