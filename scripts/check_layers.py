@@ -29,6 +29,14 @@ RULES = [
      "core is the bottom layer"),
     ("src/engine/", ("server/",), "the engine is below the server"),
 ]
+# Commands that are clients of the public API alone (include/minfer/minfer.h): from the tree they
+# may include only minfer/ and the app's own headers.
+for command in ("apps/minfer/cmd_run.cpp", "apps/minfer/cmd_chat.cpp",
+                "apps/minfer/generation_flags.h", "apps/minfer/observe_options.h", "examples/"):
+    RULES.append((command, ("core/", "quant/", "gguf/", "kernels/", "graph/", "kv/", "models/",
+                            "engine/", "server/", "tokenizer/", "chat/", "sampling/",
+                            "grammar/", "tools/"),
+                  "a client of the public API: include minfer/minfer.h, not the engine"))
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
 

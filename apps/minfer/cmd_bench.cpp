@@ -55,6 +55,9 @@ void register_bench_command(CLI::App& app, CommandRegistry& registry) {
       ->capture_default_str();
   cmd->add_option("-o,--output", opts->output, "md or json")->capture_default_str();
   cmd->add_option("--cache-type", opts->cache_type, "KV cell type: f32, f16, q8_0");
+  cmd->add_flag("--roofline", opts->options.roofline,
+                "also measure the read bandwidth and report the decode roofline (weight bytes "
+                "per token / bandwidth)");
   add_observe_flags(*cmd, opts->options.observe);
   registry.add_status(cmd, [opts]() { return run_bench_command(*opts); });
 }

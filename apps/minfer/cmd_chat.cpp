@@ -10,10 +10,8 @@
 #include <vector>
 
 #include "commands.h"
-#include "engine/conversation.h"
-#include "engine/generate.h"
-#include "engine/setup.h"
 #include "generation_flags.h"
+#include "minfer/minfer.h"
 
 namespace minfer::app {
 
@@ -66,28 +64,20 @@ class LineReader {
   bool eof_ = false;
 };
 
-struct ChatFlags {
-  engine::ModelOptions model;
-  engine::GenerateOptions generate;
-  std::string system;
-  bool verbose = false;
-};
-
 class ChatLoop {
  public:
-  ChatLoop(const ChatFlags& flags, engine::LoadedModel& setup, const chat::ChatTemplate& tmpl,
+  ChatLoop(const GenerationFlags& flags, LanguageModel& model, std::unique_ptr<Chat> conversation,
            std::atomic<bool>& interrupted)
       : flags_(flags),
-        session_(*setup.session),
-        tokenizer_(*setup.tokenizer),
-        conversation_(tmpl, *setup.tokenizer, flags.system),
+        model_(model),
+        conversation_(std::move(conversation)),
         interrupted_(interrupted),
         interactive_(isatty(STDIN_FILENO) != 0) {}
 
   int run() {
     if (interactive_) {
       std::fprintf(stderr, "chat with %s (n_ctx %lld); /help for commands\n",
-                   flags_.model.path.c_str(), static_cast<long long>(session_.n_ctx()));
+                   flags_.model_path.c_str(), static_cast<long long>(model_.n_ctx()));
     }
     LineReader reader;
     int interrupts_at_prompt = 0;
@@ -112,11 +102,11 @@ class ChatLoop {
         if (command == "/help") {
           std::fputs(kHelp, stderr);
         } else if (command == "/clear") {
-          conversation_.clear();
-          session_.clear();
+          conversation_->clear();
+          model_.clear();
           std::fputs("(conversation cleared)\n", stderr);
         } else if (command == "/regen") {
-          if (!conversation_.pop_last("assistant")) {
+          if (!conversation_->pop_last("assistant")) {
             std::fputs("(no reply to regenerate)\n", stderr);
           } else if (!respond()) {
             return 1;
@@ -126,7 +116,7 @@ class ChatLoop {
         }
         continue;
       }
-      conversation_.add_user(line);
+      conversation_->add_user(line);
       ++n_user_messages_;
       if (!respond()) return 1;
     }
@@ -136,72 +126,72 @@ class ChatLoop {
  private:
   // Tokens kept free for the reply when deciding whether the conversation fits.
   int64_t reply_reserve() const {
-    const int64_t n_ctx = session_.n_ctx();
-    const int64_t want = flags_.generate.n_predict > 0 ? flags_.generate.n_predict : n_ctx / 4;
+    const int64_t n_ctx = model_.n_ctx();
+    const int64_t want = flags_.generate.max_tokens > 0 ? flags_.generate.max_tokens : n_ctx / 4;
     return std::max<int64_t>(1, std::min(want, n_ctx / 2));
   }
 
   // Generates the assistant's reply to the conversation so far (which ends with a user message).
   // False on an error that ends the program (already printed).
   bool respond() {
-    const int64_t n_ctx = session_.n_ctx();
+    const int64_t n_ctx = model_.n_ctx();
     std::vector<int32_t> tokens;
     for (;;) {
-      auto rendered = conversation_.tokens(/*add_generation_prompt=*/true);
+      auto rendered = conversation_->tokens(/*add_generation_prompt=*/true);
       if (!rendered.is_ok()) return fail(rendered.status());
       tokens = std::move(rendered).value();
       const int64_t n = static_cast<int64_t>(tokens.size());
       if (n + reply_reserve() <= n_ctx) break;
-      if (!conversation_.drop_oldest_turn()) {
+      if (!conversation_->drop_oldest_turn()) {
         if (n < n_ctx) break;  // no earlier turn left: use what room there is
         std::fprintf(stderr,
                      "[chat] the message does not fit the context: %lld tokens, n_ctx %lld; it "
                      "was not sent\n",
                      static_cast<long long>(n), static_cast<long long>(n_ctx));
-        conversation_.pop_last("user");
+        conversation_->pop_last("user");
         return true;
       }
       std::fprintf(stderr,
                    "[chat] context full: %lld tokens + %lld for the reply exceed n_ctx %lld; "
                    "dropped the oldest turn (%lld left)\n",
                    static_cast<long long>(n), static_cast<long long>(reply_reserve()),
-                   static_cast<long long>(n_ctx), static_cast<long long>(conversation_.n_turns()));
+                   static_cast<long long>(n_ctx), static_cast<long long>(conversation_->n_turns()));
     }
 
-    engine::GenerateOptions options = flags_.generate;
+    GenerateParams params = flags_.generate;
     // A new draw per reply (so /regen can answer differently), reproducible from --seed.
-    options.sampling.seed += n_replies_++;
-    options.cancel = &interrupted_;
+    params.seed += n_replies_++;
+    params.cancel = &interrupted_;
     interrupted_.store(false);
-    auto generated =
-        engine::generate(session_, tokenizer_, tokens, options, [](std::string_view s) {
-          std::fwrite(s.data(), 1, s.size(), stdout);
-          std::fflush(stdout);
-        });
+    auto generated = model_.generate(tokens, params, [](std::string_view s) {
+      std::fwrite(s.data(), 1, s.size(), stdout);
+      std::fflush(stdout);
+      return true;
+    });
     std::fputs("\n", stdout);
     std::fflush(stdout);
     // The interrupt that stopped the reply is used up; a later one counts at the prompt.
     interrupted_.store(false);
     if (!generated.is_ok()) return fail(generated.status());
-    const engine::GenerateResult& result = generated.value();
-    const engine::GenerationMetrics& m = result.metrics;
+    const GenerateReply& result = generated.value();
     if (flags_.verbose) {
-      std::fprintf(stderr,
-                   "turn %lld: prefilled %lld tokens (%lld reused); generated %lld tokens, %.2f "
-                   "tok/s; stopped: %s\n",
-                   static_cast<long long>(n_user_messages_), static_cast<long long>(m.n_prefilled),
-                   static_cast<long long>(m.n_reused), static_cast<long long>(m.n_generated),
-                   m.decode_tok_s(), engine::finish_reason_name(result.finish));
+      std::fprintf(
+          stderr,
+          "turn %lld: prefilled %lld tokens (%lld reused); generated %lld tokens, %.2f "
+          "tok/s; stopped: %s\n",
+          static_cast<long long>(n_user_messages_), static_cast<long long>(result.n_prefilled),
+          static_cast<long long>(result.n_cached), static_cast<long long>(result.n_generated),
+          result.decode_tok_s, result.finish_reason.c_str());
     }
-    if (result.finish == engine::FinishReason::kCancelled) {
+    if (result.finish_reason == "cancelled") {
       std::fputs("(reply stopped)\n", stderr);
-    } else if (result.finish == engine::FinishReason::kContext) {
+    } else if (result.finish_reason == "context") {
       std::fprintf(stderr,
                    "[chat] context full: the reply was cut at n_ctx %lld; the oldest turns will "
                    "be dropped next turn\n",
                    static_cast<long long>(n_ctx));
     }
-    conversation_.add_assistant(result.text);
+    conversation_->add_assistant(result.text);
     return close_turn();
   }
 
@@ -209,14 +199,14 @@ class ChatLoop {
   // tokens included), so that the next turn's prompt shares it as a prefix whatever tokens the
   // reply was sampled as.
   bool close_turn() {
-    auto rendered = conversation_.tokens(/*add_generation_prompt=*/false);
+    auto rendered = conversation_->tokens(/*add_generation_prompt=*/false);
     if (!rendered.is_ok()) return fail(rendered.status());
     const std::vector<int32_t>& tokens = rendered.value();
-    if (static_cast<int64_t>(tokens.size()) > session_.n_ctx() || tokens.empty()) return true;
-    auto logits = session_.set_prompt(tokens);
-    if (!logits.is_ok()) return fail(logits.status());
+    if (static_cast<int64_t>(tokens.size()) > model_.n_ctx() || tokens.empty()) return true;
+    auto prefilled = model_.prefill(tokens);
+    if (!prefilled.is_ok()) return fail(prefilled.status());
     if (flags_.verbose) {
-      const engine::PrefillReport& r = session_.last_prefill();
+      const PrefillReply& r = prefilled.value();
       std::fprintf(stderr, "end of turn: prefilled %lld tokens (%lld reused)\n",
                    static_cast<long long>(r.n_prefilled), static_cast<long long>(r.n_reused));
     }
@@ -228,47 +218,44 @@ class ChatLoop {
     return false;
   }
 
-  const ChatFlags& flags_;
-  engine::Session& session_;
-  const Tokenizer& tokenizer_;
-  engine::Conversation conversation_;
+  const GenerationFlags& flags_;
+  LanguageModel& model_;
+  std::unique_ptr<Chat> conversation_;
   std::atomic<bool>& interrupted_;
   bool interactive_;
   uint64_t n_replies_ = 0;
   int64_t n_user_messages_ = 0;  // sent so far, dropped ones included: the turn number
 };
 
-int run_chat(CLI::App* cmd, ChatFlags& flags) {
-  Status st = finish_generation_flags(cmd, flags.system, flags.generate);
+int run_chat(CLI::App* cmd, GenerationFlags& flags) {
+  Status st = finish_generation_flags(cmd, flags);
   if (!st.is_ok()) {
     std::fprintf(stderr, "%s\n", st.message().c_str());
     return 1;
   }
-  auto setup = engine::load_for_generation(flags.model);
-  if (!setup.is_ok()) {
-    std::fprintf(stderr, "%s\n", setup.status().message().c_str());
+  auto model = load_model(flags);
+  if (!model.is_ok()) {
+    std::fprintf(stderr, "%s\n", model.status().message().c_str());
     return 1;
   }
-  if (flags.verbose) std::fputs(engine::describe_setup(*setup, flags.model.path).c_str(), stderr);
-  auto tmpl = engine::load_chat_template(setup->model->file());
-  if (!tmpl.is_ok()) {
-    std::fprintf(stderr, "%s\n", tmpl.status().message().c_str());
+  auto conversation = (*model)->start_chat(flags.system);
+  if (!conversation.is_ok()) {
+    std::fprintf(stderr, "%s\n", conversation.status().message().c_str());
     return 1;
   }
-  flags.generate.trace = setup->session->runtime().trace();
-  ChatLoop loop(flags, setup.value(), tmpl.value(), install_interrupt_handler());
+  ChatLoop loop(flags, **model, std::move(conversation).value(), install_interrupt_handler());
   const int code = loop.run();
-  std::fputs(setup->session->runtime().profile_table().c_str(), stderr);
+  std::fputs((*model)->profile_table().c_str(), stderr);
   return code;
 }
 
 }  // namespace
 
 void register_chat_command(CLI::App& app, CommandRegistry& registry) {
-  auto flags = std::make_shared<ChatFlags>();
+  auto flags = std::make_shared<GenerationFlags>();
   CLI::App* cmd = app.add_subcommand(
       "chat", "Interactive multi-turn chat with the model's chat template (stdin lines)");
-  add_generation_flags(cmd, flags->model, flags->generate, flags->system, flags->verbose);
+  add_generation_flags(cmd, *flags);
   registry.add(cmd, [flags, cmd]() { return run_chat(cmd, *flags); });
 }
 

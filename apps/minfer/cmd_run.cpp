@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "commands.h"
-#include "engine/conversation.h"
-#include "engine/generate.h"
-#include "engine/setup.h"
 #include "generation_flags.h"
+#include "minfer/minfer.h"
 #include "observe_options.h"
 
 namespace minfer::app {
@@ -57,9 +57,9 @@ Result<std::pair<int32_t, float>> parse_logit_bias(const std::string& spec) {
 
 }  // namespace
 
-void add_generation_flags(CLI::App* cmd, engine::ModelOptions& model,
-                          engine::GenerateOptions& generate, std::string& system, bool& verbose) {
-  cmd->add_option("-m,--model", model.path, "GGUF model file")->required();
+void add_generation_flags(CLI::App* cmd, GenerationFlags& flags) {
+  LoadOptions& model = flags.load;
+  cmd->add_option("-m,--model", flags.model_path, "GGUF model file")->required();
   cmd->add_option("-c,--ctx-size", model.n_ctx,
                   "context size in tokens (default: the model's, at most 4096)");
   cmd->add_option("-b,--batch-size", model.n_batch,
@@ -67,9 +67,9 @@ void add_generation_flags(CLI::App* cmd, engine::ModelOptions& model,
   cmd->add_option("-t,--threads", model.n_threads, "threads (default: all cores)");
   cmd->add_option("--cache-type", model.cache_type,
                   "KV cell type: f32, f16, q8_0 (default f32 or MINFER_CACHE_TYPE)");
-  cmd->add_option("-n,--n-predict", generate.n_predict,
+  GenerateParams& s = flags.generate;
+  cmd->add_option("-n,--n-predict", s.max_tokens,
                   "tokens to generate (-1: until end of generation or a full context)");
-  SamplerParams& s = generate.sampling;
   cmd->add_option("--temp", s.temperature, "temperature (0: greedy; default 0.8)");
   cmd->add_option("--top-k", s.top_k, "top-k sampling (0: off; default 40)");
   cmd->add_option("--top-p", s.top_p, "top-p sampling (1: off; default 0.95)");
@@ -90,17 +90,17 @@ void add_generation_flags(CLI::App* cmd, engine::ModelOptions& model,
   cmd->add_option("--stop", "stop string (repeatable); it is not printed")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  cmd->add_option("--system-prompt", system, "system message (also -sys TEXT)");
-  cmd->add_flag("--verbose", verbose, "print the model, kernels, threads and cache type first");
-  add_observe_flags(*cmd, model.observe);
+  cmd->add_option("--system-prompt", flags.system, "system message (also -sys TEXT)");
+  cmd->add_flag("--verbose", flags.verbose,
+                "print the model, kernels, threads and cache type first");
+  add_observe_flags(*cmd, model);
   // llama.cpp spells the system prompt flag "-sys", a multi-letter single-dash name that CLI11
   // cannot declare; it arrives as an extra argument (finish_generation_flags), and any other extra
   // is reported there as an unknown argument.
   cmd->allow_extras();
 }
 
-Status finish_generation_flags(CLI::App* cmd, std::string& system,
-                               engine::GenerateOptions& generate) {
+Status finish_generation_flags(CLI::App* cmd, GenerationFlags& flags) {
   const std::vector<std::string> extras = cmd->remaining();
   const std::string name = cmd->get_name();
   for (size_t i = 0; i < extras.size(); ++i) {
@@ -108,20 +108,27 @@ Status finish_generation_flags(CLI::App* cmd, std::string& system,
       if (i + 1 >= extras.size()) {
         return make_error(ErrorCode::kInvalidArgument, "[{}] -sys needs a value", name);
       }
-      system = extras[++i];
+      flags.system = extras[++i];
       continue;
     }
     return make_error(ErrorCode::kInvalidArgument,
                       "[{}] unknown argument '{}' (see minfer {} --help)", name, extras[i], name);
   }
   for (const std::string& stop : cmd->get_option("--stop")->results()) {
-    generate.stops.push_back(stop);
+    flags.generate.stop.push_back(stop);
   }
   for (const std::string& spec : cmd->get_option("--logit-bias")->results()) {
     MINFER_ASSIGN_OR_RETURN(auto bias, parse_logit_bias(spec));
-    generate.sampling.logit_bias.push_back(bias);
+    flags.generate.logit_bias.push_back(bias);
   }
   return Status::ok();
+}
+
+Result<std::unique_ptr<LanguageModel>> load_model(const GenerationFlags& flags) {
+  MINFER_ASSIGN_OR_RETURN(std::unique_ptr<LanguageModel> model,
+                          LanguageModel::load(flags.model_path, flags.load));
+  if (flags.verbose) std::fputs(model->describe().c_str(), stderr);
+  return model;
 }
 
 std::atomic<bool>& install_interrupt_handler() {
@@ -137,23 +144,22 @@ std::atomic<bool>& install_interrupt_handler() {
 namespace {
 
 struct RunFlags {
-  engine::ModelOptions model;
-  engine::GenerateOptions generate;
-  std::string system;
-  bool verbose = false;
+  GenerationFlags common;
   std::string prompt;
   std::string prompt_file;
   bool chat = false;
   bool prompt_given = false;
 };
 
-void write_stdout(std::string_view text) {
+bool write_stdout(std::string_view text) {
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::fflush(stdout);
+  return true;
 }
 
 Status run_run(CLI::App* cmd, RunFlags& flags) {
-  MINFER_RETURN_IF_ERROR(finish_generation_flags(cmd, flags.system, flags.generate));
+  MINFER_RETURN_IF_ERROR(finish_generation_flags(cmd, flags.common));
+  const std::string& system = flags.common.system;
   std::string prompt = flags.prompt;
   if (!flags.prompt_file.empty()) {
     if (flags.prompt_given) {
@@ -170,43 +176,36 @@ Status run_run(CLI::App* cmd, RunFlags& flags) {
   } else if (!flags.prompt_given) {
     return make_error(ErrorCode::kInvalidArgument, "[run] give a prompt with -p TEXT or -f FILE");
   }
-  MINFER_ASSIGN_OR_RETURN(engine::LoadedModel setup, engine::load_for_generation(flags.model));
-  if (flags.verbose) std::fputs(engine::describe_setup(setup, flags.model.path).c_str(), stderr);
-  const Tokenizer& tokenizer = *setup.tokenizer;
+  if (!flags.chat && !system.empty()) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "[run] -sys needs --chat (a system message only exists in a chat "
+                      "template)");
+  }
+  MINFER_ASSIGN_OR_RETURN(std::unique_ptr<LanguageModel> model, load_model(flags.common));
   std::vector<int32_t> tokens;
   if (flags.chat) {
-    MINFER_ASSIGN_OR_RETURN(chat::ChatTemplate tmpl,
-                            engine::load_chat_template(setup.model->file()));
-    engine::Conversation conversation(tmpl, tokenizer, flags.system);
-    conversation.add_user(prompt);
-    MINFER_ASSIGN_OR_RETURN(tokens, conversation.tokens(/*add_generation_prompt=*/true));
+    MINFER_ASSIGN_OR_RETURN(std::unique_ptr<Chat> chat, model->start_chat(system));
+    chat->add_user(prompt);
+    MINFER_ASSIGN_OR_RETURN(tokens, chat->tokens(/*add_generation_prompt=*/true));
   } else {
-    if (!flags.system.empty()) {
-      return make_error(ErrorCode::kInvalidArgument,
-                        "[run] -sys needs --chat (a system message only exists in a chat "
-                        "template)");
-    }
     // As llama.cpp's completion does: BOS (and EOS) as the model asks, special tokens parsed.
-    tokens = tokenizer.encode(prompt, /*add_special=*/true, /*parse_special=*/true);
+    tokens = model->tokenize(prompt, /*add_special=*/true, /*parse_special=*/true);
   }
-  if (flags.verbose) std::fprintf(stderr, "prompt tokens: %zu\n", tokens.size());
+  if (flags.common.verbose) std::fprintf(stderr, "prompt tokens: %zu\n", tokens.size());
 
-  engine::GenerateOptions options = flags.generate;
-  options.cancel = &install_interrupt_handler();
-  options.trace = setup.session->runtime().trace();
-  MINFER_ASSIGN_OR_RETURN(
-      engine::GenerateResult result,
-      engine::generate(*setup.session, tokenizer, tokens, options, write_stdout));
-  std::string report = fmt::format("\nstopped: {}", engine::finish_reason_text(result.finish));
-  if (result.finish == engine::FinishReason::kStop) {
-    report += fmt::format(" \"{}\"", result.stop);
-  } else if (result.finish == engine::FinishReason::kLength) {
-    report += fmt::format(" ({} tokens)", result.metrics.n_generated);
-  } else if (result.finish == engine::FinishReason::kContext) {
-    report += fmt::format(" (n_ctx {})", setup.session->n_ctx());
+  GenerateParams params = flags.common.generate;
+  params.cancel = &install_interrupt_handler();
+  MINFER_ASSIGN_OR_RETURN(GenerateReply reply, model->generate(tokens, params, write_stdout));
+  std::string report = fmt::format("\nstopped: {}", reply.finish_text);
+  if (reply.finish_reason == "stop") {
+    report += fmt::format(" \"{}\"", reply.stop);
+  } else if (reply.finish_reason == "length") {
+    report += fmt::format(" ({} tokens)", reply.n_generated);
+  } else if (reply.finish_reason == "context") {
+    report += fmt::format(" (n_ctx {})", model->n_ctx());
   }
-  report += "\n" + engine::format_metrics(result.metrics);
-  report += setup.session->runtime().profile_table();
+  report += "\n" + reply.metrics;
+  report += model->profile_table();
   std::fputs(report.c_str(), stderr);
   return Status::ok();
 }
@@ -217,7 +216,7 @@ void register_run_command(CLI::App& app, CommandRegistry& registry) {
   auto flags = std::make_shared<RunFlags>();
   CLI::App* cmd = app.add_subcommand(
       "run", "Generate text after a prompt, streamed to stdout (metrics on stderr)");
-  add_generation_flags(cmd, flags->model, flags->generate, flags->system, flags->verbose);
+  add_generation_flags(cmd, flags->common);
   CLI::Option* prompt = cmd->add_option("-p,--prompt", flags->prompt, "prompt text");
   cmd->add_option("-f,--file", flags->prompt_file, "file holding the prompt");
   cmd->add_flag("--chat", flags->chat,

@@ -5,10 +5,16 @@
 
 #include <CLI/CLI.hpp>
 
-#include "engine/runtime.h"
+#include "minfer/minfer.h"
+
+namespace minfer::engine {
+struct ObserveOptions;  // engine/runtime.h
+}  // namespace minfer::engine
 
 namespace minfer::app {
 
 void add_observe_flags(CLI::App& cmd, engine::ObserveOptions& options);
+// The same flags into the public API's load options (run, chat).
+void add_observe_flags(CLI::App& cmd, LoadOptions& options);
 
 }  // namespace minfer::app

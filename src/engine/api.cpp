@@ -2,7 +2,6 @@
 // tokenizer, chat template and a Session; BatchGenerator wraps a Scheduler.
 #include "minfer/minfer.h"
 
-#include <atomic>
 #include <cstdlib>
 
 #include <nlohmann/json.hpp>
@@ -17,13 +16,36 @@ namespace minfer {
 namespace {
 
 SamplerParams sampler_params(const GenerateParams& p) {
-  return {.temperature = p.temperature,
-          .top_k = p.top_k,
-          .top_p = p.top_p,
-          .min_p = p.min_p,
-          .repeat_penalty = p.repeat_penalty,
-          .seed = p.seed,
-          .logit_bias = {}};
+  SamplerParams s;
+  s.temperature = p.temperature;
+  s.top_k = p.top_k;
+  s.top_p = p.top_p;
+  s.min_p = p.min_p;
+  s.repeat_penalty = p.repeat_penalty;
+  s.repeat_last_n = p.repeat_last_n;
+  s.presence_penalty = p.presence_penalty;
+  s.frequency_penalty = p.frequency_penalty;
+  s.logit_bias = p.logit_bias;
+  s.seed = p.seed;
+  return s;
+}
+
+GenerateReply generate_reply(engine::GenerateResult r) {
+  const engine::GenerationMetrics& m = r.metrics;
+  GenerateReply reply;
+  reply.text = std::move(r.text);
+  reply.tokens = std::move(r.tokens);
+  reply.finish_reason = engine::finish_reason_name(r.finish);
+  reply.finish_text = engine::finish_reason_text(r.finish);
+  reply.stop = std::move(r.stop);
+  reply.n_prompt = m.n_prompt;
+  reply.n_cached = m.n_reused;
+  reply.n_prefilled = m.n_prefilled;
+  reply.n_generated = m.n_generated;
+  reply.prefill_tok_s = m.prefill_tok_s();
+  reply.decode_tok_s = m.decode_tok_s();
+  reply.metrics = engine::format_metrics(m);
+  return reply;
 }
 
 nlohmann::ordered_json messages_json(const std::vector<ChatMessage>& messages) {
@@ -36,7 +58,10 @@ nlohmann::ordered_json messages_json(const std::vector<ChatMessage>& messages) {
 
 struct LanguageModel::Impl {
   engine::LoadedModel loaded;
-  chat::ChatTemplate chat_template;
+  // The model's chat template, or why it cannot be used: only what renders a chat fails on it,
+  // so that a template minfer cannot run does not stop plain completion.
+  Result<chat::ChatTemplate> chat_template;
+  std::string path;
 };
 
 LanguageModel::LanguageModel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -50,10 +75,12 @@ Result<std::unique_ptr<LanguageModel>> LanguageModel::load(const std::string& pa
   o.n_batch = options.n_batch;
   o.n_threads = options.n_threads;
   o.cache_type = options.cache_type;
+  o.observe.trace_path = options.trace_path;
+  o.observe.dump_graph = options.dump_graph;
+  o.observe.profile = options.profile;
   MINFER_ASSIGN_OR_RETURN(engine::LoadedModel loaded, engine::load_for_generation(o));
-  MINFER_ASSIGN_OR_RETURN(chat::ChatTemplate tmpl,
-                          engine::load_chat_template(loaded.model->file()));
-  auto impl = std::make_unique<Impl>(Impl{std::move(loaded), std::move(tmpl)});
+  Result<chat::ChatTemplate> tmpl = engine::load_chat_template(loaded.model->file());
+  auto impl = std::make_unique<Impl>(Impl{std::move(loaded), std::move(tmpl), path});
   return std::unique_ptr<LanguageModel>(new LanguageModel(std::move(impl)));
 }
 
@@ -69,8 +96,9 @@ Result<std::string> LanguageModel::detokenize(std::span<const int32_t> ids) cons
 
 Result<std::string> LanguageModel::render_chat(const std::vector<ChatMessage>& messages,
                                                bool add_generation_prompt) const {
-  return impl_->chat_template.render(messages_json(messages), nullptr, add_generation_prompt,
-                                     nlohmann::ordered_json::object());
+  MINFER_RETURN_IF_ERROR(impl_->chat_template.status());
+  return impl_->chat_template->render(messages_json(messages), nullptr, add_generation_prompt,
+                                      nlohmann::ordered_json::object());
 }
 
 Result<std::vector<int32_t>> LanguageModel::tokenize_chat(
@@ -86,23 +114,23 @@ Result<GenerateReply> LanguageModel::generate(std::span<const int32_t> prompt,
   options.sampling = sampler_params(params);
   options.n_predict = params.max_tokens;
   options.stops = params.stop;
-  std::atomic<bool> cancel{false};
-  options.cancel = &cancel;
-  auto sink = [&](std::string_view text) {
-    if (on_text && !on_text(text)) cancel.store(true, std::memory_order_relaxed);
-  };
+  options.trace = impl_->loaded.session->runtime().trace();
+  options.cancel = params.cancel;
   MINFER_ASSIGN_OR_RETURN(
       engine::GenerateResult r,
-      engine::generate(*impl_->loaded.session, *impl_->loaded.tokenizer, prompt, options, sink));
-  GenerateReply reply;
-  reply.text = std::move(r.text);
-  reply.tokens = std::move(r.tokens);
-  reply.finish_reason = engine::finish_reason_name(r.finish);
-  reply.n_prompt = r.metrics.n_prompt;
-  reply.n_cached = r.metrics.n_reused;
-  reply.prefill_tok_s = r.metrics.prefill_tok_s();
-  reply.decode_tok_s = r.metrics.decode_tok_s();
-  return reply;
+      engine::generate(*impl_->loaded.session, *impl_->loaded.tokenizer, prompt, options, on_text));
+  return generate_reply(std::move(r));
+}
+
+Result<PrefillReply> LanguageModel::prefill(std::span<const int32_t> tokens) {
+  engine::Session& session = *impl_->loaded.session;
+  MINFER_RETURN_IF_ERROR(session.set_prompt(tokens).status());
+  return PrefillReply{.n_reused = session.last_prefill().n_reused,
+                      .n_prefilled = session.last_prefill().n_prefilled};
+}
+
+void LanguageModel::clear() {
+  impl_->loaded.session->clear();
 }
 
 int64_t LanguageModel::n_vocab() const {
@@ -115,6 +143,60 @@ int64_t LanguageModel::n_ctx() const {
 
 const std::string& LanguageModel::architecture() const {
   return impl_->loaded.model->config().arch;
+}
+
+std::string LanguageModel::describe() const {
+  return engine::describe_setup(impl_->loaded, impl_->path);
+}
+
+std::string LanguageModel::profile_table() const {
+  return impl_->loaded.session->runtime().profile_table();
+}
+
+struct Chat::Impl {
+  engine::Conversation conversation;
+};
+
+Chat::Chat(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Chat::~Chat() = default;
+
+Result<std::unique_ptr<Chat>> LanguageModel::start_chat(std::string system) const {
+  MINFER_RETURN_IF_ERROR(impl_->chat_template.status());
+  auto impl = std::make_unique<Chat::Impl>(Chat::Impl{
+      engine::Conversation(*impl_->chat_template, *impl_->loaded.tokenizer, std::move(system))});
+  return std::unique_ptr<Chat>(new Chat(std::move(impl)));
+}
+
+void Chat::add_user(std::string text) {
+  impl_->conversation.add_user(std::move(text));
+}
+
+void Chat::add_assistant(std::string text) {
+  impl_->conversation.add_assistant(std::move(text));
+}
+
+bool Chat::pop_last(std::string_view role) {
+  return impl_->conversation.pop_last(role);
+}
+
+void Chat::clear() {
+  impl_->conversation.clear();
+}
+
+bool Chat::drop_oldest_turn() {
+  return impl_->conversation.drop_oldest_turn();
+}
+
+int64_t Chat::n_turns() const {
+  return impl_->conversation.n_turns();
+}
+
+Result<std::string> Chat::render(bool add_generation_prompt) const {
+  return impl_->conversation.render(add_generation_prompt);
+}
+
+Result<std::vector<int32_t>> Chat::tokens(bool add_generation_prompt) const {
+  return impl_->conversation.tokens(add_generation_prompt);
 }
 
 struct BatchGenerator::Impl {

@@ -27,6 +27,10 @@ struct BenchOptions : RuntimeOptions {
   int repetitions = 3;
   uint64_t seed = 42;  // for the random prompt ids
   ProgressStyle progress = ProgressStyle::kAuto;
+  // Also measure the machine's read bandwidth and report the decode roofline (BenchReport),
+  // over a buffer of roofline_bytes (far larger than the caches).
+  bool roofline = false;
+  int64_t roofline_bytes = int64_t{512} << 20;
 };
 
 struct BenchTest {
@@ -50,7 +54,23 @@ struct BenchReport {
   std::string isa;
   std::vector<BenchTest> tests;
   std::string profile;  // the per-op profile table when options.observe.profile, else ""
+  // Bytes of weights one decode step reads (weight_bytes_read of the one-token graph: an MoE
+  // layer counts only the experts a token uses).
+  uint64_t decode_weight_bytes = 0;
+  // With options.roofline: the best read bandwidth of this machine with the bench's threads
+  // (bytes/s, summing a buffer far larger than the caches), and the decode roofline it gives,
+  // read_bandwidth / decode_weight_bytes tokens/s. 0 when not measured.
+  double read_bandwidth = 0.0;
+  double roofline_ts() const {
+    return decode_weight_bytes > 0 ? read_bandwidth / static_cast<double>(decode_weight_bytes)
+                                   : 0.0;
+  }
 };
+
+// The best of a few passes summing `bytes` of memory with the pool's threads, in bytes/s (STREAM
+// reports its best pass too).
+double measure_read_bandwidth(const kernels::KernelTable& table, kernels::ThreadPool& pool,
+                              int64_t bytes);
 
 Result<BenchReport> run_bench(const Model& model, const std::string& model_filename,
                               const BenchOptions& options);

@@ -47,15 +47,18 @@ Result<GenerateResult> generate(Session& session, const Tokenizer& tokenizer,
                           .render_special = options.render_special,
                           .max_tokens = options.n_predict},
                          prompt);
+  // The callback's false stops generation as a cancel does (checked before the next token).
+  bool callback_stopped = false;
   auto emit = [&](const std::string& text) {
     if (text.empty()) return;
     result.text += text;
-    if (on_text) on_text(text);
+    if (on_text && !on_text(text)) callback_stopped = true;
   };
 
   std::chrono::steady_clock::time_point t_first;
   while (true) {
-    if (options.cancel != nullptr && options.cancel->load(std::memory_order_relaxed)) {
+    if (callback_stopped ||
+        (options.cancel != nullptr && options.cancel->load(std::memory_order_relaxed))) {
       result.finish = FinishReason::kCancelled;
       break;
     }

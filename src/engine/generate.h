@@ -54,8 +54,8 @@ struct GenerateResult {
 };
 
 // Called with each piece of text as it becomes safe to print (never part of a UTF-8 character,
-// never part of a stop string).
-using TextCallback = std::function<void(std::string_view)>;
+// never part of a stop string); returns false to stop generating (finish kCancelled).
+using TextCallback = std::function<bool(std::string_view)>;
 
 // Generates after `prompt` (the whole prompt: what the session already holds of it is reused).
 // The sampler is seeded from options.sampling and has every prompt token accepted into its

@@ -101,6 +101,8 @@ class Runtime {
   KvCache& cache() { return *cache_; }
   const KvCache& cache() const { return *cache_; }
   StepRunner& runner() { return *runner_; }
+  const kernels::KernelTable& kernels() const { return *table_; }
+  kernels::ThreadPool& pool() { return *pool_; }
 
   // The trace, when one was asked for: the caller ends each step it samples from with the token
   // (TraceWriter::end_step).

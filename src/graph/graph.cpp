@@ -224,6 +224,18 @@ std::vector<std::vector<NodeId>> consumers_of(const Graph& graph) {
 
 }  // namespace
 
+uint64_t weight_bytes_read(const Graph& graph) {
+  uint64_t bytes = 0;
+  for (const Node& node : graph.nodes) {
+    const WeightTensor* w = node.weight;
+    if (w == nullptr) continue;
+    // get_rows reads one row per token; every other op reads its whole weight.
+    const int64_t rows = node.op == OpKind::kGetRows ? node.rows : w->n_rows;
+    bytes += static_cast<uint64_t>(rows) * w->row_bytes;
+  }
+  return bytes;
+}
+
 void fuse_swiglu(Graph& graph) {
   const std::vector<std::vector<NodeId>> consumers = consumers_of(graph);
   std::vector<bool> dead(graph.nodes.size(), false);

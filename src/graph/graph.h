@@ -103,6 +103,12 @@ class GraphBuilder {
   Graph graph_;
 };
 
+// Bytes of weights one run of the graph reads from memory: every matmul's whole matrix, the
+// embedding rows get_rows reads (one per token), and the vectors of norms and biases. For a
+// one-token decode graph this is the step's memory-traffic floor (the bandwidth roofline of
+// `minfer bench`).
+uint64_t weight_bytes_read(const Graph& graph);
+
 // Rewrites mul(silu(g), u) into swiglu(g, u) where silu(g) has no other consumer.
 void fuse_swiglu(Graph& graph);
 

@@ -1,19 +1,57 @@
 #include "kernels/rope.h"
 
+#include <algorithm>
 #include <cmath>
+#include <numbers>
 
 #include "core/check.h"
 
 namespace minfer::kernels {
 
+namespace {
+
+// The pair dim whose wavelength turns n_turns times within n_ctx_orig positions (YaRN §3.2,
+// solved for the dim; ggml_rope_yarn_corr_dim, in its float operation order).
+float yarn_corr_dim(int64_t n_rot, int64_t n_ctx_orig, float n_turns, float base) {
+  const float turns_len = n_turns * 2.0f * std::numbers::pi_v<float>;
+  return static_cast<float>(n_rot) * std::log(static_cast<float>(n_ctx_orig) / turns_len) /
+         (2.0f * std::log(base));
+}
+
+// 1 at and below pair `low`, 0 at and above `high`, linear between (ggml's rope_yarn_ramp).
+float yarn_ramp(float low, float high, int64_t pair) {
+  const float y = (static_cast<float>(pair) - low) / std::max(0.001f, high - low);
+  return 1.0f - std::min(1.0f, std::max(0.0f, y));
+}
+
+}  // namespace
+
+void set_yarn_corr_dims(RopeConfig& config, int64_t n_ctx_orig, float beta_fast, float beta_slow) {
+  const float start =
+      std::floor(yarn_corr_dim(config.n_rot, n_ctx_orig, beta_fast, config.freq_base));
+  const float end = std::ceil(yarn_corr_dim(config.n_rot, n_ctx_orig, beta_slow, config.freq_base));
+  config.yarn_low = std::max(0.0f, start);
+  config.yarn_high = std::min(static_cast<float>(config.n_rot - 1), end);
+}
+
 void rope_angles(int64_t pos, const RopeConfig& config, float* cos_sin) {
   const int64_t half = config.n_rot / 2;
   const float theta_scale = std::pow(config.freq_base, -2.0f / static_cast<float>(config.n_rot));
+  const bool yarn = config.ext_factor != 0.0f;
+  float mscale = config.attn_factor;
+  if (yarn) mscale *= 1.0f + 0.1f * std::log(1.0f / config.freq_scale);
   float theta = static_cast<float>(pos);
   for (int64_t i = 0; i < half; ++i) {
-    const float angle = config.freq_scale * theta;
-    cos_sin[i] = std::cos(angle);
-    cos_sin[half + i] = std::sin(angle);
+    const float extrapolated =
+        config.freq_factors != nullptr ? theta / config.freq_factors[i] : theta;
+    const float interpolated = config.freq_scale * extrapolated;
+    float angle = interpolated;
+    if (yarn) {
+      const float mix = yarn_ramp(config.yarn_low, config.yarn_high, i) * config.ext_factor;
+      angle = interpolated * (1.0f - mix) + extrapolated * mix;
+    }
+    cos_sin[i] = std::cos(angle) * mscale;
+    cos_sin[half + i] = std::sin(angle) * mscale;
     theta *= theta_scale;
   }
 }

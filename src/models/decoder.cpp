@@ -22,7 +22,7 @@ NodeId attention_block(GraphBuilder& g, const ModelConfig& c, const LayerWeights
     q = g.rms_norm(name("attn_q_norm"), q, *w.q_norm, c.rms_eps, c.head_dim);
     k = g.rms_norm(name("attn_k_norm"), k, *w.k_norm, c.rms_eps, c.head_dim);
   }
-  const kernels::RopeConfig rope{c.n_rot, c.rope_freq_base, c.rope_freq_scale, c.rope_style};
+  const kernels::RopeConfig rope = rope_config(c, w.rope_freqs ? w.rope_freqs->f32() : nullptr);
   q = g.rope(name("attn_q_rope"), q, c.n_head, c.head_dim, rope);
   k = g.rope(name("attn_k_rope"), k, c.n_head_kv, c.head_dim, rope);
   g.kv_store(name("kv_store"), k, v, il);

@@ -1,7 +1,9 @@
 #include "models/model_config.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
+#include <string_view>
 
 #include "models/architectures.h"
 
@@ -40,7 +42,124 @@ Result<float> read_float_or(const GgufFile& file, const std::string& key, float 
   return static_cast<float>(v);
 }
 
+// The "<arch>." keys read_model_config reads for every architecture (here and in
+// read_rope_scaling).
+constexpr std::array<std::string_view, 20> kSharedKeys = {
+    "embedding_length",
+    "block_count",
+    "attention.head_count",
+    "attention.head_count_kv",
+    "feed_forward_length",
+    "context_length",
+    "attention.key_length",
+    "attention.value_length",
+    "rope.dimension_count",
+    "rope.freq_base",
+    "attention.layer_norm_rms_epsilon",
+    "rope.scaling.type",
+    "rope.scaling.factor",
+    "rope.scale_linear",
+    "rope.scaling.attn_factor",
+    "rope.scaling.original_context_length",
+    "rope.scaling.yarn_ext_factor",
+    "rope.scaling.yarn_attn_factor",
+    "rope.scaling.yarn_beta_fast",
+    "rope.scaling.yarn_beta_slow",
+};
+
+// "<arch>." keys that llama.cpp's converters write and that do not change the arithmetic.
+constexpr std::array<std::string_view, 3> kInertKeys = {
+    "vocab_size",              // n_vocab is the tokenizer's token count
+    "rope.scaling.finetuned",  // how the model was trained; llama.cpp reads it and never uses it
+    "tensor_data_layout",      // early Llama converters' note; llama.cpp ignores it
+};
+
+// Refuses a file with an "<arch>." key that nothing reads (softcapping, sliding windows, expert
+// gating, …): minfer would ignore it and compute something else than the model means.
+Status check_keys_understood(const GgufFile& file, const std::string& p, const ArchSpec& arch) {
+  for (const GgufKeyValue& kv : file.metadata()) {
+    if (!kv.key.starts_with(p)) continue;
+    const std::string_view suffix = std::string_view(kv.key).substr(p.size());
+    auto listed = [suffix](const auto& keys) {
+      return std::find(keys.begin(), keys.end(), suffix) != keys.end();
+    };
+    if (listed(kSharedKeys) || listed(kInertKeys) || listed(arch.own_keys)) continue;
+    return make_error(ErrorCode::kUnsupported,
+                      "[model] '{}': key '{}' is not read by architecture '{}' (minfer would "
+                      "ignore it and compute something else)",
+                      file.name(), kv.key, arch.name);
+  }
+  return Status::ok();
+}
+
+// Rope scaling as llama.cpp reads it (llama-model.cpp, then llama-context.cpp's cparams): the
+// kind defaults to linear, the factor (rope.scaling.factor, else the older rope.scale_linear; 0
+// or absent: none) divides the frequencies; YaRN mixes in extrapolation (ext_factor 1 unless
+// set) with a magnitude of (0.1 ln factor + 1) / (1 + 0.1 ln factor), which ggml's rope
+// multiplies by (1 + 0.1 ln factor) again. Kinds other than none, linear and yarn (longrope, …)
+// are refused: minfer would compute other angles than the model's.
+Status read_rope_scaling(const GgufFile& file, const std::string& p, ModelConfig& c) {
+  const std::string type_key = p + "rope.scaling.type";
+  std::string type = "linear";
+  if (file.has(type_key)) {
+    MINFER_ASSIGN_OR_RETURN(type, file.get_string(type_key));
+  }
+  if (type != "none" && type != "linear" && type != "yarn") {
+    return make_error(
+        ErrorCode::kUnsupported,
+        "[model] '{}': key '{}' is rope scaling '{}', which minfer does not implement "
+        "(none, linear, yarn)",
+        file.name(), type_key, type);
+  }
+  const std::string factor_key =
+      file.has(p + "rope.scaling.factor") ? p + "rope.scaling.factor" : p + "rope.scale_linear";
+  MINFER_ASSIGN_OR_RETURN(const float factor, read_float_or(file, factor_key, 0.0f));
+  if (factor < 0.0f) {
+    return make_error(ErrorCode::kCorrupt, "[model] '{}': key '{}' is {}, expected >= 0",
+                      file.name(), factor_key, factor);
+  }
+  c.rope_freq_scale = type == "none" || factor == 0.0f ? 1.0f : 1.0f / factor;
+  MINFER_ASSIGN_OR_RETURN(
+      c.rope_n_ctx_orig,
+      read_positive_or(file, p + "rope.scaling.original_context_length", c.n_ctx_train));
+  MINFER_ASSIGN_OR_RETURN(float ext_factor,
+                          read_float_or(file, p + "rope.scaling.yarn_ext_factor", -1.0f));
+  MINFER_ASSIGN_OR_RETURN(float magnitude,
+                          read_float_or(file, p + "rope.scaling.yarn_attn_factor", 1.0f));
+  MINFER_ASSIGN_OR_RETURN(c.rope_yarn_beta_fast,
+                          read_float_or(file, p + "rope.scaling.yarn_beta_fast", 32.0f));
+  MINFER_ASSIGN_OR_RETURN(c.rope_yarn_beta_slow,
+                          read_float_or(file, p + "rope.scaling.yarn_beta_slow", 1.0f));
+  MINFER_ASSIGN_OR_RETURN(const float attn_factor,
+                          read_float_or(file, p + "rope.scaling.attn_factor", 1.0f));
+  if (ext_factor < 0.0f) ext_factor = type == "yarn" ? 1.0f : 0.0f;
+  if (ext_factor != 0.0f) {
+    const float scale = 1.0f / c.rope_freq_scale;
+    magnitude = scale <= 1.0f ? 1.0f : 0.1f * std::log(scale) + 1.0f;
+    magnitude *= 1.0f / (1.0f + 0.1f * std::log(scale));
+  }
+  c.rope_ext_factor = ext_factor;
+  c.rope_attn_factor = magnitude * attn_factor;
+  return Status::ok();
+}
+
 }  // namespace
+
+kernels::RopeConfig rope_config(const ModelConfig& c, const float* freq_factors) {
+  kernels::RopeConfig rope;
+  rope.n_rot = c.n_rot;
+  rope.freq_base = c.rope_freq_base;
+  rope.freq_scale = c.rope_freq_scale;
+  rope.style = c.rope_style;
+  rope.freq_factors = freq_factors;
+  rope.ext_factor = c.rope_ext_factor;
+  rope.attn_factor = c.rope_attn_factor;
+  if (rope.ext_factor != 0.0f) {
+    kernels::set_yarn_corr_dims(rope, c.rope_n_ctx_orig, c.rope_yarn_beta_fast,
+                                c.rope_yarn_beta_slow);
+  }
+  return rope;
+}
 
 Result<ArchSpec> find_arch(const std::string& name) {
   std::string known;
@@ -97,30 +216,15 @@ Result<ModelConfig> read_model_config(const GgufFile& file) {
   MINFER_ASSIGN_OR_RETURN(c.rope_freq_base, read_float_or(file, p + "rope.freq_base", 10000.0f));
   MINFER_ASSIGN_OR_RETURN(c.rms_eps,
                           read_float_or(file, p + "attention.layer_norm_rms_epsilon", 1e-5f));
-  // Rope scaling: none or linear (positions divided by the factor). Other kinds (yarn, longrope)
-  // change the angles in ways we do not implement: refuse them rather than run wrong.
-  std::string scaling = "none";
-  if (file.has(p + "rope.scaling.type")) {
-    MINFER_ASSIGN_OR_RETURN(scaling, file.get_string(p + "rope.scaling.type"));
-  }
-  MINFER_ASSIGN_OR_RETURN(float factor, read_float_or(file, p + "rope.scaling.factor", 1.0f));
-  if (scaling == "linear") {
-    if (factor <= 0.0f) {
-      return make_error(ErrorCode::kCorrupt, "[model] '{}': rope.scaling.factor {} must be > 0",
-                        file.name(), factor);
-    }
-    c.rope_freq_scale = 1.0f / factor;
-  } else if (scaling != "none" && factor != 1.0f) {
-    return make_error(ErrorCode::kUnsupported,
-                      "[model] '{}': rope scaling '{}' (factor {}) is not supported (none, linear)",
-                      file.name(), scaling, factor);
-  }
+  MINFER_RETURN_IF_ERROR(read_rope_scaling(file, p, c));
 
   MINFER_ASSIGN_OR_RETURN(const std::vector<std::string>* tokens,
                           file.get_string_array("tokenizer.ggml.tokens"));
   c.n_vocab = static_cast<int64_t>(tokens->size());
   c.tied_output = file.find_tensor("output.weight") == nullptr;
+  c.rope_freq_factors = file.find_tensor("rope_freqs.weight") != nullptr;
   if (arch.read_keys != nullptr) MINFER_RETURN_IF_ERROR(arch.read_keys(file, p, c));
+  MINFER_RETURN_IF_ERROR(check_keys_understood(file, p, arch));
   return c;
 }
 

@@ -8,6 +8,7 @@
 #include "core/status.h"
 #include "gguf/gguf_file.h"
 #include "kernels/kernel_table.h"
+#include "kernels/rope.h"
 
 namespace minfer {
 
@@ -24,8 +25,16 @@ struct ModelConfig {
   int64_t n_vocab = 0;
   int64_t n_rot = 0;  // rotated dims per head; rope.dimension_count, else head_dim
   float rope_freq_base = 10000.0f;
-  float rope_freq_scale = 1.0f;  // 1 / rope.scaling.factor for linear scaling
+  float rope_freq_scale = 1.0f;  // 1 / rope.scaling.factor (linear and yarn scaling)
   float rms_eps = 1e-5f;
+  // Rope scaling past linear, as llama.cpp reads and defaults it (llama-model.cpp hparams,
+  // llama-context.cpp cparams); kernels/rope.h says what each does to the angles.
+  float rope_ext_factor = 0.0f;   // YaRN's extrapolation mix: 1 for rope.scaling.type yarn
+  float rope_attn_factor = 1.0f;  // magnitude on cos and sin (YaRN's, with llama.cpp's cancel)
+  float rope_yarn_beta_fast = 32.0f;
+  float rope_yarn_beta_slow = 1.0f;
+  int64_t rope_n_ctx_orig = 0;     // rope.scaling.original_context_length, else n_ctx_train
+  bool rope_freq_factors = false;  // the file has rope_freqs.weight (Llama 3: [n_rot / 2])
 
   // Per-architecture facts (set by the architecture's file, models/architectures.h).
   bool qkv_bias = false;  // Qwen2: Wq, Wk, Wv have biases
@@ -45,7 +54,14 @@ struct ModelConfig {
   int64_t v_width() const { return n_head_kv * head_dim_v; }  // after Wv
 };
 
-// Reads and checks the hyperparameters (`<arch>.embedding_length`, …) of a model file.
+// Reads and checks the hyperparameters (`<arch>.embedding_length`, …) of a model file. Every
+// `<arch>.` key must be one minfer reads (for every architecture, or the architecture's own) or
+// one known not to change the arithmetic: any other is refused (kUnsupported, naming it), since
+// minfer would compute something else than the model means.
 Result<ModelConfig> read_model_config(const GgufFile& file);
+
+// The rope of c's attention (kernels/rope.h), with YaRN's correction range worked out;
+// freq_factors: rope_freqs.weight's values when c.rope_freq_factors, else nullptr.
+kernels::RopeConfig rope_config(const ModelConfig& c, const float* freq_factors);
 
 }  // namespace minfer

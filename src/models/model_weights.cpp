@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <string>
+#include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include "models/tensor_spec.h"
@@ -50,16 +53,52 @@ Result<WeightTensor> load_tensor(const GgufFile& file, const TensorSpec& spec) {
   return w;
 }
 
+// Refuses a file holding a tensor that the architecture's list does not name: a model that
+// needs it (a Mixtral's experts in a "llama" file, a Llama 3 rope_freqs in a "qwen2" one) would
+// run without it.
+Status check_tensors_read(const GgufFile& file, const ModelConfig& c,
+                          const std::vector<TensorSpec>& specs) {
+  std::unordered_set<std::string_view> listed;
+  for (const TensorSpec& spec : specs) listed.insert(spec.name);
+  for (const GgufTensorInfo& info : file.tensors()) {
+    if (listed.contains(info.name)) continue;
+    return make_error(ErrorCode::kUnsupported,
+                      "[model] '{}': tensor '{}' is not read by architecture '{}' (minfer would "
+                      "ignore it and compute something else)",
+                      file.name(), info.name, c.arch);
+  }
+  return Status::ok();
+}
+
+// Llama 3's frequency divisors must be positive and finite (a 0 would make every angle of its
+// pair infinite).
+Status check_rope_freqs(const GgufFile& file, const WeightTensor& w) {
+  for (int64_t i = 0; i < w.n_cols; ++i) {
+    const float f = w.f32()[i];
+    if (!(std::isfinite(f) && f > 0.0f)) {
+      return make_error(ErrorCode::kCorrupt,
+                        "[model] '{}': tensor '{}' value {} is {}, expected a finite number > 0",
+                        file.name(), w.name, i, f);
+    }
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 Result<ModelWeights> load_model_weights(const GgufFile& file, const ModelConfig& c) {
   MINFER_ASSIGN_OR_RETURN(const std::vector<TensorSpec> specs, model_tensors(c));
+  MINFER_RETURN_IF_ERROR(check_tensors_read(file, c, specs));
   ModelWeights m;
   m.layers.resize(static_cast<size_t>(c.n_layer));
   for (const TensorSpec& spec : specs) {
     MINFER_ASSIGN_OR_RETURN(spec.slot(m, spec.il), load_tensor(file, spec));
   }
   if (c.tied_output) m.output = m.token_embd;
+  if (m.rope_freqs) {
+    MINFER_RETURN_IF_ERROR(check_rope_freqs(file, *m.rope_freqs));
+    for (LayerWeights& layer : m.layers) layer.rope_freqs = m.rope_freqs;
+  }
   return m;
 }
 

@@ -21,6 +21,7 @@ struct LayerWeights {
   WeightTensor wv;                             // [n_embd → v_width]
   std::optional<WeightTensor> bq, bk, bv;      // [q_width], [k_width], [v_width] (qkv_bias)
   std::optional<WeightTensor> q_norm, k_norm;  // [head_dim] (qk_norm)
+  std::optional<WeightTensor> rope_freqs;      // [n_rot / 2]: the model's, in every layer
   WeightTensor wo;                             // [n_head * head_dim_v → n_embd]
   WeightTensor ffn_norm;                       // [n_embd]
   WeightTensor gate;                           // [n_embd → n_ff]
@@ -37,11 +38,14 @@ struct ModelWeights {
   WeightTensor token_embd;   // [n_vocab rows of n_embd]
   WeightTensor output_norm;  // [n_embd]
   WeightTensor output;       // [n_embd → n_vocab]; token_embd when the output is tied
+  std::optional<WeightTensor> rope_freqs;  // [n_rot / 2] (rope_freq_factors, Llama 3)
   std::vector<LayerWeights> layers;
 };
 
 // Finds and checks every tensor of the config's architecture (its list in models/tensor_spec.h).
-// Errors name the tensor and say the expected vs actual shape or type.
+// Errors name the tensor and say the expected vs actual shape or type; a file holding a tensor
+// the list does not name is refused (kUnsupported): minfer would ignore it and compute something
+// else than the model means.
 Result<ModelWeights> load_model_weights(const GgufFile& file, const ModelConfig& config);
 
 }  // namespace minfer

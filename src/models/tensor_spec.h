@@ -18,9 +18,11 @@ namespace minfer {
 
 // What a tensor is, which decides the types it may have and how make-model fills it.
 enum class TensorRole {
-  kMatrix,  // a weight matrix: any type minfer computes with; quantize converts it
-  kNorm,    // an RMSNorm weight: f32 (llama.cpp writes every vector in f32); made as all ones
-  kBias,    // a bias vector: f32; made like a matrix (normal, std 0.02)
+  kMatrix,     // a weight matrix: any type minfer computes with; quantize converts it
+  kNorm,       // an RMSNorm weight: f32 (llama.cpp writes every vector in f32); made as all ones
+  kBias,       // a bias vector: f32; made like a matrix (normal, std 0.02)
+  kRopeFreqs,  // rope_freqs.weight, Llama 3's per-pair frequency divisors: f32; make-model
+               // computes them from the preset's rope scaling
 };
 
 // Where the loader stores a tensor: a field of the model, or of its layer `il`.
@@ -29,6 +31,12 @@ using WeightSlot = WeightTensor& (*)(ModelWeights& m, int64_t il);
 template <auto Field>
 WeightTensor& model_slot(ModelWeights& m, int64_t /*il*/) {
   return m.*Field;
+}
+
+// An optional field of the model (rope_freqs), engaged on load.
+template <auto Field>
+WeightTensor& optional_model_slot(ModelWeights& m, int64_t /*il*/) {
+  return (m.*Field).emplace();
 }
 
 // A field of LayerWeights; an optional one (a bias, a QK-norm weight) is engaged on load.
@@ -72,6 +80,9 @@ class TensorList {
   }
   void bias(const std::string& name, int64_t n, WeightSlot slot) {
     add(name, TensorRole::kBias, n, 1, slot);
+  }
+  void rope_freqs(const std::string& name, int64_t n, WeightSlot slot) {
+    add(name, TensorRole::kRopeFreqs, n, 1, slot);
   }
   // n_mats matrices of [n_cols → n_rows] in one 3-D tensor (a mixture of experts' weights).
   void matrices(const std::string& name, int64_t n_cols, int64_t n_rows, int64_t n_mats,

@@ -68,10 +68,37 @@ ModelConfig preset_config(const ArchSpec& arch, const ModelPreset& p) {
   c.rope_freq_base = p.rope_freq_base;
   c.rms_eps = p.rms_eps;
   c.tied_output = p.tied_output;
+  c.rope_freq_factors = preset_llama3_rope(p).factor > 0.0f;
   c.n_expert = p.n_expert;
   c.n_expert_used = p.n_expert_used;
   c.n_ff_exp = p.n_ff_exp;
   return c;
+}
+
+// rope_freqs.weight of Llama 3's "llama3" rope scaling, as llama.cpp's converter computes it
+// (convert_hf_to_gguf.py, LlamaModel; in float, as its float32 tensors): a pair whose wavelength
+// 2π / base^(-2i / n_rot) is under original_context / high_freq_factor keeps its frequency (1),
+// one over original_context / low_freq_factor turns `factor` times slower, and one between
+// mixes the two smoothly. [n_rot / 2]
+std::vector<float> llama3_rope_freqs(const Llama3RopePreset& s, int64_t n_rot, float base) {
+  const float context = static_cast<float>(s.original_context);
+  const float short_wavelen = context / s.high_freq_factor;
+  const float long_wavelen = context / s.low_freq_factor;
+  std::vector<float> freqs;
+  for (int64_t i = 0; i < n_rot; i += 2) {
+    const float freq = 1.0f / std::pow(base, static_cast<float>(i) / static_cast<float>(n_rot));
+    const float wavelen = 2.0f * std::numbers::pi_v<float> / freq;
+    if (wavelen < short_wavelen) {
+      freqs.push_back(1.0f);
+    } else if (wavelen > long_wavelen) {
+      freqs.push_back(s.factor);
+    } else {
+      const float smooth =
+          (context / wavelen - s.low_freq_factor) / (s.high_freq_factor - s.low_freq_factor);
+      freqs.push_back(1.0f / ((1.0f - smooth) / s.factor + smooth));
+    }
+  }
+  return freqs;
 }
 
 // The hyperparameter keys of c (as llama.cpp's converter writes them); key and value lengths
@@ -110,18 +137,19 @@ struct Prepared {
   GgufWriter meta;
   std::vector<TensorSpec> specs;  // in file order
   ModelLayout layout;
+  std::vector<float> rope_freqs;  // [n_rot / 2]: rope_freqs.weight's values (Llama 3 presets)
 };
 
 Result<Prepared> prepare(const MakeModelOptions& o) {
   MINFER_ASSIGN_OR_RETURN(const ArchSpec arch, find_arch(o.arch));
   MINFER_ASSIGN_OR_RETURN(ModelPreset preset, find_preset(o.arch, o.preset));
-  MINFER_ASSIGN_OR_RETURN(QuantMix mix, find_quant_mix(o.type));
   if (o.n_layer < 0 || o.n_layer > preset.n_layer) {
     return make_error(ErrorCode::kInvalidArgument,
-                      "[make-model] --n-layer {}: preset '{}' has {} layers (expected 1 to {})",
-                      o.n_layer, o.preset, preset.n_layer, preset.n_layer);
+                      "[make-model] n_layer {} is not in 1..{} (preset '{}' has {} blocks)",
+                      o.n_layer, preset.n_layer, o.preset, preset.n_layer);
   }
   if (o.n_layer > 0) preset.n_layer = o.n_layer;
+  MINFER_ASSIGN_OR_RETURN(QuantMix mix, find_quant_mix(o.type));
 
   // Hyperparameters first, then the tokenizer keys, as in files from llama.cpp's converter;
   // vocab_size is filled in (in place) once the tokenizer is known.
@@ -129,6 +157,10 @@ Result<Prepared> prepare(const MakeModelOptions& o) {
   GgufWriter& meta = p.meta;
   const std::string name = fmt::format("random-{}-{}", o.arch, o.preset);
   ModelConfig config = preset_config(arch, preset);  // n_vocab: 0 until the tokenizer is known
+  if (config.rope_freq_factors) {
+    p.rope_freqs =
+        llama3_rope_freqs(preset_llama3_rope(preset), config.n_rot, config.rope_freq_base);
+  }
   set_hparams(meta, config, preset.head_dim > 0, name, mix.file_type);
   int64_t n_vocab = 0;
   if (o.tokenizer_from.empty()) {
@@ -195,6 +227,8 @@ Result<MakeModelReport> make_model(const MakeModelOptions& o) {
         float* row = values.data() + r * n_per_row;
         if (spec.role == TensorRole::kNorm) {
           std::fill(row, row + n_per_row, 1.0f);
+        } else if (spec.role == TensorRole::kRopeFreqs) {
+          std::copy(p.rope_freqs.begin(), p.rope_freqs.end(), row);
         } else {
           // Distinct, well-mixed generator states per (seed, tensor, row).
           uint64_t state = tensor_seed + 0x632BE59BD9B4E019ull * static_cast<uint64_t>(r + 1);

@@ -6,7 +6,8 @@
 // the bytes depend only on the seed — not on the thread count. Matrices and biases are normal
 // with std 0.02 (the usual initializer range), norm weights are exactly 1: with RMSNorm before
 // every block the residual stream stays O(1) and the logits (embedding · normed state, std ≈
-// 0.02 · sqrt(n_embd)) are finite and far from uniform or one-hot.
+// 0.02 · sqrt(n_embd)) are finite and far from uniform or one-hot. Llama 3 presets' rope_freqs
+// are not random: they are computed from the preset's rope scaling as llama.cpp's converter does.
 //
 // Tensors: the architecture's list (models/tensor_spec.h), the one the loader checks, for the
 // config the preset gives.
@@ -34,9 +35,9 @@ namespace minfer {
 struct MakeModelOptions {
   std::string arch;             // qwen2, qwen3, qwen3moe, llama
   std::string preset = "tiny";  // tools/presets.h
-  int64_t n_layer = 0;          // > 0: only the first n_layer blocks (a shortened model)
   std::string type = "f32";     // a quantize mix name (f32, f16, q8_0, q4_k_m, …)
   std::string tokenizer_from;   // a GGUF file whose tokenizer.* keys are copied; empty: built-in
+  int64_t n_layer = 0;  // 0: the preset's; else its first n_layer blocks (a shortened model)
   uint64_t seed = 42;
   std::string output;
   int n_threads = 0;  // 0: all cores

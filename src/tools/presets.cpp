@@ -8,9 +8,7 @@ namespace {
 
 // The tiny presets mirror ../shared/models/*-tiny (n_embd 256, 3 layers, 4 heads, 2 KV heads,
 // n_ff 512; Qwen3 with head_dim 128 ≠ n_embd / n_head) and keep an untied output.weight so
-// that both output paths are exercised. Llama-3.2's llama3 rope scaling (rope_freqs.weight) is
-// left out: minfer does not implement it, so the file would mean different things to minfer and
-// llama.cpp.
+// that both output paths are exercised.
 // qwen3moe-tiny mirrors ../shared/models/qwen3moe-tiny (head_dim 64, 8 experts of width 256, 2
 // used); qwen3-30b-a3b is Qwen3-30B-A3B (and Qwen3-Coder-30B-A3B, the same shape).
 constexpr std::array<ModelPreset, 10> kPresets = {{
@@ -27,7 +25,27 @@ constexpr std::array<ModelPreset, 10> kPresets = {{
      128, 8, 768},
 }};
 
+struct Llama3RopeRow {
+  const char* name;
+  const char* arch;
+  Llama3RopePreset rope;
+};
+
+// meta-llama/Llama-3.2-1B's rope_scaling: factor 32, low 1, high 4, original context 8192.
+constexpr std::array<Llama3RopeRow, 1> kLlama3Ropes = {{
+    {"llama-3.2-1b", "llama", {32.0f, 1.0f, 4.0f, 8192}},
+}};
+
 }  // namespace
+
+Llama3RopePreset preset_llama3_rope(const ModelPreset& p) {
+  for (const Llama3RopeRow& row : kLlama3Ropes) {
+    if (std::string_view(row.name) == p.name && std::string_view(row.arch) == p.arch) {
+      return row.rope;
+    }
+  }
+  return {};
+}
 
 Result<ModelPreset> find_preset(std::string_view arch, std::string_view name) {
   bool name_known = false;

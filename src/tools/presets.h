@@ -33,6 +33,17 @@ struct ModelPreset {
   int64_t n_ff_exp = 0;
 };
 
+// Llama 3.1+'s "llama3" rope scaling (config.json's rope_scaling: factor, low_freq_factor,
+// high_freq_factor, original_max_position_embeddings), which a preset's files carry as
+// rope_freqs.weight. factor 0: none.
+struct Llama3RopePreset {
+  float factor = 0.0f;
+  float low_freq_factor = 1.0f;
+  float high_freq_factor = 4.0f;
+  int64_t original_context = 8192;
+};
+Llama3RopePreset preset_llama3_rope(const ModelPreset& p);
+
 // The preset `name` for architecture `arch`. "tiny" exists for every architecture; a real preset
 // must belong to `arch` (qwen2.5-* → qwen2, qwen3-* → qwen3, qwen3-30b-a3b → qwen3moe,
 // llama-3.2-1b → llama).

@@ -3,6 +3,8 @@
 // example binary; tokenize/detokenize; chat rendering; errors as Status.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -153,6 +155,83 @@ TEST(Api, RendersTheModelsChatTemplate) {
   auto tokens = (*model)->tokenize_chat(messages);
   ASSERT_TRUE(tokens.is_ok());
   EXPECT_EQ(*tokens, (*model)->tokenize(*text, /*add_special=*/true, /*parse_special=*/true));
+}
+
+TEST(Api, CancelFlagAndLogitBiasReachTheLoop) {
+  MINFER_REQUIRE_TEST_DATA();
+  auto model = load_stories();
+  ASSERT_NE(model, nullptr);
+  const std::vector<int32_t> prompt = model->tokenize("Once upon a time");
+  // A raised flag ends before the first token.
+  std::atomic<bool> cancel{true};
+  GenerateParams params = greedy(8);
+  params.cancel = &cancel;
+  auto cancelled = model->generate(prompt, params);
+  ASSERT_TRUE(cancelled.is_ok());
+  EXPECT_EQ(cancelled->finish_reason, "cancelled");
+  EXPECT_TRUE(cancelled->tokens.empty());
+  // Banning the greedy first token makes greedy pick another.
+  auto plain = model->generate(prompt, greedy(1));
+  ASSERT_TRUE(plain.is_ok());
+  ASSERT_EQ(plain->tokens.size(), 1u);
+  EXPECT_EQ(plain->finish_reason, "length");
+  EXPECT_EQ(plain->finish_text, "token limit (-n) reached");
+  EXPECT_NE(plain->metrics.find("generated tokens:    1"), std::string::npos) << plain->metrics;
+  GenerateParams banned = greedy(1);
+  banned.logit_bias.emplace_back(plain->tokens[0], -INFINITY);
+  auto other = model->generate(prompt, banned);
+  ASSERT_TRUE(other.is_ok());
+  ASSERT_EQ(other->tokens.size(), 1u);
+  EXPECT_NE(other->tokens[0], plain->tokens[0]);
+  // A stop string is reported.
+  GenerateParams stopping = greedy(40);
+  stopping.stop = {"Lily"};
+  auto stopped = model->generate(prompt, stopping);
+  ASSERT_TRUE(stopped.is_ok());
+  EXPECT_EQ(stopped->finish_reason, "stop");
+  EXPECT_EQ(stopped->stop, "Lily");
+  EXPECT_EQ(stopped->text.find("Lily"), std::string::npos);
+}
+
+TEST(Api, ChatTurnsShareTheCacheThroughPrefill) {
+  MINFER_REQUIRE_TEST_DATA();
+  // Qwen2.5's template renders a past turn the same whatever follows it (Qwen3's drops the
+  // thinking of earlier turns, so its closed turn is not a prefix of the next prompt).
+  auto model = LanguageModel::load(test::test_data_path("models/qwen2.5-qwentok-tiny-q8_0.gguf"));
+  ASSERT_TRUE(model.is_ok()) << model.status().message();
+  EXPECT_NE((*model)->describe().find("kernels:"), std::string::npos);
+  auto chat = (*model)->start_chat("Be brief.");
+  ASSERT_TRUE(chat.is_ok()) << chat.status().message();
+  (*chat)->add_user("Hi");
+  EXPECT_EQ((*chat)->n_turns(), 1);
+  auto first = (*chat)->tokens();
+  ASSERT_TRUE(first.is_ok());
+  EXPECT_EQ(*first, *(*model)->tokenize_chat({{"system", "Be brief."}, {"user", "Hi"}}));
+  auto reply = (*model)->generate(*first, greedy(4));
+  ASSERT_TRUE(reply.is_ok()) << reply.status().message();
+  (*chat)->add_assistant(reply->text);
+  // The finished turn as the template renders it goes into the cache; the next turn's prompt
+  // starts with it, so only the new message is computed.
+  auto closed = (*chat)->tokens(/*add_generation_prompt=*/false);
+  ASSERT_TRUE(closed.is_ok());
+  auto prefilled = (*model)->prefill(*closed);
+  ASSERT_TRUE(prefilled.is_ok()) << prefilled.status().message();
+  EXPECT_EQ(prefilled->n_reused + prefilled->n_prefilled, static_cast<int64_t>(closed->size()));
+  (*chat)->add_user("And then?");
+  auto second = (*chat)->tokens();
+  ASSERT_TRUE(second.is_ok());
+  auto next = (*model)->generate(*second, greedy(2));
+  ASSERT_TRUE(next.is_ok());
+  EXPECT_GE(next->n_cached, static_cast<int64_t>(closed->size()) - 1);
+  EXPECT_EQ(next->n_cached + next->n_prefilled, next->n_prompt);
+  // Forgetting the sequence: nothing is reused.
+  (*model)->clear();
+  auto fresh = (*model)->generate(*second, greedy(1));
+  ASSERT_TRUE(fresh.is_ok());
+  EXPECT_EQ(fresh->n_cached, 0);
+  EXPECT_TRUE((*chat)->drop_oldest_turn() || (*chat)->n_turns() == 1);
+  EXPECT_TRUE((*chat)->pop_last("user"));
+  EXPECT_FALSE((*chat)->pop_last("user"));
 }
 
 TEST(Api, ExampleProgramPrintsTheStory) {

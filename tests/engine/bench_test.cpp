@@ -96,5 +96,51 @@ TEST(Bench, MarkdownTable) {
   EXPECT_FALSE(engine::run_bench(**model, m.output, o).is_ok());
 }
 
+// The bytes a decode step reads: every tensor whole, except the embedding, of which one row is
+// read (and, with a tied output, the whole of it again as the output matrix).
+uint64_t expected_decode_bytes(const Model& model) {
+  uint64_t bytes = 0;
+  const GgufTensorInfo* embd = nullptr;
+  for (const GgufTensorInfo& t : model.file().tensors()) {
+    if (t.name == "token_embd.weight") {
+      embd = &t;
+    } else {
+      bytes += t.n_bytes;
+    }
+  }
+  EXPECT_NE(embd, nullptr);
+  if (embd == nullptr) return 0;
+  bytes += embd->n_bytes / embd->n_rows();  // one row
+  if (model.config().tied_output) bytes += embd->n_bytes;
+  return bytes;
+}
+
+TEST(Bench, RooflineFromTheDecodeGraphsWeightBytesAndTheReadBandwidth) {
+  MINFER_REQUIRE_TEST_DATA();
+  for (const char* name : {"qwen2-tiny-q8_0.gguf", "qwen3-qwentok-tiny-q8_0.gguf"}) {
+    auto model = Model::load(test::test_data_path(std::string("models/") + name));
+    ASSERT_TRUE(model.is_ok()) << model.status().message();
+    engine::BenchOptions o;
+    o.n_prompt = 0;
+    o.n_gen = 2;
+    o.repetitions = 1;
+    o.n_threads = 2;
+    o.progress = ProgressStyle::kQuiet;
+    o.roofline = true;
+    o.roofline_bytes = int64_t{16} << 20;
+    auto report = engine::run_bench(**model, name, o);
+    ASSERT_TRUE(report.is_ok()) << report.status().message();
+    EXPECT_EQ(report->decode_weight_bytes, expected_decode_bytes(**model)) << name;
+    EXPECT_GT(report->read_bandwidth, 0.0);
+    EXPECT_NEAR(report->roofline_ts(),
+                report->read_bandwidth / static_cast<double>(report->decode_weight_bytes), 1e-9);
+    const std::string md = engine::bench_markdown(*report);
+    EXPECT_NE(md.find("of weights per token"), std::string::npos) << md;
+    EXPECT_NE(md.find("tg2 reaches "), std::string::npos) << md;
+    const nlohmann::json j = nlohmann::json::parse(engine::bench_json(*report));
+    EXPECT_EQ(j[0]["decode_weight_bytes"].get<uint64_t>(), report->decode_weight_bytes);
+  }
+}
+
 }  // namespace
 }  // namespace minfer

@@ -63,6 +63,7 @@ TEST(Generate, GreedyStoryMatchesLlamaCppTokenForToken) {
       generate(*s.loaded.session, *s.loaded.tokenizer, prompt, greedy(48), [&](std::string_view t) {
         streamed += t;
         ++pieces;
+        return true;
       });
   ASSERT_TRUE(r.is_ok()) << r.status().message();
   EXPECT_EQ(r->tokens, s.golden["greedy_tokens"].get<std::vector<int32_t>>());
@@ -152,6 +153,7 @@ TEST(Generate, NPredictZeroAndCancelStopBeforeAnyToken) {
   int calls = 0;
   auto r = generate(*s.loaded.session, *s.loaded.tokenizer, prompt_of(s), o, [&](std::string_view) {
     if (++calls == 3) cancel.store(true);
+    return true;
   });
   ASSERT_TRUE(r.is_ok());
   EXPECT_EQ(r->finish, FinishReason::kCancelled);

@@ -355,6 +355,56 @@ TEST(Ops, RopeAnglesFollowLlamaCppsRecurrence) {
   EXPECT_EQ(cos_sin[0], std::cos(0.25f * static_cast<float>(pos)));
 }
 
+TEST(Ops, RopeFreqFactorsDivideEachPairsFrequency) {
+  // Llama 3's rope_freqs: pair 0 at theta 3, pair 1 at 3 · 10000^(-2/4) = 0.03 divided by 4.
+  // cos 3 = -0.98999250, sin 3 = 0.14112001; cos 0.0075 = 0.99997188, sin 0.0075 = 0.00749993.
+  const float factors[2] = {1.0f, 4.0f};
+  RopeConfig config{4, 10000.0f, 1.0f, RopeStyle::kAdjacent};
+  config.freq_factors = factors;
+  std::vector<float> cos_sin(4);
+  rope_angles(3, config, cos_sin.data());
+  EXPECT_TRUE(
+      all_near(cos_sin, {-0.98999250f, 0.99997188f, 0.14112001f, 0.00749993f}, 1e-6f, 1e-7f));
+  // Every ISA rotates with these angles: x = (1, 0, 1, 0) becomes (cos, sin) per pair.
+  const int32_t pos = 3;
+  for (const KernelTable* t : all_tables()) {
+    std::vector<float> x = {1, 0, 1, 0};
+    apply_rope(*t, x.data(), 1, 1, 4, &pos, config);
+    EXPECT_TRUE(all_near(x, {-0.98999250f, 0.14112001f, 0.99997188f, 0.00749993f}, 1e-6f, 1e-7f))
+        << t->name;
+  }
+}
+
+TEST(Ops, YarnRampsBetweenExtrapolationAndInterpolation) {
+  // n_rot 8, base 10000: theta_i = 5 · 10000^(-i/4) = 5, 0.5, 0.05, 0.005. Scale 1/4, ramp over
+  // pairs [1, 3]: pairs 0 and 1 keep theta (ramp 1), pair 2 takes half of each (0.625 · theta),
+  // pair 3 the scaled 0.25 · theta. Magnitude 1 + 0.1 ln 4 = 1.13862944.
+  RopeConfig config{8, 10000.0f, 0.25f, RopeStyle::kNeox};
+  config.ext_factor = 1.0f;
+  config.yarn_low = 1.0f;
+  config.yarn_high = 3.0f;
+  std::vector<float> cos_sin(8);
+  rope_angles(5, config, cos_sin.data());
+  const float m = 1.13862944f;
+  const std::vector<float> expected = {
+      std::cos(5.0f) * m, std::cos(0.5f) * m, std::cos(0.03125f) * m, std::cos(0.00125f) * m,
+      std::sin(5.0f) * m, std::sin(0.5f) * m, std::sin(0.03125f) * m, std::sin(0.00125f) * m};
+  EXPECT_TRUE(all_near(cos_sin, expected, 1e-5f, 1e-7f));
+}
+
+TEST(Ops, YarnCorrectionDimsAsGgml) {
+  // n_rot 64, original context 1024, base 1e6: 64 · ln(1024 / (32 · 2π)) / (2 ln 1e6) = 3.77
+  // (floor 3) for beta_fast 32, 64 · ln(1024 / 2π) / (2 ln 1e6) = 11.80 (ceil 12) for beta_slow 1.
+  RopeConfig config{64, 1000000.0f, 0.25f, RopeStyle::kNeox};
+  set_yarn_corr_dims(config, 1024, 32.0f, 1.0f);
+  EXPECT_EQ(config.yarn_low, 3.0f);
+  EXPECT_EQ(config.yarn_high, 12.0f);
+  // Clamped to [0, n_rot - 1].
+  set_yarn_corr_dims(config, 4, 32.0f, 1e-15f);
+  EXPECT_EQ(config.yarn_low, 0.0f);
+  EXPECT_EQ(config.yarn_high, 63.0f);
+}
+
 TEST(Ops, RopeLeavesUnrotatedDimsAlone) {
   const int32_t pos = 5;
   for (const KernelTable* t : all_tables()) {

@@ -118,10 +118,10 @@ bool is_known_gap(const std::string& name) {
   return name == "qwen2-tiny-f16.short";
 }
 
-// The goldens in golden/arch/ of models whose arithmetic the models issue is still adding (rope
-// factors, YaRN, Gemma 3): each skips, visibly, until its code lands.
+// The goldens in golden/arch/ of models whose arithmetic the models issue is still adding
+// (Gemma 3): each skips, visibly, until its code lands.
 bool is_pending_arch(const std::string& name) {
-  for (const char* prefix : {"arch/llama3-tiny", "arch/qwen2-yarn-tiny", "arch/gemma3-tiny"}) {
+  for (const char* prefix : {"arch/gemma3-tiny"}) {
     if (name.rfind(prefix, 0) == 0) return true;
   }
   return false;

@@ -112,6 +112,7 @@ struct RealShape {
   const char* preset;
   int64_t n_embd, n_layer, q_width, kv_width, n_ff, head_dim;
   bool qk_norm, qkv_bias;
+  bool rope_freqs = false;  // Llama 3's rope_freqs.weight [head_dim / 2]
 };
 
 class MakeModelRealShapeTest : public ::testing::TestWithParam<RealShape> {};
@@ -134,7 +135,13 @@ TEST_P(MakeModelRealShapeTest, TensorsHaveTheRealShapes) {
     const uint64_t e = static_cast<uint64_t>(s.n_embd);
     const uint64_t v = static_cast<uint64_t>(layout->n_vocab);
     const size_t per_layer = 9 + (s.qkv_bias ? 3 : 0) + (s.qk_norm ? 2 : 0);
-    EXPECT_EQ(layout->tensors.size(), 2 + per_layer * static_cast<size_t>(s.n_layer));
+    const size_t n_global = 2 + (s.rope_freqs ? 1 : 0);
+    EXPECT_EQ(layout->tensors.size(), n_global + per_layer * static_cast<size_t>(s.n_layer));
+    EXPECT_EQ(shapes.count("rope_freqs.weight"), s.rope_freqs ? 1u : 0u);
+    if (s.rope_freqs) {
+      EXPECT_EQ(shapes["rope_freqs.weight"], (std::vector<uint64_t>{uint64_t(s.head_dim / 2)}));
+      EXPECT_EQ(types["rope_freqs.weight"], GgmlType::kF32);  // never quantized
+    }
     EXPECT_EQ(shapes.count("output.weight"), 0u) << "the real model ties its output";
     EXPECT_EQ(shapes["token_embd.weight"], (std::vector<uint64_t>{e, v}));
     const std::string last = "blk." + std::to_string(s.n_layer - 1) + ".";
@@ -157,7 +164,7 @@ TEST_P(MakeModelRealShapeTest, TensorsHaveTheRealShapes) {
 
 // Hugging Face config.json values: Qwen2.5-0.5B 896/24/14 heads/2 KV/4864, Qwen2.5-1.5B
 // 1536/28/12/2/8960, Qwen3-0.6B 1024/28/16/8/head_dim 128/3072, Qwen3-1.7B 2048/28/16/8/128/6144,
-// Llama-3.2-1B 2048/16/32/8/8192.
+// Llama-3.2-1B 2048/16/32/8/8192 with its llama3 rope scaling (rope_freqs.weight).
 INSTANTIATE_TEST_SUITE_P(
     Presets, MakeModelRealShapeTest,
     ::testing::Values(
@@ -165,7 +172,7 @@ INSTANTIATE_TEST_SUITE_P(
         RealShape{"qwen2", "qwen2.5-1.5b", 1536, 28, 1536, 256, 8960, 128, false, true},
         RealShape{"qwen3", "qwen3-0.6b", 1024, 28, 2048, 1024, 3072, 128, true, false},
         RealShape{"qwen3", "qwen3-1.7b", 2048, 28, 2048, 1024, 6144, 128, true, false},
-        RealShape{"llama", "llama-3.2-1b", 2048, 16, 2048, 512, 8192, 64, false, false}));
+        RealShape{"llama", "llama-3.2-1b", 2048, 16, 2048, 512, 8192, 64, false, false, true}));
 
 // The hyperparameters that are not shapes (config.json: max_position_embeddings, rope_theta,
 // rms_norm_eps), and presets that do not belong to the architecture.
@@ -269,6 +276,47 @@ TEST(MakeModel, QuantizedFilesAgreeWithF32) {
       EXPECT_EQ(std::memcmp(da.data(), db.data(), da.size()), 0) << type << " " << ta.name;
     }
   }
+}
+
+// Llama 3.2's rope_freqs as llama.cpp's converter computes them (factor 32, low 1, high 4,
+// original context 8192, base 5e5, head_dim 64): pair i's wavelength is 2π · 5e5^(i/32); under
+// 8192 / 4 = 2048 (pairs 0-14) the factor is 1, over 8192 (pairs 18-31) it is 32; pair 15
+// (wavelength 2948.30) has smooth = (8192 / 2948.30 - 1) / 3 = 0.59276 and factor
+// 1 / ((1 - smooth) / 32 + smooth) = 1.65133; pair 16 (4442.88) 3.29226, pair 17 (6695.11) 9.66673.
+// The made file (shortened to one block) loads with them, and quantize keeps them f32.
+TEST(MakeModel, Llama32RopeFreqsAsTheConverterComputesThem) {
+  TempDir dir;
+  MakeModelOptions o = tiny("llama", "q8_0", dir.file("l32.gguf"));
+  o.preset = "llama-3.2-1b";
+  o.n_layer = 1;
+  ASSERT_TRUE(make_model(o).is_ok());
+  QuantizeOptions q;
+  q.input = o.output;
+  q.output = dir.file("l32-q4_0.gguf");
+  q.type = "q4_0";
+  q.n_threads = 2;
+  q.progress = ProgressStyle::kQuiet;
+  ASSERT_TRUE(quantize_model(q).is_ok());
+  for (const std::string& path : {o.output, q.output}) {
+    auto model = Model::load(path);
+    ASSERT_TRUE(model.is_ok()) << model.status().message();
+    EXPECT_EQ((*model)->config().n_layer, 1);
+    const auto& freqs = (*model)->weights().rope_freqs;
+    ASSERT_TRUE(freqs.has_value()) << path;
+    ASSERT_EQ(freqs->type, GgmlType::kF32) << path;
+    ASSERT_EQ(freqs->n_cols, 32);
+    const float* f = freqs->f32();
+    EXPECT_EQ(f[0], 1.0f);
+    EXPECT_EQ(f[14], 1.0f);
+    EXPECT_NEAR(f[15], 1.65133f, 1e-5f);
+    EXPECT_NEAR(f[16], 3.29226f, 1e-5f);
+    EXPECT_NEAR(f[17], 9.66673f, 1e-4f);
+    EXPECT_EQ(f[18], 32.0f);
+    EXPECT_EQ(f[31], 32.0f);
+  }
+  // A preset cannot be lengthened.
+  o.n_layer = 17;
+  EXPECT_FALSE(make_model(o).is_ok());
 }
 
 TEST(MakeModel, CommandLineErrorsAndPlainProgress) {

@@ -124,7 +124,7 @@ TEST(MoeModel, Qwen3ThirtyBA3BPresetShapes) {
   auto too_many = make_model_layout(o);
   ASSERT_FALSE(too_many.is_ok());
   EXPECT_EQ(too_many.status().message(),
-            "[make-model] --n-layer 49: preset 'qwen3-30b-a3b' has 48 layers (expected 1 to 48)");
+            "[make-model] n_layer 49 is not in 1..48 (preset 'qwen3-30b-a3b' has 48 blocks)");
 }
 
 // The CLI flag: a shortened model is written with that block count.
@@ -274,6 +274,10 @@ TEST(MoeModel, UnimplementedRoutingKeysAreRefused) {
   EXPECT_EQ(config_error(f, "qwen3moe.expert_gating_func", GgufValue::scalar(uint32_t{1})), "");
   EXPECT_EQ(config_error(f, "qwen3moe.expert_weights_scale", GgufValue::scalar(1.0f)), "");
   EXPECT_EQ(config_error(f, "qwen3moe.expert_weights_norm", GgufValue::scalar(true)), "");
+  // Keys of other MoE routings that nothing reads (grouped experts) are refused by the loader.
+  EXPECT_NE(config_error(f, "qwen3moe.expert_group_count", GgufValue::scalar(uint32_t{4}))
+                .find("key 'qwen3moe.expert_group_count' is not read by architecture 'qwen3moe'"),
+            std::string::npos);
 }
 
 }  // namespace
