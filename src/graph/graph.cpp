@@ -227,6 +227,14 @@ std::vector<std::vector<NodeId>> consumers_of(const Graph& graph) {
 uint64_t weight_bytes_read(const Graph& graph) {
   uint64_t bytes = 0;
   for (const Node& node : graph.nodes) {
+    if (node.op == OpKind::kMoeFfn) {
+      // Each token reads the matrices of its n_used experts: at most n_tokens · n_used of them.
+      const int64_t n_read = std::min(node.rows * node.n_used, node.experts[0]->n_mats);
+      for (const WeightTensor* e : node.experts) {
+        bytes += static_cast<uint64_t>(n_read * e->n_rows) * e->row_bytes;
+      }
+      continue;
+    }
     const WeightTensor* w = node.weight;
     if (w == nullptr) continue;
     // get_rows reads one row per token; every other op reads its whole weight.

@@ -104,7 +104,8 @@ class GraphBuilder {
 };
 
 // Bytes of weights one run of the graph reads from memory: every matmul's whole matrix, the
-// embedding rows get_rows reads (one per token), and the vectors of norms and biases. For a
+// embedding rows get_rows reads (one per token), the vectors of norms and biases, and of a
+// mixture of experts only the experts the tokens use (n_used each: the step's floor). For a
 // one-token decode graph this is the step's memory-traffic floor (the bandwidth roofline of
 // `minfer bench`).
 uint64_t weight_bytes_read(const Graph& graph);

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "graph/graph.h"
 #include "kernels/kernel_test_util.h"
 #include "kernels/thread_pool.h"
 #include "quant/quant_traits.h"
@@ -224,6 +225,32 @@ TEST(Moe, BitIdenticalForAnyBatchSplitAndThreadCount) {
     for (size_t i = 0; i < all.size(); ++i) {
       ASSERT_NEAR(all[i], expected[i], 0.02 * max_ref) << table->name << " element " << i;
     }
+  }
+}
+
+// The decode roofline's weight bytes: a one-token step reads n_used of the experts (gate, up
+// and down of each), a batch at most every expert.
+TEST(Moe, WeightBytesCountOnlyTheUsedExperts) {
+  const int64_t n_embd = 256, n_ff = 64, n_expert = 8;
+  const auto values = random_floats(n_expert * n_ff * n_embd, 1);
+  const ExpertSet experts =
+      make_experts(values, values, values, {GgmlType::kQ8_0, GgmlType::kQ8_0, GgmlType::kQ8_0},
+                   n_embd, n_ff, n_expert);
+  // One expert's bytes: gate and up 64 rows of 256 q8_0 (272 bytes), down 256 rows of 64 (68).
+  const uint64_t per_expert = 2 * 64 * 272 + 256 * 68;
+  WeightTensor router;
+  router.type = GgmlType::kF32;
+  router.n_cols = n_embd;
+  router.n_rows = n_expert;
+  router.row_bytes = n_embd * 4;
+  WeightTensor embedding = router;
+  for (const auto& [n_tokens, n_read] : {std::pair<int64_t, int64_t>{1, 2}, {3, 6}, {9, 8}}) {
+    GraphBuilder g(n_tokens, n_tokens);
+    const NodeId x = g.get_rows("x", embedding);
+    const NodeId logits = g.matmul("router", x, router);
+    const NodeId y = g.moe_ffn("moe", x, logits, experts.gate, experts.up, experts.down, 2);
+    const uint64_t other = n_tokens * router.row_bytes + n_expert * router.row_bytes;
+    EXPECT_EQ(weight_bytes_read(g.finish(y)), other + n_read * per_expert) << n_tokens;
   }
 }
 
