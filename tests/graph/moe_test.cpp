@@ -9,6 +9,7 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -139,6 +140,33 @@ std::vector<double> reference(const std::vector<float>& x, int64_t n_tokens, int
   return y;
 }
 
+// y against the double forward of the experts' dequantized weights, within 2% of the largest
+// output (the activations' 8-bit quantization).
+void expect_dequantized_forward(const ExpertSet& e, const std::vector<float>& x,
+                                const std::vector<float>& logits, int64_t n_tokens, int64_t n_used,
+                                const std::vector<float>& y, const std::string& what) {
+  const int64_t n_embd = e.gate.n_cols, n_ff = e.gate.n_rows, n_expert = e.gate.n_mats;
+  auto dequantized = [](const WeightTensor& w) {
+    std::vector<float> out(static_cast<size_t>(w.n_mats * w.n_rows * w.n_cols));
+    for (int64_t r = 0; r < w.n_mats * w.n_rows; ++r) {
+      dequantize_row(w.type, w.row(r), out.data() + r * w.n_cols, w.n_cols);
+    }
+    return out;
+  };
+  MoeScratch s;
+  moe_route(logits.data(), n_tokens, n_expert, n_used, s);
+  const std::vector<int32_t> chosen(s.chosen.begin(), s.chosen.begin() + n_tokens * n_used);
+  const std::vector<double> w(s.weights.begin(), s.weights.begin() + n_tokens * n_used);
+  const std::vector<double> expected =
+      reference(x, n_tokens, n_embd, n_ff, dequantized(e.gate), dequantized(e.up),
+                dequantized(e.down), chosen, w, n_used);
+  double max_ref = 0.0;
+  for (double v : expected) max_ref = std::max(max_ref, std::fabs(v));
+  for (size_t i = 0; i < y.size(); ++i) {
+    ASSERT_NEAR(y[i], expected[i], 0.02 * max_ref) << what << " element " << i;
+  }
+}
+
 // 3 experts of [2 → 2 → 2] in f32, three tokens routed as above: each output is the hand
 // weights (6/9 and 3/9, …) times the chosen experts' SwiGLU.
 TEST(Moe, TwoOfThreeExpertsMatchThePlainForward) {
@@ -206,24 +234,33 @@ TEST(Moe, BitIdenticalForAnyBatchSplitAndThreadCount) {
           << table->name << " threads " << threads << " step " << step;
     }
     // And the values are those of the dequantized experts (within the activations' Q8 error).
-    std::vector<float> gd(gate.size()), ud(up.size()), dd(down.size());
-    for (int64_t r = 0; r < n_expert * n_ff; ++r) {
-      dequantize_row(GgmlType::kQ8_0, gw.row(r), gd.data() + r * n_embd, n_embd);
-      dequantize_row(GgmlType::kQ4_K, uw.row(r), ud.data() + r * n_embd, n_embd);
-    }
-    for (int64_t r = 0; r < n_expert * n_embd; ++r) {
-      dequantize_row(GgmlType::kQ8_0, dw.row(r), dd.data() + r * n_ff, n_ff);
-    }
-    MoeScratch s;
-    moe_route(logits.data(), n_tokens, n_expert, n_used, s);
-    const std::vector<int32_t> chosen(s.chosen.begin(), s.chosen.begin() + n_tokens * n_used);
-    const std::vector<double> w(s.weights.begin(), s.weights.begin() + n_tokens * n_used);
-    const std::vector<double> expected =
-        reference(x, n_tokens, n_embd, n_ff, gd, ud, dd, chosen, w, n_used);
-    double max_ref = 0.0;
-    for (double v : expected) max_ref = std::max(max_ref, std::fabs(v));
-    for (size_t i = 0; i < all.size(); ++i) {
-      ASSERT_NEAR(all[i], expected[i], 0.02 * max_ref) << table->name << " element " << i;
+    expect_dequantized_forward(experts, x, logits, n_tokens, n_used, all, table->name);
+  }
+}
+
+// Every weight type minfer computes with, as the experts' type (all three), on every table.
+TEST(Moe, EveryWeightTypeComputesTheDequantizedForward) {
+  const int64_t n_embd = 256, n_ff = 256, n_expert = 4, n_used = 2, n_tokens = 3;
+  const auto gate = random_floats(n_expert * n_ff * n_embd, 11, -0.1f, 0.1f);
+  const auto up = random_floats(n_expert * n_ff * n_embd, 12, -0.1f, 0.1f);
+  const auto down = random_floats(n_expert * n_embd * n_ff, 13, -0.1f, 0.1f);
+  const auto x = random_floats(n_tokens * n_embd, 14);
+  const auto logits = random_floats(n_tokens * n_expert, 15, -2.0f, 2.0f);
+  kernels::ThreadPool pool(2);
+  for (GgmlType type :
+       {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16, GgmlType::kQ4_0, GgmlType::kQ4_1,
+        GgmlType::kQ5_0, GgmlType::kQ5_1, GgmlType::kQ8_0, GgmlType::kQ2_K, GgmlType::kQ3_K,
+        GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K}) {
+    const ExpertSet experts =
+        make_experts(gate, up, down, {type, type, type}, n_embd, n_ff, n_expert);
+    for (const kernels::KernelTable* table : all_tables()) {
+      MoeScratch s;
+      std::vector<float> y(static_cast<size_t>(n_tokens * n_embd));
+      run_moe(*table, pool, {experts.gate, experts.up, experts.down}, x.data(), logits.data(),
+              n_tokens, n_used, y.data(), s);
+      expect_dequantized_forward(
+          experts, x, logits, n_tokens, n_used, y,
+          std::string(table->name) + " " + std::string(ggml_type_info(type).name));
     }
   }
 }
