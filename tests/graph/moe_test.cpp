@@ -69,6 +69,19 @@ std::vector<uint8_t> converted(const std::vector<float>& x, GgmlType type, int64
   return out;
 }
 
+// Random experts (f32), tokens and router logits; seeds from `seed` on.
+struct RandomProblem {
+  RandomProblem(int64_t n_embd, int64_t n_ff, int64_t n_expert, int64_t n_tokens, uint32_t seed)
+      : gate(random_floats(n_expert * n_ff * n_embd, seed, -0.1f, 0.1f)),
+        up(random_floats(n_expert * n_ff * n_embd, seed + 1, -0.1f, 0.1f)),
+        down(random_floats(n_expert * n_embd * n_ff, seed + 2, -0.1f, 0.1f)),
+        x(random_floats(n_tokens * n_embd, seed + 3)),
+        logits(random_floats(n_tokens * n_expert, seed + 4, -2.0f, 2.0f)) {}
+  std::vector<float> gate, up, down;  // [n_expert][rows][cols]
+  std::vector<float> x;               // [n_tokens, n_embd]
+  std::vector<float> logits;          // [n_tokens, n_expert]
+};
+
 // Experts converted to their types (gate, up, down) and the 3-D weights over those bytes.
 struct ExpertSet {
   std::vector<uint8_t> gate_bytes, up_bytes, down_bytes;
@@ -207,11 +220,8 @@ TEST(Moe, TwoOfThreeExpertsMatchThePlainForward) {
 // tokens: every batch split and thread count gives the same bits, on every kernel table.
 TEST(Moe, BitIdenticalForAnyBatchSplitAndThreadCount) {
   const int64_t n_embd = 256, n_ff = 64, n_expert = 8, n_used = 3, n_tokens = 9;
-  const auto gate = random_floats(n_expert * n_ff * n_embd, 1, -0.1f, 0.1f);
-  const auto up = random_floats(n_expert * n_ff * n_embd, 2, -0.1f, 0.1f);
-  const auto down = random_floats(n_expert * n_embd * n_ff, 3, -0.1f, 0.1f);
-  const auto x = random_floats(n_tokens * n_embd, 4);
-  const auto logits = random_floats(n_tokens * n_expert, 5, -2.0f, 2.0f);
+  const RandomProblem p(n_embd, n_ff, n_expert, n_tokens, 1);
+  const auto &gate = p.gate, &up = p.up, &down = p.down, &x = p.x, &logits = p.logits;
   const ExpertSet experts = make_experts(
       gate, up, down, {GgmlType::kQ8_0, GgmlType::kQ4_K, GgmlType::kQ8_0}, n_embd, n_ff, n_expert);
   const WeightTensor &gw = experts.gate, &uw = experts.up, &dw = experts.down;
@@ -241,11 +251,8 @@ TEST(Moe, BitIdenticalForAnyBatchSplitAndThreadCount) {
 // Every weight type minfer computes with, as the experts' type (all three), on every table.
 TEST(Moe, EveryWeightTypeComputesTheDequantizedForward) {
   const int64_t n_embd = 256, n_ff = 256, n_expert = 4, n_used = 2, n_tokens = 3;
-  const auto gate = random_floats(n_expert * n_ff * n_embd, 11, -0.1f, 0.1f);
-  const auto up = random_floats(n_expert * n_ff * n_embd, 12, -0.1f, 0.1f);
-  const auto down = random_floats(n_expert * n_embd * n_ff, 13, -0.1f, 0.1f);
-  const auto x = random_floats(n_tokens * n_embd, 14);
-  const auto logits = random_floats(n_tokens * n_expert, 15, -2.0f, 2.0f);
+  const RandomProblem p(n_embd, n_ff, n_expert, n_tokens, 11);
+  const auto &gate = p.gate, &up = p.up, &down = p.down, &x = p.x, &logits = p.logits;
   kernels::ThreadPool pool(2);
   for (GgmlType type :
        {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16, GgmlType::kQ4_0, GgmlType::kQ4_1,
