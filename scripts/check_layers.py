@@ -14,8 +14,9 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 RULES = [
     ("apps/", ("kernels/", "graph/", "kv/"),
      "the CLI is a client of the engine: no kernel, graph or KV header"),
-    ("src/server/", ("models/", "kernels/", "graph/", "kv/"),
-     "the server asks the engine, not the model or the kernels"),
+    ("src/server/", ("models/", "kernels/", "graph/", "kv/", "engine/", "tokenizer/", "chat/",
+                     "grammar/", "sampling/", "quant/", "gguf/"),
+     "the server is a client of the public API (include/minfer/minfer.h)"),
     ("src/models/", ("kv/", "engine/", "server/"),
      "a model describes config, weights and graph; the runtime owns the KV cache"),
     ("src/kernels/", ("graph/", "kv/", "models/", "engine/", "server/"),
@@ -37,6 +38,10 @@ for command in ("apps/minfer/cmd_run.cpp", "apps/minfer/cmd_chat.cpp",
                             "engine/", "server/", "tokenizer/", "chat/", "sampling/",
                             "grammar/", "tools/"),
                   "a client of the public API: include minfer/minfer.h, not the engine"))
+RULES.append(("apps/minfer/cmd_serve.cpp", ("core/", "quant/", "gguf/", "kernels/", "graph/", "kv/",
+                                            "models/", "engine/", "tokenizer/", "chat/",
+                                            "sampling/", "grammar/", "tools/"),
+              "serve runs the server (src/server/) on the public API alone"))
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
 

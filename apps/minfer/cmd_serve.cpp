@@ -22,9 +22,7 @@
 #include <fmt/format.h>
 
 #include "commands.h"
-#include "engine/conversation.h"
-#include "engine/runtime.h"
-#include "engine/scheduler.h"
+#include "minfer/minfer.h"
 #include "observe_options.h"
 #include "server/http_server.h"
 
@@ -36,18 +34,15 @@ struct ServeFlags {
   std::string model_path;
   std::string alias;
   server::ServerOptions http;
-  engine::SchedulerOptions sched;
-  int64_t n_ctx_seq = 0;
-  std::string cache_type;
+  LoadOptions load;
+  BatchOptions batch;
   bool no_prefix_cache = false;
   double drain_s = 3.0;
 };
 
 struct Loaded {
-  std::unique_ptr<Model> model;
-  std::unique_ptr<Tokenizer> tokenizer;
-  std::unique_ptr<chat::ChatTemplate> chat_template;
-  std::unique_ptr<engine::Scheduler> scheduler;
+  std::unique_ptr<LanguageModel> model;
+  std::unique_ptr<BatchGenerator> generator;
 };
 
 Result<Loaded> load(ServeFlags& f) {
@@ -62,18 +57,11 @@ Result<Loaded> load(ServeFlags& f) {
     std::this_thread::sleep_for(std::chrono::milliseconds(ms));
   }
   Loaded l;
-  MINFER_RETURN_IF_ERROR(engine::apply_user_options(f.sched, f.cache_type, GgmlType::kF32));
-  MINFER_ASSIGN_OR_RETURN(l.model, Model::load(f.model_path));
-  MINFER_ASSIGN_OR_RETURN(l.tokenizer, Tokenizer::from_gguf(l.model->file()));
-  MINFER_ASSIGN_OR_RETURN(chat::ChatTemplate tmpl, engine::load_chat_template(l.model->file()));
-  l.chat_template = std::make_unique<chat::ChatTemplate>(std::move(tmpl));
-  MINFER_ASSIGN_OR_RETURN(int64_t n_ctx, engine::resolve_n_ctx(*l.model, f.n_ctx_seq));
-  if (f.n_ctx_seq == 0) n_ctx = std::max<int64_t>(2, n_ctx);
-  if (f.sched.n_ctx_total > 0) n_ctx = std::min(n_ctx, f.sched.n_ctx_total);
-  f.sched.n_ctx = n_ctx;
-  f.sched.prefix_cache = !f.no_prefix_cache;
-  MINFER_ASSIGN_OR_RETURN(l.scheduler, engine::Scheduler::create(*l.model, *l.tokenizer, f.sched));
-  l.scheduler->start();
+  f.load.single_sequence = false;  // every request runs on the batch generator
+  MINFER_ASSIGN_OR_RETURN(l.model, LanguageModel::load(f.model_path, f.load));
+  f.batch.prefix_cache = !f.no_prefix_cache;
+  MINFER_ASSIGN_OR_RETURN(l.generator, l.model->batch_generator(f.batch));
+  l.generator->start();
   return l;
 }
 
@@ -104,19 +92,16 @@ int run_serve(ServeFlags& f) {
     if (r.is_ok()) {
       loaded = std::move(r).value();
       server::Backend b;
-      b.tokenizer = loaded.tokenizer.get();
-      b.chat_template = loaded.chat_template.get();
-      b.scheduler = loaded.scheduler.get();
+      b.model = loaded.model.get();
+      b.generator = loaded.generator.get();
       b.model_name =
           !f.alias.empty() ? f.alias : std::filesystem::path(f.model_path).filename().string();
       http.set_backend(b);
       fmt::print(stderr,
                  "minfer serve: ready: {} ({} sequences of up to {} tokens, KV budget {} "
                  "positions, {} threads)\n",
-                 b.model_name, f.sched.n_parallel, f.sched.n_ctx,
-                 loaded.scheduler->cache().config().max_blocks *
-                     loaded.scheduler->cache().config().block_size,
-                 loaded.scheduler->runtime().n_threads());
+                 b.model_name, loaded.generator->n_parallel(), loaded.generator->n_ctx(),
+                 loaded.generator->kv_positions(), loaded.generator->n_threads());
     } else {
       load_status = r.status();
     }
@@ -150,14 +135,14 @@ int run_serve(ServeFlags& f) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   http.cancel_all();
-  if (loaded.scheduler) loaded.scheduler->stop();  // ends whatever is left
+  if (loaded.generator) loaded.generator->stop();  // ends whatever is left
   const auto cancel_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
   while (http.n_in_flight() > 0 && std::chrono::steady_clock::now() < cancel_deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   http.stop();
   serve_thread.join();
-  if (loaded.scheduler) std::fputs(loaded.scheduler->runtime().profile_table().c_str(), stderr);
+  if (loaded.generator) std::fputs(loaded.generator->profile_table().c_str(), stderr);
   fmt::print(stderr, "minfer serve: stopped\n");
   return exit_code;
 }
@@ -172,20 +157,20 @@ void register_serve_command(CLI::App& app, CommandRegistry& registry) {
   cmd->add_option("-a,--alias", f.alias, "model name in responses (default: the file name)");
   cmd->add_option("--host", f.http.host, "address to listen on (default 127.0.0.1)");
   cmd->add_option("--port", f.http.port, "port (default 8080; 0: any free port)");
-  cmd->add_option("--parallel", f.sched.n_parallel,
+  cmd->add_option("--parallel", f.batch.n_parallel,
                   "sequences decoded together (default 4; also -np N)");
-  cmd->add_option("-c,--ctx-size", f.sched.n_ctx_total,
+  cmd->add_option("-c,--ctx-size", f.batch.n_ctx_total,
                   "KV budget in positions for all sequences (default: parallel x per-sequence)");
-  cmd->add_option("--ctx-per-seq", f.n_ctx_seq,
+  cmd->add_option("--ctx-per-seq", f.batch.n_ctx,
                   "positions one sequence may use (default: the model's, at most 4096)");
-  cmd->add_option("-b,--batch-size", f.sched.token_budget,
+  cmd->add_option("-b,--batch-size", f.batch.token_budget,
                   "most tokens one step computes (default 512)");
-  cmd->add_option("--block-size", f.sched.block_size, "KV positions per block (default 16)");
-  cmd->add_option("--cache-type", f.cache_type,
+  cmd->add_option("--block-size", f.batch.block_size, "KV positions per block (default 16)");
+  cmd->add_option("--cache-type", f.load.cache_type,
                   "KV cell type: f32, f16, q8_0 (default f32 or MINFER_CACHE_TYPE)");
-  cmd->add_option("-t,--threads", f.sched.n_threads, "threads (default: all cores)");
+  cmd->add_option("-t,--threads", f.load.n_threads, "threads (default: all cores)");
   cmd->add_option("--api-key", f.http.api_key, "require 'Authorization: Bearer KEY'");
-  cmd->add_option("--max-queue", f.sched.max_queue,
+  cmd->add_option("--max-queue", f.batch.max_queue,
                   "requests that may wait beyond the running ones (default 64)");
   cmd->add_flag("--no-prefix-cache", f.no_prefix_cache, "do not reuse cached prompt prefixes");
   cmd->add_option("--timeout", f.http.read_timeout_s,
@@ -195,7 +180,7 @@ void register_serve_command(CLI::App& app, CommandRegistry& registry) {
                   "connections served at once (default 64)");
   cmd->add_option("--drain", f.drain_s,
                   "seconds running requests may finish after SIGTERM (default 3)");
-  add_observe_flags(*cmd, f.sched.observe);
+  add_observe_flags(*cmd, f.load);
   // llama.cpp spells --parallel "-np", a multi-letter single-dash name CLI11 cannot declare: it
   // arrives as an extra argument, and any other extra is an error.
   cmd->allow_extras();
@@ -205,7 +190,7 @@ void register_serve_command(CLI::App& app, CommandRegistry& registry) {
       int value = 0;
       if (extras[i] == "-np" && i + 1 < extras.size() &&
           std::sscanf(extras[i + 1].c_str(), "%d", &value) == 1 && value > 0) {
-        flags->sched.n_parallel = value;
+        flags->batch.n_parallel = value;
         ++i;
         continue;
       }

@@ -28,6 +28,36 @@
 
 namespace minfer {
 
+// Why generation ended.
+enum class FinishReason {
+  kEog,        // the model produced an end-of-generation token (not printed)
+  kStop,       // a stop string appeared (it and what followed were not printed)
+  kLength,     // max_tokens were generated
+  kContext,    // the context is full: the next token would have no position
+  kCancelled,  // the cancel flag was raised, the callback returned false, or the handle cancelled
+};
+
+// "eog", "stop", "length", "context", "cancelled".
+const char* finish_reason_name(FinishReason reason);
+// A sentence for people: "end-of-generation token", "stop string", ….
+const char* finish_reason_text(FinishReason reason);
+
+// Most alternatives per token that logprobs can report (OpenAI's top_logprobs limit).
+inline constexpr int32_t kMaxTopLogprobs = 20;
+
+struct TokenLogprob {
+  int32_t token = 0;
+  float logprob = 0.0f;
+};
+
+// A token the sampler chose, with its log-probability and the most likely alternatives when they
+// were asked for (GenerateParams::top_logprobs), from the model's distribution before sampling.
+struct SampledToken {
+  int32_t token = 0;
+  float logprob = 0.0f;
+  std::vector<TokenLogprob> top;  // [top_logprobs] most likely first
+};
+
 struct LoadOptions {
   int64_t n_ctx = 0;       // positions a sequence may use; 0: the model's, at most 4096
   int64_t n_batch = 2048;  // most prompt tokens per forward
@@ -37,6 +67,10 @@ struct LoadOptions {
   std::string trace_path;  // one JSON line per forward step; empty: MINFER_TRACE, else none
   std::string dump_graph;  // write the prefill and decode graphs here (.dot or .json)
   bool profile = false;    // time every op (LanguageModel::profile_table)
+  // Give the model its own sequence for generate() and prefill() (a KV cache of n_ctx
+  // positions). false for a program that only batches: the observers above then go to the
+  // batch generator instead.
+  bool single_sequence = true;
 };
 
 struct ChatMessage {
@@ -60,6 +94,14 @@ struct GenerateParams {
   std::vector<std::string> stop;  // strings that end generation; never part of the text
   // generate() only: checked between tokens when set; raising it ends with "cancelled".
   const std::atomic<bool>* cancel = nullptr;
+  // Batched requests only:
+  // < 0: no logprobs; else each sampled token's log-probability plus this many alternatives
+  // (≤ kMaxTopLogprobs), in BatchEvent::tokens.
+  int32_t top_logprobs = -1;
+  bool render_special = false;  // emit the text of control tokens
+  // Only tokens that continue one JSON object are sampled, and the request ends as soon as it is
+  // complete (OpenAI's response_format json_object).
+  bool json_object = false;
 };
 
 struct GenerateReply {
@@ -87,19 +129,68 @@ struct PrefillReply {
 // string); returns false to stop generating.
 using TextCallback = std::function<bool(std::string_view text)>;
 
-// What a batched request reports: text as it comes, then once `done` with the reply's end.
-struct BatchEvent {
-  std::string text;
-  bool done = false;
-  std::string finish_reason;  // when done: as GenerateReply's, or "error"
-  std::string error;          // when finish_reason is "error"
+struct RequestStats {
+  int64_t n_prompt = 0;     // prompt tokens
+  int64_t n_cached = 0;     // of those, attached from the prefix cache (not computed)
+  int64_t n_generated = 0;  // tokens sampled, a final eog included
+  double queue_ms = 0.0;    // submit to admission
+  double ttft_ms = 0.0;     // submit to the first token sampled
+  double total_ms = 0.0;    // submit to the end
+  int64_t n_preempted = 0;  // times the request lost its blocks and was recomputed
 };
 
+// What a batched request reports, on the thread that steps: text as it comes, then once `done`
+// with the reply's end. Handlers must be quick and must not call the generator (cancelling
+// through the handle is fine).
+struct BatchEvent {
+  std::string text;                  // text that became safe to emit (never part of a stop string)
+  std::vector<SampledToken> tokens;  // tokens sampled since the last event
+  bool done = false;
+  // When done:
+  FinishReason finish = FinishReason::kLength;
+  std::string finish_reason;  // finish_reason_name(finish), or "error"
+  std::string stop;           // the stop string that matched (kStop)
+  std::string error;          // when finish_reason is "error"
+  RequestStats stats;
+};
+
+// A queued request: its id, and a way to end it early.
+class RequestHandle {
+ public:
+  explicit RequestHandle(int64_t id) : id_(id) {}
+  // Asks the generator to end the request; it does so before its next step.
+  void cancel() { cancelled_.store(true, std::memory_order_relaxed); }
+  bool cancelled() const { return cancelled_.load(std::memory_order_relaxed); }
+  int64_t id() const { return id_; }
+
+ private:
+  int64_t id_;
+  std::atomic<bool> cancelled_{false};
+};
+
+// A snapshot of a batch generator, for metrics.
+struct BatchStats {
+  int64_t n_running = 0;
+  int64_t n_waiting = 0;
+  int64_t kv_blocks_used = 0;
+  int64_t kv_blocks_free = 0;    // cached blocks included
+  int64_t kv_blocks_cached = 0;  // free but holding a reusable prefix
+  int64_t kv_blocks_total = 0;   // the budget
+  int64_t n_steps = 0;
+  int64_t n_preemptions = 0;
+};
+
+// The batch generator's threads and cell type are the model's (LoadOptions).
 struct BatchOptions {
-  int n_parallel = 4;          // sequences decoded together
-  int64_t n_ctx = 0;           // positions one sequence may use; 0: the model's, at most 4096
+  int n_parallel = 4;  // sequences decoded together
+  // Positions one sequence may use; 0: the model's, at most 4096, at least 2, at most
+  // n_ctx_total.
+  int64_t n_ctx = 0;
   int64_t n_ctx_total = 0;     // KV budget for all sequences; 0: n_parallel * n_ctx
   int64_t token_budget = 512;  // most tokens one step computes
+  int64_t block_size = 16;     // KV positions per block
+  int64_t max_queue = 64;      // requests waiting beyond it are refused; < 0: no limit
+  bool prefix_cache = true;    // requests sharing a prompt prefix share its cache blocks
 };
 
 // Many requests over one model, decoded together in one batch per step (continuous batching,
@@ -110,16 +201,26 @@ class BatchGenerator {
   BatchGenerator(const BatchGenerator&) = delete;
   BatchGenerator& operator=(const BatchGenerator&) = delete;
 
-  // Queues a request and returns its id; `on_event` gets its events, called from the thread that
-  // steps (run_until_idle's, or the generator's own after start()). Errors: an empty or too long
-  // prompt, bad parameters, a full queue.
-  Result<int64_t> submit(std::span<const int32_t> prompt, const GenerateParams& params,
-                         std::function<void(const BatchEvent&)> on_event);
+  // Queues a request; `on_event` gets its events, called from the thread that steps
+  // (run_until_idle's, or the generator's own after start()). Errors: an empty prompt or bad ids
+  // or parameters (kInvalidArgument), a prompt with no room for one generated token
+  // (kOutOfRange), a full queue or a stopped generator (kResourceExhausted).
+  Result<std::shared_ptr<RequestHandle>> submit(std::span<const int32_t> prompt,
+                                                const GenerateParams& params,
+                                                std::function<void(const BatchEvent&)> on_event);
   // Steps on the calling thread until every request has finished.
   Status run_until_idle();
   // Or: steps on a thread of its own until stop(), which cancels what is left.
   void start();
   void stop();
+
+  BatchStats stats() const;
+  int64_t n_ctx() const;         // positions one sequence may use
+  int n_parallel() const;        // sequences decoded together
+  int64_t kv_positions() const;  // the KV budget of all sequences
+  int n_threads() const;
+  // With LoadOptions::profile (and no single sequence): time per op so far; otherwise empty.
+  std::string profile_table() const;
 
  private:
   friend class LanguageModel;
@@ -175,16 +276,23 @@ class LanguageModel {
                                 bool parse_special = false) const;
   // The text of ids (control tokens left out). Error: an id outside the vocabulary.
   Result<std::string> detokenize(std::span<const int32_t> ids) const;
+  // The text of one token as the vocabulary holds it (bytes, may be part of a character). Error:
+  // an id outside the vocabulary.
+  Result<std::string> token_piece(int32_t id) const;
   // The messages rendered by the model's chat template, and that prompt's tokens.
   Result<std::string> render_chat(const std::vector<ChatMessage>& messages,
                                   bool add_generation_prompt = true) const;
   Result<std::vector<int32_t>> tokenize_chat(const std::vector<ChatMessage>& messages) const;
+  // The tokens of an OpenAI chat request body (JSON text: `messages`, optional `tools`,
+  // `chat_template_kwargs`, …) rendered by the model's template.
+  Result<std::vector<int32_t>> tokenize_chat_request(std::string_view request_json) const;
   // A conversation over this model's template (`system` empty: none); the model must outlive it.
   // Error: the model's template cannot be parsed (render_chat and tokenize_chat fail alike).
   Result<std::unique_ptr<Chat>> start_chat(std::string system = "") const;
 
   // Generates after `prompt` on the model's one sequence; what that sequence already holds of
-  // the prompt is reused (multi-turn chat prefills only the new turn).
+  // the prompt is reused (multi-turn chat prefills only the new turn). Error: the model was
+  // loaded without it (LoadOptions::single_sequence), as for prefill().
   Result<GenerateReply> generate(std::span<const int32_t> prompt, const GenerateParams& params,
                                  const TextCallback& on_text = {});
   // Puts `tokens` into that sequence without sampling (e.g. a finished chat turn as the template

@@ -1,34 +1,16 @@
 // The public API (include/minfer/minfer.h) over the engine: LanguageModel holds the model, its
-// tokenizer, chat template and a Session; BatchGenerator wraps a Scheduler.
-#include "minfer/minfer.h"
-
-#include <cstdlib>
+// tokenizer, chat template and a Session; Chat wraps a Conversation. BatchGenerator is in
+// api_batch.cpp.
+#include <array>
 
 #include <nlohmann/json.hpp>
 
-#include "engine/conversation.h"
+#include "engine/api_impl.h"
 #include "engine/generate.h"
-#include "engine/scheduler.h"
-#include "engine/setup.h"
 
 namespace minfer {
 
 namespace {
-
-SamplerParams sampler_params(const GenerateParams& p) {
-  SamplerParams s;
-  s.temperature = p.temperature;
-  s.top_k = p.top_k;
-  s.top_p = p.top_p;
-  s.min_p = p.min_p;
-  s.repeat_penalty = p.repeat_penalty;
-  s.repeat_last_n = p.repeat_last_n;
-  s.presence_penalty = p.presence_penalty;
-  s.frequency_penalty = p.frequency_penalty;
-  s.logit_bias = p.logit_bias;
-  s.seed = p.seed;
-  return s;
-}
 
 GenerateReply generate_reply(engine::GenerateResult r) {
   const engine::GenerationMetrics& m = r.metrics;
@@ -56,13 +38,20 @@ nlohmann::ordered_json messages_json(const std::vector<ChatMessage>& messages) {
 
 }  // namespace
 
-struct LanguageModel::Impl {
-  engine::LoadedModel loaded;
-  // The model's chat template, or why it cannot be used: only what renders a chat fails on it,
-  // so that a template minfer cannot run does not stop plain completion.
-  Result<chat::ChatTemplate> chat_template;
-  std::string path;
-};
+SamplerParams sampler_params(const GenerateParams& p) {
+  SamplerParams s;
+  s.temperature = p.temperature;
+  s.top_k = p.top_k;
+  s.top_p = p.top_p;
+  s.min_p = p.min_p;
+  s.repeat_penalty = p.repeat_penalty;
+  s.repeat_last_n = p.repeat_last_n;
+  s.presence_penalty = p.presence_penalty;
+  s.frequency_penalty = p.frequency_penalty;
+  s.logit_bias = p.logit_bias;
+  s.seed = p.seed;
+  return s;
+}
 
 LanguageModel::LanguageModel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 LanguageModel::~LanguageModel() = default;
@@ -78,6 +67,7 @@ Result<std::unique_ptr<LanguageModel>> LanguageModel::load(const std::string& pa
   o.observe.trace_path = options.trace_path;
   o.observe.dump_graph = options.dump_graph;
   o.observe.profile = options.profile;
+  o.with_session = options.single_sequence;
   MINFER_ASSIGN_OR_RETURN(engine::LoadedModel loaded, engine::load_for_generation(o));
   Result<chat::ChatTemplate> tmpl = engine::load_chat_template(loaded.model->file());
   auto impl = std::make_unique<Impl>(Impl{std::move(loaded), std::move(tmpl), path});
@@ -107,9 +97,29 @@ Result<std::vector<int32_t>> LanguageModel::tokenize_chat(
   return engine::tokenize_chat_prompt(*impl_->loaded.tokenizer, text);
 }
 
+Result<std::vector<int32_t>> LanguageModel::tokenize_chat_request(
+    std::string_view request_json) const {
+  MINFER_RETURN_IF_ERROR(impl_->chat_template.status());
+  const nlohmann::ordered_json request =
+      nlohmann::ordered_json::parse(request_json, nullptr, /*allow_exceptions=*/false);
+  if (request.is_discarded() || !request.is_object()) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "[api] a chat request must be a JSON object with 'messages'");
+  }
+  MINFER_ASSIGN_OR_RETURN(std::string text, impl_->chat_template->render_request(request));
+  return engine::tokenize_chat_prompt(*impl_->loaded.tokenizer, text);
+}
+
+Result<std::string> LanguageModel::token_piece(int32_t id) const {
+  const std::array<int32_t, 1> ids = {id};
+  MINFER_RETURN_IF_ERROR(impl_->loaded.tokenizer->check_ids(ids));
+  return impl_->loaded.tokenizer->token_to_piece(id);
+}
+
 Result<GenerateReply> LanguageModel::generate(std::span<const int32_t> prompt,
                                               const GenerateParams& params,
                                               const TextCallback& on_text) {
+  MINFER_RETURN_IF_ERROR(impl_->need_session());
   engine::GenerateOptions options;
   options.sampling = sampler_params(params);
   options.n_predict = params.max_tokens;
@@ -123,6 +133,7 @@ Result<GenerateReply> LanguageModel::generate(std::span<const int32_t> prompt,
 }
 
 Result<PrefillReply> LanguageModel::prefill(std::span<const int32_t> tokens) {
+  MINFER_RETURN_IF_ERROR(impl_->need_session());
   engine::Session& session = *impl_->loaded.session;
   MINFER_RETURN_IF_ERROR(session.set_prompt(tokens).status());
   return PrefillReply{.n_reused = session.last_prefill().n_reused,
@@ -130,7 +141,7 @@ Result<PrefillReply> LanguageModel::prefill(std::span<const int32_t> tokens) {
 }
 
 void LanguageModel::clear() {
-  impl_->loaded.session->clear();
+  if (impl_->loaded.session != nullptr) impl_->loaded.session->clear();
 }
 
 int64_t LanguageModel::n_vocab() const {
@@ -138,7 +149,7 @@ int64_t LanguageModel::n_vocab() const {
 }
 
 int64_t LanguageModel::n_ctx() const {
-  return impl_->loaded.session->n_ctx();
+  return impl_->loaded.runtime.n_ctx;
 }
 
 const std::string& LanguageModel::architecture() const {
@@ -150,6 +161,7 @@ std::string LanguageModel::describe() const {
 }
 
 std::string LanguageModel::profile_table() const {
+  if (impl_->loaded.session == nullptr) return "";
   return impl_->loaded.session->runtime().profile_table();
 }
 
@@ -197,64 +209,6 @@ Result<std::string> Chat::render(bool add_generation_prompt) const {
 
 Result<std::vector<int32_t>> Chat::tokens(bool add_generation_prompt) const {
   return impl_->conversation.tokens(add_generation_prompt);
-}
-
-struct BatchGenerator::Impl {
-  std::unique_ptr<engine::Scheduler> scheduler;
-};
-
-BatchGenerator::BatchGenerator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-BatchGenerator::~BatchGenerator() = default;
-
-Result<std::unique_ptr<BatchGenerator>> LanguageModel::batch_generator(
-    const BatchOptions& options) const {
-  const engine::Session& session = *impl_->loaded.session;
-  engine::SchedulerOptions o;
-  o.n_parallel = options.n_parallel;
-  MINFER_ASSIGN_OR_RETURN(o.n_ctx, engine::resolve_n_ctx(*impl_->loaded.model, options.n_ctx));
-  o.n_ctx_total = options.n_ctx_total;
-  o.token_budget = options.token_budget;
-  o.cache_type = session.cache_type();
-  o.n_threads = session.n_threads();
-  auto impl = std::make_unique<BatchGenerator::Impl>();
-  MINFER_ASSIGN_OR_RETURN(impl->scheduler, engine::Scheduler::create(*impl_->loaded.model,
-                                                                     *impl_->loaded.tokenizer, o));
-  return std::unique_ptr<BatchGenerator>(new BatchGenerator(std::move(impl)));
-}
-
-Result<int64_t> BatchGenerator::submit(std::span<const int32_t> prompt,
-                                       const GenerateParams& params,
-                                       std::function<void(const BatchEvent&)> on_event) {
-  engine::RequestParams request;
-  request.prompt.assign(prompt.begin(), prompt.end());
-  request.sampling = sampler_params(params);
-  request.max_tokens = params.max_tokens;
-  request.stops = params.stop;
-  auto sink = [on_event = std::move(on_event)](engine::RequestEvent&& e) {
-    BatchEvent event;
-    event.text = std::move(e.text);
-    event.done = e.done;
-    if (e.done) {
-      event.finish_reason = e.error.is_ok() ? engine::finish_reason_name(e.finish) : "error";
-      if (!e.error.is_ok()) event.error = e.error.message();
-    }
-    if (on_event) on_event(event);
-  };
-  MINFER_ASSIGN_OR_RETURN(std::shared_ptr<engine::RequestHandle> handle,
-                          impl_->scheduler->submit(std::move(request), std::move(sink)));
-  return handle->id();
-}
-
-Status BatchGenerator::run_until_idle() {
-  return impl_->scheduler->run_until_idle();
-}
-
-void BatchGenerator::start() {
-  impl_->scheduler->start();
-}
-
-void BatchGenerator::stop() {
-  impl_->scheduler->stop();
 }
 
 }  // namespace minfer

@@ -16,8 +16,9 @@
 
 namespace minfer::engine {
 
-// Most alternatives per token that logprobs can report (OpenAI's top_logprobs limit).
-inline constexpr int32_t kMaxTopLogprobs = 20;
+using minfer::kMaxTopLogprobs;
+using minfer::RequestHandle;
+using minfer::RequestStats;
 
 struct RequestParams {
   std::vector<int32_t> prompt;  // [n_prompt] ≥ 1 token, every id < n_vocab
@@ -32,16 +33,6 @@ struct RequestParams {
   // and the request ends with kEog as soon as it is complete. One per request: it holds that
   // request's state.
   std::shared_ptr<TokenConstraint> constraint;
-};
-
-struct RequestStats {
-  int64_t n_prompt = 0;     // prompt tokens
-  int64_t n_cached = 0;     // of those, attached from the prefix cache (not computed)
-  int64_t n_generated = 0;  // tokens sampled, a final eog included
-  double queue_ms = 0.0;    // submit to admission
-  double ttft_ms = 0.0;     // submit to the first token sampled
-  double total_ms = 0.0;    // submit to the end
-  int64_t n_preempted = 0;  // times the request lost its blocks and was recomputed
 };
 
 // What the scheduler streams to a request, on the scheduler's thread: one event per sampled
@@ -59,18 +50,5 @@ struct RequestEvent {
 };
 
 using EventSink = std::function<void(RequestEvent&&)>;
-
-class RequestHandle {
- public:
-  explicit RequestHandle(int64_t id) : id_(id) {}
-  // Asks the scheduler to end the request; it does so before its next step.
-  void cancel() { cancelled_.store(true, std::memory_order_relaxed); }
-  bool cancelled() const { return cancelled_.load(std::memory_order_relaxed); }
-  int64_t id() const { return id_; }
-
- private:
-  int64_t id_;
-  std::atomic<bool> cancelled_{false};
-};
 
 }  // namespace minfer::engine

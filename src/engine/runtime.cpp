@@ -79,15 +79,16 @@ Result<std::unique_ptr<Runtime>> Runtime::create(const Model& model,
   }
   const ModelConfig& c = model.config();
   MINFER_ASSIGN_OR_RETURN(
-      r->cache_,
-      KvCache::create({.n_layer = c.n_layer,
-                       .n_head_kv = c.n_head_kv,
-                       .head_dim = c.head_dim,
-                       .head_dim_v = c.head_dim_v,
-                       .cell_type = o.cache_type,
-                       .block_size = o.block_size,
-                       .n_ctx = o.n_ctx,
-                       .max_blocks = (o.n_ctx_total + o.block_size - 1) / o.block_size}));
+      r->cache_, KvCache::create({.n_layer = c.n_layer,
+                                  .n_head_kv = c.n_head_kv,
+                                  .head_dim = c.head_dim,
+                                  .head_dim_v = c.head_dim_v,
+                                  .cell_type = o.cache_type,
+                                  .block_size = o.block_size,
+                                  .n_ctx = o.n_ctx,
+                                  .max_blocks = (o.n_ctx_total + o.block_size - 1) / o.block_size,
+                                  .swa_layers = c.swa_layers,
+                                  .window = c.n_swa}));
   r->pool_ = std::make_unique<kernels::ThreadPool>(
       o.n_threads > 0 ? o.n_threads : kernels::default_thread_count());
   r->runner_ = std::make_unique<StepRunner>(model, *r->cache_, *r->table_, *r->pool_);

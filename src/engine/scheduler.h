@@ -42,17 +42,8 @@ struct SchedulerOptions : RuntimeOptions {
   bool prefix_cache = true;
 };
 
-// A snapshot for metrics.
-struct SchedulerStats {
-  int64_t n_running = 0;
-  int64_t n_waiting = 0;
-  int64_t kv_blocks_used = 0;
-  int64_t kv_blocks_free = 0;    // cached blocks included
-  int64_t kv_blocks_cached = 0;  // free but holding a reusable prefix
-  int64_t kv_blocks_total = 0;   // the budget
-  int64_t n_steps = 0;
-  int64_t n_preemptions = 0;
-};
+// A snapshot for metrics (the public API's BatchStats).
+using SchedulerStats = minfer::BatchStats;
 
 class Scheduler {
  public:

@@ -105,6 +105,7 @@ Result<std::span<const float>> Session::set_prompt(std::span<const int32_t> toke
   int64_t keep = static_cast<int64_t>(mismatch.first - tokens_.begin());
   keep = std::min(keep, n - 1);
   truncate(keep);
+  keep = n_past();  // fewer when the cache could not keep them all (a sliding window)
   const auto t0 = std::chrono::steady_clock::now();
   auto logits = prefill(tokens.subspan(static_cast<size_t>(keep)));
   const auto t1 = std::chrono::steady_clock::now();
@@ -120,6 +121,9 @@ void Session::truncate(int64_t n_tokens) {
     runtime_->cache().free_sequence(kSeq);
   } else {
     runtime_->cache().truncate(kSeq, keep);
+    // A cache with sliding-window layers keeps nothing when the kept positions' window is
+    // already released (kv/kv_cache.h): the history is what it still holds.
+    tokens_.resize(static_cast<size_t>(runtime_->cache().length(kSeq)));
   }
 }
 
@@ -139,6 +143,11 @@ std::string describe_model(const Model& model) {
   out += fmt::format("n_ff:         {}\n", c.n_ff);
   out += fmt::format("n_vocab:      {}\n", c.n_vocab);
   out += fmt::format("n_ctx_train:  {}\n", c.n_ctx_train);
+  if (c.n_swa > 0) {
+    const auto n_sliding = std::count(c.swa_layers.begin(), c.swa_layers.end(), true);
+    out += fmt::format("n_swa:        {} ({} of {} layers slide, rope base {})\n", c.n_swa,
+                       n_sliding, c.n_layer, c.rope_freq_base_swa);
+  }
   return out;
 }
 

@@ -65,7 +65,9 @@ class Session {
   // Appends one token and returns the logits after it ([n_vocab]).
   Result<std::span<const float>> decode(int32_t token);
 
-  // Forgets the history past n_tokens (and their cache cells).
+  // Forgets the history past n_tokens (and their cache cells). With sliding-window layers it may
+  // forget more, down to nothing, when the window of the kept positions is already released:
+  // n_past() says what is held.
   void truncate(int64_t n_tokens);
   void clear() { truncate(0); }
 
@@ -107,7 +109,7 @@ class Session {
 };
 
 // One line per fact for people: architecture, n_layer, n_embd, n_head / n_head_kv, head_dim, n_ff,
-// n_vocab, n_ctx_train; each line ends in '\n'.
+// n_vocab, n_ctx_train, the sliding window when the model has one; each line ends in '\n'.
 std::string describe_model(const Model& model);
 
 }  // namespace minfer::engine

@@ -14,14 +14,18 @@ Result<LoadedModel> load_for_generation(const ModelOptions& options) {
   MINFER_ASSIGN_OR_RETURN(session.n_ctx, resolve_n_ctx(*loaded.model, options.n_ctx));
   session.n_batch = options.n_batch;
   session.n_threads = options.n_threads;
-  MINFER_ASSIGN_OR_RETURN(loaded.session, Session::create(*loaded.model, session));
+  loaded.runtime = session;
+  if (options.with_session) {
+    MINFER_ASSIGN_OR_RETURN(loaded.session, Session::create(*loaded.model, session));
+  }
   return loaded;
 }
 
 std::string describe_setup(const LoadedModel& loaded, const std::string& path) {
-  const Session& s = *loaded.session;
   std::string out = fmt::format("model:        {}\n", path);
   out += describe_model(*loaded.model);
+  if (loaded.session == nullptr) return out;
+  const Session& s = *loaded.session;
   out += fmt::format("kernels:      {}\n", s.runtime().isa_name());
   out += fmt::format("threads:      {}\n", s.n_threads());
   out += fmt::format("cache type:   {}\n", kv_cell_type_name(s.cache_type()));

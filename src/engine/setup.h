@@ -15,18 +15,22 @@
 namespace minfer::engine {
 
 struct ModelOptions {
-  std::string path;        // GGUF file
-  int64_t n_ctx = 0;       // 0: min(n_ctx_train, kDefaultMaxCtx)
-  int64_t n_batch = 2048;  // most prompt tokens per forward
-  int n_threads = 0;       // ≤ 0: all cores
-  std::string cache_type;  // "f32", "f16", "q8_0"; empty: MINFER_CACHE_TYPE, else f32
-  ObserveOptions observe;  // with MINFER_TRACE / MINFER_DUMP_DIR applied by the loader
+  std::string path;          // GGUF file
+  int64_t n_ctx = 0;         // 0: min(n_ctx_train, kDefaultMaxCtx)
+  int64_t n_batch = 2048;    // most prompt tokens per forward
+  int n_threads = 0;         // ≤ 0: all cores
+  std::string cache_type;    // "f32", "f16", "q8_0"; empty: MINFER_CACHE_TYPE, else f32
+  ObserveOptions observe;    // with MINFER_TRACE / MINFER_DUMP_DIR applied by the loader
+  bool with_session = true;  // false: model and tokenizer only (a batching program)
 };
 
 struct LoadedModel {
   std::unique_ptr<Model> model;
   std::unique_ptr<Tokenizer> tokenizer;
-  std::unique_ptr<Session> session;
+  std::unique_ptr<Session> session;  // null without ModelOptions::with_session
+  // What the options resolved to (cell type from the flag or MINFER_CACHE_TYPE, observers with
+  // the environment's), for runtimes made later from the same options.
+  RuntimeOptions runtime;
 };
 
 // Selects the kernels (MINFER_FORCE_ISA), loads the model and its tokenizer and creates a session
@@ -34,7 +38,7 @@ struct LoadedModel {
 Result<LoadedModel> load_for_generation(const ModelOptions& options);
 
 // For --verbose: the file, the model's shape, the kernel ISA, threads, cache type, n_ctx and
-// n_batch; one fact per line, each ending in '\n'.
+// n_batch (the session's; without one, the model alone); one fact per line, each ending in '\n'.
 std::string describe_setup(const LoadedModel& loaded, const std::string& path);
 
 }  // namespace minfer::engine

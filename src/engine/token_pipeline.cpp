@@ -5,7 +5,7 @@
 
 #include "sampling/log_softmax.h"
 
-namespace minfer::engine {
+namespace minfer {
 
 namespace {
 
@@ -41,6 +41,10 @@ const char* finish_reason_text(FinishReason reason) {
   const FinishReasonNames* names = names_of(reason);
   return names != nullptr ? names->text : "unknown";
 }
+
+}  // namespace minfer
+
+namespace minfer::engine {
 
 StopMatcher::StopMatcher(std::vector<std::string> stops) {
   for (std::string& s : stops) {

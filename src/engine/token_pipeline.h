@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "minfer/minfer.h"
 #include "sampling/constraint.h"
 #include "sampling/sampler.h"
 #include "tokenizer/streaming_decoder.h"
@@ -26,18 +27,10 @@
 
 namespace minfer::engine {
 
-enum class FinishReason {
-  kEog,        // the model produced an end-of-generation token (not printed)
-  kStop,       // a stop string appeared (it and what followed were not printed)
-  kLength,     // n_predict tokens were generated
-  kContext,    // the context is full: the next token would have no position
-  kCancelled,  // the cancel flag was raised
-};
-
-// "eog", "stop", "length", "context", "cancelled".
-const char* finish_reason_name(FinishReason reason);
-// A sentence for people: "end-of-generation token", "stop string", ….
-const char* finish_reason_text(FinishReason reason);
+// The public API's types (include/minfer/minfer.h) are the engine's.
+using minfer::finish_reason_name;
+using minfer::finish_reason_text;
+using minfer::FinishReason;
 
 // Text held back until it can no longer be the start of a stop string (so that neither a stop
 // string nor anything after it is ever emitted).
@@ -61,16 +54,8 @@ class StopMatcher {
   std::string matched_;
 };
 
-struct TokenLogprob {
-  int32_t token = 0;
-  float logprob = 0.0f;
-};
-
-struct SampledToken {
-  int32_t token = 0;
-  float logprob = 0.0f;           // when logprobs were asked for
-  std::vector<TokenLogprob> top;  // [top_logprobs] most likely first
-};
+using minfer::SampledToken;
+using minfer::TokenLogprob;
 
 struct TokenPipelineOptions {
   SamplerParams sampling;

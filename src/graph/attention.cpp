@@ -5,6 +5,7 @@
 #include <limits>
 #include <vector>
 
+#include "core/check.h"
 #include "quant/fp16.h"
 
 namespace minfer {
@@ -61,13 +62,13 @@ float dot_f16_ggml(const uint16_t* x, const uint16_t* y, int64_t n) {
 }
 
 // llama.cpp's CPU flash attention for f16 cells, one query row
-// (ggml_compute_forward_flash_attn_ext_f16_one_chunk): q rounded to f16; cells walked in order,
-// masked cells skipped; online softmax with expf, the f16 accumulator rescaled by
+// (ggml_compute_forward_flash_attn_ext_f16_one_chunk): q rounded to f16; cells first..n_cells-1
+// walked in order, masked cells skipped; online softmax with expf, the f16 accumulator rescaled by
 // ggml_vec_scale_f16 and updated by ggml_vec_mad_f16 (one fused multiply-add in f32, rounded
 // to f16); S = S·ms + vs fused in float; at the end VKQ (as f32) times 1/S.
 void flash_attn_f16_row(const KvCache& cache, const std::vector<int32_t>& blocks, int64_t il,
-                        int64_t kv_head, const float* q, int64_t n_cells, float scale, float* out,
-                        uint16_t* q16, uint16_t* vkq16) {
+                        int64_t kv_head, const float* q, int64_t first, int64_t n_cells,
+                        float scale, float* out, uint16_t* q16, uint16_t* vkq16) {
   const KvCacheConfig& c = cache.config();
   const int64_t head_dim = c.head_dim;
   const int64_t head_dim_v = c.head_dim_v;
@@ -75,7 +76,7 @@ void flash_attn_f16_row(const KvCache& cache, const std::vector<int32_t>& blocks
   std::fill(vkq16, vkq16 + head_dim_v, uint16_t{0});
   float S = 0.0f;
   float M = -std::numeric_limits<float>::infinity();
-  for (int64_t j = 0; j < n_cells; ++j) {
+  for (int64_t j = first; j < n_cells; ++j) {
     const int32_t block = blocks[static_cast<size_t>(j / c.block_size)];
     const auto* key = reinterpret_cast<const uint16_t*>(cache.k_block(block, il, kv_head)) +
                       (j % c.block_size) * head_dim;
@@ -111,6 +112,8 @@ void attention(const kernels::KernelTable& table, kernels::ThreadPool& pool, con
   const int64_t head_dim_v = c.head_dim_v;
   const int64_t group = args.n_head / c.n_head_kv;  // query heads per KV head
   const int64_t block_size = c.block_size;
+  const int64_t k_row_bytes = static_cast<int64_t>(cache.k_row_bytes());
+  const int64_t v_row_bytes = static_cast<int64_t>(cache.v_row_bytes());
   const bool flash_f16 = c.cell_type == GgmlType::kF16 && options.flash_attn_numerics;
   const kernels::DequantizeRowFn to_f32 =
       c.cell_type == GgmlType::kF32 ? nullptr
@@ -131,25 +134,32 @@ void attention(const kernels::KernelTable& table, kernels::ThreadPool& pool, con
       const int64_t kv_head = h / group;
       const float* q = args.q + (t * args.n_head + h) * head_dim;
       const int64_t pos = batch.positions[static_cast<size_t>(t)];
-      const std::vector<int32_t>& blocks = cache.block_table(batch.seq_ids[static_cast<size_t>(t)]);
-      const int64_t n_cells = pos + 1;  // the window: positions 0..pos
+      const std::vector<int32_t>& blocks =
+          cache.block_table(batch.seq_ids[static_cast<size_t>(t)], args.il);
+      // The window: positions first..pos (first = 0 unless the layer slides).
+      const int64_t n_cells = pos + 1;
+      const int64_t first = args.window > 0 ? std::max<int64_t>(0, pos - args.window + 1) : 0;
       float* out = args.out + (t * args.n_head + h) * head_dim_v;
 
       if (flash_f16) {
-        flash_attn_f16_row(cache, blocks, args.il, kv_head, q, n_cells, args.scale, out, q16.data(),
-                           vkq16.data());
+        flash_attn_f16_row(cache, blocks, args.il, kv_head, q, first, n_cells, args.scale, out,
+                           q16.data(), vkq16.data());
         continue;
       }
       // Online softmax over the window's blocks: scores of a block, the running max raised if
       // needed (rescaling what is summed so far), then the block's weights and values at once.
+      // The first block may start inside the window: its rows before `first` are skipped.
       float max_score = -std::numeric_limits<float>::infinity();
       double sum = 0.0;
       std::fill(acc.begin(), acc.end(), 0.0f);
-      for (int64_t b = 0; b * block_size < n_cells; ++b) {
-        const int64_t n = std::min(block_size, n_cells - b * block_size);
+      for (int64_t b = first / block_size; b * block_size < n_cells; ++b) {
+        const int64_t skip = std::max<int64_t>(0, first - b * block_size);  // rows before first
+        const int64_t n = std::min(block_size, n_cells - b * block_size) - skip;
         const int32_t block = blocks[static_cast<size_t>(b)];
-        const float* keys = block_rows_f32(to_f32, cache.k_block(block, args.il, kv_head), n,
-                                           head_dim, k_tile.data());
+        MINFER_CHECK(block >= 0, "attention reads a released KV block");
+        const float* keys =
+            block_rows_f32(to_f32, cache.k_block(block, args.il, kv_head) + skip * k_row_bytes, n,
+                           head_dim, k_tile.data());
         float block_max = max_score;
         table.dot_rows_f32(keys, n, head_dim, q, head_dim, args.scale, scores.data());
         for (int64_t j = 0; j < n; ++j)
@@ -160,8 +170,9 @@ void attention(const kernels::KernelTable& table, kernels::ThreadPool& pool, con
           table.scale(acc.data(), rescale, head_dim_v, acc.data());
           max_score = block_max;
         }
-        const float* values = block_rows_f32(to_f32, cache.v_block(block, args.il, kv_head), n,
-                                             head_dim_v, v_tile.data());
+        const float* values =
+            block_rows_f32(to_f32, cache.v_block(block, args.il, kv_head) + skip * v_row_bytes, n,
+                           head_dim_v, v_tile.data());
         // The block's weights e^(score - max), in place of the scores.
         sum += table.exp_sum(scores.data(), max_score, n, scores.data());
         table.weighted_sum_f32(scores.data(), values, n, head_dim_v, head_dim_v, acc.data());

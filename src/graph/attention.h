@@ -1,6 +1,7 @@
 // Attention over the paged KV cache: for each token and query head, softmax(q·kᵀ · scale) · v over
 // the cells of the token's own sequence with position ≤ the token's position (the causal window,
-// invariant 3). Query head h reads KV head h / (n_head / n_head_kv) (grouped-query attention).
+// invariant 3), and > position - window in a sliding-window layer (AttentionArgs::window). Query
+// head h reads KV head h / (n_head / n_head_kv) (grouped-query attention).
 //
 // The window is walked one cache block at a time with an online softmax (Milakov & Gimelshein
 // 2018): a running max m, a running sum l and an accumulator are rescaled when the max grows,
@@ -35,6 +36,9 @@ struct AttentionArgs {
   int64_t il;      // layer
   int64_t n_head;
   float scale;  // usually 1 / sqrt(head_dim)
+  // Sliding window: a token at position p sees only positions > p - window (llama.cpp's
+  // LLAMA_SWA_TYPE_STANDARD); 0: every position ≤ p.
+  int64_t window = 0;
 };
 
 // Parallel over (token, head) pairs: each output head row is computed by one worker from the same

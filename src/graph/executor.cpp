@@ -1,6 +1,7 @@
 #include "graph/executor.h"
 
 #include <chrono>
+#include <cmath>
 #include <cstring>
 
 #include "core/check.h"
@@ -10,6 +11,20 @@
 #include "quant/quant_traits.h"
 
 namespace minfer {
+
+namespace {
+
+using GatedFn = void (*)(const float* gate, const float* up, int64_t n, float* y);
+
+// A gated activation (SwiGLU, GEGLU) of [rows, cols] gate and up, rows split over the pool.
+void gated_rows(kernels::ThreadPool& pool, GatedFn fn, const float* gate, const float* up,
+                int64_t rows, int64_t cols, float* y) {
+  pool.parallel_for(rows, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) fn(gate + r * cols, up + r * cols, cols, y + r * cols);
+  });
+}
+
+}  // namespace
 
 std::span<const float> Executor::run(const Graph& graph, const std::vector<int64_t>& slot_sizes,
                                      const Batch& batch, KvCache& cache) {
@@ -96,15 +111,18 @@ void Executor::run_node(const Node& node, const Graph& graph, const Batch& batch
       for (int64_t r = 0; r < rows; ++r) table_.silu(x + r * cols, cols, y + r * cols);
       return;
     }
-    case OpKind::kSwiglu: {
-      const float* gate = in_data(0);
-      const float* up = in_data(1);
+    case OpKind::kSwiglu:
+      gated_rows(pool_, table_.swiglu, in_data(0), in_data(1), rows, cols, buffer(node));
+      return;
+    case OpKind::kGeglu:
+      gated_rows(pool_, table_.geglu, in_data(0), in_data(1), rows, cols, buffer(node));
+      return;
+    case OpKind::kSoftcap: {
+      // As llama.cpp: x times 1/cap (a product, not a division), tanh, times cap.
+      const float* x = in_data(0);
       float* y = buffer(node);
-      pool_.parallel_for(rows, [&](int64_t begin, int64_t end) {
-        for (int64_t r = begin; r < end; ++r) {
-          table_.swiglu(gate + r * cols, up + r * cols, cols, y + r * cols);
-        }
-      });
+      const float inv = 1.0f / node.scale;
+      for (int64_t i = 0; i < rows * cols; ++i) y[i] = std::tanh(x[i] * inv) * node.scale;
       return;
     }
     case OpKind::kScale:
@@ -129,7 +147,7 @@ void Executor::run_node(const Node& node, const Graph& graph, const Batch& batch
       return;
     }
     case OpKind::kAttention: {
-      AttentionArgs args{in_data(0), buffer(node), node.il, node.n_head, node.scale};
+      AttentionArgs args{in_data(0), buffer(node), node.il, node.n_head, node.scale, node.window};
       attention(table_, pool_, cache, batch, args, attention_options_);
       return;
     }

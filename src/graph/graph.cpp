@@ -9,9 +9,9 @@
 namespace minfer {
 
 namespace {
-constexpr std::array<const char*, 14> kOpNames = {
-    "get_rows", "rms_norm", "matmul", "add_row",  "add",       "mul",         "silu",
-    "swiglu",   "scale",    "rope",   "kv_store", "attention", "select_rows", "moe_ffn"};
+constexpr std::array<const char*, 16> kOpNames = {
+    "get_rows", "rms_norm", "matmul",   "add_row",   "add",         "mul",   "silu",    "swiglu",
+    "scale",    "rope",     "kv_store", "attention", "select_rows", "geglu", "softcap", "moe_ffn"};
 static_assert(kOpNames.size() == static_cast<size_t>(OpKind::kMoeFfn) + 1);
 }  // namespace
 
@@ -27,6 +27,8 @@ bool op_can_run_in_place(OpKind op) {
     case OpKind::kMul:
     case OpKind::kSilu:
     case OpKind::kSwiglu:
+    case OpKind::kGeglu:
+    case OpKind::kSoftcap:
     case OpKind::kScale:
     case OpKind::kRope:
       return true;
@@ -125,6 +127,16 @@ NodeId GraphBuilder::silu(const std::string& name, NodeId x) {
   return push(std::move(n));
 }
 
+NodeId GraphBuilder::geglu(const std::string& name, NodeId gate, NodeId up) {
+  return push(binary(OpKind::kGeglu, name, node(gate), gate, node(up), up));
+}
+
+NodeId GraphBuilder::softcap(const std::string& name, NodeId x, float cap) {
+  NodeId id = scale(name, x, cap);
+  graph_.nodes[static_cast<size_t>(id)].op = OpKind::kSoftcap;
+  return id;
+}
+
 NodeId GraphBuilder::scale(const std::string& name, NodeId x, float s) {
   const Node& in = node(x);
   Node n = make_node(OpKind::kScale, name);
@@ -157,7 +169,7 @@ void GraphBuilder::kv_store(const std::string& name, NodeId k, NodeId v, int64_t
 }
 
 NodeId GraphBuilder::attention(const std::string& name, NodeId q, int64_t il, int64_t n_head,
-                               int64_t head_dim, int64_t head_dim_v, float scale) {
+                               int64_t head_dim, int64_t head_dim_v, float scale, int64_t window) {
   const Node& in = node(q);
   MINFER_CHECK(in.cols == n_head * head_dim, "attention q width mismatch");
   Node n = make_node(OpKind::kAttention, name);
@@ -168,6 +180,7 @@ NodeId GraphBuilder::attention(const std::string& name, NodeId q, int64_t il, in
   n.n_head = n_head;
   n.group = head_dim;
   n.scale = scale;
+  n.window = window;
   return push(std::move(n));
 }
 

@@ -30,6 +30,8 @@ enum class OpKind {
   kKvStore,  // write K and V rows of every token into the cache (no output)
   kAttention,  // softmax(q·Kᵀ/√d over the token's window) · V, per head → [n_tokens, n_head*dv]
   kSelectRows,  // keep the rows of tokens whose logits are wanted → [n_outputs, cols]
+  kGeglu,       // gelu(gate) * up (tanh-form GELU, llama.cpp's f16 table)
+  kSoftcap,     // scale · tanh(x / scale)
   kMoeFfn,      // mixture of experts: route by the router logits, weighted sum of the chosen
                 // experts' SwiGLUs (graph/moe.h) → [n_tokens, n_embd]
 };
@@ -51,7 +53,8 @@ struct Node {
   int64_t group = 0;   // rms_norm group width; rope / attention: head_dim
   int64_t n_head = 0;  // rope, attention (query heads)
   int64_t il = -1;     // kv_store, attention: layer
-  float scale = 1.0f;  // scale; attention: the score scale
+  float scale = 1.0f;  // scale; attention: the score scale; softcap: the cap
+  int64_t window = 0;  // attention: sees positions > pos - window (0: every position ≤ pos)
   kernels::RopeConfig rope;
   // moe_ffn: the experts' gate, up and down weights (3-D, one matrix per expert) and how many
   // experts each token uses.
@@ -79,12 +82,14 @@ class GraphBuilder {
   NodeId add(const std::string& name, NodeId a, NodeId b);
   NodeId mul(const std::string& name, NodeId a, NodeId b);
   NodeId silu(const std::string& name, NodeId x);
+  NodeId geglu(const std::string& name, NodeId gate, NodeId up);
+  NodeId softcap(const std::string& name, NodeId x, float cap);
   NodeId scale(const std::string& name, NodeId x, float s);
   NodeId rope(const std::string& name, NodeId x, int64_t n_head, int64_t head_dim,
               const kernels::RopeConfig& config);
   void kv_store(const std::string& name, NodeId k, NodeId v, int64_t il);
   NodeId attention(const std::string& name, NodeId q, int64_t il, int64_t n_head, int64_t head_dim,
-                   int64_t head_dim_v, float scale);
+                   int64_t head_dim_v, float scale, int64_t window = 0);
   NodeId select_rows(const std::string& name, NodeId x);
   // x: [n, n_embd], router_logits: [n, n_expert] (x · ffn_gate_inp); gate / up: n_expert ×
   // [n_embd → n_ff_exp], down: n_expert × [n_ff_exp → n_embd].

@@ -69,6 +69,9 @@ struct KernelTable {
   void (*silu)(const float* x, int64_t n, float* y);
   // y = silu(gate) * up. y may be gate or up.
   void (*swiglu)(const float* gate, const float* up, int64_t n, float* y);
+  // y = gelu(gate) * up with llama.cpp's f16-table GELU (kernels/gelu_table.h): gelu(gate) is 0
+  // at gate <= -10, gate at gate >= 10, else gelu_f16_table()[f16(gate)]. y may be gate or up.
+  void (*geglu)(const float* gate, const float* up, int64_t n, float* y);
   // Elementwise y = a + b, y = a * b, y = x * s. y may be a, b or x.
   void (*add)(const float* a, const float* b, int64_t n, float* y);
   void (*mul)(const float* a, const float* b, int64_t n, float* y);

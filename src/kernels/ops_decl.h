@@ -14,6 +14,7 @@ void softmax(const float* x, int64_t n, float* y);
 double exp_sum(const float* x, float shift, int64_t n, float* y);
 void silu(const float* x, int64_t n, float* y);
 void swiglu(const float* gate, const float* up, int64_t n, float* y);
+void geglu(const float* gate, const float* up, int64_t n, float* y);
 void add(const float* a, const float* b, int64_t n, float* y);
 void mul(const float* a, const float* b, int64_t n, float* y);
 void scale(const float* x, float s, int64_t n, float* y);
@@ -37,6 +38,7 @@ constexpr void set_ops(KernelTable& t) {
   t.exp_sum = exp_sum;
   t.silu = silu;
   t.swiglu = swiglu;
+  t.geglu = geglu;
   t.add = add;
   t.mul = mul;
   t.scale = scale;

@@ -60,12 +60,33 @@ Result<std::unique_ptr<KvCache>> KvCache::create(const KvCacheConfig& c) {
                       kv_cell_type_name(c.cell_type), ggml_type_info(c.cell_type).block_size,
                       c.head_dim, c.head_dim_v);
   }
+  const bool windowed = c.window > 0 && !c.swa_layers.empty();
+  if (windowed && static_cast<int64_t>(c.swa_layers.size()) != c.n_layer) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "[kv] swa_layers has {} entries, expected one per layer ({})",
+                      c.swa_layers.size(), c.n_layer);
+  }
+  if (c.window < 0) {
+    return make_error(ErrorCode::kInvalidArgument, "[kv] sliding window {} must be >= 0", c.window);
+  }
   std::unique_ptr<KvCache> cache(new KvCache(c));
   cache->k_row_bytes_ = static_cast<size_t>(*k_row);
   cache->v_row_bytes_ = static_cast<size_t>(*v_row);
   const size_t slots = static_cast<size_t>(c.n_head_kv * c.block_size);
   cache->layer_bytes_ = slots * (cache->k_row_bytes_ + cache->v_row_bytes_);
-  cache->block_bytes_ = cache->layer_bytes_ * static_cast<size_t>(c.n_layer);
+  // Each layer takes the next slot of its pool's blocks: global layers the main blocks, sliding
+  // layers the window blocks.
+  int64_t n_global = 0;
+  for (int64_t il = 0; il < c.n_layer; ++il) {
+    if (windowed && c.swa_layers[static_cast<size_t>(il)]) {
+      cache->layer_slot_.push_back(static_cast<int64_t>(cache->window_layers_.size()));
+      cache->window_layers_.push_back(il);
+    } else {
+      cache->layer_slot_.push_back(n_global++);
+    }
+  }
+  cache->block_bytes_ = cache->layer_bytes_ * static_cast<size_t>(n_global);
+  cache->window_block_bytes_ = cache->layer_bytes_ * cache->window_layers_.size();
   return cache;
 }
 
@@ -88,6 +109,68 @@ int64_t KvCache::length(int32_t seq) const {
 void KvCache::set_length(int32_t seq, int64_t length) {
   MINFER_CHECK(length <= n_reserved(seq), "KV length past the reserved positions");
   seqs_[seq].length = length;
+  if (has_window()) release_outside_window(seq);
+}
+
+bool KvCache::is_window_layer(int64_t il) const {
+  return has_window() && config_.swa_layers[static_cast<size_t>(il)];
+}
+
+int64_t KvCache::n_window_blocks_held(int32_t seq) const {
+  auto it = seqs_.find(seq);
+  if (it == seqs_.end()) return 0;
+  const std::vector<int32_t>& table = it->second.window_blocks;
+  return static_cast<int64_t>(table.size()) - std::count(table.begin(), table.end(), -1);
+}
+
+int64_t KvCache::n_window_blocks_free() const {
+  return static_cast<int64_t>(window_free_.size()) +
+         (config_.max_blocks - n_window_blocks_allocated());
+}
+
+int32_t KvCache::take_window_block() {
+  if (!window_free_.empty()) {
+    const int32_t id = window_free_.back();
+    window_free_.pop_back();
+    return id;
+  }
+  MINFER_CHECK(n_window_blocks_allocated() < config_.max_blocks, "KV window budget exceeded");
+  window_blocks_.push_back(std::make_unique<uint8_t[]>(window_block_bytes_));
+  return static_cast<int32_t>(window_blocks_.size() - 1);
+}
+
+void KvCache::release_window_block(int32_t& block) {
+  if (block < 0) return;
+  window_free_.push_back(block);
+  block = -1;
+}
+
+// The next token (position >= length) sees positions >= length - window + 1: the blocks that
+// end before that go back to the window pool.
+void KvCache::release_outside_window(int32_t seq) {
+  Sequence& s = seqs_[seq];
+  const int64_t first_seen = s.length - config_.window + 1;
+  for (int64_t b = 0; (b + 1) * config_.block_size <= first_seen &&
+                      b < static_cast<int64_t>(s.window_blocks.size());
+       ++b) {
+    release_window_block(s.window_blocks[static_cast<size_t>(b)]);
+  }
+}
+
+bool KvCache::window_lost(const Sequence& s, int64_t n_positions) const {
+  if (!has_window() || n_positions <= 0 || n_positions >= s.length) return false;
+  const int64_t first_seen = std::max<int64_t>(0, n_positions - config_.window + 1);
+  const size_t b = static_cast<size_t>(first_seen / config_.block_size);
+  return b >= s.window_blocks.size() || s.window_blocks[b] < 0;
+}
+
+void KvCache::pop_block(Sequence& s) {
+  release_block(s.blocks.back());
+  s.blocks.pop_back();
+  if (has_window()) {
+    release_window_block(s.window_blocks.back());
+    s.window_blocks.pop_back();
+  }
 }
 
 int32_t KvCache::take_block() {
@@ -151,6 +234,9 @@ uint64_t chain_hash(uint64_t parent, std::span<const int32_t> tokens) {
 int64_t KvCache::match_prefix(int32_t seq, std::span<const int32_t> tokens, int64_t max_positions) {
   MINFER_CHECK(!has_sequence(seq) || seqs_[seq].blocks.empty(),
                "match_prefix on a sequence that holds blocks");
+  // Registered blocks carry the global layers only: the sliding layers' cells of a shared
+  // prefix are not kept, so nothing can be attached.
+  if (has_window()) return 0;
   const int64_t bs = config_.block_size;
   const int64_t limit =
       std::min({static_cast<int64_t>(tokens.size()), max_positions, config_.n_ctx});
@@ -183,7 +269,7 @@ int64_t KvCache::match_prefix(int32_t seq, std::span<const int32_t> tokens, int6
 
 void KvCache::commit_prefix(int32_t seq, std::span<const int32_t> tokens) {
   auto it = seqs_.find(seq);
-  if (it == seqs_.end()) return;
+  if (it == seqs_.end() || has_window()) return;  // no prefix sharing with sliding layers
   const int64_t bs = config_.block_size;
   const int64_t n = std::min(it->second.length, static_cast<int64_t>(tokens.size()));
   const std::vector<int32_t>& table = it->second.blocks;
@@ -210,18 +296,22 @@ Status KvCache::reserve(int32_t seq, int64_t n_positions) {
                       "[kv] sequence {} needs {} positions, past the context of {}", seq,
                       n_positions, config_.n_ctx);
   }
-  std::vector<int32_t>& table = seqs_[seq].blocks;
+  Sequence& s = seqs_[seq];
+  std::vector<int32_t>& table = s.blocks;
   const int64_t needed = (n_positions + config_.block_size - 1) / config_.block_size;
   const int64_t missing = needed - static_cast<int64_t>(table.size());
   if (missing <= 0) return Status::ok();
-  if (missing > n_blocks_free()) {
+  const int64_t window_missing = has_window() ? missing : 0;
+  if (missing > n_blocks_free() || window_missing > n_window_blocks_free()) {
     if (table.empty()) seqs_.erase(seq);
     return make_error(ErrorCode::kResourceExhausted,
                       "[kv] sequence {} needs {} more blocks of {} positions but only {} of the "
-                      "budget of {} are free",
-                      seq, missing, config_.block_size, n_blocks_free(), config_.max_blocks);
+                      "budget of {} are free ({} in the sliding-window pool)",
+                      seq, missing, config_.block_size, n_blocks_free(), config_.max_blocks,
+                      n_window_blocks_free());
   }
   for (int64_t i = 0; i < missing; ++i) table.push_back(take_block());
+  for (int64_t i = 0; i < window_missing; ++i) s.window_blocks.push_back(take_window_block());
   return Status::ok();
 }
 
@@ -232,6 +322,7 @@ void KvCache::free_sequence(int32_t seq) {
   // before them, so eviction never orphans a prefix's head while keeping its tail.
   const std::vector<int32_t>& table = it->second.blocks;
   for (auto b = table.rbegin(); b != table.rend(); ++b) release_block(*b);
+  for (int32_t& b : it->second.window_blocks) release_window_block(b);
   seqs_.erase(it);
 }
 
@@ -240,13 +331,12 @@ void KvCache::truncate(int32_t seq, int64_t n_positions) {
   if (it == seqs_.end()) return;
   const int64_t bs = config_.block_size;
   n_positions = std::max<int64_t>(n_positions, 0);
+  // A token after the kept positions would see released sliding-layer cells: keep nothing.
+  if (window_lost(it->second, n_positions)) n_positions = 0;
   it->second.length = std::min(it->second.length, n_positions);
   std::vector<int32_t>& table = it->second.blocks;
   const size_t keep = static_cast<size_t>((n_positions + bs - 1) / bs);
-  while (table.size() > keep) {
-    release_block(table.back());
-    table.pop_back();
-  }
+  while (table.size() > keep) pop_block(it->second);
   // A kept block that is cut in the middle will be written again: it may not stay registered.
   if (n_positions % bs != 0 && table.size() == keep && keep > 0) {
     const int32_t last = table.back();
@@ -260,8 +350,7 @@ void KvCache::truncate(int32_t seq, int64_t n_positions) {
       release_block(last);
       table.back() = copy;
     } else {
-      release_block(last);
-      table.pop_back();
+      pop_block(it->second);
       it->second.length = std::min(it->second.length, static_cast<int64_t>(table.size()) * bs);
     }
   }
@@ -273,9 +362,18 @@ const std::vector<int32_t>& KvCache::block_table(int32_t seq) const {
   return it->second.blocks;
 }
 
+const std::vector<int32_t>& KvCache::block_table(int32_t seq, int64_t il) const {
+  if (!is_window_layer(il)) return block_table(seq);
+  auto it = seqs_.find(seq);
+  MINFER_CHECK(it != seqs_.end(), "block_table of an unknown sequence");
+  return it->second.window_blocks;
+}
+
 uint8_t* KvCache::cell(int32_t block, int64_t il, bool is_v, int64_t h, int64_t slot) {
-  uint8_t* layer =
-      blocks_[static_cast<size_t>(block)].get() + static_cast<size_t>(il) * layer_bytes_;
+  const bool window = is_window_layer(il);
+  uint8_t* base = window ? window_blocks_[static_cast<size_t>(block)].get()
+                         : blocks_[static_cast<size_t>(block)].get();
+  uint8_t* layer = base + static_cast<size_t>(layer_slot_[static_cast<size_t>(il)]) * layer_bytes_;
   const size_t slots = static_cast<size_t>(config_.n_head_kv * config_.block_size);
   const size_t index = static_cast<size_t>(h * config_.block_size + slot);
   return is_v ? layer + slots * k_row_bytes_ + index * v_row_bytes_ : layer + index * k_row_bytes_;
@@ -291,11 +389,13 @@ const uint8_t* KvCache::v_block(int32_t block, int64_t il, int64_t h) const {
 
 void KvCache::store(const kernels::KernelTable& table, int64_t il, int32_t seq, int64_t pos,
                     const float* k, const float* v) {
-  const std::vector<int32_t>& blocks = block_table(seq);
+  const std::vector<int32_t>& blocks = block_table(seq, il);
   MINFER_CHECK(pos >= 0 && pos / config_.block_size < static_cast<int64_t>(blocks.size()),
                "KV store at an unreserved position");
   const int32_t block = blocks[static_cast<size_t>(pos / config_.block_size)];
-  MINFER_CHECK(!info_[static_cast<size_t>(block)].registered, "KV store into a registered block");
+  MINFER_CHECK(block >= 0, "KV store into a released window block");
+  MINFER_CHECK(is_window_layer(il) || !info_[static_cast<size_t>(block)].registered,
+               "KV store into a registered block");
   const int64_t slot = pos % config_.block_size;
   const kernels::QuantizeRowFn to_cells =
       table.cells_from_f32[static_cast<size_t>(config_.cell_type)];

@@ -16,6 +16,16 @@
 // with registered blocks attaches them (match_prefix) instead of computing them again. A
 // registered block that no sequence holds stays cached until the pool needs it back, least
 // recently used first. Registered blocks are read-only: nothing stores into them again.
+//
+// Sliding-window layers (KvCacheConfig::swa_layers, e.g. Gemma 3's local layers): a token at
+// position p of such a layer sees only positions > p - window, so those layers' cells live in a
+// window pool of their own, with a second block table per sequence (window_table) whose blocks
+// return to that pool as soon as no later token of the sequence can see them (set_length). A
+// sequence's sliding layers therefore hold at most window / block_size + 1 blocks plus the
+// positions of one step however long it runs, and the main blocks carry only the global layers.
+// Released positions cannot be read again: truncate drops the whole sequence rather than keep
+// positions whose window is gone, and a cache with sliding layers shares no prefixes
+// (match_prefix attaches nothing), so callers recompute instead of reading wrong cells.
 #pragma once
 
 #include <cstdint>
@@ -49,6 +59,10 @@ struct KvCacheConfig {
   int64_t block_size = 32;              // positions per block
   int64_t n_ctx = 0;                    // positions per sequence (the context length)
   int64_t max_blocks = 0;               // budget: blocks the pool may hold in all
+  // Sliding-window layers: swa_layers[il] set means layer il sees only the last `window`
+  // positions. Empty (or window 0): every layer is global.
+  std::vector<bool> swa_layers;  // [n_layer] or empty
+  int64_t window = 0;
 };
 
 class KvCache {
@@ -84,7 +98,8 @@ class KvCache {
   // Positions reserved for the sequence (0 when unknown).
   int64_t n_reserved(int32_t seq) const;
   // Positions [0, length) of the sequence hold computed K and V (0 when unknown). The forward
-  // step advances it; truncate lowers it.
+  // step advances it; truncate lowers it. Advancing it returns to the window pool the sliding
+  // layers' blocks that no token at a position >= length can see.
   int64_t length(int32_t seq) const;
   void set_length(int32_t seq, int64_t length);
 
@@ -96,7 +111,13 @@ class KvCache {
 
   // The block table of a reserved sequence: block ids in position order.
   const std::vector<int32_t>& block_table(int32_t seq) const;
-  // Keys of layer il, KV head h in block `block`: [block_size][k_row_bytes] in the cell type.
+  // The table that holds layer il's cells: block_table(seq), or for a sliding-window layer the
+  // window table (window pool ids in position order, -1 where released).
+  const std::vector<int32_t>& block_table(int32_t seq, int64_t il) const;
+  bool has_window() const { return !window_layers_.empty(); }
+  bool is_window_layer(int64_t il) const;
+  // Keys of layer il, KV head h in block `block` of the layer's pool (block_table(seq, il)):
+  // [block_size][k_row_bytes] in the cell type.
   const uint8_t* k_block(int32_t block, int64_t il, int64_t h) const;
   const uint8_t* v_block(int32_t block, int64_t il, int64_t h) const;
 
@@ -111,6 +132,9 @@ class KvCache {
   int64_t n_blocks_cached() const { return static_cast<int64_t>(lru_.size()); }
   // Registered blocks, held or not.
   int64_t n_blocks_registered() const { return static_cast<int64_t>(registered_.size()); }
+  // Window pool: blocks the sequence's sliding layers hold, and blocks ever allocated.
+  int64_t n_window_blocks_held(int32_t seq) const;
+  int64_t n_window_blocks_allocated() const { return static_cast<int64_t>(window_blocks_.size()); }
 
  private:
   explicit KvCache(const KvCacheConfig& config);
@@ -118,6 +142,10 @@ class KvCache {
   int32_t take_block();
   void release_block(int32_t block);
   void unregister(int32_t block);
+  int64_t n_window_blocks_free() const;
+  int32_t take_window_block();
+  void release_window_block(int32_t& block);  // sets it to -1; -1 is ignored
+  void release_outside_window(int32_t seq);
 
   KvCacheConfig config_;
   size_t k_row_bytes_ = 0;
@@ -138,9 +166,21 @@ class KvCache {
   std::unordered_map<uint64_t, int32_t> registered_;  // prefix hash → block
   std::list<int32_t> lru_;  // registered blocks no sequence holds, least recently used first
   struct Sequence {
-    std::vector<int32_t> blocks;  // the block table
+    std::vector<int32_t> blocks;         // the block table
+    std::vector<int32_t> window_blocks;  // the window table (has_window), -1 where released
     int64_t length = 0;
   };
+  // Whether positions [0, n_positions) of s, kept, would be followed by a token whose window
+  // reaches released blocks.
+  bool window_lost(const Sequence& s, int64_t n_positions) const;
+  void pop_block(Sequence& s);
+
+  // [n_layer] layer il's index among the layers of its pool: where its K and V sit in a block.
+  std::vector<int64_t> layer_slot_;
+  std::vector<int64_t> window_layers_;  // the sliding layers, ascending
+  size_t window_block_bytes_ = 0;       // every sliding layer's K and V of a block
+  std::vector<std::unique_ptr<uint8_t[]>> window_blocks_;  // window pool, every block allocated
+  std::vector<int32_t> window_free_;                       // window pool ids no sequence holds
   std::unordered_map<int32_t, Sequence> seqs_;
 };
 

@@ -33,6 +33,7 @@ extern const ArchSpec kLlamaArch;
 extern const ArchSpec kQwen2Arch;
 extern const ArchSpec kQwen3Arch;
 extern const ArchSpec kQwen3MoeArch;
+extern const ArchSpec kGemma3Arch;
 
 // The spec for an architecture name, or an error naming it and the supported ones.
 Result<ArchSpec> find_arch(const std::string& name);

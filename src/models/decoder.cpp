@@ -22,18 +22,27 @@ NodeId attention_block(GraphBuilder& g, const ModelConfig& c, const LayerWeights
     q = g.rms_norm(name("attn_q_norm"), q, *w.q_norm, c.rms_eps, c.head_dim);
     k = g.rms_norm(name("attn_k_norm"), k, *w.k_norm, c.rms_eps, c.head_dim);
   }
-  const kernels::RopeConfig rope = rope_config(c, w.rope_freqs ? w.rope_freqs->f32() : nullptr);
+  // A sliding-window layer has its own rope base and sees only its window.
+  const bool swa = c.is_swa(il);
+  const kernels::RopeConfig rope = rope_config(c, w.rope_freqs ? w.rope_freqs->f32() : nullptr,
+                                               swa ? c.rope_freq_base_swa : c.rope_freq_base);
   q = g.rope(name("attn_q_rope"), q, c.n_head, c.head_dim, rope);
   k = g.rope(name("attn_k_rope"), k, c.n_head_kv, c.head_dim, rope);
   g.kv_store(name("kv_store"), k, v, il);
-  const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-  const NodeId a = g.attention(name("attn"), q, il, c.n_head, c.head_dim, c.head_dim_v, scale);
+  float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  if (c.attn_q_scale > 0.0f) {
+    q = g.scale(name("attn_q_scale"), q, c.attn_q_scale);
+    scale = 1.0f;
+  }
+  const NodeId a = g.attention(name("attn"), q, il, c.n_head, c.head_dim, c.head_dim_v, scale,
+                               swa ? c.n_swa : 0);
   NodeId o = g.matmul(name("attn_output"), a, w.wo);  // [n_tokens, n_embd]
   if (select_outputs) {
     // Only the rows whose logits are wanted go on: the rest of the model works on those alone.
     o = g.select_rows(name("attn_output_rows"), o);
     h = g.select_rows(name("residual_rows"), h);
   }
+  if (c.post_norms) o = g.rms_norm(name("attn_post_norm"), o, *w.attn_post_norm, c.rms_eps);
   return g.add(name("attn_residual"), h, o);
 }
 
@@ -43,8 +52,11 @@ NodeId ffn_block(GraphBuilder& g, const ModelConfig& c, const LayerWeights& w, i
   const NodeId x = g.rms_norm(name("ffn_norm"), h, w.ffn_norm, c.rms_eps);
   const NodeId gate = g.matmul(name("ffn_gate"), x, w.gate);  // [n, n_ff]
   const NodeId up = g.matmul(name("ffn_up"), x, w.up);        // [n, n_ff]
-  const NodeId act = g.mul(name("ffn_swiglu"), g.silu(name("ffn_silu"), gate), up);
-  const NodeId down = g.matmul(name("ffn_down"), act, w.down);  // [n, n_embd]
+  const NodeId act = c.ffn_act == FfnActivation::kGelu
+                         ? g.geglu(name("ffn_geglu"), gate, up)
+                         : g.mul(name("ffn_swiglu"), g.silu(name("ffn_silu"), gate), up);
+  NodeId down = g.matmul(name("ffn_down"), act, w.down);  // [n, n_embd]
+  if (c.post_norms) down = g.rms_norm(name("ffn_post_norm"), down, *w.ffn_post_norm, c.rms_eps);
   return g.add(name("ffn_residual"), h, down);
 }
 
@@ -60,13 +72,17 @@ NodeId moe_ffn_block(GraphBuilder& g, const ModelConfig& c, const LayerWeights& 
 
 NodeId build_decoder(GraphBuilder& g, const ModelConfig& c, const ModelWeights& w) {
   NodeId h = g.get_rows("token_embd", w.token_embd);  // [n_tokens, n_embd]
+  if (c.embd_scale > 0.0f) h = g.scale("token_embd_scale", h, c.embd_scale);
   for (int64_t il = 0; il < c.n_layer; ++il) {
     const LayerWeights& layer = w.layers[static_cast<size_t>(il)];
     h = attention_block(g, c, layer, il, h, /*select_outputs=*/il == c.n_layer - 1);
     h = c.n_expert > 0 ? moe_ffn_block(g, c, layer, il, h) : ffn_block(g, c, layer, il, h);
   }
   const NodeId x = g.rms_norm("output_norm", h, w.output_norm, c.rms_eps);  // [n_outputs, n_embd]
-  return g.matmul("output", x, w.output);                                   // [n_outputs, n_vocab]
+  const NodeId logits = g.matmul("output", x, w.output);                    // [n_outputs, n_vocab]
+  if (c.final_logit_softcap > 0.0f)
+    return g.softcap("output_softcap", logits, c.final_logit_softcap);
+  return logits;
 }
 
 }  // namespace minfer

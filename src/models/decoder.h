@@ -9,12 +9,13 @@
 
 namespace minfer {
 
-// h → RMSNorm → Wq Wk Wv (+bias) → [per-head RMSNorm of q, k] → RoPE → KV store → attention
-//   → Wo → + h.   On the last layer only the output rows continue (`select_outputs`).
+// h → RMSNorm → Wq Wk Wv (+bias) → [per-head RMSNorm of q, k] → RoPE → KV store → [q scale]
+//   → attention (over the layer's window) → Wo → [RMSNorm] → + h.   On the last layer only the
+//   output rows continue (`select_outputs`).
 NodeId attention_block(GraphBuilder& g, const ModelConfig& c, const LayerWeights& w, int64_t il,
                        NodeId h, bool select_outputs);
 
-// h → RMSNorm → down(silu(gate(x)) * up(x)) → + h.
+// h → RMSNorm → down(act(gate(x)) * up(x)) → [RMSNorm] → + h; act is SiLU or GELU.
 NodeId ffn_block(GraphBuilder& g, const ModelConfig& c, const LayerWeights& w, int64_t il,
                  NodeId h);
 
@@ -23,7 +24,8 @@ NodeId ffn_block(GraphBuilder& g, const ModelConfig& c, const LayerWeights& w, i
 NodeId moe_ffn_block(GraphBuilder& g, const ModelConfig& c, const LayerWeights& w, int64_t il,
                      NodeId h);
 
-// The whole forward: embedding, n_layer blocks, final RMSNorm and the output matrix.
+// The whole forward: embedding [× scale], n_layer blocks, final RMSNorm, the output matrix
+// [and the logit softcap].
 NodeId build_decoder(GraphBuilder& g, const ModelConfig& c, const ModelWeights& w);
 
 }  // namespace minfer

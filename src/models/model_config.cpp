@@ -11,9 +11,9 @@ namespace minfer {
 
 namespace {
 
-const std::array<const ArchSpec*, 4>& all_archs() {
-  static const std::array<const ArchSpec*, 4> archs = {&kLlamaArch, &kQwen2Arch, &kQwen3Arch,
-                                                       &kQwen3MoeArch};
+const std::array<const ArchSpec*, 5>& all_archs() {
+  static const std::array<const ArchSpec*, 5> archs = {&kLlamaArch, &kQwen2Arch, &kQwen3Arch,
+                                                       &kQwen3MoeArch, &kGemma3Arch};
   return archs;
 }
 
@@ -26,6 +26,8 @@ Result<int64_t> read_positive(const GgufFile& file, const std::string& key) {
   }
   return v;
 }
+
+}  // namespace
 
 Result<int64_t> read_positive_or(const GgufFile& file, const std::string& key, int64_t fallback) {
   if (!file.has(key)) return fallback;
@@ -41,6 +43,8 @@ Result<float> read_float_or(const GgufFile& file, const std::string& key, float 
   }
   return static_cast<float>(v);
 }
+
+namespace {
 
 // The "<arch>." keys read_model_config reads for every architecture (here and in
 // read_rope_scaling).
@@ -145,10 +149,10 @@ Status read_rope_scaling(const GgufFile& file, const std::string& p, ModelConfig
 
 }  // namespace
 
-kernels::RopeConfig rope_config(const ModelConfig& c, const float* freq_factors) {
+kernels::RopeConfig rope_config(const ModelConfig& c, const float* freq_factors, float freq_base) {
   kernels::RopeConfig rope;
   rope.n_rot = c.n_rot;
-  rope.freq_base = c.rope_freq_base;
+  rope.freq_base = freq_base;
   rope.freq_scale = c.rope_freq_scale;
   rope.style = c.rope_style;
   rope.freq_factors = freq_factors;

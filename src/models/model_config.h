@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 #include "gguf/gguf_file.h"
@@ -11,6 +12,12 @@
 #include "kernels/rope.h"
 
 namespace minfer {
+
+// The gated FFN's activation: down(act(gate(x)) * up(x)).
+enum class FfnActivation {
+  kSilu,  // SwiGLU (Llama, Qwen)
+  kGelu,  // GEGLU with the tanh-form GELU (Gemma), llama.cpp's f16-table numerics
+};
 
 struct ModelConfig {
   std::string arch;  // general.architecture
@@ -42,6 +49,25 @@ struct ModelConfig {
   kernels::RopeStyle rope_style = kernels::RopeStyle::kNeox;
   bool tied_output = false;  // no output.weight: logits use token_embd.weight
 
+  // Gemma-style blocks (set by an architecture's read_keys; the defaults are the plain decoder).
+  float embd_scale = 0.0f;  // > 0: the token embeddings are multiplied by it (Gemma: √n_embd)
+  bool post_norms = false;  // RMSNorm of attention's and the FFN's output before each residual add
+  FfnActivation ffn_act = FfnActivation::kSilu;
+  // > 0: q is multiplied by it before attention, whose own score scale is then 1 (Gemma, in
+  // llama.cpp's order); 0: attention scales the scores by 1/√head_dim.
+  float attn_q_scale = 0.0f;
+  float final_logit_softcap = 0.0f;  // > 0: logits = cap · tanh(logits / cap)
+
+  // Sliding-window attention: a layer with swa_layers[il] set sees, at position p, only the
+  // positions > p - n_swa, and uses rope_freq_base_swa. Empty: every layer is global.
+  int64_t n_swa = 0;
+  std::vector<bool> swa_layers;  // [n_layer] or empty
+  float rope_freq_base_swa = 10000.0f;
+
+  bool is_swa(int64_t il) const {
+    return !swa_layers.empty() && swa_layers[static_cast<size_t>(il)];
+  }
+
   // Mixture of experts (Qwen3-MoE; read by the architecture's read_keys). n_expert 0: a dense
   // FFN of n_ff. Otherwise each token's FFN is the weighted sum of n_expert_used of n_expert
   // SwiGLU experts of width n_ff_exp, chosen and weighted by a router (graph/moe.h).
@@ -54,14 +80,20 @@ struct ModelConfig {
   int64_t v_width() const { return n_head_kv * head_dim_v; }  // after Wv
 };
 
+// Key readers for ArchSpec::read_keys: a missing key gives the fallback; a present one must be
+// a positive integer (resp. a finite number), else the error names the key and the value.
+Result<int64_t> read_positive_or(const GgufFile& file, const std::string& key, int64_t fallback);
+Result<float> read_float_or(const GgufFile& file, const std::string& key, float fallback);
+
 // Reads and checks the hyperparameters (`<arch>.embedding_length`, …) of a model file. Every
 // `<arch>.` key must be one minfer reads (for every architecture, or the architecture's own) or
 // one known not to change the arithmetic: any other is refused (kUnsupported, naming it), since
 // minfer would compute something else than the model means.
 Result<ModelConfig> read_model_config(const GgufFile& file);
 
-// The rope of c's attention (kernels/rope.h), with YaRN's correction range worked out;
+// The rope of c's attention (kernels/rope.h) at base freq_base (c.rope_freq_base, or a
+// sliding-window layer's c.rope_freq_base_swa), with YaRN's correction range worked out;
 // freq_factors: rope_freqs.weight's values when c.rope_freq_factors, else nullptr.
-kernels::RopeConfig rope_config(const ModelConfig& c, const float* freq_factors);
+kernels::RopeConfig rope_config(const ModelConfig& c, const float* freq_factors, float freq_base);
 
 }  // namespace minfer

@@ -23,10 +23,12 @@ struct LayerWeights {
   std::optional<WeightTensor> q_norm, k_norm;  // [head_dim] (qk_norm)
   std::optional<WeightTensor> rope_freqs;      // [n_rot / 2]: the model's, in every layer
   WeightTensor wo;                             // [n_head * head_dim_v → n_embd]
+  std::optional<WeightTensor> attn_post_norm;  // [n_embd] (post_norms)
   WeightTensor ffn_norm;                       // [n_embd]
   WeightTensor gate;                           // [n_embd → n_ff]
   WeightTensor up;                             // [n_embd → n_ff]
   WeightTensor down;                           // [n_ff → n_embd]
+  std::optional<WeightTensor> ffn_post_norm;   // [n_embd] (post_norms)
   // Mixture of experts (n_expert > 0), in place of gate / up / down.
   std::optional<WeightTensor> ffn_gate_inp;  // the router [n_embd → n_expert]
   std::optional<WeightTensor> gate_exps;     // n_expert × [n_embd → n_ff_exp]

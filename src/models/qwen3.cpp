@@ -6,14 +6,8 @@ namespace minfer {
 
 namespace {
 
-// One RMSNorm weight of head_dim, shared by every head of q (resp. k).
-void qk_norms(const ModelConfig& c, TensorList& t) {
-  t.norm("attn_q_norm.weight", c.head_dim, layer_slot<&LayerWeights::q_norm>);
-  t.norm("attn_k_norm.weight", c.head_dim, layer_slot<&LayerWeights::k_norm>);
-}
-
 std::vector<TensorSpec> qwen3_tensors(const ModelConfig& c) {
-  return decoder_tensors(c, qk_norms);
+  return decoder_tensors(c, qk_norm_tensors);
 }
 
 }  // namespace

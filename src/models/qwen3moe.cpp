@@ -13,11 +13,6 @@ namespace minfer {
 
 namespace {
 
-void qk_norms(const ModelConfig& c, TensorList& t) {
-  t.norm("attn_q_norm.weight", c.head_dim, layer_slot<&LayerWeights::q_norm>);
-  t.norm("attn_k_norm.weight", c.head_dim, layer_slot<&LayerWeights::k_norm>);
-}
-
 // The router [n_embd → n_expert] and the experts, ggml shapes [n_embd, n_ff_exp, n_expert] for
 // gate and up and [n_ff_exp, n_embd, n_expert] for down (llama.cpp's LLM_TENSOR_FFN_*_EXPS).
 void moe_ffn(const ModelConfig& c, TensorList& t) {
@@ -31,7 +26,7 @@ void moe_ffn(const ModelConfig& c, TensorList& t) {
 }
 
 std::vector<TensorSpec> qwen3moe_tensors(const ModelConfig& c) {
-  return decoder_tensors(c, qk_norms, moe_ffn);
+  return decoder_tensors(c, qk_norm_tensors, moe_ffn);
 }
 
 constexpr std::array<const char*, 7> kOwnKeys = {

@@ -57,6 +57,11 @@ std::vector<TensorSpec> decoder_tensors(const ModelConfig& c, AttentionExtras ex
   return specs;
 }
 
+void qk_norm_tensors(const ModelConfig& c, TensorList& t) {
+  t.norm("attn_q_norm.weight", c.head_dim, layer_slot<&LayerWeights::q_norm>);
+  t.norm("attn_k_norm.weight", c.head_dim, layer_slot<&LayerWeights::k_norm>);
+}
+
 Result<std::vector<TensorSpec>> model_tensors(const ModelConfig& c) {
   MINFER_ASSIGN_OR_RETURN(ArchSpec arch, find_arch(c.arch));
   return arch.tensors(c);

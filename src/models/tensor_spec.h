@@ -116,6 +116,10 @@ using FfnTensors = void (*)(const ModelConfig& c, TensorList& t);
 std::vector<TensorSpec> decoder_tensors(const ModelConfig& c, AttentionExtras extras,
                                         FfnTensors ffn = nullptr);
 
+// Per-head RMSNorm weights of q and k (attn_q_norm, attn_k_norm: [head_dim], shared by every
+// head), for architectures with qk_norm.
+void qk_norm_tensors(const ModelConfig& c, TensorList& t);
+
 // The tensor list of c's architecture (c.arch), or the unknown-architecture error.
 Result<std::vector<TensorSpec>> model_tensors(const ModelConfig& c);
 

@@ -66,12 +66,6 @@ const Backend* HttpServer::ready_backend(httplib::Response& res) const {
   return nullptr;
 }
 
-std::shared_ptr<const grammar::VocabBytes> HttpServer::json_vocab(const Backend& backend) {
-  std::lock_guard<std::mutex> lock(json_vocab_mu_);
-  if (json_vocab_ == nullptr) json_vocab_ = grammar::VocabBytes::from_tokenizer(*backend.tokenizer);
-  return json_vocab_;
-}
-
 void HttpServer::begin_drain() {
   draining_.store(true);
 }
@@ -86,12 +80,12 @@ void HttpServer::cancel_all() {
   for (const auto& h : in_flight_) h->cancel();
 }
 
-void HttpServer::track(const std::shared_ptr<engine::RequestHandle>& handle) {
+void HttpServer::track(const std::shared_ptr<RequestHandle>& handle) {
   std::lock_guard<std::mutex> lock(calls_mu_);
   in_flight_.insert(handle);
 }
 
-void HttpServer::untrack(const std::shared_ptr<engine::RequestHandle>& handle) {
+void HttpServer::untrack(const std::shared_ptr<RequestHandle>& handle) {
   std::lock_guard<std::mutex> lock(calls_mu_);
   in_flight_.erase(handle);
 }

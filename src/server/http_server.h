@@ -1,6 +1,7 @@
 // The OpenAI-compatible HTTP server (DESIGN.md §4 "Server") over cpp-httplib: the endpoints, auth,
 // validation to OpenAI error JSON, streaming (SSE), disconnect detection, metrics and draining.
-// It is a thin client of the engine: requests become Scheduler requests, events become responses.
+// It is a client of the public API (include/minfer/minfer.h): requests become BatchGenerator
+// requests, events become responses.
 //
 //   HttpServer server(options);
 //   server.bind();                       // the port is taken; /health answers 503
@@ -15,13 +16,10 @@
 #include <set>
 #include <string>
 
-#include "chat/chat_template.h"
 #include "core/status.h"
-#include "engine/scheduler.h"
-#include "grammar/json_constraint.h"
+#include "minfer/minfer.h"
 #include "server/metrics.h"
 #include "server/openai_api.h"
-#include "tokenizer/tokenizer.h"
 
 namespace httplib {
 class Server;
@@ -42,11 +40,10 @@ struct ServerOptions {
 };
 
 // What the server serves once the model is loaded; every pointer outlives the server. What it
-// needs to know of the model (context, vocabulary size) it asks the scheduler.
+// needs to know of the model (context, vocabulary size) it asks these.
 struct Backend {
-  const Tokenizer* tokenizer = nullptr;
-  const chat::ChatTemplate* chat_template = nullptr;
-  engine::Scheduler* scheduler = nullptr;
+  const LanguageModel* model = nullptr;  // tokenizer, chat template
+  BatchGenerator* generator = nullptr;   // runs the requests
   std::string model_name;
 };
 
@@ -96,11 +93,9 @@ class HttpServer {
   // The backend once the model is loaded; until then answers res with 503 model_loading and
   // gives nullptr.
   const Backend* ready_backend(httplib::Response& res) const;
-  // The model's token bytes for JSON-constrained sampling, built on first use.
-  std::shared_ptr<const grammar::VocabBytes> json_vocab(const Backend& backend);
   // Requests in flight, for n_in_flight() and cancel_all().
-  void track(const std::shared_ptr<engine::RequestHandle>& handle);
-  void untrack(const std::shared_ptr<engine::RequestHandle>& handle);
+  void track(const std::shared_ptr<RequestHandle>& handle);
+  void untrack(const std::shared_ptr<RequestHandle>& handle);
 
   ServerOptions options_;
   std::unique_ptr<httplib::Server> http_;
@@ -112,10 +107,8 @@ class HttpServer {
   std::atomic<bool> stop_requested_{false};  // stop() was called
   Backend backend_;
   mutable std::mutex calls_mu_;
-  std::set<std::shared_ptr<engine::RequestHandle>> in_flight_;
+  std::set<std::shared_ptr<RequestHandle>> in_flight_;
   std::atomic<int64_t> next_id_{1};
-  std::mutex json_vocab_mu_;
-  std::shared_ptr<const grammar::VocabBytes> json_vocab_;  // under json_vocab_mu_
 };
 
 }  // namespace minfer::server

@@ -46,7 +46,7 @@ void Metrics::set_model_name(std::string name) {
   model_name_ = std::move(name);
 }
 
-void Metrics::on_request_done(const engine::RequestStats& s, const char* finished_reason) {
+void Metrics::on_request_done(const RequestStats& s, const char* finished_reason) {
   std::lock_guard<std::mutex> lock(mu_);
   prompt_tokens_ += s.n_prompt;
   cached_prompt_tokens_ += s.n_cached;
@@ -72,7 +72,7 @@ void Metrics::on_http_status(int status) {
   ++http_statuses_[status];
 }
 
-std::string Metrics::format(const engine::SchedulerStats& sched) const {
+std::string Metrics::format(const BatchStats& sched) const {
   std::lock_guard<std::mutex> lock(mu_);
   const std::string labels = fmt::format("model_name=\"{}\"", model_name_);
   std::string out;

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/scheduler.h"
+#include "minfer/minfer.h"
 
 namespace minfer::server {
 
@@ -31,14 +31,14 @@ class Metrics {
  public:
   explicit Metrics(std::string model_name);
 
-  void on_request_done(const engine::RequestStats& stats, const char* finished_reason);
+  void on_request_done(const RequestStats& stats, const char* finished_reason);
   void on_first_token(double seconds);
   void on_output_token(double seconds_since_previous);
   void on_http_status(int status);
   void set_model_name(std::string name);
 
   // The exposition text, with the scheduler's gauges at this moment.
-  std::string format(const engine::SchedulerStats& sched) const;
+  std::string format(const BatchStats& sched) const;
 
  private:
   mutable std::mutex mu_;

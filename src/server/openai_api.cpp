@@ -217,7 +217,7 @@ std::optional<ApiError> check_unused_fields(const Json& body) {
 }
 
 // How much to generate: max_tokens (or its aliases; the last one given wins) and n, one choice.
-std::optional<ApiError> parse_lengths(const Json& body, engine::RequestParams& p) {
+std::optional<ApiError> parse_lengths(const Json& body, GenerateParams& p) {
   bool present = false;
   int64_t v = 0;
   for (const char* field : {"max_tokens", "max_completion_tokens", "n_predict"}) {
@@ -244,19 +244,19 @@ struct NumberField {
   const char* name;
   double lo;
   double hi;
-  float SamplerParams::*field;
+  float GenerateParams::*field;
 };
 constexpr NumberField kNumberFields[] = {
-    {"temperature", 0.0, 2.0, &SamplerParams::temperature},
-    {"top_p", 0.0, 1.0, &SamplerParams::top_p},
-    {"min_p", 0.0, 1.0, &SamplerParams::min_p},
-    {"presence_penalty", -2.0, 2.0, &SamplerParams::presence_penalty},
-    {"frequency_penalty", -2.0, 2.0, &SamplerParams::frequency_penalty},
-    {"repeat_penalty", 0.0, 10.0, &SamplerParams::repeat_penalty},
+    {"temperature", 0.0, 2.0, &GenerateParams::temperature},
+    {"top_p", 0.0, 1.0, &GenerateParams::top_p},
+    {"min_p", 0.0, 1.0, &GenerateParams::min_p},
+    {"presence_penalty", -2.0, 2.0, &GenerateParams::presence_penalty},
+    {"frequency_penalty", -2.0, 2.0, &GenerateParams::frequency_penalty},
+    {"repeat_penalty", 0.0, 10.0, &GenerateParams::repeat_penalty},
 };
 
 // temperature, top_p, min_p, the penalties, top_k and seed.
-std::optional<ApiError> parse_sampling(const Json& body, int32_t n_vocab, SamplerParams& s) {
+std::optional<ApiError> parse_sampling(const Json& body, int32_t n_vocab, GenerateParams& s) {
   for (const NumberField& f : kNumberFields) {
     if (auto e = get_number(body, f.name, f.lo, f.hi, s.*f.field)) return e;
   }
@@ -304,7 +304,7 @@ std::optional<ApiError> parse_chat_logprobs(const Json& body, ParsedRequest& out
   if (auto e = get_bool(body, "logprobs", out.logprobs)) return e;
   bool present = false;
   int64_t v = 0;
-  if (auto e = get_integer(body, "top_logprobs", 0, engine::kMaxTopLogprobs, v, present)) {
+  if (auto e = get_integer(body, "top_logprobs", 0, kMaxTopLogprobs, v, present)) {
     return e;
   }
   if (present && !out.logprobs) {
@@ -331,7 +331,7 @@ std::optional<ApiError> parse_completion_logprobs(const Json& body, ParsedReques
 }
 
 // logit_bias: {"token id": bias in [-100, 100]}.
-std::optional<ApiError> parse_logit_bias(const Json& body, int32_t n_vocab, SamplerParams& s) {
+std::optional<ApiError> parse_logit_bias(const Json& body, int32_t n_vocab, GenerateParams& s) {
   auto it = body.find("logit_bias");
   if (it == body.end() || it->is_null()) return std::nullopt;
   if (!it->is_object()) return wrong_type("logit_bias", "an object of token id → bias", *it);
@@ -406,13 +406,13 @@ std::optional<ApiError> parse_request(const Json& body, Endpoint endpoint, int32
     return e;
   }
   if (auto e = parse_lengths(body, out.params)) return e;
-  if (auto e = parse_sampling(body, n_vocab, out.params.sampling)) return e;
-  if (auto e = parse_stop(body, out.params.stops)) return e;
+  if (auto e = parse_sampling(body, n_vocab, out.params)) return e;
+  if (auto e = parse_stop(body, out.params.stop)) return e;
   if (auto e = chat ? parse_chat_logprobs(body, out) : parse_completion_logprobs(body, out)) {
     return e;
   }
-  if (auto e = parse_logit_bias(body, n_vocab, out.params.sampling)) return e;
-  if (auto e = parse_response_format(body, out.json_object)) return e;
+  if (auto e = parse_logit_bias(body, n_vocab, out.params)) return e;
+  if (auto e = parse_response_format(body, out.params.json_object)) return e;
   return parse_stream(body, out);
 }
 

@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/request.h"
+#include "minfer/minfer.h"
 
 namespace minfer::server {
 
@@ -34,7 +34,7 @@ enum class Endpoint { kChat, kCompletion };
 // A checked request body: everything but the prompt tokens, which need the template/tokenizer.
 struct ParsedRequest {
   Endpoint endpoint = Endpoint::kChat;
-  engine::RequestParams params;  // prompt left empty
+  GenerateParams params;
   bool stream = false;
   bool include_usage = false;       // stream_options.include_usage
   bool logprobs = false;            // chat: logprobs true; completions: logprobs given
@@ -42,7 +42,6 @@ struct ParsedRequest {
   std::string prompt_text;          // completions: a string prompt
   std::vector<int32_t> prompt_ids;  // completions: a token-id prompt
   bool prompt_is_ids = false;
-  bool json_object = false;  // response_format {"type": "json_object"}: constrained to one object
 };
 
 // Checks the fields of a /v1/chat/completions or /v1/completions body (types, ranges, roles).

@@ -4,20 +4,20 @@
 
 namespace minfer::server {
 
-const char* openai_finish_reason(engine::FinishReason reason) {
+const char* openai_finish_reason(FinishReason reason) {
   switch (reason) {
-    case engine::FinishReason::kEog:
-    case engine::FinishReason::kStop:
-    case engine::FinishReason::kCancelled:
+    case FinishReason::kEog:
+    case FinishReason::kStop:
+    case FinishReason::kCancelled:
       return "stop";
-    case engine::FinishReason::kLength:
-    case engine::FinishReason::kContext:
+    case FinishReason::kLength:
+    case FinishReason::kContext:
       return "length";
   }
   return "stop";
 }
 
-Json usage_json(const engine::RequestStats& s) {
+Json usage_json(const RequestStats& s) {
   Json u;
   u["prompt_tokens"] = s.n_prompt;
   u["completion_tokens"] = s.n_generated;
@@ -28,6 +28,12 @@ Json usage_json(const engine::RequestStats& s) {
 
 namespace {
 
+// The vocabulary's text of a sampled token (always a valid id).
+std::string piece_of(const LanguageModel& model, int32_t id) {
+  Result<std::string> piece = model.token_piece(id);
+  return piece.is_ok() ? std::move(piece).value() : std::string();
+}
+
 Json bytes_of(const std::string& piece) {
   Json b = Json::array();
   for (const unsigned char c : piece) b.push_back(static_cast<int>(c));
@@ -36,13 +42,13 @@ Json bytes_of(const std::string& piece) {
 
 }  // namespace
 
-Json chat_logprobs_json(const Tokenizer& tokenizer, const std::vector<engine::SampledToken>& toks) {
+Json chat_logprobs_json(const LanguageModel& model, const std::vector<SampledToken>& toks) {
   Json content = Json::array();
-  for (const engine::SampledToken& t : toks) {
-    const std::string piece = tokenizer.token_to_piece(t.token);
+  for (const SampledToken& t : toks) {
+    const std::string piece = piece_of(model, t.token);
     Json top = Json::array();
-    for (const engine::TokenLogprob& alt : t.top) {
-      const std::string alt_piece = tokenizer.token_to_piece(alt.token);
+    for (const TokenLogprob& alt : t.top) {
+      const std::string alt_piece = piece_of(model, alt.token);
       top.push_back(
           Json{{"token", alt_piece}, {"logprob", alt.logprob}, {"bytes", bytes_of(alt_piece)}});
     }
@@ -54,19 +60,19 @@ Json chat_logprobs_json(const Tokenizer& tokenizer, const std::vector<engine::Sa
   return Json{{"content", content}};
 }
 
-Json completion_logprobs_json(const Tokenizer& tokenizer,
-                              const std::vector<engine::SampledToken>& toks, int64_t text_offset) {
+Json completion_logprobs_json(const LanguageModel& model, const std::vector<SampledToken>& toks,
+                              int64_t text_offset) {
   Json tokens = Json::array();
   Json token_logprobs = Json::array();
   Json top_logprobs = Json::array();
   Json offsets = Json::array();
-  for (const engine::SampledToken& t : toks) {
-    const std::string piece = tokenizer.token_to_piece(t.token);
+  for (const SampledToken& t : toks) {
+    const std::string piece = piece_of(model, t.token);
     tokens.push_back(piece);
     token_logprobs.push_back(t.logprob);
     Json top = Json::object();
-    for (const engine::TokenLogprob& alt : t.top) {
-      top[tokenizer.token_to_piece(alt.token)] = alt.logprob;
+    for (const TokenLogprob& alt : t.top) {
+      top[piece_of(model, alt.token)] = alt.logprob;
     }
     top_logprobs.push_back(top);
     offsets.push_back(text_offset);
@@ -78,15 +84,12 @@ Json completion_logprobs_json(const Tokenizer& tokenizer,
               {"text_offset", offsets}};
 }
 
-Reply::Reply(const Tokenizer& tokenizer, ReplyInfo info)
-    : tokenizer_(&tokenizer), info_(std::move(info)) {}
+Reply::Reply(const LanguageModel& model, ReplyInfo info) : model_(&model), info_(std::move(info)) {}
 
-Json Reply::logprobs_of(const std::vector<engine::SampledToken>& tokens,
-                        int64_t text_offset) const {
+Json Reply::logprobs_of(const std::vector<SampledToken>& tokens, int64_t text_offset) const {
   if (!info_.logprobs) return Json();
-  return info_.endpoint == Endpoint::kChat
-             ? chat_logprobs_json(*tokenizer_, tokens)
-             : completion_logprobs_json(*tokenizer_, tokens, text_offset);
+  return info_.endpoint == Endpoint::kChat ? chat_logprobs_json(*model_, tokens)
+                                           : completion_logprobs_json(*model_, tokens, text_offset);
 }
 
 Json Reply::choice(bool streamed, Json content, Json logprobs, Json finish) const {
@@ -113,8 +116,8 @@ Json Reply::envelope(bool streamed, Json choices) const {
               {"choices", std::move(choices)}};
 }
 
-Json Reply::complete(const std::string& text, const std::vector<engine::SampledToken>& tokens,
-                     engine::FinishReason finish, const engine::RequestStats& stats) const {
+Json Reply::complete(const std::string& text, const std::vector<SampledToken>& tokens,
+                     FinishReason finish, const RequestStats& stats) const {
   Json content = info_.endpoint == Endpoint::kChat ? Json{{"role", "assistant"}, {"content", text}}
                                                    : Json(text);
   Json out = envelope(false, Json::array({choice(false, std::move(content), logprobs_of(tokens, 0),
@@ -136,18 +139,18 @@ Json Reply::role_chunk() const {
   return chunk(Json{{"role", "assistant"}, {"content", ""}}, Json(), Json());
 }
 
-Json Reply::text_chunk(const std::string& text, const std::vector<engine::SampledToken>& tokens,
+Json Reply::text_chunk(const std::string& text, const std::vector<SampledToken>& tokens,
                        int64_t text_offset) const {
   Json content = info_.endpoint == Endpoint::kChat ? Json{{"content", text}} : Json(text);
   return chunk(std::move(content), logprobs_of(tokens, text_offset), Json());
 }
 
-Json Reply::finish_chunk(engine::FinishReason finish) const {
+Json Reply::finish_chunk(FinishReason finish) const {
   Json content = info_.endpoint == Endpoint::kChat ? Json::object() : Json("");
   return chunk(std::move(content), Json(), openai_finish_reason(finish));
 }
 
-Json Reply::usage_chunk(const engine::RequestStats& stats) const {
+Json Reply::usage_chunk(const RequestStats& stats) const {
   Json u = envelope(true, Json::array());
   u["usage"] = usage_json(stats);
   return u;

@@ -8,24 +8,23 @@
 #include <string>
 #include <vector>
 
-#include "engine/request.h"
+#include "minfer/minfer.h"
 #include "server/openai_api.h"
-#include "tokenizer/tokenizer.h"
 
 namespace minfer::server {
 
 // "stop" for an end-of-generation token or a stop string, "length" for max_tokens or a full
 // context.
-const char* openai_finish_reason(engine::FinishReason reason);
+const char* openai_finish_reason(FinishReason reason);
 
 // The usage object: prompt/completion/total tokens and prompt_tokens_details.cached_tokens.
-Json usage_json(const engine::RequestStats& stats);
+Json usage_json(const RequestStats& stats);
 
 // The logprobs of some tokens in each endpoint's shape: chat {"content": [...]}, completions
 // {"tokens", "token_logprobs", "top_logprobs", "text_offset"}.
-Json chat_logprobs_json(const Tokenizer& tokenizer, const std::vector<engine::SampledToken>& toks);
-Json completion_logprobs_json(const Tokenizer& tokenizer,
-                              const std::vector<engine::SampledToken>& toks, int64_t text_offset);
+Json chat_logprobs_json(const LanguageModel& model, const std::vector<SampledToken>& toks);
+Json completion_logprobs_json(const LanguageModel& model, const std::vector<SampledToken>& toks,
+                              int64_t text_offset);
 
 // What every reply to one request shares.
 struct ReplyInfo {
@@ -41,36 +40,36 @@ struct ReplyInfo {
 // (chat), a text chunk per piece of text, the finish chunk and, when asked, the usage chunk.
 class Reply {
  public:
-  // `tokenizer` must outlive the Reply.
-  Reply(const Tokenizer& tokenizer, ReplyInfo info);
+  // `model` (token pieces for logprobs) must outlive the Reply.
+  Reply(const LanguageModel& model, ReplyInfo info);
 
   const ReplyInfo& info() const { return info_; }
 
   // The whole reply: all the text, every sampled token and the final event's finish and usage.
-  Json complete(const std::string& text, const std::vector<engine::SampledToken>& tokens,
-                engine::FinishReason finish, const engine::RequestStats& stats) const;
+  Json complete(const std::string& text, const std::vector<SampledToken>& tokens,
+                FinishReason finish, const RequestStats& stats) const;
 
   // Chat only, before any text: the assistant role with empty content.
   Json role_chunk() const;
   // A piece of text and the tokens sampled for it; text_offset is where the piece starts in the
   // reply's text (completions' logprobs report it).
-  Json text_chunk(const std::string& text, const std::vector<engine::SampledToken>& tokens,
+  Json text_chunk(const std::string& text, const std::vector<SampledToken>& tokens,
                   int64_t text_offset) const;
   // No text, the finish reason.
-  Json finish_chunk(engine::FinishReason finish) const;
+  Json finish_chunk(FinishReason finish) const;
   // No choices, the usage (send only when include_usage).
-  Json usage_chunk(const engine::RequestStats& stats) const;
+  Json usage_chunk(const RequestStats& stats) const;
 
  private:
   // The tokens' logprobs in the endpoint's shape; null when the request did not ask.
-  Json logprobs_of(const std::vector<engine::SampledToken>& tokens, int64_t text_offset) const;
+  Json logprobs_of(const std::vector<SampledToken>& tokens, int64_t text_offset) const;
   // One choice: chat's `message` (blocking) or `delta` (streamed), completions' `text`.
   Json choice(bool streamed, Json content, Json logprobs, Json finish) const;
   // id, object, created, model, system_fingerprint and the choices.
   Json envelope(bool streamed, Json choices) const;
   Json chunk(Json content, Json logprobs, Json finish) const;
 
-  const Tokenizer* tokenizer_;
+  const LanguageModel* model_;
   ReplyInfo info_;
 };
 

@@ -65,12 +65,11 @@ int find_connection_socket(const std::string& remote_addr, int remote_port) {
 
 Call::Call(Metrics& metrics) : metrics_(metrics), t_submit_(Clock::now()) {}
 
-engine::EventSink Call::sink(std::shared_ptr<Call> call) {
-  return
-      [call = std::move(call)](engine::RequestEvent&& event) { call->on_event(std::move(event)); };
+std::function<void(const BatchEvent&)> Call::sink(std::shared_ptr<Call> call) {
+  return [call = std::move(call)](const BatchEvent& event) { call->on_event(event); };
 }
 
-void Call::on_event(engine::RequestEvent&& event) {
+void Call::on_event(const BatchEvent& event) {
   const auto now = Clock::now();
   std::lock_guard<std::mutex> lock(mu_);
   if (!event.tokens.empty()) {
@@ -83,22 +82,22 @@ void Call::on_event(engine::RequestEvent&& event) {
     t_last_token_ = now;
   }
   if (event.done) {
-    metrics_.on_request_done(event.stats, event.finish == engine::FinishReason::kCancelled
+    metrics_.on_request_done(event.stats, event.finish == FinishReason::kCancelled
                                               ? "abort"
                                               : openai_finish_reason(event.finish));
   }
-  events_.push_back(std::move(event));
+  events_.push_back(event);
   cv_.notify_all();
 }
 
-void Call::attach(std::shared_ptr<engine::RequestHandle> handle, int fd) {
+void Call::attach(std::shared_ptr<RequestHandle> handle, int fd) {
   handle_ = std::move(handle);
   fd_ = fd;
 }
 
 // The connection is checked at least once a poll interval even while tokens keep coming: a fast
 // model never leaves the queue empty, and a departed client's request ran to the end.
-bool Call::take_events(std::deque<engine::RequestEvent>& out) {
+bool Call::take_events(std::deque<BatchEvent>& out) {
   std::unique_lock<std::mutex> lock(mu_);
   cv_.wait_for(lock, kPollInterval, [&] { return !events_.empty(); });
   out.swap(events_);
@@ -117,13 +116,13 @@ bool Call::take_events(std::deque<engine::RequestEvent>& out) {
 void write_blocking(httplib::Response& res, Call& call, const Reply& reply,
                     const std::function<void()>& release) {
   std::string text;
-  std::vector<engine::SampledToken> tokens;
-  engine::RequestEvent final_event;
+  std::vector<SampledToken> tokens;
+  BatchEvent final_event;
   bool done = false;
   while (!done) {
-    std::deque<engine::RequestEvent> events;
+    std::deque<BatchEvent> events;
     call.take_events(events);  // a departed client is cancelled; its final event still comes
-    for (engine::RequestEvent& e : events) {
+    for (BatchEvent& e : events) {
       text += e.text;
       tokens.insert(tokens.end(), e.tokens.begin(), e.tokens.end());
       if (e.done) {
@@ -133,8 +132,8 @@ void write_blocking(httplib::Response& res, Call& call, const Reply& reply,
     }
   }
   release();
-  if (!final_event.error.is_ok()) {
-    return send_error(res, api_error(500, final_event.error.message(), "server_error", ""));
+  if (!final_event.error.empty()) {
+    return send_error(res, api_error(500, final_event.error, "server_error", ""));
   }
   send_json(res, reply.complete(text, tokens, final_event.finish, final_event.stats));
 }
@@ -153,9 +152,9 @@ class EventStream {
       role_sent_ = true;
       if (!send(out, reply_.role_chunk())) return cancel();
     }
-    std::deque<engine::RequestEvent> events;
+    std::deque<BatchEvent> events;
     if (!call_->take_events(events)) return false;
-    for (engine::RequestEvent& e : events) {
+    for (BatchEvent& e : events) {
       if (!e.text.empty() || (reply_.info().logprobs && !e.tokens.empty())) {
         const Json chunk = reply_.text_chunk(e.text, e.tokens, text_offset_);
         text_offset_ += static_cast<int64_t>(e.text.size());
@@ -181,9 +180,9 @@ class EventStream {
   }
 
   // The last chunks (or the engine's error), then [DONE].
-  void finish(httplib::DataSink& out, const engine::RequestEvent& e) {
-    if (!e.error.is_ok()) {
-      send(out, api_error(500, e.error.message(), "server_error", "").to_json());
+  void finish(httplib::DataSink& out, const BatchEvent& e) {
+    if (!e.error.empty()) {
+      send(out, api_error(500, e.error, "server_error", "").to_json());
     } else {
       send(out, reply_.finish_chunk(e.finish));
       if (reply_.info().include_usage) send(out, reply_.usage_chunk(e.stats));

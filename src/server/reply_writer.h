@@ -1,4 +1,4 @@
-// A generation request in flight (Call: events passed from the scheduler's thread to the
+// A generation request in flight (Call: events passed from the generator's thread to the
 // handler's, the client's connection watched so a departed client's request is cancelled), and
 // the two writers of its reply: one JSON object, or server-sent events (SSE). Both take their
 // JSON from one Reply (server/openai_reply.h).
@@ -12,7 +12,7 @@
 #include <mutex>
 #include <string>
 
-#include "engine/request.h"
+#include "minfer/minfer.h"
 #include "server/metrics.h"
 #include "server/openai_reply.h"
 
@@ -34,25 +34,25 @@ class Call {
   explicit Call(Metrics& metrics);
 
   // The sink to submit the request with; it holds the call until the scheduler drops it.
-  static engine::EventSink sink(std::shared_ptr<Call> call);
+  static std::function<void(const BatchEvent&)> sink(std::shared_ptr<Call> call);
   // After a successful submit: the request's handle and the client's socket (-1: not watched).
-  void attach(std::shared_ptr<engine::RequestHandle> handle, int fd);
-  const std::shared_ptr<engine::RequestHandle>& handle() const { return handle_; }
+  void attach(std::shared_ptr<RequestHandle> handle, int fd);
+  const std::shared_ptr<RequestHandle>& handle() const { return handle_; }
   void cancel() { handle_->cancel(); }
 
   // Takes the events that arrived (waiting up to one poll interval); false when the client left,
   // and then the request is cancelled (its final event still comes).
-  bool take_events(std::deque<engine::RequestEvent>& out);
+  bool take_events(std::deque<BatchEvent>& out);
 
  private:
   using Clock = std::chrono::steady_clock;
-  void on_event(engine::RequestEvent&& event);
+  void on_event(const BatchEvent& event);
 
   Metrics& metrics_;
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<engine::RequestEvent> events_;  // under mu_
-  std::shared_ptr<engine::RequestHandle> handle_;
+  std::deque<BatchEvent> events_;  // under mu_
+  std::shared_ptr<RequestHandle> handle_;
   int fd_ = -1;
   Clock::time_point t_submit_;
   Clock::time_point t_last_token_;

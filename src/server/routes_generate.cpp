@@ -1,4 +1,4 @@
-// The generation routes, /v1/chat/completions and /v1/completions: each builds a scheduler
+// The generation routes, /v1/chat/completions and /v1/completions: each builds a generation
 // request from the body, submits it, and hands the reply to a writer (server/reply_writer.h).
 #include <ctime>
 #include <utility>
@@ -7,7 +7,6 @@
 #include <fmt/format.h>
 #include <httplib.h>
 
-#include "engine/conversation.h"
 #include "server/http_io.h"
 #include "server/http_server.h"
 #include "server/openai_reply.h"
@@ -24,31 +23,31 @@ std::optional<ApiError> prompt_tokens(const Backend& b, const Json& body,
   if (parsed.endpoint == Endpoint::kChat) {
     Json request = body;
     request["messages"] = parsed.messages;
-    Result<std::string> text = b.chat_template->render_request(request);
-    if (!text.is_ok()) {
-      return bad_request("[server] the chat template failed: " + text.status().message(),
+    Result<std::vector<int32_t>> tokens = b.model->tokenize_chat_request(dump(request));
+    if (!tokens.is_ok()) {
+      return bad_request("[server] the chat template failed: " + tokens.status().message(),
                          "messages", "template_error");
     }
-    out = engine::tokenize_chat_prompt(*b.tokenizer, text.value());
+    out = std::move(tokens).value();
   } else if (parsed.prompt_is_ids) {
     out = parsed.prompt_ids;
   } else {
-    out = b.tokenizer->encode(parsed.prompt_text, true, true);
+    out = b.model->tokenize(parsed.prompt_text, true, true);
   }
   return std::nullopt;
 }
 
-// The request body checked and turned into scheduler parameters with their prompt (no constraint
-// yet). Errors: the body's, the template's, a prompt with no tokens or no room in the context.
+// The request body checked and turned into generation parameters, and its prompt. Errors: the
+// body's, the template's, a prompt with no tokens or no room in the context.
 std::optional<ApiError> build_request(const httplib::Request& req, const Backend& b,
-                                      Endpoint endpoint, ParsedRequest& out) {
+                                      Endpoint endpoint, ParsedRequest& out,
+                                      std::vector<int32_t>& prompt) {
   Json body;
   if (auto e = parse_body(req, body)) return e;
-  const int32_t n_vocab = static_cast<int32_t>(b.scheduler->n_vocab());
+  const int32_t n_vocab = static_cast<int32_t>(b.model->n_vocab());
   if (auto e = parse_request(body, endpoint, n_vocab, out)) return e;
-  std::vector<int32_t> prompt;
   if (auto e = prompt_tokens(b, body, out, prompt)) return e;
-  const int64_t n_ctx = b.scheduler->options().n_ctx;
+  const int64_t n_ctx = b.generator->n_ctx();
   if (prompt.empty()) return bad_request("[server] the prompt has no tokens", "prompt");
   if (static_cast<int64_t>(prompt.size()) + 2 > n_ctx) {
     return bad_request(fmt::format("[server] the prompt is {} tokens but the context holds {} "
@@ -57,11 +56,10 @@ std::optional<ApiError> build_request(const httplib::Request& req, const Backend
                        endpoint == Endpoint::kChat ? "messages" : "prompt",
                        "context_length_exceeded");
   }
-  out.params.prompt = std::move(prompt);
   return std::nullopt;
 }
 
-// A request the scheduler refused: a full queue is 503 (try again), anything else the request's.
+// A request the generator refused: a full queue is 503 (try again), anything else the request's.
 ApiError submit_error(const Status& status) {
   if (status.code() == ErrorCode::kResourceExhausted) {
     return api_error(503, status.message(), "server_overloaded", "queue_full");
@@ -87,15 +85,12 @@ void HttpServer::generate(const httplib::Request& req, httplib::Response& res, E
         res, api_error(503, "[server] shutting down", "unavailable_error", "shutting_down"));
   }
   ParsedRequest parsed;
-  if (auto e = build_request(req, *b, endpoint, parsed)) return send_error(res, *e);
-  if (parsed.json_object) {
-    // Each request gets its own recognizer state over the shared token bytes.
-    parsed.params.constraint = std::make_shared<grammar::JsonConstraint>(json_vocab(*b));
-  }
+  std::vector<int32_t> prompt;
+  if (auto e = build_request(req, *b, endpoint, parsed, prompt)) return send_error(res, *e);
 
   auto call = std::make_shared<Call>(metrics_);
-  Result<std::shared_ptr<engine::RequestHandle>> handle =
-      b->scheduler->submit(std::move(parsed.params), Call::sink(call));
+  Result<std::shared_ptr<RequestHandle>> handle =
+      b->generator->submit(prompt, parsed.params, Call::sink(call));
   if (!handle.is_ok()) return send_error(res, submit_error(handle.status()));
   call->attach(handle.value(), find_connection_socket(req.remote_addr, req.remote_port));
   track(call->handle());
@@ -112,7 +107,7 @@ void HttpServer::generate(const httplib::Request& req, httplib::Response& res, E
   info.model = b->model_name;
   info.logprobs = parsed.logprobs;
   info.include_usage = parsed.include_usage;
-  Reply reply(*b->tokenizer, std::move(info));
+  Reply reply(*b->model, std::move(info));
   if (parsed.stream) {
     write_stream(res, std::move(call), std::move(reply), std::move(release));
   } else {

@@ -25,7 +25,7 @@ void HttpServer::handle_health(const httplib::Request&, httplib::Response& res) 
 void HttpServer::handle_metrics(const httplib::Request&, httplib::Response& res) {
   const Backend* b = ready_backend(res);
   if (b == nullptr) return;
-  res.set_content(metrics_.format(b->scheduler->stats()),
+  res.set_content(metrics_.format(b->generator->stats()),
                   "text/plain; version=0.0.4; charset=utf-8");
 }
 
@@ -37,9 +37,9 @@ void HttpServer::handle_models(const httplib::Request&, httplib::Response& res) 
              {"created", static_cast<int64_t>(std::time(nullptr))},
              {"owned_by", "minfer"},
              {"meta",
-              {{"n_ctx", b->scheduler->options().n_ctx},
-               {"n_vocab", b->scheduler->n_vocab()},
-               {"n_parallel", b->scheduler->options().n_parallel}}}};
+              {{"n_ctx", b->generator->n_ctx()},
+               {"n_vocab", b->model->n_vocab()},
+               {"n_parallel", b->generator->n_parallel()}}}};
   send_json(res, Json{{"object", "list"}, {"data", Json::array({model})}});
 }
 
@@ -80,11 +80,13 @@ void HttpServer::handle_tokenize(const httplib::Request& req, httplib::Response&
   TokenizeOptions options;
   if (auto e = parse_tokenize_options(body, options)) return send_error(res, *e);
   const std::vector<int32_t> ids =
-      b->tokenizer->encode(content->get<std::string>(), options.add_special, options.parse_special);
+      b->model->tokenize(content->get<std::string>(), options.add_special, options.parse_special);
   Json tokens = Json::array();
   for (const int32_t id : ids) {
     if (options.with_pieces) {
-      tokens.push_back(Json{{"id", id}, {"piece", b->tokenizer->token_to_piece(id)}});
+      // Ids from tokenize() are in the vocabulary: token_piece cannot fail.
+      Result<std::string> piece = b->model->token_piece(id);
+      tokens.push_back(Json{{"id", id}, {"piece", piece.is_ok() ? *piece : std::string()}});
     } else {
       tokens.push_back(id);
     }
@@ -104,16 +106,17 @@ void HttpServer::handle_detokenize(const httplib::Request& req, httplib::Respons
   }
   std::vector<int32_t> ids;
   for (const Json& t : *tokens) {
-    if (!t.is_number_integer() || t.get<int64_t>() < 0 ||
-        t.get<int64_t>() >= b->tokenizer->n_vocab()) {
+    if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= b->model->n_vocab()) {
       return send_error(res, bad_request(fmt::format("[server] 'tokens' must hold token ids in "
                                                      "0..{}",
-                                                     b->tokenizer->n_vocab() - 1),
+                                                     b->model->n_vocab() - 1),
                                          "tokens", "invalid_value"));
     }
     ids.push_back(t.get<int32_t>());
   }
-  send_json(res, Json{{"content", b->tokenizer->decode(ids)}});
+  Result<std::string> text = b->model->detokenize(ids);
+  if (!text.is_ok()) return send_error(res, bad_request(text.status().message(), "tokens"));
+  send_json(res, Json{{"content", text.value()}});
 }
 
 }  // namespace minfer::server

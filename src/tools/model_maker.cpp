@@ -162,6 +162,13 @@ Result<Prepared> prepare(const MakeModelOptions& o) {
         llama3_rope_freqs(preset_llama3_rope(preset), config.n_rot, config.rope_freq_base);
   }
   set_hparams(meta, config, preset.head_dim > 0, name, mix.file_type);
+  if (const SlidingWindowPreset swa = preset_sliding_window(preset); swa.window > 0) {
+    meta.set_scalar<uint32_t>(config.arch + ".attention.sliding_window",
+                              static_cast<uint32_t>(swa.window));
+    meta.set_scalar<uint32_t>(config.arch + ".attention.sliding_window_pattern",
+                              static_cast<uint32_t>(swa.pattern));
+    meta.set_scalar<float>(config.arch + ".rope.freq_base_swa", swa.rope_freq_base_swa);
+  }
   int64_t n_vocab = 0;
   if (o.tokenizer_from.empty()) {
     n_vocab = add_builtin_tokenizer(meta, o.arch);

@@ -11,7 +11,7 @@ namespace {
 // that both output paths are exercised.
 // qwen3moe-tiny mirrors ../shared/models/qwen3moe-tiny (head_dim 64, 8 experts of width 256, 2
 // used); qwen3-30b-a3b is Qwen3-30B-A3B (and Qwen3-Coder-30B-A3B, the same shape).
-constexpr std::array<ModelPreset, 10> kPresets = {{
+constexpr std::array<ModelPreset, 12> kPresets = {{
     {"tiny", "qwen2", 256, 3, 4, 2, 0, 512, 4096, 1000, 1e6f, 1e-6f, false},
     {"tiny", "qwen3", 256, 3, 4, 2, 128, 512, 4096, 1000, 1e6f, 1e-6f, false},
     {"tiny", "llama", 256, 3, 4, 2, 0, 512, 4096, 1000, 5e5f, 1e-5f, false},
@@ -23,6 +23,23 @@ constexpr std::array<ModelPreset, 10> kPresets = {{
     {"llama-3.2-1b", "llama", 2048, 16, 32, 8, 0, 8192, 131072, 128256, 5e5f, 1e-5f, true},
     {"qwen3-30b-a3b", "qwen3moe", 2048, 48, 32, 4, 128, 6144, 40960, 151936, 1e6f, 1e-6f, false,
      128, 8, 768},
+    // Gemma 3: tiny mirrors ../shared/models/gemma3-tiny (6 layers, head_dim 64); gemma-3-1b is
+    // google/gemma-3-1b-it's config.json (head_dim 256 ≠ 1152 / 4, 262,144 tokens).
+    {"tiny", "gemma3", 256, 6, 4, 2, 64, 512, 4096, 1000, 1e6f, 1e-6f, false},
+    {"gemma-3-1b", "gemma3", 1152, 26, 4, 1, 256, 6912, 32768, 262144, 1e6f, 1e-6f, true},
+}};
+
+struct SlidingWindowRow {
+  const char* name;
+  const char* arch;
+  SlidingWindowPreset window;
+};
+
+// Gemma 3 tiny: window 8, every 3rd layer global (as gemma3-tiny); Gemma 3 1B: window 512, every
+// 6th layer global, local rope base 10,000.
+constexpr std::array<SlidingWindowRow, 2> kSlidingWindows = {{
+    {"tiny", "gemma3", {8, 3, 1e4f}},
+    {"gemma-3-1b", "gemma3", {512, 6, 1e4f}},
 }};
 
 struct Llama3RopeRow {
@@ -65,6 +82,15 @@ Result<ModelPreset> find_preset(std::string_view arch, std::string_view name) {
   }
   return make_error(ErrorCode::kInvalidArgument, "[make-model] unknown preset '{}' (known: {})",
                     name, preset_names());
+}
+
+SlidingWindowPreset preset_sliding_window(const ModelPreset& p) {
+  for (const SlidingWindowRow& row : kSlidingWindows) {
+    if (std::string_view(row.name) == p.name && std::string_view(row.arch) == p.arch) {
+      return row.window;
+    }
+  }
+  return {};
 }
 
 std::string preset_names() {

@@ -44,9 +44,19 @@ struct Llama3RopePreset {
 };
 Llama3RopePreset preset_llama3_rope(const ModelPreset& p);
 
+// The sliding-window attention a preset's files declare (Gemma 3's config.json: sliding_window,
+// sliding_window_pattern, rope_local_base_freq → attention.sliding_window,
+// attention.sliding_window_pattern, rope.freq_base_swa). window 0: none.
+struct SlidingWindowPreset {
+  int64_t window = 0;
+  int64_t pattern = 0;  // every pattern-th layer is global, the others slide
+  float rope_freq_base_swa = 0.0f;
+};
+SlidingWindowPreset preset_sliding_window(const ModelPreset& p);
+
 // The preset `name` for architecture `arch`. "tiny" exists for every architecture; a real preset
 // must belong to `arch` (qwen2.5-* → qwen2, qwen3-* → qwen3, qwen3-30b-a3b → qwen3moe,
-// llama-3.2-1b → llama).
+// llama-3.2-1b → llama, gemma-3-* → gemma3).
 Result<ModelPreset> find_preset(std::string_view arch, std::string_view name);
 // "tiny, qwen2.5-0.5b, …" for help texts.
 std::string preset_names();

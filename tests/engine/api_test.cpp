@@ -234,6 +234,77 @@ TEST(Api, ChatTurnsShareTheCacheThroughPrefill) {
   EXPECT_FALSE((*chat)->pop_last("user"));
 }
 
+TEST(Api, BatchRequestsCarryLogprobsJsonAndAHandle) {
+  MINFER_REQUIRE_TEST_DATA();
+  LoadOptions load;
+  load.single_sequence = false;
+  auto model =
+      LanguageModel::load(test::test_data_path("models/qwen3-qwentok-tiny-q8_0.gguf"), load);
+  ASSERT_TRUE(model.is_ok()) << model.status().message();
+  // Without a sequence of its own the model only batches, and says so.
+  auto refused = (*model)->generate((*model)->tokenize("Hi"), greedy(2));
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_NE(refused.status().message().find("batch generator"), std::string::npos);
+  BatchOptions options;
+  options.n_parallel = 2;
+  options.n_ctx = 256;
+  auto batch = (*model)->batch_generator(options);
+  ASSERT_TRUE(batch.is_ok()) << batch.status().message();
+  EXPECT_EQ((*batch)->n_ctx(), 256);
+  EXPECT_EQ((*batch)->n_parallel(), 2);
+  EXPECT_GE((*batch)->kv_positions(), 512);
+
+  auto prompt = (*model)->tokenize_chat_request(
+      R"({"messages": [{"role": "user", "content": "Give me a JSON object"}]})");
+  ASSERT_TRUE(prompt.is_ok()) << prompt.status().message();
+  EXPECT_EQ(*prompt, *(*model)->tokenize_chat({{"user", "Give me a JSON object"}}));
+  EXPECT_FALSE((*model)->tokenize_chat_request("[1, 2]").is_ok());
+
+  // JSON-constrained with logprobs: the text is one JSON object, every token carries its
+  // log-probability and 3 alternatives, and the pieces are the vocabulary's.
+  GenerateParams json = greedy(64);
+  json.json_object = true;
+  json.top_logprobs = 3;
+  std::string text;
+  std::vector<SampledToken> tokens;
+  BatchEvent last;
+  auto handle = (*batch)->submit(*prompt, json, [&](const BatchEvent& e) {
+    text += e.text;
+    tokens.insert(tokens.end(), e.tokens.begin(), e.tokens.end());
+    if (e.done) last = e;
+  });
+  ASSERT_TRUE(handle.is_ok()) << handle.status().message();
+  // A second request, cancelled through its handle before it runs.
+  auto cancelled = (*batch)->submit(*prompt, greedy(64), [&](const BatchEvent&) {});
+  ASSERT_TRUE(cancelled.is_ok());
+  (*cancelled)->cancel();
+  EXPECT_NE((*cancelled)->id(), (*handle)->id());
+  ASSERT_TRUE((*batch)->run_until_idle().is_ok());
+  EXPECT_TRUE(last.done);
+  EXPECT_TRUE(last.error.empty()) << last.error;
+  if (last.finish == FinishReason::kEog) {
+    EXPECT_TRUE(nlohmann::json::accept(text)) << text;
+  }
+  EXPECT_EQ(last.stats.n_prompt, static_cast<int64_t>(prompt->size()));
+  ASSERT_FALSE(tokens.empty());
+  std::string pieces;
+  for (const SampledToken& t : tokens) {
+    EXPECT_LE(t.logprob, 0.0f);
+    ASSERT_EQ(t.top.size(), 3u);
+    // The alternatives are the model's before the constraint: most likely first, and none less
+    // likely than what the constraint let through unless it is the sampled one itself.
+    EXPECT_GE(t.top[0].logprob, t.top[1].logprob);
+    EXPECT_GE(t.top[1].logprob, t.top[2].logprob);
+    EXPECT_GE(t.top[0].logprob, t.logprob);
+    auto piece = (*model)->token_piece(t.token);
+    ASSERT_TRUE(piece.is_ok());
+    pieces += *piece;
+  }
+  EXPECT_EQ(pieces.substr(0, text.size()), text);
+  EXPECT_FALSE((*model)->token_piece(static_cast<int32_t>((*model)->n_vocab())).is_ok());
+  EXPECT_EQ((*batch)->stats().n_running, 0);
+}
+
 TEST(Api, ExampleProgramPrintsTheStory) {
   MINFER_REQUIRE_TEST_DATA();
   const Story g = load_story("stories260K.once");

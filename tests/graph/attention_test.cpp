@@ -105,14 +105,17 @@ std::vector<float> as_cells(GgmlType type, const float* x) {
   return out;
 }
 
-// softmax(q·kᵀ) · v over cells 0..pos of the token's sequence, in double, on the rounded cells.
-std::vector<double> reference(const Example& e, GgmlType type, int64_t t, int64_t h) {
+// softmax(q·kᵀ) · v over cells 0..pos of the token's sequence (only those > pos - window when
+// window > 0), in double, on the rounded cells.
+std::vector<double> reference(const Example& e, GgmlType type, int64_t t, int64_t h,
+                              int64_t window = 0) {
   const Token token = kTokens[t];
   const int64_t kv = h / (kNHead / kNHeadKv);
   const float* q = e.q.data() + (t * kNHead + h) * kHeadDim;
   std::vector<double> scores;
   std::vector<std::vector<float>> values;
-  for (int32_t j = 0; j <= token.pos; ++j) {
+  const int32_t first = window > 0 ? std::max(0, token.pos - static_cast<int32_t>(window) + 1) : 0;
+  for (int32_t j = first; j <= token.pos; ++j) {
     const size_t row = static_cast<size_t>((j * kNHeadKv + kv) * kHeadDim);
     const std::vector<float> key = as_cells(type, e.k[static_cast<size_t>(token.seq)].data() + row);
     values.push_back(as_cells(type, e.v[static_cast<size_t>(token.seq)].data() + row));
@@ -138,7 +141,8 @@ std::vector<double> reference(const Example& e, GgmlType type, int64_t t, int64_
 // Stores the example through `table` into a fresh cache and runs attention over the batch on
 // n_threads threads: [n_tokens, n_head * head_dim].
 std::vector<float> run_attention(const Example& e, GgmlType type, const kernels::KernelTable& table,
-                                 int n_threads, const AttentionOptions& options = {}) {
+                                 int n_threads, const AttentionOptions& options = {},
+                                 int64_t window = 0) {
   KvCacheConfig c;
   c.n_layer = 1;
   c.n_head_kv = kNHeadKv;
@@ -163,16 +167,16 @@ std::vector<float> run_attention(const Example& e, GgmlType type, const kernels:
   for (const Token& token : kTokens) batch.add(0, token.pos, token.seq, true);
   std::vector<float> out(static_cast<size_t>(kNTokens * kNHead * kHeadDim));
   kernels::ThreadPool pool(n_threads);
-  attention(table, pool, kv, batch, {e.q.data(), out.data(), 0, kNHead, 1.0f}, options);
+  attention(table, pool, kv, batch, {e.q.data(), out.data(), 0, kNHead, 1.0f, window}, options);
   return out;
 }
 
 // Every output element within `tol` of the double reference (tol · (1 + |ref|)).
 void expect_matches_reference(const std::vector<float>& out, const Example& e, GgmlType type,
-                              double tol, const char* what) {
+                              double tol, const char* what, int64_t window = 0) {
   for (int64_t t = 0; t < kNTokens; ++t) {
     for (int64_t h = 0; h < kNHead; ++h) {
-      const std::vector<double> want = reference(e, type, t, h);
+      const std::vector<double> want = reference(e, type, t, h, window);
       for (int64_t d = 0; d < kHeadDim; ++d) {
         const double got = out[static_cast<size_t>((t * kNHead + h) * kHeadDim + d)];
         const double ref = want[static_cast<size_t>(d)];
@@ -231,6 +235,27 @@ TEST(Attention, FlashAttentionNumericsIsAnOptionForF16Cells) {
       run_attention(e32, GgmlType::kF32, kernels::ref_table, 2, flash);
   const std::vector<float> f32_plain = run_attention(e32, GgmlType::kF32, kernels::ref_table, 2);
   EXPECT_EQ(0, std::memcmp(f32_flash.data(), f32_plain.data(), f32_flash.size() * sizeof(float)));
+}
+
+// A sliding window of 3: the token at position p sees p-2..p only (seq 0's positions 3, 4, 5
+// start their window inside block 0 or at block 1's first cell), in the plain and the flash path.
+TEST(Attention, SlidingWindowSeesOnlyTheLastWindowPositions) {
+  constexpr int64_t kWindow = 3;
+  for (const GgmlType type : {GgmlType::kF32, GgmlType::kF16, GgmlType::kQ8_0}) {
+    const Example e = make_example(type);
+    for (const kernels::KernelTable* table : kernels::test::all_tables()) {
+      const std::vector<float> out = run_attention(e, type, *table, 2, {}, kWindow);
+      expect_matches_reference(out, e, type, 1e-6, table->name, kWindow);
+      // The window changes what the later tokens see.
+      const std::vector<float> full = run_attention(e, type, *table, 2);
+      EXPECT_NE(0, std::memcmp(out.data(), full.data(), out.size() * sizeof(float)));
+    }
+  }
+  const AttentionOptions flash{.flash_attn_numerics = true};
+  const Example e16 = make_example(GgmlType::kF16);
+  const std::vector<float> out =
+      run_attention(e16, GgmlType::kF16, kernels::ref_table, 2, flash, kWindow);
+  expect_matches_reference(out, e16, GgmlType::kF16, 4e-3, "flash", kWindow);
 }
 
 }  // namespace

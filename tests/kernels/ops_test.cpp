@@ -186,6 +186,55 @@ TEST(Ops, SiluAndSwigluMatchRef) {
   }
 }
 
+TEST(Ops, GegluMatchesRefExactly) {
+  skip_without_simd();
+  for (const KernelTable* t : simd_tables()) {
+    for (int64_t n : kSizes) {
+      // Past ±10 on both sides: the table's ends, the linear and the zero ranges.
+      const std::vector<float> g = random_floats(n, 15 + n, -12.0f, 12.0f);
+      const std::vector<float> u = random_floats(n, 16 + n, -2.0f, 2.0f);
+      std::vector<float> expected(n), actual(n);
+      ref_table.geglu(g.data(), u.data(), n, expected.data());
+      t->geglu(g.data(), u.data(), n, actual.data());
+      EXPECT_EQ(0, std::memcmp(actual.data(), expected.data(), actual.size() * sizeof(float)))
+          << t->name << " geglu n=" << n;
+      actual = g;  // in place: y is gate
+      t->geglu(actual.data(), u.data(), n, actual.data());
+      EXPECT_EQ(0, std::memcmp(actual.data(), expected.data(), actual.size() * sizeof(float)))
+          << t->name << " geglu in place n=" << n;
+    }
+  }
+}
+
+// Infinities take the ends (0 and x), NaN stays NaN, on every table.
+TEST(Ops, GegluSpecialValues) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> x = {-inf, inf, std::numeric_limits<float>::quiet_NaN(), -10.0f};
+  const std::vector<float> up = {2.0f, 2.0f, 1.0f, 1.0f};
+  for (const KernelTable* t : all_tables()) {
+    std::vector<float> y(x.size());
+    t->geglu(x.data(), up.data(), static_cast<int64_t>(x.size()), y.data());
+    EXPECT_EQ(y[0], 0.0f) << t->name;
+    EXPECT_EQ(y[1], inf) << t->name;
+    EXPECT_TRUE(std::isnan(y[2])) << t->name;
+    EXPECT_EQ(y[3], 0.0f) << t->name;
+  }
+}
+
+TEST(Ops, GegluExample) {
+  // gelu(x) = 0.5 x (1 + tanh(0.7978846 x (1 + 0.044715 x²))), rounded to f16 at x and after:
+  // gelu(1) = 0.8411920 → f16 0.84130859; gelu(-1) = -0.1588080 → -0.15881348; gelu(0) = 0;
+  // gelu(-10) = 0 and gelu(10) = 10 outside the table; the product with up is in float.
+  const std::vector<float> x = {1.0f, -1.0f, 0.0f, -10.0f, 10.0f, 2.0f};
+  const std::vector<float> up = {1.0f, 1.0f, 5.0f, 3.0f, 0.5f, -1.0f};
+  const std::vector<float> expected = {0.84130859f, -0.15881348f, 0.0f, 0.0f, 5.0f, -1.9550781f};
+  for (const KernelTable* t : all_tables()) {
+    std::vector<float> y(x.size());
+    t->geglu(x.data(), up.data(), static_cast<int64_t>(x.size()), y.data());
+    EXPECT_TRUE(all_near(y, expected, 0.0f, 0.0f)) << t->name;
+  }
+}
+
 TEST(Ops, SiluExample) {
   // silu(x) = x / (1 + e^-x): silu(0) = 0, silu(1) = 0.7310586, silu(-2) = -0.2384058.
   const std::vector<float> x = {0.0f, 1.0f, -2.0f};

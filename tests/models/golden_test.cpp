@@ -118,21 +118,9 @@ bool is_known_gap(const std::string& name) {
   return name == "qwen2-tiny-f16.short";
 }
 
-// The goldens in golden/arch/ of models whose arithmetic the models issue is still adding
-// (Gemma 3): each skips, visibly, until its code lands.
-bool is_pending_arch(const std::string& name) {
-  for (const char* prefix : {"arch/gemma3-tiny"}) {
-    if (name.rfind(prefix, 0) == 0) return true;
-  }
-  return false;
-}
-
 TEST_P(GoldenTest, MatchesLlamaCppLogits) {
   MINFER_REQUIRE_TEST_DATA();
   const Golden g = test::load_golden(GetParam());
-  if (is_pending_arch(g.name)) {
-    GTEST_SKIP() << "NOT YET IMPLEMENTED (models issue open): " << g.name;
-  }
   if (is_known_gap(g.name)) {
     auto model = Model::load(test::test_data_path("models/" + g.model));
     ASSERT_TRUE(model.is_ok()) << model.status().message();

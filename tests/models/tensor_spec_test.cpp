@@ -120,7 +120,8 @@ TEST(TensorSpec, UnknownArchitectureIsAnError) {
   auto specs = model_tensors(c);
   ASSERT_FALSE(specs.is_ok());
   EXPECT_EQ(specs.status().message(),
-            "[model] unknown architecture 'gpt9' (supported: llama, qwen2, qwen3, qwen3moe)");
+            "[model] unknown architecture 'gpt9' (supported: llama, qwen2, qwen3, qwen3moe, "
+            "gemma3)");
 }
 
 }  // namespace

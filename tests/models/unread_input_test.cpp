@@ -128,7 +128,7 @@ TEST(RopeScaling, YarnReadAsLlamaCppDefaultsIt) {
   EXPECT_EQ(c.rope_n_ctx_orig, 1024);
   // (0.1 ln 4 + 1) / (1 + 0.1 ln 4): 1 up to rounding; ggml multiplies by 1 + 0.1 ln 4 again.
   EXPECT_NEAR(c.rope_attn_factor, 1.0f, 1e-6f);
-  const kernels::RopeConfig rope = rope_config(c, nullptr);
+  const kernels::RopeConfig rope = rope_config(c, nullptr, c.rope_freq_base);
   EXPECT_EQ(rope.yarn_low, 3.0f);    // beta_fast 32 (see the kernels' YarnCorrectionDimsAsGgml)
   EXPECT_EQ(rope.yarn_high, 12.0f);  // beta_slow 1
   // The optional keys override the defaults; rope.scaling.attn_factor multiplies the magnitude.

@@ -85,7 +85,49 @@ TEST_P(MakeModelArchTest, TinyLoadsAndGivesFiniteSpreadLogits) {
   EXPECT_NE(std::memcmp(&logits[0], &logits[static_cast<size_t>(n_vocab)], sizeof(float) * 8), 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Archs, MakeModelArchTest, ::testing::Values("qwen2", "qwen3", "llama"));
+INSTANTIATE_TEST_SUITE_P(Archs, MakeModelArchTest,
+                         ::testing::Values("qwen2", "qwen3", "llama", "gemma3"));
+
+// Gemma 3 1B (google/gemma-3-1b-it config.json: 1152 / 26 layers / 4 heads / 1 KV head /
+// head_dim 256 / 6912, sliding window 512 with every 6th layer global, rope bases 1e6 and 1e4,
+// 262,144 tokens, tied output), checked without writing its weights; the tiny Gemma 3 reads
+// back its window.
+TEST(MakeModel, Gemma3PresetsHaveTheRealShapesAndWindow) {
+  MakeModelOptions o;
+  o.arch = "gemma3";
+  o.preset = "gemma-3-1b";
+  auto layout = make_model_layout(o);
+  ASSERT_TRUE(layout.is_ok()) << layout.status().message();
+  std::map<std::string, std::vector<uint64_t>> shapes;
+  for (const auto& t : layout->tensors) shapes[t.name] = t.shape;
+  // token_embd, output_norm, then 13 per layer (9 + q/k norms + 2 post norms).
+  EXPECT_EQ(layout->tensors.size(), 2u + 13u * 26u);
+  EXPECT_EQ(shapes.count("output.weight"), 0u);
+  EXPECT_EQ(shapes["blk.25.attn_q.weight"], (std::vector<uint64_t>{1152, 1024}));
+  EXPECT_EQ(shapes["blk.25.attn_k.weight"], (std::vector<uint64_t>{1152, 256}));
+  EXPECT_EQ(shapes["blk.25.attn_output.weight"], (std::vector<uint64_t>{1024, 1152}));
+  EXPECT_EQ(shapes["blk.25.ffn_gate.weight"], (std::vector<uint64_t>{1152, 6912}));
+  EXPECT_EQ(shapes["blk.25.attn_q_norm.weight"], (std::vector<uint64_t>{256}));
+  EXPECT_EQ(shapes["blk.25.post_ffw_norm.weight"], (std::vector<uint64_t>{1152}));
+  const ModelPreset p = *find_preset("gemma3", "gemma-3-1b");
+  EXPECT_EQ(p.n_vocab_real, 262144);
+  EXPECT_EQ(p.n_ctx_train, 32768);
+  const SlidingWindowPreset w = preset_sliding_window(p);
+  EXPECT_EQ(w.window, 512);
+  EXPECT_EQ(w.pattern, 6);
+  EXPECT_EQ(w.rope_freq_base_swa, 1e4f);
+  EXPECT_FALSE(find_preset("llama", "gemma-3-1b").is_ok());
+
+  TempDir dir;
+  const MakeModelOptions t = tiny("gemma3", "q8_0", dir.file("g.gguf"));
+  ASSERT_TRUE(make_model(t).is_ok());
+  auto model = Model::load(t.output);
+  ASSERT_TRUE(model.is_ok()) << model.status().message();
+  const ModelConfig& c = (*model)->config();
+  EXPECT_EQ(c.n_swa, 8);
+  EXPECT_EQ(c.swa_layers, (std::vector<bool>{true, true, false, true, true, false}));
+  EXPECT_EQ(c.rope_freq_base_swa, 1e4f);
+}
 
 TEST(MakeModel, SameSeedSameBytesOtherSeedOtherBytes) {
   TempDir dir;

@@ -18,6 +18,7 @@
 #include "models/tensor_spec.h"
 #include "test_util.h"
 #include "tools/model_maker.h"
+#include "tools/presets.h"
 #include "tools/quantize_model.h"
 
 namespace minfer {
@@ -103,6 +104,7 @@ TEST_P(TensorSpecAgreementTest, MadeModelHoldsExactlyTheListAndLoads) {
   for (const LayerWeights& l : (*model)->weights().layers) {
     EXPECT_EQ(l.bq.has_value() && l.bk.has_value() && l.bv.has_value(), c.qkv_bias);
     EXPECT_EQ(l.q_norm.has_value() && l.k_norm.has_value(), c.qk_norm);
+    EXPECT_EQ(l.attn_post_norm.has_value() && l.ffn_post_norm.has_value(), c.post_norms);
     EXPECT_EQ(l.wo.n_cols, c.n_head * c.head_dim_v);
     EXPECT_EQ(l.wo.n_rows, c.n_embd);
   }
@@ -144,13 +146,14 @@ TEST_P(TensorSpecAgreementTest, VectorsMustBeF32MatricesNeedNot) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Archs, TensorSpecAgreementTest,
-                         ::testing::Values("qwen2", "qwen3", "llama"));
+                         ::testing::Values("qwen2", "qwen3", "llama", "gemma3"));
 INSTANTIATE_TEST_SUITE_P(MoeArchs, TensorSpecAgreementTest, ::testing::Values("qwen3moe"));
 
 // quantize converts the list's matrices and copies its vectors; for every architecture and mix
 // that is the same plan as llama.cpp's name rule gives (so files stay those of llama-quantize).
 TEST(TensorSpecAgreement, QuantizePlanFromRolesEqualsLlamaNameRule) {
-  for (const char* arch : {"qwen2", "qwen3", "llama"}) {
+  for (const char* arch : {"qwen2", "qwen3", "llama", "gemma3"}) {
+    const ModelPreset tiny = *find_preset(arch, "tiny");
     MakeModelOptions o;
     o.arch = arch;
     auto layout = make_model_layout(o);
@@ -160,7 +163,8 @@ TEST(TensorSpecAgreement, QuantizePlanFromRolesEqualsLlamaNameRule) {
     for (const char* mix_name : {"f16", "q8_0", "q4_0", "q4_k_m", "q6_k"}) {
       const QuantMix mix = *find_quant_mix(mix_name);
       // make_model_layout's types come from the list's roles.
-      const TypePlan plan = plan_tensor_types(mix, by_name, arch, 3, 4, 2);
+      const TypePlan plan =
+          plan_tensor_types(mix, by_name, arch, tiny.n_layer, tiny.n_head, tiny.n_head_kv);
       o.type = mix_name;
       auto made = make_model_layout(o);
       ASSERT_TRUE(made.is_ok());

@@ -8,6 +8,7 @@
 
 #include "kernels/avx2/avx2_kernels.h"
 #include "kernels/avx2/avx2_math.h"
+#include "kernels/gelu_table.h"
 
 namespace minfer::kernels::avx2 {
 namespace {
@@ -116,6 +117,20 @@ void silu(const float* x, int64_t n, float* y) {
 
 void swiglu(const float* gate, const float* up, int64_t n, float* y) {
   map2(gate, up, n, y, [](__m256 g, __m256 u) { return _mm256_mul_ps(silu_ps(g), u); });
+}
+
+void geglu(const float* gate, const float* up, int64_t n, float* y) {
+  const float* table = gelu_f16_table();
+  const __m256 low = _mm256_set1_ps(kGeluTableLow);
+  const __m256 high = _mm256_set1_ps(kGeluTableHigh);
+  map2(gate, up, n, y, [=](__m256 g, __m256 u) {
+    // The f16 bits of g (round to nearest even, as fp32_to_fp16) index the table.
+    const __m128i h = _mm256_cvtps_ph(g, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 v = _mm256_i32gather_ps(table, _mm256_cvtepu16_epi32(h), 4);
+    v = _mm256_blendv_ps(v, g, _mm256_cmp_ps(g, high, _CMP_GE_OQ));
+    v = _mm256_blendv_ps(v, _mm256_setzero_ps(), _mm256_cmp_ps(g, low, _CMP_LE_OQ));
+    return _mm256_mul_ps(v, u);
+  });
 }
 
 void add(const float* a, const float* b, int64_t n, float* y) {

@@ -14,6 +14,7 @@
 
 #include "kernels/avx512/avx512_kernels.h"
 #include "kernels/avx512/avx512_math.h"
+#include "kernels/gelu_table.h"
 
 namespace minfer::kernels::avx512 {
 namespace {
@@ -106,6 +107,20 @@ void swiglu(const float* gate, const float* up, int64_t n, float* y) {
   const int64_t whole = n & ~int64_t{15};
   map2(gate, up, whole, y, [](__m512 g, __m512 u) { return _mm512_mul_ps(silu_ps(g), u); });
   for (int64_t i = whole; i < n; ++i) y[i] = silu_tail(gate[i]) * up[i];
+}
+
+void geglu(const float* gate, const float* up, int64_t n, float* y) {
+  const float* table = gelu_f16_table();
+  const __m512 low = _mm512_set1_ps(kGeluTableLow);
+  const __m512 high = _mm512_set1_ps(kGeluTableHigh);
+  map2(gate, up, n, y, [=](__m512 g, __m512 u) {
+    // The f16 bits of g (round to nearest even, as fp32_to_fp16) index the table.
+    const __m256i h = _mm512_cvtps_ph(g, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 v = _mm512_i32gather_ps(_mm512_cvtepu16_epi32(h), table, 4);
+    v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(g, high, _CMP_GE_OQ), g);
+    v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(g, low, _CMP_LE_OQ), _mm512_setzero_ps());
+    return _mm512_mul_ps(v, u);
+  });
 }
 
 void add(const float* a, const float* b, int64_t n, float* y) {

@@ -1,0 +1,132 @@
+// The public API's batch generator (include/minfer/minfer.h) over the engine's Scheduler.
+#include <algorithm>
+#include <mutex>
+
+#include "engine/api_impl.h"
+#include "engine/scheduler.h"
+#include "grammar/json_constraint.h"
+
+namespace minfer {
+
+namespace {
+
+// The public event of one scheduler event.
+BatchEvent batch_event(engine::RequestEvent&& e) {
+  BatchEvent event;
+  event.text = std::move(e.text);
+  event.tokens = std::move(e.tokens);
+  event.done = e.done;
+  if (e.done) {
+    event.finish = e.finish;
+    event.finish_reason = e.error.is_ok() ? finish_reason_name(e.finish) : "error";
+    if (!e.error.is_ok()) event.error = e.error.message();
+    event.stop = std::move(e.stop);
+    event.stats = e.stats;
+  }
+  return event;
+}
+
+}  // namespace
+
+struct BatchGenerator::Impl {
+  const Tokenizer* tokenizer = nullptr;
+  std::unique_ptr<engine::Scheduler> scheduler;
+  // The vocabulary's bytes for JSON-constrained requests, built on the first one.
+  std::mutex json_vocab_mu;
+  std::shared_ptr<const grammar::VocabBytes> json_vocab;
+
+  std::shared_ptr<const grammar::VocabBytes> vocab_bytes() {
+    std::lock_guard<std::mutex> lock(json_vocab_mu);
+    if (json_vocab == nullptr) json_vocab = grammar::VocabBytes::from_tokenizer(*tokenizer);
+    return json_vocab;
+  }
+};
+
+BatchGenerator::BatchGenerator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+BatchGenerator::~BatchGenerator() = default;
+
+Result<std::unique_ptr<BatchGenerator>> LanguageModel::batch_generator(
+    const BatchOptions& options) const {
+  const engine::LoadedModel& loaded = impl_->loaded;
+  engine::SchedulerOptions o;
+  // The model's threads, cell type and (with no sequence of its own) observers.
+  static_cast<engine::RuntimeOptions&>(o) = loaded.runtime;
+  if (loaded.session != nullptr) o.observe = {};
+  o.n_parallel = options.n_parallel;
+  MINFER_ASSIGN_OR_RETURN(o.n_ctx, engine::resolve_n_ctx(*loaded.model, options.n_ctx));
+  if (options.n_ctx == 0) {
+    // A request needs room for its prompt and one generated token, and the context fits the
+    // budget.
+    o.n_ctx = std::max<int64_t>(2, o.n_ctx);
+    if (options.n_ctx_total > 0) o.n_ctx = std::min(o.n_ctx, options.n_ctx_total);
+  }
+  o.n_ctx_total = options.n_ctx_total;
+  o.token_budget = options.token_budget;
+  o.block_size = options.block_size;
+  o.max_queue = options.max_queue;
+  o.prefix_cache = options.prefix_cache;
+  auto impl = std::make_unique<BatchGenerator::Impl>();
+  impl->tokenizer = loaded.tokenizer.get();
+  MINFER_ASSIGN_OR_RETURN(impl->scheduler,
+                          engine::Scheduler::create(*loaded.model, *loaded.tokenizer, o));
+  return std::unique_ptr<BatchGenerator>(new BatchGenerator(std::move(impl)));
+}
+
+Result<std::shared_ptr<RequestHandle>> BatchGenerator::submit(
+    std::span<const int32_t> prompt, const GenerateParams& params,
+    std::function<void(const BatchEvent&)> on_event) {
+  engine::RequestParams request;
+  request.prompt.assign(prompt.begin(), prompt.end());
+  request.sampling = sampler_params(params);
+  request.max_tokens = params.max_tokens;
+  request.stops = params.stop;
+  request.top_logprobs = params.top_logprobs;
+  request.render_special = params.render_special;
+  if (params.json_object) {
+    // Each request gets its own recognizer state over the shared token bytes.
+    request.constraint = std::make_shared<grammar::JsonConstraint>(impl_->vocab_bytes());
+  }
+  auto sink = [on_event = std::move(on_event)](engine::RequestEvent&& e) {
+    if (on_event) on_event(batch_event(std::move(e)));
+  };
+  return impl_->scheduler->submit(std::move(request), std::move(sink));
+}
+
+Status BatchGenerator::run_until_idle() {
+  return impl_->scheduler->run_until_idle();
+}
+
+void BatchGenerator::start() {
+  impl_->scheduler->start();
+}
+
+void BatchGenerator::stop() {
+  impl_->scheduler->stop();
+}
+
+BatchStats BatchGenerator::stats() const {
+  return impl_->scheduler->stats();
+}
+
+int64_t BatchGenerator::n_ctx() const {
+  return impl_->scheduler->options().n_ctx;
+}
+
+int BatchGenerator::n_parallel() const {
+  return impl_->scheduler->options().n_parallel;
+}
+
+int64_t BatchGenerator::kv_positions() const {
+  const KvCacheConfig& c = impl_->scheduler->cache().config();
+  return c.max_blocks * c.block_size;
+}
+
+int BatchGenerator::n_threads() const {
+  return impl_->scheduler->runtime().n_threads();
+}
+
+std::string BatchGenerator::profile_table() const {
+  return impl_->scheduler->runtime().profile_table();
+}
+
+}  // namespace minfer

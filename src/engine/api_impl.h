@@ -1,0 +1,36 @@
+// What the public API's LanguageModel holds (include/minfer/minfer.h): shared by api.cpp
+// (generation on one sequence, chat) and api_batch.cpp (the batch generator).
+#pragma once
+
+#include <string>
+
+#include "chat/chat_template.h"
+#include "core/status.h"
+#include "engine/conversation.h"
+#include "engine/setup.h"
+#include "minfer/minfer.h"
+#include "sampling/sampler.h"
+
+namespace minfer {
+
+struct LanguageModel::Impl {
+  engine::LoadedModel loaded;
+  // The model's chat template, or why it cannot be used: only what renders a chat fails on it,
+  // so that a template minfer cannot run does not stop plain completion.
+  Result<chat::ChatTemplate> chat_template;
+  std::string path;
+
+  // Error for generate() / prefill() on a model loaded without its own sequence.
+  Status need_session() const {
+    if (loaded.session != nullptr) return Status::ok();
+    return make_error(ErrorCode::kInvalidArgument,
+                      "[api] '{}' was loaded without a sequence of its own "
+                      "(LoadOptions::single_sequence false): use a batch generator",
+                      path);
+  }
+};
+
+// The sampler's parameters of a request.
+SamplerParams sampler_params(const GenerateParams& p);
+
+}  // namespace minfer
