@@ -151,6 +151,18 @@ void Executor::run_node(const Node& node, const Graph& graph, const Batch& batch
       attention(table_, pool_, cache, batch, args, attention_options_);
       return;
     }
+    case OpKind::kMoeFfn: {
+      const MoeArgs args{.x = in_data(0),
+                         .router_logits = in_data(1),
+                         .gate = node.experts[0],
+                         .up = node.experts[1],
+                         .down = node.experts[2],
+                         .n_tokens = rows,
+                         .n_used = node.n_used,
+                         .y = buffer(node)};
+      moe_ffn(table_, pool_, args, moe_scratch_);
+      return;
+    }
     case OpKind::kSelectRows: {
       const float* x = in_data(0);
       float* y = buffer(node);

@@ -9,6 +9,7 @@
 #include "graph/attention.h"
 #include "graph/batch.h"
 #include "graph/graph.h"
+#include "graph/moe.h"
 #include "kernels/kernel_table.h"
 #include "kernels/thread_pool.h"
 #include "kv/kv_cache.h"
@@ -44,6 +45,7 @@ class Executor {
   kernels::ThreadPool& pool_;
   std::vector<std::vector<float>> slots_;  // activation buffers, by slot
   std::vector<uint8_t> act_scratch_;       // activations converted for a matmul (bytes)
+  MoeScratch moe_scratch_;                 // moe_ffn's routing and per-expert buffers
   NodeObserver observer_;
   AttentionOptions attention_options_;
 };

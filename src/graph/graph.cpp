@@ -9,10 +9,10 @@
 namespace minfer {
 
 namespace {
-constexpr std::array<const char*, 15> kOpNames = {
-    "get_rows", "rms_norm", "matmul",   "add_row",   "add",         "mul",   "silu",   "swiglu",
-    "scale",    "rope",     "kv_store", "attention", "select_rows", "geglu", "softcap"};
-static_assert(kOpNames.size() == static_cast<size_t>(OpKind::kSoftcap) + 1);
+constexpr std::array<const char*, 16> kOpNames = {
+    "get_rows", "rms_norm", "matmul",   "add_row",   "add",         "mul",   "silu",    "swiglu",
+    "scale",    "rope",     "kv_store", "attention", "select_rows", "geglu", "softcap", "moe_ffn"};
+static_assert(kOpNames.size() == static_cast<size_t>(OpKind::kMoeFfn) + 1);
 }  // namespace
 
 const char* op_name(OpKind op) {
@@ -193,6 +193,28 @@ NodeId GraphBuilder::select_rows(const std::string& name, NodeId x) {
   return push(std::move(n));
 }
 
+NodeId GraphBuilder::moe_ffn(const std::string& name, NodeId x, NodeId router_logits,
+                             const WeightTensor& gate, const WeightTensor& up,
+                             const WeightTensor& down, int64_t n_used) {
+  const Node& in = node(x);
+  const Node& logits = node(router_logits);
+  MINFER_CHECK(in.cols == gate.n_cols && in.cols == up.n_cols && in.cols == down.n_rows,
+               "moe_ffn: input width != expert widths");
+  MINFER_CHECK(gate.n_rows == up.n_rows && gate.n_rows == down.n_cols,
+               "moe_ffn: expert FFN widths differ");
+  MINFER_CHECK(logits.rows == in.rows && logits.cols == gate.n_mats && gate.n_mats == up.n_mats &&
+                   gate.n_mats == down.n_mats,
+               "moe_ffn: router and expert counts differ");
+  MINFER_CHECK(n_used >= 1 && n_used <= gate.n_mats, "moe_ffn: bad expert_used_count");
+  Node n = make_node(OpKind::kMoeFfn, name);
+  n.rows = in.rows;
+  n.cols = in.cols;
+  n.inputs = {x, router_logits};
+  n.experts = {&gate, &up, &down};
+  n.n_used = n_used;
+  return push(std::move(n));
+}
+
 Graph GraphBuilder::finish(NodeId output) {
   graph_.output = output;
   Graph out = std::move(graph_);
@@ -218,6 +240,14 @@ std::vector<std::vector<NodeId>> consumers_of(const Graph& graph) {
 uint64_t weight_bytes_read(const Graph& graph) {
   uint64_t bytes = 0;
   for (const Node& node : graph.nodes) {
+    if (node.op == OpKind::kMoeFfn) {
+      // Each token reads the matrices of its n_used experts: at most n_tokens · n_used of them.
+      const int64_t n_read = std::min(node.rows * node.n_used, node.experts[0]->n_mats);
+      for (const WeightTensor* e : node.experts) {
+        bytes += static_cast<uint64_t>(n_read * e->n_rows) * e->row_bytes;
+      }
+      continue;
+    }
     const WeightTensor* w = node.weight;
     if (w == nullptr) continue;
     // get_rows reads one row per token; every other op reads its whole weight.

@@ -5,6 +5,7 @@
 // kv_store precedes its attention because it is built first).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -31,6 +32,8 @@ enum class OpKind {
   kSelectRows,  // keep the rows of tokens whose logits are wanted → [n_outputs, cols]
   kGeglu,       // gelu(gate) * up (tanh-form GELU, llama.cpp's f16 table)
   kSoftcap,     // scale · tanh(x / scale)
+  kMoeFfn,      // mixture of experts: route by the router logits, weighted sum of the chosen
+                // experts' SwiGLUs (graph/moe.h) → [n_tokens, n_embd]
 };
 
 const char* op_name(OpKind op);
@@ -53,6 +56,10 @@ struct Node {
   float scale = 1.0f;  // scale; attention: the score scale; softcap: the cap
   int64_t window = 0;  // attention: sees positions > pos - window (0: every position ≤ pos)
   kernels::RopeConfig rope;
+  // moe_ffn: the experts' gate, up and down weights (3-D, one matrix per expert) and how many
+  // experts each token uses.
+  std::array<const WeightTensor*, 3> experts{};
+  int64_t n_used = 0;
   // Set by the allocator: the buffer slot of the output, -1 for none.
   int32_t buffer = -1;
 };
@@ -84,6 +91,10 @@ class GraphBuilder {
   NodeId attention(const std::string& name, NodeId q, int64_t il, int64_t n_head, int64_t head_dim,
                    int64_t head_dim_v, float scale, int64_t window = 0);
   NodeId select_rows(const std::string& name, NodeId x);
+  // x: [n, n_embd], router_logits: [n, n_expert] (x · ffn_gate_inp); gate / up: n_expert ×
+  // [n_embd → n_ff_exp], down: n_expert × [n_ff_exp → n_embd].
+  NodeId moe_ffn(const std::string& name, NodeId x, NodeId router_logits, const WeightTensor& gate,
+                 const WeightTensor& up, const WeightTensor& down, int64_t n_used);
 
   const Node& node(NodeId id) const { return graph_.nodes[static_cast<size_t>(id)]; }
   int64_t n_tokens() const { return n_tokens_; }
@@ -98,7 +109,8 @@ class GraphBuilder {
 };
 
 // Bytes of weights one run of the graph reads from memory: every matmul's whole matrix, the
-// embedding rows get_rows reads (one per token), and the vectors of norms and biases. For a
+// embedding rows get_rows reads (one per token), the vectors of norms and biases, and of a
+// mixture of experts only the experts the tokens use (n_used each: the step's floor). For a
 // one-token decode graph this is the step's memory-traffic floor (the bandwidth roofline of
 // `minfer bench`).
 uint64_t weight_bytes_read(const Graph& graph);

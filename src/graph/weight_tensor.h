@@ -9,6 +9,8 @@
 namespace minfer {
 
 // A 1-D or 2-D weight: n_rows rows of n_cols elements each (ggml order: shape = [n_cols, n_rows]).
+// A 3-D weight (a mixture of experts' [n_cols, n_rows, n_mats]) is n_mats such matrices one after
+// the other; matrix(e) views one of them.
 struct WeightTensor {
   const char* name = nullptr;  // owned by the GgufFile
   GgmlType type = GgmlType::kF32;
@@ -16,6 +18,15 @@ struct WeightTensor {
   int64_t n_rows = 0;  // n_out of a matrix; 1 for a vector
   const uint8_t* data = nullptr;
   size_t row_bytes = 0;
+  int64_t n_mats = 1;  // matrices stacked along the third dimension (experts)
+
+  // Matrix e of a 3-D weight (0 <= e < n_mats): the same row bytes, rows offset by e · n_rows.
+  WeightTensor matrix(int64_t e) const {
+    WeightTensor m = *this;
+    m.data = row(e * n_rows);
+    m.n_mats = 1;
+    return m;
+  }
 
   const uint8_t* row(int64_t r) const { return data + static_cast<size_t>(r) * row_bytes; }
   const float* f32() const { return reinterpret_cast<const float*>(data); }

@@ -1,5 +1,7 @@
 #include "kernels/matmul.h"
 
+#include <cstring>
+
 #include "core/check.h"
 #include "quant/blocks.h"
 #include "quant/quant_traits.h"
@@ -53,67 +55,131 @@ size_t matmul_scratch_bytes(GgmlType type, int64_t n_tokens, int64_t n_in) {
   return static_cast<size_t>(n_tokens) * act_row_bytes_for(traits->vec_dot_type, n_in);
 }
 
-void matmul(const KernelTable& table, ThreadPool& pool, const MatmulWeights& w, const float* x,
-            int64_t n_tokens, float* y, std::span<uint8_t> scratch) {
+namespace {
+
+// How a matmul of w runs: its tile kernel and the activation rows it reads.
+struct TilePlan {
+  MatmulTileFn tile = nullptr;
+  size_t w_row_bytes = 0;
+  size_t act_row_bytes = 0;         // one activation row as the tile reads it
+  QuantizeRowFn convert = nullptr;  // f32 → that row; nullptr for F32 weights (rows read as is)
+};
+
+TilePlan plan_tiles(const KernelTable& table, const MatmulWeights& w) {
   MINFER_CHECK(matmul_supports(w.type), "matmul: unsupported weight type");
   const QuantTraits& traits = *quant_traits(w.type);
   MINFER_CHECK(w.n_in % traits.block_size == 0, "matmul: n_in is not a multiple of the block");
-  MINFER_CHECK(scratch.size() >= matmul_scratch_bytes(w.type, n_tokens, w.n_in),
-               "matmul: scratch too small");
-  if (n_tokens <= 0 || w.n_out <= 0) return;
-
-  const size_t w_row_bytes =
-      static_cast<size_t>(w.n_in / traits.block_size) * traits.bytes_per_block;
-  MatmulTileFn tile = table.matmul_tile[slot(w.type)];
-  if (tile == nullptr) tile = ref_table.matmul_tile[slot(w.type)];
-
-  // Activations in the vec_dot_type: x itself for F32, else rows converted into scratch by
-  // `convert_rows`.
-  const auto* w_bytes = static_cast<const uint8_t*>(w.data);
-  const auto* a_bytes = reinterpret_cast<const uint8_t*>(x);
-  size_t act_row_bytes = static_cast<size_t>(w.n_in) * sizeof(float);
-  QuantizeRowFn convert = nullptr;
+  TilePlan p;
+  p.w_row_bytes = static_cast<size_t>(w.n_in / traits.block_size) * traits.bytes_per_block;
+  p.tile = table.matmul_tile[slot(w.type)];
+  if (p.tile == nullptr) p.tile = ref_table.matmul_tile[slot(w.type)];
+  p.act_row_bytes = static_cast<size_t>(w.n_in) * sizeof(float);
   if (w.type != GgmlType::kF32) {
     const GgmlType act_type = traits.vec_dot_type;
-    act_row_bytes = act_row_bytes_for(act_type, w.n_in);
-    convert = table.quantize_act[slot(act_type)];
-    if (convert == nullptr) convert = ref_table.quantize_act[slot(act_type)];
-    if (convert == nullptr) convert = quant_traits(act_type)->from_float;
+    p.act_row_bytes = act_row_bytes_for(act_type, w.n_in);
+    p.convert = table.quantize_act[slot(act_type)];
+    if (p.convert == nullptr) p.convert = ref_table.quantize_act[slot(act_type)];
+    if (p.convert == nullptr) p.convert = quant_traits(act_type)->from_float;
     if (act_type == GgmlType::kQ8_0) {
-      convert = table.quantize_act_q8_0_sums != nullptr ? table.quantize_act_q8_0_sums
-                                                        : ref_table.quantize_act_q8_0_sums;
+      p.convert = table.quantize_act_q8_0_sums != nullptr ? table.quantize_act_q8_0_sums
+                                                          : ref_table.quantize_act_q8_0_sums;
     }
-    a_bytes = scratch.data();
   }
-  const auto convert_rows = [&](int64_t begin, int64_t end) {
-    if (convert == nullptr) return;
-    for (int64_t t = begin; t < end; ++t) {
-      convert(x + t * w.n_in, scratch.data() + static_cast<size_t>(t) * act_row_bytes, w.n_in);
-    }
-  };
-  // Rows [row_begin, row_end) for tokens [t_begin, t_end), kTokenBlock tokens per tile call.
-  const auto run_tiles = [&](int64_t row_begin, int64_t row_end, int64_t t_begin, int64_t t_end) {
-    for (int64_t t0 = t_begin; t0 < t_end; t0 += kTokenBlock) {
-      const int64_t nt = t_end - t0 < kTokenBlock ? t_end - t0 : kTokenBlock;
-      tile(w.n_in, w_bytes + static_cast<size_t>(row_begin) * w_row_bytes, w_row_bytes,
-           row_end - row_begin, a_bytes + static_cast<size_t>(t0) * act_row_bytes, act_row_bytes,
-           nt, y + t0 * w.n_out + row_begin, w.n_out);
-    }
-  };
+  return p;
+}
 
+// Converts tokens [begin, end) of x into act (no-op for F32 weights).
+void convert_rows(const TilePlan& p, const float* x, int64_t n_in, uint8_t* act, int64_t begin,
+                  int64_t end) {
+  if (p.convert == nullptr) return;
+  for (int64_t t = begin; t < end; ++t) {
+    p.convert(x + t * n_in, act + static_cast<size_t>(t) * p.act_row_bytes, n_in);
+  }
+}
+
+// Rows [row_begin, row_end) for tokens [t_begin, t_end), kTokenBlock tokens per tile call.
+void run_tiles(const TilePlan& p, const MatmulWeights& w, const uint8_t* act, float* y,
+               int64_t row_begin, int64_t row_end, int64_t t_begin, int64_t t_end) {
+  const auto* w_bytes = static_cast<const uint8_t*>(w.data);
+  for (int64_t t0 = t_begin; t0 < t_end; t0 += kTokenBlock) {
+    const int64_t nt = t_end - t0 < kTokenBlock ? t_end - t0 : kTokenBlock;
+    p.tile(w.n_in, w_bytes + static_cast<size_t>(row_begin) * p.w_row_bytes, p.w_row_bytes,
+           row_end - row_begin, act + static_cast<size_t>(t0) * p.act_row_bytes, p.act_row_bytes,
+           nt, y + t0 * w.n_out + row_begin, w.n_out);
+  }
+}
+
+// Every row for every token of converted act, weight rows split over the pool.
+void run_rows(ThreadPool& pool, const TilePlan& p, const MatmulWeights& w, const uint8_t* act,
+              int64_t n_tokens, float* y) {
+  const int64_t n_tasks = (w.n_out + kRowsPerTask - 1) / kRowsPerTask;
+  pool.parallel_for(n_tasks, [&](int64_t begin, int64_t end) {
+    run_tiles(p, w, act, y, begin * kRowsPerTask,
+              end * kRowsPerTask < w.n_out ? end * kRowsPerTask : w.n_out, 0, n_tokens);
+  });
+}
+
+}  // namespace
+
+size_t matmul_act_row_bytes(GgmlType type, int64_t n_in) {
+  const QuantTraits* traits = quant_traits(type);
+  if (traits == nullptr || type == GgmlType::kF32) return static_cast<size_t>(n_in) * sizeof(float);
+  return act_row_bytes_for(traits->vec_dot_type, n_in);
+}
+
+bool matmul_shares_act(GgmlType a, GgmlType b) {
+  return matmul_supports(a) && matmul_supports(b) &&
+         quant_traits(a)->vec_dot_type == quant_traits(b)->vec_dot_type;
+}
+
+void matmul_convert(const KernelTable& table, ThreadPool& pool, const MatmulWeights& w,
+                    const float* x, int64_t n_tokens, std::span<uint8_t> act) {
+  const TilePlan p = plan_tiles(table, w);
+  MINFER_CHECK(act.size() >= static_cast<size_t>(n_tokens) * p.act_row_bytes,
+               "matmul_convert: act too small");
+  if (p.convert == nullptr) {
+    std::memcpy(act.data(), x, static_cast<size_t>(n_tokens) * p.act_row_bytes);
+    return;
+  }
+  pool.parallel_for(n_tokens, [&](int64_t begin, int64_t end) {
+    convert_rows(p, x, w.n_in, act.data(), begin, end);
+  });
+}
+
+void matmul_converted(const KernelTable& table, ThreadPool& pool, const MatmulWeights& w,
+                      const uint8_t* act, int64_t n_tokens, float* y) {
+  const TilePlan p = plan_tiles(table, w);
+  if (n_tokens <= 0 || w.n_out <= 0) return;
   if (split_tokens(pool, w.n_out, n_tokens)) {
     pool.parallel_for(n_tokens, [&](int64_t begin, int64_t end) {
-      convert_rows(begin, end);
-      run_tiles(0, w.n_out, begin, end);
+      run_tiles(p, w, act, y, 0, w.n_out, begin, end);
     });
     return;
   }
-  if (convert != nullptr) pool.parallel_for(n_tokens, convert_rows);
-  const int64_t n_tasks = (w.n_out + kRowsPerTask - 1) / kRowsPerTask;
-  pool.parallel_for(n_tasks, [&](int64_t begin, int64_t end) {
-    run_tiles(begin * kRowsPerTask, end * kRowsPerTask < w.n_out ? end * kRowsPerTask : w.n_out, 0,
-              n_tokens);
-  });
+  run_rows(pool, p, w, act, n_tokens, y);
+}
+
+void matmul(const KernelTable& table, ThreadPool& pool, const MatmulWeights& w, const float* x,
+            int64_t n_tokens, float* y, std::span<uint8_t> scratch) {
+  const TilePlan p = plan_tiles(table, w);
+  MINFER_CHECK(scratch.size() >= matmul_scratch_bytes(w.type, n_tokens, w.n_in),
+               "matmul: scratch too small");
+  if (n_tokens <= 0 || w.n_out <= 0) return;
+  // Activations in the vec_dot_type: x itself for F32, else rows converted into scratch.
+  const uint8_t* act = p.convert == nullptr ? reinterpret_cast<const uint8_t*>(x) : scratch.data();
+  if (split_tokens(pool, w.n_out, n_tokens)) {
+    pool.parallel_for(n_tokens, [&](int64_t begin, int64_t end) {
+      convert_rows(p, x, w.n_in, scratch.data(), begin, end);
+      run_tiles(p, w, act, y, 0, w.n_out, begin, end);
+    });
+    return;
+  }
+  if (p.convert != nullptr) {
+    pool.parallel_for(n_tokens, [&](int64_t begin, int64_t end) {
+      convert_rows(p, x, w.n_in, scratch.data(), begin, end);
+    });
+  }
+  run_rows(pool, p, w, act, n_tokens, y);
 }
 
 }  // namespace minfer::kernels

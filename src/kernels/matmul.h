@@ -39,4 +39,18 @@ size_t matmul_scratch_bytes(GgmlType type, int64_t n_tokens, int64_t n_in);
 void matmul(const KernelTable& table, ThreadPool& pool, const MatmulWeights& w, const float* x,
             int64_t n_tokens, float* y, std::span<uint8_t> scratch);
 
+// The same product in two steps, so that activations converted once serve several matrices
+// (a mixture of experts' gate and up, and every expert a token is routed to): matmul_convert
+// writes n_tokens rows of matmul_act_row_bytes(w.type, w.n_in) bytes each (the vec_dot_type
+// rows; for F32 weights, the f32 rows copied), and matmul_converted multiplies such rows — e.g.
+// a subset of them gathered — by w. Bit-identical to matmul (same conversion, same tiles).
+// Rows of the same bytes serve any weights of the same vec_dot_type and n_in.
+size_t matmul_act_row_bytes(GgmlType type, int64_t n_in);
+// Whether weights of types a and b read the same converted rows (the same vec_dot_type).
+bool matmul_shares_act(GgmlType a, GgmlType b);
+void matmul_convert(const KernelTable& table, ThreadPool& pool, const MatmulWeights& w,
+                    const float* x, int64_t n_tokens, std::span<uint8_t> act);
+void matmul_converted(const KernelTable& table, ThreadPool& pool, const MatmulWeights& w,
+                      const uint8_t* act, int64_t n_tokens, float* y);
+
 }  // namespace minfer::kernels

@@ -36,6 +36,7 @@ struct ArchSpec {
 extern const ArchSpec kLlamaArch;
 extern const ArchSpec kQwen2Arch;
 extern const ArchSpec kQwen3Arch;
+extern const ArchSpec kQwen3MoeArch;
 extern const ArchSpec kGemma3Arch;
 
 // Every supported architecture, in the order `minfer info --architectures` lists them.

@@ -60,13 +60,23 @@ NodeId ffn_block(GraphBuilder& g, const ModelConfig& c, const LayerWeights& w, i
   return g.add(name("ffn_residual"), h, down);
 }
 
+NodeId moe_ffn_block(GraphBuilder& g, const ModelConfig& c, const LayerWeights& w, int64_t il,
+                     NodeId h) {
+  auto name = [il](const char* what) { return fmt::format("blk.{}.{}", il, what); };
+  const NodeId x = g.rms_norm(name("ffn_norm"), h, w.ffn_norm, c.rms_eps);
+  const NodeId logits = g.matmul(name("ffn_moe_logits"), x, *w.ffn_gate_inp);  // [n, n_expert]
+  const NodeId moe = g.moe_ffn(name("ffn_moe"), x, logits, *w.gate_exps, *w.up_exps, *w.down_exps,
+                               c.n_expert_used);  // [n, n_embd]
+  return g.add(name("ffn_residual"), h, moe);
+}
+
 NodeId build_decoder(GraphBuilder& g, const ModelConfig& c, const ModelWeights& w) {
   NodeId h = g.get_rows("token_embd", w.token_embd);  // [n_tokens, n_embd]
   if (c.embd_scale > 0.0f) h = g.scale("token_embd_scale", h, c.embd_scale);
   for (int64_t il = 0; il < c.n_layer; ++il) {
     const LayerWeights& layer = w.layers[static_cast<size_t>(il)];
     h = attention_block(g, c, layer, il, h, /*select_outputs=*/il == c.n_layer - 1);
-    h = ffn_block(g, c, layer, il, h);
+    h = c.n_expert > 0 ? moe_ffn_block(g, c, layer, il, h) : ffn_block(g, c, layer, il, h);
   }
   const NodeId x = g.rms_norm("output_norm", h, w.output_norm, c.rms_eps);  // [n_outputs, n_embd]
   const NodeId logits = g.matmul("output", x, w.output);                    // [n_outputs, n_vocab]

@@ -19,6 +19,11 @@ NodeId attention_block(GraphBuilder& g, const ModelConfig& c, const LayerWeights
 NodeId ffn_block(GraphBuilder& g, const ModelConfig& c, const LayerWeights& w, int64_t il,
                  NodeId h);
 
+// h → RMSNorm → mixture of experts (router ffn_gate_inp, then graph/moe.h) → + h; for a config
+// with n_expert > 0, in place of ffn_block.
+NodeId moe_ffn_block(GraphBuilder& g, const ModelConfig& c, const LayerWeights& w, int64_t il,
+                     NodeId h);
+
 // The whole forward: embedding [× scale], n_layer blocks, final RMSNorm, the output matrix
 // [and the logit softcap].
 NodeId build_decoder(GraphBuilder& g, const ModelConfig& c, const ModelWeights& w);

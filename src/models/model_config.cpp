@@ -160,8 +160,8 @@ kernels::RopeConfig rope_config(const ModelConfig& c, const float* freq_factors,
 }
 
 std::span<const ArchSpec* const> supported_archs() {
-  static const std::array<const ArchSpec*, 4> archs = {&kLlamaArch, &kQwen2Arch, &kQwen3Arch,
-                                                       &kGemma3Arch};
+  static const std::array<const ArchSpec*, 5> archs = {&kLlamaArch, &kQwen2Arch, &kQwen3Arch,
+                                                       &kQwen3MoeArch, &kGemma3Arch};
   return archs;
 }
 

@@ -68,6 +68,13 @@ struct ModelConfig {
     return !swa_layers.empty() && swa_layers[static_cast<size_t>(il)];
   }
 
+  // Mixture of experts (Qwen3-MoE; read by the architecture's read_keys). n_expert 0: a dense
+  // FFN of n_ff. Otherwise each token's FFN is the weighted sum of n_expert_used of n_expert
+  // SwiGLU experts of width n_ff_exp, chosen and weighted by a router (graph/moe.h).
+  int64_t n_expert = 0;       // expert_count
+  int64_t n_expert_used = 0;  // expert_used_count
+  int64_t n_ff_exp = 0;       // expert_feed_forward_length
+
   int64_t q_width() const { return n_head * head_dim; }       // [n_tokens, q_width] after Wq
   int64_t k_width() const { return n_head_kv * head_dim; }    // after Wk
   int64_t v_width() const { return n_head_kv * head_dim_v; }  // after Wv

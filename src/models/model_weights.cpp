@@ -47,6 +47,7 @@ Result<WeightTensor> load_tensor(const GgufFile& file, const TensorSpec& spec) {
   w.type = info->type;
   w.n_cols = spec.n_cols;
   w.n_rows = spec.n_rows;
+  w.n_mats = spec.n_mats;
   w.data = file.tensor_data(*info).data();
   w.row_bytes = *ggml_row_bytes(info->type, static_cast<uint64_t>(spec.n_cols));
   return w;

@@ -29,6 +29,11 @@ struct LayerWeights {
   WeightTensor up;                             // [n_embd → n_ff]
   WeightTensor down;                           // [n_ff → n_embd]
   std::optional<WeightTensor> ffn_post_norm;   // [n_embd] (post_norms)
+  // Mixture of experts (n_expert > 0), in place of gate / up / down.
+  std::optional<WeightTensor> ffn_gate_inp;  // the router [n_embd → n_expert]
+  std::optional<WeightTensor> gate_exps;     // n_expert × [n_embd → n_ff_exp]
+  std::optional<WeightTensor> up_exps;       // n_expert × [n_embd → n_ff_exp]
+  std::optional<WeightTensor> down_exps;     // n_expert × [n_ff_exp → n_embd]
 };
 
 struct ModelWeights {

@@ -8,6 +8,10 @@ namespace minfer {
 
 std::vector<uint64_t> TensorSpec::shape() const {
   if (is_vector()) return {static_cast<uint64_t>(n_cols)};
+  if (n_mats > 1) {
+    return {static_cast<uint64_t>(n_cols), static_cast<uint64_t>(n_rows),
+            static_cast<uint64_t>(n_mats)};
+  }
   return {static_cast<uint64_t>(n_cols), static_cast<uint64_t>(n_rows)};
 }
 
@@ -17,11 +21,12 @@ void TensorList::begin_layer(int64_t il) {
 }
 
 void TensorList::add(const std::string& name, TensorRole role, int64_t n_cols, int64_t n_rows,
-                     WeightSlot slot) {
-  out_.push_back({prefix_ + name, role, n_cols, n_rows, slot, il_});
+                     WeightSlot slot, int64_t n_mats) {
+  out_.push_back({prefix_ + name, role, n_cols, n_rows, slot, il_, n_mats});
 }
 
-std::vector<TensorSpec> decoder_tensors(const ModelConfig& c, AttentionExtras extras) {
+std::vector<TensorSpec> decoder_tensors(const ModelConfig& c, AttentionExtras extras,
+                                        FfnTensors ffn) {
   std::vector<TensorSpec> specs;
   TensorList t(specs);
   t.matrix("token_embd.weight", c.n_embd, c.n_vocab, model_slot<&ModelWeights::token_embd>);
@@ -41,9 +46,13 @@ std::vector<TensorSpec> decoder_tensors(const ModelConfig& c, AttentionExtras ex
     t.matrix("attn_output.weight", c.n_head * c.head_dim_v, c.n_embd,
              layer_slot<&LayerWeights::wo>);
     t.norm("ffn_norm.weight", c.n_embd, layer_slot<&LayerWeights::ffn_norm>);
-    t.matrix("ffn_gate.weight", c.n_embd, c.n_ff, layer_slot<&LayerWeights::gate>);
-    t.matrix("ffn_up.weight", c.n_embd, c.n_ff, layer_slot<&LayerWeights::up>);
-    t.matrix("ffn_down.weight", c.n_ff, c.n_embd, layer_slot<&LayerWeights::down>);
+    if (ffn != nullptr) {
+      ffn(c, t);
+    } else {
+      t.matrix("ffn_gate.weight", c.n_embd, c.n_ff, layer_slot<&LayerWeights::gate>);
+      t.matrix("ffn_up.weight", c.n_embd, c.n_ff, layer_slot<&LayerWeights::up>);
+      t.matrix("ffn_down.weight", c.n_ff, c.n_embd, layer_slot<&LayerWeights::down>);
+    }
   }
   return specs;
 }

@@ -56,11 +56,15 @@ struct TensorSpec {
   int64_t n_cols;  // the row length (ggml shape[0]): n_in of a matrix
   int64_t n_rows;  // n_out of a matrix; 1 for a vector
   WeightSlot slot;
-  int64_t il = -1;  // the layer, -1 outside the blocks
+  int64_t il = -1;     // the layer, -1 outside the blocks
+  int64_t n_mats = 1;  // > 1: a 3-D tensor of n_mats matrices (one per expert)
 
   bool is_vector() const { return role != TensorRole::kMatrix; }
-  // ggml order: [n_cols] for a vector, [n_cols, n_rows] for a matrix.
+  // ggml order: [n_cols] for a vector, [n_cols, n_rows] for a matrix, [n_cols, n_rows, n_mats]
+  // for a stack of matrices.
   std::vector<uint64_t> shape() const;
+  // Rows of n_cols over the whole tensor (n_rows · n_mats).
+  int64_t total_rows() const { return n_rows * n_mats; }
 };
 
 // Builds a tensor list; `layer` names are relative to the current block ("attn_q.weight").
@@ -80,12 +84,17 @@ class TensorList {
   void rope_freqs(const std::string& name, int64_t n, WeightSlot slot) {
     add(name, TensorRole::kRopeFreqs, n, 1, slot);
   }
+  // n_mats matrices of [n_cols → n_rows] in one 3-D tensor (a mixture of experts' weights).
+  void matrices(const std::string& name, int64_t n_cols, int64_t n_rows, int64_t n_mats,
+                WeightSlot slot) {
+    add(name, TensorRole::kMatrix, n_cols, n_rows, slot, n_mats);
+  }
   // Later names are relative to block il (-1: outside the blocks).
   void begin_layer(int64_t il);
 
  private:
   void add(const std::string& name, TensorRole role, int64_t n_cols, int64_t n_rows,
-           WeightSlot slot);
+           WeightSlot slot, int64_t n_mats = 1);
 
   std::vector<TensorSpec>& out_;
   int64_t il_ = -1;
@@ -96,11 +105,16 @@ class TensorList {
 // biases, Qwen3's q / k norms. nullptr: none.
 using AttentionExtras = void (*)(const ModelConfig& c, TensorList& t);
 
+// The tensors of each block's FFN after ffn_norm, when they are not the dense ffn_gate, ffn_up,
+// ffn_down (e.g. Qwen3-MoE's router and experts).
+using FfnTensors = void (*)(const ModelConfig& c, TensorList& t);
+
 // The decoder's tensors (DESIGN.md §1), shared by every architecture, in load order:
 // token_embd, output_norm, output (absent when c.tied_output), then per block attn_norm,
 // attn_q/k/v, the architecture's extras, attn_output [n_head * head_dim_v → n_embd], ffn_norm,
-// ffn_gate, ffn_up, ffn_down.
-std::vector<TensorSpec> decoder_tensors(const ModelConfig& c, AttentionExtras extras);
+// then `ffn`'s tensors, or (nullptr) ffn_gate, ffn_up, ffn_down.
+std::vector<TensorSpec> decoder_tensors(const ModelConfig& c, AttentionExtras extras,
+                                        FfnTensors ffn = nullptr);
 
 // Per-head RMSNorm weights of q and k (attn_q_norm, attn_k_norm: [head_dim], shared by every
 // head), for architectures with qk_norm.

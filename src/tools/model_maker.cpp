@@ -69,6 +69,9 @@ ModelConfig preset_config(const ArchSpec& arch, const ModelPreset& p) {
   c.rms_eps = p.rms_eps;
   c.tied_output = p.tied_output;
   c.rope_freq_factors = preset_llama3_rope(p).factor > 0.0f;
+  c.n_expert = p.n_expert;
+  c.n_expert_used = p.n_expert_used;
+  c.n_ff_exp = p.n_ff_exp;
   return c;
 }
 
@@ -120,6 +123,11 @@ void set_hparams(GgufWriter& w, const ModelConfig& c, bool explicit_head_dim,
   w.set_scalar<uint32_t>(a + ".rope.dimension_count", static_cast<uint32_t>(c.n_rot));
   w.set_scalar<float>(a + ".rope.freq_base", c.rope_freq_base);
   w.set_scalar<float>(a + ".attention.layer_norm_rms_epsilon", c.rms_eps);
+  if (c.n_expert > 0) {
+    w.set_scalar<uint32_t>(a + ".expert_count", static_cast<uint32_t>(c.n_expert));
+    w.set_scalar<uint32_t>(a + ".expert_used_count", static_cast<uint32_t>(c.n_expert_used));
+    w.set_scalar<uint32_t>(a + ".expert_feed_forward_length", static_cast<uint32_t>(c.n_ff_exp));
+  }
   w.set_scalar<uint32_t>("general.file_type", file_type);
   w.set_scalar<uint32_t>("general.quantization_version", 2);
 }
@@ -182,8 +190,8 @@ Result<Prepared> prepare(const MakeModelOptions& o) {
   const std::vector<size_t> order = llama_tensor_order(descs);
   std::vector<TensorDesc> ordered;
   for (size_t i : order) ordered.push_back(descs[i]);
-  const TypePlan plan =
-      plan_tensor_types(mix, ordered, o.arch, preset.n_layer, preset.n_head, preset.n_head_kv);
+  const TypePlan plan = plan_tensor_types(mix, ordered, o.arch, preset.n_layer, preset.n_head,
+                                          preset.n_head_kv, preset.n_expert);
   for (size_t k = 0; k < ordered.size(); ++k) {
     p.specs.push_back(specs[order[k]]);
     p.layout.tensors.push_back({ordered[k].name, plan.types[k], ordered[k].shape});
@@ -209,7 +217,7 @@ Result<MakeModelReport> make_model(const MakeModelOptions& o) {
   MakeModelReport report;
   report.n_vocab = p.layout.n_vocab;
   report.n_tensors = static_cast<int64_t>(specs.size());
-  for (const TensorSpec& spec : specs) report.n_params += spec.n_cols * spec.n_rows;
+  for (const TensorSpec& spec : specs) report.n_params += spec.n_cols * spec.total_rows();
   kernels::ThreadPool pool(o.n_threads > 0 ? o.n_threads : kernels::default_thread_count());
   Progress progress("make-model", report.n_params, o.progress);
   int64_t done = 0;
@@ -218,7 +226,7 @@ Result<MakeModelReport> make_model(const MakeModelOptions& o) {
   for (size_t k = 0; k < specs.size(); ++k) {
     const TensorSpec& spec = specs[k];
     const int64_t n_per_row = spec.n_cols;
-    const int64_t n_rows = spec.n_rows;
+    const int64_t n_rows = spec.total_rows();  // every expert's rows of a 3-D tensor
     values.resize(static_cast<size_t>(n_per_row * n_rows));
     const uint64_t tensor_seed = o.seed ^ fnv1a(spec.name);
     pool.parallel_for(n_rows, [&](int64_t begin, int64_t end) {

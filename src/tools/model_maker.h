@@ -33,7 +33,7 @@
 namespace minfer {
 
 struct MakeModelOptions {
-  std::string arch;             // qwen2, qwen3, llama, gemma3
+  std::string arch;             // qwen2, qwen3, qwen3moe, llama, gemma3
   std::string preset = "tiny";  // tools/presets.h
   std::string type = "f32";     // a quantize mix name (f32, f16, q8_0, q4_k_m, …)
   std::string tokenizer_from;   // a GGUF file whose tokenizer.* keys are copied; empty: built-in

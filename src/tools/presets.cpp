@@ -9,15 +9,20 @@ namespace {
 // The tiny presets mirror ../shared/models/*-tiny (n_embd 256, 3 layers, 4 heads, 2 KV heads,
 // n_ff 512; Qwen3 with head_dim 128 ≠ n_embd / n_head) and keep an untied output.weight so
 // that both output paths are exercised.
-constexpr std::array<ModelPreset, 10> kPresets = {{
+// qwen3moe-tiny mirrors ../shared/models/qwen3moe-tiny (head_dim 64, 8 experts of width 256, 2
+// used); qwen3-30b-a3b is Qwen3-30B-A3B (and Qwen3-Coder-30B-A3B, the same shape).
+constexpr std::array<ModelPreset, 12> kPresets = {{
     {"tiny", "qwen2", 256, 3, 4, 2, 0, 512, 4096, 1000, 1e6f, 1e-6f, false},
     {"tiny", "qwen3", 256, 3, 4, 2, 128, 512, 4096, 1000, 1e6f, 1e-6f, false},
     {"tiny", "llama", 256, 3, 4, 2, 0, 512, 4096, 1000, 5e5f, 1e-5f, false},
+    {"tiny", "qwen3moe", 256, 3, 4, 2, 64, 512, 4096, 1000, 1e6f, 1e-6f, false, 8, 2, 256},
     {"qwen2.5-0.5b", "qwen2", 896, 24, 14, 2, 0, 4864, 32768, 151936, 1e6f, 1e-6f, true},
     {"qwen2.5-1.5b", "qwen2", 1536, 28, 12, 2, 0, 8960, 32768, 151936, 1e6f, 1e-6f, true},
     {"qwen3-0.6b", "qwen3", 1024, 28, 16, 8, 128, 3072, 40960, 151936, 1e6f, 1e-6f, true},
     {"qwen3-1.7b", "qwen3", 2048, 28, 16, 8, 128, 6144, 40960, 151936, 1e6f, 1e-6f, true},
     {"llama-3.2-1b", "llama", 2048, 16, 32, 8, 0, 8192, 131072, 128256, 5e5f, 1e-5f, true},
+    {"qwen3-30b-a3b", "qwen3moe", 2048, 48, 32, 4, 128, 6144, 40960, 151936, 1e6f, 1e-6f, false,
+     128, 8, 768},
     // Gemma 3: tiny mirrors ../shared/models/gemma3-tiny (6 layers, head_dim 64); gemma-3-1b is
     // google/gemma-3-1b-it's config.json (head_dim 256 ≠ 1152 / 4, 262,144 tokens).
     {"tiny", "gemma3", 256, 6, 4, 2, 64, 512, 4096, 1000, 1e6f, 1e-6f, false},

@@ -26,6 +26,11 @@ struct ModelPreset {
   float rope_freq_base;
   float rms_eps;
   bool tied_output;  // no output.weight
+  // Mixture of experts (qwen3moe; config.json num_experts, num_experts_per_tok,
+  // moe_intermediate_size); 0 for a dense model.
+  int64_t n_expert = 0;
+  int64_t n_expert_used = 0;
+  int64_t n_ff_exp = 0;
 };
 
 // Llama 3.1+'s "llama3" rope scaling (config.json's rope_scaling: factor, low_freq_factor,
@@ -50,8 +55,8 @@ struct SlidingWindowPreset {
 SlidingWindowPreset preset_sliding_window(const ModelPreset& p);
 
 // The preset `name` for architecture `arch`. "tiny" exists for every architecture; a real preset
-// must belong to `arch` (qwen2.5-* → qwen2, qwen3-* → qwen3, llama-3.2-1b → llama,
-// gemma-3-* → gemma3).
+// must belong to `arch` (qwen2.5-* → qwen2, qwen3-* → qwen3, qwen3-30b-a3b → qwen3moe,
+// llama-3.2-1b → llama, gemma-3-* → gemma3).
 Result<ModelPreset> find_preset(std::string_view arch, std::string_view name);
 // "tiny, qwen2.5-0.5b, …" for help texts.
 std::string preset_names();

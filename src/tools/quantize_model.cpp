@@ -58,6 +58,8 @@ int64_t block_of(std::string_view name) {
 // The tensor list's matrices; otherwise llama.cpp's rule: 2-D (and 3-D) tensors named *weight,
 // never norms.
 bool is_convertible(const TensorDesc& t) {
+  // llama.cpp never quantizes an MoE router.
+  if (t.name.find("ffn_gate_inp.weight") != std::string::npos) return false;
   if (t.role) return *t.role == TensorRole::kMatrix;
   size_t n_dims = t.shape.size();
   while (n_dims > 1 && t.shape[n_dims - 1] == 1) --n_dims;
@@ -65,6 +67,9 @@ bool is_convertible(const TensorDesc& t) {
   if (!ends_with(t.name, "weight")) return false;
   return t.name.find("_norm.weight") == std::string::npos;
 }
+
+// llama.cpp's LLAMA_FTYPE_MOSTLY_Q4_K_M.
+constexpr uint32_t kFtypeQ4KM = 15;
 
 bool use_more_bits(int64_t i, int64_t n) {
   return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2;
@@ -127,7 +132,7 @@ std::vector<size_t> llama_tensor_order(std::span<const TensorDesc> tensors) {
 
 TypePlan plan_tensor_types(const QuantMix& mix, std::span<const TensorDesc> tensors,
                            std::string_view arch, int64_t n_layer, int64_t n_head,
-                           int64_t n_head_kv) {
+                           int64_t n_head_kv, int64_t n_expert) {
   TypePlan plan;
   plan.types.reserve(tensors.size());
   const bool tied = std::none_of(tensors.begin(), tensors.end(),
@@ -165,10 +170,17 @@ TypePlan plan_tensor_types(const QuantMix& mix, std::span<const TensorDesc> tens
       if (is_70b_shape && (type == GgmlType::kQ3_K || type == GgmlType::kQ4_K)) {
         type = GgmlType::kQ5_K;
       }
+      if (n_expert == 8) type = GgmlType::kQ8_0;
       ++i_attn_v;
+    } else if (t.name.find("attn_k.weight") != std::string::npos) {
+      if (n_expert == 8) type = GgmlType::kQ8_0;
     } else if (t.name.find("ffn_down") != std::string::npos) {
-      if (mix.k_mix && use_more_bits(i_ffn_down, n_layer)) type = GgmlType::kQ6_K;
+      // With experts llama.cpp takes the layer from the name (layer_info).
+      const int64_t i_layer = n_expert > 1 ? block_of(t.name) : i_ffn_down;
+      if (mix.k_mix && use_more_bits(i_layer, n_layer)) type = GgmlType::kQ6_K;
       ++i_ffn_down;
+    } else if (t.name.find("attn_output.weight") != std::string::npos) {
+      if (n_expert == 8 && mix.file_type == kFtypeQ4KM) type = GgmlType::kQ5_K;
     }
     if (!divides(type, n_per_row)) {
       ++plan.n_fallback;
@@ -261,6 +273,10 @@ Result<QuantizeReport> quantize_model(const QuantizeOptions& o) {
   if (in->has(arch + ".attention.head_count_kv")) {
     MINFER_ASSIGN_OR_RETURN(n_head_kv, in->get_integer(arch + ".attention.head_count_kv"));
   }
+  int64_t n_expert = 0;
+  if (in->has(arch + ".expert_count")) {
+    MINFER_ASSIGN_OR_RETURN(n_expert, in->get_integer(arch + ".expert_count"));
+  }
 
   std::vector<TensorDesc> descs;
   for (const GgufTensorInfo& t : in->tensors()) {
@@ -279,7 +295,7 @@ Result<QuantizeReport> quantize_model(const QuantizeOptions& o) {
   const std::vector<size_t> order = llama_tensor_order(descs);
   std::vector<TensorDesc> ordered;
   for (size_t i : order) ordered.push_back(descs[i]);
-  const TypePlan plan = plan_tensor_types(mix, ordered, arch, n_layer, n_head, n_head_kv);
+  const TypePlan plan = plan_tensor_types(mix, ordered, arch, n_layer, n_head, n_head_kv, n_expert);
 
   GgufWriter metadata;
   for (const GgufKeyValue& kv : in->metadata()) metadata.set(kv.key, kv.value);

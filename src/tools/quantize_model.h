@@ -21,6 +21,9 @@
 //      division), i counting attn_v (resp. ffn_down) tensors in file order and n their number
 //      (resp. the block count). E.g. with 24 layers: layers 0-2, 5, 8, 11, 14, 17, 20-23.
 //    - llama with 80 layers and grouped KV heads (the 70B shape): attn_v q3_K/q4_K → q5_K.
+//    - 8 experts (Mixtral's shape, and qwen3moe-tiny's): attn_v and attn_k become q8_0, and for
+//      q4_k_m attn_output q5_K. ffn_down_exps counts as ffn_down (its block number is i).
+//  * The router (ffn_gate_inp.weight) is never converted, whatever the target.
 //  * Fallback (after the rules above): when a tensor's row length is not a multiple of its
 //    chosen type's block (256 for K-quants), q4_K → q5_0, q5_K → q5_1, q6_K → q8_0, q2_K/q3_K →
 //    q4_0; if even that block (32) does not divide the row, f16. Qwen2.5-0.5B (n_embd 896 =
@@ -82,10 +85,11 @@ struct TypePlan {
 };
 
 // The target type of every tensor (see the file comment). `tensors` must be in llama.cpp's order;
-// arch / n_layer / n_head / n_head_kv are the model's.
+// arch / n_layer / n_head / n_head_kv / n_expert (expert_count, 0 for a dense model) are the
+// model's.
 TypePlan plan_tensor_types(const QuantMix& mix, std::span<const TensorDesc> tensors,
                            std::string_view arch, int64_t n_layer, int64_t n_head,
-                           int64_t n_head_kv);
+                           int64_t n_head_kv, int64_t n_expert = 0);
 
 // Converts a [n_rows, n_per_row] tensor from src_type to dst_type, rows split over the pool.
 // A non-f32 source is dequantized row by row first. `dst` is resized to the output bytes.

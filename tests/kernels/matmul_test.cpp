@@ -246,5 +246,39 @@ TEST(Matmul, GemvRowEqualsTheSameRowInAGemm) {
   }
 }
 
+// Activations converted once (matmul_convert) and a subset of their rows gathered, as the MoE op
+// does per expert: matmul_converted gives the bits matmul gives on the same rows.
+TEST(Matmul, ConvertedRowsGiveTheSameBitsAsMatmul) {
+  ThreadPool pool(2);
+  for (const KernelTable* t : test::all_tables()) {
+    for (GgmlType type : kWeightTypes) {
+      const Problem p = make_problem(type, 512, 40, 20, 7);
+      const MatmulWeights w{p.type, p.weights.data(), p.n_out, p.n_in};
+      const size_t row_bytes = matmul_act_row_bytes(type, p.n_in);
+      std::vector<uint8_t> act(row_bytes * p.n_tokens);
+      matmul_convert(*t, pool, w, p.x.data(), p.n_tokens, act);
+      // Tokens 3, 4, 11, …: every other one from 3 on, then 0.
+      std::vector<int64_t> picked;
+      for (int64_t tok = 3; tok < p.n_tokens; tok += 2) picked.push_back(tok);
+      picked.push_back(0);
+      const int64_t m = static_cast<int64_t>(picked.size());
+      std::vector<uint8_t> gathered(row_bytes * m);
+      std::vector<float> x_rows(p.n_in * m);
+      for (int64_t i = 0; i < m; ++i) {
+        std::memcpy(gathered.data() + i * row_bytes, act.data() + picked[i] * row_bytes, row_bytes);
+        std::memcpy(x_rows.data() + i * p.n_in, p.x.data() + picked[i] * p.n_in,
+                    p.n_in * sizeof(float));
+      }
+      std::vector<float> y(m * p.n_out, -12345.0f);
+      matmul_converted(*t, pool, w, gathered.data(), m, y.data());
+      const std::vector<float> expected = run(*t, pool, p, x_rows.data(), m);
+      EXPECT_EQ(0, std::memcmp(y.data(), expected.data(), y.size() * sizeof(float)))
+          << t->name << " " << ggml_type_info(type).name;
+    }
+  }
+  EXPECT_TRUE(matmul_shares_act(GgmlType::kQ4_K, GgmlType::kQ6_K));  // both Q8_K
+  EXPECT_FALSE(matmul_shares_act(GgmlType::kQ4_K, GgmlType::kQ8_0));
+}
+
 }  // namespace
 }  // namespace minfer::kernels

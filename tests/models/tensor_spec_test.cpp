@@ -86,6 +86,26 @@ TEST(TensorSpec, EachArchitectureAddsItsOwnTensors) {
   EXPECT_FALSE(config_for("llama").qkv_bias || config_for("llama").qk_norm);
 }
 
+// Qwen3-MoE: Qwen3's q / k norms, and in place of the dense FFN a router [n_embd → n_expert]
+// and three 3-D expert tensors (ggml order [n_embd, n_ff_exp, n_expert] for gate and up).
+TEST(TensorSpec, Qwen3MoeHasRouterAndExpertStacks) {
+  ModelConfig c = config_for("qwen3moe");
+  c.n_expert = 4;
+  c.n_expert_used = 2;
+  c.n_ff_exp = 48;
+  const auto t = by_name(c);
+  EXPECT_EQ(t.size(), 3u + 2u * 12u);
+  EXPECT_EQ(t.count("blk.0.ffn_gate.weight"), 0u);
+  EXPECT_EQ(t.at("blk.1.attn_q_norm.weight").shape(), (Shape{32}));
+  EXPECT_EQ(t.at("blk.1.ffn_gate_inp.weight").shape(), (Shape{64, 4}));
+  EXPECT_EQ(t.at("blk.1.ffn_gate_exps.weight").shape(), (Shape{64, 48, 4}));
+  EXPECT_EQ(t.at("blk.1.ffn_up_exps.weight").shape(), (Shape{64, 48, 4}));
+  EXPECT_EQ(t.at("blk.1.ffn_down_exps.weight").shape(), (Shape{48, 64, 4}));
+  EXPECT_EQ(t.at("blk.1.ffn_down_exps.weight").role, TensorRole::kMatrix);
+  EXPECT_EQ(t.at("blk.1.ffn_down_exps.weight").total_rows(), 64 * 4);
+  EXPECT_TRUE(c.qk_norm);
+}
+
 TEST(TensorSpec, TiedOutputHasNoOutputMatrix) {
   ModelConfig c = config_for("qwen2");
   c.tied_output = true;
@@ -100,7 +120,8 @@ TEST(TensorSpec, UnknownArchitectureIsAnError) {
   auto specs = model_tensors(c);
   ASSERT_FALSE(specs.is_ok());
   EXPECT_EQ(specs.status().message(),
-            "[model] unknown architecture 'gpt9' (supported: llama, qwen2, qwen3, gemma3)");
+            "[model] unknown architecture 'gpt9' (supported: llama, qwen2, qwen3, qwen3moe, "
+            "gemma3)");
 }
 
 }  // namespace

@@ -147,6 +147,7 @@ TEST_P(TensorSpecAgreementTest, VectorsMustBeF32MatricesNeedNot) {
 
 INSTANTIATE_TEST_SUITE_P(Archs, TensorSpecAgreementTest,
                          ::testing::Values("qwen2", "qwen3", "llama", "gemma3"));
+INSTANTIATE_TEST_SUITE_P(MoeArchs, TensorSpecAgreementTest, ::testing::Values("qwen3moe"));
 
 // quantize converts the list's matrices and copies its vectors; for every architecture and mix
 // that is the same plan as llama.cpp's name rule gives (so files stay those of llama-quantize).
