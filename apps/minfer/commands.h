@@ -55,19 +55,16 @@ void register_perplexity_command(CLI::App& app, CommandRegistry& registry);
 void register_bench_command(CLI::App& app, CommandRegistry& registry);
 void register_serve_command(CLI::App& app, CommandRegistry& registry);
 
+// Every command, in the order `minfer --help` lists them.
 inline void register_all_commands(CLI::App& app, CommandRegistry& registry) {
-  register_info_command(app, registry);
-  register_tokenize_command(app, registry);
-  register_template_command(app, registry);
-  register_logits_command(app, registry);
-  register_viz_command(app, registry);
-  register_run_command(app, registry);
-  register_chat_command(app, registry);
-  register_make_model_command(app, registry);
-  register_quantize_command(app, registry);
-  register_perplexity_command(app, registry);
-  register_bench_command(app, registry);
-  register_serve_command(app, registry);
+  using Register = void (*)(CLI::App&, CommandRegistry&);
+  for (Register add :
+       {register_info_command, register_tokenize_command, register_template_command,
+        register_logits_command, register_viz_command, register_run_command, register_chat_command,
+        register_make_model_command, register_quantize_command, register_perplexity_command,
+        register_bench_command, register_serve_command}) {
+    add(app, registry);
+  }
 }
 
 }  // namespace minfer::app

@@ -60,6 +60,17 @@ void HttpServer::set_backend(const Backend& backend) {
   ready_.store(true);
 }
 
+const Backend* HttpServer::ready_backend_with_body(const httplib::Request& req,
+                                                   httplib::Response& res, Json& body) const {
+  const Backend* b = ready_backend(res);
+  if (b == nullptr) return nullptr;
+  if (auto e = parse_body(req, body)) {
+    send_error(res, *e);
+    return nullptr;
+  }
+  return b;
+}
+
 const Backend* HttpServer::ready_backend(httplib::Response& res) const {
   if (ready_.load()) return &backend_;
   send_error(res, model_loading());

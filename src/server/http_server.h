@@ -93,6 +93,10 @@ class HttpServer {
   // The backend once the model is loaded; until then answers res with 503 model_loading and
   // gives nullptr.
   const Backend* ready_backend(httplib::Response& res) const;
+  // The same, with the request's JSON body parsed into `body` (a bad body answers 400 and gives
+  // nullptr).
+  const Backend* ready_backend_with_body(const httplib::Request& req, httplib::Response& res,
+                                         Json& body) const;
   // Requests in flight, for n_in_flight() and cancel_all().
   void track(const std::shared_ptr<RequestHandle>& handle);
   void untrack(const std::shared_ptr<RequestHandle>& handle);

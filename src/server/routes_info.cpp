@@ -69,10 +69,9 @@ std::optional<ApiError> parse_tokenize_options(const Json& body, TokenizeOptions
 }  // namespace
 
 void HttpServer::handle_tokenize(const httplib::Request& req, httplib::Response& res) {
-  const Backend* b = ready_backend(res);
-  if (b == nullptr) return;
   Json body;
-  if (auto e = parse_body(req, body)) return send_error(res, *e);
+  const Backend* b = ready_backend_with_body(req, res, body);
+  if (b == nullptr) return;
   auto content = body.find("content");
   if (content == body.end() || !content->is_string()) {
     return send_error(res, bad_request("[server] 'content' must be a string", "content"));
@@ -95,10 +94,9 @@ void HttpServer::handle_tokenize(const httplib::Request& req, httplib::Response&
 }
 
 void HttpServer::handle_detokenize(const httplib::Request& req, httplib::Response& res) {
-  const Backend* b = ready_backend(res);
-  if (b == nullptr) return;
   Json body;
-  if (auto e = parse_body(req, body)) return send_error(res, *e);
+  const Backend* b = ready_backend_with_body(req, res, body);
+  if (b == nullptr) return;
   auto tokens = body.find("tokens");
   if (tokens == body.end() || !tokens->is_array()) {
     return send_error(res,

@@ -191,11 +191,6 @@ void axpy_f32(float a, const float* x, int64_t n, float* y) {
   map2(x, y, n, y, [va](__m512 xv, __m512 yv) { return _mm512_fmadd_ps(va, xv, yv); });
 }
 
-void dot_rows_f32(const float* rows, int64_t n_rows, int64_t row_stride, const float* x, int64_t n,
-                  float scale, float* out) {
-  for (int64_t j = 0; j < n_rows; ++j) out[j] = dot_f32(rows + j * row_stride, x, n) * scale;
-}
-
 // y stays in registers, 64 floats at a time, while every row is added with one fused
 // multiply-add per element in order of j: axpy_f32's arithmetic without reloading y per row.
 void weighted_sum_f32(const float* w, const float* rows, int64_t n_rows, int64_t row_stride,
