@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "sampling/sampler_params.h"
 
 namespace minfer {
 
@@ -78,19 +79,11 @@ struct ChatMessage {
   std::string content;
 };
 
-// llama.cpp's sampling defaults; temperature 0 is greedy.
-struct GenerateParams {
-  int64_t max_tokens = -1;  // < 0: until an end-of-generation token or a full context
-  float temperature = 0.8f;
-  int32_t top_k = 40;   // ≤ 0: off
-  float top_p = 0.95f;  // 1: off
-  float min_p = 0.05f;  // 0: off
-  float repeat_penalty = 1.0f;
-  int32_t repeat_last_n = 64;  // tokens the penalties look back on; 0: off, -1: all
-  float presence_penalty = 0.0f;
-  float frequency_penalty = 0.0f;
-  std::vector<std::pair<int32_t, float>> logit_bias;  // (token id, bias); -inf bans the token
-  uint64_t seed = 42;
+// The sampler's knobs (SamplerParams, sampling/sampler_params.h: temperature, top_k, top_p,
+// min_p, the penalties and how far back they look, seed, logit_bias) with llama.cpp's defaults,
+// and what a request adds to them.
+struct GenerateParams : SamplerParams {
+  int64_t max_tokens = -1;        // < 0: until an end-of-generation token or a full context
   std::vector<std::string> stop;  // strings that end generation; never part of the text
   // generate() only: checked between tokens when set; raising it ends with "cancelled".
   const std::atomic<bool>* cancel = nullptr;

@@ -38,21 +38,6 @@ nlohmann::ordered_json messages_json(const std::vector<ChatMessage>& messages) {
 
 }  // namespace
 
-SamplerParams sampler_params(const GenerateParams& p) {
-  SamplerParams s;
-  s.temperature = p.temperature;
-  s.top_k = p.top_k;
-  s.top_p = p.top_p;
-  s.min_p = p.min_p;
-  s.repeat_penalty = p.repeat_penalty;
-  s.repeat_last_n = p.repeat_last_n;
-  s.presence_penalty = p.presence_penalty;
-  s.frequency_penalty = p.frequency_penalty;
-  s.logit_bias = p.logit_bias;
-  s.seed = p.seed;
-  return s;
-}
-
 LanguageModel::LanguageModel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 LanguageModel::~LanguageModel() = default;
 
@@ -121,7 +106,7 @@ Result<GenerateReply> LanguageModel::generate(std::span<const int32_t> prompt,
                                               const TextCallback& on_text) {
   MINFER_RETURN_IF_ERROR(impl_->need_session());
   engine::GenerateOptions options;
-  options.sampling = sampler_params(params);
+  options.sampling = params;  // the sampler's part of the request
   options.n_predict = params.max_tokens;
   options.stops = params.stop;
   options.trace = impl_->loaded.session->runtime().trace();

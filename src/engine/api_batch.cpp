@@ -77,7 +77,7 @@ Result<std::shared_ptr<RequestHandle>> BatchGenerator::submit(
     std::function<void(const BatchEvent&)> on_event) {
   engine::RequestParams request;
   request.prompt.assign(prompt.begin(), prompt.end());
-  request.sampling = sampler_params(params);
+  request.sampling = params;  // the sampler's part of the request
   request.max_tokens = params.max_tokens;
   request.stops = params.stop;
   request.top_logprobs = params.top_logprobs;

@@ -9,7 +9,6 @@
 #include "engine/conversation.h"
 #include "engine/setup.h"
 #include "minfer/minfer.h"
-#include "sampling/sampler.h"
 
 namespace minfer {
 
@@ -29,8 +28,5 @@ struct LanguageModel::Impl {
                       path);
   }
 };
-
-// The sampler's parameters of a request.
-SamplerParams sampler_params(const GenerateParams& p);
 
 }  // namespace minfer

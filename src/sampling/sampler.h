@@ -13,21 +13,9 @@
 #include "core/check.h"
 #include "core/status.h"
 #include "sampling/constraint.h"
+#include "sampling/sampler_params.h"
 
 namespace minfer {
-
-struct SamplerParams {
-  float temperature = 0.8f;     // ≤ 0: greedy
-  int32_t top_k = 40;           // ≤ 0: off
-  float top_p = 0.95f;          // ≥ 1: off
-  float min_p = 0.05f;          // ≤ 0: off
-  float repeat_penalty = 1.0f;  // 1: off
-  int32_t repeat_last_n = 64;   // 0: off, -1: the whole history
-  float frequency_penalty = 0.0f;
-  float presence_penalty = 0.0f;
-  uint64_t seed = 42;
-  std::vector<std::pair<int32_t, float>> logit_bias;  // (token id, added to its logit)
-};
 
 // Checks ranges (e.g. top_p in [0, 1]); errors name the field.
 Status validate(const SamplerParams& params, int32_t n_vocab);
