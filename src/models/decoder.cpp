@@ -1,14 +1,44 @@
 #include "models/decoder.h"
 
 #include <cmath>
+#include <string>
 
 #include <fmt/format.h>
 
 namespace minfer {
 
+namespace {
+
+// The names of block il's nodes: "blk.<il>.<what>".
+struct BlockNames {
+  int64_t il;
+  std::string operator()(const char* what) const { return fmt::format("blk.{}.{}", il, what); }
+};
+
+// The dense FFN on the normed x: down(act(gate(x)) * up(x)), [n, n_embd] → [n, n_embd].
+NodeId dense_ffn(GraphBuilder& g, const ModelConfig& c, const LayerWeights& w,
+                 const BlockNames& name, NodeId x) {
+  const NodeId gate = g.matmul(name("ffn_gate"), x, w.gate);  // [n, n_ff]
+  const NodeId up = g.matmul(name("ffn_up"), x, w.up);        // [n, n_ff]
+  const NodeId act = c.ffn_act == FfnActivation::kGelu
+                         ? g.geglu(name("ffn_geglu"), gate, up)
+                         : g.mul(name("ffn_swiglu"), g.silu(name("ffn_silu"), gate), up);
+  return g.matmul(name("ffn_down"), act, w.down);  // [n, n_embd]
+}
+
+// The mixture of experts on the normed x: the router's logits, then the chosen experts.
+NodeId moe_ffn(GraphBuilder& g, const ModelConfig& c, const LayerWeights& w, const BlockNames& name,
+               NodeId x) {
+  const NodeId logits = g.matmul(name("ffn_moe_logits"), x, *w.ffn_gate_inp);  // [n, n_expert]
+  return g.moe_ffn(name("ffn_moe"), x, logits, *w.gate_exps, *w.up_exps, *w.down_exps,
+                   c.n_expert_used);  // [n, n_embd]
+}
+
+}  // namespace
+
 NodeId attention_block(GraphBuilder& g, const ModelConfig& c, const LayerWeights& w, int64_t il,
                        NodeId h, bool select_outputs) {
-  auto name = [il](const char* what) { return fmt::format("blk.{}.{}", il, what); };
+  const BlockNames name{il};
   const NodeId x = g.rms_norm(name("attn_norm"), h, w.attn_norm, c.rms_eps);
   NodeId q = g.matmul(name("attn_q"), x, w.wq);  // [n_tokens, n_head * head_dim]
   NodeId k = g.matmul(name("attn_k"), x, w.wk);  // [n_tokens, n_head_kv * head_dim]
@@ -48,26 +78,11 @@ NodeId attention_block(GraphBuilder& g, const ModelConfig& c, const LayerWeights
 
 NodeId ffn_block(GraphBuilder& g, const ModelConfig& c, const LayerWeights& w, int64_t il,
                  NodeId h) {
-  auto name = [il](const char* what) { return fmt::format("blk.{}.{}", il, what); };
+  const BlockNames name{il};
   const NodeId x = g.rms_norm(name("ffn_norm"), h, w.ffn_norm, c.rms_eps);
-  const NodeId gate = g.matmul(name("ffn_gate"), x, w.gate);  // [n, n_ff]
-  const NodeId up = g.matmul(name("ffn_up"), x, w.up);        // [n, n_ff]
-  const NodeId act = c.ffn_act == FfnActivation::kGelu
-                         ? g.geglu(name("ffn_geglu"), gate, up)
-                         : g.mul(name("ffn_swiglu"), g.silu(name("ffn_silu"), gate), up);
-  NodeId down = g.matmul(name("ffn_down"), act, w.down);  // [n, n_embd]
-  if (c.post_norms) down = g.rms_norm(name("ffn_post_norm"), down, *w.ffn_post_norm, c.rms_eps);
-  return g.add(name("ffn_residual"), h, down);
-}
-
-NodeId moe_ffn_block(GraphBuilder& g, const ModelConfig& c, const LayerWeights& w, int64_t il,
-                     NodeId h) {
-  auto name = [il](const char* what) { return fmt::format("blk.{}.{}", il, what); };
-  const NodeId x = g.rms_norm(name("ffn_norm"), h, w.ffn_norm, c.rms_eps);
-  const NodeId logits = g.matmul(name("ffn_moe_logits"), x, *w.ffn_gate_inp);  // [n, n_expert]
-  const NodeId moe = g.moe_ffn(name("ffn_moe"), x, logits, *w.gate_exps, *w.up_exps, *w.down_exps,
-                               c.n_expert_used);  // [n, n_embd]
-  return g.add(name("ffn_residual"), h, moe);
+  NodeId out = c.n_expert > 0 ? moe_ffn(g, c, w, name, x) : dense_ffn(g, c, w, name, x);
+  if (c.post_norms) out = g.rms_norm(name("ffn_post_norm"), out, *w.ffn_post_norm, c.rms_eps);
+  return g.add(name("ffn_residual"), h, out);
 }
 
 NodeId build_decoder(GraphBuilder& g, const ModelConfig& c, const ModelWeights& w) {
@@ -76,7 +91,7 @@ NodeId build_decoder(GraphBuilder& g, const ModelConfig& c, const ModelWeights& 
   for (int64_t il = 0; il < c.n_layer; ++il) {
     const LayerWeights& layer = w.layers[static_cast<size_t>(il)];
     h = attention_block(g, c, layer, il, h, /*select_outputs=*/il == c.n_layer - 1);
-    h = c.n_expert > 0 ? moe_ffn_block(g, c, layer, il, h) : ffn_block(g, c, layer, il, h);
+    h = ffn_block(g, c, layer, il, h);
   }
   const NodeId x = g.rms_norm("output_norm", h, w.output_norm, c.rms_eps);  // [n_outputs, n_embd]
   const NodeId logits = g.matmul("output", x, w.output);                    // [n_outputs, n_vocab]

@@ -15,14 +15,10 @@ namespace minfer {
 NodeId attention_block(GraphBuilder& g, const ModelConfig& c, const LayerWeights& w, int64_t il,
                        NodeId h, bool select_outputs);
 
-// h → RMSNorm → down(act(gate(x)) * up(x)) → [RMSNorm] → + h; act is SiLU or GELU.
+// h → RMSNorm → FFN → [RMSNorm] → + h. The FFN is down(act(gate(x)) * up(x)) with act SiLU or
+// GELU, or with n_expert > 0 a mixture of experts (router ffn_gate_inp, then graph/moe.h).
 NodeId ffn_block(GraphBuilder& g, const ModelConfig& c, const LayerWeights& w, int64_t il,
                  NodeId h);
-
-// h → RMSNorm → mixture of experts (router ffn_gate_inp, then graph/moe.h) → + h; for a config
-// with n_expert > 0, in place of ffn_block.
-NodeId moe_ffn_block(GraphBuilder& g, const ModelConfig& c, const LayerWeights& w, int64_t il,
-                     NodeId h);
 
 // The whole forward: embedding [× scale], n_layer blocks, final RMSNorm, the output matrix
 // [and the logit softcap].
