@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
+
+#include <fmt/format.h>
 
 #include "engine/runtime.h"
 #include "golden.h"
@@ -88,16 +91,17 @@ bool is_cache_gap(const std::string& name, const std::string& what) {
   return name == "arch/qwen3moe-tiny-q8_0.short" && what == "cache q8_0";
 }
 
-// Smaller KV cells: mean KL within 5e-3 of the golden.
-void check_cache(const Golden& g, const Agreement& a, const std::string& what) {
+// Smaller KV cells: mean KL within 5e-3 of the golden. A known gap is not asserted: it is
+// returned, and the test ends as skipped with it (visible in every CI log), after every other
+// check of the golden has run.
+std::string check_cache(const Golden& g, const Agreement& a, const std::string& what) {
   SCOPED_TRACE(g.name + " " + what);
   report(g, a, what);
   if (is_cache_gap(g.name, what)) {
-    std::printf("[golden] KNOWN GAP (models issue open): %s %s, mean KL %.3g (bound 5e-3)\n",
-                g.name.c_str(), what.c_str(), a.mean_kl);
-    return;
+    return fmt::format("{} mean KL {:.3g} (bound 5e-3); ", what, a.mean_kl);
   }
   EXPECT_LE(a.mean_kl, 5e-3) << "max_kl " << a.max_kl;
+  return "";
 }
 
 // Goldens that do not yet meet the issue's bounds (forward-pass issue still open): their figures
@@ -144,11 +148,11 @@ TEST_P(GoldenTest, MatchesLlamaCppLogits) {
   EXPECT_EQ(0, std::memcmp(one_thread.data(), all.data(), all.size() * sizeof(float)))
       << "1 and 2 threads differ";
   // Smaller cache cells stay close.
-  check_cache(
+  std::string gaps = check_cache(
       g, test::compare_to_golden(g, run_tokens(**model, tokens, {.cache_type = GgmlType::kF16})),
       "cache f16");
   if ((*model)->config().head_dim % 32 == 0) {
-    check_cache(
+    gaps += check_cache(
         g, test::compare_to_golden(g, run_tokens(**model, tokens, {.cache_type = GgmlType::kQ8_0})),
         "cache q8_0");
   } else {
@@ -159,6 +163,10 @@ TEST_P(GoldenTest, MatchesLlamaCppLogits) {
     auto runtime = engine::Runtime::create(**model, options);
     ASSERT_FALSE(runtime.is_ok());
     EXPECT_NE(runtime.status().message().find("multiples of 32"), std::string::npos);
+  }
+  if (!gaps.empty() && !HasFailure()) {
+    GTEST_SKIP() << "KNOWN GAP (models issue open): " << g.name << ": " << gaps
+                 << "every other check passed";
   }
 }
 
