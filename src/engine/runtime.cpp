@@ -75,7 +75,8 @@ Result<std::unique_ptr<Runtime>> Runtime::create(const Model& model,
     MINFER_RETURN_IF_ERROR(kernels::init_kernels());
     r->table_ = &kernels::active_table();
   } else {
-    MINFER_ASSIGN_OR_RETURN(r->table_, kernels::select_table(o.isa, cpu_features()));
+    MINFER_ASSIGN_OR_RETURN(r->table_,
+                            kernels::select_table(o.isa, cpu_features(), "RuntimeOptions::isa"));
   }
   const ModelConfig& c = model.config();
   MINFER_ASSIGN_OR_RETURN(

@@ -40,22 +40,23 @@ Isa best_isa(const CpuFeatures& features) {
   return Isa::kRef;
 }
 
-Result<const KernelTable*> select_table(std::string_view forced, const CpuFeatures& features) {
+Result<const KernelTable*> select_table(std::string_view forced, const CpuFeatures& features,
+                                        std::string_view source) {
   if (forced.empty()) return &table_for(best_isa(features));
   for (Isa isa : {Isa::kRef, Isa::kAvx2, Isa::kAvx512}) {
     if (forced != isa_name(isa)) continue;
     if (!isa_available(isa, features)) {
       return make_error(ErrorCode::kUnsupported,
-                        "[kernels] MINFER_FORCE_ISA={}: this CPU cannot run it (CPU features: {}; "
+                        "[kernels] {}={}: this CPU cannot run it (CPU features: {}; "
                         "best available: {})",
-                        forced, cpu_feature_names(features), isa_name(best_isa(features)));
+                        source, forced, cpu_feature_names(features), isa_name(best_isa(features)));
     }
     return &table_for(isa);
   }
   return make_error(ErrorCode::kInvalidArgument,
-                    "[kernels] MINFER_FORCE_ISA='{}' is not an ISA: expected one of ref, avx2, "
+                    "[kernels] {}='{}' is not an ISA: expected one of ref, avx2, "
                     "avx512 (CPU features: {}; best available: {})",
-                    forced, cpu_feature_names(features), isa_name(best_isa(features)));
+                    source, forced, cpu_feature_names(features), isa_name(best_isa(features)));
 }
 
 namespace {

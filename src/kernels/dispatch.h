@@ -22,8 +22,10 @@ bool isa_available(Isa isa, const CpuFeatures& features);
 Isa best_isa(const CpuFeatures& features);
 
 // The table for a forced ISA name (empty: the best available). An unknown name or one the CPU
-// cannot run is an kInvalidArgument / kUnsupported error naming it and what the CPU has.
-Result<const KernelTable*> select_table(std::string_view forced, const CpuFeatures& features);
+// cannot run is an kInvalidArgument / kUnsupported error naming it, where it came from
+// (`source`: the environment variable or option that gave it) and what the CPU has.
+Result<const KernelTable*> select_table(std::string_view forced, const CpuFeatures& features,
+                                        std::string_view source = "MINFER_FORCE_ISA");
 
 // Selects the active table once, from MINFER_FORCE_ISA and this CPU. Call at start-up to report
 // a bad MINFER_FORCE_ISA as an error; later calls return the first call's outcome.

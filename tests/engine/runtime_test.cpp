@@ -64,7 +64,8 @@ TEST(Runtime, BadOptionsAreErrorsNamingThem) {
   isa.isa = "sse9";
   auto r = Runtime::create(*model, isa);
   ASSERT_FALSE(r.is_ok());
-  EXPECT_NE(r.status().message().find("sse9"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("RuntimeOptions::isa='sse9'"), std::string::npos)
+      << r.status().message();
   RuntimeOptions budget;
   budget.n_ctx = 64;
   budget.n_ctx_total = 32;

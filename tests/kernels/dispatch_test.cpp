@@ -82,6 +82,12 @@ TEST(Dispatch, UnknownNameIsAnErrorNamingItAndTheCpu) {
   EXPECT_NE(msg.find("avx1024"), std::string::npos) << msg;
   EXPECT_NE(msg.find("ref, avx2, avx512"), std::string::npos) << msg;
   EXPECT_NE(msg.find(cpu_feature_names(cpu_features())), std::string::npos) << msg;
+  EXPECT_NE(msg.find("MINFER_FORCE_ISA='avx1024'"), std::string::npos) << msg;
+  // The message names where the name came from.
+  Result<const KernelTable*> option = select_table("avx1024", cpu_features(), "--isa");
+  ASSERT_FALSE(option.is_ok());
+  EXPECT_NE(option.status().message().find("--isa='avx1024'"), std::string::npos)
+      << option.status().message();
 }
 
 TEST(Dispatch, UnavailableIsaIsAnError) {
