@@ -42,23 +42,17 @@ class CommandRegistry {
   std::vector<Command> commands_;
 };
 
-void register_info_command(CLI::App& app, CommandRegistry& registry);
-void register_tokenize_command(CLI::App& app, CommandRegistry& registry);
-void register_template_command(CLI::App& app, CommandRegistry& registry);
-void register_logits_command(CLI::App& app, CommandRegistry& registry);
-void register_viz_command(CLI::App& app, CommandRegistry& registry);
-void register_run_command(CLI::App& app, CommandRegistry& registry);
-void register_chat_command(CLI::App& app, CommandRegistry& registry);
-void register_make_model_command(CLI::App& app, CommandRegistry& registry);
-void register_quantize_command(CLI::App& app, CommandRegistry& registry);
-void register_perplexity_command(CLI::App& app, CommandRegistry& registry);
-void register_bench_command(CLI::App& app, CommandRegistry& registry);
-void register_serve_command(CLI::App& app, CommandRegistry& registry);
+// What each cmd_<name>.cpp defines: adds its subcommand to `app` and its run function to
+// `registry`.
+using RegisterCommand = void(CLI::App& app, CommandRegistry& registry);
+RegisterCommand register_info_command, register_tokenize_command, register_template_command,
+    register_logits_command, register_viz_command, register_run_command, register_chat_command,
+    register_make_model_command, register_quantize_command, register_perplexity_command,
+    register_bench_command, register_serve_command;
 
 // Every command, in the order `minfer --help` lists them.
 inline void register_all_commands(CLI::App& app, CommandRegistry& registry) {
-  using Register = void (*)(CLI::App&, CommandRegistry&);
-  for (Register add :
+  for (RegisterCommand* add :
        {register_info_command, register_tokenize_command, register_template_command,
         register_logits_command, register_viz_command, register_run_command, register_chat_command,
         register_make_model_command, register_quantize_command, register_perplexity_command,
