@@ -35,8 +35,11 @@ std::span<const float> Executor::run(const Graph& graph, const std::vector<int64
     }
   }
   for (const Node& node : graph.nodes) {
+    // An empty output (e.g. the rows of a step that wants no logits) has no buffer and nothing to
+    // compute; kv_store writes the cache and has no output at all.
+    const bool empty = node.op != OpKind::kKvStore && node.rows * node.cols == 0;
     const auto start = std::chrono::steady_clock::now();
-    run_node(node, graph, batch, cache);
+    if (!empty) run_node(node, graph, batch, cache);
     if (observer_) {
       const double seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -46,6 +49,7 @@ std::span<const float> Executor::run(const Graph& graph, const std::vector<int64
     }
   }
   const Node& out = graph.nodes[static_cast<size_t>(graph.output)];
+  if (out.buffer < 0) return {};  // no rows wanted
   return {slots_[static_cast<size_t>(out.buffer)].data(), static_cast<size_t>(out.rows * out.cols)};
 }
 

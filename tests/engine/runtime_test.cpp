@@ -88,6 +88,40 @@ std::vector<float> prompt_logits(StepRunner& runner, int32_t seq, int32_t n) {
   return logits.is_ok() ? std::vector<float>(logits->begin(), logits->end()) : std::vector<float>{};
 }
 
+// A step that wants no logits (a prompt chunk before its last token) computes the cache and
+// returns no rows; its empty output nodes have no buffer and are not run.
+TEST(StepRunner, AStepWithNoOutputRowsFillsTheCacheAndReturnsNothing) {
+  MINFER_REQUIRE_TEST_DATA();
+  for (const char* name : {"qwen2-tiny-f32.gguf", "gemma3-tiny-f32.gguf"}) {
+    auto model = Model::load(test::test_data_path(std::string("models/") + name));
+    ASSERT_TRUE(model.is_ok()) << model.status().message();
+    RuntimeOptions o;
+    o.n_threads = 2;
+    o.n_ctx = 64;
+    auto runtime = Runtime::create(**model, o);
+    ASSERT_TRUE(runtime.is_ok());
+    Batch chunk;
+    for (int32_t p = 0; p < 5; ++p) chunk.add(1 + p, p, 0, /*want_logits=*/false);
+    auto none = (*runtime)->step(chunk);
+    ASSERT_TRUE(none.is_ok()) << none.status().message();
+    EXPECT_TRUE(none->empty()) << name;
+    EXPECT_EQ((*runtime)->cache().length(0), 5) << name;
+    // The next token continues from the cached positions like a whole prompt would.
+    Batch next;
+    next.add(6, 5, 0, true);
+    auto after_chunk = (*runtime)->step(next);
+    ASSERT_TRUE(after_chunk.is_ok());
+    const std::vector<float> chunked(after_chunk->begin(), after_chunk->end());
+    auto whole_runtime = Runtime::create(**model, o);
+    ASSERT_TRUE(whole_runtime.is_ok());
+    Batch whole;
+    for (int32_t p = 0; p < 6; ++p) whole.add(1 + p, p, 0, p == 5);
+    auto all = (*whole_runtime)->step(whole);
+    ASSERT_TRUE(all.is_ok());
+    EXPECT_EQ(chunked, std::vector<float>(all->begin(), all->end())) << name;
+  }
+}
+
 TEST(StepRunner, GraphCacheIsBoundedAndEvictedShapesComputeTheSame) {
   MINFER_REQUIRE_TEST_DATA();
   auto model = load_tiny();
