@@ -7,17 +7,16 @@
 #include <span>
 #include <string>
 
+#include "core/non_copyable.h"
 #include "core/status.h"
 
 namespace minfer {
 
-class MappedFile {
+class MappedFile : NonCopyable {
  public:
   // Maps `path` read-only. An empty file maps to an empty span.
   static Result<std::unique_ptr<MappedFile>> open(const std::string& path);
 
-  MappedFile(const MappedFile&) = delete;
-  MappedFile& operator=(const MappedFile&) = delete;
   ~MappedFile();
 
   std::span<const uint8_t> bytes() const { return {data_, size_}; }

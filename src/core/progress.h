@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <string>
 
+#include "core/non_copyable.h"
+
 namespace minfer {
 
 enum class ProgressStyle {
@@ -17,14 +19,12 @@ enum class ProgressStyle {
   kQuiet,  // nothing
 };
 
-class Progress {
+class Progress : NonCopyable {
  public:
   // `total` units of work (> 0); `label` starts every line ("quantize", …).
   Progress(std::string label, int64_t total, ProgressStyle style = ProgressStyle::kAuto,
            FILE* out = stderr);
   ~Progress();
-  Progress(const Progress&) = delete;
-  Progress& operator=(const Progress&) = delete;
 
   // Sets the units done so far (clamped to total); `detail` (e.g. a tensor name) is shown on
   // the bar only.

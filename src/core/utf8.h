@@ -5,11 +5,16 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace minfer::utf8 {
 
 // Appends the UTF-8 encoding of `cp` (< 0x110000; surrogates are encoded as their 3 bytes).
 void append(std::string& out, uint32_t cp);
+
+// The code point at s[i], advancing i past it. A byte that does not start a complete valid
+// sequence decodes as U+FFFD and i advances by one.
+uint32_t decode_next(std::string_view s, size_t& i);
 
 // What a lead byte allows in a valid sequence (RFC 3629 §4, the UTF8-1/2/3/4 rules): its length
 // and the range of its second byte, which is how overlong forms (E0 80..9F, F0 80..8F),

@@ -16,6 +16,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/non_copyable.h"
 #include "core/status.h"
 #include "engine/step_runner.h"
 #include "graph/attention.h"
@@ -75,14 +76,12 @@ struct RuntimeOptions {
   ObserveOptions observe;
 };
 
-class Runtime {
+class Runtime : NonCopyable {
  public:
   // Errors: a bad ISA name or one this CPU cannot run, n_ctx / block_size < 1, a budget smaller
   // than one sequence's context, an observer file that cannot be created. `model` must outlive
   // the runtime.
   static Result<std::unique_ptr<Runtime>> create(const Model& model, const RuntimeOptions& options);
-  Runtime(const Runtime&) = delete;
-  Runtime& operator=(const Runtime&) = delete;
 
   // One forward step (StepRunner::step): [n_outputs, n_vocab], valid until the next step.
   Result<std::span<const float>> step(const Batch& batch,

@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/non_copyable.h"
 #include "core/status.h"
 #include "engine/request.h"
 #include "engine/runtime.h"
@@ -45,15 +46,13 @@ struct SchedulerOptions : RuntimeOptions {
 // A snapshot for metrics (the public API's BatchStats).
 using SchedulerStats = minfer::BatchStats;
 
-class Scheduler {
+class Scheduler : NonCopyable {
  public:
   // `model` and `tokenizer` must outlive the scheduler. Errors: bad options, a total budget
   // smaller than one sequence's context.
   static Result<std::unique_ptr<Scheduler>> create(const Model& model, const Tokenizer& tokenizer,
                                                    const SchedulerOptions& options);
   ~Scheduler();  // stop()
-  Scheduler(const Scheduler&) = delete;
-  Scheduler& operator=(const Scheduler&) = delete;
 
   // Runs the step loop on a thread of its own until stop().
   void start();

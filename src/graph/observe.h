@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/non_copyable.h"
 #include "core/status.h"
 #include "graph/graph.h"
 
@@ -50,12 +51,10 @@ const char* step_kind_name(StepKind kind);
 // MINFER_TRACE / --trace: one JSON object per step, one line each, flushed as it goes:
 // {"step", "kind", "n_tokens", "nodes": [{name, op, shape, ms, stats}], "token", "top5"}.
 // kv_store nodes appear by name and time, without data.
-class TraceWriter {
+class TraceWriter : NonCopyable {
  public:
   static Result<std::unique_ptr<TraceWriter>> open(const std::string& path);
   ~TraceWriter();
-  TraceWriter(const TraceWriter&) = delete;
-  TraceWriter& operator=(const TraceWriter&) = delete;
 
   // Starts a step; a previous step nobody ended (a prefill chunk whose logits were not sampled)
   // is written first, with "token": null.

@@ -13,15 +13,15 @@
 #include <thread>
 #include <vector>
 
+#include "core/non_copyable.h"
+
 namespace minfer::kernels {
 
-class ThreadPool {
+class ThreadPool : NonCopyable {
  public:
   // n_threads >= 1 counts the calling thread: ThreadPool(1) starts no worker.
   explicit ThreadPool(int n_threads);
   ~ThreadPool();
-  ThreadPool(const ThreadPool&) = delete;
-  ThreadPool& operator=(const ThreadPool&) = delete;
 
   int n_threads() const { return n_threads_; }
 

@@ -24,6 +24,7 @@ struct BlockQ4_0 {
   uint16_t d;              // f16 scale
   uint8_t qs[kQK4_0 / 2];  // [32] 4-bit quants
 };
+static_assert(sizeof(BlockQ4_0) == 18);
 
 // Q4_1: x = d * q + m, q in [0, 15]; same nibble order as Q4_0.
 struct BlockQ4_1 {
@@ -31,6 +32,7 @@ struct BlockQ4_1 {
   uint16_t m;              // f16 minimum
   uint8_t qs[kQK4_1 / 2];  // [32] 4-bit quants
 };
+static_assert(sizeof(BlockQ4_1) == 20);
 
 // Q5_0: x = d * (q - 16), q in [0, 31]: low 4 bits as in Q4_0, bit 4 of element j in bit j of
 // the little-endian u32 qh.
@@ -39,6 +41,7 @@ struct BlockQ5_0 {
   uint8_t qh[4];           // [32] fifth bits
   uint8_t qs[kQK5_0 / 2];  // [32] low 4 bits
 };
+static_assert(sizeof(BlockQ5_0) == 22);
 
 // Q5_1: x = d * q + m, q in [0, 31]; bits as in Q5_0.
 struct BlockQ5_1 {
@@ -47,12 +50,14 @@ struct BlockQ5_1 {
   uint8_t qh[4];           // [32] fifth bits
   uint8_t qs[kQK5_1 / 2];  // [32] low 4 bits
 };
+static_assert(sizeof(BlockQ5_1) == 24);
 
 // Q8_0: x = d * q, q in [-127, 127].
 struct BlockQ8_0 {
   uint16_t d;         // f16 scale
   int8_t qs[kQK8_0];  // [32] quants
 };
+static_assert(sizeof(BlockQ8_0) == 34);
 
 // Q8_1: x = d * q; s = d * sum(q) (f16), which lets Q4_1/Q5_1 dot products add their minimum
 // term without touching the quants.
@@ -61,6 +66,7 @@ struct BlockQ8_1 {
   uint16_t s;         // f16 d * sum(qs)
   int8_t qs[kQK8_1];  // [32] quants
 };
+static_assert(sizeof(BlockQ8_1) == 36);
 
 // Q2_K: 16 sub-blocks of 16. x = d * (scales[j] & 15) * q - dmin * (scales[j] >> 4), q in
 // [0, 3]. qs: for each 128-element half h, byte qs[32h + l] holds elements 128h + l + 32k in
@@ -71,6 +77,7 @@ struct BlockQ2K {
   uint16_t d;                 // f16 super-block scale of the scales
   uint16_t dmin;              // f16 super-block scale of the mins
 };
+static_assert(sizeof(BlockQ2K) == 84);
 
 // Q3_K: 16 sub-blocks of 16. x = d * (s_j - 32) * (q - 4), q in [0, 7]: low 2 bits in qs (same
 // order as Q2_K), bit 2 of element 32k + l (k = 0..7, l = 0..31) in bit k of hmask[l].
@@ -83,6 +90,7 @@ struct BlockQ3K {
   uint8_t scales[kKScaleBytes];  // [16] packed 6-bit sub-block scales
   uint16_t d;                    // f16 super-block scale
 };
+static_assert(sizeof(BlockQ3K) == 110);
 
 // Q4_K: 8 sub-blocks of 32. x = d * sc_j * q - dmin * m_j, q in [0, 15]; sc_j, m_j 6-bit,
 // packed in scales[12]: for j < 4, sc_j = scales[j] & 63, m_j = scales[j + 4] & 63; for j >= 4,
@@ -95,6 +103,7 @@ struct BlockQ4K {
   uint8_t scales[kKScaleBytes];  // [8 + 8] packed 6-bit scales and mins
   uint8_t qs[kQKK / 2];          // [256] 4-bit quants
 };
+static_assert(sizeof(BlockQ4K) == 144);
 
 // Q5_K: Q4_K plus a fifth bit: bit 4 of element 32k + l (k = 0..7) in bit k of qh[l].
 struct BlockQ5K {
@@ -104,6 +113,7 @@ struct BlockQ5K {
   uint8_t qh[kQKK / 8];          // [256] fifth bits
   uint8_t qs[kQKK / 2];          // [256] low 4 bits
 };
+static_assert(sizeof(BlockQ5K) == 176);
 
 // Q6_K: 16 sub-blocks of 16. x = d * scales[j] * (q - 32), q in [0, 63]. For each 128-element
 // half h (ql += 64h, qh += 32h), element 128h + 32k + l (k = 0..3, l = 0..31) has its low 4
@@ -115,6 +125,7 @@ struct BlockQ6K {
   int8_t scales[kQKK / 16];  // [16] 8-bit sub-block scales
   uint16_t d;                // f16 super-block scale
 };
+static_assert(sizeof(BlockQ6K) == 210);
 
 // Q8_K: the activation type of the K-quant dot products. x = d * q; d is a float32 here, and
 // bsums[j] = sum of qs[16j .. 16j + 15] lets the dot products apply the weights' per-sub-block
@@ -124,19 +135,8 @@ struct BlockQ8K {
   int8_t qs[kQKK];           // [256] quants
   int16_t bsums[kQKK / 16];  // [16] sums of 16 quants
 };
-
-static_assert(sizeof(BlockQ4_0) == 18);
-static_assert(sizeof(BlockQ4_1) == 20);
-static_assert(sizeof(BlockQ5_0) == 22);
-static_assert(sizeof(BlockQ5_1) == 24);
-static_assert(sizeof(BlockQ8_0) == 34);
-static_assert(sizeof(BlockQ8_1) == 36);
-static_assert(sizeof(BlockQ2K) == 84);
-static_assert(sizeof(BlockQ3K) == 110);
-static_assert(sizeof(BlockQ4K) == 144);
-static_assert(sizeof(BlockQ5K) == 176);
-static_assert(sizeof(BlockQ6K) == 210);
 static_assert(sizeof(BlockQ8K) == 292);
+
 // Field offsets that differ from "in declaration order with no padding" would be a layout bug.
 static_assert(offsetof(BlockQ2K, d) == 80 && offsetof(BlockQ3K, d) == 108);
 static_assert(offsetof(BlockQ5K, qs) == 48 && offsetof(BlockQ6K, d) == 208);

@@ -16,6 +16,7 @@
 #include <set>
 #include <string>
 
+#include "core/non_copyable.h"
 #include "core/status.h"
 #include "minfer/minfer.h"
 #include "server/metrics.h"
@@ -47,12 +48,10 @@ struct Backend {
   std::string model_name;
 };
 
-class HttpServer {
+class HttpServer : NonCopyable {
  public:
   explicit HttpServer(ServerOptions options);
   ~HttpServer();
-  HttpServer(const HttpServer&) = delete;
-  HttpServer& operator=(const HttpServer&) = delete;
 
   // Takes the port. Error: the address is in use or invalid.
   Status bind();

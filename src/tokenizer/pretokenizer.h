@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/non_copyable.h"
 #include "core/status.h"
 
 namespace minfer::tokenizer {
@@ -32,12 +33,10 @@ struct PreTokenizerSpec {
 // unknown value is an error naming it.
 Result<PreTokenizerSpec> pre_tokenizer_spec(std::string_view pre);
 
-class PreTokenizer {
+class PreTokenizer : NonCopyable {
  public:
   static Result<std::unique_ptr<PreTokenizer>> create(const PreTokenizerSpec& spec);
   ~PreTokenizer();
-  PreTokenizer(const PreTokenizer&) = delete;
-  PreTokenizer& operator=(const PreTokenizer&) = delete;
 
   // Appends the words of `text` to `words`; together they tile `text` in order. `text` must be
   // valid UTF-8 (the regexes run without UTF checks). Thread-safe.

@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/non_copyable.h"
 #include "core/status.h"
 #include "gguf/gguf_file.h"
 #include "tokenizer/bpe.h"
@@ -37,12 +38,10 @@ enum class TokenizerKind {
 
 inline constexpr int32_t kNoToken = -1;
 
-class Tokenizer {
+class Tokenizer : NonCopyable {
  public:
   static Result<std::unique_ptr<Tokenizer>> from_gguf(const GgufFile& file);
   ~Tokenizer();
-  Tokenizer(const Tokenizer&) = delete;
-  Tokenizer& operator=(const Tokenizer&) = delete;
 
   // Token ids of `text`. add_special: put the model's BOS in front when it adds one
   // (add_bos()) and its EOS at the end when it adds one (add_eos()) — llama.cpp's add_special.
