@@ -1,0 +1,38 @@
+// The pieces of JSON Schema → GBNF that do not depend on the schema's structure (json_schema.h):
+// GBNF literals, the integers of a range, a `pattern` regex as the inside of a JSON string, and
+// the keys that are none of a set. Every function returns a GBNF expression over the rules of
+// kJsonPrimitiveRules.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "core/status.h"
+
+namespace minfer::grammar {
+
+// The rules every converted schema may use: ws (between tokens), char (one character of a JSON
+// string, escapes included), string, integer, number, boolean, null, and value / object / array
+// (any JSON).
+extern const std::string_view kJsonPrimitiveRules;
+
+// `bytes` as a GBNF string literal ("…" with ", \ and control bytes escaped).
+std::string gbnf_literal(std::string_view bytes);
+
+// The decimal integers in [lo, hi] (lo <= hi; unset: unbounded, up to 19 digits), as llama.cpp's
+// integer rule writes them (no leading zeros, "-0" not produced).
+std::string integer_range(std::optional<int64_t> lo, std::optional<int64_t> hi);
+
+// The characters between the quotes of a JSON string whose value matches `pattern` (the
+// documented subset; json_schema.h). Error: a construct outside the subset, naming it and its
+// offset.
+Result<std::string> pattern_to_gbnf(std::string_view pattern);
+
+// A JSON string (quotes included) that is none of `names`. Error: a name with a character that
+// JSON escapes (", \, control characters).
+Result<std::string> key_other_than(std::span<const std::string> names);
+
+}  // namespace minfer::grammar
