@@ -124,10 +124,11 @@ StepResult GrammarMatcher::advance(const MatchState& in, uint8_t byte, MatchStat
     out.hi = 0xBF;
     if (out.need == 0) return advance_code_point(in, cp, out);
   }
-  // Mid-character: keep the stacks that some completion of it can still match.
-  const int bits = 6 * out.need;
-  const uint32_t first = cp << bits;
-  const uint32_t last = first | ((1u << bits) - 1);
+  // Mid-character: keep the stacks that some completion of it can still match. The completions
+  // are exactly [first, last]: the next byte is in [lo, hi], any after it in [0x80, 0xBF].
+  const int rest = 6 * (out.need - 1);
+  const uint32_t first = (cp << (rest + 6)) | ((out.lo & 0x3Fu) << rest);
+  const uint32_t last = (cp << (rest + 6)) | ((out.hi & 0x3Fu) << rest) | ((1u << rest) - 1);
   const Grammar& g = *grammar_;
   std::vector<Stack> alive;
   for (const Stack& stack : in.stacks) {

@@ -143,6 +143,14 @@ TEST(Gbnf, CharacterClassesAndDot) {
   // Invalid UTF-8 never matches '.'.
   EXPECT_FALSE(prefix_ok("root ::= .*", "\xC0\x80"));
   EXPECT_FALSE(prefix_ok("root ::= .*", "\xED\xA0\x80"));  // a surrogate
+  // A lead byte alone is judged by the code points it can still become.
+  EXPECT_FALSE(prefix_ok("root ::= [ -~]", "\xF0"));
+  EXPECT_FALSE(prefix_ok("root ::= [a-z]", "\xC3"));
+  EXPECT_FALSE(prefix_ok("root ::= [\\u0080-\\u07FF]", "\xE0"));
+  EXPECT_TRUE(prefix_ok("root ::= [\\u0080-\\u07FF]", "\xDF"));
+  EXPECT_FALSE(prefix_ok("root ::= [\\u0800-\\u0FFF]", "\xE1"));
+  EXPECT_TRUE(prefix_ok("root ::= [\\u0800-\\u0FFF]", "\xE0\xBF"));
+  EXPECT_FALSE(prefix_ok("root ::= [\\u0800-\\u0FFF]", "\xE0\xBF\xC0"));
 }
 
 TEST(Gbnf, Escapes) {
