@@ -33,7 +33,7 @@ namespace minfer::grammar {
 
 struct TokenGrammarOptions {
   MatcherLimits limits;
-  size_t max_masks = 64;  // cached masks (n_vocab bytes each)
+  size_t max_masks = 32;  // cached masks (n_vocab bytes each)
 };
 
 class TokenGrammar {

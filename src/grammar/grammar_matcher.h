@@ -25,7 +25,7 @@ namespace minfer::grammar {
 struct MatcherLimits {
   size_t max_stacks = 512;        // stacks alive at once
   size_t max_stack_depth = 2048;  // positions in one stack (nesting)
-  size_t max_states = 1u << 15;   // interned states before the cache starts over
+  size_t max_states = 8192;       // interned states before the cache starts over
 };
 
 struct MatchState {
