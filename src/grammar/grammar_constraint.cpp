@@ -66,8 +66,7 @@ void TokenGrammar::locked_fill(int32_t state, std::span<uint8_t> allowed,
     const size_t common = shared[i];
     // The refused byte is in the prefix this token shares: refused too.
     if (refused && common > n_valid) continue;
-    const int32_t id = sorted[i];
-    const std::string_view piece = vocab_->piece(id);
+    const std::string_view piece = vocab_->sorted_piece(i);
     size_t k = std::min(common, n_valid);
     refused = false;
     for (; k < piece.size(); ++k) {
@@ -79,7 +78,7 @@ void TokenGrammar::locked_fill(int32_t state, std::span<uint8_t> allowed,
       walk[k + 1] = next;
     }
     n_valid = k;
-    if (!refused) allowed[static_cast<size_t>(id)] = 1;
+    if (!refused) allowed[static_cast<size_t>(sorted[i])] = 1;
   }
   automaton_.store_mask(state, std::vector<uint8_t>(allowed.begin(), allowed.end()),
                         options_.max_masks);

@@ -189,6 +189,7 @@ int32_t GrammarAutomaton::intern(const MatchState& s) {
   state.match = s;
   state.can_end = GrammarMatcher::can_end(s);
   states_.push_back(std::move(state));
+  next_.resize(states_.size() * 256, kUnknown);
   ids_.emplace(std::move(k), id);
   return id;
 }
@@ -199,14 +200,13 @@ int32_t GrammarAutomaton::compute_step(int32_t state, uint8_t byte) {
   int32_t id = kRefused;
   if (r == StepResult::kTooManyStacks) id = kTooManyStacks;
   if (r == StepResult::kOk) id = intern(next);
-  State& s = states_[static_cast<size_t>(state)];  // after intern, which may move states_
-  if (s.next == nullptr) s.next = std::make_unique<std::vector<int32_t>>(256, kUnknown);
-  (*s.next)[byte] = id;
+  next_[static_cast<size_t>(state) * 256 + byte] = id;
   return id;
 }
 
 void GrammarAutomaton::clear() {
   states_.clear();
+  next_.clear();
   ids_.clear();
   n_masks_ = 0;
 }

@@ -85,12 +85,8 @@ class GrammarAutomaton {
   int32_t intern(const MatchState& s);
   // The state after `byte`, or kRefused / kTooManyStacks.
   int32_t step(int32_t state, uint8_t byte) {
-    State& s = states_[static_cast<size_t>(state)];
-    if (s.next != nullptr) {
-      const int32_t n = (*s.next)[byte];
-      if (n != kUnknown) return n;
-    }
-    return compute_step(state, byte);
+    const int32_t n = next_[static_cast<size_t>(state) * 256 + byte];
+    return n != kUnknown ? n : compute_step(state, byte);
   }
   const MatchState& state(int32_t id) const { return states_[static_cast<size_t>(id)].match; }
   bool can_end(int32_t id) const { return states_[static_cast<size_t>(id)].can_end; }
@@ -107,7 +103,6 @@ class GrammarAutomaton {
   struct State {
     MatchState match;
     bool can_end = false;
-    std::unique_ptr<std::vector<int32_t>> next;  // [256] per byte, or kUnknown
     std::unique_ptr<std::vector<uint8_t>> mask;  // [n_vocab] when cached
     uint64_t mask_used = 0;                      // the tick of its last use (LRU)
   };
@@ -115,6 +110,7 @@ class GrammarAutomaton {
 
   const GrammarMatcher& matcher_;
   std::vector<State> states_;
+  std::vector<int32_t> next_;  // [states, 256] the state after each byte, or kUnknown
   std::unordered_map<std::string, int32_t> ids_;
   size_t n_masks_ = 0;
   uint64_t tick_ = 0;

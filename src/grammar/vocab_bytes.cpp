@@ -23,6 +23,12 @@ VocabBytes::VocabBytes(std::vector<std::string> pieces, std::vector<TokenRole> r
   std::sort(sorted_.begin(), sorted_.end(), [&](int32_t a, int32_t b) {
     return piece(a) < piece(b) || (piece(a) == piece(b) && a < b);
   });
+  sorted_offsets_.reserve(sorted_.size() + 1);
+  sorted_offsets_.push_back(0);
+  for (const int32_t id : sorted_) {
+    sorted_bytes_ += piece(id);
+    sorted_offsets_.push_back(sorted_bytes_.size());
+  }
   shared_prefix_.resize(sorted_.size(), 0);
   for (size_t i = 1; i < sorted_.size(); ++i) {
     const std::string_view a = piece(sorted_[i - 1]);

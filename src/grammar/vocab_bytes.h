@@ -46,6 +46,11 @@ class VocabBytes {
   // The kText tokens in byte order, and for each the bytes it shares with the one before it.
   std::span<const int32_t> sorted_text() const { return sorted_; }
   std::span<const uint32_t> shared_prefix() const { return shared_prefix_; }
+  // The bytes of sorted_text()[i], stored in sorted order so that a walk reads memory in order.
+  std::string_view sorted_piece(size_t i) const {
+    return std::string_view(sorted_bytes_)
+        .substr(sorted_offsets_[i], sorted_offsets_[i + 1] - sorted_offsets_[i]);
+  }
   std::span<const int32_t> end_of_generation() const { return eog_; }
   size_t max_piece_bytes() const { return max_piece_bytes_; }
 
@@ -55,6 +60,8 @@ class VocabBytes {
   std::vector<TokenRole> roles_;  // [n_vocab]
   std::vector<int32_t> sorted_;   // [n_text] kText ids by their bytes
   std::vector<uint32_t> shared_prefix_;  // [n_text] common prefix with the previous sorted id
+  std::string sorted_bytes_;             // the kText pieces in sorted order, concatenated
+  std::vector<size_t> sorted_offsets_;   // [n_text + 1] where each starts in sorted_bytes_
   std::vector<int32_t> eog_;             // kEndOfGeneration ids
   size_t max_piece_bytes_ = 0;
 };
