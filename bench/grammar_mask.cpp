@@ -89,68 +89,50 @@ void report(benchmark::State& state, const std::vector<double>& all) {
   state.counters["states"] = static_cast<double>(all.size());
 }
 
-void BM_ToolCallMask(benchmark::State& state, bool warm) {
-  const auto v = vocab(minfer::grammar::MarkupTokens::kText);
+// Mask times in each state of `text` under `gbnf`, a grammar compiled afresh per iteration. warm:
+// the states were met once before (by another request); max_masks 0: no mask is cached, so every
+// mask is a whole walk (over warm transitions when warm).
+void BM_GrammarMask(benchmark::State& state, const std::string& gbnf, const char* text,
+                    minfer::grammar::MarkupTokens markup, bool warm, size_t max_masks) {
+  const auto v = vocab(markup);
   if (v == nullptr) {
     state.SkipWithError("shared test data not found (set MINFER_TEST_DATA)");
     return;
   }
+  auto parsed = minfer::grammar::parse_gbnf(gbnf);
+  if (!parsed.is_ok()) {
+    state.SkipWithError(parsed.status().message().c_str());
+    return;
+  }
+  minfer::grammar::TokenGrammarOptions options;
+  options.max_masks = max_masks;
   std::vector<double> all;
   for (auto _ : state) {
-    auto compiled = TokenGrammar::compile(kToolCallGbnf, v);
-    if (!compiled.is_ok()) {
-      state.SkipWithError(compiled.status().message().c_str());
-      return;
-    }
-    auto grammar = compiled.value();
-    if (warm) mask_times(grammar, kToolCall);  // another request met these states first
-    const std::vector<double> ms = mask_times(grammar, kToolCall);
+    auto grammar = std::make_shared<TokenGrammar>(parsed.value(), v, options);
+    if (warm) mask_times(grammar, text);
+    const std::vector<double> ms = mask_times(grammar, text);
     all.insert(all.end(), ms.begin(), ms.end());
   }
   report(state, all);
 }
 
-// Warm transitions but no cached masks: every mask is a whole trie walk.
-void BM_ToolCallWalkOnly(benchmark::State& state) {
-  const auto v = vocab(minfer::grammar::MarkupTokens::kText);
-  if (v == nullptr) {
-    state.SkipWithError("shared test data not found (set MINFER_TEST_DATA)");
-    return;
-  }
-  std::vector<double> all;
-  for (auto _ : state) {
-    minfer::grammar::TokenGrammarOptions options;
-    options.max_masks = 0;
-    auto grammar = std::make_shared<TokenGrammar>(
-        minfer::grammar::parse_gbnf(kToolCallGbnf).value(), v, options);
-    mask_times(grammar, kToolCall);
-    const std::vector<double> ms = mask_times(grammar, kToolCall);
-    all.insert(all.end(), ms.begin(), ms.end());
-  }
-  report(state, all);
-}
+constexpr auto kText = minfer::grammar::MarkupTokens::kText;
+constexpr auto kNoMarkup = minfer::grammar::MarkupTokens::kNever;
+const std::string kJsonGbnf =
+    minfer::grammar::json_object_gbnf(minfer::grammar::kGenerationJsonOptions);
 
-void BM_JsonObjectGrammarMask(benchmark::State& state) {
-  const auto v = vocab(minfer::grammar::MarkupTokens::kNever);
-  if (v == nullptr) {
-    state.SkipWithError("shared test data not found (set MINFER_TEST_DATA)");
-    return;
-  }
-  const std::string gbnf =
-      minfer::grammar::json_object_gbnf(minfer::grammar::kGenerationJsonOptions);
-  std::vector<double> all;
-  for (auto _ : state) {
-    auto grammar = TokenGrammar::compile(gbnf, v).value();
-    const std::vector<double> ms = mask_times(grammar, kJsonReply);
-    all.insert(all.end(), ms.begin(), ms.end());
-  }
-  report(state, all);
-}
-
-BENCHMARK_CAPTURE(BM_ToolCallMask, cold, false)->Unit(benchmark::kMillisecond)->Iterations(3);
-BENCHMARK_CAPTURE(BM_ToolCallMask, warm, true)->Unit(benchmark::kMillisecond)->Iterations(3);
-BENCHMARK(BM_ToolCallWalkOnly)->Unit(benchmark::kMillisecond)->Iterations(3);
-BENCHMARK(BM_JsonObjectGrammarMask)->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK_CAPTURE(BM_GrammarMask, tool_call_cold, kToolCallGbnf, kToolCall, kText, false, 32)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(3);
+BENCHMARK_CAPTURE(BM_GrammarMask, tool_call_warm, kToolCallGbnf, kToolCall, kText, true, 32)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(3);
+BENCHMARK_CAPTURE(BM_GrammarMask, tool_call_walk_only, kToolCallGbnf, kToolCall, kText, true, 0)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(3);
+BENCHMARK_CAPTURE(BM_GrammarMask, json_object_cold, kJsonGbnf, kJsonReply, kNoMarkup, false, 32)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(3);
 
 }  // namespace
 

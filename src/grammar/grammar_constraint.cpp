@@ -55,31 +55,13 @@ void TokenGrammar::locked_fill(int32_t state, std::span<uint8_t> allowed,
   if (automaton_.can_end(state)) {
     for (const int32_t id : vocab_->end_of_generation()) allowed[static_cast<size_t>(id)] = 1;
   }
-  // Walk the tokens in byte order. walk[k] is the state after the first k bytes of the previous
-  // token, valid for k ≤ n_valid; when that token was refused, its byte n_valid was the one.
-  const std::span<const int32_t> sorted = vocab_->sorted_text();
-  const std::span<const uint32_t> shared = vocab_->shared_prefix();
+  // walk[k]: the state after the first k bytes of the token being tried.
   walk[0] = state;
-  size_t n_valid = 0;
-  bool refused = false;
-  for (size_t i = 0; i < sorted.size(); ++i) {
-    const size_t common = shared[i];
-    // The refused byte is in the prefix this token shares: refused too.
-    if (refused && common > n_valid) continue;
-    const std::string_view piece = vocab_->sorted_piece(i);
-    size_t k = std::min(common, n_valid);
-    refused = false;
-    for (; k < piece.size(); ++k) {
-      const int32_t next = automaton_.step(walk[k], static_cast<uint8_t>(piece[k]));
-      if (next < 0) {
-        refused = true;
-        break;
-      }
-      walk[k + 1] = next;
-    }
-    n_valid = k;
-    if (!refused) allowed[static_cast<size_t>(sorted[i])] = 1;
-  }
+  walk_sorted_tokens(*vocab_, allowed, [&](size_t k, uint8_t byte) {
+    const int32_t next = automaton_.step(walk[k], byte);
+    walk[k + 1] = next;
+    return next >= 0;
+  });
   automaton_.store_mask(state, std::vector<uint8_t>(allowed.begin(), allowed.end()),
                         options_.max_masks);
 }

@@ -37,31 +37,12 @@ void JsonConstraint::fill_allowed(std::span<uint8_t> allowed) const {
     for (const int32_t id : vocab_->end_of_generation()) allowed[static_cast<size_t>(id)] = 1;
     return;
   }
-  // Walk the tokens in byte order. walk_[k] is the state after the first k bytes of the previous
-  // token, valid for k ≤ n_valid; when that token was refused, its byte n_valid was the one.
-  const std::span<const int32_t> sorted = vocab_->sorted_text();
-  const std::span<const uint32_t> shared = vocab_->shared_prefix();
+  // walk_[k]: the recognizer after the first k bytes of the token being tried.
   walk_[0] = state_;
-  size_t n_valid = 0;
-  bool refused = false;
-  for (size_t i = 0; i < sorted.size(); ++i) {
-    const int32_t id = sorted[i];
-    const size_t common = shared[i];
-    // The refused byte is in the prefix this token shares: refused too.
-    if (refused && common > n_valid) continue;
-    const std::string_view piece = vocab_->piece(id);
-    size_t k = std::min(common, n_valid);
-    refused = false;
-    for (; k < piece.size(); ++k) {
-      walk_[k + 1] = walk_[k];
-      if (!walk_[k + 1].advance(static_cast<uint8_t>(piece[k]))) {
-        refused = true;
-        break;
-      }
-    }
-    n_valid = k;
-    if (!refused) allowed[static_cast<size_t>(id)] = 1;
-  }
+  walk_sorted_tokens(*vocab_, allowed, [&](size_t k, uint8_t byte) {
+    walk_[k + 1] = walk_[k];
+    return walk_[k + 1].advance(byte);
+  });
 }
 
 Status JsonConstraint::accept(int32_t token) {

@@ -2,6 +2,7 @@
 // grammar/grammar_constraint.h), computed once per vocabulary.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -65,5 +66,35 @@ class VocabBytes {
   std::vector<int32_t> eog_;             // kEndOfGeneration ids
   size_t max_piece_bytes_ = 0;
 };
+
+// The walk down the trie that makes a mask: over sorted_text() in byte order, step(k, byte)
+// advances the caller's state after k bytes of the current token to the state after k + 1 (false:
+// the byte is refused). A token starts from the states of the prefix it shares with the one before
+// it, and every token below a refused prefix is refused without a step. Sets allowed[id] = 1 for
+// each token whose bytes are all accepted (the caller clears the mask first).
+template <typename Step>
+void walk_sorted_tokens(const VocabBytes& vocab, std::span<uint8_t> allowed, Step&& step) {
+  const std::span<const int32_t> sorted = vocab.sorted_text();
+  const std::span<const uint32_t> shared = vocab.shared_prefix();
+  // The previous token's states are valid for its first n_valid bytes; when it was refused, its
+  // byte n_valid was the one.
+  size_t n_valid = 0;
+  bool refused = false;
+  for (size_t i = 0; i < sorted.size(); ++i) {
+    const size_t common = shared[i];
+    if (refused && common > n_valid) continue;  // the refused byte is in the shared prefix
+    const std::string_view piece = vocab.sorted_piece(i);
+    size_t k = std::min(common, n_valid);
+    refused = false;
+    for (; k < piece.size(); ++k) {
+      if (!step(k, static_cast<uint8_t>(piece[k]))) {
+        refused = true;
+        break;
+      }
+    }
+    n_valid = k;
+    if (!refused) allowed[static_cast<size_t>(sorted[i])] = 1;
+  }
+}
 
 }  // namespace minfer::grammar

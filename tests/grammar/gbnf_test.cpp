@@ -5,35 +5,32 @@
 
 #include <gtest/gtest.h>
 
+#include <initializer_list>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "grammar/grammar_matcher.h"
 
 namespace minfer::grammar {
 namespace {
 
-// Whether `text` is a whole sentence of the grammar.
-bool matches(const std::string& gbnf, std::string_view text) {
+// Whether every byte of `text` is accepted (it can still become a sentence) and, when `whole`,
+// whether it is a sentence of the grammar.
+bool accepts(const std::string& gbnf, std::string_view text, bool whole) {
   auto g = parse_gbnf(gbnf);
   EXPECT_TRUE(g.is_ok()) << g.status().message();
   if (!g.is_ok()) return false;
   GrammarMatcher m(g.value(), MatcherLimits{});
   MatchState s;
-  if (m.initial(s) != StepResult::kOk) return false;
   MatchState out;
-  if (m.advance(s, text, out) != StepResult::kOk) return false;
-  return GrammarMatcher::can_end(out);
+  if (m.initial(s) != StepResult::kOk || m.advance(s, text, out) != StepResult::kOk) return false;
+  return !whole || GrammarMatcher::can_end(out);
 }
 
-// Whether `text` can still be continued into a sentence (every byte accepted).
-bool prefix_ok(const std::string& gbnf, std::string_view text) {
-  auto g = parse_gbnf(gbnf);
-  EXPECT_TRUE(g.is_ok()) << g.status().message();
-  GrammarMatcher m(g.value(), MatcherLimits{});
-  MatchState s;
-  EXPECT_EQ(m.initial(s), StepResult::kOk);
-  MatchState out;
-  return m.advance(s, text, out) == StepResult::kOk;
+bool matches(const std::string& gbnf, std::string_view text) {
+  return accepts(gbnf, text, true);
 }
 
 std::string error_of(const std::string& gbnf) {
@@ -42,37 +39,36 @@ std::string error_of(const std::string& gbnf) {
 }
 
 TEST(Gbnf, ParseErrorsNameLineAndColumn) {
-  EXPECT_EQ(error_of("root ::= \"a\"\nx ::= [a-z"),
-            "[grammar] gbnf:2:11: expected ']' to close the character class");
-  EXPECT_EQ(error_of("root ::= \"abc"), "[grammar] gbnf:1:14: expected '\"' to close the string");
-  EXPECT_EQ(error_of("root ::= (\"a\" | \"b\"\n"),
-            "[grammar] gbnf:2:1: expected ')' to close the group opened at 1:10");
-  EXPECT_EQ(error_of("root ::= \"a\" )"), "[grammar] gbnf:1:14: unexpected ')': no group is open");
-  EXPECT_EQ(error_of("root = \"a\""),
-            "[grammar] gbnf:1:6: expected '::=' after the rule name 'root'");
-  EXPECT_EQ(error_of("root ::= item\n"), "[grammar] gbnf:1:10: undefined rule 'item'");
-  EXPECT_EQ(error_of("item ::= \"a\"\n"), "[grammar] gbnf:2:1: expected a rule named 'root'");
-  EXPECT_EQ(error_of(""), "[grammar] gbnf:1:1: expected a rule named 'root'");
-  EXPECT_EQ(error_of("root ::= \"\\q\""), "[grammar] gbnf:1:11: unknown escape '\\q'");
-  EXPECT_EQ(error_of("root ::= \"\\x4\""),
-            "[grammar] gbnf:1:14: expected 2 hex digits in the escape");
-  EXPECT_EQ(error_of("root ::= [z-a]"),
-            "[grammar] gbnf:1:11: range U+007A-U+0061 ends before it starts");
-  EXPECT_EQ(error_of("root ::= * \"a\""), "[grammar] gbnf:1:10: expected an item before '*'");
-  EXPECT_EQ(error_of("root ::= \"a\"{2"),
-            "[grammar] gbnf:1:15: expected '}' to close the repetition opened at 1:13");
-  EXPECT_EQ(error_of("root ::= \"a\"{3,2}"), "[grammar] gbnf:1:13: repetition {3,2}: max < min");
-  EXPECT_EQ(error_of("root ::= \"a\"{x}"),
-            "[grammar] gbnf:1:14: expected a number in the repetition");
-  EXPECT_EQ(error_of("root ::= \"a\" @"),
-            "[grammar] gbnf:1:14: unexpected '@': expected a string, a character class, a rule "
-            "name, '(', '.', a repetition or '|'");
-  EXPECT_EQ(error_of("root ::= \"a\"\nroot ::= \"b\""),
-            "[grammar] gbnf:2:1: rule 'root' is defined twice (first at 1:1)");
-  EXPECT_EQ(error_of("::= \"a\""), "[grammar] gbnf:1:1: expected a rule name");
-  // Columns count characters: 'é' is one.
-  EXPECT_EQ(error_of("root ::= \"é\" [a"),
-            "[grammar] gbnf:1:16: expected ']' to close the character class");
+  // {grammar, error}
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"root ::= \"a\"\nx ::= [a-z",
+       "[grammar] gbnf:2:11: expected ']' to close the character class"},
+      {"root ::= \"abc", "[grammar] gbnf:1:14: expected '\"' to close the string"},
+      {"root ::= (\"a\" | \"b\"\n",
+       "[grammar] gbnf:2:1: expected ')' to close the group opened at 1:10"},
+      {"root ::= \"a\" )", "[grammar] gbnf:1:14: unexpected ')': no group is open"},
+      {"root = \"a\"", "[grammar] gbnf:1:6: expected '::=' after the rule name 'root'"},
+      {"root ::= item\n", "[grammar] gbnf:1:10: undefined rule 'item'"},
+      {"item ::= \"a\"\n", "[grammar] gbnf:2:1: expected a rule named 'root'"},
+      {"", "[grammar] gbnf:1:1: expected a rule named 'root'"},
+      {"root ::= \"\\q\"", "[grammar] gbnf:1:11: unknown escape '\\q'"},
+      {"root ::= \"\\x4\"", "[grammar] gbnf:1:14: expected 2 hex digits in the escape"},
+      {"root ::= [z-a]", "[grammar] gbnf:1:11: range U+007A-U+0061 ends before it starts"},
+      {"root ::= * \"a\"", "[grammar] gbnf:1:10: expected an item before '*'"},
+      {"root ::= \"a\"{2",
+       "[grammar] gbnf:1:15: expected '}' to close the repetition opened at 1:13"},
+      {"root ::= \"a\"{3,2}", "[grammar] gbnf:1:13: repetition {3,2}: max < min"},
+      {"root ::= \"a\"{x}", "[grammar] gbnf:1:14: expected a number in the repetition"},
+      {"root ::= \"a\" @",
+       "[grammar] gbnf:1:14: unexpected '@': expected a string, a character class, a rule "
+       "name, '(', '.', a repetition or '|'"},
+      {"root ::= \"a\"\nroot ::= \"b\"",
+       "[grammar] gbnf:2:1: rule 'root' is defined twice (first at 1:1)"},
+      {"::= \"a\"", "[grammar] gbnf:1:1: expected a rule name"},
+      // Columns count characters: 'é' is one.
+      {"root ::= \"é\" [a", "[grammar] gbnf:1:16: expected ']' to close the character class"},
+  };
+  for (const auto& [gbnf, error] : cases) EXPECT_EQ(error_of(gbnf), error) << gbnf;
 }
 
 TEST(Gbnf, LeftRecursionIsAnError) {
@@ -88,27 +84,36 @@ TEST(Gbnf, LeftRecursionIsAnError) {
   EXPECT_TRUE(matches("root ::= \"a\" root | \"b\"", "aaab"));
 }
 
+// Each of `yes` is accepted and none of `no` is: as whole sentences, or when !whole as prefixes
+// that can still become one.
+void expect_accepts(const std::string& gbnf, std::initializer_list<std::string_view> yes,
+                    std::initializer_list<std::string_view> no, bool whole) {
+  for (const std::string_view t : yes) EXPECT_TRUE(accepts(gbnf, t, whole)) << gbnf << ": " << t;
+  for (const std::string_view t : no) EXPECT_FALSE(accepts(gbnf, t, whole)) << gbnf << ": " << t;
+}
+
+void expect_sentences(const std::string& gbnf, std::initializer_list<std::string_view> yes,
+                      std::initializer_list<std::string_view> no) {
+  expect_accepts(gbnf, yes, no, true);
+}
+
+void expect_prefixes(const std::string& gbnf, std::initializer_list<std::string_view> live,
+                     std::initializer_list<std::string_view> dead) {
+  expect_accepts(gbnf, live, dead, false);
+}
+
 TEST(Gbnf, StringsAlternativesGroupsAndReferences) {
   const std::string g =
       "root ::= greeting \" \" (\"world\" | name)\ngreeting ::= \"hello\" | \"hi\"\n"
       "name ::= [A-Z] [a-z]*";
-  EXPECT_TRUE(matches(g, "hello world"));
-  EXPECT_TRUE(matches(g, "hi Bob"));
-  EXPECT_FALSE(matches(g, "hi bob"));
-  EXPECT_FALSE(matches(g, "hey world"));
-  EXPECT_FALSE(matches(g, "hello"));
-  EXPECT_TRUE(prefix_ok(g, "hello"));
-  EXPECT_FALSE(prefix_ok(g, "hello!"));
+  expect_sentences(g, {"hello world", "hi Bob"}, {"hi bob", "hey world", "hello"});
+  expect_prefixes(g, {"hello"}, {"hello!"});
 }
 
 TEST(Gbnf, RepetitionBounds) {
-  EXPECT_TRUE(matches("root ::= \"a\"*", ""));
-  EXPECT_TRUE(matches("root ::= \"a\"*", "aaaa"));
-  EXPECT_FALSE(matches("root ::= \"a\"+", ""));
-  EXPECT_TRUE(matches("root ::= \"a\"+", "a"));
-  EXPECT_TRUE(matches("root ::= \"a\"? \"b\"", "b"));
-  EXPECT_TRUE(matches("root ::= \"a\"? \"b\"", "ab"));
-  EXPECT_FALSE(matches("root ::= \"a\"? \"b\"", "aab"));
+  expect_sentences("root ::= \"a\"*", {"", "aaaa"}, {"b"});
+  expect_sentences("root ::= \"a\"+", {"a", "aa"}, {""});
+  expect_sentences("root ::= \"a\"? \"b\"", {"b", "ab"}, {"aab"});
   for (int n = 0; n <= 6; ++n) {
     const std::string text(static_cast<size_t>(n), 'x');
     EXPECT_EQ(matches("root ::= \"x\"{3}", text), n == 3) << n;
@@ -117,47 +122,36 @@ TEST(Gbnf, RepetitionBounds) {
     EXPECT_EQ(matches("root ::= \"x\"{0,1}", text), n <= 1) << n;
     EXPECT_EQ(matches("root ::= (\"x\" \"x\"){1,2}", text), n == 2 || n == 4) << n;
   }
-  EXPECT_FALSE(prefix_ok("root ::= [0-9]{1,3}", "1234"));
-  EXPECT_TRUE(matches("root ::= \"ab\"{ 2 , 3 }", "ababab"));
+  expect_prefixes("root ::= [0-9]{1,3}", {"123"}, {"1234"});
+  expect_sentences("root ::= \"ab\"{ 2 , 3 }", {"abab", "ababab"}, {"ab"});
 }
 
 TEST(Gbnf, CharacterClassesAndDot) {
-  EXPECT_TRUE(matches("root ::= [a-z0-9_]+", "abc_09"));
-  EXPECT_FALSE(matches("root ::= [a-z0-9_]+", "abC"));
-  EXPECT_TRUE(matches("root ::= [^\"\\\\]*", "no quotes é 漢"));
-  EXPECT_FALSE(matches("root ::= [^\"\\\\]*", "a\"b"));
-  EXPECT_FALSE(matches("root ::= [^\"\\\\]*", "a\\b"));
-  EXPECT_TRUE(matches("root ::= [^a-c]", "d"));
-  EXPECT_FALSE(matches("root ::= [^a-c]", "b"));
+  expect_sentences("root ::= [a-z0-9_]+", {"abc_09"}, {"abC"});
+  expect_sentences("root ::= [^\"\\\\]*", {"no quotes é 漢"}, {"a\"b", "a\\b"});
+  expect_sentences("root ::= [^a-c]", {"d"}, {"b"});
   // '.' is one code point, whatever its UTF-8 length.
-  for (const char* one : {"a", "é", "漢", "😀"}) {
-    EXPECT_TRUE(matches("root ::= .", one)) << one;
-    EXPECT_FALSE(matches("root ::= . .", one)) << one;
-  }
-  EXPECT_TRUE(matches("root ::= . \"!\"", "😀!"));
-  // Ranges of non-ASCII code points.
-  EXPECT_TRUE(matches("root ::= [α-ω]+", "λόγος") == false);  // ό is outside α-ω
-  EXPECT_TRUE(matches("root ::= [α-ω]+", "λαμβδα"));
-  EXPECT_TRUE(matches("root ::= [\\u4e00-\\u9fff]+", "漢字"));
-  EXPECT_TRUE(matches("root ::= [\\]\\[-]+", "]-["));
-  // Invalid UTF-8 never matches '.'.
-  EXPECT_FALSE(prefix_ok("root ::= .*", "\xC0\x80"));
-  EXPECT_FALSE(prefix_ok("root ::= .*", "\xED\xA0\x80"));  // a surrogate
+  expect_sentences("root ::= .", {"a", "é", "漢", "😀"}, {"ab", "éé"});
+  expect_sentences("root ::= . .", {"a漢", "😀é"}, {"a", "é", "漢", "😀"});
+  expect_sentences("root ::= . \"!\"", {"😀!"}, {"😀"});
+  // Ranges of non-ASCII code points (ό is outside α-ω).
+  expect_sentences("root ::= [α-ω]+", {"λαμβδα"}, {"λόγος"});
+  expect_sentences("root ::= [\\u4e00-\\u9fff]+", {"漢字"}, {"漢a"});
+  expect_sentences("root ::= [\\]\\[-]+", {"]-["}, {"a"});
+  // Invalid UTF-8 never matches '.': an overlong form, a surrogate.
+  expect_prefixes("root ::= .*", {"\xF0\x9F"}, {"\xC0\x80", "\xED\xA0\x80"});
   // A lead byte alone is judged by the code points it can still become.
-  EXPECT_FALSE(prefix_ok("root ::= [ -~]", "\xF0"));
-  EXPECT_FALSE(prefix_ok("root ::= [a-z]", "\xC3"));
-  EXPECT_FALSE(prefix_ok("root ::= [\\u0080-\\u07FF]", "\xE0"));
-  EXPECT_TRUE(prefix_ok("root ::= [\\u0080-\\u07FF]", "\xDF"));
-  EXPECT_FALSE(prefix_ok("root ::= [\\u0800-\\u0FFF]", "\xE1"));
-  EXPECT_TRUE(prefix_ok("root ::= [\\u0800-\\u0FFF]", "\xE0\xBF"));
-  EXPECT_FALSE(prefix_ok("root ::= [\\u0800-\\u0FFF]", "\xE0\xBF\xC0"));
+  expect_prefixes("root ::= [ -~]", {" "}, {"\xF0"});
+  expect_prefixes("root ::= [a-z]", {"a"}, {"\xC3"});
+  expect_prefixes("root ::= [\\u0080-\\u07FF]", {"\xDF"}, {"\xE0"});
+  expect_prefixes("root ::= [\\u0800-\\u0FFF]", {"\xE0\xBF"}, {"\xE1", "\xE0\xBF\xC0"});
 }
 
 TEST(Gbnf, Escapes) {
-  EXPECT_TRUE(matches("root ::= \"\\n\\t\\r\\\\\\\"\"", "\n\t\r\\\""));
-  EXPECT_TRUE(matches("root ::= \"\\x41\\u00e9\\U0001F600\"", "Aé😀"));
-  EXPECT_TRUE(matches("root ::= [\\x30-\\x39]", "7"));
-  EXPECT_TRUE(matches("root ::= \"\\[\\]\"", "[]"));
+  expect_sentences("root ::= \"\\n\\t\\r\\\\\\\"\"", {"\n\t\r\\\""}, {"\\n"});
+  expect_sentences("root ::= \"\\x41\\u00e9\\U0001F600\"", {"Aé😀"}, {"A"});
+  expect_sentences("root ::= [\\x30-\\x39]", {"7"}, {"a"});
+  expect_sentences("root ::= \"\\[\\]\"", {"[]"}, {"\\[\\]"});
 }
 
 TEST(Gbnf, CommentsAndMultiLineRules) {
@@ -170,18 +164,13 @@ TEST(Gbnf, CommentsAndMultiLineRules) {
       "  \"c\"\n"
       "tail ::= \"!\"\n"
       "  | \"?\"   # a line that starts with '|' continues the rule\n";
-  EXPECT_TRUE(matches(g, "a!"));
-  EXPECT_TRUE(matches(g, "b?"));
-  EXPECT_TRUE(matches(g, "c"));
-  EXPECT_FALSE(matches(g, "c!"));
-  EXPECT_TRUE(matches("root ::=\n  \"x\"", "x"));
+  expect_sentences(g, {"a!", "b?", "c"}, {"c!", "a"});
+  expect_sentences("root ::=\n  \"x\"", {"x"}, {""});
 }
 
 TEST(Gbnf, EmptyAlternativesAndNullableRules) {
-  EXPECT_TRUE(matches("root ::= \"a\" | ", ""));
-  EXPECT_TRUE(matches("root ::= x x \"b\"\nx ::= \"a\"?", "ab"));
-  EXPECT_TRUE(matches("root ::= x x \"b\"\nx ::= \"a\"?", "b"));
-  EXPECT_FALSE(matches("root ::= x x \"b\"\nx ::= \"a\"?", "aaab"));
+  expect_sentences("root ::= \"a\" | ", {"", "a"}, {"aa"});
+  expect_sentences("root ::= x x \"b\"\nx ::= \"a\"?", {"ab", "b", "aab"}, {"aaab"});
 }
 
 TEST(Gbnf, BigRepetitionsAreBounded) {
