@@ -2,6 +2,11 @@
 // that lets through exactly the tokens whose bytes keep a JsonRecognizer valid, so the generated
 // text is one JSON object and nothing after it.
 //
+// Requests no longer use it: response_format json_object runs on the grammar engine
+// (grammar/json_grammar.h, grammar/request_grammars.h). It stays as the hand-written definition
+// that the JSON grammar is tested against byte for byte (tests/grammar/json_grammar_test.cpp), and
+// kGenerationJsonOptions below are the bounds that grammar is generated with.
+//
 //   auto vocab = grammar::VocabBytes::from_tokenizer(tokenizer);   // once per model
 //   grammar::JsonConstraint json(vocab, grammar::kGenerationJsonOptions);  // once per request
 //   int32_t t = sampler.sample(logits, json).value();  json.accept(t);
