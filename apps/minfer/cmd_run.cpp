@@ -93,6 +93,7 @@ void add_generation_flags(CLI::App* cmd, GenerationFlags& flags) {
   cmd->add_option("--system-prompt", flags.system, "system message (also -sys TEXT)");
   cmd->add_flag("--verbose", flags.verbose,
                 "print the model, kernels, threads and cache type first");
+  add_grammar_flags(cmd, flags.grammar);
   add_observe_flags(*cmd, model);
   // llama.cpp spells the system prompt flag "-sys", a multi-letter single-dash name that CLI11
   // cannot declare; it arrives as an extra argument (finish_generation_flags), and any other extra
@@ -121,7 +122,39 @@ Status finish_generation_flags(CLI::App* cmd, GenerationFlags& flags) {
     MINFER_ASSIGN_OR_RETURN(auto bias, parse_logit_bias(spec));
     flags.generate.logit_bias.push_back(bias);
   }
+  MINFER_ASSIGN_OR_RETURN(flags.generate.grammar, grammar_from_flags(flags.grammar, name));
   return Status::ok();
+}
+
+void add_grammar_flags(CLI::App* cmd, GrammarFlags& flags) {
+  cmd->add_option("--grammar", flags.text,
+                  "GBNF grammar the output must follow (llama.cpp's grammar language)");
+  cmd->add_option("--grammar-file", flags.file, "file holding a GBNF grammar");
+}
+
+Result<std::string> grammar_from_flags(const GrammarFlags& flags, const std::string& command) {
+  if (!flags.text.empty() && !flags.file.empty()) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "[{}] give --grammar or --grammar-file, not both", command);
+  }
+  std::string text = flags.text;
+  if (!flags.file.empty()) {
+    std::ifstream in(flags.file, std::ios::binary);
+    if (!in) {
+      return make_error(ErrorCode::kNotFound, "[{}] cannot read grammar file '{}'", command,
+                        flags.file);
+    }
+    std::stringstream buffer;
+    buffer << in.rdbuf();
+    text = buffer.str();
+  }
+  if (!text.empty()) {
+    if (Status s = check_grammar(text); !s.is_ok()) {
+      const std::string source = flags.file.empty() ? "--grammar" : flags.file;
+      return make_error(ErrorCode::kInvalidArgument, "[{}] {}: {}", command, source, s.message());
+    }
+  }
+  return text;
 }
 
 Result<std::unique_ptr<LanguageModel>> load_model(const GenerationFlags& flags) {

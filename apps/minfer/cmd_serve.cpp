@@ -22,6 +22,7 @@
 #include <fmt/format.h>
 
 #include "commands.h"
+#include "generation_flags.h"
 #include "minfer/minfer.h"
 #include "observe_options.h"
 #include "server/http_server.h"
@@ -38,6 +39,8 @@ struct ServeFlags {
   BatchOptions batch;
   bool no_prefix_cache = false;
   double drain_s = 3.0;
+  GrammarFlags grammar;
+  std::string default_grammar;  // for requests that ask for no grammar or JSON of their own
 };
 
 struct Loaded {
@@ -94,6 +97,7 @@ int run_serve(ServeFlags& f) {
       server::Backend b;
       b.model = loaded.model.get();
       b.generator = loaded.generator.get();
+      b.default_grammar = f.default_grammar;
       b.model_name =
           !f.alias.empty() ? f.alias : std::filesystem::path(f.model_path).filename().string();
       http.set_backend(b);
@@ -180,6 +184,7 @@ void register_serve_command(CLI::App& app, CommandRegistry& registry) {
                   "connections served at once (default 64)");
   cmd->add_option("--drain", f.drain_s,
                   "seconds running requests may finish after SIGTERM (default 3)");
+  add_grammar_flags(cmd, f.grammar);
   add_observe_flags(*cmd, f.load);
   // llama.cpp spells --parallel "-np", a multi-letter single-dash name CLI11 cannot declare: it
   // arrives as an extra argument, and any other extra is an error.
@@ -198,6 +203,12 @@ void register_serve_command(CLI::App& app, CommandRegistry& registry) {
                  extras[i]);
       return 1;
     }
+    Result<std::string> grammar = grammar_from_flags(flags->grammar, "serve");
+    if (!grammar.is_ok()) {
+      fmt::print(stderr, "minfer serve: {}\n", grammar.status().message());
+      return 1;
+    }
+    flags->default_grammar = std::move(grammar).value();
     flags->http.write_timeout_s = flags->http.read_timeout_s;
     return run_serve(*flags);
   });

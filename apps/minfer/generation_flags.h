@@ -12,6 +12,16 @@
 
 namespace minfer::app {
 
+// --grammar TEXT and --grammar-file PATH (run, chat and serve).
+struct GrammarFlags {
+  std::string text;
+  std::string file;
+};
+void add_grammar_flags(CLI::App* cmd, GrammarFlags& flags);
+// After parsing: the GBNF text of the flags ("" when none), read and checked. Error: both flags,
+// an unreadable file, or a grammar that does not parse (line and column).
+Result<std::string> grammar_from_flags(const GrammarFlags& flags, const std::string& command);
+
 // What `run` and `chat` both take.
 struct GenerationFlags {
   std::string model_path;
@@ -19,11 +29,12 @@ struct GenerationFlags {
   GenerateParams generate;
   std::string system;
   bool verbose = false;
+  GrammarFlags grammar;
 };
 
 void add_generation_flags(CLI::App* cmd, GenerationFlags& flags);
-// After parsing: -sys (an extra argument CLI11 cannot declare), --stop and --logit-bias; any
-// other extra argument is an error.
+// After parsing: -sys (an extra argument CLI11 cannot declare), --stop, --logit-bias and the
+// grammar; any other extra argument is an error.
 Status finish_generation_flags(CLI::App* cmd, GenerationFlags& flags);
 // Loads the model of the flags; with --verbose, describes it on stderr.
 Result<std::unique_ptr<LanguageModel>> load_model(const GenerationFlags& flags);

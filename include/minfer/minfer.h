@@ -95,7 +95,16 @@ struct GenerateParams : SamplerParams {
   // Only tokens that continue one JSON object are sampled, and the request ends as soon as it is
   // complete (OpenAI's response_format json_object).
   bool json_object = false;
+  // GBNF text (llama.cpp's grammar language): only tokens that keep the text a prefix of a
+  // sentence of the grammar are sampled, and the request ends when nothing but the end may follow.
+  // Not together with json_object. A grammar that does not parse is an error naming line and
+  // column.
+  std::string grammar;
 };
+
+// Ok when `gbnf` is a grammar GenerateParams::grammar can take; else the error, naming line and
+// column ("[grammar] gbnf:3:14: expected ']' to close the character class").
+Status check_grammar(std::string_view gbnf);
 
 struct GenerateReply {
   std::string text;             // everything passed to the callback

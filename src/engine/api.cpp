@@ -55,7 +55,9 @@ Result<std::unique_ptr<LanguageModel>> LanguageModel::load(const std::string& pa
   o.with_session = options.single_sequence;
   MINFER_ASSIGN_OR_RETURN(engine::LoadedModel loaded, engine::load_for_generation(o));
   Result<chat::ChatTemplate> tmpl = engine::load_chat_template(loaded.model->file());
-  auto impl = std::make_unique<Impl>(Impl{std::move(loaded), std::move(tmpl), path});
+  auto grammars = std::make_shared<grammar::RequestGrammars>(*loaded.tokenizer);
+  auto impl =
+      std::make_unique<Impl>(Impl{std::move(loaded), std::move(tmpl), path, std::move(grammars)});
   return std::unique_ptr<LanguageModel>(new LanguageModel(std::move(impl)));
 }
 
@@ -101,6 +103,10 @@ Result<std::string> LanguageModel::token_piece(int32_t id) const {
   return impl_->loaded.tokenizer->token_to_piece(id);
 }
 
+Status check_grammar(std::string_view gbnf) {
+  return grammar::parse_gbnf(gbnf).status();
+}
+
 Result<GenerateReply> LanguageModel::generate(std::span<const int32_t> prompt,
                                               const GenerateParams& params,
                                               const TextCallback& on_text) {
@@ -111,6 +117,9 @@ Result<GenerateReply> LanguageModel::generate(std::span<const int32_t> prompt,
   options.stops = params.stop;
   options.trace = impl_->loaded.session->runtime().trace();
   options.cancel = params.cancel;
+  MINFER_ASSIGN_OR_RETURN(std::shared_ptr<TokenConstraint> constraint,
+                          impl_->grammars->constraint(params.json_object, params.grammar));
+  options.constraint = constraint.get();
   MINFER_ASSIGN_OR_RETURN(
       engine::GenerateResult r,
       engine::generate(*impl_->loaded.session, *impl_->loaded.tokenizer, prompt, options, on_text));

@@ -4,7 +4,6 @@
 
 #include "engine/api_impl.h"
 #include "engine/scheduler.h"
-#include "grammar/json_constraint.h"
 
 namespace minfer {
 
@@ -31,15 +30,8 @@ BatchEvent batch_event(engine::RequestEvent&& e) {
 struct BatchGenerator::Impl {
   const Tokenizer* tokenizer = nullptr;
   std::unique_ptr<engine::Scheduler> scheduler;
-  // The vocabulary's bytes for JSON-constrained requests, built on the first one.
-  std::mutex json_vocab_mu;
-  std::shared_ptr<const grammar::VocabBytes> json_vocab;
-
-  std::shared_ptr<const grammar::VocabBytes> vocab_bytes() {
-    std::lock_guard<std::mutex> lock(json_vocab_mu);
-    if (json_vocab == nullptr) json_vocab = grammar::VocabBytes::from_tokenizer(*tokenizer);
-    return json_vocab;
-  }
+  // The model's compiled grammars (json_object, GBNF), shared with its other generators.
+  std::shared_ptr<grammar::RequestGrammars> grammars;
 };
 
 BatchGenerator::BatchGenerator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -67,6 +59,7 @@ Result<std::unique_ptr<BatchGenerator>> LanguageModel::batch_generator(
   o.prefix_cache = options.prefix_cache;
   auto impl = std::make_unique<BatchGenerator::Impl>();
   impl->tokenizer = loaded.tokenizer.get();
+  impl->grammars = impl_->grammars;
   MINFER_ASSIGN_OR_RETURN(impl->scheduler,
                           engine::Scheduler::create(*loaded.model, *loaded.tokenizer, o));
   return std::unique_ptr<BatchGenerator>(new BatchGenerator(std::move(impl)));
@@ -82,10 +75,9 @@ Result<std::shared_ptr<RequestHandle>> BatchGenerator::submit(
   request.stops = params.stop;
   request.top_logprobs = params.top_logprobs;
   request.render_special = params.render_special;
-  if (params.json_object) {
-    // Each request gets its own recognizer state over the shared token bytes.
-    request.constraint = std::make_shared<grammar::JsonConstraint>(impl_->vocab_bytes());
-  }
+  // Each request gets its own matcher state over the shared compiled grammar.
+  MINFER_ASSIGN_OR_RETURN(request.constraint,
+                          impl_->grammars->constraint(params.json_object, params.grammar));
   auto sink = [on_event = std::move(on_event)](engine::RequestEvent&& e) {
     if (on_event) on_event(batch_event(std::move(e)));
   };

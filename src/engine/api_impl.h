@@ -8,6 +8,7 @@
 #include "core/status.h"
 #include "engine/conversation.h"
 #include "engine/setup.h"
+#include "grammar/request_grammars.h"
 #include "minfer/minfer.h"
 
 namespace minfer {
@@ -18,6 +19,8 @@ struct LanguageModel::Impl {
   // so that a template minfer cannot run does not stop plain completion.
   Result<chat::ChatTemplate> chat_template;
   std::string path;
+  // The constraints of json_object and grammar requests (compiled grammars shared by requests).
+  std::shared_ptr<grammar::RequestGrammars> grammars;
 
   // Error for generate() / prefill() on a model loaded without its own sequence.
   Status need_session() const {

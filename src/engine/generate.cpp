@@ -45,7 +45,8 @@ Result<GenerateResult> generate(Session& session, const Tokenizer& tokenizer,
                          {.sampling = options.sampling,
                           .stops = options.stops,
                           .render_special = options.render_special,
-                          .max_tokens = options.n_predict},
+                          .max_tokens = options.n_predict,
+                          .constraint = options.constraint},
                          prompt);
   // The callback's false stops generation as a cancel does (checked before the next token).
   bool callback_stopped = false;

@@ -27,6 +27,9 @@ struct GenerateOptions {
   bool render_special = false;                // print the text of control tokens
   const std::atomic<bool>* cancel = nullptr;  // checked between tokens when set
   TraceWriter* trace = nullptr;  // when set, each sampled token ends its step's trace line
+  // When set (not owned), only tokens it allows are sampled and generation ends when it is
+  // complete.
+  TokenConstraint* constraint = nullptr;
 };
 
 struct GenerationMetrics {

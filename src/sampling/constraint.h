@@ -1,6 +1,6 @@
 // The hook through which a grammar restricts sampling: which tokens may come next, and the
 // state that advances as tokens are chosen. The sampler only asks; src/grammar/ implements it
-// (the JSON recognizer of response_format json_object).
+// (grammar/grammar_constraint.h: GBNF grammars, response_format json_object among them).
 #pragma once
 
 #include <cstdint>

@@ -46,6 +46,8 @@ struct Backend {
   const LanguageModel* model = nullptr;  // tokenizer, chat template
   BatchGenerator* generator = nullptr;   // runs the requests
   std::string model_name;
+  // GBNF for requests that name no grammar and no JSON response_format (serve --grammar).
+  std::string default_grammar;
 };
 
 class HttpServer : NonCopyable {

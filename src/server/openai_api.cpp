@@ -380,6 +380,36 @@ std::optional<ApiError> parse_response_format(const Json& body, bool& json_objec
   return std::nullopt;
 }
 
+// The type of response_format when it is an object with a string type, else "".
+std::string response_format_type(const Json& body) {
+  auto it = body.find("response_format");
+  if (it == body.end() || !it->is_object()) return "";
+  auto type = it->find("type");
+  return type != it->end() && type->is_string() ? type->get<std::string>() : "";
+}
+
+// grammar: GBNF text, as llama-server takes it; a grammar that does not parse is a 400 naming its
+// line and column. Not together with a JSON response_format (each is a grammar of its own).
+std::optional<ApiError> parse_grammar(const Json& body, GenerateParams& p) {
+  auto it = body.find("grammar");
+  if (it == body.end() || it->is_null()) return std::nullopt;
+  if (!it->is_string()) return wrong_type("grammar", "a string of GBNF", *it);
+  std::string text = it->get<std::string>();
+  if (text.empty()) return std::nullopt;
+  const std::string format = response_format_type(body);
+  if (format == "json_object" || format == "json_schema") {
+    return bad_request(fmt::format("[server] 'grammar' cannot be used together with "
+                                   "response_format '{}'",
+                                   format),
+                       "grammar", "invalid_value");
+  }
+  if (Status s = check_grammar(text); !s.is_ok()) {
+    return bad_request(s.message(), "grammar", "invalid_grammar");
+  }
+  p.grammar = std::move(text);
+  return std::nullopt;
+}
+
 // stream and stream_options.include_usage.
 std::optional<ApiError> parse_stream(const Json& body, ParsedRequest& out) {
   if (auto e = get_bool(body, "stream", out.stream)) return e;
@@ -412,6 +442,7 @@ std::optional<ApiError> parse_request(const Json& body, Endpoint endpoint, int32
     return e;
   }
   if (auto e = parse_logit_bias(body, n_vocab, out.params)) return e;
+  if (auto e = parse_grammar(body, out.params)) return e;
   if (auto e = parse_response_format(body, out.params.json_object)) return e;
   return parse_stream(body, out);
 }

@@ -39,6 +39,15 @@ std::optional<ApiError> prompt_tokens(const Backend& b, const Json& body,
 
 // The request body checked and turned into generation parameters, and its prompt. Errors: the
 // body's, the template's, a prompt with no tokens or no room in the context.
+// The request asks for JSON of its own (response_format other than text): serve's default
+// grammar does not apply.
+bool has_json_format(const Json& body) {
+  auto it = body.find("response_format");
+  if (it == body.end() || !it->is_object()) return false;
+  auto type = it->find("type");
+  return type != it->end() && type->is_string() && type->get<std::string>() != "text";
+}
+
 std::optional<ApiError> build_request(const httplib::Request& req, const Backend& b,
                                       Endpoint endpoint, ParsedRequest& out,
                                       std::vector<int32_t>& prompt) {
@@ -46,6 +55,9 @@ std::optional<ApiError> build_request(const httplib::Request& req, const Backend
   if (auto e = parse_body(req, body)) return e;
   const int32_t n_vocab = static_cast<int32_t>(b.model->n_vocab());
   if (auto e = parse_request(body, endpoint, n_vocab, out)) return e;
+  if (out.params.grammar.empty() && !b.default_grammar.empty() && !has_json_format(body)) {
+    out.params.grammar = b.default_grammar;
+  }
   if (auto e = prompt_tokens(b, body, out, prompt)) return e;
   const int64_t n_ctx = b.generator->n_ctx();
   if (prompt.empty()) return bad_request("[server] the prompt has no tokens", "prompt");

@@ -1,0 +1,77 @@
+#include "grammar/vocab_bytes.h"
+
+#include <algorithm>
+
+#include "core/check.h"
+
+namespace minfer::grammar {
+
+VocabBytes::VocabBytes(std::vector<std::string> pieces, std::vector<TokenRole> roles)
+    : roles_(std::move(roles)) {
+  MINFER_CHECK(pieces.size() == roles_.size(), "one role per piece");
+  offsets_.reserve(pieces.size() + 1);
+  offsets_.push_back(0);
+  for (size_t id = 0; id < pieces.size(); ++id) {
+    // A text token must add bytes: one that adds none would let generation go on for ever.
+    if (roles_[id] == TokenRole::kText && pieces[id].empty()) roles_[id] = TokenRole::kNever;
+    bytes_ += pieces[id];
+    offsets_.push_back(bytes_.size());
+    max_piece_bytes_ = std::max(max_piece_bytes_, pieces[id].size());
+    if (roles_[id] == TokenRole::kText) sorted_.push_back(static_cast<int32_t>(id));
+    if (roles_[id] == TokenRole::kEndOfGeneration) eog_.push_back(static_cast<int32_t>(id));
+  }
+  std::sort(sorted_.begin(), sorted_.end(), [&](int32_t a, int32_t b) {
+    return piece(a) < piece(b) || (piece(a) == piece(b) && a < b);
+  });
+  sorted_offsets_.reserve(sorted_.size() + 1);
+  sorted_offsets_.push_back(0);
+  for (const int32_t id : sorted_) {
+    sorted_bytes_ += piece(id);
+    sorted_offsets_.push_back(sorted_bytes_.size());
+  }
+  shared_prefix_.resize(sorted_.size(), 0);
+  for (size_t i = 1; i < sorted_.size(); ++i) {
+    const std::string_view a = piece(sorted_[i - 1]);
+    const std::string_view b = piece(sorted_[i]);
+    const size_t n = std::min(a.size(), b.size());
+    size_t k = 0;
+    while (k < n && a[k] == b[k]) ++k;
+    shared_prefix_[i] = static_cast<uint32_t>(k);
+  }
+}
+
+std::shared_ptr<const VocabBytes> VocabBytes::from_tokenizer(const Tokenizer& tokenizer,
+                                                             MarkupTokens markup) {
+  const int32_t n_vocab = tokenizer.n_vocab();
+  std::vector<std::string> pieces(static_cast<size_t>(n_vocab));                  // [n_vocab]
+  std::vector<TokenRole> roles(static_cast<size_t>(n_vocab), TokenRole::kNever);  // [n_vocab]
+  for (int32_t id = 0; id < n_vocab; ++id) {
+    const auto i = static_cast<size_t>(id);
+    if (tokenizer.is_eog(id)) {
+      roles[i] = TokenRole::kEndOfGeneration;
+      continue;
+    }
+    switch (tokenizer.token_type(id)) {
+      case TokenType::kNormal:
+      case TokenType::kByte:
+      case TokenType::kUndefined:
+        // The bytes the server's streaming decoder (render_special off) emits for the token.
+        pieces[i] = tokenizer.token_to_piece(id, false);
+        roles[i] = TokenRole::kText;
+        break;
+      case TokenType::kUserDefined:  // <think>, <tool_call>, …
+        if (markup == MarkupTokens::kText) {
+          pieces[i] = tokenizer.token_to_piece(id, false);
+          roles[i] = TokenRole::kText;
+        }
+        break;
+      case TokenType::kControl:
+      case TokenType::kUnknown:
+      case TokenType::kUnused:
+        break;
+    }
+  }
+  return std::make_shared<const VocabBytes>(std::move(pieces), std::move(roles));
+}
+
+}  // namespace minfer::grammar
