@@ -130,23 +130,52 @@ void add_grammar_flags(CLI::App* cmd, GrammarFlags& flags) {
   cmd->add_option("--grammar", flags.text,
                   "GBNF grammar the output must follow (llama.cpp's grammar language)");
   cmd->add_option("--grammar-file", flags.file, "file holding a GBNF grammar");
+  cmd->add_option("-j,--json-schema", flags.json_schema,
+                  "JSON Schema the output must follow (as response_format json_schema)");
+  cmd->add_option("--json-schema-file", flags.json_schema_file,
+                  "file holding a JSON Schema the output must follow");
 }
 
+namespace {
+
+Result<std::string> read_flag_file(const std::string& path, const std::string& command,
+                                   std::string_view what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return make_error(ErrorCode::kNotFound, "[{}] cannot read {} '{}'", command, what, path);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+}  // namespace
+
 Result<std::string> grammar_from_flags(const GrammarFlags& flags, const std::string& command) {
-  if (!flags.text.empty() && !flags.file.empty()) {
+  const int given = !flags.text.empty() + !flags.file.empty() + !flags.json_schema.empty() +
+                    !flags.json_schema_file.empty();
+  if (given > 1) {
     return make_error(ErrorCode::kInvalidArgument,
-                      "[{}] give --grammar or --grammar-file, not both", command);
+                      "[{}] give one of --grammar, --grammar-file, --json-schema and "
+                      "--json-schema-file",
+                      command);
+  }
+  std::string schema = flags.json_schema;
+  if (!flags.json_schema_file.empty()) {
+    MINFER_ASSIGN_OR_RETURN(schema,
+                            read_flag_file(flags.json_schema_file, command, "JSON Schema file"));
+  }
+  if (!schema.empty()) {
+    Result<std::string> gbnf = json_schema_grammar(schema);
+    if (!gbnf.is_ok()) {
+      const std::string source =
+          flags.json_schema_file.empty() ? "--json-schema" : flags.json_schema_file;
+      return make_error(ErrorCode::kInvalidArgument, "[{}] {}: {}", command, source,
+                        gbnf.status().message());
+    }
+    return gbnf;
   }
   std::string text = flags.text;
   if (!flags.file.empty()) {
-    std::ifstream in(flags.file, std::ios::binary);
-    if (!in) {
-      return make_error(ErrorCode::kNotFound, "[{}] cannot read grammar file '{}'", command,
-                        flags.file);
-    }
-    std::stringstream buffer;
-    buffer << in.rdbuf();
-    text = buffer.str();
+    MINFER_ASSIGN_OR_RETURN(text, read_flag_file(flags.file, command, "grammar file"));
   }
   if (!text.empty()) {
     if (Status s = check_grammar(text); !s.is_ok()) {

@@ -12,14 +12,18 @@
 
 namespace minfer::app {
 
-// --grammar TEXT and --grammar-file PATH (run, chat and serve).
+// --grammar TEXT, --grammar-file PATH, -j/--json-schema SCHEMA and --json-schema-file PATH
+// (run, chat and serve): at most one of them.
 struct GrammarFlags {
   std::string text;
   std::string file;
+  std::string json_schema;
+  std::string json_schema_file;
 };
 void add_grammar_flags(CLI::App* cmd, GrammarFlags& flags);
-// After parsing: the GBNF text of the flags ("" when none), read and checked. Error: both flags,
-// an unreadable file, or a grammar that does not parse (line and column).
+// After parsing: the GBNF text of the flags ("" when none), read and checked (a JSON Schema
+// becomes its grammar). Error: two of the flags, an unreadable file, a grammar that does not parse
+// (line and column), or a schema that is not JSON or uses a keyword minfer does not support.
 Result<std::string> grammar_from_flags(const GrammarFlags& flags, const std::string& command);
 
 // What `run` and `chat` both take.

@@ -105,6 +105,11 @@ struct GenerateParams : SamplerParams {
 // Ok when `gbnf` is a grammar GenerateParams::grammar can take; else the error, naming line and
 // column ("[grammar] gbnf:3:14: expected ']' to close the character class").
 Status check_grammar(std::string_view gbnf);
+// The GBNF grammar of the JSON documents a JSON Schema (text) describes, for
+// GenerateParams::grammar (response_format json_schema, --json-schema). What is supported:
+// grammar/json_schema.h. Error: text that is not JSON, or a keyword that is not supported, named
+// with where it stands.
+Result<std::string> json_schema_grammar(std::string_view schema);
 
 struct GenerateReply {
   std::string text;             // everything passed to the callback

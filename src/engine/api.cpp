@@ -7,6 +7,7 @@
 
 #include "engine/api_impl.h"
 #include "engine/generate.h"
+#include "grammar/json_schema.h"
 
 namespace minfer {
 
@@ -105,6 +106,14 @@ Result<std::string> LanguageModel::token_piece(int32_t id) const {
 
 Status check_grammar(std::string_view gbnf) {
   return grammar::parse_gbnf(gbnf).status();
+}
+
+Result<std::string> json_schema_grammar(std::string_view schema) {
+  nlohmann::ordered_json parsed = nlohmann::ordered_json::parse(schema, nullptr, false);
+  if (parsed.is_discarded()) {
+    return make_error(ErrorCode::kInvalidArgument, "[json_schema] the schema is not valid JSON");
+  }
+  return grammar::json_schema_to_gbnf(parsed);
 }
 
 Result<GenerateReply> LanguageModel::generate(std::span<const int32_t> prompt,

@@ -79,6 +79,22 @@ std::string repeat(const std::string& item, int64_t lo, std::optional<int64_t> h
   return fmt::format("( {} ){{{},{}}}", item, lo, *hi);
 }
 
+// True when `value` is of the schema's "type" (a string or an array of them), or there is none.
+bool of_type(const Json& value, const Json& schema) {
+  const Json type = schema.value("type", Json());
+  if (type.is_null()) return true;
+  auto is = [&](const Json& t) {
+    if (!t.is_string()) return false;
+    const std::string name = t.get<std::string>();
+    return (name == "string" && value.is_string()) || (name == "number" && value.is_number()) ||
+           (name == "integer" && value.is_number_integer()) ||
+           (name == "boolean" && value.is_boolean()) || (name == "null" && value.is_null()) ||
+           (name == "object" && value.is_object()) || (name == "array" && value.is_array());
+  };
+  if (!type.is_array()) return is(type);
+  return std::any_of(type.begin(), type.end(), is);
+}
+
 class Converter {
  public:
   explicit Converter(const Json& root) : root_(root) {}
@@ -121,6 +137,9 @@ class Converter {
     for (std::string_view alone : {"$ref", "anyOf", "oneOf", "allOf", "const", "enum"}) {
       if (!s.contains(alone)) continue;
       std::vector<std::string> others = constraints_besides(s, alone);
+      // A type beside const or enum only restates it (zod writes {"type": "string", "enum": …}).
+      const bool literal = alone == "const" || alone == "enum";
+      std::erase_if(others, [&](const std::string& k) { return literal && k == "type"; });
       if (alone == "allOf" || others.empty()) return combinator(s, alone, path, depth);
       return error(path, fmt::format("'{}' beside '{}' is not supported", others[0], alone));
     }
@@ -134,7 +153,10 @@ class Converter {
       if (!v.is_string()) return error(path, "'$ref' must be a string");
       return ref(v.get<std::string>(), path, depth);
     }
-    if (key == "const") return gbnf_literal(v.dump());
+    if (key == "const") {
+      if (!of_type(v, s)) return error(path, "'const' is not of the schema's 'type'");
+      return gbnf_literal(v.dump());
+    }
     if (!v.is_array() || v.empty()) {
       return error(path, fmt::format("'{}' must be a non-empty array", key));
     }
@@ -142,32 +164,37 @@ class Converter {
     std::vector<std::string> alts;
     for (size_t i = 0; i < v.size(); ++i) {
       if (key == "enum") {
-        alts.push_back(gbnf_literal(v[i].dump()));
+        if (of_type(v[i], s)) alts.push_back(gbnf_literal(v[i].dump()));
         continue;
       }
       Result<std::string> e = expr(v[i], fmt::format("{}/{}/{}", path, key, i), depth + 1);
       if (!e.is_ok()) return e;
       alts.push_back(std::move(*e));
     }
+    if (alts.empty()) return error(path, "no 'enum' value is of the schema's 'type'");
     std::string out = "( " + alts[0];
     for (size_t i = 1; i < alts.size(); ++i) out += " | " + alts[i];
     return out + " )";
   }
 
-  // The schema an allOf of object schemas amounts to: properties in order, required merged.
+  // The schema an allOf of object schemas amounts to: properties in order, required merged. A
+  // part's additionalProperties (other than true) covers only the properties it names itself, so
+  // one that would refuse another part's property is an error; no other property is generated.
   Result<std::string> all_of(const Json& s, const std::string& path, int depth) {
     Json merged = s;
     merged.erase("allOf");
-    const Json& parts = s.at("allOf");
-    for (size_t i = 0; i < parts.size(); ++i) {
+    std::vector<std::pair<std::string, const Json*>> parts = {{path, &s}};
+    const Json& list = s.at("allOf");
+    for (size_t i = 0; i < list.size(); ++i) {
       const std::string at = fmt::format("{}/allOf/{}", path, i);
-      Result<const Json*> part = resolve_refs(parts[i], at);
+      Result<const Json*> part = resolve_refs(list[i], at);
       if (!part.is_ok()) return part.status();
       const Json& p = **part;
       const bool object = p.is_object() && (p.value("type", Json("object")) == "object");
       if (!object || p.contains("anyOf") || p.contains("oneOf") || p.contains("allOf")) {
         return error(at, "allOf of anything but object schemas is not supported");
       }
+      parts.emplace_back(at, &p);
       for (const auto& [key, value] : p.items()) {
         if (key == "properties") {
           for (const auto& [name, prop] : value.items()) merged["properties"][name] = prop;
@@ -178,6 +205,20 @@ class Converter {
         }
       }
     }
+    const Json names = merged.value("properties", Json::object());
+    for (const auto& [at, part] : parts) {
+      const Json additional = part->value("additionalProperties", Json(true));
+      if (additional == Json(true)) continue;
+      const Json own = part->value("properties", Json::object());
+      for (const auto& [name, prop] : names.items()) {
+        if (!own.contains(name)) {
+          return error(at, fmt::format("its additionalProperties refuses property '{}' of "
+                                       "another allOf part",
+                                       name));
+        }
+      }
+    }
+    merged.erase("additionalProperties");
     merged["type"] = "object";
     return expr(merged, path, depth + 1);
   }

@@ -356,27 +356,44 @@ std::optional<ApiError> parse_logit_bias(const Json& body, int32_t n_vocab, Gene
   return std::nullopt;
 }
 
-// response_format: {"type": "text" | "json_object"}; json_schema is refused as not supported.
-std::optional<ApiError> parse_response_format(const Json& body, bool& json_object) {
+// response_format: {"type": "text"}, {"type": "json_object"} (with an optional "schema", as
+// llama-server takes it) or {"type": "json_schema", "json_schema": {"name", "schema", "strict"}}.
+// A schema becomes the request's grammar; a keyword minfer does not support is a 400 naming it.
+std::optional<ApiError> parse_response_format(const Json& body, GenerateParams& p) {
   auto it = body.find("response_format");
   if (it == body.end() || it->is_null()) return std::nullopt;
   if (!it->is_object() || !it->contains("type") || !(*it)["type"].is_string()) {
     return wrong_type("response_format", "an object with a string 'type'", *it);
   }
   const std::string type = (*it)["type"].get<std::string>();
-  if (type == "json_schema") {
-    return bad_request(
-        "[server] response_format 'json_schema' is not supported yet (use "
-        "'json_object' or 'text')",
-        "response_format", "unsupported");
-  }
-  if (type != "text" && type != "json_object") {
+  if (type != "text" && type != "json_object" && type != "json_schema") {
     return bad_request(fmt::format("[server] response_format type must be 'text', "
                                    "'json_object' or 'json_schema', got '{}'",
                                    type),
                        "response_format", "invalid_value");
   }
-  json_object = type == "json_object";
+  const Json* schema = nullptr;
+  if (type == "json_schema") {
+    auto spec = it->find("json_schema");
+    if (spec == it->end() || !spec->is_object() || !spec->contains("schema")) {
+      return bad_request(
+          "[server] response_format json_schema needs 'json_schema': {\"name\": "
+          "…, \"schema\": {…}}",
+          "response_format", "invalid_value");
+    }
+    schema = &(*spec)["schema"];
+  } else if (type == "json_object" && it->contains("schema")) {
+    schema = &(*it)["schema"];
+  }
+  if (schema == nullptr) {
+    p.json_object = type == "json_object";
+    return std::nullopt;
+  }
+  Result<std::string> gbnf = json_schema_grammar(schema->dump());
+  if (!gbnf.is_ok()) {
+    return bad_request(gbnf.status().message(), "response_format", "unsupported_schema");
+  }
+  p.grammar = std::move(gbnf).value();
   return std::nullopt;
 }
 
@@ -443,7 +460,7 @@ std::optional<ApiError> parse_request(const Json& body, Endpoint endpoint, int32
   }
   if (auto e = parse_logit_bias(body, n_vocab, out.params)) return e;
   if (auto e = parse_grammar(body, out.params)) return e;
-  if (auto e = parse_response_format(body, out.params.json_object)) return e;
+  if (auto e = parse_response_format(body, out.params)) return e;
   return parse_stream(body, out);
 }
 

@@ -7,6 +7,8 @@
 #include <regex>
 #include <string>
 
+#include "grammar/gbnf.h"
+#include "grammar/grammar_matcher.h"
 #include "grammar/json_schema_parts.h"
 
 namespace minfer::grammar {
@@ -105,6 +107,170 @@ TEST(JsonSchemaErrors, UnsupportedKeywordsAreNamedWithTheirPlace) {
   EXPECT_NE(message(R"({"type":"wat"})").find("unknown type 'wat'"), std::string::npos);
   EXPECT_NE(message(R"(false)").find("'false'"), std::string::npos);
   EXPECT_EQ(message(R"({"title":"t","description":"d","type":"string"})"), "ok");
+}
+
+// True when `doc` is a whole sentence of the grammar of `schema`.
+bool schema_accepts(const Json& schema, const std::string& doc) {
+  Result<std::string> gbnf = json_schema_to_gbnf(schema);
+  EXPECT_TRUE(gbnf.is_ok()) << gbnf.status().message();
+  if (!gbnf.is_ok()) return false;
+  Result<std::shared_ptr<const Grammar>> grammar = parse_gbnf(*gbnf);
+  EXPECT_TRUE(grammar.is_ok()) << grammar.status().message() << "\n" << *gbnf;
+  if (!grammar.is_ok()) return false;
+  const GrammarMatcher matcher(*grammar, MatcherLimits{});
+  MatchState start, end;
+  if (matcher.initial(start) != StepResult::kOk) return false;
+  return matcher.advance(start, doc, end) == StepResult::kOk && GrammarMatcher::can_end(end);
+}
+
+struct SchemaCase {
+  const char* schema;
+  std::vector<const char*> valid;
+  std::vector<const char*> invalid;
+};
+
+void check_cases(const std::vector<SchemaCase>& cases) {
+  for (const SchemaCase& c : cases) {
+    const Json schema = Json::parse(c.schema);
+    for (const char* doc : c.valid)
+      EXPECT_TRUE(schema_accepts(schema, doc)) << c.schema << " " << doc;
+    for (const char* doc : c.invalid) {
+      EXPECT_FALSE(schema_accepts(schema, doc)) << c.schema << " " << doc;
+    }
+  }
+}
+
+TEST(JsonSchemaGrammar, TypesAndTypeArrays) {
+  check_cases({
+      {R"({"type":"string"})", {R"("")", R"("a\"b\u00e9")", "\"\u00e9t\u00e9\""}, {"1", R"("a)"}},
+      {R"({"type":"integer"})", {"0", "-12", "1234567"}, {"1.5", "01", "\"1\"", "1e3"}},
+      {R"({"type":"number"})", {"0", "-1.25", "3e10", "2.5E-3"}, {".5", "1.", "+1"}},
+      {R"({"type":"boolean"})", {"true", "false"}, {"1", "null"}},
+      {R"({"type":"null"})", {"null"}, {"0", "\"\""}},
+      {R"({"type":["string","null"]})", {"null", R"("x")"}, {"1"}},
+      {R"({})", {"1", "[1,{\"a\":null}]", "\"s\""}, {"nul"}},
+  });
+}
+
+TEST(JsonSchemaGrammar, ObjectsKeepTheirOrderAndRequiredMembers) {
+  check_cases({
+      {R"({"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"string"},
+           "c":{"type":"boolean"}},"required":["b"]})",
+       {R"({"b":"x"})", R"({"a":1,"b":"x"})", R"({"a":1,"b":"x","c":true})",
+        R"({"b":"x","c":false})", "{\n  \"a\": 1,\n  \"b\": \"x\"\n}"},
+       {R"({})", R"({"a":1})", R"({"b":"x","a":1})", R"({"b":1})", R"({"b":"x","d":1})",
+        R"({"a":1,,"b":"x"})", "{\n\n\"b\":\"x\"}"}},
+      {R"({"type":"object","properties":{"a":{"type":"integer"}}})",
+       {R"({})", R"({"a":5})", R"({ })"},
+       {R"({"a":"5"})", R"({"b":5})"}},
+      {R"({"type":"object","properties":{"a":{"type":"integer"}},"additionalProperties":true})",
+       {R"({})", R"({"a":5,"zz":[1]})", R"({"x":null})", R"({"ab":1})", R"({"":1})"},
+       {R"({"a":5,"a":6})", R"({"x":1,"a":5})"}},
+      {R"({"type":"object","additionalProperties":{"type":"integer"}})",
+       {R"({})", R"({"x":1,"y":2})"},
+       {R"({"x":"1"})"}},
+      {R"({"type":"object","properties":{"n":{"type":"string"}},"required":["n","m"]})",
+       {R"({"n":"a","m":[true]})"},
+       {R"({"n":"a"})"}},
+  });
+}
+
+TEST(JsonSchemaGrammar, EnumConstAndAlternatives) {
+  check_cases({
+      {R"({"enum":["red","green",3,null]})", {R"("red")", "3", "null"}, {R"("blue")", "4"}},
+      {R"({"const":{"k":[1,2]}})", {R"({"k":[1,2]})"}, {R"({"k":[1]})"}},
+      {R"({"type":"string","enum":["a",1,"b"]})", {R"("a")", R"("b")"}, {"1"}},
+      {R"({"anyOf":[{"type":"integer"},{"type":"string","maxLength":2}]})",
+       {"12", R"("ab")"},
+       {R"("abc")", "true"}},
+      {R"({"oneOf":[{"const":1},{"const":2}]})", {"1", "2"}, {"3"}},
+      {R"({"allOf":[{"$ref":"#/$defs/base"},{"properties":{"b":{"type":"integer"}},
+           "required":["b"]}],"$defs":{"base":{"type":"object","properties":{"a":{"type":"string"}},
+           "required":["a"]}}})",
+       {R"({"a":"x","b":1})"},
+       {R"({"a":"x"})", R"({"b":1})"}},
+  });
+}
+
+TEST(JsonSchemaErrors, AllOfWhoseAdditionalPropertiesRefuseAnotherPartIsAnError) {
+  Result<std::string> r = json_schema_to_gbnf(Json::parse(R"({"additionalProperties":false,
+      "allOf":[{"type":"object","properties":{"a":{"type":"string"}}}]})"));
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("refuses property 'a'"), std::string::npos)
+      << r.status().message();
+}
+
+TEST(JsonSchemaGrammar, RecursiveReferences) {
+  check_cases({
+      {R"({"$ref":"#/$defs/node","$defs":{"node":{"type":"object","properties":{
+           "v":{"type":"integer"},"kids":{"type":"array","items":{"$ref":"#/$defs/node"}}},
+           "required":["v"]}}})",
+       {R"({"v":1})", R"({"v":1,"kids":[{"v":2,"kids":[]},{"v":3,"kids":[{"v":4}]}]})"},
+       {R"({"v":1,"kids":[{"w":2}]})"}},
+      {R"({"type":"object","properties":{"next":{"anyOf":[{"$ref":"#"},{"type":"null"}]}},
+           "required":["next"]})",
+       {R"({"next":null})", R"({"next":{"next":{"next":null}}})"},
+       {R"({"next":{}})"}},
+      {R"({"definitions":{"s":{"type":"string"}},"type":"array","items":{"$ref":"#/definitions/s"}})",
+       {R"(["a","b"])"},
+       {"[1]"}},
+  });
+}
+
+TEST(JsonSchemaGrammar, ArraysWithTuplesAndBounds) {
+  check_cases({
+      {R"({"type":"array","items":{"type":"integer"},"minItems":1,"maxItems":3})",
+       {"[1]", "[1,2,3]", "[ 1 , 2 ]"},
+       {"[]", "[1,2,3,4]", "[\"a\"]"}},
+      {R"({"type":"array","prefixItems":[{"type":"string"},{"type":"boolean"}]})",
+       {"[]", R"(["a"])", R"(["a",true])"},
+       {R"([true])", R"(["a",true,1])"}},
+      {R"({"type":"array","prefixItems":[{"type":"string"}],"items":{"type":"integer"},
+           "minItems":2})",
+       {R"(["a",1])", R"(["a",1,2,3])"},
+       {R"(["a"])", R"(["a","b"])"}},
+      {R"({"type":"array","items":false,"prefixItems":[{"const":1}]})", {"[]", "[1]"}, {"[1,1]"}},
+      {R"({"type":"array","maxItems":0})", {"[]"}, {"[1]"}},
+  });
+}
+
+TEST(JsonSchemaGrammar, StringsByLengthPatternAndFormat) {
+  check_cases({
+      {R"({"type":"string","minLength":2,"maxLength":3})",
+       {R"("ab")", R"("abc")", "\"\u00e9\u00e9\"", R"("a\n")"},
+       {R"("a")", R"("abcd")"}},
+      {R"({"type":"string","pattern":"^[A-Z]{2}-\\d+$"})",
+       {R"("AB-1")", R"("XY-2024")"},
+       {R"("AB-")", R"("ab-1")", R"("xAB-1")", R"("AB-1x")"}},
+      {R"({"type":"string","pattern":"b+c"})", {R"("bc")", R"("abbbcd")"}, {R"("ac")"}},
+      {R"({"type":"string","pattern":"^(?:yes|no)$"})", {R"("yes")", R"("no")"}, {R"("yesno")"}},
+      {R"({"type":"string","pattern":"^[^a-c\"]*$"})",
+       {R"("xyz")", R"("x\\y")"},
+       {R"("xaz")", R"("x\"")"}},
+      {R"({"type":"string","pattern":"^a\\.b\\\\c\"$"})", {R"("a.b\\c\"")"}, {R"("axb\\c\"")"}},
+      {R"({"type":"string","format":"date"})",
+       {R"("2026-12-01")"},
+       {R"("2026-13-01")", R"("26-12-01")"}},
+      {R"({"type":"string","format":"time"})",
+       {R"("23:59:59Z")", R"("08:30:00.123+02:00")"},
+       {R"("24:00:00Z")", R"("08:30")"}},
+      {R"({"type":"string","format":"date-time"})",
+       {R"("2026-12-01T20:27:13Z")"},
+       {R"("2026-12-01 20:27:13Z")"}},
+      {R"({"type":"string","format":"uuid"})",
+       {R"("123e4567-e89b-12d3-a456-426614174000")"},
+       {R"("123e4567e89b12d3a456426614174000")"}},
+  });
+}
+
+TEST(JsonSchemaGrammar, IntegerBounds) {
+  check_cases({
+      {R"({"type":"integer","minimum":-5,"maximum":120})",
+       {"-5", "0", "7", "99", "120"},
+       {"-6", "121", "1000", "-0"}},
+      {R"({"type":"integer","exclusiveMinimum":0,"exclusiveMaximum":10})", {"1", "9"}, {"0", "10"}},
+      {R"({"type":"integer","minimum":1.5})", {"2", "300"}, {"1", "0"}},
+  });
 }
 
 TEST(JsonSchemaErrors, ARefCycleWithoutAnObjectIsAnErrorNotAHang) {
