@@ -12,10 +12,12 @@ namespace minfer {
 
 namespace {
 
-GenerateReply generate_reply(engine::GenerateResult r) {
+GenerateReply reply_of(engine::GenerateResult r) {
   const engine::GenerationMetrics& m = r.metrics;
   GenerateReply reply;
   reply.text = std::move(r.text);
+  reply.reasoning = std::move(r.reasoning);
+  reply.tool_calls = std::move(r.tool_calls);
   reply.tokens = std::move(r.tokens);
   reply.finish_reason = engine::finish_reason_name(r.finish);
   reply.finish_text = engine::finish_reason_text(r.finish);
@@ -55,7 +57,10 @@ Result<std::unique_ptr<LanguageModel>> LanguageModel::load(const std::string& pa
   o.with_session = options.single_sequence;
   MINFER_ASSIGN_OR_RETURN(engine::LoadedModel loaded, engine::load_for_generation(o));
   Result<chat::ChatTemplate> tmpl = engine::load_chat_template(loaded.model->file());
-  auto impl = std::make_unique<Impl>(Impl{std::move(loaded), std::move(tmpl), path});
+  auto impl = std::make_unique<Impl>(Impl{std::move(loaded), std::move(tmpl), path, {}});
+  if (impl->chat_template.is_ok()) {
+    impl->reply_format = chat::detect_reply_format(impl->chat_template->source());
+  }
   return std::unique_ptr<LanguageModel>(new LanguageModel(std::move(impl)));
 }
 
@@ -104,6 +109,18 @@ Result<std::string> LanguageModel::token_piece(int32_t id) const {
 Result<GenerateReply> LanguageModel::generate(std::span<const int32_t> prompt,
                                               const GenerateParams& params,
                                               const TextCallback& on_text) {
+  ReplyCallback on_reply;
+  if (on_text) {
+    on_reply = [&on_text](const ReplyDelta& delta) {
+      return delta.content.empty() || on_text(delta.content);
+    };
+  }
+  return generate_reply(prompt, params, on_reply);
+}
+
+Result<GenerateReply> LanguageModel::generate_reply(std::span<const int32_t> prompt,
+                                                    const GenerateParams& params,
+                                                    const ReplyCallback& on_reply) {
   MINFER_RETURN_IF_ERROR(impl_->need_session());
   engine::GenerateOptions options;
   options.sampling = params;  // the sampler's part of the request
@@ -111,10 +128,13 @@ Result<GenerateReply> LanguageModel::generate(std::span<const int32_t> prompt,
   options.stops = params.stop;
   options.trace = impl_->loaded.session->runtime().trace();
   options.cancel = params.cancel;
-  MINFER_ASSIGN_OR_RETURN(
-      engine::GenerateResult r,
-      engine::generate(*impl_->loaded.session, *impl_->loaded.tokenizer, prompt, options, on_text));
-  return generate_reply(std::move(r));
+  const engine::ReplyRequest reply = reply_request(params, impl_->reply_format);
+  options.reply = reply.parser_options();
+  options.reasoning_budget = reply.reasoning_budget;
+  MINFER_ASSIGN_OR_RETURN(engine::GenerateResult r,
+                          engine::generate_reply(*impl_->loaded.session, *impl_->loaded.tokenizer,
+                                                 prompt, options, on_reply));
+  return reply_of(std::move(r));
 }
 
 Result<PrefillReply> LanguageModel::prefill(std::span<const int32_t> tokens) {
@@ -123,6 +143,14 @@ Result<PrefillReply> LanguageModel::prefill(std::span<const int32_t> tokens) {
   MINFER_RETURN_IF_ERROR(session.set_prompt(tokens).status());
   return PrefillReply{.n_reused = session.last_prefill().n_reused,
                       .n_prefilled = session.last_prefill().n_prefilled};
+}
+
+std::string LanguageModel::tool_call_format() const {
+  return chat::tool_call_format_name(impl_->reply_format.tool_calls);
+}
+
+bool LanguageModel::has_reasoning_format() const {
+  return impl_->reply_format.reasoning;
 }
 
 void LanguageModel::clear() {

@@ -14,6 +14,8 @@ namespace {
 BatchEvent batch_event(engine::RequestEvent&& e) {
   BatchEvent event;
   event.text = std::move(e.text);
+  event.reasoning = std::move(e.reasoning);
+  event.tool_calls = std::move(e.tool_calls);
   event.tokens = std::move(e.tokens);
   event.done = e.done;
   if (e.done) {
@@ -31,6 +33,7 @@ BatchEvent batch_event(engine::RequestEvent&& e) {
 struct BatchGenerator::Impl {
   const Tokenizer* tokenizer = nullptr;
   std::unique_ptr<engine::Scheduler> scheduler;
+  chat::ReplyFormat reply_format;  // the model's, from its chat template
   // The vocabulary's bytes for JSON-constrained requests, built on the first one.
   std::mutex json_vocab_mu;
   std::shared_ptr<const grammar::VocabBytes> json_vocab;
@@ -67,6 +70,7 @@ Result<std::unique_ptr<BatchGenerator>> LanguageModel::batch_generator(
   o.prefix_cache = options.prefix_cache;
   auto impl = std::make_unique<BatchGenerator::Impl>();
   impl->tokenizer = loaded.tokenizer.get();
+  impl->reply_format = impl_->reply_format;
   MINFER_ASSIGN_OR_RETURN(impl->scheduler,
                           engine::Scheduler::create(*loaded.model, *loaded.tokenizer, o));
   return std::unique_ptr<BatchGenerator>(new BatchGenerator(std::move(impl)));
@@ -82,6 +86,10 @@ Result<std::shared_ptr<RequestHandle>> BatchGenerator::submit(
   request.stops = params.stop;
   request.top_logprobs = params.top_logprobs;
   request.render_special = params.render_special;
+  request.reply = reply_request(params, impl_->reply_format);
+  // Hook for the tool-call grammar: with request.reply.parse_tool_calls, a constraint built from
+  // request.reply (tools, tool_choice, parallel_tool_calls, format.tool_calls and its trigger
+  // chat::tool_call_trigger) goes into request.constraint here.
   if (params.json_object) {
     // Each request gets its own recognizer state over the shared token bytes.
     request.constraint = std::make_shared<grammar::JsonConstraint>(impl_->vocab_bytes());

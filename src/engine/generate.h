@@ -26,7 +26,9 @@ struct GenerateOptions {
   std::vector<std::string> stops;             // empty strings are ignored
   bool render_special = false;                // print the text of control tokens
   const std::atomic<bool>* cancel = nullptr;  // checked between tokens when set
-  TraceWriter* trace = nullptr;  // when set, each sampled token ends its step's trace line
+  TraceWriter* trace = nullptr;   // when set, each sampled token ends its step's trace line
+  ReplyParserOptions reply;       // how the reply is split (default: all content)
+  int32_t reasoning_budget = -1;  // < 0: unlimited (TokenPipelineOptions::reasoning_budget)
 };
 
 struct GenerationMetrics {
@@ -47,8 +49,10 @@ struct GenerationMetrics {
 
 struct GenerateResult {
   FinishReason finish = FinishReason::kLength;
-  std::string stop;             // the stop string that matched (kStop)
-  std::string text;             // everything emitted through the callback
+  std::string stop;       // the stop string that matched (kStop)
+  std::string text;       // the content emitted through the callback
+  std::string reasoning;  // the reasoning emitted
+  std::vector<ToolCall> tool_calls;
   std::vector<int32_t> tokens;  // every token sampled, a final eog included
   GenerationMetrics metrics;
 };
@@ -56,6 +60,8 @@ struct GenerateResult {
 // Called with each piece of text as it becomes safe to print (never part of a UTF-8 character,
 // never part of a stop string); returns false to stop generating (finish kCancelled).
 using TextCallback = std::function<bool(std::string_view)>;
+// The same with the text split into reasoning, content and tool calls (GenerateOptions::reply).
+using ReplyCallback = std::function<bool(const ReplyDelta&)>;
 
 // Generates after `prompt` (the whole prompt: what the session already holds of it is reused).
 // The sampler is seeded from options.sampling and has every prompt token accepted into its
@@ -64,6 +70,10 @@ using TextCallback = std::function<bool(std::string_view)>;
 Result<GenerateResult> generate(Session& session, const Tokenizer& tokenizer,
                                 std::span<const int32_t> prompt, const GenerateOptions& options,
                                 const TextCallback& on_text);
+Result<GenerateResult> generate_reply(Session& session, const Tokenizer& tokenizer,
+                                      std::span<const int32_t> prompt,
+                                      const GenerateOptions& options,
+                                      const ReplyCallback& on_reply);
 
 // The metrics as lines for people, each ending in '\n'.
 std::string format_metrics(const GenerationMetrics& m);

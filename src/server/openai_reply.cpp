@@ -13,6 +13,8 @@ const char* openai_finish_reason(FinishReason reason) {
     case FinishReason::kLength:
     case FinishReason::kContext:
       return "length";
+    case FinishReason::kToolCalls:
+      return "tool_calls";
   }
   return "stop";
 }
