@@ -76,6 +76,10 @@ struct ToolCall {
   std::string arguments;  // JSON text, as the model wrote it
 };
 
+// Puts streamed call pieces together: each piece goes to the call of its index (its id and name
+// set, its arguments appended).
+void append_tool_calls(std::vector<ToolCall>& calls, const std::vector<ToolCallDelta>& deltas);
+
 // What became safe to emit of a reply, split as the model's formats say (GenerateParams'
 // parse_tool_calls, extract_reasoning): reasoning comes before content, tool calls after it.
 struct ReplyDelta {

@@ -6,6 +6,22 @@
 
 #include <nlohmann/json.hpp>
 
+namespace minfer {
+
+void append_tool_calls(std::vector<ToolCall>& calls, const std::vector<ToolCallDelta>& deltas) {
+  for (const ToolCallDelta& d : deltas) {
+    if (d.index < 0) continue;
+    if (static_cast<size_t>(d.index) >= calls.size())
+      calls.resize(static_cast<size_t>(d.index) + 1);
+    ToolCall& call = calls[static_cast<size_t>(d.index)];
+    if (!d.id.empty()) call.id = d.id;
+    if (!d.name.empty()) call.name = d.name;
+    call.arguments += d.arguments;
+  }
+}
+
+}  // namespace minfer
+
 namespace minfer::engine {
 
 namespace {
@@ -131,18 +147,6 @@ void append_delta(ReplyDelta& into, ReplyDelta&& more) {
     } else {
       into.tool_calls.push_back(std::move(d));
     }
-  }
-}
-
-void append_tool_calls(std::vector<ToolCall>& calls, const std::vector<ToolCallDelta>& deltas) {
-  for (const ToolCallDelta& d : deltas) {
-    if (d.index < 0) continue;
-    if (static_cast<size_t>(d.index) >= calls.size())
-      calls.resize(static_cast<size_t>(d.index) + 1);
-    ToolCall& call = calls[static_cast<size_t>(d.index)];
-    if (!d.id.empty()) call.id = d.id;
-    if (!d.name.empty()) call.name = d.name;
-    call.arguments += d.arguments;
   }
 }
 

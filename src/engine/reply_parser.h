@@ -26,6 +26,7 @@
 
 namespace minfer::engine {
 
+using minfer::append_tool_calls;
 using minfer::ReplyDelta;
 using minfer::ToolCall;
 using minfer::ToolCallDelta;
@@ -40,9 +41,6 @@ struct ReplyParserOptions {
 // Appends `more` to `into` (an arguments fragment merges with the fragment before it when that
 // is the same call's; a call's first piece stays on its own).
 void append_delta(ReplyDelta& into, ReplyDelta&& more);
-
-// Puts streamed call pieces together into whole calls.
-void append_tool_calls(std::vector<ToolCall>& calls, const std::vector<ToolCallDelta>& deltas);
 
 class ReplyParser {
  public:
