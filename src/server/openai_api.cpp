@@ -114,6 +114,37 @@ std::optional<ApiError> normalise_content(const Json& content, size_t index, Jso
   return std::nullopt;
 }
 
+// An assistant message's tool_calls as the template wants them: each call's arguments, which
+// clients send as JSON text, parsed into an object (Qwen's and Llama's templates print them with
+// tojson, as llama-server passes them); text that is not JSON stays a string.
+std::optional<ApiError> normalise_tool_calls(const Json& calls, const std::string& field,
+                                             Json& out) {
+  if (!calls.is_array()) return wrong_type(field, "an array of tool calls", calls);
+  out = Json::array();
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const std::string call_field = fmt::format("{}[{}]", field, i);
+    const Json& c = calls[i];
+    if (!c.is_object() || !c.contains("function") || !c["function"].is_object() ||
+        !c["function"].contains("name") || !c["function"]["name"].is_string()) {
+      return bad_request(fmt::format("[server] '{}' must be {{\"type\": \"function\", "
+                                     "\"function\": {{\"name\": string, \"arguments\": "
+                                     "string}}}}",
+                                     call_field),
+                         call_field, "invalid_value");
+    }
+    Json call = c;
+    Json& arguments = call["function"]["arguments"];
+    if (arguments.is_string()) {
+      Json parsed = Json::parse(arguments.get<std::string>(), nullptr, /*allow_exceptions=*/false);
+      if (!parsed.is_discarded()) arguments = std::move(parsed);
+    } else if (arguments.is_null()) {
+      arguments = Json::object();
+    }
+    out.push_back(std::move(call));
+  }
+  return std::nullopt;
+}
+
 std::optional<ApiError> parse_messages(const Json& body, Json& out) {
   auto it = body.find("messages");
   if (it == body.end() || it->is_null()) {
@@ -155,6 +186,15 @@ std::optional<ApiError> parse_messages(const Json& body, Json& out) {
                            field + ".content", "invalid_value");
       }
       msg["content"] = content;
+    }
+    if (role == "assistant" && m.contains("tool_calls") && !m["tool_calls"].is_null()) {
+      if (auto e =
+              normalise_tool_calls(m["tool_calls"], field + ".tool_calls", msg["tool_calls"])) {
+        return e;
+      }
+      // Templates test the content of a message that calls tools ('</think>' in content in
+      // Qwen3's): absent or null, it is "" for them.
+      if (!msg.contains("content") || msg["content"].is_null()) msg["content"] = "";
     }
     out.push_back(std::move(msg));
   }

@@ -8,7 +8,13 @@
 #include <string>
 #include <vector>
 
+#include <fstream>
+#include <sstream>
+
+#include "chat/chat_template.h"
+#include "engine/conversation.h"
 #include "engine/reply_parser.h"
+#include "gguf/gguf_file.h"
 #include "server/openai_api.h"
 #include "server/openai_reply.h"
 #include "test_util.h"
@@ -216,6 +222,69 @@ TEST(ToolRequest, BadValuesAre400s) {
     EXPECT_EQ(e->status, 400);
     EXPECT_EQ(e->param, c.param) << e->message;
   }
+}
+
+// A two-turn tool conversation as a client sends it back: the assistant's call with its arguments
+// as JSON text, the tool's result, and the next question.
+const char* const kToolConversation = R"({"messages": [
+  {"role": "user", "content": "Weather in Paris?"},
+  {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function",
+    "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]},
+  {"role": "tool", "tool_call_id": "call_1", "content": "{\"temp\": 20}"},
+  {"role": "assistant", "content": "It is 20 degrees."},
+  {"role": "user", "content": "And tomorrow?"}]})";
+
+Result<std::string> render_round_trip(const chat::ChatTemplate& tmpl) {
+  ParsedRequest p;
+  const std::optional<ApiError> e =
+      parse_request(Json::parse(kToolConversation), Endpoint::kChat, 1000, p);
+  EXPECT_FALSE(e.has_value()) << (e ? e->message : "");
+  EXPECT_TRUE(p.messages[1]["tool_calls"][0]["function"]["arguments"].is_object());
+  return tmpl.render(p.messages, nullptr, true, Json::object());
+}
+
+TEST(ToolRoundTrip, Qwen3TemplateRendersTheCallAndTheToolResult) {
+  MINFER_REQUIRE_TEST_DATA();
+  auto file = GgufFile::open(test::test_data_path("models/qwen3-qwentok-tiny-q8_0.gguf"));
+  ASSERT_TRUE(file.is_ok()) << file.status().message();
+  auto tmpl = engine::load_chat_template(**file);
+  ASSERT_TRUE(tmpl.is_ok()) << tmpl.status().message();
+  const Result<std::string> text = render_round_trip(*tmpl);
+  ASSERT_TRUE(text.is_ok()) << text.status().message();
+  EXPECT_NE(text->find("<|im_start|>assistant\n<tool_call>\n{\"name\": \"get_weather\", "
+                       "\"arguments\": {\"city\": \"Paris\"}}\n</tool_call><|im_end|>\n"),
+            std::string::npos)
+      << *text;
+  EXPECT_NE(text->find("<|im_start|>user\n<tool_response>\n{\"temp\": "
+                       "20}\n</tool_response><|im_end|>\n"),
+            std::string::npos)
+      << *text;
+  EXPECT_NE(text->find("It is 20 degrees."), std::string::npos) << *text;
+  EXPECT_TRUE(text->ends_with("<|im_start|>user\nAnd tomorrow?<|im_end|>\n<|im_start|>assistant\n"))
+      << *text;
+}
+
+TEST(ToolRoundTrip, Llama3TemplateRendersTheCallAndTheToolResult) {
+  std::ifstream in(std::string(MINFER_SOURCE_DIR) +
+                   "/tests/chat/templates/meta-llama-Llama-3.3-70B-Instruct.jinja");
+  std::stringstream source;
+  source << in.rdbuf();
+  auto tmpl = chat::ChatTemplate::create(source.str(), "<|begin_of_text|>", "<|eot_id|>");
+  ASSERT_TRUE(tmpl.is_ok()) << tmpl.status().message();
+  const Result<std::string> text = render_round_trip(*tmpl);
+  ASSERT_TRUE(text.is_ok()) << text.status().message();
+  EXPECT_NE(text->find("<|start_header_id|>assistant<|end_header_id|>\n\n{\"name\": "
+                       "\"get_weather\", \"parameters\": {\"city\": \"Paris\"}}<|eot_id|>"),
+            std::string::npos)
+      << *text;
+  // The template prints a string result with tojson (a string is iterable), as Jinja2 does.
+  EXPECT_NE(
+      text->find("<|start_header_id|>ipython<|end_header_id|>\n\n\"{\\\"temp\\\": 20}\"<|eot_id|>"),
+      std::string::npos)
+      << *text;
+  EXPECT_TRUE(
+      text->ends_with("And tomorrow?<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"))
+      << *text;
 }
 
 }  // namespace
