@@ -12,18 +12,29 @@ bool is_space(char c) {
   return c == ' ' || c == '\n' || c == '\r' || c == '\t';
 }
 
+struct FormatNames {
+  ToolCallFormat format;
+  const char* name;
+  const char* trigger;  // the text that opens a call
+};
+
+constexpr FormatNames kFormatNames[] = {
+    {ToolCallFormat::kNone, "none", ""},
+    {ToolCallFormat::kHermes, "hermes", "<tool_call>"},
+    {ToolCallFormat::kLlama3Json, "llama3_json", "{"},
+};
+
+const FormatNames& names_of(ToolCallFormat format) {
+  for (const FormatNames& names : kFormatNames) {
+    if (names.format == format) return names;
+  }
+  return kFormatNames[0];
+}
+
 }  // namespace
 
 const char* tool_call_format_name(ToolCallFormat format) {
-  switch (format) {
-    case ToolCallFormat::kNone:
-      return "none";
-    case ToolCallFormat::kHermes:
-      return "hermes";
-    case ToolCallFormat::kLlama3Json:
-      return "llama3_json";
-  }
-  return "none";
+  return names_of(format).name;
 }
 
 ReplyFormat detect_reply_format(std::string_view source) {
@@ -39,15 +50,7 @@ ReplyFormat detect_reply_format(std::string_view source) {
 }
 
 std::string tool_call_trigger(ToolCallFormat format) {
-  switch (format) {
-    case ToolCallFormat::kNone:
-      return "";
-    case ToolCallFormat::kHermes:
-      return "<tool_call>";
-    case ToolCallFormat::kLlama3Json:
-      return "{";
-  }
-  return "";
+  return names_of(format).trigger;
 }
 
 bool prompt_opens_reasoning(std::string_view prompt_tail) {

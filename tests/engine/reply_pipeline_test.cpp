@@ -10,27 +10,15 @@
 
 #include "chat/reply_format.h"
 #include "engine/token_pipeline.h"
-#include "gguf/gguf_file.h"
 #include "test_util.h"
+#include "tokenizer/tokenizer_test_util.h"
 
 namespace minfer::engine {
 namespace {
 
-struct Vocab {
-  std::unique_ptr<GgufFile> file;
-  std::unique_ptr<Tokenizer> tokenizer;
-};
-
-Vocab load_qwen3_vocab() {
-  Vocab v;
-  auto file = GgufFile::open(test::test_data_path("models/qwen3-vocab.gguf"));
-  EXPECT_TRUE(file.is_ok()) << file.status().message();
-  if (!file.is_ok()) return v;
-  v.file = std::move(file).value();
-  auto tok = Tokenizer::from_gguf(*v.file);
-  EXPECT_TRUE(tok.is_ok()) << tok.status().message();
-  if (tok.is_ok()) v.tokenizer = std::move(tok).value();
-  return v;
+// The real Qwen3 vocabulary, shared by the tests of this program.
+const Tokenizer* qwen3_vocab() {
+  return test::shared_tokenizer("models/qwen3-vocab.gguf");
 }
 
 // What the steps and the end gave, put together.
@@ -91,14 +79,14 @@ TokenPipelineOptions hermes_with_reasoning() {
 
 TEST(ReplyPipeline, ReasoningContentAndToolCallsFromTokens) {
   MINFER_REQUIRE_TEST_DATA();
-  const Vocab v = load_qwen3_vocab();
-  ASSERT_NE(v.tokenizer, nullptr);
+  ASSERT_NE(qwen3_vocab(), nullptr);
+  const Tokenizer& tok = *qwen3_vocab();
   const std::string reply =
       "<think>\nThe user wants weather.\n</think>\n\nChecking.\n<tool_call>\n{\"name\": "
       "\"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call><|im_end|>";
-  const std::vector<int32_t> wanted = ids(*v.tokenizer, reply);
-  ASSERT_TRUE(v.tokenizer->is_eog(wanted.back()));
-  const Reply r = run(*v.tokenizer, hermes_with_reasoning(), {}, wanted);
+  const std::vector<int32_t> wanted = ids(tok, reply);
+  ASSERT_TRUE(tok.is_eog(wanted.back()));
+  const Reply r = run(tok, hermes_with_reasoning(), {}, wanted);
   EXPECT_EQ(r.tokens, wanted);
   EXPECT_EQ(r.reasoning, "The user wants weather.");
   EXPECT_EQ(r.content, "Checking.");
@@ -111,11 +99,11 @@ TEST(ReplyPipeline, ReasoningContentAndToolCallsFromTokens) {
 
 TEST(ReplyPipeline, WithoutParsingTheTextIsAllContent) {
   MINFER_REQUIRE_TEST_DATA();
-  const Vocab v = load_qwen3_vocab();
-  ASSERT_NE(v.tokenizer, nullptr);
+  ASSERT_NE(qwen3_vocab(), nullptr);
+  const Tokenizer& tok = *qwen3_vocab();
   const std::string text =
       "<think>\nx\n</think>\n\n<tool_call>\n{\"name\": \"f\", \"arguments\": {}}";
-  const Reply r = run(*v.tokenizer, TokenPipelineOptions{}, {}, ids(*v.tokenizer, text));
+  const Reply r = run(tok, TokenPipelineOptions{}, {}, ids(tok, text));
   EXPECT_EQ(r.content, text);
   EXPECT_EQ(r.content, r.text);
   EXPECT_TRUE(r.calls.empty());
@@ -124,12 +112,12 @@ TEST(ReplyPipeline, WithoutParsingTheTextIsAllContent) {
 
 TEST(ReplyPipeline, APromptThatOpenedThinkStartsTheReplyInReasoning) {
   MINFER_REQUIRE_TEST_DATA();
-  const Vocab v = load_qwen3_vocab();
-  ASSERT_NE(v.tokenizer, nullptr);
+  ASSERT_NE(qwen3_vocab(), nullptr);
+  const Tokenizer& tok = *qwen3_vocab();
   const std::vector<int32_t> prompt =
-      ids(*v.tokenizer, "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n");
-  const Reply r = run(*v.tokenizer, hermes_with_reasoning(), prompt,
-                      ids(*v.tokenizer, "Greet back.\n</think>\n\nHello!"));
+      ids(tok, "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n");
+  const Reply r =
+      run(tok, hermes_with_reasoning(), prompt, ids(tok, "Greet back.\n</think>\n\nHello!"));
   EXPECT_EQ(r.reasoning, "Greet back.");
   EXPECT_EQ(r.content, "Hello!");
   EXPECT_EQ(r.finish, FinishReason::kEog);
@@ -137,9 +125,8 @@ TEST(ReplyPipeline, APromptThatOpenedThinkStartsTheReplyInReasoning) {
 
 TEST(ReplyPipeline, TheReasoningBudgetClosesTheBlockAfterItsTokens) {
   MINFER_REQUIRE_TEST_DATA();
-  const Vocab v = load_qwen3_vocab();
-  ASSERT_NE(v.tokenizer, nullptr);
-  const Tokenizer& tok = *v.tokenizer;
+  ASSERT_NE(qwen3_vocab(), nullptr);
+  const Tokenizer& tok = *qwen3_vocab();
   TokenPipelineOptions o = hermes_with_reasoning();
   o.reasoning_budget = 4;
   // The model would think on and on: " a" forever after <think>.
@@ -163,9 +150,8 @@ TEST(ReplyPipeline, TheReasoningBudgetClosesTheBlockAfterItsTokens) {
 
 TEST(ReplyPipeline, AZeroBudgetClosesAnOpenedThinkAtOnce) {
   MINFER_REQUIRE_TEST_DATA();
-  const Vocab v = load_qwen3_vocab();
-  ASSERT_NE(v.tokenizer, nullptr);
-  const Tokenizer& tok = *v.tokenizer;
+  ASSERT_NE(qwen3_vocab(), nullptr);
+  const Tokenizer& tok = *qwen3_vocab();
   TokenPipelineOptions o = hermes_with_reasoning();
   o.reasoning_budget = 0;
   const std::vector<int32_t> prompt = ids(tok, "<|im_start|>assistant\n<think>\n");

@@ -90,10 +90,6 @@ Json assemble(const std::vector<Json>& chunks, std::string& finish) {
   return message;
 }
 
-struct Model {
-  std::unique_ptr<LanguageModel> model;
-};
-
 std::unique_ptr<LanguageModel> load_qwen3() {
   LoadOptions o;
   o.single_sequence = false;
