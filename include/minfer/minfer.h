@@ -150,7 +150,7 @@ struct GenerateParams : SamplerParams {
 struct GenerateReply {
   std::string text;             // everything passed to the callback
   std::vector<int32_t> tokens;  // every token sampled, a final end-of-generation token included
-  std::string finish_reason;    // "eog", "stop", "length", "context" or "cancelled"
+  std::string finish_reason;    // "eog", "stop", "length", "context", "cancelled", "tool_calls"
   std::string finish_text;      // the same for people: "stop string", "context full", …
   std::string stop;             // the stop string that matched (finish_reason "stop")
   int64_t n_prompt = 0;         // prompt tokens (n_cached of them reused from the cache)

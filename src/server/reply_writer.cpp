@@ -82,9 +82,12 @@ void Call::on_event(const BatchEvent& event) {
     t_last_token_ = now;
   }
   if (event.done) {
-    metrics_.on_request_done(event.stats, event.finish == FinishReason::kCancelled
-                                              ? "abort"
-                                              : openai_finish_reason(event.finish));
+    // vLLM's finished_reason labels: a reply that called tools stopped as it chose to.
+    const char* reason = event.finish == FinishReason::kCancelled ? "abort"
+                         : event.finish == FinishReason::kToolCalls
+                             ? "stop"
+                             : openai_finish_reason(event.finish);
+    metrics_.on_request_done(event.stats, reason);
   }
   events_.push_back(event);
   cv_.notify_all();

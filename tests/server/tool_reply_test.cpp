@@ -260,6 +260,23 @@ TEST(ToolRoundTrip, Qwen3TemplateRendersTheCallAndTheToolResult) {
       << *text;
 }
 
+TEST(ToolRoundTrip, EnableThinkingFalseReachesTheQwen3Template) {
+  MINFER_REQUIRE_TEST_DATA();
+  auto file = GgufFile::open(test::test_data_path("models/qwen3-qwentok-tiny-q8_0.gguf"));
+  ASSERT_TRUE(file.is_ok()) << file.status().message();
+  auto tmpl = engine::load_chat_template(**file);
+  ASSERT_TRUE(tmpl.is_ok()) << tmpl.status().message();
+  Json body = Json::parse(R"({"messages": [{"role": "user", "content": "hi"}]})");
+  const Result<std::string> thinking = tmpl->render_request(body);
+  ASSERT_TRUE(thinking.is_ok()) << thinking.status().message();
+  EXPECT_TRUE(thinking->ends_with("<|im_start|>assistant\n")) << *thinking;
+  body["chat_template_kwargs"] = Json{{"enable_thinking", false}};
+  const Result<std::string> plain = tmpl->render_request(body);
+  ASSERT_TRUE(plain.is_ok()) << plain.status().message();
+  // An empty think block: the reply starts with the answer.
+  EXPECT_TRUE(plain->ends_with("<|im_start|>assistant\n<think>\n\n</think>\n\n")) << *plain;
+}
+
 TEST(ToolRoundTrip, Llama3TemplateRendersTheCallAndTheToolResult) {
   std::ifstream in(std::string(MINFER_SOURCE_DIR) +
                    "/tests/chat/templates/meta-llama-Llama-3.3-70B-Instruct.jinja");
