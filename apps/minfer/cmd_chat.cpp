@@ -163,11 +163,13 @@ class ChatLoop {
     params.seed += n_replies_++;
     params.cancel = &interrupted_;
     interrupted_.store(false);
-    auto generated = model_.generate(tokens, params, [](std::string_view s) {
-      std::fwrite(s.data(), 1, s.size(), stdout);
-      std::fflush(stdout);
-      return true;
-    });
+    // Reasoning and tool calls in the model's own formats are shown as such.
+    params.extract_reasoning = true;
+    params.parse_tool_calls = true;
+    ReplyPrinter printer(stdout, flags_.show_reasoning);
+    auto generated = model_.generate_reply(
+        tokens, params, [&printer](const ReplyDelta& delta) { return printer.print(delta); });
+    printer.end();
     std::fputs("\n", stdout);
     std::fflush(stdout);
     // The interrupt that stopped the reply is used up; a later one counts at the prompt.

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include <fmt/format.h>
 
 #include "commands.h"
@@ -94,6 +96,12 @@ void add_generation_flags(CLI::App* cmd, GenerationFlags& flags) {
   cmd->add_flag("--verbose", flags.verbose,
                 "print the model, kernels, threads and cache type first");
   add_grammar_flags(cmd, flags.grammar);
+  cmd->add_option("--reasoning-budget", s.reasoning_budget,
+                  "reasoning tokens before the engine closes <think> itself (-1: unlimited, "
+                  "default; 0: no thinking)");
+  cmd->add_flag("--show-reasoning", flags.show_reasoning,
+                "print the model's reasoning when stdout is not a terminal (on a terminal it is "
+                "always shown, dimmed)");
   add_observe_flags(*cmd, model);
   // llama.cpp spells the system prompt flag "-sys", a multi-letter single-dash name that CLI11
   // cannot declare; it arrives as an extra argument (finish_generation_flags), and any other extra
@@ -193,6 +201,51 @@ Result<std::unique_ptr<LanguageModel>> load_model(const GenerationFlags& flags) 
   return model;
 }
 
+ReplyPrinter::ReplyPrinter(std::FILE* out, bool show_reasoning)
+    : out_(out), terminal_(isatty(fileno(out)) != 0), show_reasoning_(show_reasoning) {}
+
+void ReplyPrinter::write(std::string_view text) {
+  std::fwrite(text.data(), 1, text.size(), out_);
+}
+
+void ReplyPrinter::set_dim(bool dim) {
+  if (!terminal_ || dim == dim_) return;
+  write(dim ? "\x1b[2m" : "\x1b[0m");
+  dim_ = dim;
+}
+
+bool ReplyPrinter::print(const ReplyDelta& delta) {
+  if (!delta.reasoning.empty() && (terminal_ || show_reasoning_)) {
+    set_dim(true);
+    write(delta.reasoning);
+    reasoning_shown_ = true;
+  }
+  if (!delta.content.empty()) {
+    set_dim(false);
+    if (reasoning_shown_) write("\n\n");
+    reasoning_shown_ = false;
+    write(delta.content);
+  }
+  for (const ToolCallDelta& call : delta.tool_calls) {
+    set_dim(false);
+    if (!call.id.empty()) {
+      if (call_open_) write(")");
+      write(fmt::format("\n[tool call] {}(", call.name));
+      call_open_ = true;
+    }
+    write(call.arguments);
+  }
+  std::fflush(out_);
+  return true;
+}
+
+void ReplyPrinter::end() {
+  set_dim(false);
+  if (call_open_) write(")");
+  call_open_ = false;
+  std::fflush(out_);
+}
+
 std::atomic<bool>& install_interrupt_handler() {
   // No SA_RESTART: a blocking read at the chat prompt returns EINTR, so Ctrl-C is seen there too.
   struct sigaction action = {};
@@ -212,12 +265,6 @@ struct RunFlags {
   bool chat = false;
   bool prompt_given = false;
 };
-
-bool write_stdout(std::string_view text) {
-  std::fwrite(text.data(), 1, text.size(), stdout);
-  std::fflush(stdout);
-  return true;
-}
 
 Status run_run(CLI::App* cmd, RunFlags& flags) {
   MINFER_RETURN_IF_ERROR(finish_generation_flags(cmd, flags.common));
@@ -257,7 +304,16 @@ Status run_run(CLI::App* cmd, RunFlags& flags) {
 
   GenerateParams params = flags.common.generate;
   params.cancel = &install_interrupt_handler();
-  MINFER_ASSIGN_OR_RETURN(GenerateReply reply, model->generate(tokens, params, write_stdout));
+  // A chat reply is split into reasoning and content (and a budget needs to see the reasoning);
+  // a raw completion is printed as it comes.
+  params.extract_reasoning = flags.chat || params.reasoning_budget >= 0;
+  params.parse_tool_calls = flags.chat;
+  ReplyPrinter printer(stdout, flags.common.show_reasoning);
+  MINFER_ASSIGN_OR_RETURN(
+      GenerateReply reply,
+      model->generate_reply(tokens, params,
+                            [&printer](const ReplyDelta& delta) { return printer.print(delta); }));
+  printer.end();
   std::string report = fmt::format("\nstopped: {}", reply.finish_text);
   if (reply.finish_reason == "stop") {
     report += fmt::format(" \"{}\"", reply.stop);

@@ -185,6 +185,13 @@ void register_serve_command(CLI::App& app, CommandRegistry& registry) {
   cmd->add_option("--drain", f.drain_s,
                   "seconds running requests may finish after SIGTERM (default 3)");
   add_grammar_flags(cmd, f.grammar);
+  cmd->add_option("--reasoning-format", f.http.reasoning_format,
+                  "deepseek: <think>…</think> goes to reasoning_content (default); none: it stays "
+                  "in content")
+      ->check(CLI::IsMember({"deepseek", "none", "auto"}));
+  cmd->add_option("--reasoning-budget", f.http.reasoning_budget,
+                  "reasoning tokens before the engine closes the block (-1: unlimited, default; "
+                  "0: no thinking)");
   add_observe_flags(*cmd, f.load);
   // llama.cpp spells --parallel "-np", a multi-letter single-dash name CLI11 cannot declare: it
   // arrives as an extra argument, and any other extra is an error.

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstdio>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -34,6 +35,29 @@ struct GenerationFlags {
   std::string system;
   bool verbose = false;
   GrammarFlags grammar;
+  bool show_reasoning = false;  // print reasoning even when stdout is not a terminal
+};
+
+// Prints a reply as it streams: reasoning dimmed on a terminal (elsewhere only with
+// --show-reasoning), content as it is, a tool call as "[tool call] name({...})".
+class ReplyPrinter {
+ public:
+  ReplyPrinter(std::FILE* out, bool show_reasoning);
+  // Prints one piece; always true (generation goes on).
+  bool print(const ReplyDelta& delta);
+  // Closes what is open (a call's parenthesis, the dim style).
+  void end();
+
+ private:
+  void write(std::string_view text);
+  void set_dim(bool dim);
+
+  std::FILE* out_;
+  bool terminal_;
+  bool show_reasoning_;
+  bool dim_ = false;
+  bool reasoning_shown_ = false;  // a line break separates it from what follows
+  bool call_open_ = false;
 };
 
 void add_generation_flags(CLI::App* cmd, GenerationFlags& flags);

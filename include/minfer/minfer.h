@@ -36,9 +36,10 @@ enum class FinishReason {
   kLength,     // max_tokens were generated
   kContext,    // the context is full: the next token would have no position
   kCancelled,  // the cancel flag was raised, the callback returned false, or the handle cancelled
+  kToolCalls,  // the reply called tools (it ended as kEog or kStop would, after a tool call)
 };
 
-// "eog", "stop", "length", "context", "cancelled".
+// "eog", "stop", "length", "context", "cancelled", "tool_calls".
 const char* finish_reason_name(FinishReason reason);
 // A sentence for people: "end-of-generation token", "stop string", ….
 const char* finish_reason_text(FinishReason reason);
@@ -57,6 +58,44 @@ struct SampledToken {
   int32_t token = 0;
   float logprob = 0.0f;
   std::vector<TokenLogprob> top;  // [top_logprobs] most likely first
+};
+
+// A piece of one tool call in a streamed reply: a call's first piece carries its id ("call_…")
+// and function name, its next pieces fragments of its arguments (JSON text, in order).
+struct ToolCallDelta {
+  int32_t index = 0;      // the call's place in the reply: 0, 1, …
+  std::string id;         // on the call's first piece, else ""
+  std::string name;       // on the call's first piece, else ""
+  std::string arguments;  // a fragment of the arguments' JSON text (may be "")
+};
+
+// A whole tool call: its pieces put together.
+struct ToolCall {
+  std::string id;
+  std::string name;
+  std::string arguments;  // JSON text, as the model wrote it
+};
+
+// Puts streamed call pieces together: each piece goes to the call of its index (its id and name
+// set, its arguments appended).
+void append_tool_calls(std::vector<ToolCall>& calls, const std::vector<ToolCallDelta>& deltas);
+
+// What became safe to emit of a reply, split as the model's formats say (GenerateParams'
+// parse_tool_calls, extract_reasoning): reasoning comes before content, tool calls after it.
+struct ReplyDelta {
+  std::string reasoning;  // text inside <think>…</think>
+  std::string content;    // everything else
+  std::vector<ToolCallDelta> tool_calls;
+
+  bool empty() const { return reasoning.empty() && content.empty() && tool_calls.empty(); }
+};
+
+// Which tools a reply may call (OpenAI's tool_choice).
+enum class ToolChoice {
+  kAuto,      // the model decides
+  kNone,      // no calls: the reply is not parsed for them
+  kRequired,  // at least one call
+  kFunction,  // a call of GenerateParams::tool_choice_name
 };
 
 struct LoadOptions {
@@ -100,6 +139,17 @@ struct GenerateParams : SamplerParams {
   // Not together with json_object. A grammar that does not parse is an error naming line and
   // column.
   std::string grammar;
+  // Replies in the model's own formats, as its chat template shows them (chat/reply_format.h):
+  bool parse_tool_calls = false;   // tool calls go to tool_calls, not to the text
+  bool extract_reasoning = false;  // <think>…</think> goes to reasoning, not to the text
+  // < 0: unlimited; else after this many reasoning tokens the engine closes the block itself
+  // ("\n</think>\n\n" as the next tokens) and the answer follows; 0: closed at once.
+  int32_t reasoning_budget = -1;
+  // The request's tool definitions, for the grammar that constrains calls (not used for parsing):
+  std::string tools;  // JSON array text of OpenAI tools ("" none)
+  ToolChoice tool_choice = ToolChoice::kAuto;
+  std::string tool_choice_name;     // kFunction: the function's name
+  bool parallel_tool_calls = true;  // false: at most one call
 };
 
 // Ok when `gbnf` is a grammar GenerateParams::grammar can take; else the error, naming line and
@@ -114,7 +164,7 @@ Result<std::string> json_schema_grammar(std::string_view schema);
 struct GenerateReply {
   std::string text;             // everything passed to the callback
   std::vector<int32_t> tokens;  // every token sampled, a final end-of-generation token included
-  std::string finish_reason;    // "eog", "stop", "length", "context" or "cancelled"
+  std::string finish_reason;    // "eog", "stop", "length", "context", "cancelled", "tool_calls"
   std::string finish_text;      // the same for people: "stop string", "context full", …
   std::string stop;             // the stop string that matched (finish_reason "stop")
   int64_t n_prompt = 0;         // prompt tokens (n_cached of them reused from the cache)
@@ -124,6 +174,9 @@ struct GenerateReply {
   double prefill_tok_s = 0.0;
   double decode_tok_s = 0.0;
   std::string metrics;  // every figure of the run as lines for people (what `minfer run` prints)
+  // With parse_tool_calls / extract_reasoning: the reply's parts (text holds the content).
+  std::string reasoning;
+  std::vector<ToolCall> tool_calls;
 };
 
 // What prefill() computed: the prompt's tokens found in the cache and those computed.
@@ -135,6 +188,8 @@ struct PrefillReply {
 // Gets each piece of text as soon as it is safe to show (whole UTF-8 characters, never a stop
 // string); returns false to stop generating.
 using TextCallback = std::function<bool(std::string_view text)>;
+// Gets each piece of the reply split into reasoning, content and tool calls; false stops.
+using ReplyCallback = std::function<bool(const ReplyDelta& delta)>;
 
 struct RequestStats {
   int64_t n_prompt = 0;     // prompt tokens
@@ -150,8 +205,12 @@ struct RequestStats {
 // with the reply's end. Handlers must be quick and must not call the generator (cancelling
 // through the handle is fine).
 struct BatchEvent {
-  std::string text;                  // text that became safe to emit (never part of a stop string)
-  std::vector<SampledToken> tokens;  // tokens sampled since the last event
+  // Text that became safe to emit (never part of a stop string); with parse_tool_calls or
+  // extract_reasoning, the content part of it only.
+  std::string text;
+  std::string reasoning;                  // extract_reasoning: reasoning that became safe to emit
+  std::vector<ToolCallDelta> tool_calls;  // parse_tool_calls: pieces of calls, in order
+  std::vector<SampledToken> tokens;       // tokens sampled since the last event
   bool done = false;
   // When done:
   FinishReason finish = FinishReason::kLength;
@@ -302,6 +361,14 @@ class LanguageModel {
   // loaded without it (LoadOptions::single_sequence), as for prefill().
   Result<GenerateReply> generate(std::span<const int32_t> prompt, const GenerateParams& params,
                                  const TextCallback& on_text = {});
+  // The same, with the reply split into reasoning, content and tool calls as it streams
+  // (GenerateParams::extract_reasoning, parse_tool_calls).
+  Result<GenerateReply> generate_reply(std::span<const int32_t> prompt,
+                                       const GenerateParams& params, const ReplyCallback& on_reply);
+  // The model's tool-call format as its chat template shows it: "hermes", "llama3_json" or
+  // "none"; and whether the template knows <think> reasoning.
+  std::string tool_call_format() const;
+  bool has_reasoning_format() const;
   // Puts `tokens` into that sequence without sampling (e.g. a finished chat turn as the template
   // renders it, so that the next turn's prompt shares it), reusing what it already holds.
   Result<PrefillReply> prefill(std::span<const int32_t> tokens);

@@ -87,7 +87,8 @@ const std::set<std::string>& request_fields() {
                                                 "user",
                                                 "response_format",
                                                 "tool_choice",
-                                                "parallel_tool_calls"};
+                                                "parallel_tool_calls",
+                                                "reasoning_format"};
   return kFields;
 }
 

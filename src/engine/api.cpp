@@ -13,10 +13,12 @@ namespace minfer {
 
 namespace {
 
-GenerateReply generate_reply(engine::GenerateResult r) {
+GenerateReply reply_of(engine::GenerateResult r) {
   const engine::GenerationMetrics& m = r.metrics;
   GenerateReply reply;
   reply.text = std::move(r.text);
+  reply.reasoning = std::move(r.reasoning);
+  reply.tool_calls = std::move(r.tool_calls);
   reply.tokens = std::move(r.tokens);
   reply.finish_reason = engine::finish_reason_name(r.finish);
   reply.finish_text = engine::finish_reason_text(r.finish);
@@ -57,8 +59,11 @@ Result<std::unique_ptr<LanguageModel>> LanguageModel::load(const std::string& pa
   MINFER_ASSIGN_OR_RETURN(engine::LoadedModel loaded, engine::load_for_generation(o));
   Result<chat::ChatTemplate> tmpl = engine::load_chat_template(loaded.model->file());
   auto grammars = std::make_shared<grammar::RequestGrammars>(*loaded.tokenizer);
-  auto impl =
-      std::make_unique<Impl>(Impl{std::move(loaded), std::move(tmpl), path, std::move(grammars)});
+  auto impl = std::make_unique<Impl>(
+      Impl{std::move(loaded), std::move(tmpl), path, std::move(grammars), {}});
+  if (impl->chat_template.is_ok()) {
+    impl->reply_format = chat::detect_reply_format(impl->chat_template->source());
+  }
   return std::unique_ptr<LanguageModel>(new LanguageModel(std::move(impl)));
 }
 
@@ -119,6 +124,18 @@ Result<std::string> json_schema_grammar(std::string_view schema) {
 Result<GenerateReply> LanguageModel::generate(std::span<const int32_t> prompt,
                                               const GenerateParams& params,
                                               const TextCallback& on_text) {
+  ReplyCallback on_reply;
+  if (on_text) {
+    on_reply = [&on_text](const ReplyDelta& delta) {
+      return delta.content.empty() || on_text(delta.content);
+    };
+  }
+  return generate_reply(prompt, params, on_reply);
+}
+
+Result<GenerateReply> LanguageModel::generate_reply(std::span<const int32_t> prompt,
+                                                    const GenerateParams& params,
+                                                    const ReplyCallback& on_reply) {
   MINFER_RETURN_IF_ERROR(impl_->need_session());
   engine::GenerateOptions options;
   options.sampling = params;  // the sampler's part of the request
@@ -129,10 +146,13 @@ Result<GenerateReply> LanguageModel::generate(std::span<const int32_t> prompt,
   MINFER_ASSIGN_OR_RETURN(std::shared_ptr<TokenConstraint> constraint,
                           impl_->grammars->constraint(params.json_object, params.grammar));
   options.constraint = constraint.get();
-  MINFER_ASSIGN_OR_RETURN(
-      engine::GenerateResult r,
-      engine::generate(*impl_->loaded.session, *impl_->loaded.tokenizer, prompt, options, on_text));
-  return generate_reply(std::move(r));
+  const engine::ReplyRequest reply = reply_request(params, impl_->reply_format);
+  options.reply = reply.parser_options();
+  options.reasoning_budget = reply.reasoning_budget;
+  MINFER_ASSIGN_OR_RETURN(engine::GenerateResult r,
+                          engine::generate_reply(*impl_->loaded.session, *impl_->loaded.tokenizer,
+                                                 prompt, options, on_reply));
+  return reply_of(std::move(r));
 }
 
 Result<PrefillReply> LanguageModel::prefill(std::span<const int32_t> tokens) {
@@ -141,6 +161,14 @@ Result<PrefillReply> LanguageModel::prefill(std::span<const int32_t> tokens) {
   MINFER_RETURN_IF_ERROR(session.set_prompt(tokens).status());
   return PrefillReply{.n_reused = session.last_prefill().n_reused,
                       .n_prefilled = session.last_prefill().n_prefilled};
+}
+
+std::string LanguageModel::tool_call_format() const {
+  return chat::tool_call_format_name(impl_->reply_format.tool_calls);
+}
+
+bool LanguageModel::has_reasoning_format() const {
+  return impl_->reply_format.reasoning;
 }
 
 void LanguageModel::clear() {

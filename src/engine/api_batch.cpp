@@ -13,6 +13,8 @@ namespace {
 BatchEvent batch_event(engine::RequestEvent&& e) {
   BatchEvent event;
   event.text = std::move(e.text);
+  event.reasoning = std::move(e.reasoning);
+  event.tool_calls = std::move(e.tool_calls);
   event.tokens = std::move(e.tokens);
   event.done = e.done;
   if (e.done) {
@@ -32,6 +34,7 @@ struct BatchGenerator::Impl {
   std::unique_ptr<engine::Scheduler> scheduler;
   // The model's compiled grammars (json_object, GBNF), shared with its other generators.
   std::shared_ptr<grammar::RequestGrammars> grammars;
+  chat::ReplyFormat reply_format;  // the model's, from its chat template
 };
 
 BatchGenerator::BatchGenerator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -60,6 +63,7 @@ Result<std::unique_ptr<BatchGenerator>> LanguageModel::batch_generator(
   auto impl = std::make_unique<BatchGenerator::Impl>();
   impl->tokenizer = loaded.tokenizer.get();
   impl->grammars = impl_->grammars;
+  impl->reply_format = impl_->reply_format;
   MINFER_ASSIGN_OR_RETURN(impl->scheduler,
                           engine::Scheduler::create(*loaded.model, *loaded.tokenizer, o));
   return std::unique_ptr<BatchGenerator>(new BatchGenerator(std::move(impl)));
@@ -78,6 +82,10 @@ Result<std::shared_ptr<RequestHandle>> BatchGenerator::submit(
   // Each request gets its own matcher state over the shared compiled grammar.
   MINFER_ASSIGN_OR_RETURN(request.constraint,
                           impl_->grammars->constraint(params.json_object, params.grammar));
+  request.reply = reply_request(params, impl_->reply_format);
+  // Hook for the tool-call grammar: with request.reply.parse_tool_calls, a constraint built from
+  // request.reply (tools, tool_choice, parallel_tool_calls, format.tool_calls and its trigger
+  // chat::tool_call_trigger) goes into request.constraint here.
   auto sink = [on_event = std::move(on_event)](engine::RequestEvent&& e) {
     if (on_event) on_event(batch_event(std::move(e)));
   };

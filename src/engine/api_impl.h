@@ -5,8 +5,10 @@
 #include <string>
 
 #include "chat/chat_template.h"
+#include "chat/reply_format.h"
 #include "core/status.h"
 #include "engine/conversation.h"
+#include "engine/request.h"
 #include "engine/setup.h"
 #include "grammar/request_grammars.h"
 #include "minfer/minfer.h"
@@ -21,6 +23,8 @@ struct LanguageModel::Impl {
   std::string path;
   // The constraints of json_object and grammar requests (compiled grammars shared by requests).
   std::shared_ptr<grammar::RequestGrammars> grammars;
+  // The reply formats the template shows (none when there is no usable template).
+  chat::ReplyFormat reply_format;
 
   // Error for generate() / prefill() on a model loaded without its own sequence.
   Status need_session() const {
@@ -31,5 +35,20 @@ struct LanguageModel::Impl {
                       path);
   }
 };
+
+// A request's reply settings over the model's formats.
+inline engine::ReplyRequest reply_request(const GenerateParams& params,
+                                          const chat::ReplyFormat& format) {
+  engine::ReplyRequest r;
+  r.format = format;
+  r.parse_tool_calls = params.parse_tool_calls && params.tool_choice != ToolChoice::kNone;
+  r.extract_reasoning = params.extract_reasoning;
+  r.reasoning_budget = params.reasoning_budget;
+  r.tools = params.tools;
+  r.tool_choice = params.tool_choice;
+  r.tool_choice_name = params.tool_choice_name;
+  r.parallel_tool_calls = params.parallel_tool_calls;
+  return r;
+}
 
 }  // namespace minfer

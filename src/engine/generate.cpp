@@ -26,6 +26,19 @@ double GenerationMetrics::decode_tok_s() const {
 Result<GenerateResult> generate(Session& session, const Tokenizer& tokenizer,
                                 std::span<const int32_t> prompt, const GenerateOptions& options,
                                 const TextCallback& on_text) {
+  ReplyCallback on_reply;
+  if (on_text) {
+    on_reply = [&on_text](const ReplyDelta& delta) {
+      return delta.content.empty() || on_text(delta.content);
+    };
+  }
+  return generate_reply(session, tokenizer, prompt, options, on_reply);
+}
+
+Result<GenerateResult> generate_reply(Session& session, const Tokenizer& tokenizer,
+                                      std::span<const int32_t> prompt,
+                                      const GenerateOptions& options,
+                                      const ReplyCallback& on_reply) {
   const int32_t n_vocab = static_cast<int32_t>(session.model().config().n_vocab);
   MINFER_RETURN_IF_ERROR(validate(options.sampling, n_vocab));
   MINFER_RETURN_IF_ERROR(tokenizer.check_ids(prompt));
@@ -46,14 +59,18 @@ Result<GenerateResult> generate(Session& session, const Tokenizer& tokenizer,
                           .stops = options.stops,
                           .render_special = options.render_special,
                           .max_tokens = options.n_predict,
-                          .constraint = options.constraint},
+                          .constraint = options.constraint,
+                          .reply = options.reply,
+                          .reasoning_budget = options.reasoning_budget},
                          prompt);
   // The callback's false stops generation as a cancel does (checked before the next token).
   bool callback_stopped = false;
-  auto emit = [&](const std::string& text) {
-    if (text.empty()) return;
-    result.text += text;
-    if (on_text && !on_text(text)) callback_stopped = true;
+  auto emit = [&](const ReplyDelta& delta) {
+    if (delta.empty()) return;
+    result.text += delta.content;
+    result.reasoning += delta.reasoning;
+    append_tool_calls(result.tool_calls, delta.tool_calls);
+    if (on_reply && !on_reply(delta)) callback_stopped = true;
   };
 
   std::chrono::steady_clock::time_point t_first;
@@ -81,7 +98,7 @@ Result<GenerateResult> generate(Session& session, const Tokenizer& tokenizer,
     }
     ++m.n_generated;
     result.tokens.push_back(token);
-    emit(step.text);
+    emit(step.delta);
     // An end-of-generation token, a stop string or n_predict tokens.
     if (step.finish.has_value()) {
       result.finish = *step.finish;
@@ -97,8 +114,7 @@ Result<GenerateResult> generate(Session& session, const Tokenizer& tokenizer,
   const TokenEnding end = pipeline.finish(result.finish);
   result.finish = end.finish;
   result.stop = end.stop;
-  emit(end.flushed);
-  emit(end.held);
+  emit(end.delta);
   if (m.n_generated > 0) m.decode_ms = ms_between(t_first, std::chrono::steady_clock::now());
   m.prefill_forwards = session.prefill_times();
   m.decode_forwards = session.decode_times();

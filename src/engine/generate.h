@@ -30,6 +30,8 @@ struct GenerateOptions {
   // When set (not owned), only tokens it allows are sampled and generation ends when it is
   // complete.
   TokenConstraint* constraint = nullptr;
+  ReplyParserOptions reply;       // how the reply is split (default: all content)
+  int32_t reasoning_budget = -1;  // < 0: unlimited (TokenPipelineOptions::reasoning_budget)
 };
 
 struct GenerationMetrics {
@@ -50,8 +52,10 @@ struct GenerationMetrics {
 
 struct GenerateResult {
   FinishReason finish = FinishReason::kLength;
-  std::string stop;             // the stop string that matched (kStop)
-  std::string text;             // everything emitted through the callback
+  std::string stop;       // the stop string that matched (kStop)
+  std::string text;       // the content emitted through the callback
+  std::string reasoning;  // the reasoning emitted
+  std::vector<ToolCall> tool_calls;
   std::vector<int32_t> tokens;  // every token sampled, a final eog included
   GenerationMetrics metrics;
 };
@@ -59,6 +63,8 @@ struct GenerateResult {
 // Called with each piece of text as it becomes safe to print (never part of a UTF-8 character,
 // never part of a stop string); returns false to stop generating (finish kCancelled).
 using TextCallback = std::function<bool(std::string_view)>;
+// The same with the text split into reasoning, content and tool calls (GenerateOptions::reply).
+using ReplyCallback = std::function<bool(const ReplyDelta&)>;
 
 // Generates after `prompt` (the whole prompt: what the session already holds of it is reused).
 // The sampler is seeded from options.sampling and has every prompt token accepted into its
@@ -67,6 +73,10 @@ using TextCallback = std::function<bool(std::string_view)>;
 Result<GenerateResult> generate(Session& session, const Tokenizer& tokenizer,
                                 std::span<const int32_t> prompt, const GenerateOptions& options,
                                 const TextCallback& on_text);
+Result<GenerateResult> generate_reply(Session& session, const Tokenizer& tokenizer,
+                                      std::span<const int32_t> prompt,
+                                      const GenerateOptions& options,
+                                      const ReplyCallback& on_reply);
 
 // The metrics as lines for people, each ending in '\n'.
 std::string format_metrics(const GenerationMetrics& m);

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "chat/reply_format.h"
 #include "core/status.h"
 #include "engine/token_pipeline.h"
 #include "sampling/constraint.h"
@@ -19,6 +20,29 @@ namespace minfer::engine {
 using minfer::kMaxTopLogprobs;
 using minfer::RequestHandle;
 using minfer::RequestStats;
+using minfer::ToolChoice;
+
+// How a request's reply is split, and the tools behind it. The grammar hook: a request that
+// parses tool calls carries the tools, the tool choice and the model's call format here, from
+// which the call's constraint is built (the trigger of a lazy grammar: chat::tool_call_trigger).
+struct ReplyRequest {
+  chat::ReplyFormat format;  // the model's, from its chat template
+  bool parse_tool_calls = false;
+  bool extract_reasoning = false;
+  int32_t reasoning_budget = -1;  // < 0: unlimited
+  std::string tools;              // the request's tools, JSON array text ("" none)
+  ToolChoice tool_choice = ToolChoice::kAuto;
+  std::string tool_choice_name;  // kFunction
+  bool parallel_tool_calls = true;
+
+  // The parser's options for these settings.
+  ReplyParserOptions parser_options() const {
+    ReplyParserOptions o;
+    o.tool_calls = parse_tool_calls ? format.tool_calls : chat::ToolCallFormat::kNone;
+    o.extract_reasoning = extract_reasoning && format.reasoning;
+    return o;
+  }
+};
 
 struct RequestParams {
   std::vector<int32_t> prompt;  // [n_prompt] ≥ 1 token, every id < n_vocab
@@ -33,14 +57,17 @@ struct RequestParams {
   // and the request ends with kEog as soon as it is complete. One per request: it holds that
   // request's state.
   std::shared_ptr<TokenConstraint> constraint;
+  ReplyRequest reply;
 };
 
 // What the scheduler streams to a request, on the scheduler's thread: one event per sampled
 // token, then one final event with done set. Sinks must be quick and must not call the scheduler
 // (cancelling through the handle is fine).
 struct RequestEvent {
-  std::string text;                  // text that became safe to emit (never part of a stop string)
-  std::vector<SampledToken> tokens;  // tokens sampled since the last event
+  std::string text;  // text that became safe to emit (never part of a stop string): the content
+  std::string reasoning;                  // reasoning that became safe to emit
+  std::vector<ToolCallDelta> tool_calls;  // pieces of tool calls
+  std::vector<SampledToken> tokens;       // tokens sampled since the last event
   bool done = false;
   // When done:
   FinishReason finish = FinishReason::kLength;

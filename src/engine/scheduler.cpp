@@ -19,7 +19,9 @@ TokenPipelineOptions pipeline_options(const RequestParams& params) {
           .render_special = params.render_special,
           .max_tokens = params.max_tokens,
           .top_logprobs = params.top_logprobs,
-          .constraint = params.constraint.get()};
+          .constraint = params.constraint.get(),
+          .reply = params.reply.parser_options(),
+          .reasoning_budget = params.reply.reasoning_budget};
 }
 
 }  // namespace
@@ -171,8 +173,9 @@ void Scheduler::finish(Sequence& seq, FinishReason reason, Status error) {
     // What is left comes out; a cancelled or failed request drops it.
     TokenEnding end = seq.pipeline.finish(reason);
     reason = end.finish;
-    event.text = std::move(end.flushed);
-    event.text += end.held;
+    event.text = std::move(end.delta.content);
+    event.reasoning = std::move(end.delta.reasoning);
+    event.tool_calls = std::move(end.delta.tool_calls);
     event.stop = std::move(end.stop);
   }
   event.done = true;
@@ -251,7 +254,9 @@ void Scheduler::on_logits(Sequence& seq, std::span<const float> logits) {
     seq.t_first = Clock::now();
     seq.stats.ttft_ms = ms_between(seq.t_submit, seq.t_first);
   }
-  event.text = std::move(step.text);
+  event.text = std::move(step.delta.content);
+  event.reasoning = std::move(step.delta.reasoning);
+  event.tool_calls = std::move(step.delta.tool_calls);
   if (seq.sink) seq.sink(std::move(event));
   if (step.finish.has_value()) {
     // An end-of-generation token, a stop string, a complete constraint or max_tokens.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "chat/reply_format.h"
 #include "sampling/log_softmax.h"
 
 namespace minfer {
@@ -21,6 +22,7 @@ constexpr FinishReasonNames kFinishReasonNames[] = {
     {FinishReason::kLength, "length", "token limit (-n) reached"},
     {FinishReason::kContext, "context", "context full"},
     {FinishReason::kCancelled, "cancelled", "cancelled"},
+    {FinishReason::kToolCalls, "tool_calls", "tool call"},
 };
 
 const FinishReasonNames* names_of(FinishReason reason) {
@@ -93,6 +95,27 @@ std::string StopMatcher::flush() {
   return out;
 }
 
+namespace {
+
+// The reply starts inside reasoning when the prompt ends with an opened <think> (DeepSeek-R1's
+// generation prompt): the last few tokens' text, control tokens included, says so.
+bool prompt_opens_reasoning(const Tokenizer& tokenizer, std::span<const int32_t> prompt) {
+  constexpr size_t kTail = 8;
+  const std::span<const int32_t> tail =
+      prompt.subspan(prompt.size() - std::min(prompt.size(), kTail));
+  return chat::prompt_opens_reasoning(tokenizer.decode(tail, /*render_special=*/true));
+}
+
+ReplyParserOptions parser_options(const Tokenizer& tokenizer, ReplyParserOptions reply,
+                                  std::span<const int32_t> prompt) {
+  if (reply.extract_reasoning && !reply.starts_in_reasoning) {
+    reply.starts_in_reasoning = prompt_opens_reasoning(tokenizer, prompt);
+  }
+  return reply;
+}
+
+}  // namespace
+
 TokenPipeline::TokenPipeline(const Tokenizer& tokenizer, int32_t n_vocab,
                              TokenPipelineOptions options, std::span<const int32_t> prompt)
     : tokenizer_(tokenizer),
@@ -101,20 +124,36 @@ TokenPipeline::TokenPipeline(const Tokenizer& tokenizer, int32_t n_vocab,
       decoder_(tokenizer, options.render_special),
       stops_(std::move(options.stops)),
       max_tokens_(options.max_tokens),
-      top_logprobs_(options.top_logprobs) {
+      top_logprobs_(options.top_logprobs),
+      parser_(parser_options(tokenizer, options.reply, prompt)),
+      reasoning_budget_(options.reasoning_budget) {
   for (const int32_t t : prompt) sampler_.accept(t);
 }
 
-Result<TokenStep> TokenPipeline::next(std::span<const float> logits) {
-  int32_t token = 0;
-  if (constraint_ != nullptr) {
-    Result<int32_t> sampled = sampler_.sample(logits, *constraint_);
-    Status accepted = sampled.is_ok() ? constraint_->accept(sampled.value()) : sampled.status();
-    if (!accepted.is_ok()) return accepted;
-    token = sampled.value();
-  } else {
-    token = sampler_.sample(logits);
+Result<int32_t> TokenPipeline::pick(std::span<const float> logits) {
+  if (reasoning_budget_ >= 0 && !reasoning_closed_ && parser_.in_reasoning() &&
+      n_reasoning_ >= reasoning_budget_) {
+    // The budget is spent: the engine writes the close itself and the answer follows.
+    reasoning_closed_ = true;
+    forced_ = tokenizer_.encode(chat::kThinkCloseForced, /*add_special=*/false,
+                                /*parse_special=*/true);
+    std::reverse(forced_.begin(), forced_.end());
   }
+  if (!forced_.empty()) {
+    const int32_t token = forced_.back();
+    forced_.pop_back();
+    if (constraint_ != nullptr) MINFER_RETURN_IF_ERROR(constraint_->accept(token));
+    return token;
+  }
+  if (constraint_ == nullptr) return sampler_.sample(logits);
+  Result<int32_t> sampled = sampler_.sample(logits, *constraint_);
+  Status accepted = sampled.is_ok() ? constraint_->accept(sampled.value()) : sampled.status();
+  if (!accepted.is_ok()) return accepted;
+  return sampled.value();
+}
+
+Result<TokenStep> TokenPipeline::next(std::span<const float> logits) {
+  MINFER_ASSIGN_OR_RETURN(const int32_t token, pick(logits));
   sampler_.accept(token);
   TokenStep step;
   step.sampled = logprobs_of(logits, token);
@@ -124,6 +163,8 @@ Result<TokenStep> TokenPipeline::next(std::span<const float> logits) {
     return step;
   }
   step.text = stops_.push(decoder_.push(token));
+  if (parser_.in_reasoning()) ++n_reasoning_;
+  step.delta = parser_.push(step.text);
   if (stops_.stopped()) {
     step.finish = FinishReason::kStop;
   } else if (constraint_ != nullptr && constraint_->complete()) {
@@ -145,6 +186,12 @@ TokenEnding TokenPipeline::finish(FinishReason reason) {
   if (stops_.stopped()) {
     end.finish = FinishReason::kStop;
     end.stop = stops_.matched();
+  }
+  end.delta = parser_.push(end.flushed + end.held);
+  append_delta(end.delta, parser_.finish());
+  if (parser_.n_tool_calls() > 0 &&
+      (end.finish == FinishReason::kEog || end.finish == FinishReason::kStop)) {
+    end.finish = FinishReason::kToolCalls;
   }
   return end;
 }

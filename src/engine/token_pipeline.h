@@ -2,8 +2,9 @@
 // once for the CLI's loop (engine/generate.h) and the server's (engine/scheduler.h):
 //
 //   logits → sampler (+ constraint) → logprobs → eog? → streaming UTF-8 decoder → stop strings
-//          → finish reason;  at the end: flush (an unfinished character as U+FFFD, which may
-//          still complete a stop string, then the text held back).
+//          → reply parser (reasoning / content / tool calls) → finish reason;  at the end: flush
+//          (an unfinished character as U+FFFD, which may still complete a stop string, then the
+//          text held back).
 //
 // The loops keep their own policy: when to stop before sampling (cancellation, a full context)
 // and what to do with the text. The pipeline ends generation for what is the same in both: an
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "engine/reply_parser.h"
 #include "minfer/minfer.h"
 #include "sampling/constraint.h"
 #include "sampling/sampler.h"
@@ -68,12 +70,20 @@ struct TokenPipelineOptions {
   // When set (not owned; it must outlive the pipeline), only tokens it allows are sampled, and
   // generation ends with kEog as soon as it is complete.
   TokenConstraint* constraint = nullptr;
+  // How the emitted text is split (reply_parser.h); the default passes it all as content.
+  // starts_in_reasoning is found from the prompt's end (a <think> left open) when not set.
+  ReplyParserOptions reply;
+  // < 0: unlimited; else after this many tokens inside the reasoning block the next tokens are
+  // those of chat::kThinkCloseForced, forced instead of sampled (0: closed at once).
+  int32_t reasoning_budget = -1;
 };
 
 // What one row of logits gave.
 struct TokenStep {
   SampledToken sampled;  // the token, with its logprobs when they were asked for
   std::string text;      // now safe to emit: never part of a UTF-8 character or a stop string
+  ReplyDelta delta;      // the reply parser's split of what is decided so far (content = text
+                         // when the reply is not parsed)
   // Set when this token ends generation: kEog (an end-of-generation token, whose text is not
   // decoded, or a complete constraint), kStop or kLength.
   std::optional<FinishReason> finish;
@@ -81,12 +91,15 @@ struct TokenStep {
 
 // What the end of generation releases.
 struct TokenEnding {
-  FinishReason finish = FinishReason::kLength;  // kStop when the flush completed a stop string
-  std::string stop;                             // the stop string that matched (kStop)
+  // kStop when the flush completed a stop string; kToolCalls when a reply that ended as kEog or
+  // kStop called tools.
+  FinishReason finish = FinishReason::kLength;
+  std::string stop;  // the stop string that matched (kStop)
   // In order: the decoder's unfinished character as U+FFFD with what it let through the stop
   // matcher, then the text the matcher still held back as a possible start of a stop string.
   std::string flushed;
   std::string held;
+  ReplyDelta delta;  // the split of flushed + held and of all the parser still held back
 };
 
 class TokenPipeline {
@@ -110,7 +123,12 @@ class TokenPipeline {
   // what is left (the scheduler, on a cancelled or failed request) does not call it.
   TokenEnding finish(FinishReason reason);
 
+  // True while the reply is inside its reasoning block.
+  bool in_reasoning() const { return parser_.in_reasoning(); }
+
  private:
+  // The next token: a forced one (the reasoning budget's close) or the sampler's pick.
+  Result<int32_t> pick(std::span<const float> logits);
   // The sampled token's log-probability and the top_logprobs most likely tokens.
   SampledToken logprobs_of(std::span<const float> logits, int32_t token);
 
@@ -123,6 +141,11 @@ class TokenPipeline {
   int32_t top_logprobs_;
   int64_t n_generated_ = 0;
   std::vector<int32_t> top_ids_;  // [n_vocab] token ids ordered by logit, for logprobs
+  ReplyParser parser_;
+  int32_t reasoning_budget_;
+  int64_t n_reasoning_ = 0;        // tokens sampled inside the reasoning block
+  bool reasoning_closed_ = false;  // the budget's close was forced
+  std::vector<int32_t> forced_;    // tokens still to emit instead of sampling, in order
 };
 
 }  // namespace minfer::engine

@@ -38,6 +38,11 @@ struct ServerOptions {
   int read_timeout_s = 10;           // a stalled or truncated request is dropped after it
   int write_timeout_s = 10;          // a client that stops reading is dropped after it
   int n_http_threads = 64;           // connections served at once
+  // Chat replies: "deepseek" puts <think>…</think> into reasoning_content, "none" leaves it in
+  // content (a request's reasoning_format overrides); < 0: unlimited reasoning tokens, else the
+  // engine closes the block after that many (0: none, and enable_thinking false for the template).
+  std::string reasoning_format = "deepseek";
+  int32_t reasoning_budget = -1;
 };
 
 // What the server serves once the model is loaded; every pointer outlives the server. What it

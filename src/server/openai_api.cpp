@@ -1,5 +1,6 @@
 #include "server/openai_api.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -113,6 +114,37 @@ std::optional<ApiError> normalise_content(const Json& content, size_t index, Jso
   return std::nullopt;
 }
 
+// An assistant message's tool_calls as the template wants them: each call's arguments, which
+// clients send as JSON text, parsed into an object (Qwen's and Llama's templates print them with
+// tojson, as llama-server passes them); text that is not JSON stays a string.
+std::optional<ApiError> normalise_tool_calls(const Json& calls, const std::string& field,
+                                             Json& out) {
+  if (!calls.is_array()) return wrong_type(field, "an array of tool calls", calls);
+  out = Json::array();
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const std::string call_field = fmt::format("{}[{}]", field, i);
+    const Json& c = calls[i];
+    if (!c.is_object() || !c.contains("function") || !c["function"].is_object() ||
+        !c["function"].contains("name") || !c["function"]["name"].is_string()) {
+      return bad_request(fmt::format("[server] '{}' must be {{\"type\": \"function\", "
+                                     "\"function\": {{\"name\": string, \"arguments\": "
+                                     "string}}}}",
+                                     call_field),
+                         call_field, "invalid_value");
+    }
+    Json call = c;
+    Json& arguments = call["function"]["arguments"];
+    if (arguments.is_string()) {
+      Json parsed = Json::parse(arguments.get<std::string>(), nullptr, /*allow_exceptions=*/false);
+      if (!parsed.is_discarded()) arguments = std::move(parsed);
+    } else if (arguments.is_null()) {
+      arguments = Json::object();
+    }
+    out.push_back(std::move(call));
+  }
+  return std::nullopt;
+}
+
 std::optional<ApiError> parse_messages(const Json& body, Json& out) {
   auto it = body.find("messages");
   if (it == body.end() || it->is_null()) {
@@ -154,6 +186,15 @@ std::optional<ApiError> parse_messages(const Json& body, Json& out) {
                            field + ".content", "invalid_value");
       }
       msg["content"] = content;
+    }
+    if (role == "assistant" && m.contains("tool_calls") && !m["tool_calls"].is_null()) {
+      if (auto e =
+              normalise_tool_calls(m["tool_calls"], field + ".tool_calls", msg["tool_calls"])) {
+        return e;
+      }
+      // Templates test the content of a message that calls tools ('</think>' in content in
+      // Qwen3's): absent or null, it is "" for them.
+      if (!msg.contains("content") || msg["content"].is_null()) msg["content"] = "";
     }
     out.push_back(std::move(msg));
   }
@@ -440,6 +481,104 @@ std::optional<ApiError> parse_stream(const Json& body, ParsedRequest& out) {
   return std::nullopt;
 }
 
+// tools: [{"type": "function", "function": {"name": string, ...}}]; their names are returned.
+std::optional<ApiError> parse_tool_list(const Json& tools, std::vector<std::string>& names) {
+  if (!tools.is_array()) return wrong_type("tools", "an array of tools", tools);
+  for (size_t i = 0; i < tools.size(); ++i) {
+    const Json& t = tools[i];
+    const std::string field = fmt::format("tools[{}]", i);
+    if (!t.is_object() || t.value("type", Json()) != "function" || !t.contains("function") ||
+        !t["function"].is_object()) {
+      return bad_request(fmt::format("[server] '{}' must be {{\"type\": \"function\", "
+                                     "\"function\": {{\"name\": …}}}}",
+                                     field),
+                         field, "invalid_value");
+    }
+    const Json& f = t["function"];
+    if (!f.contains("name") || !f["name"].is_string() || f["name"].get<std::string>().empty()) {
+      return bad_request(
+          fmt::format("[server] '{}.function.name' must be a non-empty string", field),
+          field + ".function.name", "invalid_value");
+    }
+    if (f.contains("parameters") && !f["parameters"].is_object()) {
+      return wrong_type(field + ".function.parameters", "an object (a JSON schema)",
+                        f["parameters"]);
+    }
+    names.push_back(f["name"].get<std::string>());
+  }
+  return std::nullopt;
+}
+
+// tool_choice: "none" | "auto" | "required" | {"type": "function", "function": {"name"}} naming
+// one of the tools.
+std::optional<ApiError> parse_tool_choice(const Json& body, const std::vector<std::string>& names,
+                                          GenerateParams& p) {
+  auto it = body.find("tool_choice");
+  if (it == body.end() || it->is_null()) return std::nullopt;
+  if (it->is_string()) {
+    const std::string v = it->get<std::string>();
+    if (v == "none") {
+      p.tool_choice = ToolChoice::kNone;
+    } else if (v == "auto") {
+      p.tool_choice = ToolChoice::kAuto;
+    } else if (v == "required") {
+      p.tool_choice = ToolChoice::kRequired;
+    } else {
+      return bad_request(fmt::format("[server] 'tool_choice' must be 'none', 'auto', 'required' "
+                                     "or a function, got '{}'",
+                                     v),
+                         "tool_choice", "invalid_value");
+    }
+  } else if (it->is_object() && it->value("type", Json()) == "function" &&
+             it->contains("function") && (*it)["function"].is_object() &&
+             (*it)["function"].contains("name") && (*it)["function"]["name"].is_string()) {
+    p.tool_choice = ToolChoice::kFunction;
+    p.tool_choice_name = (*it)["function"]["name"].get<std::string>();
+    if (std::find(names.begin(), names.end(), p.tool_choice_name) == names.end()) {
+      return bad_request(fmt::format("[server] 'tool_choice' names function '{}', which is not "
+                                     "in 'tools'",
+                                     p.tool_choice_name),
+                         "tool_choice", "invalid_value");
+    }
+  } else {
+    return wrong_type("tool_choice",
+                      "'none', 'auto', 'required' or {\"type\": \"function\", \"function\": "
+                      "{\"name\": …}}",
+                      *it);
+  }
+  if ((p.tool_choice == ToolChoice::kRequired || p.tool_choice == ToolChoice::kFunction) &&
+      names.empty()) {
+    return bad_request("[server] 'tool_choice' requires a call but 'tools' is empty or absent",
+                       "tool_choice", "invalid_value");
+  }
+  return std::nullopt;
+}
+
+// Chat: tools, tool_choice, parallel_tool_calls and reasoning_format.
+std::optional<ApiError> parse_tools(const Json& body, ParsedRequest& out) {
+  GenerateParams& p = out.params;
+  std::vector<std::string> names;
+  if (auto it = body.find("tools"); it != body.end() && !it->is_null()) {
+    if (auto e = parse_tool_list(*it, names)) return e;
+    if (!names.empty()) p.tools = dump(*it);
+  }
+  if (auto e = parse_tool_choice(body, names, p)) return e;
+  if (auto e = get_bool(body, "parallel_tool_calls", p.parallel_tool_calls)) return e;
+  p.parse_tool_calls = !names.empty() && p.tool_choice != ToolChoice::kNone;
+  if (auto it = body.find("reasoning_format"); it != body.end() && !it->is_null()) {
+    if (!it->is_string()) return wrong_type("reasoning_format", "a string", *it);
+    out.reasoning_format = it->get<std::string>();
+    if (out.reasoning_format != "none" && out.reasoning_format != "deepseek" &&
+        out.reasoning_format != "auto") {
+      return bad_request(fmt::format("[server] 'reasoning_format' must be 'none', 'deepseek' or "
+                                     "'auto', got '{}'",
+                                     out.reasoning_format),
+                         "reasoning_format", "invalid_value");
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<ApiError> parse_request(const Json& body, Endpoint endpoint, int32_t n_vocab,
@@ -461,6 +600,9 @@ std::optional<ApiError> parse_request(const Json& body, Endpoint endpoint, int32
   if (auto e = parse_logit_bias(body, n_vocab, out.params)) return e;
   if (auto e = parse_grammar(body, out.params)) return e;
   if (auto e = parse_response_format(body, out.params)) return e;
+  if (chat) {
+    if (auto e = parse_tools(body, out)) return e;
+  }
   return parse_stream(body, out);
 }
 

@@ -42,6 +42,10 @@ struct ParsedRequest {
   std::string prompt_text;          // completions: a string prompt
   std::vector<int32_t> prompt_ids;  // completions: a token-id prompt
   bool prompt_is_ids = false;
+  // chat: reasoning_format as the request gave it ("none", "deepseek", "auto"), "" when absent
+  // (the server's --reasoning-format applies). tools, tool_choice and parallel_tool_calls go to
+  // params (parse_tool_calls, tools, tool_choice, tool_choice_name, parallel_tool_calls).
+  std::string reasoning_format;
 };
 
 // Checks the fields of a /v1/chat/completions or /v1/completions body (types, ranges, roles).

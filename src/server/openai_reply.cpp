@@ -13,6 +13,8 @@ const char* openai_finish_reason(FinishReason reason) {
     case FinishReason::kLength:
     case FinishReason::kContext:
       return "length";
+    case FinishReason::kToolCalls:
+      return "tool_calls";
   }
   return "stop";
 }
@@ -84,6 +86,29 @@ Json completion_logprobs_json(const LanguageModel& model, const std::vector<Samp
               {"text_offset", offsets}};
 }
 
+void ReplyParts::add(const BatchEvent& event) {
+  content += event.text;
+  reasoning += event.reasoning;
+  append_tool_calls(tool_calls, event.tool_calls);
+}
+
+Json assistant_message(const ReplyParts& parts) {
+  Json m;
+  m["role"] = "assistant";
+  m["content"] = parts.content.empty() && !parts.tool_calls.empty() ? Json() : Json(parts.content);
+  if (!parts.reasoning.empty()) m["reasoning_content"] = parts.reasoning;
+  if (!parts.tool_calls.empty()) {
+    Json calls = Json::array();
+    for (const ToolCall& c : parts.tool_calls) {
+      calls.push_back(Json{{"id", c.id},
+                           {"type", "function"},
+                           {"function", Json{{"name", c.name}, {"arguments", c.arguments}}}});
+    }
+    m["tool_calls"] = std::move(calls);
+  }
+  return m;
+}
+
 Reply::Reply(const LanguageModel& model, ReplyInfo info) : model_(&model), info_(std::move(info)) {}
 
 Json Reply::logprobs_of(const std::vector<SampledToken>& tokens, int64_t text_offset) const {
@@ -118,8 +143,14 @@ Json Reply::envelope(bool streamed, Json choices) const {
 
 Json Reply::complete(const std::string& text, const std::vector<SampledToken>& tokens,
                      FinishReason finish, const RequestStats& stats) const {
-  Json content = info_.endpoint == Endpoint::kChat ? Json{{"role", "assistant"}, {"content", text}}
-                                                   : Json(text);
+  ReplyParts parts;
+  parts.content = text;
+  return complete(parts, tokens, finish, stats);
+}
+
+Json Reply::complete(const ReplyParts& parts, const std::vector<SampledToken>& tokens,
+                     FinishReason finish, const RequestStats& stats) const {
+  Json content = info_.endpoint == Endpoint::kChat ? assistant_message(parts) : Json(parts.content);
   Json out = envelope(false, Json::array({choice(false, std::move(content), logprobs_of(tokens, 0),
                                                  openai_finish_reason(finish))}));
   out["usage"] = usage_json(stats);
@@ -143,6 +174,34 @@ Json Reply::text_chunk(const std::string& text, const std::vector<SampledToken>&
                        int64_t text_offset) const {
   Json content = info_.endpoint == Endpoint::kChat ? Json{{"content", text}} : Json(text);
   return chunk(std::move(content), logprobs_of(tokens, text_offset), Json());
+}
+
+Json Reply::reasoning_chunk(const std::string& reasoning) const {
+  return chunk(Json{{"reasoning_content", reasoning}}, Json(), Json());
+}
+
+Json Reply::tool_call_chunk(const ToolCallDelta& delta) const {
+  Json call;
+  call["index"] = delta.index;
+  if (!delta.id.empty()) {
+    call["id"] = delta.id;
+    call["type"] = "function";
+    call["function"] = Json{{"name", delta.name}, {"arguments", delta.arguments}};
+  } else {
+    call["function"] = Json{{"arguments", delta.arguments}};
+  }
+  return chunk(Json{{"tool_calls", Json::array({std::move(call)})}}, Json(), Json());
+}
+
+std::vector<Json> Reply::event_chunks(const BatchEvent& e, int64_t& text_offset) const {
+  std::vector<Json> chunks;
+  if (!e.reasoning.empty()) chunks.push_back(reasoning_chunk(e.reasoning));
+  if (!e.text.empty() || (info_.logprobs && !e.tokens.empty())) {
+    chunks.push_back(text_chunk(e.text, e.tokens, text_offset));
+    text_offset += static_cast<int64_t>(e.text.size());
+  }
+  for (const ToolCallDelta& d : e.tool_calls) chunks.push_back(tool_call_chunk(d));
+  return chunks;
 }
 
 Json Reply::finish_chunk(FinishReason finish) const {

@@ -26,6 +26,19 @@ Json chat_logprobs_json(const LanguageModel& model, const std::vector<SampledTok
 Json completion_logprobs_json(const LanguageModel& model, const std::vector<SampledToken>& toks,
                               int64_t text_offset);
 
+// A reply's parts put together from its events: content, reasoning and whole tool calls.
+struct ReplyParts {
+  std::string content;
+  std::string reasoning;
+  std::vector<ToolCall> tool_calls;
+
+  void add(const BatchEvent& event);
+};
+
+// Chat's assistant message of a whole reply: content (null when the reply is only tool calls, as
+// OpenAI's), reasoning_content when there is some, tool_calls when there are some.
+Json assistant_message(const ReplyParts& parts);
+
 // What every reply to one request shares.
 struct ReplyInfo {
   Endpoint endpoint = Endpoint::kChat;
@@ -48,6 +61,8 @@ class Reply {
   // The whole reply: all the text, every sampled token and the final event's finish and usage.
   Json complete(const std::string& text, const std::vector<SampledToken>& tokens,
                 FinishReason finish, const RequestStats& stats) const;
+  Json complete(const ReplyParts& parts, const std::vector<SampledToken>& tokens,
+                FinishReason finish, const RequestStats& stats) const;
 
   // Chat only, before any text: the assistant role with empty content.
   Json role_chunk() const;
@@ -55,6 +70,15 @@ class Reply {
   // reply's text (completions' logprobs report it).
   Json text_chunk(const std::string& text, const std::vector<SampledToken>& tokens,
                   int64_t text_offset) const;
+  // Chat: a piece of reasoning (delta.reasoning_content).
+  Json reasoning_chunk(const std::string& reasoning) const;
+  // Chat: a piece of a tool call (delta.tool_calls): a call's first piece carries index, id,
+  // type and the function's name with arguments "", the next ones index and an arguments
+  // fragment.
+  Json tool_call_chunk(const ToolCallDelta& delta) const;
+  // The chunks of one event of a streamed reply, in reply order: reasoning, content (with the
+  // event's logprobs), tool-call pieces. text_offset (bytes of content sent so far) advances.
+  std::vector<Json> event_chunks(const BatchEvent& event, int64_t& text_offset) const;
   // No text, the finish reason.
   Json finish_chunk(FinishReason finish) const;
   // No choices, the usage (send only when include_usage).

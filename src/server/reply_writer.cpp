@@ -82,9 +82,12 @@ void Call::on_event(const BatchEvent& event) {
     t_last_token_ = now;
   }
   if (event.done) {
-    metrics_.on_request_done(event.stats, event.finish == FinishReason::kCancelled
-                                              ? "abort"
-                                              : openai_finish_reason(event.finish));
+    // vLLM's finished_reason labels: a reply that called tools stopped as it chose to.
+    const char* reason = event.finish == FinishReason::kCancelled ? "abort"
+                         : event.finish == FinishReason::kToolCalls
+                             ? "stop"
+                             : openai_finish_reason(event.finish);
+    metrics_.on_request_done(event.stats, reason);
   }
   events_.push_back(event);
   cv_.notify_all();
@@ -115,7 +118,7 @@ bool Call::take_events(std::deque<BatchEvent>& out) {
 
 void write_blocking(httplib::Response& res, Call& call, const Reply& reply,
                     const std::function<void()>& release) {
-  std::string text;
+  ReplyParts parts;
   std::vector<SampledToken> tokens;
   BatchEvent final_event;
   bool done = false;
@@ -123,7 +126,7 @@ void write_blocking(httplib::Response& res, Call& call, const Reply& reply,
     std::deque<BatchEvent> events;
     call.take_events(events);  // a departed client is cancelled; its final event still comes
     for (BatchEvent& e : events) {
-      text += e.text;
+      parts.add(e);
       tokens.insert(tokens.end(), e.tokens.begin(), e.tokens.end());
       if (e.done) {
         final_event = std::move(e);
@@ -135,7 +138,7 @@ void write_blocking(httplib::Response& res, Call& call, const Reply& reply,
   if (!final_event.error.empty()) {
     return send_error(res, api_error(500, final_event.error, "server_error", ""));
   }
-  send_json(res, reply.complete(text, tokens, final_event.finish, final_event.stats));
+  send_json(res, reply.complete(parts, tokens, final_event.finish, final_event.stats));
 }
 
 namespace {
@@ -155,9 +158,7 @@ class EventStream {
     std::deque<BatchEvent> events;
     if (!call_->take_events(events)) return false;
     for (BatchEvent& e : events) {
-      if (!e.text.empty() || (reply_.info().logprobs && !e.tokens.empty())) {
-        const Json chunk = reply_.text_chunk(e.text, e.tokens, text_offset_);
-        text_offset_ += static_cast<int64_t>(e.text.size());
+      for (const Json& chunk : reply_.event_chunks(e, text_offset_)) {
         if (!send(out, chunk)) return cancel();
       }
       if (e.done) {

@@ -23,6 +23,13 @@ std::optional<ApiError> prompt_tokens(const Backend& b, const Json& body,
   if (parsed.endpoint == Endpoint::kChat) {
     Json request = body;
     request["messages"] = parsed.messages;
+    if (parsed.params.reasoning_budget == 0) {
+      // No thinking at all: the template says so where it can (Qwen3 renders an empty block),
+      // unless the request set enable_thinking itself.
+      Json& kwargs = request["chat_template_kwargs"];
+      if (!kwargs.is_object()) kwargs = Json::object();
+      if (!kwargs.contains("enable_thinking")) kwargs["enable_thinking"] = false;
+    }
     Result<std::vector<int32_t>> tokens = b.model->tokenize_chat_request(dump(request));
     if (!tokens.is_ok()) {
       return bad_request("[server] the chat template failed: " + tokens.status().message(),
@@ -49,14 +56,21 @@ bool has_json_format(const Json& body) {
 }
 
 std::optional<ApiError> build_request(const httplib::Request& req, const Backend& b,
-                                      Endpoint endpoint, ParsedRequest& out,
-                                      std::vector<int32_t>& prompt) {
+                                      const ServerOptions& options, Endpoint endpoint,
+                                      ParsedRequest& out, std::vector<int32_t>& prompt) {
   Json body;
   if (auto e = parse_body(req, body)) return e;
   const int32_t n_vocab = static_cast<int32_t>(b.model->n_vocab());
   if (auto e = parse_request(body, endpoint, n_vocab, out)) return e;
   if (out.params.grammar.empty() && !b.default_grammar.empty() && !has_json_format(body)) {
     out.params.grammar = b.default_grammar;
+  }
+  if (endpoint == Endpoint::kChat) {
+    // Reasoning as the request says, else as the server does.
+    const std::string& format =
+        out.reasoning_format.empty() ? options.reasoning_format : out.reasoning_format;
+    out.params.extract_reasoning = format != "none";
+    out.params.reasoning_budget = options.reasoning_budget;
   }
   if (auto e = prompt_tokens(b, body, out, prompt)) return e;
   const int64_t n_ctx = b.generator->n_ctx();
@@ -98,7 +112,8 @@ void HttpServer::generate(const httplib::Request& req, httplib::Response& res, E
   }
   ParsedRequest parsed;
   std::vector<int32_t> prompt;
-  if (auto e = build_request(req, *b, endpoint, parsed, prompt)) return send_error(res, *e);
+  if (auto e = build_request(req, *b, options_, endpoint, parsed, prompt))
+    return send_error(res, *e);
 
   auto call = std::make_shared<Call>(metrics_);
   Result<std::shared_ptr<RequestHandle>> handle =

@@ -1,0 +1,65 @@
+#include "chat/reply_format.h"
+
+namespace minfer::chat {
+
+namespace {
+
+bool contains(std::string_view text, std::string_view what) {
+  return text.find(what) != std::string_view::npos;
+}
+
+bool is_space(char c) {
+  return c == ' ' || c == '\n' || c == '\r' || c == '\t';
+}
+
+struct FormatNames {
+  ToolCallFormat format;
+  const char* name;
+  const char* trigger;  // the text that opens a call
+};
+
+constexpr FormatNames kFormatNames[] = {
+    {ToolCallFormat::kNone, "none", ""},
+    {ToolCallFormat::kHermes, "hermes", "<tool_call>"},
+    {ToolCallFormat::kLlama3Json, "llama3_json", "{"},
+};
+
+const FormatNames& names_of(ToolCallFormat format) {
+  for (const FormatNames& names : kFormatNames) {
+    if (names.format == format) return names;
+  }
+  return kFormatNames[0];
+}
+
+}  // namespace
+
+const char* tool_call_format_name(ToolCallFormat format) {
+  return names_of(format).name;
+}
+
+ReplyFormat detect_reply_format(std::string_view source) {
+  ReplyFormat format;
+  // Hermes first: Hermes 3 on Llama 3.1 keeps Llama's headers but calls tools with <tool_call>.
+  if (contains(source, "<tool_call>")) {
+    format.tool_calls = ToolCallFormat::kHermes;
+  } else if (contains(source, "<|start_header_id|>") && contains(source, "ipython")) {
+    format.tool_calls = ToolCallFormat::kLlama3Json;
+  }
+  format.reasoning = contains(source, kThinkOpen);
+  return format;
+}
+
+std::string tool_call_trigger(ToolCallFormat format) {
+  return names_of(format).trigger;
+}
+
+bool prompt_opens_reasoning(std::string_view prompt_tail) {
+  const size_t open = prompt_tail.rfind(kThinkOpen);
+  if (open == std::string_view::npos) return false;
+  for (size_t i = open + kThinkOpen.size(); i < prompt_tail.size(); ++i) {
+    if (!is_space(prompt_tail[i])) return false;
+  }
+  return true;
+}
+
+}  // namespace minfer::chat
