@@ -4,6 +4,7 @@
 
 #include "engine/api_impl.h"
 #include "engine/scheduler.h"
+#include "engine/tool_grammar.h"
 
 namespace minfer {
 
@@ -83,9 +84,11 @@ Result<std::shared_ptr<RequestHandle>> BatchGenerator::submit(
   MINFER_ASSIGN_OR_RETURN(request.constraint,
                           impl_->grammars->constraint(params.json_object, params.grammar));
   request.reply = reply_request(params, impl_->reply_format);
-  // Hook for the tool-call grammar: with request.reply.parse_tool_calls, a constraint built from
-  // request.reply (tools, tool_choice, parallel_tool_calls, format.tool_calls and its trigger
-  // chat::tool_call_trigger) goes into request.constraint here.
+  // Tool calls follow the tools' schemas unless the request constrains its text otherwise.
+  if (request.constraint == nullptr) {
+    MINFER_ASSIGN_OR_RETURN(request.constraint,
+                            engine::tool_call_constraint(*impl_->grammars, request.reply));
+  }
   auto sink = [on_event = std::move(on_event)](engine::RequestEvent&& e) {
     if (on_event) on_event(batch_event(std::move(e)));
   };

@@ -57,13 +57,7 @@ std::vector<std::string> constraints_besides(const Json& s, std::string_view exc
   return out;
 }
 
-const std::map<std::string_view, std::string_view> kFormats = {
-    {"date", R"([0-9]{4} "-" ( "0" [1-9] | "1" [0-2] ) "-" ( "0" [1-9] | [12] [0-9] | "3" [01] ))"},
-    {"time",
-     R"(( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9] ":" [0-5] [0-9] ( "." [0-9]{1,6} )? ( "Z" | [+-] ( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9] ))"},
-    {"date-time", R"(format-date "T" format-time)"},
-    {"uuid", R"([0-9a-f]{8} "-" [0-9a-f]{4} "-" [0-9a-f]{4} "-" [0-9a-f]{4} "-" [0-9a-f]{12})"},
-};
+constexpr std::string_view kFormats[] = {"date", "time", "date-time", "uuid"};
 
 // a + " " + b, leaving out an empty side.
 std::string join(const std::string& a, const std::string& b) {
@@ -97,14 +91,15 @@ bool of_type(const Json& value, const Json& schema) {
 
 class Converter {
  public:
-  explicit Converter(const Json& root) : root_(root) {}
+  Converter(const Json& root, const JsonSchemaGbnfOptions& options)
+      : root_(root), options_(options) {}
 
   Result<std::string> convert() {
     Result<std::string> root = expr(root_, "#", 0);
     if (!root.is_ok()) return root;
-    std::string out = "root ::= " + *root + "\n";
+    std::string out = options_.rule_prefix + "root ::= " + *root + "\n";
     for (const auto& [name, body] : rules_) out += name + " ::= " + body + "\n";
-    out += kJsonPrimitiveRules;
+    if (options_.with_primitives) out += kJsonPrimitiveRules;
     return out;
   }
 
@@ -114,7 +109,7 @@ class Converter {
   }
 
   std::string add_rule(std::string_view hint, std::string body) {
-    std::string name = fmt::format("{}-{}", hint, rules_.size() + 1);
+    std::string name = fmt::format("{}{}-{}", options_.rule_prefix, hint, rules_.size() + 1);
     rules_.emplace_back(name, std::move(body));
     return name;
   }
@@ -329,9 +324,9 @@ class Converter {
   Result<std::string> integer_rule(const Json& s, const std::string& path);
 
   const Json& root_;
+  const JsonSchemaGbnfOptions& options_;
   std::vector<std::pair<std::string, std::string>> rules_;  // after root, in creation order
   std::map<std::string, std::string> refs_;                 // $ref target → its rule
-  bool formats_added_ = false;
 };
 
 // One property of an object: its member text ("key" ws ":" ws value ws) and whether it must be
@@ -470,15 +465,9 @@ Result<std::string> Converter::string_rule(const Json& s, const std::string& pat
   }
   if (s.contains("format")) {
     const std::string format = s["format"].is_string() ? s["format"].get<std::string>() : "";
-    if (!kFormats.contains(format)) {
+    if (!one_of(format, kFormats)) {
       return error(path, fmt::format("unsupported format {} (date, time, date-time, uuid)",
                                      s["format"].dump()));
-    }
-    if (!formats_added_) {
-      for (const auto& [name, body] : kFormats) {
-        rules_.emplace_back("format-" + std::string(name), std::string(body));
-      }
-      formats_added_ = true;
     }
     return "\"\\\"\" format-" + format + " \"\\\"\"";
   }
@@ -529,8 +518,9 @@ Result<std::string> Converter::integer_rule(const Json& s, const std::string& pa
 
 }  // namespace
 
-Result<std::string> json_schema_to_gbnf(const nlohmann::ordered_json& schema) {
-  return Converter(schema).convert();
+Result<std::string> json_schema_to_gbnf(const nlohmann::ordered_json& schema,
+                                        const JsonSchemaGbnfOptions& options) {
+  return Converter(schema, options).convert();
 }
 
 }  // namespace minfer::grammar

@@ -32,6 +32,15 @@
 
 namespace minfer::grammar {
 
-Result<std::string> json_schema_to_gbnf(const nlohmann::ordered_json& schema);
+struct JsonSchemaGbnfOptions {
+  // Starts the name of every rule made for this schema (its root is `{rule_prefix}root`), so that
+  // several schemas can share one grammar (the arguments of several tools).
+  std::string rule_prefix;
+  // Append kJsonPrimitiveRules (json_schema_parts.h), which the rules use; once per grammar.
+  bool with_primitives = true;
+};
+
+Result<std::string> json_schema_to_gbnf(const nlohmann::ordered_json& schema,
+                                        const JsonSchemaGbnfOptions& options = {});
 
 }  // namespace minfer::grammar

@@ -24,6 +24,10 @@ value ::= object | array | string | number | boolean | null
 member ::= string ws ":" ws value
 object ::= "{" ws ( member ( ws "," ws member )* ws )? "}"
 array ::= "[" ws ( value ( ws "," ws value )* ws )? "]"
+format-date ::= [0-9]{4} "-" ( "0" [1-9] | "1" [0-2] ) "-" ( "0" [1-9] | [12] [0-9] | "3" [01] )
+format-time ::= ( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9] ":" [0-5] [0-9] ( "." [0-9]{1,6} )? ( "Z" | [+-] ( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9] )
+format-date-time ::= format-date "T" format-time
+format-uuid ::= [0-9a-f]{8} "-" [0-9a-f]{4} "-" [0-9a-f]{4} "-" [0-9a-f]{4} "-" [0-9a-f]{12}
 )";
 
 std::string gbnf_literal(std::string_view bytes) {

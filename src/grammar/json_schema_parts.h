@@ -15,8 +15,8 @@
 namespace minfer::grammar {
 
 // The rules every converted schema may use: ws (between tokens), char (one character of a JSON
-// string, escapes included), string, integer, number, boolean, null, and value / object / array
-// (any JSON).
+// string, escapes included), string, integer, number, boolean, null, value / object / array
+// (any JSON), and format-date / format-time / format-date-time / format-uuid (RFC 3339, RFC 4122).
 extern const std::string_view kJsonPrimitiveRules;
 
 // `bytes` as a GBNF string literal ("…" with ", \ and control bytes escaped).

@@ -3,6 +3,8 @@
 // is a one-line error naming line and column before any model is loaded.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <fstream>
 #include <string>
 
@@ -63,7 +65,31 @@ TEST(GrammarFlags, BadGrammarIsAnErrorWithLineAndColumn) {
   const CommandResult both = run_command(minfer_binary() + " run -p hi " + qwen_tiny() +
                                          "--grammar 'root ::= \"a\"' --grammar-file /nonexistent");
   EXPECT_NE(both.exit_code, 0);
-  EXPECT_NE(both.err.find("not both"), std::string::npos) << both.err;
+  EXPECT_NE(both.err.find("give one of --grammar, --grammar-file, --json-schema"),
+            std::string::npos)
+      << both.err;
+}
+
+TEST(GrammarFlags, JsonSchemaConstrainsRunAndAnUnsupportedKeywordIsNamed) {
+  MINFER_REQUIRE_TEST_DATA();
+  const std::string schema =
+      R"('{"type":"object","properties":{"ok":{"type":"boolean"},"n":{"type":"integer","minimum":1,"maximum":3}},"required":["ok","n"],"additionalProperties":false}')";
+  for (const char* temp : {"0", "1"}) {
+    const CommandResult r = run_command(minfer_binary() + " run -p hi -n 200 --temp " + temp + " " +
+                                        qwen_tiny() + "-j " + schema);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const nlohmann::json doc = nlohmann::json::parse(r.out, nullptr, false);
+    ASSERT_TRUE(doc.is_object()) << r.out;
+    EXPECT_TRUE(doc["ok"].is_boolean()) << r.out;
+    EXPECT_TRUE(doc["n"].is_number_integer() && doc["n"] >= 1 && doc["n"] <= 3) << r.out;
+    EXPECT_EQ(doc.size(), 2u) << r.out;
+  }
+  const CommandResult bad = run_command(minfer_binary() + " run -p hi " + qwen_tiny() +
+                                        "-j '{\"type\":\"string\",\"format\":\"email\"}'");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("--json-schema: [json_schema] unsupported format \"email\""),
+            std::string::npos)
+      << bad.err;
 }
 
 }  // namespace

@@ -79,11 +79,13 @@ describe('minfer serve API', { skip: skipReason }, () => {
     assert.equal(r.json.usage.completion_tokens, 4);
   });
 
-  test('response_format json_schema is a clear 400', async () => {
-    const r = await chat({ messages: hi, response_format: { type: 'json_schema', json_schema: { name: 'x', schema: {} } } });
+  test('response_format json_schema with an unsupported keyword is a clear 400', async () => {
+    const r = await chat({
+      messages: hi, response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'array', uniqueItems: true } } },
+    });
     assert.equal(r.status, 400);
     assert.equal(r.json.error.param, 'response_format');
-    assert.match(r.json.error.message, /json_schema/);
+    assert.match(r.json.error.message, /unsupported JSON Schema keyword 'uniqueItems' at #/);
   });
 
   test('stop strings end the reply before them with finish_reason stop', async () => {

@@ -1,17 +1,18 @@
 // Tool calls and reasoning through a real `minfer serve` on the tiny Qwen3 model (real vocabulary
 // and template, random weights) with the official client.
 //
-// Random weights write gibberish, so the replies that must hold a call or a <think> block are
-// forced with a GBNF `grammar` (llama-server's request field). Until the server takes `grammar`
-// (it comes with the grammar engine) those tests skip, found by a probe; the request checks and
-// the wire shape of ordinary replies with tools run now. The parser itself is pinned by the
-// C++ tests (tests/engine/reply_parser_test.cpp, reply_pipeline_test.cpp,
-// tests/server/tool_reply_test.cpp).
+// Random weights write gibberish, so the replies that must hold a given call or <think> block are
+// forced with a GBNF `grammar` (llama-server's request field); tool_choice "required" makes the
+// model's own calls, held to the tools' schemas by the tool-call grammar, which the SDK's tool
+// runner then runs. The parser itself is pinned by the C++ tests
+// (tests/engine/reply_parser_test.cpp, reply_pipeline_test.cpp, tests/server/tool_reply_test.cpp,
+// tests/engine/tool_grammar_test.cpp).
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
+import Ajv from 'ajv';
 import OpenAI from 'openai';
 
 import { minferBin, postJson, readSse, startServer, testData } from './helpers.js';
@@ -46,17 +47,12 @@ describe('tool calls and reasoning', { skip }, () => {
   let server;
   let url;
   let client;
-  let grammarSkip = false;  // why the grammar-forced tests skip, or false
   const chat = (body) => postJson(`${url}/v1/chat/completions`, body);
 
   before(async () => {
     server = await startServer(['-np', '2'], {}, qwen3Path);
     url = server.url;
     client = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'none', maxRetries: 0 });
-    const probe = await chat({ messages, grammar: literalGrammar('ok'), max_tokens: 8, temperature: 0 });
-    if (probe.status !== 200 || probe.json.choices[0].message.content !== 'ok') {
-      grammarSkip = 'the server does not take a `grammar` yet';
-    }
   });
   after(async () => {
     assert.equal((await server.stop()).code, 0);
@@ -87,8 +83,7 @@ describe('tool calls and reasoning', { skip }, () => {
     assert.equal(final.choices[0].message.content ?? '', whole.choices[0].message.content ?? '');
   });
 
-  test('a forced Hermes reply gives tool_calls and reasoning_content, streamed as not', async (t) => {
-    if (grammarSkip) return t.skip(grammarSkip);
+  test('a forced Hermes reply gives tool_calls and reasoning_content, streamed as not', async () => {
     const body = { model: 'm', messages, tools, grammar: literalGrammar(callReply), max_tokens: 200, temperature: 0 };
     const whole = await client.chat.completions.create(body);
     const choice = whole.choices[0];
@@ -134,8 +129,7 @@ describe('tool calls and reasoning', { skip }, () => {
     assert.equal(args0, calls[0].function.arguments);
   });
 
-  test('reasoning_format none leaves <think> in content; without tools a call is content', async (t) => {
-    if (grammarSkip) return t.skip(grammarSkip);
+  test('reasoning_format none leaves <think> in content; without tools a call is content', async () => {
     const reply = '<think>\nhm\n</think>\n\nHello.';
     const split = await chat({ messages, grammar: literalGrammar(reply), max_tokens: 50, temperature: 0 });
     assert.equal(split.json.choices[0].message.reasoning_content, 'hm');
@@ -146,5 +140,78 @@ describe('tool calls and reasoning', { skip }, () => {
     const noTools = await chat({ messages, grammar: literalGrammar(callReply), reasoning_format: 'none', max_tokens: 200, temperature: 0 });
     assert.equal(noTools.json.choices[0].message.content, callReply);
     assert.equal(noTools.json.choices[0].finish_reason, 'stop');
+  });
+
+  // parallel_tool_calls false: random weights left free keep adding calls until max_tokens.
+  test('tool_choice required: a call that follows the schemas, streamed as not', async () => {
+    const ajv = new Ajv({ strict: false });
+    const validators = Object.fromEntries(tools.map((t) => [t.function.name, ajv.compile(t.function.parameters)]));
+    for (const seed of [1, 2, 3]) {
+      const body = {
+        model: 'm', messages, tools, tool_choice: 'required', parallel_tool_calls: false, max_tokens: 300, temperature: 1, seed,
+      };
+      const done = await client.chat.completions.create(body);
+      const choice = done.choices[0];
+      assert.equal(choice.finish_reason, 'tool_calls', JSON.stringify(choice));
+      assert.equal(choice.message.tool_calls.length, 1);
+      for (const call of choice.message.tool_calls) {
+        assert.match(call.id, /^call_/);
+        const validate = validators[call.function.name];
+        assert.ok(validate, call.function.name);
+        assert.ok(validate(JSON.parse(call.function.arguments)), call.function.arguments);
+      }
+      const streamed = await client.chat.completions.stream(body).finalChatCompletion();
+      const shape = (m) => m.tool_calls.map((c) => [c.function.name, c.function.arguments]);
+      assert.deepEqual(shape(streamed.choices[0].message), shape(choice.message));
+      assert.equal(streamed.choices[0].finish_reason, 'tool_calls');
+    }
+  });
+
+  test('a named tool_choice and parallel_tool_calls false give exactly one call of it', async () => {
+    const done = await client.chat.completions.create({
+      model: 'm', messages, tools, tool_choice: { type: 'function', function: { name: 'get_time' } },
+      parallel_tool_calls: false, max_tokens: 300, temperature: 1, seed: 4,
+    });
+    const calls = done.choices[0].message.tool_calls;
+    assert.equal(calls.length, 1);
+    assert.equal(calls[0].function.name, 'get_time');
+  });
+
+  test('the SDK tool runner completes a two-tool round trip: required, then auto', async () => {
+    const ran = [];
+    const runnable = tools.map((t) => ({
+      type: 'function',
+      function: {
+        name: t.function.name,
+        parameters: t.function.parameters,
+        parse: JSON.parse,
+        function: (args) => {
+          ran.push([t.function.name, args]);
+          return t.function.name === 'get_weather' ? { city: args.city, celsius: 21 } : '12:00';
+        },
+      },
+    }));
+    // Round 1, required: two completions, each with one call the runner runs and answers.
+    const first = client.chat.completions.runTools({
+      model: 'm', messages, tools: runnable, tool_choice: 'required', parallel_tool_calls: false,
+      max_tokens: 300, temperature: 1, seed: 5,
+    }, { maxChatCompletions: 2 });
+    await first.done();
+    assert.equal(ran.length, 2, JSON.stringify(ran));
+    const history = first.messages;
+    assert.ok(history.some((m) => m.role === 'tool'));
+    assert.ok(history.some((m) => m.role === 'assistant' && m.tool_calls?.length));
+    // Round 2, auto: the conversation with the tool results renders through the template and
+    // the model answers. The runner refuses a reply cut by max_tokens, and random weights do not
+    // end on their own, so <|im_end|> gets a bias that ends the answer.
+    const end = await postJson(`${url}/tokenize`, { content: '<|im_end|>', parse_special: true });
+    assert.equal(end.json.tokens.length, 1);
+    const second = client.chat.completions.runTools({
+      model: 'm', messages: history, tools: runnable, tool_choice: 'auto', max_tokens: 24, temperature: 0,
+      logit_bias: { [end.json.tokens[0]]: 100 },
+    }, { maxChatCompletions: 3 });
+    const final = await second.finalChatCompletion();
+    assert.equal(final.choices[0].finish_reason, 'stop');
+    assert.ok(second.messages.length > history.length);
   });
 });

@@ -1,0 +1,109 @@
+#include "engine/tool_grammar.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "grammar/json_schema.h"
+#include "grammar/json_schema_parts.h"
+
+namespace minfer::engine {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+// One function a call may name: its name and the rule of its arguments.
+struct CallTarget {
+  std::string name;
+  std::string arguments_rule;
+};
+
+// The functions of `tools` the choice allows, their argument rules appended to `rules`.
+Result<std::vector<CallTarget>> call_targets(const ReplyRequest& reply, std::string& rules) {
+  const Json tools = Json::parse(reply.tools, nullptr, false);
+  if (!tools.is_array()) {
+    return make_error(ErrorCode::kInvalidArgument, "[tools] expected an array of tools");
+  }
+  std::vector<CallTarget> targets;
+  for (const Json& tool : tools) {
+    const Json function = tool.value("function", Json::object());
+    const std::string name = function.value("name", std::string());
+    if (name.empty()) {
+      return make_error(ErrorCode::kInvalidArgument, "[tools] a function has no name");
+    }
+    if (reply.tool_choice == ToolChoice::kFunction && name != reply.tool_choice_name) continue;
+    const Json parameters = function.value("parameters", Json{{"type", "object"}});
+    const std::string prefix = fmt::format("tool{}-", targets.size());
+    Result<std::string> gbnf =
+        grammar::json_schema_to_gbnf(parameters, {.rule_prefix = prefix, .with_primitives = false});
+    if (!gbnf.is_ok()) {
+      return make_error(ErrorCode::kInvalidArgument, "[tools] function '{}': {}", name,
+                        gbnf.status().message());
+    }
+    rules += *gbnf;
+    targets.push_back({name, prefix + "root"});
+  }
+  if (targets.empty()) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "[tools] tool_choice names '{}', which is not "
+                      "among the tools",
+                      reply.tool_choice_name);
+  }
+  return targets;
+}
+
+// call ::= the model's call text around one of the targets.
+std::string call_rule(chat::ToolCallFormat format, const std::vector<CallTarget>& targets) {
+  const bool hermes = format == chat::ToolCallFormat::kHermes;
+  std::string alternatives;
+  for (const CallTarget& t : targets) {
+    const std::string head =
+        fmt::format("{}, \"{}\": ", Json(t.name).dump(), hermes ? "arguments" : "parameters");
+    alternatives += fmt::format("{}{} {}", alternatives.empty() ? "" : " | ",
+                                grammar::gbnf_literal(head), t.arguments_rule);
+  }
+  const std::string open = hermes ? "<tool_call>\n{\"name\": " : "{\"name\": ";
+  const std::string close = hermes ? "}\n</tool_call>" : "}";
+  return fmt::format("call ::= {} ( {} ) {}\n", grammar::gbnf_literal(open), alternatives,
+                     grammar::gbnf_literal(close));
+}
+
+}  // namespace
+
+Result<ToolCallGrammar> tool_call_grammar(const ReplyRequest& reply) {
+  ToolCallGrammar out;
+  const chat::ToolCallFormat format = reply.format.tool_calls;
+  if (!reply.parse_tool_calls || reply.tools.empty() || reply.tool_choice == ToolChoice::kNone ||
+      format == chat::ToolCallFormat::kNone) {
+    return out;
+  }
+  std::string rules;
+  MINFER_ASSIGN_OR_RETURN(std::vector<CallTarget> targets, call_targets(reply, rules));
+  const bool forced = reply.tool_choice != ToolChoice::kAuto;
+  const std::string calls = reply.parallel_tool_calls ? "call ( \"\\n\" call )*" : "call";
+  std::string root;
+  if (format == chat::ToolCallFormat::kHermes) {
+    root = "root ::= " + calls + "\n";
+    if (!forced) out.triggers = {chat::tool_call_trigger(format)};
+  } else {
+    // Llama 3: one call is the whole reply; under auto, any text that does not open with "{".
+    root = forced ? "root ::= call\n" : "root ::= call | ( [^{] [\\x01-\\U0010FFFF]* )?\n";
+  }
+  out.gbnf = root + call_rule(format, targets) + rules + std::string(grammar::kJsonPrimitiveRules);
+  return out;
+}
+
+Result<std::shared_ptr<TokenConstraint>> tool_call_constraint(grammar::RequestGrammars& grammars,
+                                                              const ReplyRequest& reply) {
+  MINFER_ASSIGN_OR_RETURN(ToolCallGrammar tools, tool_call_grammar(reply));
+  if (tools.gbnf.empty()) return std::shared_ptr<TokenConstraint>();
+  MINFER_ASSIGN_OR_RETURN(std::shared_ptr<grammar::TokenGrammar> compiled,
+                          grammars.compile(tools.gbnf));
+  MINFER_ASSIGN_OR_RETURN(std::unique_ptr<grammar::GrammarConstraint> constraint,
+                          grammar::GrammarConstraint::create(
+                              std::move(compiled), {.trigger_texts = tools.triggers,
+                                                    .trigger_tokens = {},
+                                                    .end_on_complete = tools.end_on_complete}));
+  return std::shared_ptr<TokenConstraint>(std::move(constraint));
+}
+
+}  // namespace minfer::engine
