@@ -9,12 +9,14 @@
 #include <CLI/CLI.hpp>
 
 #include "minfer/minfer.h"
+#include "model_source.h"
 
 namespace minfer::app {
 
 // What `run` and `chat` both take.
 struct GenerationFlags {
   std::string model_path;
+  ModelSourceFlags source;  // -hf, --offline (resolved into model_path)
   LoadOptions load;
   GenerateParams generate;
   std::string system;
