@@ -49,10 +49,9 @@ Status http_status_error(long status, const std::string& url, const std::string&
   return make_error(ErrorCode::kIo, "[hub] {}: HTTP {}", url, status);
 }
 
-Result<std::vector<RemoteFile>> list_tree(const HttpClient& http, const HubOptions& o,
-                                          const HubModelRef& ref) {
-  const std::string url =
-      o.endpoint + "/api/models/" + ref.repo + "/tree/" + ref.revision + "?recursive=true";
+// One page of the file list: appends its files, returns the next page's URL ("" at the end).
+Result<std::string> list_tree_page(const HttpClient& http, const std::string& url,
+                                   const HubModelRef& ref, std::vector<RemoteFile>& files) {
   MINFER_ASSIGN_OR_RETURN(const HttpResponse r, http.get(url));
   if (r.status != 200) return http_status_error(r.status, url, ref.repo);
   const nlohmann::json j = nlohmann::json::parse(r.body, nullptr, false);
@@ -60,7 +59,6 @@ Result<std::vector<RemoteFile>> list_tree(const HttpClient& http, const HubOptio
     return make_error(ErrorCode::kCorrupt, "[hub] {}: expected a JSON array of files, got: {}", url,
                       r.body.substr(0, 200));
   }
-  std::vector<RemoteFile> files;
   for (const nlohmann::json& e : j) {
     if (!e.is_object() || e.value("type", "") != "file" || !e.contains("path")) continue;
     RemoteFile f;
@@ -79,6 +77,20 @@ Result<std::vector<RemoteFile>> list_tree(const HttpClient& http, const HubOptio
                         url, f.path);
     }
     files.push_back(std::move(f));
+  }
+  return r.next_page;
+}
+
+// The repository's files; a long listing comes in pages linked by Link: <…>; rel="next".
+Result<std::vector<RemoteFile>> list_tree(const HttpClient& http, const HubOptions& o,
+                                          const HubModelRef& ref) {
+  constexpr int kMaxPages = 1000;
+  std::string url =
+      o.endpoint + "/api/models/" + ref.repo + "/tree/" + ref.revision + "?recursive=true";
+  std::vector<RemoteFile> files;
+  for (int page = 0; page < kMaxPages && !url.empty(); ++page) {
+    MINFER_ASSIGN_OR_RETURN(url, list_tree_page(http, url, ref, files));
+    if (url.starts_with("/")) url = o.endpoint + url;
   }
   return files;
 }

@@ -39,9 +39,30 @@ struct Transfer {
   const ProgressFn* progress = nullptr;
 };
 
+// The URL of rel="next" in a Link header value: `<URL>; rel="next"[, …]`.
+std::string next_link(std::string_view value) {
+  size_t at = 0;
+  while ((at = value.find('<', at)) != std::string_view::npos) {
+    const size_t end = value.find('>', at);
+    if (end == std::string_view::npos) break;
+    const size_t comma = value.find(',', end);
+    const std::string_view params =
+        value.substr(end, comma == std::string_view::npos ? value.npos : comma - end);
+    if (params.find("rel=\"next\"") != std::string_view::npos) {
+      return std::string(value.substr(at + 1, end - at - 1));
+    }
+    at = end;
+  }
+  return "";
+}
+
 size_t on_header(char* data, size_t size, size_t n, void* user) {
   auto* t = static_cast<Transfer*>(user);
   const std::string_view line(data, size * n);
+  constexpr std::string_view kLink = "link:";
+  if (line.size() > kLink.size() && strncasecmp(line.data(), kLink.data(), kLink.size()) == 0) {
+    t->response.next_page = next_link(line.substr(kLink.size()));
+  }
   constexpr std::string_view kCommit = "x-repo-commit:";
   if (line.size() > kCommit.size() &&
       strncasecmp(line.data(), kCommit.data(), kCommit.size()) == 0) {

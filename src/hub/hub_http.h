@@ -18,6 +18,7 @@ struct HttpResponse {
   std::string body;            // get, and the first 4 KiB of a download's error body
   std::string repo_commit;     // the X-Repo-Commit header of any response on the way, if any
   uint64_t bytes_written = 0;  // download: bytes appended to the file
+  std::string next_page;       // the URL of a Link header's rel="next" (a paginated listing)
 };
 
 struct HttpOptions {

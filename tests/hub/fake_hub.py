@@ -5,7 +5,8 @@ Usage: fake_hub.py ROOT PORT_FILE. Serves the repositories under ROOT/<org>/<nam
 127.0.0.1 (a free port, written to PORT_FILE once listening):
 
   GET  /api/models/<org>/<name>/tree/<rev>?recursive=true   the file list (JSON), .gguf files in
-                                                            "LFS" with their SHA-256
+                                                            "LFS" with their SHA-256; 3 entries
+                                                            a page, the next one in a Link header
   HEAD/GET /<org>/<name>/resolve/<rev>/<path>               302 to /cdn/<org>/<name>/<path>,
                                                             with X-Repo-Commit
   GET  /cdn/<org>/<name>/<path>                             the bytes; Range: bytes=N- → 206
@@ -25,6 +26,7 @@ import threading
 import urllib.parse
 
 CHUNK = 64 * 1024
+PAGE = 3  # tree entries per page
 ROOT = ""
 CONFIG = {}
 LOCK = threading.Lock()
@@ -81,14 +83,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
         with LOCK:
             STATS["requests"] += 1
         if len(parts) >= 6 and parts[:2] == ["api", "models"] and parts[4] == "tree":
-            return self.tree(parts[2] + "/" + parts[3])
+            query = urllib.parse.parse_qs(url.query)
+            return self.tree(parts[2] + "/" + parts[3], int(query.get("cursor", ["0"])[0]))
         if len(parts) >= 5 and parts[2] == "resolve":
             return self.resolve(parts[0] + "/" + parts[1], parts[3], "/".join(parts[4:]))
         if len(parts) >= 4 and parts[0] == "cdn":
             return self.cdn(parts[1] + "/" + parts[2], "/".join(parts[3:]))
         self.send_json(404, {"error": "Not found"})
 
-    def tree(self, repo):
+    def tree(self, repo, cursor):
         if not self.authorized(repo):
             return self.send_json(401, {"error": "Access to this repository is restricted"})
         base = os.path.join(ROOT, repo)
@@ -111,7 +114,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
                         sha256 = hashlib.sha256(b"not these bytes").hexdigest()
                     e["lfs"] = {"oid": sha256, "size": size, "pointerSize": 134}
                 entries.append(e)
-        self.send_json(200, entries)
+        # Pages of PAGE entries linked by Link: <…>; rel="next", as the Hub paginates.
+        extra = {}
+        if cursor + PAGE < len(entries):
+            host, port = self.server.server_address[:2]
+            extra["Link"] = '<http://%s:%d%s?recursive=true&cursor=%d>; rel="next"' % (
+                host, port, urllib.parse.urlparse(self.path).path, cursor + PAGE)
+        self.send_json(200, entries[cursor:cursor + PAGE], extra)
 
     def resolve(self, repo, revision, path):
         if not self.authorized(repo):
