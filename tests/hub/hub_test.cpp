@@ -190,6 +190,27 @@ TEST_F(HubTest, ResumesAfterADroppedConnection) {
   EXPECT_LE(file.value("bytes", uint64_t{0}), size + 64 * 1024) << file.dump();
 }
 
+TEST_F(HubTest, ResumesAPartialFileLeftByAnEarlierRun) {
+  // An interrupted run left the first half in blobs/<sha256>.incomplete.
+  options_.token = "secret";
+  auto tree = hub::HttpClient({"secret"})
+                  .get(server_->endpoint() + "/api/models/org/gated-GGUF/tree/main?recursive=true");
+  ASSERT_TRUE(tree.is_ok());
+  const std::string sha256 = nlohmann::json::parse(tree->body)[0]["lfs"]["oid"];
+  const std::vector<uint8_t> bytes = test::read_file_bytes(shared_model("stories260K.gguf"));
+  const size_t half = bytes.size() / 2;
+  const std::string blobs = repo_dir("org/gated-GGUF") + "/blobs/";
+  fs::create_directories(blobs);
+  test::write_file_bytes(blobs + sha256 + ".incomplete",
+                         std::vector<uint8_t>(bytes.begin(), bytes.begin() + half));
+  auto m = fetch("org/gated-GGUF");
+  ASSERT_TRUE(m.is_ok()) << m.status().message();
+  EXPECT_EQ(test::read_file_bytes(m->path), bytes);
+  const nlohmann::json file = server_->stats()["files"]["org/gated-GGUF/model-Q8_0.gguf"];
+  EXPECT_EQ(file.value("bytes", uint64_t{0}), bytes.size() - half) << file.dump();
+  EXPECT_FALSE(fs::exists(blobs + sha256 + ".incomplete"));
+}
+
 TEST_F(HubTest, ChecksumMismatchIsRejectedAndCleanedUp) {
   auto m = fetch("org/corrupt-GGUF");
   ASSERT_FALSE(m.is_ok());
@@ -200,6 +221,21 @@ TEST_F(HubTest, ChecksumMismatchIsRejectedAndCleanedUp) {
   EXPECT_TRUE(fs::is_empty(dir + "/blobs"));
   EXPECT_FALSE(fs::exists(dir + "/snapshots"));
   EXPECT_FALSE(fs::exists(dir + "/refs"));
+}
+
+TEST_F(HubTest, AFailedWriteIsOneLineAndLeavesNoModel) {
+  // A file size limit (ulimit -f, SIGXFSZ ignored) fails the write as a full disk would.
+  const auto r = run_command("(trap '' XFSZ; ulimit -f 256; " + env() + test::minfer_binary() +
+                             " pull org/stories-GGUF:F16)");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("[hub] writing the download failed: File too large"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  const std::string dir = repo_dir("org/stories-GGUF");
+  EXPECT_FALSE(fs::exists(dir + "/snapshots"));
+  for (const auto& e : fs::directory_iterator(dir + "/blobs")) {
+    EXPECT_TRUE(e.path().string().ends_with(".incomplete")) << e.path();
+  }
 }
 
 TEST_F(HubTest, GatedRepositoryNeedsAToken) {
