@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <memory>
 
 #include <nlohmann/json.hpp>
@@ -256,7 +257,11 @@ Result<HubModel> fetch_hub_model(const HubModelRef& ref, const HubOptions& o) {
   const HttpClient http(HttpOptions{o.token});
   MINFER_ASSIGN_OR_RETURN(const std::vector<RemoteFile> remote, list_tree(http, o, ref));
   std::vector<std::string> paths;
-  for (const RemoteFile& f : remote) paths.push_back(f.path);
+  std::map<std::string, const RemoteFile*> by_path;
+  for (const RemoteFile& f : remote) {
+    paths.push_back(f.path);
+    by_path[f.path] = &f;
+  }
   MINFER_ASSIGN_OR_RETURN(const std::vector<std::string> picked,
                           pick_gguf_files(paths, ref.quant, ref.repo));
   MINFER_ASSIGN_OR_RETURN(const std::string commit, read_commit(http, o, ref, picked.front()));
@@ -266,8 +271,7 @@ Result<HubModel> fetch_hub_model(const HubModelRef& ref, const HubOptions& o) {
   if (ec) return make_error(ErrorCode::kIo, "[hub] cannot create '{}': {}", blobs, ec.message());
   HubModel m{snapshot_path(repo_dir, commit, picked.front()), picked, 0, true};
   for (const std::string& p : picked) {
-    const RemoteFile& f = *std::find_if(remote.begin(), remote.end(),
-                                        [&](const RemoteFile& r) { return r.path == p; });
+    const RemoteFile& f = *by_path.at(p);
     m.bytes += f.size;
     if (size_or_zero(blobs + "/" + f.blob) != f.size || !fs::exists(blobs + "/" + f.blob)) {
       m.cached = false;
@@ -276,9 +280,7 @@ Result<HubModel> fetch_hub_model(const HubModelRef& ref, const HubOptions& o) {
   }
   // Links only once every blob is in place: a failure leaves no partial model in snapshots/.
   for (const std::string& p : picked) {
-    const RemoteFile& f = *std::find_if(remote.begin(), remote.end(),
-                                        [&](const RemoteFile& r) { return r.path == p; });
-    MINFER_RETURN_IF_ERROR(link_snapshot(repo_dir, commit, p, f.blob));
+    MINFER_RETURN_IF_ERROR(link_snapshot(repo_dir, commit, p, by_path.at(p)->blob));
   }
   MINFER_RETURN_IF_ERROR(write_ref(repo_dir, ref.revision, commit));
   return m;
