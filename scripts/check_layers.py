@@ -29,6 +29,9 @@ RULES = [
                    "server/", "tokenizer/", "chat/", "sampling/", "grammar/"),
      "core is the bottom layer"),
     ("src/engine/", ("server/",), "the engine is below the server"),
+    ("src/hub/", ("kernels/", "graph/", "kv/", "models/", "engine/", "server/", "tokenizer/",
+                  "chat/", "sampling/", "grammar/", "tools/"),
+     "the model source (Hub, Ollama store) finds files: it knows only gguf and core"),
 ]
 # Commands that are clients of the public API alone (include/minfer/minfer.h): from the tree they
 # may include only minfer/ and the app's own headers.

@@ -5,6 +5,7 @@
 
 #include "commands.h"
 #include "engine/bench.h"
+#include "model_source.h"
 #include "observe_options.h"
 
 namespace minfer::app {
@@ -13,12 +14,14 @@ namespace {
 
 struct BenchCli {
   std::string model;
+  ModelSourceFlags source;
   std::string output = "md";
   std::string cache_type;
   engine::BenchOptions options;
 };
 
-Status run_bench_command(const BenchCli& o) {
+Status run_bench_command(BenchCli& o) {
+  MINFER_RETURN_IF_ERROR(resolve_model_path(o.model, o.source, "bench"));
   if (o.output != "md" && o.output != "json") {
     return make_error(ErrorCode::kInvalidArgument, "[bench] -o '{}': expected md or json",
                       o.output);
@@ -43,7 +46,8 @@ void register_bench_command(CLI::App& app, CommandRegistry& registry) {
       "Measure prompt processing (pp: N random tokens in forwards of -b) and generation (tg: N "
       "tokens one at a time) in tokens/s, mean ± sd over -r runs after a warm-up, like "
       "llama-bench");
-  cmd->add_option("-m,--model", opts->model, "GGUF model")->required();
+  cmd->add_option("-m,--model", opts->model, "GGUF model (or ollama:NAME[:TAG])");
+  add_model_source_flags(cmd, opts->source);
   cmd->add_option("-p,--n-prompt", opts->options.n_prompt, "prompt tokens (0: no pp test)")
       ->capture_default_str();
   cmd->add_option("-n,--n-gen", opts->options.n_gen, "generated tokens (0: no tg test)")

@@ -11,6 +11,7 @@
 #include "commands.h"
 #include "gguf/gguf_file.h"
 #include "gguf/gguf_summary.h"
+#include "model_source.h"
 #include "models/architectures.h"
 #include "models/model.h"
 
@@ -34,6 +35,7 @@ ordered_json summary_json(const GgufSummary& s, const GgufFile& file, bool with_
   j["file"] = s.path;
   j["gguf_version"] = s.version;
   j["file_size"] = s.file_size;
+  j["n_parts"] = s.n_parts;
   j["alignment"] = s.alignment;
   j["data_offset"] = s.data_offset;
   j["n_metadata"] = s.n_metadata;
@@ -135,6 +137,7 @@ void print_text(const GgufSummary& s, const GgufFile& file, bool with_tensors, c
   line("file", gguf_escape(s.path, 4096));
   line("gguf", fmt::format("v{}, {} bytes, alignment {}, data at {}, {} metadata keys", s.version,
                            s.file_size, s.alignment, s.data_offset, s.n_metadata));
+  if (s.n_parts > 1) line("split", fmt::format("{} parts, loaded together", s.n_parts));
   line("architecture", text_or_absent(s.architecture));
   line("runs", runs.is_ok() ? "yes" : "no: " + runs.message());
   line("name", text_or_absent(s.name));
@@ -197,6 +200,7 @@ int fail(const Status& status) {
 void register_info_command(CLI::App& app, CommandRegistry& registry) {
   struct Options {
     std::string model;
+    ModelSourceFlags source;
     bool tensors = false;
     bool json = false;
     bool architectures = false;
@@ -204,7 +208,8 @@ void register_info_command(CLI::App& app, CommandRegistry& registry) {
   auto opts = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
       "info", "Describe a GGUF model file (architecture, hyperparameters, tokenizer, tensors)");
-  cmd->add_option("model", opts->model, "GGUF file");
+  cmd->add_option("model", opts->model, "GGUF file (or ollama:NAME[:TAG])");
+  add_model_source_flags(cmd, opts->source);
   cmd->add_flag("--tensors", opts->tensors, "list every tensor (name, type, shape, offset)");
   cmd->add_flag("--json", opts->json, "print JSON instead of text");
   cmd->add_flag("--architectures", opts->architectures,
@@ -214,9 +219,12 @@ void register_info_command(CLI::App& app, CommandRegistry& registry) {
       print_architectures(opts->json);
       return std::fflush(stdout) == 0 ? 0 : 1;
     }
-    if (opts->model.empty()) {
+    if (opts->model.empty() && opts->source.hf_repo.empty()) {
       return fail(
           make_error(ErrorCode::kInvalidArgument, "[info] give a GGUF file (or --architectures)"));
+    }
+    if (Status st = resolve_model_path(opts->model, opts->source, "info"); !st.is_ok()) {
+      return fail(st);
     }
     Result<std::unique_ptr<GgufFile>> file = GgufFile::open(opts->model);
     if (!file.is_ok()) return fail(file.status());

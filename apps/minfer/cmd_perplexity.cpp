@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "core/progress.h"
 #include "engine/perplexity.h"
+#include "model_source.h"
 #include "observe_options.h"
 #include "tokenizer/tokenizer.h"
 
@@ -17,13 +18,15 @@ namespace {
 
 struct PerplexityCli {
   std::string model;
+  ModelSourceFlags source;
   std::string file;
   engine::PerplexityOptions options;
   std::string cache_type;
   std::string flash_attn = "on";
 };
 
-Status run_perplexity(const PerplexityCli& o) {
+Status run_perplexity(PerplexityCli& o) {
+  MINFER_RETURN_IF_ERROR(resolve_model_path(o.model, o.source, "perplexity"));
   std::ifstream in(o.file, std::ios::binary);
   if (!in) return make_error(ErrorCode::kNotFound, "[perplexity] cannot read '{}'", o.file);
   std::stringstream text;
@@ -69,7 +72,8 @@ void register_perplexity_command(CLI::App& app, CommandRegistry& registry) {
       "perplexity",
       "Perplexity of a model over a text file, by llama-perplexity's method (chunks of n_ctx "
       "tokens starting with BOS, second half of each chunk scored)");
-  cmd->add_option("-m,--model", opts->model, "GGUF model")->required();
+  cmd->add_option("-m,--model", opts->model, "GGUF model (or ollama:NAME[:TAG])");
+  add_model_source_flags(cmd, opts->source);
   cmd->add_option("-f,--file", opts->file, "text file")->required();
   cmd->add_option("-c,--ctx-size", opts->options.n_ctx, "tokens per chunk")->capture_default_str();
   cmd->add_option("-b,--batch-size", opts->options.n_batch, "tokens per forward (≤ n_ctx)")

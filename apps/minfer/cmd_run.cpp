@@ -61,7 +61,8 @@ Result<std::pair<int32_t, float>> parse_logit_bias(const std::string& spec) {
 
 void add_generation_flags(CLI::App* cmd, GenerationFlags& flags) {
   LoadOptions& model = flags.load;
-  cmd->add_option("-m,--model", flags.model_path, "GGUF model file")->required();
+  cmd->add_option("-m,--model", flags.model_path, "GGUF model file (or ollama:NAME[:TAG])");
+  add_model_source_flags(cmd, flags.source);
   cmd->add_option("-c,--ctx-size", model.n_ctx,
                   "context size in tokens (default: the model's, at most 4096)");
   cmd->add_option("-b,--batch-size", model.n_batch,
@@ -131,7 +132,7 @@ Status finish_generation_flags(CLI::App* cmd, GenerationFlags& flags) {
     flags.generate.logit_bias.push_back(bias);
   }
   MINFER_ASSIGN_OR_RETURN(flags.generate.grammar, grammar_from_flags(flags.grammar, name));
-  return Status::ok();
+  return resolve_model_path(flags.model_path, flags.source, name.c_str());
 }
 
 void add_grammar_flags(CLI::App* cmd, GrammarFlags& flags) {

@@ -24,6 +24,7 @@
 #include "commands.h"
 #include "generation_flags.h"
 #include "minfer/minfer.h"
+#include "model_source.h"
 #include "observe_options.h"
 #include "server/http_server.h"
 
@@ -33,6 +34,7 @@ namespace {
 
 struct ServeFlags {
   std::string model_path;
+  ModelSourceFlags source;
   std::string alias;
   server::ServerOptions http;
   LoadOptions load;
@@ -69,6 +71,12 @@ Result<Loaded> load(ServeFlags& f) {
 }
 
 int run_serve(ServeFlags& f) {
+  // The model's file first (a download for -hf), so that a bad name fails before listening.
+  if (Status st = resolve_model_path(f.model_path, f.source, "serve"); !st.is_ok()) {
+    fmt::print(stderr, "minfer serve: {}\n", st.message());
+    return 1;
+  }
+  if (f.alias.empty()) f.alias = f.source.hf_repo;
   // Signals are taken by sigwait on this thread; every thread started below inherits the mask.
   sigset_t signals;
   sigemptyset(&signals);
@@ -157,7 +165,8 @@ void register_serve_command(CLI::App& app, CommandRegistry& registry) {
   auto flags = std::make_shared<ServeFlags>();
   CLI::App* cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server with batching");
   ServeFlags& f = *flags;
-  cmd->add_option("-m,--model", f.model_path, "GGUF model file")->required();
+  cmd->add_option("-m,--model", f.model_path, "GGUF model file (or ollama:NAME[:TAG])");
+  add_model_source_flags(cmd, f.source);
   cmd->add_option("-a,--alias", f.alias, "model name in responses (default: the file name)");
   cmd->add_option("--host", f.http.host, "address to listen on (default 127.0.0.1)");
   cmd->add_option("--port", f.http.port, "port (default 8080; 0: any free port)");

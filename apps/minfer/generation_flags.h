@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include "minfer/minfer.h"
+#include "model_source.h"
 
 namespace minfer::app {
 
@@ -30,6 +31,7 @@ Result<std::string> grammar_from_flags(const GrammarFlags& flags, const std::str
 // What `run` and `chat` both take.
 struct GenerationFlags {
   std::string model_path;
+  ModelSourceFlags source;  // -hf, --offline (resolved into model_path)
   LoadOptions load;
   GenerateParams generate;
   std::string system;

@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include "commands.h"
+#include "model_source.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"minfer: LLM inference for GGUF models on the CPU"};
@@ -13,6 +14,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "minfer 0.1.0");
   minfer::app::CommandRegistry registry;
   minfer::app::register_all_commands(app, registry);
+  minfer::app::rewrite_single_dash_flags(argc, argv);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -359,6 +359,12 @@ class GgufParser {
 };
 
 Result<std::unique_ptr<GgufFile>> GgufFile::open(const std::string& path) {
+  MINFER_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> file, open_one(path));
+  MINFER_RETURN_IF_ERROR(file->open_split_parts());
+  return file;
+}
+
+Result<std::unique_ptr<GgufFile>> GgufFile::open_one(const std::string& path) {
   MINFER_ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> mapped, MappedFile::open(path));
   std::unique_ptr<GgufFile> file(new GgufFile());
   file->bytes_ = mapped->bytes();
@@ -427,8 +433,16 @@ const GgufTensorInfo* GgufFile::find_tensor(std::string_view name) const {
   return it == tensor_index_.end() ? nullptr : &tensors_[it->second];
 }
 
+uint64_t GgufFile::file_size() const {
+  uint64_t total = bytes_.size();
+  for (const auto& part : parts_) total += part->bytes_.size();
+  return total;
+}
+
 std::span<const uint8_t> GgufFile::tensor_data(const GgufTensorInfo& tensor) const {
-  return bytes_.subspan(data_offset_ + tensor.offset, tensor.n_bytes);
+  const GgufFile& holder =
+      tensor.part == 0 || tensor.part > parts_.size() ? *this : *parts_[tensor.part - 1];
+  return holder.bytes_.subspan(holder.data_offset_ + tensor.offset, tensor.n_bytes);
 }
 
 }  // namespace minfer

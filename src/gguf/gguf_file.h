@@ -43,13 +43,17 @@ struct GgufTensorInfo {
   uint64_t offset = 0;          // from the start of the data section
   uint64_t n_elements = 0;
   uint64_t n_bytes = 0;
+  uint16_t part = 0;  // the file of a split model that holds the data (0: the first, opened one)
 
   uint64_t n_rows() const { return shape.empty() ? 0 : n_elements / shape[0]; }
 };
 
 class GgufFile {
  public:
-  // Opens and validates a file; tensor data is mapped, not read.
+  // Opens and validates a file; tensor data is mapped, not read. The first part of a split model
+  // (`<prefix>-00001-of-0000N.gguf` with split.count N > 1, gguf/gguf_split.h) opens with all its
+  // siblings: the metadata is the first part's, tensors() lists every part's tensors, and each
+  // tensor's data comes from its own part. Another part alone is refused, naming the first.
   static Result<std::unique_ptr<GgufFile>> open(const std::string& path);
   // Validates a GGUF image held in memory; `bytes` must outlive the result. `name` appears in
   // error messages. Used by the fuzzer and tests.
@@ -58,7 +62,10 @@ class GgufFile {
   uint32_t version() const { return version_; }
   uint32_t alignment() const { return alignment_; }
   const std::string& name() const { return name_; }
-  uint64_t file_size() const { return bytes_.size(); }
+  // The bytes of every part together (of the one file when the model is not split).
+  uint64_t file_size() const;
+  // 1, or split.count for a split model opened from its first part.
+  size_t n_parts() const { return 1 + parts_.size(); }
   uint64_t data_offset() const { return data_offset_; }
 
   const std::vector<GgufKeyValue>& metadata() const { return metadata_; }
@@ -89,6 +96,9 @@ class GgufFile {
   GgufFile() = default;
   Status type_error(std::string_view key, std::string_view expected, const GgufValue& v) const;
   Status missing_key(std::string_view key) const;
+  static Result<std::unique_ptr<GgufFile>> open_one(const std::string& path);
+  // Opens parts 2…N of a split model whose first part this is (gguf_split.cpp).
+  Status open_split_parts();
 
   friend class GgufParser;
   std::unique_ptr<MappedFile> file_;  // null when parsing caller-owned bytes
@@ -101,6 +111,7 @@ class GgufFile {
   std::unordered_map<std::string, size_t> key_index_;
   std::vector<GgufTensorInfo> tensors_;
   std::unordered_map<std::string, size_t> tensor_index_;
+  std::vector<std::unique_ptr<GgufFile>> parts_;  // parts 2…N of a split model
 };
 
 template <typename T>

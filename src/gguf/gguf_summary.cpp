@@ -82,6 +82,7 @@ Result<GgufSummary> summarize_gguf(const GgufFile& file) {
   s.version = file.version();
   s.alignment = file.alignment();
   s.file_size = file.file_size();
+  s.n_parts = file.n_parts();
   s.data_offset = file.data_offset();
   s.n_metadata = file.metadata().size();
 

@@ -33,7 +33,8 @@ struct GgufSummary {
   std::string path;
   uint32_t version = 0;
   uint32_t alignment = 0;
-  uint64_t file_size = 0;
+  uint64_t file_size = 0;  // all parts together for a split model
+  uint64_t n_parts = 1;    // the files of a split model (gguf/gguf_split.h), else 1
   uint64_t data_offset = 0;
   uint64_t n_metadata = 0;
 

@@ -1,0 +1,74 @@
+#include "model_source.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+
+#include "hub/hub_download.h"
+#include "hub/ollama.h"
+
+namespace minfer::app {
+
+namespace {
+
+// Said when no model is given: the bundled tiny model and a real one from the Hub.
+constexpr const char* kHowToGetAModel =
+    "  a tiny bundled model (a children's story generator, ~1 MB):\n"
+    "    minfer {0} -m models/stories260K.gguf{1}\n"
+    "  a real model from the Hugging Face Hub (downloaded once into the shared cache):\n"
+    "    minfer {0} -hf Qwen/Qwen3-0.6B-GGUF{1}\n"
+    "  a model from Ollama's store:\n"
+    "    minfer {0} -m ollama:qwen3:0.6b{1}\n";
+
+}  // namespace
+
+void add_model_source_flags(CLI::App* cmd, ModelSourceFlags& flags) {
+  cmd->add_option("--hf-repo", flags.hf_repo,
+                  "(also -hf) Hugging Face repository REPO[:QUANT] (e.g. "
+                  "Qwen/Qwen3-0.6B-GGUF:Q8_0): "
+                  "downloaded once into the shared cache ($HF_HUB_CACHE, $HF_HOME/hub or "
+                  "~/.cache/huggingface/hub)");
+  cmd->add_flag("--offline", flags.offline,
+                "use only the Hugging Face cache, no network (also HF_HUB_OFFLINE=1)");
+}
+
+void rewrite_single_dash_flags(int argc, char** argv) {
+  static char kHfRepo[] = "--hf-repo";
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "-hf") == 0 || std::strcmp(argv[i], "-hfr") == 0) argv[i] = kHfRepo;
+  }
+}
+
+Status resolve_model_path(std::string& model, const ModelSourceFlags& flags, const char* command) {
+  if (!model.empty() && !flags.hf_repo.empty()) {
+    return make_error(ErrorCode::kInvalidArgument, "[{}] give either -m {} or -hf {}, not both",
+                      command, model, flags.hf_repo);
+  }
+  if (model.starts_with(hub::kOllamaPrefix)) {
+    MINFER_ASSIGN_OR_RETURN(
+        model, hub::resolve_ollama_model(std::string_view(model).substr(hub::kOllamaPrefix.size()),
+                                         hub::ollama_models_dir()));
+    return Status::ok();
+  }
+  if (!model.empty()) return Status::ok();
+  if (flags.hf_repo.empty()) {
+    const std::string example_args =
+        std::strcmp(command, "run") == 0 ? " -p \"Once upon a time\" -n 64" : "";
+    if (isatty(STDIN_FILENO) != 0 && isatty(STDERR_FILENO) != 0) {
+      return make_error(ErrorCode::kInvalidArgument, "[{}] no model given. Try:\n{}", command,
+                        fmt::format(fmt::runtime(kHowToGetAModel), command, example_args));
+    }
+    return make_error(ErrorCode::kInvalidArgument,
+                      "[{}] no model: give -m FILE.gguf, -m ollama:NAME[:TAG] or -hf REPO[:QUANT]",
+                      command);
+  }
+  MINFER_ASSIGN_OR_RETURN(const hub::HubModelRef ref, hub::parse_hub_model_ref(flags.hf_repo));
+  hub::HubOptions options = hub::hub_options_from_env();
+  options.offline = options.offline || flags.offline;
+  MINFER_ASSIGN_OR_RETURN(const hub::HubModel m, hub::fetch_hub_model(ref, options));
+  model = m.path;
+  return Status::ok();
+}
+
+}  // namespace minfer::app

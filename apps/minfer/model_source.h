@@ -1,0 +1,31 @@
+// How commands name their model: -m FILE, -m ollama:NAME[:TAG] (Ollama's store), or
+// -hf REPO[:QUANT] (the Hugging Face Hub through its shared cache; --offline uses the cache
+// only). One resolver turns each into a local GGUF path before anything is loaded.
+#pragma once
+
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "minfer/minfer.h"
+
+namespace minfer::app {
+
+struct ModelSourceFlags {
+  std::string hf_repo;  // -hf / --hf-repo REPO[:QUANT]
+  bool offline = false;
+};
+
+// Adds -hf (--hf-repo) and --offline to a command that declares its own -m.
+void add_model_source_flags(CLI::App* cmd, ModelSourceFlags& flags);
+
+// Rewrites "-hf" and "-hfr" (llama.cpp's single-dash spellings, which CLI11 cannot declare) to
+// "--hf-repo" in place.
+void rewrite_single_dash_flags(int argc, char** argv);
+
+// Replaces `model` with the local path to load: ollama:… → the store's blob; with -hf, the
+// cache's file (downloaded first when missing). Neither -m nor -hf is an error that says how to
+// get a model (at more length on a terminal).
+Status resolve_model_path(std::string& model, const ModelSourceFlags& flags, const char* command);
+
+}  // namespace minfer::app
