@@ -29,14 +29,16 @@ VocabBytes::VocabBytes(std::vector<std::string> pieces, std::vector<TokenRole> r
     sorted_bytes_ += piece(id);
     sorted_offsets_.push_back(sorted_bytes_.size());
   }
+  first_byte_end_.assign(256, 0);
+  for (size_t i = 0; i < sorted_.size(); ++i) {
+    first_byte_end_[static_cast<uint8_t>(piece(sorted_[i])[0])] = i + 1;
+  }
+  for (size_t b = 1; b < 256; ++b)
+    first_byte_end_[b] = std::max(first_byte_end_[b], first_byte_end_[b - 1]);
   shared_prefix_.resize(sorted_.size(), 0);
   for (size_t i = 1; i < sorted_.size(); ++i) {
-    const std::string_view a = piece(sorted_[i - 1]);
-    const std::string_view b = piece(sorted_[i]);
-    const size_t n = std::min(a.size(), b.size());
-    size_t k = 0;
-    while (k < n && a[k] == b[k]) ++k;
-    shared_prefix_[i] = static_cast<uint32_t>(k);
+    shared_prefix_[i] =
+        static_cast<uint32_t>(shared_bytes(piece(sorted_[i - 1]), piece(sorted_[i])));
   }
 }
 
