@@ -3,11 +3,18 @@
 #include <algorithm>
 
 #include "core/check.h"
+#include "grammar/suffix_token_sets.h"
 
 namespace minfer::grammar {
 
+namespace {
+// Sets kept per vocabulary for all grammars (n_vocab / 8 bytes each, plus deferred tokens).
+constexpr size_t kSharedSuffixSets = 256;
+}  // namespace
+
 VocabBytes::VocabBytes(std::vector<std::string> pieces, std::vector<TokenRole> roles)
-    : roles_(std::move(roles)) {
+    : roles_(std::move(roles)),
+      suffix_sets_(std::make_shared<SharedSuffixSets>(kSharedSuffixSets)) {
   MINFER_CHECK(pieces.size() == roles_.size(), "one role per piece");
   offsets_.reserve(pieces.size() + 1);
   offsets_.push_back(0);
@@ -40,6 +47,22 @@ VocabBytes::VocabBytes(std::vector<std::string> pieces, std::vector<TokenRole> r
     shared_prefix_[i] =
         static_cast<uint32_t>(shared_bytes(piece(sorted_[i - 1]), piece(sorted_[i])));
   }
+}
+
+size_t VocabBytes::prefix_run_end(size_t i, size_t n) const {
+  const size_t end = first_byte_end_[static_cast<uint8_t>(sorted_piece(i)[0])];
+  if (n == 1 || i + 1 >= end || shared_prefix_[i + 1] < n) return n == 1 ? end : i + 1;
+  const std::string_view prefix = sorted_piece(i).substr(0, n);
+  size_t lo = i + 1, hi = end;  // sorted_piece(lo - 1) starts with prefix; none at hi or after
+  while (lo < hi) {
+    const size_t mid = lo + (hi - lo) / 2;
+    if (sorted_piece(mid).starts_with(prefix)) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
 }
 
 std::shared_ptr<const VocabBytes> VocabBytes::from_tokenizer(const Tokenizer& tokenizer,

@@ -14,6 +14,8 @@
 
 namespace minfer::grammar {
 
+class SharedSuffixSets;  // grammar/suffix_token_sets.h
+
 // What a token can be in constrained text.
 enum class TokenRole : uint8_t {
   kText,             // its bytes are appended to the output
@@ -52,10 +54,13 @@ class VocabBytes {
     return std::string_view(sorted_bytes_)
         .substr(sorted_offsets_[i], sorted_offsets_[i + 1] - sorted_offsets_[i]);
   }
-  // The end in sorted_text() of the tokens whose first byte is `byte` (they are contiguous).
-  size_t first_byte_end(uint8_t byte) const { return first_byte_end_[byte]; }
+  // The end in sorted_text() of the run of tokens from i on that start with the first n bytes of
+  // token i (1 <= n <= its size; such tokens are contiguous).
+  size_t prefix_run_end(size_t i, size_t n) const;
   std::span<const int32_t> end_of_generation() const { return eog_; }
   size_t max_piece_bytes() const { return max_piece_bytes_; }
+  // Token sets every grammar on this vocabulary shares (grammar/suffix_token_sets.h; thread safe).
+  SharedSuffixSets& suffix_sets() const { return *suffix_sets_; }
 
  private:
   std::string bytes_;             // every piece, concatenated
@@ -66,7 +71,8 @@ class VocabBytes {
   std::string sorted_bytes_;             // the kText pieces in sorted order, concatenated
   std::vector<size_t> sorted_offsets_;   // [n_text + 1] where each starts in sorted_bytes_
   std::vector<int32_t> eog_;             // kEndOfGeneration ids
-  std::vector<size_t> first_byte_end_;   // [256] see first_byte_end()
+  std::vector<size_t> first_byte_end_;   // [256] where the tokens starting with each byte end
+  std::shared_ptr<SharedSuffixSets> suffix_sets_;
   size_t max_piece_bytes_ = 0;
 };
 
@@ -88,8 +94,8 @@ enum class WalkStep : uint8_t { kContinue, kRefused, kDeferred };
 // starts from the states of the prefix it shares with the one before it, and every token below a
 // refused (or deferred) prefix gets that outcome without a step. done(i, outcome) is called for
 // each token accepted (outcome kContinue: all its bytes were) or deferred, i its index in
-// sorted_text(). When the run is the whole vocabulary (`whole_vocab`), a refused first byte skips
-// every token that starts with it at once.
+// sorted_text(). When the run is the whole vocabulary (`whole_vocab`), a refused prefix skips the
+// tokens below it at once (a binary search), so a walk costs the trie branches it tries.
 template <typename Index, typename Shared, typename Step, typename Done>
 void walk_token_run(const VocabBytes& vocab, size_t n, bool whole_vocab, Index&& index,
                     Shared&& shared, Step&& step, Done&& done) {
@@ -115,8 +121,8 @@ void walk_token_run(const VocabBytes& vocab, size_t n, bool whole_vocab, Index&&
     n_valid = k;
     if (stop != WalkStep::kRefused) {
       done(i, stop);
-    } else if (whole_vocab && k == 0) {
-      j = vocab.first_byte_end(static_cast<uint8_t>(piece[0])) - 1;
+    } else if (whole_vocab) {
+      j = vocab.prefix_run_end(i, k + 1) - 1;  // skip the refused subtree at once
     }
   }
 }

@@ -285,6 +285,32 @@ TEST(GrammarConstraint, SuffixSetMasksEqualTheFullWalk) {
     ASSERT_TRUE(without->accept(id(text[i])).is_ok());
   }
   EXPECT_TRUE(with_sets->complete());
+
+  // Other grammars on the same vocabulary: one with the same string rule (it reuses the sets made
+  // above) and one whose string refuses 'b' (it must not).
+  const std::string string_rules = gbnf.substr(gbnf.find("string ::="));
+  // The same rules, but the class refuses 'b' where it refused '\\' (same shape, other text).
+  std::string refuses_b = string_rules;
+  refuses_b.replace(refuses_b.find("[^\"\\\\"), 5, "[^\"b");
+  struct Other {
+    std::string gbnf;
+    std::vector<std::string> text;
+  };
+  const std::vector<Other> others = {
+      {"root ::= \"{\" string (\",\" string)* \"}\"\n" + string_rules,
+       {"{\"", "ab", "a\",\"", "a", "\xC3\xA9", "\"", "}"}},
+      {"root ::= \"{\" string \":\" string \"}\"\n" + refuses_b,
+       {"{\"", "a", "\":", "\"", "a", "\"", "}"}},
+  };
+  for (const Other& other : others) {
+    auto c = constraint(compile(other.gbnf, vocab));
+    for (size_t i = 0; i <= other.text.size(); ++i) {
+      EXPECT_EQ(fill(*c, n), brute_force_mask(*c, n)) << other.gbnf << " at token " << i;
+      if (i == other.text.size()) break;
+      ASSERT_TRUE(c->accept(id(other.text[i])).is_ok()) << other.gbnf << " token " << i;
+    }
+    EXPECT_TRUE(c->complete()) << other.gbnf;
+  }
 }
 
 std::unique_ptr<Tokenizer> qwen_tokenizer() {
