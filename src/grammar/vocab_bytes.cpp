@@ -51,9 +51,22 @@ VocabBytes::VocabBytes(std::vector<std::string> pieces, std::vector<TokenRole> r
 
 size_t VocabBytes::prefix_run_end(size_t i, size_t n) const {
   const size_t end = first_byte_end_[static_cast<uint8_t>(sorted_piece(i)[0])];
-  if (n == 1 || i + 1 >= end || shared_prefix_[i + 1] < n) return n == 1 ? end : i + 1;
+  if (n == 1) return end;
+  // Most runs are short: a token is in the run while it shares n bytes with the one before it.
+  size_t j = i + 1;
+  for (const size_t scan_end = std::min(end, i + 16); j < scan_end; ++j) {
+    if (shared_prefix_[j] < n) return j;
+  }
+  if (j >= end) return end;
+  // A long run: gallop, then search, on the prefix itself. [i, lo) is in the run; hi is `end` or
+  // out of it.
   const std::string_view prefix = sorted_piece(i).substr(0, n);
-  size_t lo = i + 1, hi = end;  // sorted_piece(lo - 1) starts with prefix; none at hi or after
+  size_t lo = j, hi = j;
+  for (size_t step = 16;; step *= 2) {
+    hi = std::min(end, lo + step);
+    if (hi == end || !sorted_piece(hi).starts_with(prefix)) break;
+    lo = hi + 1;
+  }
   while (lo < hi) {
     const size_t mid = lo + (hi - lo) / 2;
     if (sorted_piece(mid).starts_with(prefix)) {
