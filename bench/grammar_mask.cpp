@@ -96,7 +96,8 @@ void report(benchmark::State& state, const std::vector<double>& all) {
 
 // Mask times in each state of `text` under `gbnf`, a grammar compiled afresh per iteration. warm:
 // the states were met once before (by another request); max_masks 0: no mask is cached, so every
-// mask is a whole walk (over warm transitions when warm).
+// mask is made again (from the suffix sets and warm transitions when warm). fresh_vocab: a new
+// vocabulary each iteration, so no set is shared from an earlier grammar.
 void BM_GrammarMask(benchmark::State& state, const std::string& gbnf, const char* text,
                     minfer::grammar::MarkupTokens markup, bool warm, size_t max_masks,
                     bool fresh_vocab = false) {
