@@ -61,12 +61,10 @@ void SuffixTokenSets::compute(const MatchState& start, bool whole, SuffixTokenSe
         // A bound passed by the suffix alone, or a path that popped it empty: the whole state
         // decides.
         if (next < 0 || (!whole && automaton_.can_end(next))) return WalkStep::kDeferred;
-        if (next != walk_[k]) {  // (a step round a loop adds nothing new)
-          const StepStats& s = automaton_.stats(next);
-          set.max.expanded = std::max(set.max.expanded, s.expanded);
-          set.max.stacks = std::max(set.max.stacks, s.stacks);
-          set.max.max_depth = std::max(set.max.max_depth, s.max_depth);
-        }
+        const StepStats& s = automaton_.stats(next);  // (this step's included)
+        set.max.expanded = std::max(set.max.expanded, s.expanded);
+        set.max.stacks = std::max(set.max.stacks, s.stacks);
+        set.max.max_depth = std::max(set.max.max_depth, s.max_depth);
         walk_[k + 1] = next;
         return WalkStep::kContinue;
       },
