@@ -14,7 +14,8 @@ TokenGrammar::TokenGrammar(std::shared_ptr<const Grammar> grammar,
     : vocab_(std::move(vocab)),
       matcher_(std::move(grammar), options.limits),
       options_(options),
-      automaton_(matcher_) {
+      automaton_(matcher_),
+      suffix_sets_(matcher_, vocab_, options.max_suffix_sets) {
   MINFER_CHECK(vocab_ != nullptr, "TokenGrammar needs a vocabulary");
 }
 
@@ -51,17 +52,31 @@ void TokenGrammar::locked_fill(int32_t state, std::span<uint8_t> allowed,
     std::copy(cached->begin(), cached->end(), allowed.begin());
     return;
   }
-  std::fill(allowed.begin(), allowed.end(), uint8_t{0});
-  if (automaton_.can_end(state)) {
-    for (const int32_t id : vocab_->end_of_generation()) allowed[static_cast<size_t>(id)] = 1;
-  }
   // walk[k]: the state after the first k bytes of the token being tried.
   walk[0] = state;
-  walk_sorted_tokens(*vocab_, allowed, [&](size_t k, uint8_t byte) {
+  const auto step = [&](size_t k, uint8_t byte) {
     const int32_t next = automaton_.step(walk[k], byte);
     walk[k + 1] = next;
     return next >= 0;
-  });
+  };
+  if (suffix_sets_.collect(automaton_.state(state), allowed, deferred_)) {
+    // The sets decided every token but these.
+    const std::span<const int32_t> sorted = vocab_->sorted_text();
+    walk_token_subset(
+        *vocab_, deferred_,
+        [&](size_t k, uint8_t byte) {
+          return step(k, byte) ? WalkStep::kContinue : WalkStep::kRefused;
+        },
+        [&](size_t i, WalkStep outcome) {
+          if (outcome == WalkStep::kContinue) allowed[static_cast<size_t>(sorted[i])] = 1;
+        });
+  } else {
+    std::fill(allowed.begin(), allowed.end(), uint8_t{0});
+    walk_sorted_tokens(*vocab_, allowed, step);
+  }
+  if (automaton_.can_end(state)) {
+    for (const int32_t id : vocab_->end_of_generation()) allowed[static_cast<size_t>(id)] = 1;
+  }
   automaton_.store_mask(state, std::vector<uint8_t>(allowed.begin(), allowed.end()),
                         options_.max_masks);
 }

@@ -8,8 +8,10 @@
 //
 // TokenGrammar is what requests with the same grammar share (thread safe): the matcher's states
 // and transitions, and a small LRU of token masks keyed by state, so a state met again — by this
-// request or another — costs a copy. A mask is a walk down the vocabulary's byte trie: tokens that
-// share a prefix share its steps, and a refused prefix refuses its whole subtree.
+// request or another — costs a copy. A state met for the first time takes the union of its stacks'
+// SuffixTokenSets (grammar/suffix_token_sets.h) and a walk over the few tokens they leave to the
+// whole state; a walk down the vocabulary's byte trie (tokens that share a prefix share its steps,
+// and a refused prefix refuses its whole subtree) makes the rest of the masks and those sets.
 //
 // Lazy mode (GrammarOptions::trigger_*): everything is allowed until the generated text contains a
 // trigger string (or a trigger token is sampled); from the trigger's first byte the grammar
@@ -26,6 +28,7 @@
 
 #include "grammar/gbnf.h"
 #include "grammar/grammar_matcher.h"
+#include "grammar/suffix_token_sets.h"
 #include "grammar/vocab_bytes.h"
 #include "sampling/constraint.h"
 
@@ -33,7 +36,8 @@ namespace minfer::grammar {
 
 struct TokenGrammarOptions {
   MatcherLimits limits;
-  size_t max_masks = 32;  // cached masks (n_vocab bytes each)
+  size_t max_masks = 32;         // cached masks (n_vocab bytes each)
+  size_t max_suffix_sets = 128;  // cached SuffixTokenSets (about n_vocab / 8 bytes each); 0: off
 };
 
 class TokenGrammar {
@@ -65,8 +69,10 @@ class TokenGrammar {
   GrammarMatcher matcher_;
   TokenGrammarOptions options_;
   std::mutex mu_;
-  GrammarAutomaton automaton_;  // guarded by mu_
-  uint64_t generation_ = 0;     // guarded by mu_: bumped when the automaton starts over
+  GrammarAutomaton automaton_;      // guarded by mu_
+  SuffixTokenSets suffix_sets_;     // guarded by mu_
+  std::vector<uint32_t> deferred_;  // guarded by mu_: the tokens a mask leaves to the whole state
+  uint64_t generation_ = 0;         // guarded by mu_: bumped when the automaton starts over
 };
 
 struct GrammarOptions {

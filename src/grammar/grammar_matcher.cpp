@@ -39,7 +39,7 @@ GrammarMatcher::GrammarMatcher(std::shared_ptr<const Grammar> grammar, const Mat
   MINFER_CHECK(grammar_ != nullptr, "GrammarMatcher needs a grammar");
 }
 
-bool GrammarMatcher::expand(Stack& stack, std::vector<Stack>& out) const {
+bool GrammarMatcher::expand(Stack& stack, std::vector<Stack>& out, StepStats* stats) const {
   const Grammar& g = *grammar_;
   while (true) {
     if (stack.empty()) {
@@ -59,11 +59,12 @@ bool GrammarMatcher::expand(Stack& stack, std::vector<Stack>& out) const {
     // A reference: return to the next element (unless the alternative ends there: a tail call,
     // so right recursion does not grow the stack), then start each alternative of the rule.
     if (g.elements[pos + 1].kind != GrammarElement::Kind::kEnd) stack.push_back(pos + 1);
+    if (stats != nullptr) stats->max_depth = std::max(stats->max_depth, stack.size() + 1);
     if (stack.size() + 1 > limits_.max_stack_depth) return false;
     for (const uint32_t start : g.alternatives[e.value]) {
       Stack s = stack;
       s.push_back(start);
-      if (!expand(s, out)) return false;
+      if (!expand(s, out, stats)) return false;
     }
     return true;
   }
@@ -91,8 +92,8 @@ StepResult GrammarMatcher::initial(MatchState& out) const {
   return finish(stacks, out);
 }
 
-StepResult GrammarMatcher::advance_code_point(const MatchState& in, uint32_t cp,
-                                              MatchState& out) const {
+StepResult GrammarMatcher::advance_code_point(const MatchState& in, uint32_t cp, MatchState& out,
+                                              StepStats* stats) const {
   const Grammar& g = *grammar_;
   std::vector<Stack> next;
   for (const Stack& stack : in.stacks) {
@@ -101,15 +102,20 @@ StepResult GrammarMatcher::advance_code_point(const MatchState& in, uint32_t cp,
     if (!g.classes[e.value].matches(cp)) continue;
     Stack s = stack;
     s.back() += 1;
-    if (!expand(s, next)) return StepResult::kTooManyStacks;
+    if (stats != nullptr) stats->max_depth = std::max(stats->max_depth, s.size());
+    if (!expand(s, next, stats)) return StepResult::kTooManyStacks;
   }
-  return finish(next, out);
+  if (stats != nullptr) stats->expanded = next.size();
+  const StepResult r = finish(next, out);
+  if (stats != nullptr) stats->stacks = out.stacks.size();
+  return r;
 }
 
-StepResult GrammarMatcher::advance(const MatchState& in, uint8_t byte, MatchState& out) const {
+StepResult GrammarMatcher::advance(const MatchState& in, uint8_t byte, MatchState& out,
+                                   StepStats* stats) const {
   uint32_t cp = 0;
   if (in.need == 0) {
-    if (byte < 0x80) return advance_code_point(in, byte, out);
+    if (byte < 0x80) return advance_code_point(in, byte, out, stats);
     MatchState lead;
     if (!utf8_lead(byte, lead)) return StepResult::kRefused;
     cp = lead.partial;
@@ -122,7 +128,7 @@ StepResult GrammarMatcher::advance(const MatchState& in, uint8_t byte, MatchStat
     out.need = static_cast<uint8_t>(in.need - 1);
     out.lo = 0x80;
     out.hi = 0xBF;
-    if (out.need == 0) return advance_code_point(in, cp, out);
+    if (out.need == 0) return advance_code_point(in, cp, out, stats);
   }
   // Mid-character: keep the stacks that some completion of it can still match. The completions
   // are exactly [first, last]: the next byte is in [lo, hi], any after it in [0x80, 0xBF].
@@ -136,6 +142,10 @@ StepResult GrammarMatcher::advance(const MatchState& in, uint8_t byte, MatchStat
     if (g.classes[g.elements[stack.back()].value].intersects(first, last)) alive.push_back(stack);
   }
   if (alive.empty()) return StepResult::kRefused;
+  if (stats != nullptr) {
+    stats->stacks = alive.size();
+    for (const Stack& stack : alive) stats->max_depth = std::max(stats->max_depth, stack.size());
+  }
   out.stacks = std::move(alive);
   out.partial = cp;
   return StepResult::kOk;
@@ -187,7 +197,7 @@ int32_t GrammarAutomaton::intern(const MatchState& s) {
   const auto id = static_cast<int32_t>(states_.size());
   State state;
   state.match = s;
-  state.can_end = GrammarMatcher::can_end(s);
+  can_end_.push_back(GrammarMatcher::can_end(s) ? 1 : 0);
   states_.push_back(std::move(state));
   next_.resize(states_.size() * 256, kUnknown);
   ids_.emplace(std::move(k), id);
@@ -196,10 +206,18 @@ int32_t GrammarAutomaton::intern(const MatchState& s) {
 
 int32_t GrammarAutomaton::compute_step(int32_t state, uint8_t byte) {
   MatchState next;
-  const StepResult r = matcher_.advance(states_[static_cast<size_t>(state)].match, byte, next);
+  StepStats stats;
+  const StepResult r =
+      matcher_.advance(states_[static_cast<size_t>(state)].match, byte, next, &stats);
   int32_t id = kRefused;
   if (r == StepResult::kTooManyStacks) id = kTooManyStacks;
-  if (r == StepResult::kOk) id = intern(next);
+  if (r == StepResult::kOk) {
+    id = intern(next);
+    StepStats& max = states_[static_cast<size_t>(id)].stats;
+    max.expanded = std::max(max.expanded, stats.expanded);
+    max.stacks = std::max(max.stacks, stats.stacks);
+    max.max_depth = std::max(max.max_depth, stats.max_depth);
+  }
   next_[static_cast<size_t>(state) * 256 + byte] = id;
   return id;
 }
@@ -207,6 +225,7 @@ int32_t GrammarAutomaton::compute_step(int32_t state, uint8_t byte) {
 void GrammarAutomaton::clear() {
   states_.clear();
   next_.clear();
+  can_end_.clear();
   ids_.clear();
   n_masks_ = 0;
 }

@@ -40,6 +40,14 @@ struct MatchState {
 // Why a step refused a byte.
 enum class StepResult : uint8_t { kOk, kRefused, kTooManyStacks };
 
+// How close one step came to MatcherLimits: the stacks it expanded to before duplicates were
+// removed, the stacks after, and the longest stack it built (the quantities the limits bound).
+struct StepStats {
+  size_t expanded = 0;
+  size_t stacks = 0;
+  size_t max_depth = 0;
+};
+
 // Stateless operations on MatchState.
 class GrammarMatcher {
  public:
@@ -47,8 +55,9 @@ class GrammarMatcher {
 
   // The state before any text. kTooManyStacks: the grammar explodes at its start.
   StepResult initial(MatchState& out) const;
-  // The state after one more byte.
-  StepResult advance(const MatchState& in, uint8_t byte, MatchState& out) const;
+  // The state after one more byte; `stats`, when given, receives the step's StepStats.
+  StepResult advance(const MatchState& in, uint8_t byte, MatchState& out,
+                     StepStats* stats = nullptr) const;
   // Every byte in turn (on a copy).
   StepResult advance(const MatchState& in, std::string_view bytes, MatchState& out) const;
 
@@ -65,9 +74,11 @@ class GrammarMatcher {
  private:
   // Adds to `out` every stack that `stack` expands to with a character class on top (or the
   // empty stack); false when a limit is passed.
-  bool expand(std::vector<uint32_t>& stack, std::vector<std::vector<uint32_t>>& out) const;
+  bool expand(std::vector<uint32_t>& stack, std::vector<std::vector<uint32_t>>& out,
+              StepStats* stats = nullptr) const;
   StepResult finish(std::vector<std::vector<uint32_t>>& stacks, MatchState& out) const;
-  StepResult advance_code_point(const MatchState& in, uint32_t cp, MatchState& out) const;
+  StepResult advance_code_point(const MatchState& in, uint32_t cp, MatchState& out,
+                                StepStats* stats) const;
 
   std::shared_ptr<const Grammar> grammar_;
   MatcherLimits limits_;
@@ -89,7 +100,9 @@ class GrammarAutomaton {
     return n != kUnknown ? n : compute_step(state, byte);
   }
   const MatchState& state(int32_t id) const { return states_[static_cast<size_t>(id)].match; }
-  bool can_end(int32_t id) const { return states_[static_cast<size_t>(id)].can_end; }
+  bool can_end(int32_t id) const { return can_end_[static_cast<size_t>(id)] != 0; }
+  // The largest StepStats (field by field) of the steps computed so far that led to a state.
+  const StepStats& stats(int32_t id) const { return states_[static_cast<size_t>(id)].stats; }
   size_t size() const { return states_.size(); }
   // Forgets every state (ids held elsewhere become invalid).
   void clear();
@@ -102,7 +115,7 @@ class GrammarAutomaton {
   static constexpr int32_t kUnknown = -3;
   struct State {
     MatchState match;
-    bool can_end = false;
+    StepStats stats;
     std::unique_ptr<std::vector<uint8_t>> mask;  // [n_vocab] when cached
     uint64_t mask_used = 0;                      // the tick of its last use (LRU)
   };
@@ -110,7 +123,8 @@ class GrammarAutomaton {
 
   const GrammarMatcher& matcher_;
   std::vector<State> states_;
-  std::vector<int32_t> next_;  // [states, 256] the state after each byte, or kUnknown
+  std::vector<int32_t> next_;     // [states, 256] the state after each byte, or kUnknown
+  std::vector<uint8_t> can_end_;  // [states] GrammarMatcher::can_end (apart: walks read it a lot)
   std::unordered_map<std::string, int32_t> ids_;
   size_t n_masks_ = 0;
   uint64_t tick_ = 0;

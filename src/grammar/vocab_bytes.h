@@ -14,6 +14,8 @@
 
 namespace minfer::grammar {
 
+class SharedSuffixSets;  // grammar/suffix_token_sets.h
+
 // What a token can be in constrained text.
 enum class TokenRole : uint8_t {
   kText,             // its bytes are appended to the output
@@ -52,8 +54,13 @@ class VocabBytes {
     return std::string_view(sorted_bytes_)
         .substr(sorted_offsets_[i], sorted_offsets_[i + 1] - sorted_offsets_[i]);
   }
+  // The end in sorted_text() of the run of tokens from i on that start with the first n bytes of
+  // token i (1 <= n <= its size; such tokens are contiguous).
+  size_t prefix_run_end(size_t i, size_t n) const;
   std::span<const int32_t> end_of_generation() const { return eog_; }
   size_t max_piece_bytes() const { return max_piece_bytes_; }
+  // Token sets every grammar on this vocabulary shares (grammar/suffix_token_sets.h; thread safe).
+  SharedSuffixSets& suffix_sets() const { return *suffix_sets_; }
 
  private:
   std::string bytes_;             // every piece, concatenated
@@ -64,37 +71,89 @@ class VocabBytes {
   std::string sorted_bytes_;             // the kText pieces in sorted order, concatenated
   std::vector<size_t> sorted_offsets_;   // [n_text + 1] where each starts in sorted_bytes_
   std::vector<int32_t> eog_;             // kEndOfGeneration ids
+  std::vector<size_t> first_byte_end_;   // [256] where the tokens starting with each byte end
+  std::shared_ptr<SharedSuffixSets> suffix_sets_;
   size_t max_piece_bytes_ = 0;
 };
 
-// The walk down the trie that makes a mask: over sorted_text() in byte order, step(k, byte)
-// advances the caller's state after k bytes of the current token to the state after k + 1 (false:
-// the byte is refused). A token starts from the states of the prefix it shares with the one before
-// it, and every token below a refused prefix is refused without a step. Sets allowed[id] = 1 for
-// each token whose bytes are all accepted (the caller clears the mask first).
+// The number of leading bytes a and b share.
+inline size_t shared_bytes(std::string_view a, std::string_view b) {
+  const size_t n = std::min(a.size(), b.size());
+  size_t k = 0;
+  while (k < n && a[k] == b[k]) ++k;
+  return k;
+}
+
+// What a walk step says about the token being tried (and every token that shares its bytes so
+// far): go on, refused, or undecided here (the caller decides it another way).
+enum class WalkStep : uint8_t { kContinue, kRefused, kDeferred };
+
+// The walk down the trie over a run of tokens in byte order: n tokens, the j-th being
+// sorted_text()[index(j)] and sharing shared(j) bytes with the one before it. step(k, byte)
+// advances the caller's state after k bytes of the current token to the state after k + 1. A token
+// starts from the states of the prefix it shares with the one before it, and every token below a
+// refused (or deferred) prefix gets that outcome without a step. done(i, outcome) is called for
+// each token accepted (outcome kContinue: all its bytes were) or deferred, i its index in
+// sorted_text(). When the run is the whole vocabulary (`whole_vocab`), a refused prefix skips the
+// tokens below it at once (a binary search), so a walk costs the trie branches it tries.
+template <typename Index, typename Shared, typename Step, typename Done>
+void walk_token_run(const VocabBytes& vocab, size_t n, bool whole_vocab, Index&& index,
+                    Shared&& shared, Step&& step, Done&& done) {
+  // The previous token's states are valid for its first n_valid bytes; when it stopped, its byte
+  // n_valid was the one.
+  size_t n_valid = 0;
+  WalkStep stop = WalkStep::kContinue;
+  for (size_t j = 0; j < n; ++j) {
+    const size_t i = index(j);
+    const size_t common = shared(j);
+    if (stop != WalkStep::kContinue && common > n_valid) {
+      // The stopping byte is in the shared prefix.
+      if (stop == WalkStep::kDeferred) done(i, stop);
+      continue;
+    }
+    const std::string_view piece = vocab.sorted_piece(i);
+    size_t k = std::min(common, n_valid);
+    stop = WalkStep::kContinue;
+    for (; k < piece.size(); ++k) {
+      stop = step(k, static_cast<uint8_t>(piece[k]));
+      if (stop != WalkStep::kContinue) break;
+    }
+    n_valid = k;
+    if (stop != WalkStep::kRefused) {
+      done(i, stop);
+    } else if (whole_vocab) {
+      j = vocab.prefix_run_end(i, k + 1) - 1;  // skip the refused subtree at once
+    }
+  }
+}
+
+// walk_token_run over the whole vocabulary: sets allowed[id] = 1 for each token whose bytes are
+// all accepted (the caller clears the mask first); step returns false for a refused byte.
 template <typename Step>
 void walk_sorted_tokens(const VocabBytes& vocab, std::span<uint8_t> allowed, Step&& step) {
   const std::span<const int32_t> sorted = vocab.sorted_text();
   const std::span<const uint32_t> shared = vocab.shared_prefix();
-  // The previous token's states are valid for its first n_valid bytes; when it was refused, its
-  // byte n_valid was the one.
-  size_t n_valid = 0;
-  bool refused = false;
-  for (size_t i = 0; i < sorted.size(); ++i) {
-    const size_t common = shared[i];
-    if (refused && common > n_valid) continue;  // the refused byte is in the shared prefix
-    const std::string_view piece = vocab.sorted_piece(i);
-    size_t k = std::min(common, n_valid);
-    refused = false;
-    for (; k < piece.size(); ++k) {
-      if (!step(k, static_cast<uint8_t>(piece[k]))) {
-        refused = true;
-        break;
-      }
-    }
-    n_valid = k;
-    if (!refused) allowed[static_cast<size_t>(sorted[i])] = 1;
-  }
+  walk_token_run(
+      vocab, sorted.size(), true, [](size_t j) { return j; }, [&](size_t j) { return shared[j]; },
+      [&](size_t k, uint8_t byte) {
+        return step(k, byte) ? WalkStep::kContinue : WalkStep::kRefused;
+      },
+      [&](size_t i, WalkStep) { allowed[static_cast<size_t>(sorted[i])] = 1; });
+}
+
+// walk_token_run over some of the vocabulary: `subset` holds indices into sorted_text(),
+// ascending.
+template <typename Step, typename Done>
+void walk_token_subset(const VocabBytes& vocab, std::span<const uint32_t> subset, Step&& step,
+                       Done&& done) {
+  walk_token_run(
+      vocab, subset.size(), false, [&](size_t j) { return static_cast<size_t>(subset[j]); },
+      [&](size_t j) -> size_t {
+        return j == 0
+                   ? 0
+                   : shared_bytes(vocab.sorted_piece(subset[j - 1]), vocab.sorted_piece(subset[j]));
+      },
+      step, done);
 }
 
 }  // namespace minfer::grammar

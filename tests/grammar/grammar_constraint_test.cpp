@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "gguf/gguf_file.h"
+#include "grammar/json_constraint.h"
+#include "grammar/json_grammar.h"
 #include "sampling/sampler.h"
 #include "test_util.h"
 
@@ -237,6 +239,80 @@ TEST(GrammarConstraint, ExplodingGrammarIsAnErrorNotAHang) {
   EXPECT_EQ(mask[static_cast<size_t>(v.id("x"))], 0);
 }
 
+// A JSON-like string rule nested in two contexts, on tokens that end a string and go on past its
+// closing quote, escapes, and UTF-8 split across tokens: the masks made from suffix sets (on) equal
+// the full walk (max_suffix_sets 0) and trying each token alone, in every state.
+TEST(GrammarConstraint, SuffixSetMasksEqualTheFullWalk) {
+  std::vector<std::string> pieces = {
+      "a",    "b",        "ab",     "\"",     "\",", "\"}",  "\":",  "a\"",  "a\",\"",
+      "\\",   "\\\"",     "\\n",    "\\u",    "00",  "e9",   "00e9", "9\"",  "{",
+      "{\"",  "}",        ",",      " ",      ":",   " \"",  "\xC3", "\xA9", "\xC3\xA9",
+      "\xE6", "\xBC\xA2", "\xA2\"", "\"\xC3", "x",   "\x01", "b\\",  "\"a",  "\\\\"};
+  std::vector<TokenRole> roles(pieces.size(), TokenRole::kText);
+  pieces.emplace_back("");
+  roles.push_back(TokenRole::kEndOfGeneration);
+  auto vocab = std::make_shared<const VocabBytes>(pieces, roles);
+  const std::string gbnf =
+      "root ::= \"{\" ws string ws \":\" ws (string | obj) ws \"}\"\n"
+      "obj ::= \"{\" ws string ws \":\" ws string ws \"}\"\n"
+      "string ::= \"\\\"\" char* \"\\\"\"\n"
+      "char ::= [^\"\\\\\\x00-\\x1F] | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4})\n"
+      "ws ::= [ ]?\n";
+  TokenGrammarOptions off;
+  off.max_suffix_sets = 0;
+  auto with_sets = constraint(compile(gbnf, vocab));
+  auto without = constraint(TokenGrammar::compile(gbnf, vocab, off).value());
+  const int32_t n = vocab->n_vocab();
+  auto id = [&](std::string_view piece) {
+    for (int32_t i = 0; i < n; ++i) {
+      if (pieces[static_cast<size_t>(i)] == piece) return i;
+    }
+    ADD_FAILURE() << "no piece " << piece;
+    return int32_t{0};
+  };
+  // {"ab\n\"é漢\u00e9": {"a": "éb\\"}}
+  const std::vector<std::string> text = {"{\"",  "ab",       "\\n", "\\\"", "\xC3", "\xA9",
+                                         "\xE6", "\xBC\xA2", "\\u", "00e9", "\":",  " ",
+                                         "{",    "\"",       "a",   "\":",  " \"",  "\xC3\xA9",
+                                         "b\\",  "\\\"",     "}",   "}"};
+  for (size_t i = 0; i <= text.size(); ++i) {
+    const std::vector<uint8_t> mask = fill(*with_sets, n);
+    EXPECT_EQ(mask, brute_force_mask(*with_sets, n)) << "at token " << i;
+    EXPECT_EQ(mask, fill(*without, n)) << "at token " << i;
+    if (i == text.size()) break;
+    ASSERT_EQ(mask[static_cast<size_t>(id(text[i]))], 1) << "token " << i << " " << text[i];
+    ASSERT_TRUE(with_sets->accept(id(text[i])).is_ok());
+    ASSERT_TRUE(without->accept(id(text[i])).is_ok());
+  }
+  EXPECT_TRUE(with_sets->complete());
+
+  // Other grammars on the same vocabulary: one with the same string rule (it reuses the sets made
+  // above) and one whose string refuses 'b' (it must not).
+  const std::string string_rules = gbnf.substr(gbnf.find("string ::="));
+  // The same rules, but the class refuses 'b' where it refused '\\' (same shape, other text).
+  std::string refuses_b = string_rules;
+  refuses_b.replace(refuses_b.find("[^\"\\\\"), 5, "[^\"b");
+  struct Other {
+    std::string gbnf;
+    std::vector<std::string> text;
+  };
+  const std::vector<Other> others = {
+      {"root ::= \"{\" string (\",\" string)* \"}\"\n" + string_rules,
+       {"{\"", "ab", "a\",\"", "a", "\xC3\xA9", "\"", "}"}},
+      {"root ::= \"{\" string \":\" string \"}\"\n" + refuses_b,
+       {"{\"", "a", "\":", "\"", "a", "\"", "}"}},
+  };
+  for (const Other& other : others) {
+    auto c = constraint(compile(other.gbnf, vocab));
+    for (size_t i = 0; i <= other.text.size(); ++i) {
+      EXPECT_EQ(fill(*c, n), brute_force_mask(*c, n)) << other.gbnf << " at token " << i;
+      if (i == other.text.size()) break;
+      ASSERT_TRUE(c->accept(id(other.text[i])).is_ok()) << other.gbnf << " token " << i;
+    }
+    EXPECT_TRUE(c->complete()) << other.gbnf;
+  }
+}
+
 std::unique_ptr<Tokenizer> qwen_tokenizer() {
   auto file = GgufFile::open(test::test_data_path("models/qwen3-vocab.gguf"));
   EXPECT_TRUE(file.is_ok()) << file.status().message();
@@ -268,6 +344,17 @@ TEST(GrammarConstraint, QwenVocabularyMasksEqualBruteForce) {
        "</tool_call>"},
       {"root ::= line+\nline ::= [A-Z] [a-z ,é]* [.!?] \"\\n\"", "Hello there, café.\nBye!\n"},
       {"root ::= (\"yes\" | \"no\") \" \" [0-9]{1,3} \" \" .{0,5}", "yes 42 漢字😀"},
+      // A tool call's arguments: strings in several properties.
+      {"root ::= \"{\" ws \"\\\"city\\\"\" ws \":\" ws string ws \",\" ws "
+       "\"\\\"days\\\"\" ws \":\" ws [0-9]+ ws \",\" ws \"\\\"notes\\\"\" ws \":\" ws string ws "
+       "\"}\"\n"
+       "string ::= \"\\\"\" ([^\"\\\\\\x00-\\x1F] | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" "
+       "[0-9a-fA-F]{4}))* \"\\\"\"\nws ::= [ \\t\\n]{0,20}",
+       "{\"city\": \"São Paulo\", \"days\": 5, \"notes\": \"a \\\"big\\\" 東京 \\u00e9\\n\"}"},
+      // JSON strings in several contexts (suffix sets): escapes, UTF-8, tokens past the quote.
+      {json_object_gbnf(kGenerationJsonOptions),
+       "{\"a\": \"x\\\"y\\\\ \\u00e9 \\n São 東京😀\", \"b\": [\"\", \"q\"], "
+       "\"c\": {\"d\": \"—\"}}"},
   };
   for (const Case& k : cases) {
     auto g = compile(k.gbnf, vocab);
@@ -276,9 +363,7 @@ TEST(GrammarConstraint, QwenVocabularyMasksEqualBruteForce) {
     const std::vector<int32_t> ids = tokenizer->encode(k.reply, false, true);
     for (size_t i = 0; i <= ids.size(); ++i) {
       const std::vector<uint8_t> mask = fill(*c, vocab->n_vocab());
-      if (i % 3 == 0 || i == ids.size()) {
-        ASSERT_EQ(mask, brute_force_mask(*c, vocab->n_vocab())) << k.gbnf << " at token " << i;
-      }
+      { ASSERT_EQ(mask, brute_force_mask(*c, vocab->n_vocab())) << k.gbnf << " at token " << i; }
       if (i == ids.size()) break;
       ASSERT_EQ(mask[static_cast<size_t>(ids[i])], 1) << k.gbnf << " token " << i;
       ASSERT_TRUE(c->accept(ids[i]).is_ok());
