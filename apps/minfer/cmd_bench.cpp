@@ -40,9 +40,8 @@ Status run_bench_command(BenchCli& o) {
 }  // namespace
 
 void register_bench_command(CLI::App& app, CommandRegistry& registry) {
-  auto opts = std::make_shared<BenchCli>();
-  CLI::App* cmd = app.add_subcommand(
-      "bench",
+  auto [cmd, opts] = add_command<BenchCli>(
+      app, "bench",
       "Measure prompt processing (pp: N random tokens in forwards of -b) and generation (tg: N "
       "tokens one at a time) in tokens/s, mean ± sd over -r runs after a warm-up, like "
       "llama-bench");

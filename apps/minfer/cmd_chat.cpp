@@ -254,9 +254,8 @@ int run_chat(CLI::App* cmd, GenerationFlags& flags) {
 }  // namespace
 
 void register_chat_command(CLI::App& app, CommandRegistry& registry) {
-  auto flags = std::make_shared<GenerationFlags>();
-  CLI::App* cmd = app.add_subcommand(
-      "chat", "Interactive multi-turn chat with the model's chat template (stdin lines)");
+  auto [cmd, flags] = add_command<GenerationFlags>(
+      app, "chat", "Interactive multi-turn chat with the model's chat template (stdin lines)");
   add_generation_flags(cmd, *flags);
   registry.add(cmd, [flags, cmd]() { return run_chat(cmd, *flags); });
 }

@@ -8,9 +8,8 @@
 namespace minfer::app {
 
 void register_gguf_split_command(CLI::App& app, CommandRegistry& registry) {
-  auto opts = std::make_shared<GgufSplitOptions>();
-  CLI::App* cmd = app.add_subcommand(
-      "gguf-split",
+  auto [cmd, opts] = add_command<GgufSplitOptions>(
+      app, "gguf-split",
       "Split IN.gguf into PREFIX-00001-of-0000N.gguf … with at most N tensors per part, as "
       "llama.cpp's gguf-split does; loading the first part loads them all");
   cmd->add_option("input", opts->input, "input GGUF file")->required();

@@ -75,9 +75,8 @@ Status remove(const std::string& model) {
 }  // namespace
 
 void register_hub_commands(CLI::App& app, CommandRegistry& registry) {
-  auto pull_flags = std::make_shared<PullFlags>();
-  CLI::App* pull_cmd = app.add_subcommand(
-      "pull",
+  auto [pull_cmd, pull_flags] = add_command<PullFlags>(
+      app, "pull",
       "Download REPO[:QUANT] from the Hugging Face Hub into the shared cache (nothing when it is "
       "there); HF_ENDPOINT, HF_TOKEN, HF_HUB_CACHE / HF_HOME are honoured");
   pull_cmd->add_option("model", pull_flags->model, "REPO[:QUANT], e.g. Qwen/Qwen3-0.6B-GGUF:Q8_0")
@@ -88,9 +87,9 @@ void register_hub_commands(CLI::App& app, CommandRegistry& registry) {
   CLI::App* ls_cmd = app.add_subcommand("ls", "List the .gguf models in the Hugging Face cache");
   registry.add_status(ls_cmd, []() { return list(); });
 
-  auto rm_model = std::make_shared<std::string>();
-  CLI::App* rm_cmd = app.add_subcommand(
-      "rm", "Remove REPO:QUANT's files (or, without :QUANT, the whole repository) from the cache");
+  auto [rm_cmd, rm_model] = add_command<std::string>(
+      app, "rm",
+      "Remove REPO:QUANT's files (or, without :QUANT, the whole repository) from the cache");
   rm_cmd->add_option("model", *rm_model, "REPO[:QUANT]")->required();
   registry.add_status(rm_cmd, [rm_model]() { return remove(*rm_model); });
 }

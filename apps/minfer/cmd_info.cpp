@@ -185,16 +185,6 @@ void print_text(const GgufSummary& s, const GgufFile& file, bool with_tensors, c
   std::fwrite(out.data(), 1, out.size(), stdout);
 }
 
-// One line on stderr, whatever the message holds.
-int fail(const Status& status) {
-  std::string message = status.message();
-  for (char& c : message) {
-    if (c == '\n' || c == '\r') c = ' ';
-  }
-  std::fprintf(stderr, "%s\n", message.c_str());
-  return 1;
-}
-
 }  // namespace
 
 void register_info_command(CLI::App& app, CommandRegistry& registry) {
@@ -205,44 +195,40 @@ void register_info_command(CLI::App& app, CommandRegistry& registry) {
     bool json = false;
     bool architectures = false;
   };
-  auto opts = std::make_shared<Options>();
-  CLI::App* cmd = app.add_subcommand(
-      "info", "Describe a GGUF model file (architecture, hyperparameters, tokenizer, tensors)");
+  auto [cmd, opts] = add_command<Options>(
+      app, "info",
+      "Describe a GGUF model file (architecture, hyperparameters, tokenizer, tensors)");
   cmd->add_option("model", opts->model, "GGUF file (or ollama:NAME[:TAG])");
   add_model_source_flags(cmd, opts->source);
   cmd->add_flag("--tensors", opts->tensors, "list every tensor (name, type, shape, offset)");
   cmd->add_flag("--json", opts->json, "print JSON instead of text");
   cmd->add_flag("--architectures", opts->architectures,
                 "list the architectures minfer runs and the model families tested with each");
-  registry.add(cmd, [opts]() {
+  registry.add_status(cmd, [opts]() -> Status {
     if (opts->architectures) {
       print_architectures(opts->json);
-      return std::fflush(stdout) == 0 ? 0 : 1;
+      return flush_stdout("info");
     }
     if (opts->model.empty() && opts->source.hf_repo.empty()) {
-      return fail(
-          make_error(ErrorCode::kInvalidArgument, "[info] give a GGUF file (or --architectures)"));
+      return make_error(ErrorCode::kInvalidArgument,
+                        "[info] give a GGUF file (or --architectures)");
     }
-    if (Status st = resolve_model_path(opts->model, opts->source, "info"); !st.is_ok()) {
-      return fail(st);
-    }
-    Result<std::unique_ptr<GgufFile>> file = GgufFile::open(opts->model);
-    if (!file.is_ok()) return fail(file.status());
-    Result<GgufSummary> summary = summarize_gguf(**file);
-    if (!summary.is_ok()) return fail(summary.status());
+    MINFER_RETURN_IF_ERROR(resolve_model_path(opts->model, opts->source, "info"));
+    MINFER_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> file, GgufFile::open(opts->model));
+    MINFER_ASSIGN_OR_RETURN(GgufSummary summary, summarize_gguf(*file));
     // Whether minfer runs the file: everything Model::load checks (architecture, keys, tensors).
     const Status runs = Model::load(opts->model).status();
     if (opts->json) {
-      ordered_json j = summary_json(*summary, **file, opts->tensors);
+      ordered_json j = summary_json(summary, *file, opts->tensors);
       j["runs"] = runs.is_ok();
       j["runs_error"] = runs.is_ok() ? ordered_json() : ordered_json(runs.message());
       // Strings from the file may be invalid UTF-8: replace rather than throw.
       const std::string text = j.dump(2, ' ', false, ordered_json::error_handler_t::replace);
       std::printf("%s\n", text.c_str());
     } else {
-      print_text(*summary, **file, opts->tensors, runs);
+      print_text(summary, *file, opts->tensors, runs);
     }
-    return std::fflush(stdout) == 0 ? 0 : 1;
+    return flush_stdout("info");
   });
 }
 

@@ -112,9 +112,8 @@ Status run_logits(const LogitsOptions& o) {
 }  // namespace
 
 void register_logits_command(CLI::App& app, CommandRegistry& registry) {
-  auto opts = std::make_shared<LogitsOptions>();
-  CLI::App* cmd = app.add_subcommand(
-      "logits", "Write float32 logits [n_ids, n_vocab] of token ids fed at positions 0..n-1");
+  auto [cmd, opts] = add_command<LogitsOptions>(
+      app, "logits", "Write float32 logits [n_ids, n_vocab] of token ids fed at positions 0..n-1");
   cmd->add_option("-m,--model", opts->model, "GGUF model")->required();
   cmd->add_option("--ids", opts->ids, "comma-separated token ids");
   cmd->add_option("--ids-file", opts->ids_file, "file of token ids");

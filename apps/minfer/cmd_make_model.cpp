@@ -10,9 +10,8 @@
 namespace minfer::app {
 
 void register_make_model_command(CLI::App& app, CommandRegistry& registry) {
-  auto opts = std::make_shared<MakeModelOptions>();
-  CLI::App* cmd = app.add_subcommand(
-      "make-model",
+  auto [cmd, opts] = add_command<MakeModelOptions>(
+      app, "make-model",
       "Write a deterministic random-weight model with the tensor names, shapes and metadata of a "
       "real one. The vocabulary follows the tokenizer: the built-in byte-level BPE has ~600 "
       "tokens (so token_embd is small whatever the preset); --tokenizer-from a real model's GGUF "

@@ -67,9 +67,8 @@ Status run_perplexity(PerplexityCli& o) {
 }  // namespace
 
 void register_perplexity_command(CLI::App& app, CommandRegistry& registry) {
-  auto opts = std::make_shared<PerplexityCli>();
-  CLI::App* cmd = app.add_subcommand(
-      "perplexity",
+  auto [cmd, opts] = add_command<PerplexityCli>(
+      app, "perplexity",
       "Perplexity of a model over a text file, by llama-perplexity's method (chunks of n_ctx "
       "tokens starting with BOS, second half of each chunk scored)");
   cmd->add_option("-m,--model", opts->model, "GGUF model (or ollama:NAME[:TAG])");

@@ -9,9 +9,8 @@
 namespace minfer::app {
 
 void register_quantize_command(CLI::App& app, CommandRegistry& registry) {
-  auto opts = std::make_shared<QuantizeOptions>();
-  CLI::App* cmd = app.add_subcommand(
-      "quantize",
+  auto [cmd, opts] = add_command<QuantizeOptions>(
+      app, "quantize",
       "Convert IN.gguf to OUT.gguf with weights of TYPE, choosing per-tensor types as "
       "llama-quantize does (q6_K output and, for _M mixes, q6_K attn_v/ffn_down in some layers; "
       "fallback types for rows that are not a multiple of the block)");

@@ -332,9 +332,8 @@ Status run_run(CLI::App* cmd, RunFlags& flags) {
 }  // namespace
 
 void register_run_command(CLI::App& app, CommandRegistry& registry) {
-  auto flags = std::make_shared<RunFlags>();
-  CLI::App* cmd = app.add_subcommand(
-      "run", "Generate text after a prompt, streamed to stdout (metrics on stderr)");
+  auto [cmd, flags] = add_command<RunFlags>(
+      app, "run", "Generate text after a prompt, streamed to stdout (metrics on stderr)");
   add_generation_flags(cmd, flags->common);
   CLI::Option* prompt = cmd->add_option("-p,--prompt", flags->prompt, "prompt text");
   cmd->add_option("-f,--file", flags->prompt_file, "file holding the prompt");

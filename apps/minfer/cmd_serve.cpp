@@ -162,8 +162,8 @@ int run_serve(ServeFlags& f) {
 }  // namespace
 
 void register_serve_command(CLI::App& app, CommandRegistry& registry) {
-  auto flags = std::make_shared<ServeFlags>();
-  CLI::App* cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server with batching");
+  auto [cmd, flags] =
+      add_command<ServeFlags>(app, "serve", "OpenAI-compatible HTTP server with batching");
   ServeFlags& f = *flags;
   cmd->add_option("-m,--model", f.model_path, "GGUF model file (or ollama:NAME[:TAG])");
   add_model_source_flags(cmd, f.source);

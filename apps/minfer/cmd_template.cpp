@@ -67,9 +67,8 @@ void register_template_command(CLI::App& app, CommandRegistry& registry) {
     std::string model;
     std::string request;
   };
-  auto opts = std::make_shared<Options>();
-  CLI::App* cmd = app.add_subcommand(
-      "template", "Render a model's chat template for an OpenAI-style request and print it");
+  auto [cmd, opts] = add_command<Options>(
+      app, "template", "Render a model's chat template for an OpenAI-style request and print it");
   cmd->add_option("-m,--model", opts->model, "GGUF model file")->required();
   cmd->add_option("-i,--input", opts->request, "request JSON (messages, tools, ...)")->required();
   registry.add(cmd, [opts]() { return run_template(opts->model, opts->request); });

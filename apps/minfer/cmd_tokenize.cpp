@@ -52,11 +52,6 @@ std::string escape_piece(std::string_view piece) {
   return out;
 }
 
-int fail(const std::string& message) {
-  std::fprintf(stderr, "minfer tokenize: %s\n", message.c_str());
-  return 1;
-}
-
 }  // namespace
 
 void register_tokenize_command(CLI::App& app, CommandRegistry& registry) {
@@ -68,8 +63,8 @@ void register_tokenize_command(CLI::App& app, CommandRegistry& registry) {
     bool no_bos = false;
     bool ids = false;
   };
-  auto opts = std::make_shared<Options>();
-  CLI::App* cmd = app.add_subcommand("tokenize", "Tokenize a text with a model's tokenizer");
+  auto [cmd, opts] =
+      add_command<Options>(app, "tokenize", "Tokenize a text with a model's tokenizer");
   cmd->add_option("-m,--model", opts->model, "GGUF model (or vocabulary) file")->required();
   cmd->add_option("-p,--prompt", opts->prompt, "text to tokenize");
   cmd->add_option("-f,--file", opts->file, "file whose contents to tokenize");
@@ -77,23 +72,24 @@ void register_tokenize_command(CLI::App& app, CommandRegistry& registry) {
                 "match special tokens such as <|im_start|> in the text");
   cmd->add_flag("--no-bos", opts->no_bos, "do not add the BOS token the model asks for");
   cmd->add_flag("--ids", opts->ids, "print only the ids, as one JSON array");
-  registry.add(cmd, [opts, cmd]() {
+  registry.add_status(cmd, [opts, cmd]() -> Status {
     const bool has_prompt = cmd->count("--prompt") > 0;
     const bool has_file = cmd->count("--file") > 0;
-    if (has_prompt == has_file) return fail("give exactly one of -p TEXT and -f FILE");
+    if (has_prompt == has_file) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        "[tokenize] give exactly one of -p TEXT and -f FILE");
+    }
     std::string text = opts->prompt;
     if (has_file) {
       std::ifstream in(opts->file, std::ios::binary);
-      if (!in) return fail(fmt::format("cannot read '{}'", opts->file));
+      if (!in) return make_error(ErrorCode::kNotFound, "[tokenize] cannot read '{}'", opts->file);
       std::ostringstream ss;
       ss << in.rdbuf();
       text = ss.str();
     }
-    auto file = GgufFile::open(opts->model);
-    if (!file.is_ok()) return fail(file.status().message());
-    auto tok = Tokenizer::from_gguf(**file);
-    if (!tok.is_ok()) return fail(tok.status().message());
-    const std::vector<int32_t> ids = (*tok)->encode(text, !opts->no_bos, opts->special);
+    MINFER_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> file, GgufFile::open(opts->model));
+    MINFER_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tok, Tokenizer::from_gguf(*file));
+    const std::vector<int32_t> ids = tok->encode(text, !opts->no_bos, opts->special);
     std::string out;
     if (opts->ids) {
       out = "[";
@@ -101,11 +97,11 @@ void register_tokenize_command(CLI::App& app, CommandRegistry& registry) {
       out += "]\n";
     } else {
       for (int32_t id : ids) {
-        out += fmt::format("{}\t{}\n", id, escape_piece((*tok)->token_to_piece(id, true)));
+        out += fmt::format("{}\t{}\n", id, escape_piece(tok->token_to_piece(id, true)));
       }
     }
     std::fwrite(out.data(), 1, out.size(), stdout);
-    return 0;
+    return flush_stdout("tokenize");
   });
 }
 

@@ -4,6 +4,8 @@
 
 #include <cstdio>
 #include <functional>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -12,18 +14,41 @@
 
 namespace minfer::app {
 
+// A subcommand and the options it fills, made together (the options outlive parsing: the command's
+// run function holds them).
+//   auto [cmd, opts] = add_command<BenchCli>(app, "bench", "Measure …");
+template <class Options>
+struct NewCommand {
+  CLI::App* cmd;
+  std::shared_ptr<Options> opts;
+};
+template <class Options>
+NewCommand<Options> add_command(CLI::App& app, std::string name, std::string description) {
+  return {app.add_subcommand(std::move(name), std::move(description)), std::make_shared<Options>()};
+}
+
+// Ok when everything written to stdout reached it; else an error naming the command.
+inline Status flush_stdout(const char* command) {
+  if (std::fflush(stdout) == 0) return Status::ok();
+  return make_error(ErrorCode::kIo, "[{}] cannot write to stdout", command);
+}
+
 class CommandRegistry {
  public:
   void add(CLI::App* subcommand, std::function<int()> run) {
     commands_.push_back({subcommand, std::move(run)});
   }
   // A command that reports its outcome as a Status: an error is printed as one line on stderr
-  // and the process exits 1.
+  // (whatever line breaks its message holds) and the process exits 1.
   void add_status(CLI::App* subcommand, std::function<Status()> run) {
     add(subcommand, [run = std::move(run)]() {
       const Status st = run();
       if (st.is_ok()) return 0;
-      std::fprintf(stderr, "%s\n", st.message().c_str());
+      std::string message = st.message();
+      for (char& c : message) {
+        if (c == '\n' || c == '\r') c = ' ';
+      }
+      std::fprintf(stderr, "%s\n", message.c_str());
       return 1;
     });
   }

@@ -118,10 +118,25 @@ struct ChatMessage {
   std::string content;
 };
 
+// Replies in the model's own formats, as its chat template shows them (chat/reply_format.h), and
+// the tools behind them.
+struct ReplyParams {
+  bool parse_tool_calls = false;   // tool calls go to tool_calls, not to the text
+  bool extract_reasoning = false;  // <think>…</think> goes to reasoning, not to the text
+  // < 0: unlimited; else after this many reasoning tokens the engine closes the block itself
+  // ("\n</think>\n\n" as the next tokens) and the answer follows; 0: closed at once.
+  int32_t reasoning_budget = -1;
+  // The request's tool definitions, for the grammar that constrains calls (not used for parsing):
+  std::string tools;  // JSON array text of OpenAI tools ("" none)
+  ToolChoice tool_choice = ToolChoice::kAuto;
+  std::string tool_choice_name;     // kFunction: the function's name
+  bool parallel_tool_calls = true;  // false: at most one call
+};
+
 // The sampler's knobs (SamplerParams, sampling/sampler_params.h: temperature, top_k, top_p,
 // min_p, the penalties and how far back they look, seed, logit_bias) with llama.cpp's defaults,
-// and what a request adds to them.
-struct GenerateParams : SamplerParams {
+// how the reply is split (ReplyParams), and what a request adds to them.
+struct GenerateParams : SamplerParams, ReplyParams {
   int64_t max_tokens = -1;        // < 0: until an end-of-generation token or a full context
   std::vector<std::string> stop;  // strings that end generation; never part of the text
   // generate() only: checked between tokens when set; raising it ends with "cancelled".
@@ -139,17 +154,6 @@ struct GenerateParams : SamplerParams {
   // Not together with json_object. A grammar that does not parse is an error naming line and
   // column.
   std::string grammar;
-  // Replies in the model's own formats, as its chat template shows them (chat/reply_format.h):
-  bool parse_tool_calls = false;   // tool calls go to tool_calls, not to the text
-  bool extract_reasoning = false;  // <think>…</think> goes to reasoning, not to the text
-  // < 0: unlimited; else after this many reasoning tokens the engine closes the block itself
-  // ("\n</think>\n\n" as the next tokens) and the answer follows; 0: closed at once.
-  int32_t reasoning_budget = -1;
-  // The request's tool definitions, for the grammar that constrains calls (not used for parsing):
-  std::string tools;  // JSON array text of OpenAI tools ("" none)
-  ToolChoice tool_choice = ToolChoice::kAuto;
-  std::string tool_choice_name;     // kFunction: the function's name
-  bool parallel_tool_calls = true;  // false: at most one call
 };
 
 // Ok when `gbnf` is a grammar GenerateParams::grammar can take; else the error, naming line and

@@ -40,14 +40,9 @@ struct LanguageModel::Impl {
 inline engine::ReplyRequest reply_request(const GenerateParams& params,
                                           const chat::ReplyFormat& format) {
   engine::ReplyRequest r;
+  static_cast<ReplyParams&>(r) = params;
   r.format = format;
   r.parse_tool_calls = params.parse_tool_calls && params.tool_choice != ToolChoice::kNone;
-  r.extract_reasoning = params.extract_reasoning;
-  r.reasoning_budget = params.reasoning_budget;
-  r.tools = params.tools;
-  r.tool_choice = params.tool_choice;
-  r.tool_choice_name = params.tool_choice_name;
-  r.parallel_tool_calls = params.parallel_tool_calls;
   return r;
 }
 

@@ -18,6 +18,7 @@
 namespace minfer::engine {
 
 using minfer::kMaxTopLogprobs;
+using minfer::ReplyParams;
 using minfer::RequestHandle;
 using minfer::RequestStats;
 using minfer::ToolChoice;
@@ -25,15 +26,8 @@ using minfer::ToolChoice;
 // How a request's reply is split, and the tools behind it. The grammar hook: a request that
 // parses tool calls carries the tools, the tool choice and the model's call format here, from
 // which the call's constraint is built (the trigger of a lazy grammar: chat::tool_call_trigger).
-struct ReplyRequest {
+struct ReplyRequest : ReplyParams {
   chat::ReplyFormat format;  // the model's, from its chat template
-  bool parse_tool_calls = false;
-  bool extract_reasoning = false;
-  int32_t reasoning_budget = -1;  // < 0: unlimited
-  std::string tools;              // the request's tools, JSON array text ("" none)
-  ToolChoice tool_choice = ToolChoice::kAuto;
-  std::string tool_choice_name;  // kFunction
-  bool parallel_tool_calls = true;
 
   // The parser's options for these settings.
   ReplyParserOptions parser_options() const {
