@@ -114,6 +114,9 @@ Result<ModelLease> ModelRegistry::acquire(const std::string& name) {
                       name);
   }
   while (true) {
+    if (stopped_) {
+      return make_error(ErrorCode::kUnsupported, "[server] stopping: model '{}' not loaded", name);
+    }
     if (s->loaded.model != nullptr) {
       ++s->leases;
       s->last_used = ++clock_;
@@ -166,6 +169,8 @@ Status ModelRegistry::unload(const std::string& name) {
 
 void ModelRegistry::stop_all() {
   std::lock_guard<std::mutex> lock(mu_);
+  stopped_ = true;  // requests waiting for a load give up
+  cv_.notify_all();
   for (const auto& s : slots_) {
     if (s->loaded.generator) s->loaded.generator->stop();
   }

@@ -59,12 +59,12 @@ class ModelRegistry : NonCopyable {
 
   // The model's backend, loaded if it is not (after unloading the least recently used idle model
   // when `max_loaded` are loaded, waiting for one to go idle if none is). Errors: an unknown
-  // name (kNotFound), the load's.
+  // name (kNotFound), after stop_all (kUnsupported), the load's.
   Result<ModelLease> acquire(const std::string& name);
   // Unloads `name` now. Errors: unknown (kNotFound), requests in flight on it
   // (kResourceExhausted). Unloading a model that is not loaded does nothing.
   Status unload(const std::string& name);
-  // Stops every loaded generator (requests left end) and unloads all; for shutdown.
+  // Stops every loaded generator (requests left end); acquire fails from now on. For shutdown.
   void stop_all();
 
  private:
@@ -94,6 +94,7 @@ class ModelRegistry : NonCopyable {
   std::condition_variable cv_;                // a lease ended, or a load finished
   std::vector<std::unique_ptr<Slot>> slots_;  // [entries_.size()], same order
   uint64_t clock_ = 0;
+  bool stopped_ = false;  // stop_all() was called
 };
 
 }  // namespace minfer::server

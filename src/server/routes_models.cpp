@@ -77,29 +77,36 @@ void HttpServer::list_registry_models(httplib::Response& res) {
   send_json(res, Json{{"object", "list"}, {"data", data}});
 }
 
-void HttpServer::handle_models_load(const httplib::Request& req, httplib::Response& res) {
-  if (registry_ == nullptr) {
-    return send_error(res, bad_request("[server] /models/load needs serve --models-dir"));
+namespace {
+
+// The `model` of a /models/load or /models/unload body into `name`; false (and the error
+// answered) without a registry, a bad body or no `model`.
+bool control_target(const ModelRegistry* registry, const httplib::Request& req,
+                    httplib::Response& res, Json& body, std::string& name) {
+  std::optional<ApiError> e;
+  if (registry == nullptr) {
+    e = bad_request(fmt::format("[server] {} needs serve --models-dir", req.path));
+  } else if (!(e = parse_body(req, body)) && !(e = requested_model(&body, name)) && name.empty()) {
+    e = bad_request("[server] 'model' is required", "model");
   }
+  if (e) send_error(res, *e);
+  return !e;
+}
+
+}  // namespace
+
+void HttpServer::handle_models_load(const httplib::Request& req, httplib::Response& res) {
   Json body;
-  if (auto e = parse_body(req, body)) return send_error(res, *e);
   std::string name;
-  if (auto e = requested_model(&body, name)) return send_error(res, *e);
-  if (name.empty()) return send_error(res, bad_request("[server] 'model' is required", "model"));
-  BackendRef b = registry_backend(res, &body);
-  if (b == nullptr) return;
+  if (!control_target(registry_, req, res, body, name)) return;
+  if (registry_backend(res, &body) == nullptr) return;
   send_json(res, Json{{"model", name}, {"status", "loaded"}});
 }
 
 void HttpServer::handle_models_unload(const httplib::Request& req, httplib::Response& res) {
-  if (registry_ == nullptr) {
-    return send_error(res, bad_request("[server] /models/unload needs serve --models-dir"));
-  }
   Json body;
-  if (auto e = parse_body(req, body)) return send_error(res, *e);
   std::string name;
-  if (auto e = requested_model(&body, name)) return send_error(res, *e);
-  if (name.empty()) return send_error(res, bad_request("[server] 'model' is required", "model"));
+  if (!control_target(registry_, req, res, body, name)) return;
   if (Status st = registry_->unload(name); !st.is_ok()) {
     return send_error(res, registry_error(st));
   }
