@@ -28,6 +28,7 @@
 
 #include "commands.h"
 #include "generation_flags.h"
+#include "hub/hub_cache.h"
 #include "minfer/minfer.h"
 #include "model_source.h"
 #include "observe_options.h"
@@ -42,8 +43,9 @@ struct ServeFlags {
   std::string model_path;
   ModelSourceFlags source;
   std::string alias;
-  std::string models_dir;  // serve every GGUF there by name
-  int models_max = 1;      // models loaded at once (with models_dir)
+  std::string models_dir;        // serve every GGUF there by name
+  bool models_hf_cache = false;  // serve every GGUF of the Hugging Face cache by REPO:STEM
+  int models_max = 1;            // models loaded at once (with models_dir)
   server::ServerOptions http;
   LoadOptions load;
   BatchOptions batch;
@@ -80,9 +82,34 @@ Result<Loaded> load(ServeFlags& f, const std::string& model_path) {
 
 // --models-dir: the folder's models (and -m's, when given) in a registry. Error: the folder
 // cannot be read, or -m cannot be resolved.
+// --models-hf-cache: every GGUF of the Hugging Face cache, named REPO:STEM (what -hf takes).
+std::vector<server::ModelEntry> hf_cache_models() {
+  const std::string cache = hub::hub_cache_dir();
+  std::vector<server::ModelEntry> out;
+  for (const hub::CachedFile& c : hub::list_cached_gguf(cache)) {
+    const std::optional<std::string> stem =
+        server::model_name_of_file(std::filesystem::path(c.path).filename().string());
+    if (!stem) continue;
+    const std::string name = c.repo + ":" + *stem;
+    const std::string path =
+        hub::snapshot_path(hub::repo_cache_dir(cache, c.repo), c.commit, c.path);
+    if (!out.empty() && out.back().name == name) {
+      out.back().path = path;  // another snapshot of the same file
+    } else {
+      out.push_back({name, path});
+    }
+  }
+  return out;
+}
+
 Result<std::unique_ptr<server::ModelRegistry>> make_registry(ServeFlags& f) {
-  MINFER_ASSIGN_OR_RETURN(std::vector<server::ModelEntry> models,
-                          server::scan_models_dir(f.models_dir));
+  std::vector<server::ModelEntry> models;
+  if (!f.models_dir.empty()) {
+    MINFER_ASSIGN_OR_RETURN(models, server::scan_models_dir(f.models_dir));
+  }
+  if (f.models_hf_cache) {
+    for (server::ModelEntry& m : hf_cache_models()) models.push_back(std::move(m));
+  }
   if (!f.model_path.empty() || !f.source.hf_repo.empty()) {
     MINFER_RETURN_IF_ERROR(resolve_model_path(f.model_path, f.source, "serve"));
     const std::string name =
@@ -102,7 +129,7 @@ Result<std::unique_ptr<server::ModelRegistry>> make_registry(ServeFlags& f) {
 
 int run_serve(ServeFlags& f) {
   std::unique_ptr<server::ModelRegistry> registry;
-  if (!f.models_dir.empty()) {
+  if (!f.models_dir.empty() || f.models_hf_cache) {
     Result<std::unique_ptr<server::ModelRegistry>> r = make_registry(f);
     if (!r.is_ok()) {
       fmt::print(stderr, "minfer serve: {}\n", r.status().message());
@@ -221,6 +248,8 @@ void register_serve_command(CLI::App& app, CommandRegistry& registry) {
                   "models loaded at once with --models-dir (default 1; least recently used "
                   "unloaded)")
       ->check(CLI::PositiveNumber);
+  cmd->add_flag("--models-hf-cache", f.models_hf_cache,
+                "also serve every GGUF in the Hugging Face cache, named REPO:STEM");
   cmd->add_option("--host", f.http.host, "address to listen on (default 127.0.0.1)");
   cmd->add_option("--port", f.http.port, "port (default 8080; 0: any free port)");
   cmd->add_option("--parallel", f.batch.n_parallel,

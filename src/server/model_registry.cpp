@@ -16,6 +16,20 @@ std::string lower(std::string s) {
 
 }  // namespace
 
+std::optional<std::string> model_name_of_file(const std::string& filename) {
+  const std::filesystem::path p(filename);
+  if (lower(p.extension().string()) != ".gguf") return std::nullopt;
+  std::string name = p.stem().string();
+  if (lower(name).find("mmproj") != std::string::npos) return std::nullopt;
+  static const std::regex kSplit(R"(^(.*)-(\d{5})-of-(\d{5})$)");
+  std::smatch m;
+  if (std::regex_match(name, m, kSplit)) {
+    if (m[2].str() != "00001") return std::nullopt;  // the first part loads the others
+    name = m[1].str();
+  }
+  return name;
+}
+
 Result<std::vector<ModelEntry>> scan_models_dir(const std::filesystem::path& dir) {
   std::error_code ec;
   std::filesystem::directory_iterator it(dir, ec);
@@ -24,19 +38,13 @@ Result<std::vector<ModelEntry>> scan_models_dir(const std::filesystem::path& dir
                       "[serve] --models-dir '{}': expected a readable folder of .gguf files ({})",
                       dir.string(), ec.message());
   }
-  static const std::regex kSplit(R"(^(.*)-(\d{5})-of-(\d{5})$)");
   std::vector<ModelEntry> out;
   for (const auto& e : it) {
     std::error_code file_ec;
-    if (!e.is_regular_file(file_ec) || lower(e.path().extension().string()) != ".gguf") continue;
-    std::string name = e.path().stem().string();
-    if (lower(name).find("mmproj") != std::string::npos) continue;
-    std::smatch m;
-    if (std::regex_match(name, m, kSplit)) {
-      if (m[2].str() != "00001") continue;  // the first part loads the others
-      name = m[1].str();
+    if (!e.is_regular_file(file_ec)) continue;
+    if (std::optional<std::string> name = model_name_of_file(e.path().filename().string())) {
+      out.push_back({*name, e.path()});
     }
-    out.push_back({name, e.path()});
   }
   std::sort(out.begin(), out.end(),
             [](const ModelEntry& a, const ModelEntry& b) { return a.name < b.name; });

@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,10 @@ struct ModelEntry {
   std::string name;  // what a request's `model` says
   std::filesystem::path path;
 };
+
+// The model name of a GGUF file's name: its stem, without a split model's -00001-of-0000N suffix;
+// nullopt for a later part of a split model, an mmproj file, or a file that is not .gguf.
+std::optional<std::string> model_name_of_file(const std::string& filename);
 
 // The GGUF files in `dir` (not its subfolders), named by stem; of a split model only its first
 // part (…-00001-of-0000N.gguf, named without the suffix); mmproj files skipped. Sorted by name.

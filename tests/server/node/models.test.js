@@ -3,7 +3,7 @@
 // --models-max), each answers as a server on that file alone does, an unknown model is a 404 in
 // OpenAI's format, and /models/load and /models/unload control what is loaded.
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -104,5 +104,25 @@ describe('serve --models-dir', { skip }, () => {
     assert.deepEqual(await statuses(server.url), { [ids[0]]: 'loaded', [ids[1]]: 'unloaded' });
     const bad = await postJson(`${server.url}/models/load`, {});
     assert.equal(bad.status, 400);
+  });
+});
+
+describe('serve --models-hf-cache', { skip }, () => {
+  test('serves the GGUFs of the Hugging Face cache as REPO:STEM', async () => {
+    const cache = mkdtempSync(path.join(os.tmpdir(), 'minfer-hf-'));
+    const snapshot = path.join(cache, 'models--org--tiny', 'snapshots', 'abc123');
+    mkdirSync(snapshot, { recursive: true });
+    symlinkSync(files[1], path.join(snapshot, 'stories260K-Q8_0.gguf'));
+    const server = await startServer(['--models-hf-cache'], { HF_HUB_CACHE: cache }, null);
+    try {
+      const id = 'org/tiny:stories260K-Q8_0';
+      assert.deepEqual(await statuses(server.url), { [id]: 'unloaded' });
+      const reply = await complete(server.url, id);
+      assert.equal(reply.model, id);
+      assert.ok(reply.choices[0].text.length > 0);
+    } finally {
+      assert.deepEqual(await server.stop(), { code: 0, signal: null });
+      rmSync(cache, { recursive: true, force: true });
+    }
   });
 });
