@@ -4,6 +4,11 @@
 // with exit code 1 and the error. SIGINT/SIGTERM stop new requests, let running ones finish for
 // a few seconds, cancel the rest and exit 0.
 //
+// With --models-dir DIR every GGUF there is served by its file stem (server/model_registry.h):
+// a request's `model` picks one, loaded on first use; past --models-max loaded models the least
+// recently used idle one is unloaded (a load waits while every loaded model has requests in
+// flight). -m then adds one more model (named by --alias or its stem).
+//
 // MINFER_TEST_LOAD_DELAY_MS=N (tests only) sleeps N ms before loading, so that a test can watch
 // /health answer 503 and then 200 on a model that loads in a moment.
 #include <pthread.h>
@@ -23,10 +28,12 @@
 
 #include "commands.h"
 #include "generation_flags.h"
+#include "hub/hub_cache.h"
 #include "minfer/minfer.h"
 #include "model_source.h"
 #include "observe_options.h"
 #include "server/http_server.h"
+#include "server/model_registry.h"
 
 namespace minfer::app {
 
@@ -36,6 +43,9 @@ struct ServeFlags {
   std::string model_path;
   ModelSourceFlags source;
   std::string alias;
+  std::string models_dir;        // serve every GGUF there by name
+  bool models_hf_cache = false;  // serve every GGUF of the Hugging Face cache by REPO:STEM
+  int models_max = 1;            // models loaded at once (with models_dir)
   server::ServerOptions http;
   LoadOptions load;
   BatchOptions batch;
@@ -50,7 +60,7 @@ struct Loaded {
   std::unique_ptr<BatchGenerator> generator;
 };
 
-Result<Loaded> load(ServeFlags& f) {
+Result<Loaded> load(ServeFlags& f, const std::string& model_path) {
   if (const char* delay = std::getenv("MINFER_TEST_LOAD_DELAY_MS")) {
     int ms = 0;
     if (std::sscanf(delay, "%d", &ms) != 1 || ms < 0 || ms > 600000) {
@@ -63,16 +73,71 @@ Result<Loaded> load(ServeFlags& f) {
   }
   Loaded l;
   f.load.single_sequence = false;  // every request runs on the batch generator
-  MINFER_ASSIGN_OR_RETURN(l.model, LanguageModel::load(f.model_path, f.load));
+  MINFER_ASSIGN_OR_RETURN(l.model, LanguageModel::load(model_path, f.load));
   f.batch.prefix_cache = !f.no_prefix_cache;
   MINFER_ASSIGN_OR_RETURN(l.generator, l.model->batch_generator(f.batch));
   l.generator->start();
   return l;
 }
 
+// --models-dir: the folder's models (and -m's, when given) in a registry. Error: the folder
+// cannot be read, or -m cannot be resolved.
+// --models-hf-cache: every GGUF of the Hugging Face cache, named REPO:STEM (what -hf takes).
+std::vector<server::ModelEntry> hf_cache_models() {
+  const std::string cache = hub::hub_cache_dir();
+  std::vector<server::ModelEntry> out;
+  for (const hub::CachedFile& c : hub::list_cached_gguf(cache)) {
+    const std::optional<std::string> stem =
+        server::model_name_of_file(std::filesystem::path(c.path).filename().string());
+    if (!stem) continue;
+    const std::string name = c.repo + ":" + *stem;
+    const std::string path =
+        hub::snapshot_path(hub::repo_cache_dir(cache, c.repo), c.commit, c.path);
+    if (!out.empty() && out.back().name == name) {
+      out.back().path = path;  // another snapshot of the same file
+    } else {
+      out.push_back({name, path});
+    }
+  }
+  return out;
+}
+
+Result<std::unique_ptr<server::ModelRegistry>> make_registry(ServeFlags& f) {
+  std::vector<server::ModelEntry> models;
+  if (!f.models_dir.empty()) {
+    MINFER_ASSIGN_OR_RETURN(models, server::scan_models_dir(f.models_dir));
+  }
+  if (f.models_hf_cache) {
+    for (server::ModelEntry& m : hf_cache_models()) models.push_back(std::move(m));
+  }
+  if (!f.model_path.empty() || !f.source.hf_repo.empty()) {
+    MINFER_RETURN_IF_ERROR(resolve_model_path(f.model_path, f.source, "serve"));
+    const std::string name =
+        !f.alias.empty() ? f.alias : std::filesystem::path(f.model_path).stem().string();
+    models.insert(models.begin(), server::ModelEntry{name, f.model_path});
+  }
+  auto load_fn = [&f](const std::filesystem::path& path) -> Result<server::LoadedModel> {
+    ServeFlags own = f;  // load() sets fields of its flags; loads may run at once
+    MINFER_ASSIGN_OR_RETURN(Loaded l, load(own, path.string()));
+    fmt::print(stderr, "minfer serve: loaded {}\n", path.string());
+    std::fflush(stderr);
+    return server::LoadedModel{std::move(l.model), std::move(l.generator)};
+  };
+  return std::make_unique<server::ModelRegistry>(std::move(models), f.models_max, load_fn,
+                                                 f.default_grammar);
+}
+
 int run_serve(ServeFlags& f) {
-  // The model's file first (a download for -hf), so that a bad name fails before listening.
-  if (Status st = resolve_model_path(f.model_path, f.source, "serve"); !st.is_ok()) {
+  std::unique_ptr<server::ModelRegistry> registry;
+  if (!f.models_dir.empty() || f.models_hf_cache) {
+    Result<std::unique_ptr<server::ModelRegistry>> r = make_registry(f);
+    if (!r.is_ok()) {
+      fmt::print(stderr, "minfer serve: {}\n", r.status().message());
+      return 1;
+    }
+    registry = std::move(r).value();
+  } else if (Status st = resolve_model_path(f.model_path, f.source, "serve"); !st.is_ok()) {
+    // The model's file first (a download for -hf), so that a bad name fails before listening.
     fmt::print(stderr, "minfer serve: {}\n", st.message());
     return 1;
   }
@@ -98,29 +163,37 @@ int run_serve(ServeFlags& f) {
   Loaded loaded;
   Status load_status;
   std::atomic<bool> load_done{false};
-  std::thread loader([&] {
-    Result<Loaded> r = load(f);
-    if (r.is_ok()) {
-      loaded = std::move(r).value();
-      server::Backend b;
-      b.model = loaded.model.get();
-      b.generator = loaded.generator.get();
-      b.default_grammar = f.default_grammar;
-      b.model_name =
-          !f.alias.empty() ? f.alias : std::filesystem::path(f.model_path).filename().string();
-      http.set_backend(b);
-      fmt::print(stderr,
-                 "minfer serve: ready: {} ({} sequences of up to {} tokens, KV budget {} "
-                 "positions, {} threads)\n",
-                 b.model_name, loaded.generator->n_parallel(), loaded.generator->n_ctx(),
-                 loaded.generator->kv_positions(), loaded.generator->n_threads());
-    } else {
-      load_status = r.status();
-    }
+  std::thread loader;
+  if (registry) {
+    http.set_registry(registry.get());
+    fmt::print(stderr, "minfer serve: ready: {} models, at most {} loaded at once\n",
+               registry->models().size(), std::max(1, f.models_max));
     std::fflush(stderr);
-    load_done.store(true);
-    kill(getpid(), SIGUSR1);
-  });
+  }
+  if (!registry)
+    loader = std::thread([&] {
+      Result<Loaded> r = load(f, f.model_path);
+      if (r.is_ok()) {
+        loaded = std::move(r).value();
+        server::Backend b;
+        b.model = loaded.model.get();
+        b.generator = loaded.generator.get();
+        b.default_grammar = f.default_grammar;
+        b.model_name =
+            !f.alias.empty() ? f.alias : std::filesystem::path(f.model_path).filename().string();
+        http.set_backend(b);
+        fmt::print(stderr,
+                   "minfer serve: ready: {} ({} sequences of up to {} tokens, KV budget {} "
+                   "positions, {} threads)\n",
+                   b.model_name, loaded.generator->n_parallel(), loaded.generator->n_ctx(),
+                   loaded.generator->kv_positions(), loaded.generator->n_threads());
+      } else {
+        load_status = r.status();
+      }
+      std::fflush(stderr);
+      load_done.store(true);
+      kill(getpid(), SIGUSR1);
+    });
 
   int exit_code = 0;
   while (true) {
@@ -139,7 +212,7 @@ int run_serve(ServeFlags& f) {
     std::fflush(stderr);
     break;
   }
-  loader.join();
+  if (loader.joinable()) loader.join();
   http.begin_drain();
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::milliseconds(static_cast<int>(f.drain_s * 1000));
@@ -148,6 +221,7 @@ int run_serve(ServeFlags& f) {
   }
   http.cancel_all();
   if (loaded.generator) loaded.generator->stop();  // ends whatever is left
+  if (registry) registry->stop_all();
   const auto cancel_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
   while (http.n_in_flight() > 0 && std::chrono::steady_clock::now() < cancel_deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -168,6 +242,14 @@ void register_serve_command(CLI::App& app, CommandRegistry& registry) {
   cmd->add_option("-m,--model", f.model_path, "GGUF model file (or ollama:NAME[:TAG])");
   add_model_source_flags(cmd, f.source);
   cmd->add_option("-a,--alias", f.alias, "model name in responses (default: the file name)");
+  cmd->add_option("--models-dir", f.models_dir,
+                  "serve every GGUF in DIR, picked by the request's model (the file's stem)");
+  cmd->add_option("--models-max", f.models_max,
+                  "models loaded at once with --models-dir (default 1; least recently used "
+                  "unloaded)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_flag("--models-hf-cache", f.models_hf_cache,
+                "also serve every GGUF in the Hugging Face cache, named REPO:STEM");
   cmd->add_option("--host", f.http.host, "address to listen on (default 127.0.0.1)");
   cmd->add_option("--port", f.http.port, "port (default 8080; 0: any free port)");
   cmd->add_option("--parallel", f.batch.n_parallel,

@@ -60,21 +60,28 @@ void HttpServer::set_backend(const Backend& backend) {
   ready_.store(true);
 }
 
-const Backend* HttpServer::ready_backend_with_body(const httplib::Request& req,
-                                                   httplib::Response& res, Json& body) const {
-  const Backend* b = ready_backend(res);
-  if (b == nullptr) return nullptr;
+void HttpServer::set_registry(ModelRegistry* registry) {
+  registry_ = registry;
+  ready_.store(true);
+}
+
+BackendRef HttpServer::ready_backend_with_body(const httplib::Request& req, httplib::Response& res,
+                                               Json& body) const {
+  if (!ready_.load()) return ready_backend(res);
   if (auto e = parse_body(req, body)) {
     send_error(res, *e);
     return nullptr;
   }
-  return b;
+  return ready_backend(res, &body);
 }
 
-const Backend* HttpServer::ready_backend(httplib::Response& res) const {
-  if (ready_.load()) return &backend_;
-  send_error(res, model_loading());
-  return nullptr;
+BackendRef HttpServer::ready_backend(httplib::Response& res, const Json* body) const {
+  if (!ready_.load()) {
+    send_error(res, model_loading());
+    return nullptr;
+  }
+  if (registry_ != nullptr) return registry_backend(res, body);
+  return BackendRef(&backend_, [](const Backend*) {});  // lives as long as the server
 }
 
 void HttpServer::begin_drain() {
@@ -115,6 +122,8 @@ void HttpServer::install_routes() {
       {false, "/health", &HttpServer::handle_health},
       {false, "/metrics", &HttpServer::handle_metrics},
       {false, "/v1/models", &HttpServer::handle_models},
+      {true, "/models/load", &HttpServer::handle_models_load},
+      {true, "/models/unload", &HttpServer::handle_models_unload},
       {true, "/tokenize", &HttpServer::handle_tokenize},
       {true, "/detokenize", &HttpServer::handle_detokenize},
       {true, "/v1/chat/completions", &HttpServer::handle_chat_completions},

@@ -7,6 +7,7 @@
 //   server.bind();                       // the port is taken; /health answers 503
 //   std::thread t([&] { server.serve(); });
 //   server.set_backend(backend);         // the model is loaded; /health answers 200
+//   server.set_registry(&registry);      // or: many models by name (server/model_registry.h)
 #pragma once
 
 #include <atomic>
@@ -29,6 +30,8 @@ struct Response;
 }  // namespace httplib
 
 namespace minfer::server {
+
+class ModelRegistry;
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
@@ -55,6 +58,9 @@ struct Backend {
   std::string default_grammar;
 };
 
+// A backend held for one request: a model of a registry stays loaded while it lives.
+using BackendRef = std::shared_ptr<const Backend>;
+
 class HttpServer : NonCopyable {
  public:
   explicit HttpServer(ServerOptions options);
@@ -67,6 +73,10 @@ class HttpServer : NonCopyable {
   void serve();
   // From now on /health is 200 and generation requests run.
   void set_backend(const Backend& backend);
+  // Instead of set_backend: a request's `model` picks one of the registry's models (the first
+  // when it names none), loaded on first use; /models/load and /models/unload control them.
+  // The registry outlives the server's requests.
+  void set_registry(ModelRegistry* registry);
   // New generation requests get 503; requests in flight go on.
   void begin_drain();
   // Requests running or waiting (generation endpoints).
@@ -89,6 +99,10 @@ class HttpServer : NonCopyable {
   void handle_health(const httplib::Request& req, httplib::Response& res);
   void handle_metrics(const httplib::Request& req, httplib::Response& res);
   void handle_models(const httplib::Request& req, httplib::Response& res);
+  // server/routes_models.cpp: the registry's models, and loading or unloading one.
+  void list_registry_models(httplib::Response& res);
+  void handle_models_load(const httplib::Request& req, httplib::Response& res);
+  void handle_models_unload(const httplib::Request& req, httplib::Response& res);
   void handle_tokenize(const httplib::Request& req, httplib::Response& res);
   void handle_detokenize(const httplib::Request& req, httplib::Response& res);
   void handle_chat_completions(const httplib::Request& req, httplib::Response& res);
@@ -97,12 +111,15 @@ class HttpServer : NonCopyable {
   void generate(const httplib::Request& req, httplib::Response& res, Endpoint endpoint);
 
   // The backend once the model is loaded; until then answers res with 503 model_loading and
-  // gives nullptr.
-  const Backend* ready_backend(httplib::Response& res) const;
+  // gives nullptr. With a registry: the model `body` names (its first without a body or a
+  // `model`), loaded if needed; an unknown name answers 404 model_not_found.
+  BackendRef ready_backend(httplib::Response& res, const Json* body = nullptr) const;
   // The same, with the request's JSON body parsed into `body` (a bad body answers 400 and gives
   // nullptr).
-  const Backend* ready_backend_with_body(const httplib::Request& req, httplib::Response& res,
-                                         Json& body) const;
+  BackendRef ready_backend_with_body(const httplib::Request& req, httplib::Response& res,
+                                     Json& body) const;
+  // ready_backend with a registry.
+  BackendRef registry_backend(httplib::Response& res, const Json* body) const;
   // Requests in flight, for n_in_flight() and cancel_all().
   void track(const std::shared_ptr<RequestHandle>& handle);
   void untrack(const std::shared_ptr<RequestHandle>& handle);
@@ -116,6 +133,7 @@ class HttpServer : NonCopyable {
   std::atomic<bool> serving_{false};         // serve() is running
   std::atomic<bool> stop_requested_{false};  // stop() was called
   Backend backend_;
+  ModelRegistry* registry_ = nullptr;
   mutable std::mutex calls_mu_;
   std::set<std::shared_ptr<RequestHandle>> in_flight_;
   std::atomic<int64_t> next_id_{1};

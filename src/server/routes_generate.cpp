@@ -55,11 +55,9 @@ bool has_json_format(const Json& body) {
   return type != it->end() && type->is_string() && type->get<std::string>() != "text";
 }
 
-std::optional<ApiError> build_request(const httplib::Request& req, const Backend& b,
+std::optional<ApiError> build_request(const Json& body, const Backend& b,
                                       const ServerOptions& options, Endpoint endpoint,
                                       ParsedRequest& out, std::vector<int32_t>& prompt) {
-  Json body;
-  if (auto e = parse_body(req, body)) return e;
   const int32_t n_vocab = static_cast<int32_t>(b.model->n_vocab());
   if (auto e = parse_request(body, endpoint, n_vocab, out)) return e;
   if (out.params.grammar.empty() && !b.default_grammar.empty() && !has_json_format(body)) {
@@ -104,15 +102,16 @@ void HttpServer::handle_completions(const httplib::Request& req, httplib::Respon
 }
 
 void HttpServer::generate(const httplib::Request& req, httplib::Response& res, Endpoint endpoint) {
-  const Backend* b = ready_backend(res);
-  if (b == nullptr) return;
-  if (draining_.load()) {
+  if (ready_.load() && draining_.load()) {
     return send_error(
         res, api_error(503, "[server] shutting down", "unavailable_error", "shutting_down"));
   }
+  Json body;
+  BackendRef b = ready_backend_with_body(req, res, body);  // held until the reply is written
+  if (b == nullptr) return;
   ParsedRequest parsed;
   std::vector<int32_t> prompt;
-  if (auto e = build_request(req, *b, options_, endpoint, parsed, prompt))
+  if (auto e = build_request(body, *b, options_, endpoint, parsed, prompt))
     return send_error(res, *e);
 
   auto call = std::make_shared<Call>(metrics_);
@@ -121,7 +120,7 @@ void HttpServer::generate(const httplib::Request& req, httplib::Response& res, E
   if (!handle.is_ok()) return send_error(res, submit_error(handle.status()));
   call->attach(handle.value(), find_connection_socket(req.remote_addr, req.remote_port));
   track(call->handle());
-  auto release = [this, call] {
+  auto release = [this, call, b] {
     call->cancel();  // no-op once finished
     untrack(call->handle());
   };

@@ -18,19 +18,25 @@ void HttpServer::handle_page(const httplib::Request&, httplib::Response& res) {
 }
 
 void HttpServer::handle_health(const httplib::Request&, httplib::Response& res) {
-  if (ready_backend(res) == nullptr) return;
+  // With a registry the server is ready at once: models load on request.
+  if (registry_ == nullptr && ready_backend(res) == nullptr) return;
   res.set_content(R"({"status":"ok"})", kJsonType);
 }
 
 void HttpServer::handle_metrics(const httplib::Request&, httplib::Response& res) {
-  const Backend* b = ready_backend(res);
+  if (registry_ != nullptr) {  // the HTTP and request counters; the scheduler's are per model
+    return res.set_content(metrics_.format(BatchStats{}),
+                           "text/plain; version=0.0.4; charset=utf-8");
+  }
+  BackendRef b = ready_backend(res);
   if (b == nullptr) return;
   res.set_content(metrics_.format(b->generator->stats()),
                   "text/plain; version=0.0.4; charset=utf-8");
 }
 
 void HttpServer::handle_models(const httplib::Request&, httplib::Response& res) {
-  const Backend* b = ready_backend(res);
+  if (registry_ != nullptr) return list_registry_models(res);
+  BackendRef b = ready_backend(res);
   if (b == nullptr) return;
   Json model{{"id", b->model_name},
              {"object", "model"},
@@ -70,7 +76,7 @@ std::optional<ApiError> parse_tokenize_options(const Json& body, TokenizeOptions
 
 void HttpServer::handle_tokenize(const httplib::Request& req, httplib::Response& res) {
   Json body;
-  const Backend* b = ready_backend_with_body(req, res, body);
+  BackendRef b = ready_backend_with_body(req, res, body);
   if (b == nullptr) return;
   auto content = body.find("content");
   if (content == body.end() || !content->is_string()) {
@@ -95,7 +101,7 @@ void HttpServer::handle_tokenize(const httplib::Request& req, httplib::Response&
 
 void HttpServer::handle_detokenize(const httplib::Request& req, httplib::Response& res) {
   Json body;
-  const Backend* b = ready_backend_with_body(req, res, body);
+  BackendRef b = ready_backend_with_body(req, res, body);
   if (b == nullptr) return;
   auto tokens = body.find("tokens");
   if (tokens == body.end() || !tokens->is_array()) {

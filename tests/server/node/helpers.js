@@ -16,9 +16,10 @@ export const haveModel = existsSync(modelPath) && existsSync(minferBin);
 export const skipReason = haveModel ? false : `needs ${minferBin} and ${modelPath}`;
 
 // Spawns the server and resolves once /health would answer 200. `env`: extra environment
-// variables for the server process; `model`: another GGUF file to serve.
+// variables for the server process; `model`: another GGUF file to serve (null: no -m, for
+// --models-dir in extraArgs).
 export async function startServer(extraArgs = [], env = {}, model = modelPath) {
-  const args = ['serve', '-m', model, '--port', '0', '-t', '2', ...extraArgs];
+  const args = ['serve', ...(model === null ? [] : ['-m', model]), '--port', '0', '-t', '2', ...extraArgs];
   const proc = spawn(minferBin, args, { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...env } });
   let stderr = '';
   const exited = new Promise((resolve) => proc.on('exit', (code, signal) => resolve({ code, signal })));
