@@ -70,8 +70,9 @@ void add_generation_flags(CLI::App* cmd, GenerationFlags& flags) {
   cmd->add_option("-b,--batch-size", model.n_batch,
                   "most prompt tokens per forward (default 2048)");
   cmd->add_option("-t,--threads", model.n_threads, "threads (default: all cores)");
-  cmd->add_option("--cache-type", model.cache_type,
-                  "KV cell type: f32, f16, q8_0 (default f32 or MINFER_CACHE_TYPE)");
+  cmd->add_option(
+      "--cache-type", model.cache_type,
+      "KV cell type: f32, f16, q8_0 (default MINFER_CACHE_TYPE, else f16 as llama.cpp)");
   GenerateParams& s = flags.generate;
   cmd->add_option("-n,--n-predict", s.max_tokens,
                   "tokens to generate (-1: until end of generation or a full context)");

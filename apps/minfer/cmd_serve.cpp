@@ -183,7 +183,7 @@ void register_serve_command(CLI::App& app, CommandRegistry& registry) {
                   "most tokens one step computes (default 512)");
   cmd->add_option("--block-size", f.batch.block_size, "KV positions per block (default 16)");
   cmd->add_option("--cache-type", f.load.cache_type,
-                  "KV cell type: f32, f16, q8_0 (default f32 or MINFER_CACHE_TYPE)");
+                  "KV cell type: f32, f16, q8_0 (default MINFER_CACHE_TYPE, else f16)");
   cmd->add_option("-t,--threads", f.load.n_threads, "threads (default: all cores)");
   cmd->add_option("--api-key", f.http.api_key, "require 'Authorization: Bearer KEY'");
   cmd->add_option("--max-queue", f.batch.max_queue,

@@ -104,7 +104,7 @@ struct LoadOptions {
   int64_t n_ctx = 0;
   int64_t n_batch = 2048;  // most prompt tokens per forward
   int n_threads = 0;       // ≤ 0: every core
-  std::string cache_type;  // "f32", "f16", "q8_0"; empty: MINFER_CACHE_TYPE, else f32
+  std::string cache_type;  // "f32", "f16", "q8_0"; empty: MINFER_CACHE_TYPE, else f16
   // Looking inside (each also from the environment: MINFER_TRACE, MINFER_DUMP_DIR).
   std::string trace_path;  // one JSON line per forward step; empty: MINFER_TRACE, else none
   std::string dump_graph;  // write the prefill and decode graphs here (.dot or .json)

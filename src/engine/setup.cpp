@@ -7,7 +7,7 @@ namespace minfer::engine {
 Result<LoadedModel> load_for_generation(const ModelOptions& options) {
   SessionOptions session;
   session.observe = options.observe;
-  MINFER_RETURN_IF_ERROR(apply_user_options(session, options.cache_type, GgmlType::kF32));
+  MINFER_RETURN_IF_ERROR(apply_user_options(session, options.cache_type, GgmlType::kF16));
   LoadedModel loaded;
   MINFER_ASSIGN_OR_RETURN(loaded.model, Model::load(options.path));
   MINFER_ASSIGN_OR_RETURN(loaded.tokenizer, Tokenizer::from_gguf(loaded.model->file()));

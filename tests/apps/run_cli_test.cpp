@@ -74,7 +74,8 @@ bool starts_with(const std::string& s, const std::string& prefix) {
 
 TEST(RunCommand, GreedyStoryIsTheGoldenTextByteForByte) {
   MINFER_REQUIRE_TEST_DATA();
-  const CommandResult r = run(stories() + "-n 48 --temp 0");
+  // f32 cells: the golden is llama.cpp's with an f32 KV cache.
+  const CommandResult r = run(stories() + "-n 48 --temp 0 --cache-type f32");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, golden()["greedy_text"].get<std::string>());
   EXPECT_NE(r.err.find("stopped: token limit"), std::string::npos) << r.err;
@@ -89,7 +90,7 @@ TEST(RunCommand, ThePromptCanComeFromAFile) {
   test::TempDir dir;
   std::ofstream(dir.file("p.txt")) << "Once upon a time";
   const CommandResult r = run("-m " + quote(model_path("stories260K.gguf")) + " -f " +
-                              quote(dir.file("p.txt")) + " -n 48 --temp 0");
+                              quote(dir.file("p.txt")) + " -n 48 --temp 0 --cache-type f32");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, golden()["greedy_text"].get<std::string>());
 }
@@ -133,7 +134,7 @@ TEST(RunCommand, TheFilesSamplingKeysAreTheDefaultsAndFlagsOverrideThem) {
   EXPECT_EQ(d.seed, kRandomSeed);
   // No --temp: the file's temperature 0, so the greedy story whatever the seed.
   const std::string args = "-m " + quote(path) + " -p 'Once upon a time' -n 48 ";
-  const CommandResult file_default = run(args + "--seed 5");
+  const CommandResult file_default = run(args + "--seed 5 --cache-type f32");
   ASSERT_EQ(file_default.exit_code, 0) << file_default.err;
   EXPECT_EQ(file_default.out, golden()["greedy_text"].get<std::string>());
   // --temp overrides it.
@@ -186,7 +187,7 @@ TEST(RunCommand, AnEndOfGenerationTokenStops) {
 
 TEST(RunCommand, AFullContextStopsAndSaysSo) {
   MINFER_REQUIRE_TEST_DATA();
-  const CommandResult r = run(stories() + "-c 12 --temp 0");
+  const CommandResult r = run(stories() + "-c 12 --temp 0 --cache-type f32");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("stopped: context full (n_ctx 12)"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("generated tokens:    7"), std::string::npos) << r.err;
