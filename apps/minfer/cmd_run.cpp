@@ -2,6 +2,7 @@
 // defaults). The reason generation stopped and the metrics go to stderr.
 //
 // Also defines the flags and helpers that `minfer chat` shares (generation_flags.h).
+#include <algorithm>
 #include <atomic>
 #include <climits>
 #include <csignal>
@@ -64,12 +65,14 @@ void add_generation_flags(CLI::App* cmd, GenerationFlags& flags) {
   cmd->add_option("-m,--model", flags.model_path, "GGUF model file (or ollama:NAME[:TAG])");
   add_model_source_flags(cmd, flags.source);
   cmd->add_option("-c,--ctx-size", model.n_ctx,
-                  "context size in tokens (default: the model's, at most 4096)");
+                  "context size in tokens (default: the model's training context, reduced to fit "
+                  "its KV cells in 1/4 of RAM; --verbose says which)");
   cmd->add_option("-b,--batch-size", model.n_batch,
                   "most prompt tokens per forward (default 2048)");
   cmd->add_option("-t,--threads", model.n_threads, "threads (default: all cores)");
-  cmd->add_option("--cache-type", model.cache_type,
-                  "KV cell type: f32, f16, q8_0 (default f32 or MINFER_CACHE_TYPE)");
+  cmd->add_option(
+      "--cache-type", model.cache_type,
+      "KV cell type: f32, f16, q8_0 (default MINFER_CACHE_TYPE, else f16 as llama.cpp)");
   GenerateParams& s = flags.generate;
   cmd->add_option("-n,--n-predict", s.max_tokens,
                   "tokens to generate (-1: until end of generation or a full context)");
@@ -82,7 +85,8 @@ void add_generation_flags(CLI::App* cmd, GenerationFlags& flags) {
                   "tokens the penalties look back on (0: off, -1: all; default 64)");
   cmd->add_option("--presence-penalty", s.presence_penalty, "presence penalty (default 0)");
   cmd->add_option("--frequency-penalty", s.frequency_penalty, "frequency penalty (default 0)");
-  cmd->add_option("--seed", s.seed, "sampling seed (default 42)");
+  cmd->add_option("--seed", s.seed,
+                  "sampling seed (default: random; --verbose prints the one drawn)");
   // Parsed by finish_generation_flags, so that a bad value is one error line like the others.
   cmd->add_option("-l,--logit-bias",
                   "TOKEN_ID(+/-)BIAS added to a token's logit, e.g. 2+100 or 15043-inf "
@@ -132,6 +136,12 @@ Status finish_generation_flags(CLI::App* cmd, GenerationFlags& flags) {
     flags.generate.logit_bias.push_back(bias);
   }
   MINFER_ASSIGN_OR_RETURN(flags.generate.grammar, grammar_from_flags(flags.grammar, name));
+  for (const char* flag :
+       {"--temp", "--top-k", "--top-p", "--min-p", "--repeat-penalty", "--repeat-last-n"}) {
+    if (cmd->count(flag) > 0) flags.sampling_flags_given.emplace_back(flag);
+  }
+  // Random unless --seed gave one; drawn here so that --verbose can say which (load_model).
+  flags.generate.seed = resolve_seed(flags.generate.seed);
   return resolve_model_path(flags.model_path, flags.source, name.c_str());
 }
 
@@ -195,10 +205,28 @@ Result<std::string> grammar_from_flags(const GrammarFlags& flags, const std::str
   return text;
 }
 
-Result<std::unique_ptr<LanguageModel>> load_model(const GenerationFlags& flags) {
+Result<std::unique_ptr<LanguageModel>> load_model(GenerationFlags& flags) {
   MINFER_ASSIGN_OR_RETURN(std::unique_ptr<LanguageModel> model,
                           LanguageModel::load(flags.model_path, flags.load));
-  if (flags.verbose) std::fputs(model->describe().c_str(), stderr);
+  const GenerateParams file = model->default_params();
+  auto unless_given = [&](const char* flag, auto SamplerParams::*field) {
+    const std::vector<std::string>& given = flags.sampling_flags_given;
+    if (std::find(given.begin(), given.end(), flag) == given.end()) {
+      flags.generate.*field = file.*field;
+    }
+  };
+  unless_given("--temp", &SamplerParams::temperature);
+  unless_given("--top-k", &SamplerParams::top_k);
+  unless_given("--top-p", &SamplerParams::top_p);
+  unless_given("--min-p", &SamplerParams::min_p);
+  unless_given("--repeat-penalty", &SamplerParams::repeat_penalty);
+  unless_given("--repeat-last-n", &SamplerParams::repeat_last_n);
+  if (flags.verbose) {
+    std::fputs(model->describe().c_str(), stderr);
+    std::fprintf(stderr, "seed: %llu (--seed %llu repeats this run)\n",
+                 static_cast<unsigned long long>(flags.generate.seed),
+                 static_cast<unsigned long long>(flags.generate.seed));
+  }
   return model;
 }
 

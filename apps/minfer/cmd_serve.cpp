@@ -187,6 +187,8 @@ int run_serve(ServeFlags& f) {
                    "positions, {} threads)\n",
                    b.model_name, loaded.generator->n_parallel(), loaded.generator->n_ctx(),
                    loaded.generator->kv_positions(), loaded.generator->n_threads());
+        fmt::print(stderr, "minfer serve: context {}: {}\n", loaded.generator->n_ctx(),
+                   loaded.generator->n_ctx_reason());
       } else {
         load_status = r.status();
       }
@@ -257,12 +259,13 @@ void register_serve_command(CLI::App& app, CommandRegistry& registry) {
   cmd->add_option("-c,--ctx-size", f.batch.n_ctx_total,
                   "KV budget in positions for all sequences (default: parallel x per-sequence)");
   cmd->add_option("--ctx-per-seq", f.batch.n_ctx,
-                  "positions one sequence may use (default: the model's, at most 4096)");
+                  "positions one sequence may use (default: the model's training context, reduced "
+                  "to fit the KV cells of all sequences in 1/4 of RAM)");
   cmd->add_option("-b,--batch-size", f.batch.token_budget,
                   "most tokens one step computes (default 512)");
   cmd->add_option("--block-size", f.batch.block_size, "KV positions per block (default 16)");
   cmd->add_option("--cache-type", f.load.cache_type,
-                  "KV cell type: f32, f16, q8_0 (default f32 or MINFER_CACHE_TYPE)");
+                  "KV cell type: f32, f16, q8_0 (default MINFER_CACHE_TYPE, else f16)");
   cmd->add_option("-t,--threads", f.load.n_threads, "threads (default: all cores)");
   cmd->add_option("--api-key", f.http.api_key, "require 'Authorization: Bearer KEY'");
   cmd->add_option("--max-queue", f.batch.max_queue,

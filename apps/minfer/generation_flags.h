@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -38,6 +39,8 @@ struct GenerationFlags {
   bool verbose = false;
   GrammarFlags grammar;
   bool show_reasoning = false;  // print reasoning even when stdout is not a terminal
+  // The sampling flags given (--temp, …); load_model takes the others from the model file.
+  std::vector<std::string> sampling_flags_given;
 };
 
 // Prints a reply as it streams: reasoning dimmed on a terminal (elsewhere only with
@@ -66,8 +69,9 @@ void add_generation_flags(CLI::App* cmd, GenerationFlags& flags);
 // After parsing: -sys (an extra argument CLI11 cannot declare), --stop, --logit-bias and the
 // grammar; any other extra argument is an error.
 Status finish_generation_flags(CLI::App* cmd, GenerationFlags& flags);
-// Loads the model of the flags; with --verbose, describes it on stderr.
-Result<std::unique_ptr<LanguageModel>> load_model(const GenerationFlags& flags);
+// Loads the model of the flags and sets the sampling flags not given to the file's recommended
+// ones (LanguageModel::default_params); with --verbose, describes the model and the seed on stderr.
+Result<std::unique_ptr<LanguageModel>> load_model(GenerationFlags& flags);
 // Ctrl-C raises the returned flag (generation checks it between tokens).
 std::atomic<bool>& install_interrupt_handler();
 

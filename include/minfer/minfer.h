@@ -99,10 +99,12 @@ enum class ToolChoice {
 };
 
 struct LoadOptions {
-  int64_t n_ctx = 0;       // positions a sequence may use; 0: the model's, at most 4096
+  // Positions a sequence may use; 0: the model's training context, reduced to what fits its KV
+  // cells in a quarter of physical memory (describe() says which and why).
+  int64_t n_ctx = 0;
   int64_t n_batch = 2048;  // most prompt tokens per forward
   int n_threads = 0;       // ≤ 0: every core
-  std::string cache_type;  // "f32", "f16", "q8_0"; empty: MINFER_CACHE_TYPE, else f32
+  std::string cache_type;  // "f32", "f16", "q8_0"; empty: MINFER_CACHE_TYPE, else f16
   // Looking inside (each also from the environment: MINFER_TRACE, MINFER_DUMP_DIR).
   std::string trace_path;  // one JSON line per forward step; empty: MINFER_TRACE, else none
   std::string dump_graph;  // write the prefill and decode graphs here (.dot or .json)
@@ -253,7 +255,8 @@ struct BatchStats {
 // The batch generator's threads and cell type are the model's (LoadOptions).
 struct BatchOptions {
   int n_parallel = 4;  // sequences decoded together
-  // Positions one sequence may use; 0: the model's, at most 4096, at least 2, at most
+  // Positions one sequence may use; 0: the model's training context reduced to fit the KV cells
+  // of n_parallel sequences in a quarter of physical memory (n_ctx_reason), at least 2, at most
   // n_ctx_total.
   int64_t n_ctx = 0;
   int64_t n_ctx_total = 0;     // KV budget for all sequences; 0: n_parallel * n_ctx
@@ -285,9 +288,10 @@ class BatchGenerator {
   void stop();
 
   BatchStats stats() const;
-  int64_t n_ctx() const;         // positions one sequence may use
-  int n_parallel() const;        // sequences decoded together
-  int64_t kv_positions() const;  // the KV budget of all sequences
+  int64_t n_ctx() const;                    // positions one sequence may use
+  const std::string& n_ctx_reason() const;  // how n_ctx was chosen, in words
+  int n_parallel() const;                   // sequences decoded together
+  int64_t kv_positions() const;             // the KV budget of all sequences
   int n_threads() const;
   // With LoadOptions::profile (and no single sequence): time per op so far; otherwise empty.
   std::string profile_table() const;
@@ -388,6 +392,9 @@ class LanguageModel {
   const std::string& architecture() const;
   // The model's shape and how it runs (kernels, threads, cache type, n_ctx), one fact per line.
   std::string describe() const;
+  // The parameters a request starts from: the sampling the file recommends (general.sampling.temp,
+  // top_k, top_p, min_p, penalty_last_n, penalty_repeat), else llama.cpp's; a random seed.
+  GenerateParams default_params() const;
   // With LoadOptions::profile: time per op so far, as a table; otherwise empty.
   std::string profile_table() const;
 

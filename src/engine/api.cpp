@@ -8,6 +8,7 @@
 #include "engine/api_impl.h"
 #include "engine/generate.h"
 #include "grammar/json_schema.h"
+#include "models/model_config.h"
 
 namespace minfer {
 
@@ -39,6 +40,41 @@ nlohmann::ordered_json messages_json(const std::vector<ChatMessage>& messages) {
   return out;
 }
 
+// An integer general.sampling.* key at least `lo`, else `fallback` when the file lacks it.
+Result<int32_t> read_sampling_integer(const GgufFile& file, const std::string& key, int32_t lo,
+                                      int32_t fallback) {
+  if (!file.has(key)) return fallback;
+  MINFER_ASSIGN_OR_RETURN(int64_t v, file.get_integer(key));
+  if (v < lo || v > INT32_MAX) {
+    return make_error(ErrorCode::kCorrupt, "[model] '{}': key '{}' is {}, expected {} to {}",
+                      file.name(), key, v, lo, INT32_MAX);
+  }
+  return static_cast<int32_t>(v);
+}
+
+// The sampling the model's authors recommend (general.sampling.*, which llama.cpp's converters
+// write from generation_config.json), over llama.cpp's defaults for what the file does not set;
+// the seed stays random. The other general.sampling keys (sequence, xtc_*, mirostat*) name
+// samplers minfer does not have and are left alone.
+Result<SamplerParams> read_sampling_defaults(const GgufFile& file) {
+  SamplerParams d;
+  const std::string p = "general.sampling.";
+  MINFER_ASSIGN_OR_RETURN(d.temperature, read_float_or(file, p + "temp", d.temperature));
+  MINFER_ASSIGN_OR_RETURN(d.top_k, read_sampling_integer(file, p + "top_k", INT32_MIN, d.top_k));
+  MINFER_ASSIGN_OR_RETURN(d.top_p, read_float_or(file, p + "top_p", d.top_p));
+  MINFER_ASSIGN_OR_RETURN(d.min_p, read_float_or(file, p + "min_p", d.min_p));
+  MINFER_ASSIGN_OR_RETURN(d.repeat_last_n,
+                          read_sampling_integer(file, p + "penalty_last_n", -1, d.repeat_last_n));
+  MINFER_ASSIGN_OR_RETURN(d.repeat_penalty,
+                          read_float_or(file, p + "penalty_repeat", d.repeat_penalty));
+  if (d.repeat_penalty <= 0.0f) {
+    return make_error(ErrorCode::kCorrupt,
+                      "[model] '{}': key '{}penalty_repeat' is {}, expected > 0", file.name(), p,
+                      d.repeat_penalty);
+  }
+  return d;
+}
+
 }  // namespace
 
 LanguageModel::LanguageModel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -57,10 +93,11 @@ Result<std::unique_ptr<LanguageModel>> LanguageModel::load(const std::string& pa
   o.observe.profile = options.profile;
   o.with_session = options.single_sequence;
   MINFER_ASSIGN_OR_RETURN(engine::LoadedModel loaded, engine::load_for_generation(o));
+  MINFER_ASSIGN_OR_RETURN(SamplerParams sampling, read_sampling_defaults(loaded.model->file()));
   Result<chat::ChatTemplate> tmpl = engine::load_chat_template(loaded.model->file());
   auto grammars = std::make_shared<grammar::RequestGrammars>(*loaded.tokenizer);
   auto impl = std::make_unique<Impl>(
-      Impl{std::move(loaded), std::move(tmpl), path, std::move(grammars), {}});
+      Impl{std::move(loaded), std::move(tmpl), path, std::move(grammars), {}, std::move(sampling)});
   if (impl->chat_template.is_ok()) {
     impl->reply_format = chat::detect_reply_format(impl->chat_template->source());
   }
@@ -185,6 +222,12 @@ int64_t LanguageModel::n_ctx() const {
 
 const std::string& LanguageModel::architecture() const {
   return impl_->loaded.model->config().arch;
+}
+
+GenerateParams LanguageModel::default_params() const {
+  GenerateParams p;
+  static_cast<SamplerParams&>(p) = impl_->sampling_defaults;
+  return p;
 }
 
 std::string LanguageModel::describe() const {

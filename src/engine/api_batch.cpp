@@ -36,6 +36,7 @@ struct BatchGenerator::Impl {
   // The model's compiled grammars (json_object, GBNF), shared with its other generators.
   std::shared_ptr<grammar::RequestGrammars> grammars;
   chat::ReplyFormat reply_format;  // the model's, from its chat template
+  std::string n_ctx_why;           // how n_ctx was chosen (engine::resolve_n_ctx)
 };
 
 BatchGenerator::BatchGenerator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -49,7 +50,12 @@ Result<std::unique_ptr<BatchGenerator>> LanguageModel::batch_generator(
   static_cast<engine::RuntimeOptions&>(o) = loaded.runtime;
   if (loaded.session != nullptr) o.observe = {};
   o.n_parallel = options.n_parallel;
-  MINFER_ASSIGN_OR_RETURN(o.n_ctx, engine::resolve_n_ctx(*loaded.model, options.n_ctx));
+  // A default context fits the KV cells of every sequence in the budget, unless the caller gave
+  // the budget in positions.
+  const int64_t n_seq = options.n_ctx_total > 0 ? 1 : std::max(1, options.n_parallel);
+  MINFER_ASSIGN_OR_RETURN(engine::ContextChoice ctx,
+                          engine::resolve_n_ctx(*loaded.model, options.n_ctx, o.cache_type, n_seq));
+  o.n_ctx = ctx.n_ctx;
   if (options.n_ctx == 0) {
     // A request needs room for its prompt and one generated token, and the context fits the
     // budget.
@@ -65,6 +71,7 @@ Result<std::unique_ptr<BatchGenerator>> LanguageModel::batch_generator(
   impl->tokenizer = loaded.tokenizer.get();
   impl->grammars = impl_->grammars;
   impl->reply_format = impl_->reply_format;
+  impl->n_ctx_why = std::move(ctx.why);
   MINFER_ASSIGN_OR_RETURN(impl->scheduler,
                           engine::Scheduler::create(*loaded.model, *loaded.tokenizer, o));
   return std::unique_ptr<BatchGenerator>(new BatchGenerator(std::move(impl)));
@@ -113,6 +120,10 @@ BatchStats BatchGenerator::stats() const {
 
 int64_t BatchGenerator::n_ctx() const {
   return impl_->scheduler->options().n_ctx;
+}
+
+const std::string& BatchGenerator::n_ctx_reason() const {
+  return impl_->n_ctx_why;
 }
 
 int BatchGenerator::n_parallel() const {

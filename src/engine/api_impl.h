@@ -25,6 +25,8 @@ struct LanguageModel::Impl {
   std::shared_ptr<grammar::RequestGrammars> grammars;
   // The reply formats the template shows (none when there is no usable template).
   chat::ReplyFormat reply_format;
+  // The file's general.sampling.* over llama.cpp's defaults (LanguageModel::default_params).
+  SamplerParams sampling_defaults;
 
   // Error for generate() / prefill() on a model loaded without its own sequence.
   Status need_session() const {

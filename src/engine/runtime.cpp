@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include <unistd.h>
+
+#include <fmt/format.h>
+
 #include "core/cpu_features.h"
 #include "kernels/dispatch.h"
 
@@ -40,14 +44,56 @@ Status apply_user_options(RuntimeOptions& options, std::string_view cache_type_f
   return Status::ok();
 }
 
-Result<int64_t> resolve_n_ctx(const Model& model, int64_t requested) {
+namespace {
+
+uint64_t physical_memory_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page <= 0) return uint64_t{16} << 30;  // unknown: assume 16 GiB
+  return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page);
+}
+
+std::string mib(uint64_t bytes) {
+  return fmt::format("{} MiB", (bytes + (uint64_t{1} << 19)) >> 20);
+}
+
+}  // namespace
+
+Result<ContextChoice> resolve_n_ctx(const Model& model, int64_t requested, GgmlType cell,
+                                    int64_t n_seq, uint64_t kv_budget_bytes) {
   if (requested < 0) {
     return make_error(ErrorCode::kInvalidArgument,
                       "[engine] context size must be positive (or 0 for the model's), got {}",
                       requested);
   }
-  if (requested > 0) return requested;
-  return std::max<int64_t>(1, std::min(model.config().n_ctx_train, kDefaultMaxCtx));
+  if (requested > 0) return ContextChoice{requested, "as asked"};
+  const ModelConfig& c = model.config();
+  const int64_t n_train = std::max<int64_t>(1, c.n_ctx_train);
+  // One position's cells in every layer: K and V rows of every KV head.
+  const uint64_t row_bytes =
+      ggml_row_bytes(cell, static_cast<uint64_t>(c.head_dim)).value_or(4 * c.head_dim) +
+      ggml_row_bytes(cell, static_cast<uint64_t>(c.head_dim_v)).value_or(4 * c.head_dim_v);
+  const uint64_t position_bytes = std::max<uint64_t>(
+      1, row_bytes * static_cast<uint64_t>(c.n_layer * c.n_head_kv * std::max<int64_t>(1, n_seq)));
+  const bool from_memory = kv_budget_bytes == 0;
+  const uint64_t budget =
+      from_memory ? physical_memory_bytes() / kKvMemoryDivisor : kv_budget_bytes;
+  const std::string budget_text =
+      fmt::format("the KV budget of {}{}", mib(budget),
+                  from_memory ? fmt::format(", 1/{} of physical memory", kKvMemoryDivisor) : "");
+  const std::string cells = fmt::format(
+      "{} {} cells{}", mib(position_bytes * static_cast<uint64_t>(n_train)),
+      kv_cell_type_name(cell), n_seq > 1 ? fmt::format(" for {} sequences", n_seq) : "");
+  if (position_bytes * static_cast<uint64_t>(n_train) <= budget) {
+    return ContextChoice{
+        n_train, fmt::format("the model's training context ({} fit {})", cells, budget_text)};
+  }
+  constexpr int64_t kStep = 256;
+  const int64_t fits = static_cast<int64_t>(budget / position_bytes) / kStep * kStep;
+  const int64_t n_ctx = std::min(n_train, std::max(kStep, fits));
+  return ContextChoice{n_ctx, fmt::format("the model's training context {} reduced: its {} exceed "
+                                          "{} (-c sets it)",
+                                          n_train, cells, budget_text)};
 }
 
 Runtime::Runtime(const Model& model, const RuntimeOptions& options)

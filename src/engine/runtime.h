@@ -31,8 +31,8 @@ namespace minfer::engine {
 
 // The environment variable that sets the KV cell type when no flag does.
 inline constexpr const char* kCacheTypeEnv = "MINFER_CACHE_TYPE";
-// The largest context used when the user gives none (the model's n_ctx_train caps it further).
-inline constexpr int64_t kDefaultMaxCtx = 4096;
+// A context the user does not give fits its KV cells in physical memory divided by this.
+inline constexpr uint64_t kKvMemoryDivisor = 4;
 
 // What a run asks to observe (the --trace, --profile and --dump-graph flags, MINFER_TRACE and
 // MINFER_DUMP_DIR). Empty: nothing.
@@ -58,9 +58,18 @@ struct RuntimeOptions;
 Status apply_user_options(RuntimeOptions& options, std::string_view cache_type_flag,
                           GgmlType fallback);
 
-// The context a run gets when the user asks for `requested` positions (≤ 0: the model's
-// training context, capped at kDefaultMaxCtx). Error: a negative request.
-Result<int64_t> resolve_n_ctx(const Model& model, int64_t requested);
+// The context chosen for a run and why, in words (run/chat --verbose and serve print it).
+struct ContextChoice {
+  int64_t n_ctx = 0;
+  std::string why;
+};
+
+// The context a run gets when the user asks for `requested` positions; 0: the model's training
+// context, reduced when the KV cells of `cell` for n_seq sequences of it would take more than
+// kv_budget_bytes (0: physical memory / kKvMemoryDivisor) to a multiple of 256 that fits
+// (at least 256). Error: a negative request.
+Result<ContextChoice> resolve_n_ctx(const Model& model, int64_t requested, GgmlType cell,
+                                    int64_t n_seq = 1, uint64_t kv_budget_bytes = 0);
 
 struct RuntimeOptions {
   std::string isa;  // "ref", "avx2", "avx512"; empty: MINFER_FORCE_ISA, else the best the CPU runs

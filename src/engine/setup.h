@@ -16,10 +16,10 @@ namespace minfer::engine {
 
 struct ModelOptions {
   std::string path;          // GGUF file
-  int64_t n_ctx = 0;         // 0: min(n_ctx_train, kDefaultMaxCtx)
+  int64_t n_ctx = 0;         // 0: n_ctx_train, reduced to fit the KV budget (resolve_n_ctx)
   int64_t n_batch = 2048;    // most prompt tokens per forward
   int n_threads = 0;         // ≤ 0: all cores
-  std::string cache_type;    // "f32", "f16", "q8_0"; empty: MINFER_CACHE_TYPE, else f32
+  std::string cache_type;    // "f32", "f16", "q8_0"; empty: MINFER_CACHE_TYPE, else f16
   ObserveOptions observe;    // with MINFER_TRACE / MINFER_DUMP_DIR applied by the loader
   bool with_session = true;  // false: model and tokenizer only (a batching program)
 };
@@ -31,6 +31,7 @@ struct LoadedModel {
   // What the options resolved to (cell type from the flag or MINFER_CACHE_TYPE, observers with
   // the environment's), for runtimes made later from the same options.
   RuntimeOptions runtime;
+  std::string n_ctx_why;  // how the session's n_ctx was chosen (resolve_n_ctx)
 };
 
 // Selects the kernels (MINFER_FORCE_ISA), loads the model and its tokenizer and creates a session

@@ -173,7 +173,10 @@ size_t draw(std::span<const Candidate> candidates, SeededRandom& random) {
 }
 
 Sampler::Sampler(SamplerParams params, int32_t n_vocab)
-    : params_(std::move(params)), n_vocab_(n_vocab), random_(params_.seed) {}
+    : params_(std::move(params)), n_vocab_(n_vocab), random_(0) {
+  params_.seed = resolve_seed(params_.seed);  // reset() repeats the seed drawn here
+  random_ = SeededRandom(params_.seed);
+}
 
 void Sampler::accept(int32_t token) {
   if (params_.repeat_last_n == 0) return;

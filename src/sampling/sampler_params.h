@@ -4,10 +4,24 @@
 #pragma once
 
 #include <cstdint>
+#include <random>
 #include <utility>
 #include <vector>
 
 namespace minfer {
+
+// The seed that means "draw one at random" (llama.cpp's LLAMA_DEFAULT_SEED has the same value).
+inline constexpr uint64_t kRandomSeed = 0xFFFFFFFFu;
+
+// `seed` itself, or a fresh random one below kRandomSeed when it is kRandomSeed (32 bits, as
+// llama.cpp draws: exact as a JSON number everywhere), so that whoever resolves it can report the
+// seed a run used.
+inline uint64_t resolve_seed(uint64_t seed) {
+  if (seed != kRandomSeed) return seed;
+  std::random_device device;
+  while (seed == kRandomSeed) seed = device();
+  return seed;
+}
 
 // llama.cpp's sampling defaults; temperature 0 is greedy.
 struct SamplerParams {
@@ -19,7 +33,7 @@ struct SamplerParams {
   int32_t repeat_last_n = 64;   // 0: off, -1: the whole history
   float frequency_penalty = 0.0f;
   float presence_penalty = 0.0f;
-  uint64_t seed = 42;
+  uint64_t seed = kRandomSeed;                        // kRandomSeed: a random one (resolve_seed)
   std::vector<std::pair<int32_t, float>> logit_bias;  // (token id, added to its logit)
 };
 

@@ -318,6 +318,7 @@ std::optional<ApiError> parse_sampling(const Json& body, int32_t n_vocab, Genera
   } else if (present) {
     s.seed = static_cast<uint64_t>(v);
   }
+  s.seed = resolve_seed(s.seed);  // random unless given; the reply reports it
   return std::nullopt;
 }
 

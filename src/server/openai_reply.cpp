@@ -154,6 +154,7 @@ Json Reply::complete(const ReplyParts& parts, const std::vector<SampledToken>& t
   Json out = envelope(false, Json::array({choice(false, std::move(content), logprobs_of(tokens, 0),
                                                  openai_finish_reason(finish))}));
   out["usage"] = usage_json(stats);
+  out["usage"]["seed"] = info_.seed;
   return out;
 }
 
@@ -212,6 +213,7 @@ Json Reply::finish_chunk(FinishReason finish) const {
 Json Reply::usage_chunk(const RequestStats& stats) const {
   Json u = envelope(true, Json::array());
   u["usage"] = usage_json(stats);
+  u["usage"]["seed"] = info_.seed;
   return u;
 }
 

@@ -47,6 +47,7 @@ struct ReplyInfo {
   std::string model;
   bool logprobs = false;       // the request asked for logprobs
   bool include_usage = false;  // streamed: a last chunk carries the usage
+  uint64_t seed = 0;           // the sampling seed used (usage.seed), so a request can be repeated
 };
 
 // The reply JSON of one request. A blocking reply is one object; a streamed one is the role chunk

@@ -59,6 +59,7 @@ std::optional<ApiError> build_request(const Json& body, const Backend& b,
                                       const ServerOptions& options, Endpoint endpoint,
                                       ParsedRequest& out, std::vector<int32_t>& prompt) {
   const int32_t n_vocab = static_cast<int32_t>(b.model->n_vocab());
+  out.params = b.model->default_params();  // the file's sampling; the request's fields override
   if (auto e = parse_request(body, endpoint, n_vocab, out)) return e;
   if (out.params.grammar.empty() && !b.default_grammar.empty() && !has_json_format(body)) {
     out.params.grammar = b.default_grammar;
@@ -133,6 +134,8 @@ void HttpServer::generate(const httplib::Request& req, httplib::Response& res, E
   info.model = b->model_name;
   info.logprobs = parsed.logprobs;
   info.include_usage = parsed.include_usage;
+  info.seed = parsed.params.seed;
+  res.set_header("X-Minfer-Seed", std::to_string(parsed.params.seed));
   Reply reply(*b->model, std::move(info));
   if (parsed.stream) {
     write_stream(res, std::move(call), std::move(reply), std::move(release));

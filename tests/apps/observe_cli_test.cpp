@@ -76,7 +76,7 @@ TEST(ObserveCli, GreedyRunTraceOnStories260K) {
   test::TempDir dir;
   const auto r = test::run_command(
       test::minfer_binary() + " run -m " + test::test_data_path("models/stories260K.gguf") +
-      " -p 'Once upon a time' -n 6 --temp 0 --trace " + dir.file("t.jsonl"));
+      " -p 'Once upon a time' -n 6 --temp 0 --cache-type f32 --trace " + dir.file("t.jsonl"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::ifstream trace(dir.file("t.jsonl"));
   std::string line;

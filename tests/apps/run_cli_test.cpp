@@ -13,6 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "edited_model.h"
+#include "minfer/minfer.h"
 #include "test_util.h"
 
 namespace minfer {
@@ -72,7 +74,8 @@ bool starts_with(const std::string& s, const std::string& prefix) {
 
 TEST(RunCommand, GreedyStoryIsTheGoldenTextByteForByte) {
   MINFER_REQUIRE_TEST_DATA();
-  const CommandResult r = run(stories() + "-n 48 --temp 0");
+  // f32 cells: the golden is llama.cpp's with an f32 KV cache.
+  const CommandResult r = run(stories() + "-n 48 --temp 0 --cache-type f32");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, golden()["greedy_text"].get<std::string>());
   EXPECT_NE(r.err.find("stopped: token limit"), std::string::npos) << r.err;
@@ -87,7 +90,7 @@ TEST(RunCommand, ThePromptCanComeFromAFile) {
   test::TempDir dir;
   std::ofstream(dir.file("p.txt")) << "Once upon a time";
   const CommandResult r = run("-m " + quote(model_path("stories260K.gguf")) + " -f " +
-                              quote(dir.file("p.txt")) + " -n 48 --temp 0");
+                              quote(dir.file("p.txt")) + " -n 48 --temp 0 --cache-type f32");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, golden()["greedy_text"].get<std::string>());
 }
@@ -103,6 +106,57 @@ TEST(RunCommand, TheSameSeedGivesTheSameTextAndAnotherSeedAnother) {
   EXPECT_EQ(a.out, b.out);
   EXPECT_NE(a.out, c.out);
   EXPECT_NE(a.out, golden()["greedy_text"].get<std::string>());
+}
+
+// stories260K with the sampling a model's authors recommend in general.sampling.*: greedy
+// (temp 0), top_k 7, the rest left to llama.cpp's defaults.
+std::string write_stories_with_sampling(const test::TempDir& dir) {
+  const std::vector<uint8_t> image = test::edited_model("stories260K.gguf", [](GgufWriter& w) {
+    w.set_scalar("general.sampling.temp", 0.0f);
+    w.set_scalar("general.sampling.top_k", int32_t{7});
+    w.set_string("general.sampling.sequence", "top_k;temperature");  // read by nobody: accepted
+  });
+  const std::string path = dir.file("sampling.gguf");
+  test::write_file_bytes(path, image);
+  return path;
+}
+
+TEST(RunCommand, TheFilesSamplingKeysAreTheDefaultsAndFlagsOverrideThem) {
+  MINFER_REQUIRE_TEST_DATA();
+  test::TempDir dir;
+  const std::string path = write_stories_with_sampling(dir);
+  auto model = LanguageModel::load(path);
+  ASSERT_TRUE(model.is_ok()) << model.status().message();
+  const GenerateParams d = (*model)->default_params();
+  EXPECT_EQ(d.temperature, 0.0f);
+  EXPECT_EQ(d.top_k, 7);
+  EXPECT_EQ(d.top_p, GenerateParams{}.top_p);  // not in the file: llama.cpp's
+  EXPECT_EQ(d.seed, kRandomSeed);
+  // No --temp: the file's temperature 0, so the greedy story whatever the seed.
+  const std::string args = "-m " + quote(path) + " -p 'Once upon a time' -n 48 ";
+  const CommandResult file_default = run(args + "--seed 5 --cache-type f32");
+  ASSERT_EQ(file_default.exit_code, 0) << file_default.err;
+  EXPECT_EQ(file_default.out, golden()["greedy_text"].get<std::string>());
+  // --temp overrides it.
+  const CommandResult hot = run(args + "--temp 1.5 --top-k 0 --seed 5");
+  ASSERT_EQ(hot.exit_code, 0) << hot.err;
+  EXPECT_NE(hot.out, golden()["greedy_text"].get<std::string>());
+}
+
+TEST(RunCommand, TheSeedIsRandomUnlessGivenAndVerboseSaysWhichRepeatsTheRun) {
+  MINFER_REQUIRE_TEST_DATA();
+  const CommandResult a = run(stories() + "-n 32 --temp 1 --verbose");
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  const size_t at = a.err.find("seed: ");
+  ASSERT_NE(at, std::string::npos) << a.err;
+  const std::string seed = a.err.substr(at + 6, a.err.find(' ', at + 6) - (at + 6));
+  const CommandResult again = run(stories() + "-n 32 --temp 1 --seed " + seed);
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(again.out, a.out) << "seed " << seed;
+  // Unseeded runs differ (the chance that three 32-token samples at temperature 1 agree is nil).
+  const CommandResult b = run(stories() + "-n 32 --temp 1");
+  const CommandResult c = run(stories() + "-n 32 --temp 1");
+  EXPECT_FALSE(a.out == b.out && b.out == c.out);
 }
 
 TEST(RunCommand, AStopStringEndsTheTextAndIsNotPrinted) {
@@ -133,7 +187,7 @@ TEST(RunCommand, AnEndOfGenerationTokenStops) {
 
 TEST(RunCommand, AFullContextStopsAndSaysSo) {
   MINFER_REQUIRE_TEST_DATA();
-  const CommandResult r = run(stories() + "-c 12 --temp 0");
+  const CommandResult r = run(stories() + "-c 12 --temp 0 --cache-type f32");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("stopped: context full (n_ctx 12)"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("generated tokens:    7"), std::string::npos) << r.err;

@@ -33,7 +33,9 @@ Story load_story(const std::string& name) {
 }
 
 std::unique_ptr<LanguageModel> load_stories() {
-  auto model = LanguageModel::load(test::test_data_path("models/stories260K.gguf"));
+  LoadOptions f32;
+  f32.cache_type = "f32";  // the goldens are llama.cpp's with an f32 KV cache
+  auto model = LanguageModel::load(test::test_data_path("models/stories260K.gguf"), f32);
   EXPECT_TRUE(model.is_ok()) << model.status().message();
   return model.is_ok() ? std::move(model).value() : nullptr;
 }

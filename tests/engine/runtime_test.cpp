@@ -3,6 +3,7 @@
 // the step runner's graph cache is bounded and an evicted shape computes the same logits again.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -31,6 +32,38 @@ std::unique_ptr<Model> load_tiny() {
   auto model = Model::load(test::test_data_path("models/qwen2-tiny-f32.gguf"));
   EXPECT_TRUE(model.is_ok()) << model.status().message();
   return model.is_ok() ? std::move(model).value() : nullptr;
+}
+
+TEST(ResolveNCtx, TheTrainingContextReducedToTheKvBudget) {
+  MINFER_REQUIRE_TEST_DATA();
+  auto model = Model::load(test::test_data_path("models/qwen2-tiny-f32.gguf"));
+  ASSERT_TRUE(model.is_ok()) << model.status().message();
+  const ModelConfig& c = (*model)->config();
+  // f32 cells: K and V rows of every KV head in every layer.
+  const uint64_t position =
+      static_cast<uint64_t>(c.n_layer * c.n_head_kv * (c.head_dim + c.head_dim_v)) * 4;
+  const uint64_t whole = position * static_cast<uint64_t>(c.n_ctx_train);
+  auto fits = resolve_n_ctx(**model, 0, GgmlType::kF32, 1, whole);
+  ASSERT_TRUE(fits.is_ok()) << fits.status().message();
+  EXPECT_EQ(fits->n_ctx, c.n_ctx_train);
+  EXPECT_NE(fits->why.find("training context"), std::string::npos) << fits->why;
+  // Room for 300 positions: the multiple of 256 below, said why.
+  auto reduced = resolve_n_ctx(**model, 0, GgmlType::kF32, 1, position * 300);
+  ASSERT_TRUE(reduced.is_ok());
+  EXPECT_EQ(reduced->n_ctx, std::min<int64_t>(256, c.n_ctx_train));
+  EXPECT_NE(reduced->why.find("reduced"), std::string::npos) << reduced->why;
+  // f16 cells take half: twice the positions; two sequences halve it again.
+  auto f16 = resolve_n_ctx(**model, 0, GgmlType::kF16, 1, position * 600);
+  ASSERT_TRUE(f16.is_ok());
+  auto two = resolve_n_ctx(**model, 0, GgmlType::kF16, 2, position * 600);
+  ASSERT_TRUE(two.is_ok());
+  if (c.n_ctx_train >= 1280) {
+    EXPECT_EQ(f16->n_ctx, 1024);
+    EXPECT_EQ(two->n_ctx, 512);
+  }
+  // A context asked for is used as it is; a negative one is an error.
+  EXPECT_EQ(resolve_n_ctx(**model, 77, GgmlType::kF32)->n_ctx, 77);
+  EXPECT_FALSE(resolve_n_ctx(**model, -1, GgmlType::kF32).is_ok());
 }
 
 TEST(Runtime, BuildsWhatTheOptionsAsk) {

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "edited_model.h"
 #include "gguf/gguf_file.h"
 #include "gguf/gguf_writer.h"
 #include "models/model.h"
@@ -18,25 +19,7 @@
 namespace minfer {
 namespace {
 
-// The image of shared model `name` (metadata and tensors copied) after `edit`.
-std::vector<uint8_t> edited_model(const std::string& name,
-                                  const std::function<void(GgufWriter&)>& edit) {
-  auto file = GgufFile::open(test::test_data_path("models/" + name));
-  EXPECT_TRUE(file.is_ok()) << file.status().message();
-  if (!file.is_ok()) return {};
-  GgufWriter w;
-  for (const GgufKeyValue& kv : (*file)->metadata()) w.set(kv.key, kv.value);
-  for (const GgufTensorInfo& t : (*file)->tensors()) {
-    const auto data = (*file)->tensor_data(t);
-    EXPECT_TRUE(
-        w.add_tensor(t.name, t.type, t.shape, std::vector<uint8_t>(data.begin(), data.end()))
-            .is_ok());
-  }
-  edit(w);
-  auto image = w.serialize();
-  EXPECT_TRUE(image.is_ok()) << image.status().message();
-  return image.is_ok() ? std::move(*image) : std::vector<uint8_t>{};
-}
+using test::edited_model;
 
 Result<std::unique_ptr<Model>> load(const std::vector<uint8_t>& image) {
   MINFER_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> file, GgufFile::parse(image, "x.gguf"));

@@ -68,6 +68,20 @@ describe('minfer serve API', { skip: skipReason }, () => {
     assert.equal(k1.json.choices[0].message.content, greedy.json.choices[0].message.content);
   });
 
+  test('an unseeded request draws a seed and reports it (X-Minfer-Seed, usage.seed); it repeats the reply', async () => {
+    const body = { messages: hi, max_tokens: 12, temperature: 1.0, top_p: 1, min_p: 0, top_k: 0 };
+    const a = await chat(body);
+    assert.equal(a.status, 200, a.text);
+    const seed = a.headers.get('x-minfer-seed');
+    assert.match(seed, /^[0-9]+$/);
+    assert.equal(String(a.json.usage.seed), seed);
+    const again = await chat({ ...body, seed: Number(seed) });
+    assert.equal(again.json.choices[0].message.content, a.json.choices[0].message.content);
+    const given = await chat({ ...body, seed: 1234 });
+    assert.equal(given.headers.get('x-minfer-seed'), '1234');
+    assert.equal(given.json.usage.seed, 1234);
+  });
+
   // response_format json_object has its own suite (json_object.test.js): it can end a reply
   // before max_tokens.
   test('penalties, min_p, top_p, user and response_format text are accepted', async () => {
