@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
-#include <regex>
+#include <string_view>
 #include <system_error>
 
 namespace minfer::server {
@@ -21,11 +21,21 @@ std::optional<std::string> model_name_of_file(const std::string& filename) {
   if (lower(p.extension().string()) != ".gguf") return std::nullopt;
   std::string name = p.stem().string();
   if (lower(name).find("mmproj") != std::string::npos) return std::nullopt;
-  static const std::regex kSplit(R"(^(.*)-(\d{5})-of-(\d{5})$)");
-  std::smatch m;
-  if (std::regex_match(name, m, kSplit)) {
-    if (m[2].str() != "00001") return std::nullopt;  // the first part loads the others
-    name = m[1].str();
+  // A split model's parts end in "-0000k-of-0000N": the first part loads the others.
+  constexpr std::string_view kOf = "-of-";
+  constexpr size_t kDigits = 5, kSuffix = 1 + kDigits + 4 + kDigits;
+  auto digits = [&](size_t at) {
+    return std::all_of(name.begin() + static_cast<std::ptrdiff_t>(at),
+                       name.begin() + static_cast<std::ptrdiff_t>(at + kDigits),
+                       [](char c) { return c >= '0' && c <= '9'; });
+  };
+  if (name.size() > kSuffix) {
+    const size_t at = name.size() - kSuffix;
+    if (name[at] == '-' && digits(at + 1) && name.compare(at + 1 + kDigits, 4, kOf) == 0 &&
+        digits(at + 1 + kDigits + 4)) {
+      if (name.compare(at + 1, kDigits, "00001") != 0) return std::nullopt;
+      name.resize(at);
+    }
   }
   return name;
 }
