@@ -32,7 +32,7 @@ struct PullFlags {
 
 Status pull(const PullFlags& f) {
   MINFER_ASSIGN_OR_RETURN(const hub::HubModelRef ref, hub::parse_hub_model_ref(f.model));
-  hub::HubOptions options = hub::hub_options_from_env();
+  MINFER_ASSIGN_OR_RETURN(hub::HubOptions options, hub::hub_options_from_env());
   options.offline = options.offline || f.offline;
   MINFER_ASSIGN_OR_RETURN(const hub::HubModel m, hub::fetch_hub_model(ref, options));
   const std::string parts =

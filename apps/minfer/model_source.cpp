@@ -64,7 +64,7 @@ Status resolve_model_path(std::string& model, const ModelSourceFlags& flags, con
                       command);
   }
   MINFER_ASSIGN_OR_RETURN(const hub::HubModelRef ref, hub::parse_hub_model_ref(flags.hf_repo));
-  hub::HubOptions options = hub::hub_options_from_env();
+  MINFER_ASSIGN_OR_RETURN(hub::HubOptions options, hub::hub_options_from_env());
   options.offline = options.offline || flags.offline;
   MINFER_ASSIGN_OR_RETURN(const hub::HubModel m, hub::fetch_hub_model(ref, options));
   model = m.path;

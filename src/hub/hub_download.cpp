@@ -4,9 +4,11 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -232,7 +234,7 @@ std::optional<HubModel> cached_model(const HubModelRef& ref, const std::string& 
 
 }  // namespace
 
-HubOptions hub_options_from_env() {
+Result<HubOptions> hub_options_from_env() {
   HubOptions o;
   const char* endpoint = std::getenv("HF_ENDPOINT");
   o.endpoint = endpoint != nullptr && endpoint[0] != '\0' ? endpoint : "https://huggingface.co";
@@ -242,6 +244,18 @@ HubOptions hub_options_from_env() {
   o.cache = hub_cache_dir();
   const char* offline = std::getenv("HF_HUB_OFFLINE");
   o.offline = offline != nullptr && (std::string(offline) == "1" || std::string(offline) == "true");
+  const char* timeout = std::getenv("HF_HUB_DOWNLOAD_TIMEOUT");
+  if (timeout != nullptr && timeout[0] != '\0') {
+    long seconds = 0;
+    const char* end = timeout + std::strlen(timeout);
+    const auto [ptr, ec] = std::from_chars(timeout, end, seconds);
+    if (ec != std::errc() || ptr != end || seconds < 1) {
+      return make_error(
+          ErrorCode::kInvalidArgument,
+          "[hub] HF_HUB_DOWNLOAD_TIMEOUT='{}': expected a whole number of seconds >= 1", timeout);
+    }
+    o.stall_timeout_s = seconds;
+  }
   return o;
 }
 
@@ -254,7 +268,7 @@ Result<HubModel> fetch_hub_model(const HubModelRef& ref, const HubOptions& o) {
                       "HF_HUB_OFFLINE=1)",
                       label(ref), o.cache);
   }
-  const HttpClient http(HttpOptions{o.token});
+  const HttpClient http(HttpOptions{.token = o.token, .stall_timeout_s = o.stall_timeout_s});
   MINFER_ASSIGN_OR_RETURN(const std::vector<RemoteFile> remote, list_tree(http, o, ref));
   std::vector<std::string> paths;
   std::map<std::string, const RemoteFile*> by_path;

@@ -24,8 +24,11 @@ struct HubOptions {
   bool offline = false;  // $HF_HUB_OFFLINE=1 (or --offline): the cache only
   bool progress = true;  // a progress bar on stderr when it is a terminal
   int max_attempts = 5;  // per file: a dropped connection resumes where it stopped
+  // A transfer that moves no byte for this long is a timeout ($HF_HUB_DOWNLOAD_TIMEOUT, seconds).
+  long stall_timeout_s = 60;
 };
-HubOptions hub_options_from_env();
+// The options the environment gives; a malformed $HF_HUB_DOWNLOAD_TIMEOUT is an error.
+Result<HubOptions> hub_options_from_env();
 
 struct HubModel {
   std::string path;                // the snapshot path of the first file: what to load

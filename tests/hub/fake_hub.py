@@ -15,7 +15,8 @@ Usage: fake_hub.py ROOT PORT_FILE. Serves the repositories under ROOT/<org>/<nam
 
 ROOT/config.json sets misbehaviours by repository ("org/name"): "gated" (401 without
 "Authorization: Bearer <token>"), "flaky" (the first download of each file stops halfway and
-the connection closes), "bad_sha" (the listed SHA-256 is wrong).
+the connection closes), "bad_sha" (the listed SHA-256 is wrong), "stalled" (every download sends
+half of the file, then holds the connection open without sending a byte for a minute).
 """
 import hashlib
 import http.server
@@ -23,6 +24,7 @@ import json
 import os
 import sys
 import threading
+import time
 import urllib.parse
 
 CHUNK = 64 * 1024
@@ -158,7 +160,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if repo in CONFIG.get("flaky", []) and key not in DROPPED:
                 DROPPED.add(key)
                 drop = True
-        limit = len(body) // 2 if drop else len(body)
+        stall = repo in CONFIG.get("stalled", [])
+        limit = len(body) // 2 if drop or stall else len(body)
         sent = 0
         while sent < limit:
             n = min(CHUNK, limit - sent)
@@ -166,6 +169,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
             sent += n
             with LOCK:
                 stats["bytes"] += n
+        if repo in CONFIG.get("stalled", []):
+            self.wfile.flush()
+            time.sleep(60)
+            return
         if drop:
             self.wfile.flush()
             self.close_connection = True

@@ -47,7 +47,7 @@ class HubServer {
     put_file(root / "org/stories-GGUF/stories260K-F16.gguf", shared_model("stories260K-f16.gguf"));
     put_file(root / "org/stories-GGUF/mmproj-stories-Q8_0.gguf", shared_model("stories260K.gguf"));
     std::ofstream(root / "org/stories-GGUF/README.md") << "# stories\n";
-    for (const char* repo : {"gated", "flaky", "corrupt"}) {
+    for (const char* repo : {"gated", "flaky", "corrupt", "stalled"}) {
       put_file(root / "org" / (std::string(repo) + "-GGUF") / "model-Q8_0.gguf",
                shared_model("stories260K.gguf"));
     }
@@ -58,7 +58,8 @@ class HubServer {
     split.max_tensors = 20;
     EXPECT_TRUE(split_gguf(split).is_ok());
     std::ofstream(root / "config.json") << R"({"gated": ["org/gated-GGUF"], "token": "secret",
-        "flaky": ["org/flaky-GGUF"], "bad_sha": ["org/corrupt-GGUF"]})";
+        "flaky": ["org/flaky-GGUF"], "bad_sha": ["org/corrupt-GGUF"],
+        "stalled": ["org/stalled-GGUF"]})";
     start();
   }
   ~HubServer() {
@@ -236,6 +237,35 @@ TEST_F(HubTest, AFailedWriteIsOneLineAndLeavesNoModel) {
   for (const auto& e : fs::directory_iterator(dir + "/blobs")) {
     EXPECT_TRUE(e.path().string().ends_with(".incomplete")) << e.path();
   }
+}
+
+TEST_F(HubTest, AStalledDownloadTimesOutInOneLineAndLeavesNoModel) {
+  // The server sends half of the file, then nothing: each attempt ends after the stall limit
+  // (HF_HUB_DOWNLOAD_TIMEOUT seconds), resumed from where it stopped, then the pull gives up.
+  const auto start = std::chrono::steady_clock::now();
+  const auto r = run_command("HF_HUB_DOWNLOAD_TIMEOUT=1 " + env() + test::minfer_binary() +
+                             " pull org/stalled-GGUF");
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("timed out"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_LT(seconds, 30.0) << "5 attempts of a 1 s stall limit, not the server's 60 s hold";
+  const std::string dir = repo_dir("org/stalled-GGUF");
+  EXPECT_FALSE(fs::exists(dir + "/snapshots"));
+  EXPECT_FALSE(fs::exists(dir + "/refs"));
+  for (const auto& e : fs::directory_iterator(dir + "/blobs")) {
+    EXPECT_TRUE(e.path().string().ends_with(".incomplete")) << e.path();
+  }
+  const auto ls = run_command(env() + test::minfer_binary() + " ls");
+  EXPECT_EQ(ls.out.find("stalled"), std::string::npos) << ls.out;
+
+  const auto bad = run_command("HF_HUB_DOWNLOAD_TIMEOUT=soon " + env() + test::minfer_binary() +
+                               " pull org/stories-GGUF");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("HF_HUB_DOWNLOAD_TIMEOUT='soon': expected a whole number of seconds"),
+            std::string::npos)
+      << bad.err;
 }
 
 TEST_F(HubTest, GatedRepositoryNeedsAToken) {
