@@ -5,13 +5,15 @@
 // a few seconds, cancel the rest and exit 0.
 //
 // With --models-dir DIR every GGUF there is served by its file stem (server/model_registry.h):
-// a request's `model` picks one, loaded on first use; past --models-max loaded models the least
-// recently used idle one is unloaded (a load waits while every loaded model has requests in
-// flight). -m then adds one more model (named by --alias or its stem).
+// a request's `model` picks one, loaded on first use; past --models-max loaded models, or when
+// their weights and KV budgets would pass --models-memory (default 9/10 of physical memory), the
+// least recently used idle ones are unloaded (a load waits while every loaded model has requests
+// in flight). -m then adds one more model (named by --alias or its stem).
 //
 // MINFER_TEST_LOAD_DELAY_MS=N (tests only) sleeps N ms before loading, so that a test can watch
 // /health answer 503 and then 200 on a model that loads in a moment.
 #include <pthread.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -46,6 +48,7 @@ struct ServeFlags {
   std::string models_dir;        // serve every GGUF there by name
   bool models_hf_cache = false;  // serve every GGUF of the Hugging Face cache by REPO:STEM
   int models_max = 1;            // models loaded at once (with models_dir)
+  uint64_t models_memory = 0;    // bytes they may hold together; 0: 9/10 of physical memory
   server::ServerOptions http;
   LoadOptions load;
   BatchOptions batch;
@@ -114,17 +117,26 @@ Result<std::unique_ptr<server::ModelRegistry>> make_registry(ServeFlags& f) {
     MINFER_RETURN_IF_ERROR(resolve_model_path(f.model_path, f.source, "serve"));
     const std::string name =
         !f.alias.empty() ? f.alias : std::filesystem::path(f.model_path).stem().string();
-    models.insert(models.begin(), server::ModelEntry{name, f.model_path});
+    models.insert(models.begin(),
+                  server::ModelEntry{name, f.model_path, server::model_file_bytes(f.model_path)});
   }
   auto load_fn = [&f](const std::filesystem::path& path) -> Result<server::LoadedModel> {
     ServeFlags own = f;  // load() sets fields of its flags; loads may run at once
     MINFER_ASSIGN_OR_RETURN(Loaded l, load(own, path.string()));
-    fmt::print(stderr, "minfer serve: loaded {}\n", path.string());
+    const uint64_t bytes =
+        server::model_file_bytes(path) + static_cast<uint64_t>(l.generator->stats().kv_bytes_total);
+    fmt::print(stderr, "minfer serve: loaded {} ({} MiB with its KV budget)\n", path.string(),
+               bytes >> 20);
     std::fflush(stderr);
-    return server::LoadedModel{std::move(l.model), std::move(l.generator)};
+    return server::LoadedModel{std::move(l.model), std::move(l.generator), bytes};
   };
-  return std::make_unique<server::ModelRegistry>(std::move(models), f.models_max, load_fn,
-                                                 f.default_grammar);
+  if (f.models_memory == 0) {
+    const auto pages = static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES));
+    f.models_memory = pages * static_cast<uint64_t>(sysconf(_SC_PAGE_SIZE)) / 10 * 9;
+  }
+  return std::make_unique<server::ModelRegistry>(
+      std::move(models), server::RegistryOptions{f.models_max, f.models_memory, f.default_grammar},
+      load_fn);
 }
 
 int run_serve(ServeFlags& f) {
@@ -166,8 +178,8 @@ int run_serve(ServeFlags& f) {
   std::thread loader;
   if (registry) {
     http.set_registry(registry.get());
-    fmt::print(stderr, "minfer serve: ready: {} models, at most {} loaded at once\n",
-               registry->models().size(), std::max(1, f.models_max));
+    fmt::print(stderr, "minfer serve: ready: {} models, at most {} loaded at once, within {} MiB\n",
+               registry->models().size(), std::max(1, f.models_max), f.models_memory >> 20);
     std::fflush(stderr);
   }
   if (!registry)
@@ -250,6 +262,10 @@ void register_serve_command(CLI::App& app, CommandRegistry& registry) {
                   "models loaded at once with --models-dir (default 1; least recently used "
                   "unloaded)")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--models-memory", f.models_memory,
+                  "memory the loaded models may hold together, weights and KV budgets (e.g. "
+                  "12GiB; default 9/10 of physical memory); least recently used unloaded past it")
+      ->transform(CLI::AsSizeValue(false));
   cmd->add_flag("--models-hf-cache", f.models_hf_cache,
                 "also serve every GGUF in the Hugging Face cache, named REPO:STEM");
   cmd->add_option("--host", f.http.host, "address to listen on (default 127.0.0.1)");

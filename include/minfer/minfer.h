@@ -248,6 +248,7 @@ struct BatchStats {
   int64_t kv_blocks_free = 0;    // cached blocks included
   int64_t kv_blocks_cached = 0;  // free but holding a reusable prefix
   int64_t kv_blocks_total = 0;   // the budget
+  int64_t kv_bytes_total = 0;    // the budget's cells in bytes: what the KV cache may grow to
   int64_t n_steps = 0;
   int64_t n_preemptions = 0;
 };

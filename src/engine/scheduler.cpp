@@ -395,6 +395,7 @@ void Scheduler::publish_stats() {
   stats_.kv_blocks_free = kv().n_blocks_free();
   stats_.kv_blocks_cached = kv().n_blocks_cached();
   stats_.kv_blocks_total = kv().config().max_blocks;
+  stats_.kv_bytes_total = static_cast<int64_t>(kv().budget_bytes());
   stats_.n_steps = n_steps_;
   stats_.n_preemptions = n_preemptions_;
 }

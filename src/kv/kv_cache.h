@@ -73,6 +73,10 @@ class KvCache {
   size_t k_row_bytes() const { return k_row_bytes_; }  // one head's key row in the cell type
   size_t v_row_bytes() const { return v_row_bytes_; }
   size_t block_bytes() const { return block_bytes_; }
+  // The cells the budget may grow to: max_blocks of the main pool and of the window pool.
+  size_t budget_bytes() const {
+    return static_cast<size_t>(config_.max_blocks) * (block_bytes_ + window_block_bytes_);
+  }
 
   // Makes room for positions [0, n_positions) of `seq`, taking blocks from the pool. Fails, with
   // nothing allocated, when n_positions is past n_ctx or the budget has too few free blocks.

@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cctype>
+#include <string>
 #include <string_view>
 #include <system_error>
+
+#include <fmt/format.h>
 
 namespace minfer::server {
 
@@ -14,6 +17,33 @@ std::string lower(std::string s) {
   return s;
 }
 
+// A split model part's stem: "NAME-0000k-of-0000N".
+struct SplitStem {
+  std::string name;  // NAME
+  int part = 0;      // k
+  int count = 0;     // N
+};
+
+std::optional<SplitStem> split_stem(const std::string& stem) {
+  constexpr std::string_view kOf = "-of-";
+  constexpr size_t kDigits = 5, kSuffix = 1 + kDigits + 4 + kDigits;
+  if (stem.size() <= kSuffix) return std::nullopt;
+  const size_t at = stem.size() - kSuffix;
+  auto number = [&](size_t from) -> std::optional<int> {
+    const std::string_view d(stem.data() + from, kDigits);
+    if (!std::all_of(d.begin(), d.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      return std::nullopt;
+    }
+    return std::stoi(std::string(d));
+  };
+  const std::optional<int> part = number(at + 1);
+  const std::optional<int> count = number(at + 1 + kDigits + kOf.size());
+  if (stem[at] != '-' || !part || !count || stem.compare(at + 1 + kDigits, kOf.size(), kOf) != 0) {
+    return std::nullopt;
+  }
+  return SplitStem{stem.substr(0, at), *part, *count};
+}
+
 }  // namespace
 
 std::optional<std::string> model_name_of_file(const std::string& filename) {
@@ -22,22 +52,28 @@ std::optional<std::string> model_name_of_file(const std::string& filename) {
   std::string name = p.stem().string();
   if (lower(name).find("mmproj") != std::string::npos) return std::nullopt;
   // A split model's parts end in "-0000k-of-0000N": the first part loads the others.
-  constexpr std::string_view kOf = "-of-";
-  constexpr size_t kDigits = 5, kSuffix = 1 + kDigits + 4 + kDigits;
-  auto digits = [&](size_t at) {
-    return std::all_of(name.begin() + static_cast<std::ptrdiff_t>(at),
-                       name.begin() + static_cast<std::ptrdiff_t>(at + kDigits),
-                       [](char c) { return c >= '0' && c <= '9'; });
-  };
-  if (name.size() > kSuffix) {
-    const size_t at = name.size() - kSuffix;
-    if (name[at] == '-' && digits(at + 1) && name.compare(at + 1 + kDigits, 4, kOf) == 0 &&
-        digits(at + 1 + kDigits + 4)) {
-      if (name.compare(at + 1, kDigits, "00001") != 0) return std::nullopt;
-      name.resize(at);
-    }
+  if (const std::optional<SplitStem> split = split_stem(name)) {
+    if (split->part != 1) return std::nullopt;
+    return split->name;
   }
   return name;
+}
+
+uint64_t model_file_bytes(const std::filesystem::path& path) {
+  std::error_code ec;
+  const std::optional<SplitStem> split = split_stem(path.stem().string());
+  if (!split || split->part != 1) {
+    const uintmax_t size = std::filesystem::file_size(path, ec);
+    return ec ? 0 : size;
+  }
+  uint64_t total = 0;
+  for (int k = 1; k <= split->count; ++k) {
+    const std::string part =
+        fmt::format("{}-{:05}-of-{:05}{}", split->name, k, split->count, path.extension().string());
+    const uintmax_t size = std::filesystem::file_size(path.parent_path() / part, ec);
+    if (!ec) total += size;
+  }
+  return total;
 }
 
 Result<std::vector<ModelEntry>> scan_models_dir(const std::filesystem::path& dir) {
@@ -53,7 +89,7 @@ Result<std::vector<ModelEntry>> scan_models_dir(const std::filesystem::path& dir
     std::error_code file_ec;
     if (!e.is_regular_file(file_ec)) continue;
     if (std::optional<std::string> name = model_name_of_file(e.path().filename().string())) {
-      out.push_back({*name, e.path()});
+      out.push_back({*name, e.path(), model_file_bytes(e.path())});
     }
   }
   std::sort(out.begin(), out.end(),
@@ -61,12 +97,9 @@ Result<std::vector<ModelEntry>> scan_models_dir(const std::filesystem::path& dir
   return out;
 }
 
-ModelRegistry::ModelRegistry(std::vector<ModelEntry> models, int max_loaded, LoadFn load,
-                             std::string default_grammar)
-    : entries_(std::move(models)),
-      max_loaded_(std::max(1, max_loaded)),
-      load_(std::move(load)),
-      default_grammar_(std::move(default_grammar)) {
+ModelRegistry::ModelRegistry(std::vector<ModelEntry> models, RegistryOptions options, LoadFn load)
+    : entries_(std::move(models)), options_(std::move(options)), load_(std::move(load)) {
+  options_.max_loaded = std::max(1, options_.max_loaded);
   for (size_t i = 0; i < entries_.size(); ++i) {
     slots_.push_back(std::make_unique<Slot>());
     slots_.back()->index = i;
@@ -105,6 +138,23 @@ int64_t ModelRegistry::n_loaded_or_loading() const {
   return n;
 }
 
+uint64_t ModelRegistry::bytes_loaded_or_loading() const {
+  uint64_t n = 0;
+  for (const auto& s : slots_) n += (s->loaded.model != nullptr || s->loading) ? s->bytes : 0;
+  return n;
+}
+
+bool ModelRegistry::has_room_for(uint64_t bytes) const {
+  if (n_loaded_or_loading() >= options_.max_loaded) return false;
+  return options_.memory_budget == 0 || bytes_loaded_or_loading() + bytes <= options_.memory_budget;
+}
+
+void ModelRegistry::trim_to_budget() {
+  while (options_.memory_budget != 0 && bytes_loaded_or_loading() > options_.memory_budget &&
+         evict_one_idle()) {
+  }
+}
+
 void ModelRegistry::unload_slot(Slot& slot) {
   slot.loaded.generator->stop();
   slot.loaded = LoadedModel{};
@@ -138,14 +188,28 @@ Result<ModelLease> ModelRegistry::acquire(const std::string& name) {
     if (s->loaded.model != nullptr) {
       ++s->leases;
       s->last_used = ++clock_;
+      trim_to_budget();  // its KV budget, known now, may leave less room for the others
       return ModelLease(&s->backend, [this, s](const Backend*) { release(*s); });
     }
-    // Someone else loads it, or no room until a loaded model goes idle: wait and look again.
-    if (s->loading || (n_loaded_or_loading() >= max_loaded_ && !evict_one_idle())) {
+    const uint64_t estimate = entries_[s->index].bytes;
+    if (options_.memory_budget != 0 && estimate > options_.memory_budget) {
+      return make_error(ErrorCode::kResourceExhausted,
+                        "[server] model '{}' needs at least {} MiB (its file), more than the "
+                        "memory budget of {} MiB for all models (--models-memory)",
+                        name, estimate >> 20, options_.memory_budget >> 20);
+    }
+    if (s->loading) {  // someone else loads it
+      cv_.wait(lock);
+      continue;
+    }
+    while (!has_room_for(estimate) && evict_one_idle()) {
+    }
+    if (!has_room_for(estimate) && n_loaded_or_loading() > 0) {  // wait for a model to go idle
       cv_.wait(lock);
       continue;
     }
     s->loading = true;
+    s->bytes = estimate;
     const std::filesystem::path path = entries_[s->index].path;
     lock.unlock();
     Result<LoadedModel> r = load_(path);
@@ -154,10 +218,11 @@ Result<ModelLease> ModelRegistry::acquire(const std::string& name) {
     cv_.notify_all();
     if (!r.is_ok()) return r.status();
     s->loaded = std::move(r).value();
+    if (s->loaded.bytes != 0) s->bytes = s->loaded.bytes;
     s->backend.model = s->loaded.model.get();
     s->backend.generator = s->loaded.generator.get();
     s->backend.model_name = name;
-    s->backend.default_grammar = default_grammar_;
+    s->backend.default_grammar = options_.default_grammar;
   }
 }
 

@@ -1,9 +1,13 @@
 // The models one server serves (serve --models-dir): each by name (its file's stem), loaded on
-// first use, the least recently used unloaded once more than `max_loaded` would be loaded. A
-// request holds a lease on its model's Backend; a model with leases is never unloaded: a load
-// that needs room waits until some loaded model has none.
+// first use, the least recently used unloaded once more than `max_loaded` would be loaded or
+// their memory would pass `memory_budget`. A request holds a lease on its model's Backend; a
+// model with leases is never unloaded: a load that needs room waits until some loaded model has
+// none.
 //
-//   ModelRegistry registry(models, 1, load_fn);
+// Memory is counted as a model can grow to: its weights (the file's bytes, all parts of a split
+// model) and its KV cells' budget (known once loaded; before, the file's bytes stand for it).
+//
+//   ModelRegistry registry(models, {.max_loaded = 1}, load_fn);
 //   Result<ModelLease> lease = registry.acquire("stories260K");  // loads it if needed
 //   lease.value()->generator->submit(...);                        // the lease keeps it loaded
 #pragma once
@@ -29,6 +33,7 @@ namespace minfer::server {
 struct LoadedModel {
   std::unique_ptr<LanguageModel> model;
   std::unique_ptr<BatchGenerator> generator;  // started
+  uint64_t bytes = 0;                         // weights + KV cell budget; 0: the entry's file bytes
 };
 
 // A Backend kept loaded while the lease lives.
@@ -37,6 +42,17 @@ using ModelLease = std::shared_ptr<const Backend>;
 struct ModelEntry {
   std::string name;  // what a request's `model` says
   std::filesystem::path path;
+  uint64_t bytes = 0;  // the file's size (of every part of a split model)
+};
+
+// The bytes of a model file: its size, or for the first part of a split model
+// (…-00001-of-0000N.gguf) the sizes of all its parts that exist. 0 when it cannot be read.
+uint64_t model_file_bytes(const std::filesystem::path& path);
+
+struct RegistryOptions {
+  int max_loaded = 1;           // ≥ 1
+  uint64_t memory_budget = 0;   // bytes the loaded models may hold together; 0: no limit
+  std::string default_grammar;  // goes to every backend
 };
 
 // The model name of a GGUF file's name: its stem, without a split model's -00001-of-0000N suffix;
@@ -52,9 +68,7 @@ class ModelRegistry : NonCopyable {
  public:
   using LoadFn = std::function<Result<LoadedModel>(const std::filesystem::path&)>;
 
-  // `max_loaded` ≥ 1; `default_grammar` goes to every backend.
-  ModelRegistry(std::vector<ModelEntry> models, int max_loaded, LoadFn load,
-                std::string default_grammar);
+  ModelRegistry(std::vector<ModelEntry> models, RegistryOptions options, LoadFn load);
   ~ModelRegistry();
 
   const std::vector<ModelEntry>& models() const { return entries_; }
@@ -62,9 +76,10 @@ class ModelRegistry : NonCopyable {
   // Whether `name` is loaded now.
   bool is_loaded(const std::string& name) const;
 
-  // The model's backend, loaded if it is not (after unloading the least recently used idle model
-  // when `max_loaded` are loaded, waiting for one to go idle if none is). Errors: an unknown
-  // name (kNotFound), after stop_all (kUnsupported), the load's.
+  // The model's backend, loaded if it is not (after unloading least recently used idle models
+  // while `max_loaded` are loaded or the memory budget would be passed, waiting for one to go
+  // idle if none is). Errors: an unknown name (kNotFound), a model larger than the whole memory
+  // budget (kResourceExhausted), after stop_all (kUnsupported), the load's.
   Result<ModelLease> acquire(const std::string& name);
   // Unloads `name` now. Errors: unknown (kNotFound), requests in flight on it
   // (kResourceExhausted). Unloading a model that is not loaded does nothing.
@@ -80,21 +95,26 @@ class ModelRegistry : NonCopyable {
     bool loading = false;
     int64_t leases = 0;
     uint64_t last_used = 0;
+    uint64_t bytes = 0;  // loaded: what it holds; loading: the estimate
   };
   // Under mu_: the slot of `name`, or nullptr.
   Slot* find(const std::string& name);
   const Slot* find(const std::string& name) const;
-  // Under mu_: makes room for one more load; false when every loaded model is busy.
+  // Under mu_: unloads the least recently used loaded model without leases; false when none.
   bool evict_one_idle();
+  // Under mu_: whether one more model of `bytes` fits beside those loaded or loading.
+  bool has_room_for(uint64_t bytes) const;
+  // Under mu_: unloads idle models while the loaded ones pass the memory budget.
+  void trim_to_budget();
   // Under mu_: stops the slot's generator and frees its model.
   void unload_slot(Slot& slot);
   void release(Slot& slot);
   int64_t n_loaded_or_loading() const;
+  uint64_t bytes_loaded_or_loading() const;
 
   std::vector<ModelEntry> entries_;
-  int max_loaded_;
+  RegistryOptions options_;
   LoadFn load_;
-  std::string default_grammar_;
   mutable std::mutex mu_;
   std::condition_variable cv_;                // a lease ended, or a load finished
   std::vector<std::unique_ptr<Slot>> slots_;  // [entries_.size()], same order

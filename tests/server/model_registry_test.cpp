@@ -46,6 +46,38 @@ TEST_F(ModelRegistryTest, ScanNamesGgufFilesByStem) {
   EXPECT_EQ(models->at(2).path, dir_ / "big-00001-of-00002.gguf");
 }
 
+TEST_F(ModelRegistryTest, ASplitModelsBytesAreAllItsParts) {
+  std::ofstream(dir_ / "one.gguf") << std::string(100, 'x');
+  std::ofstream(dir_ / "big-00001-of-00003.gguf") << std::string(10, 'x');
+  std::ofstream(dir_ / "big-00002-of-00003.gguf") << std::string(20, 'x');
+  std::ofstream(dir_ / "big-00003-of-00003.gguf") << std::string(40, 'x');
+  EXPECT_EQ(model_file_bytes(dir_ / "one.gguf"), 100u);
+  EXPECT_EQ(model_file_bytes(dir_ / "big-00001-of-00003.gguf"), 70u);
+  EXPECT_EQ(model_file_bytes(dir_ / "big-00002-of-00003.gguf"), 20u);  // a part alone
+  EXPECT_EQ(model_file_bytes(dir_ / "absent.gguf"), 0u);
+  Result<std::vector<ModelEntry>> models = scan_models_dir(dir_);
+  ASSERT_TRUE(models.is_ok()) << models.status().message();
+  ASSERT_EQ(names(*models), (std::vector<std::string>{"big", "one"}));
+  EXPECT_EQ(models->at(0).bytes, 70u);
+  EXPECT_EQ(models->at(1).bytes, 100u);
+}
+
+TEST_F(ModelRegistryTest, AModelLargerThanTheMemoryBudgetIsRefusedUnloaded) {
+  std::ofstream(dir_ / "m.gguf") << std::string(4096, 'x');
+  int loads = 0;
+  ModelRegistry registry({{"m", dir_ / "m.gguf", model_file_bytes(dir_ / "m.gguf")}},
+                         {.max_loaded = 2, .memory_budget = 4095, .default_grammar = ""},
+                         [&loads](const fs::path&) -> Result<LoadedModel> {
+                           ++loads;
+                           return make_error(ErrorCode::kInternal, "not reached");
+                         });
+  const Status st = registry.acquire("m").status();
+  EXPECT_EQ(st.code(), ErrorCode::kResourceExhausted);
+  EXPECT_NE(st.message().find("more than the memory budget"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("--models-memory"), std::string::npos) << st.message();
+  EXPECT_EQ(loads, 0);
+}
+
 TEST_F(ModelRegistryTest, ScanOfMissingFolderIsAnError) {
   Result<std::vector<ModelEntry>> models = scan_models_dir(dir_ / "absent");
   ASSERT_FALSE(models.is_ok());
@@ -55,13 +87,12 @@ TEST_F(ModelRegistryTest, ScanOfMissingFolderIsAnError) {
 
 TEST_F(ModelRegistryTest, UnknownNameFailedLoadAndStop) {
   int loads = 0;
-  ModelRegistry registry(
-      {{"m", dir_ / "m.gguf"}}, 1,
-      [&loads](const fs::path& path) -> Result<LoadedModel> {
-        ++loads;
-        return make_error(ErrorCode::kCorrupt, "bad file {}", path.string());
-      },
-      "");
+  ModelRegistry registry({{"m", dir_ / "m.gguf"}},
+                         {.max_loaded = 1, .memory_budget = 0, .default_grammar = ""},
+                         [&loads](const fs::path& path) -> Result<LoadedModel> {
+                           ++loads;
+                           return make_error(ErrorCode::kCorrupt, "bad file {}", path.string());
+                         });
   EXPECT_TRUE(registry.contains("m"));
   EXPECT_FALSE(registry.contains("x"));
   EXPECT_EQ(registry.acquire("x").status().code(), ErrorCode::kNotFound);

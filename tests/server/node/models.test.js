@@ -3,7 +3,7 @@
 // --models-max), each answers as a server on that file alone does, an unknown model is a 404 in
 // OpenAI's format, and /models/load and /models/unload control what is loaded.
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -104,6 +104,47 @@ describe('serve --models-dir', { skip }, () => {
     assert.deepEqual(await statuses(server.url), { [ids[0]]: 'loaded', [ids[1]]: 'unloaded' });
     const bad = await postJson(`${server.url}/models/load`, {});
     assert.equal(bad.status, 400);
+  });
+});
+
+describe('serve --models-memory', { skip }, () => {
+  let dir;
+  before(() => {
+    dir = mkdtempSync(path.join(os.tmpdir(), 'minfer-models-mem-'));
+    files.forEach((f) => symlinkSync(f, path.join(dir, path.basename(f))));
+  });
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  // Requests for each model in turn with --models-max 2; the statuses after the second.
+  async function loadBoth(memoryArgs) {
+    const server = await startServer(['--models-dir', dir, '--models-max', '2', '-c', '512', ...memoryArgs], {}, null);
+    try {
+      for (const id of ids) await complete(server.url, id);
+      return await statuses(server.url);
+    } finally {
+      assert.deepEqual(await server.stop(), { code: 0, signal: null });
+    }
+  }
+
+  test('both models stay loaded when memory allows; a budget of both files alone unloads the first', async () => {
+    assert.deepEqual(await loadBoth([]), { [ids[0]]: 'loaded', [ids[1]]: 'loaded' });
+    // Both files fit, but not with the first model's KV cells beside them: the second load
+    // unloads the first, although --models-max would allow both.
+    const files_bytes = files.reduce((n, f) => n + statSync(f).size, 0);
+    assert.deepEqual(await loadBoth(['--models-memory', String(files_bytes + 1024)]),
+      { [ids[0]]: 'unloaded', [ids[1]]: 'loaded' });
+  });
+
+  test('a model larger than the whole budget is refused with the flag named, and the server still answers', async () => {
+    const server = await startServer(['--models-dir', dir, '--models-memory', '64KiB'], {}, null);
+    try {
+      const r = await postJson(`${server.url}/v1/completions`, request(ids[0]));
+      assert.notEqual(r.status, 200);
+      assert.match(r.json.error.message, /more than the memory budget of 0 MiB .*--models-memory/);
+      assert.equal((await fetch(`${server.url}/health`)).status, 200);
+    } finally {
+      assert.deepEqual(await server.stop(), { code: 0, signal: null });
+    }
   });
 });
 
