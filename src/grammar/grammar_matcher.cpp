@@ -184,6 +184,7 @@ std::string GrammarMatcher::key(const MatchState& s) {
            (static_cast<uint32_t>(s.hi) << 16);
   for (const Stack& stack : s.stacks) {
     *out++ = static_cast<uint32_t>(stack.size());
+    if (stack.empty()) continue;  // an empty vector's data() may be null, which memcpy must not get
     std::memcpy(out, stack.data(), stack.size() * sizeof(uint32_t));
     out += stack.size();
   }

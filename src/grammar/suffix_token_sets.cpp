@@ -121,7 +121,7 @@ std::string SuffixTokenSets::shared_key(std::span<const uint32_t> suffix) const 
 
 const SuffixTokenSet& SuffixTokenSets::get_suffix(std::span<const uint32_t> suffix) {
   std::string key(suffix.size() * sizeof(uint32_t) + 1, '\0');
-  std::memcpy(key.data(), suffix.data(), suffix.size() * sizeof(uint32_t));
+  if (!suffix.empty()) std::memcpy(key.data(), suffix.data(), suffix.size() * sizeof(uint32_t));
   Cached& cached = sets_[key];
   if (cached.set == nullptr) {
     SharedSuffixSets& shared = vocab_->suffix_sets();
