@@ -284,6 +284,9 @@ void register_serve_command(CLI::App& app, CommandRegistry& registry) {
                   "KV cell type: f32, f16, q8_0 (default MINFER_CACHE_TYPE, else f16)");
   cmd->add_option("-t,--threads", f.load.n_threads, "threads (default: all cores)");
   cmd->add_option("--api-key", f.http.api_key, "require 'Authorization: Bearer KEY'");
+  cmd->add_option("--cors-origin", f.http.cors_origins,
+                  "an origin whose browser pages may call the server, with credentials "
+                  "(repeatable; default: any origin, without credentials)");
   cmd->add_option("--max-queue", f.batch.max_queue,
                   "requests that may wait beyond the running ones (default 64)");
   cmd->add_flag("--no-prefix-cache", f.no_prefix_cache, "do not reuse cached prompt prefixes");

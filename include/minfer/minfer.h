@@ -358,9 +358,12 @@ class LanguageModel {
   Result<std::string> render_chat(const std::vector<ChatMessage>& messages,
                                   bool add_generation_prompt = true) const;
   Result<std::vector<int32_t>> tokenize_chat(const std::vector<ChatMessage>& messages) const;
-  // The tokens of an OpenAI chat request body (JSON text: `messages`, optional `tools`,
-  // `chat_template_kwargs`, …) rendered by the model's template.
+  // An OpenAI chat request body (JSON text: `messages`, optional `tools`,
+  // `chat_template_kwargs`, …) rendered by the model's template, and that prompt's tokens.
+  Result<std::string> render_chat_request(std::string_view request_json) const;
   Result<std::vector<int32_t>> tokenize_chat_request(std::string_view request_json) const;
+  // The chat template's source, or why the model's template cannot be used.
+  Result<std::string> chat_template() const;
   // A conversation over this model's template (`system` empty: none); the model must outlive it.
   // Error: the model's template cannot be parsed (render_chat and tokenize_chat fail alike).
   Result<std::unique_ptr<Chat>> start_chat(std::string system = "") const;
@@ -391,6 +394,8 @@ class LanguageModel {
   int64_t n_ctx() const;
   // "qwen3", "llama", …
   const std::string& architecture() const;
+  // The file it was loaded from (of a split model, the first part).
+  const std::string& path() const;
   // The model's shape and how it runs (kernels, threads, cache type, n_ctx), one fact per line.
   std::string describe() const;
   // The parameters a request starts from: the sampling the file recommends (general.sampling.temp,

@@ -127,8 +127,7 @@ Result<std::vector<int32_t>> LanguageModel::tokenize_chat(
   return engine::tokenize_chat_prompt(*impl_->loaded.tokenizer, text);
 }
 
-Result<std::vector<int32_t>> LanguageModel::tokenize_chat_request(
-    std::string_view request_json) const {
+Result<std::string> LanguageModel::render_chat_request(std::string_view request_json) const {
   MINFER_RETURN_IF_ERROR(impl_->chat_template.status());
   const nlohmann::ordered_json request =
       nlohmann::ordered_json::parse(request_json, nullptr, /*allow_exceptions=*/false);
@@ -136,8 +135,22 @@ Result<std::vector<int32_t>> LanguageModel::tokenize_chat_request(
     return make_error(ErrorCode::kInvalidArgument,
                       "[api] a chat request must be a JSON object with 'messages'");
   }
-  MINFER_ASSIGN_OR_RETURN(std::string text, impl_->chat_template->render_request(request));
+  return impl_->chat_template->render_request(request);
+}
+
+Result<std::vector<int32_t>> LanguageModel::tokenize_chat_request(
+    std::string_view request_json) const {
+  MINFER_ASSIGN_OR_RETURN(std::string text, render_chat_request(request_json));
   return engine::tokenize_chat_prompt(*impl_->loaded.tokenizer, text);
+}
+
+Result<std::string> LanguageModel::chat_template() const {
+  MINFER_RETURN_IF_ERROR(impl_->chat_template.status());
+  return impl_->chat_template->source();
+}
+
+const std::string& LanguageModel::path() const {
+  return impl_->path;
 }
 
 Result<std::string> LanguageModel::token_piece(int32_t id) const {

@@ -1,5 +1,6 @@
 #include "server/http_server.h"
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -126,6 +127,8 @@ void HttpServer::install_routes() {
       {true, "/models/unload", &HttpServer::handle_models_unload},
       {true, "/tokenize", &HttpServer::handle_tokenize},
       {true, "/detokenize", &HttpServer::handle_detokenize},
+      {false, "/props", &HttpServer::handle_props},
+      {true, "/apply-template", &HttpServer::handle_apply_template},
       {true, "/v1/chat/completions", &HttpServer::handle_chat_completions},
       {true, "/v1/completions", &HttpServer::handle_completions},
       // llama.cpp's paths for the same endpoints.
@@ -188,9 +191,44 @@ void answer_exception(const httplib::Request&, httplib::Response& res, std::exce
 
 }  // namespace
 
+bool HttpServer::answer_cors(const httplib::Request& req, httplib::Response& res) const {
+  const std::string origin = req.get_header_value("Origin");
+  const bool any = options_.cors_origins.empty();
+  const bool allowed = !origin.empty() &&
+                       (any || std::find(options_.cors_origins.begin(), options_.cors_origins.end(),
+                                         origin) != options_.cors_origins.end());
+  if (allowed) {
+    // Any origin: "*", which browsers honour only for requests without credentials (cookies);
+    // a listed origin is echoed, and may send them.
+    res.set_header("Access-Control-Allow-Origin", any ? std::string("*") : origin);
+    if (!any) {
+      res.set_header("Access-Control-Allow-Credentials", "true");
+      res.set_header("Vary", "Origin");
+    }
+    res.set_header("Access-Control-Expose-Headers", "X-Minfer-Seed");
+  }
+  if (req.method != "OPTIONS") return false;
+  if (!allowed && !origin.empty()) {
+    send_error(res, api_error(403,
+                              fmt::format("[server] origin '{}' may not call this server (see "
+                                          "--cors-origin)",
+                                          origin),
+                              "invalid_request_error", "cors_origin_not_allowed"));
+    return true;
+  }
+  res.status = 204;
+  res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+  res.set_header("Access-Control-Allow-Headers",
+                 "Authorization, Content-Type, X-Api-Key, Anthropic-Version");
+  res.set_header("Access-Control-Max-Age", "86400");
+  return true;
+}
+
 void HttpServer::install_hooks() {
-  // Every endpoint but the page and /health needs the API key, when one is set.
+  // Every endpoint but the page and /health needs the API key, when one is set; a CORS preflight
+  // (which carries no key) is answered before.
   http_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (answer_cors(req, res)) return httplib::Server::HandlerResponse::Handled;
     if (options_.api_key.empty() || req.path == "/" || req.path == "/health") {
       return httplib::Server::HandlerResponse::Unhandled;
     }

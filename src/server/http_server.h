@@ -16,6 +16,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "core/non_copyable.h"
 #include "core/status.h"
@@ -41,6 +42,8 @@ struct ServerOptions {
   int read_timeout_s = 10;           // a stalled or truncated request is dropped after it
   int write_timeout_s = 10;          // a client that stops reading is dropped after it
   int n_http_threads = 64;           // connections served at once
+  // Origins a browser page may call from (CORS); empty: any origin, without credentials.
+  std::vector<std::string> cors_origins;
   // Chat replies: "deepseek" puts <think>…</think> into reasoning_content, "none" leaves it in
   // content (a request's reasoning_format overrides); < 0: unlimited reasoning tokens, else the
   // engine closes the block after that many (0: none, and enable_thinking false for the template).
@@ -93,6 +96,9 @@ class HttpServer : NonCopyable {
   void install_routes();
   void configure_connections();
   void install_hooks();
+  // CORS: the Access-Control headers for the request's Origin, when it may call; true when the
+  // request was a preflight (OPTIONS), answered here.
+  bool answer_cors(const httplib::Request& req, httplib::Response& res) const;
 
   // One handler per route (server/routes_info.cpp, server/routes_generate.cpp).
   void handle_page(const httplib::Request& req, httplib::Response& res);
@@ -105,6 +111,9 @@ class HttpServer : NonCopyable {
   void handle_models_unload(const httplib::Request& req, httplib::Response& res);
   void handle_tokenize(const httplib::Request& req, httplib::Response& res);
   void handle_detokenize(const httplib::Request& req, httplib::Response& res);
+  // llama-server's /props (GET; ?model=NAME with a registry) and /apply-template.
+  void handle_props(const httplib::Request& req, httplib::Response& res);
+  void handle_apply_template(const httplib::Request& req, httplib::Response& res);
   void handle_chat_completions(const httplib::Request& req, httplib::Response& res);
   void handle_completions(const httplib::Request& req, httplib::Response& res);
   // Both generation endpoints: parse, build the prompt, submit, hand the reply to its writer.

@@ -1,5 +1,6 @@
-// The routes that do not generate: the chat page, health, metrics, the model list and the
-// tokenizer (llama.cpp's /tokenize and /detokenize).
+// The routes that do not generate: the chat page, health, metrics, the model list, the
+// tokenizer (llama.cpp's /tokenize and /detokenize), and llama-server's /props and
+// /apply-template.
 #include <ctime>
 #include <utility>
 #include <vector>
@@ -47,6 +48,53 @@ void HttpServer::handle_models(const httplib::Request&, httplib::Response& res) 
                {"n_vocab", b->model->n_vocab()},
                {"n_parallel", b->generator->n_parallel()}}}};
   send_json(res, Json{{"object", "list"}, {"data", Json::array({model})}});
+}
+
+void HttpServer::handle_props(const httplib::Request& req, httplib::Response& res) {
+  Json query = Json::object();
+  if (req.has_param("model")) query["model"] = req.get_param_value("model");
+  BackendRef b = ready_backend(res, &query);
+  if (b == nullptr) return;
+  const GenerateParams d = b->model->default_params();
+  Json params{{"temperature", d.temperature},
+              {"top_k", d.top_k},
+              {"top_p", d.top_p},
+              {"min_p", d.min_p},
+              {"repeat_penalty", d.repeat_penalty},
+              {"repeat_last_n", d.repeat_last_n},
+              {"frequency_penalty", d.frequency_penalty},
+              {"presence_penalty", d.presence_penalty},
+              {"n_predict", d.max_tokens},
+              {"seed", -1}};  // -1: random per request
+  const Result<std::string> tmpl = b->model->chat_template();
+  Json props{{"model_path", b->model->path()},
+             {"model_alias", b->model_name},
+             {"n_ctx", b->generator->n_ctx()},
+             {"total_slots", b->generator->n_parallel()},
+             {"default_generation_settings",
+              {{"n_ctx", b->generator->n_ctx()}, {"params", std::move(params)}}},
+             {"chat_template", tmpl.is_ok() ? *tmpl : std::string()},
+             {"modalities", {{"vision", false}, {"audio", false}}},
+             {"build_info", "minfer " MINFER_VERSION_STRING}};
+  if (!tmpl.is_ok()) props["chat_template_error"] = tmpl.status().message();
+  send_json(res, props);
+}
+
+void HttpServer::handle_apply_template(const httplib::Request& req, httplib::Response& res) {
+  Json body;
+  BackendRef b = ready_backend_with_body(req, res, body);
+  if (b == nullptr) return;
+  auto messages = body.find("messages");
+  if (messages == body.end() || !messages->is_array()) {
+    return send_error(res, bad_request("[server] 'messages' must be an array", "messages"));
+  }
+  Result<std::string> prompt = b->model->render_chat_request(dump(body));
+  if (!prompt.is_ok()) {
+    return send_error(res,
+                      bad_request("[server] the chat template failed: " + prompt.status().message(),
+                                  "messages", "template_error"));
+  }
+  send_json(res, Json{{"prompt", std::move(prompt).value()}});
 }
 
 namespace {
