@@ -27,6 +27,7 @@ struct BenchCli {
   std::string n_gen = "128";
   std::string n_depth = "0";
   std::string n_threads;
+  MapOptions map;
 };
 
 Result<engine::BenchGrid> grid_from_flags(const BenchCli& o) {
@@ -58,7 +59,7 @@ Status run_bench_command(BenchCli& o) {
   MINFER_ASSIGN_OR_RETURN(engine::BenchGrid grid, grid_from_flags(o));
   engine::BenchOptions options = o.options;
   MINFER_RETURN_IF_ERROR(engine::apply_user_options(options, o.cache_type, GgmlType::kF32));
-  MINFER_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::load(o.model));
+  MINFER_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::load(o.model, o.map));
   MINFER_ASSIGN_OR_RETURN(engine::BenchReport report,
                           engine::run_bench(*model, o.model, options, grid));
   const std::string text =
@@ -78,6 +79,7 @@ void register_bench_command(CLI::App& app, CommandRegistry& registry) {
       "llama-bench; -p, -n, -d and -t take comma lists and every combination is measured");
   cmd->add_option("-m,--model", opts->model, "GGUF model (or ollama:NAME[:TAG])");
   add_model_source_flags(cmd, opts->source);
+  add_weight_memory_flags(cmd, opts->map.use_mmap, opts->map.use_mlock);
   cmd->add_option("-p,--n-prompt", opts->n_prompt, "prompt tokens, a comma list (0: no pp test)")
       ->capture_default_str();
   cmd->add_option("-n,--n-gen", opts->n_gen, "generated tokens, a comma list (0: no tg test)")
