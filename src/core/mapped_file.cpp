@@ -19,35 +19,23 @@ namespace {
 
 constexpr size_t kHugePage = size_t{2} << 20;  // x86-64's PMD page
 
-// Linux's madvise(2) advice values, for C libraries whose headers predate them.
-#if defined(__linux__) && !defined(MADV_HUGEPAGE)
-#define MADV_HUGEPAGE 14
+// Linux's madvise(2) advice for 2 MiB pages (-1 elsewhere: not asked). MADV_HUGEPAGE asks for
+// transparent huge pages; MADV_COLLAPSE (Linux 6.1+) collapses the range into them now, reading it
+// all in. Advice only: a kernel without THP, or one that refuses file pages (EINVAL without
+// CONFIG_READ_ONLY_THP_FOR_FS), leaves 4 KiB pages, so errors are ignored.
+#ifdef __linux__
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE 25  // for C libraries whose headers predate it
 #endif
-#if defined(__linux__) && !defined(MADV_COLLAPSE)
-#define MADV_COLLAPSE 25
+constexpr int kAdviseHugePages = MADV_HUGEPAGE;
+constexpr int kAdviseCollapse = MADV_COLLAPSE;
+#else
+constexpr int kAdviseHugePages = -1;
+constexpr int kAdviseCollapse = -1;
 #endif
 
-// Asks for transparent huge pages over [p, p + n). Advice only: a kernel without THP (or with it
-// set to "never") answers EINVAL and the pages stay 4 KiB.
-void advise_huge_pages(void* p, size_t n) {
-#ifdef MADV_HUGEPAGE
-  (void)::madvise(p, n, MADV_HUGEPAGE);
-#else
-  (void)p;
-  (void)n;
-#endif
-}
-
-// Collapses the file pages of [p, p + n) into huge pages now (Linux 6.1+). It reads the whole
-// range in, so it runs only when mlock is about to do that anyway. Many kernels refuse it for
-// file pages (EINVAL without CONFIG_READ_ONLY_THP_FOR_FS): advice, errors ignored.
-void collapse_huge_pages(void* p, size_t n) {
-#ifdef MADV_COLLAPSE
-  (void)::madvise(p, n, MADV_COLLAPSE);
-#else
-  (void)p;
-  (void)n;
-#endif
+void advise(void* p, size_t n, int advice) {
+  if (advice >= 0) (void)::madvise(p, n, advice);
 }
 
 // mlock, or a warning that says why not (as llama.cpp: most often RLIMIT_MEMLOCK).
@@ -85,7 +73,7 @@ Result<uint8_t*> map_aligned_anonymous(const std::string& path, size_t size, siz
   const size_t tail = start + reserve - (aligned + region_size);
   if (tail > 0) ::munmap(reinterpret_cast<void*>(aligned + region_size), tail);
   uint8_t* region = reinterpret_cast<uint8_t*>(aligned);
-  advise_huge_pages(region, region_size);  // before the first touch, so faults take huge pages
+  advise(region, region_size, kAdviseHugePages);  // before the first touch: faults take huge pages
   return region;
 }
 
@@ -162,8 +150,9 @@ Result<std::unique_ptr<MappedFile>> MappedFile::open(const std::string& path,
     }
     region = static_cast<uint8_t*>(map);
     // Page-cache readahead then fills the map with huge folios where the file system allows.
-    advise_huge_pages(region, size);
-    if (options.use_mlock) collapse_huge_pages(region, size);
+    advise(region, size, kAdviseHugePages);
+    // Collapsing reads the whole file in: only when mlock is about to do that anyway.
+    if (options.use_mlock) advise(region, size, kAdviseCollapse);
   } else {
     if (Status s = read_into_memory(fd, path, size, region, region_size); !s.is_ok()) {
       ::close(fd);

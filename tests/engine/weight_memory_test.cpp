@@ -6,29 +6,17 @@
 #include <string>
 #include <vector>
 
-#include "engine/runtime.h"
-#include "graph/batch.h"
+#include "forward_logits.h"
 #include "models/model.h"
 #include "test_util.h"
 
 namespace minfer {
 namespace {
 
-// Logits of every position of a short prompt, as one prefill.
+// Logits of every position of a short prompt, as one prefill: [8, n_vocab].
 std::vector<float> prompt_logits(const Model& model) {
-  engine::RuntimeOptions o;
-  o.n_threads = 2;
-  o.n_ctx = 32;
-  auto runtime = engine::Runtime::create(model, o);
-  EXPECT_TRUE(runtime.is_ok()) << runtime.status().message();
-  if (!runtime.is_ok()) return {};
-  Batch batch;
-  const int32_t prompt[] = {1, 17, 404, 9, 230, 5, 77, 801};
-  for (int32_t pos = 0; pos < 8; ++pos) batch.add(prompt[pos], pos, 0, true);
-  auto logits = (*runtime)->step(batch);
-  EXPECT_TRUE(logits.is_ok()) << logits.status().message();
-  if (!logits.is_ok()) return {};
-  return std::vector<float>(logits->begin(), logits->end());  // [8, n_vocab]
+  const std::vector<int32_t> prompt = {1, 17, 404, 9, 230, 5, 77, 801};
+  return test::forward_logits(model, prompt);
 }
 
 TEST(WeightMemory, NoMmapGivesBitIdenticalLogits) {
