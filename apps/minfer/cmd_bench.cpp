@@ -12,13 +12,43 @@ namespace minfer::app {
 
 namespace {
 
+// A bound on -t that keeps a typo (-t 50000) from starting tens of thousands of threads (ggml's own
+// bound, GGML_MAX_N_THREADS, is 512).
+constexpr int64_t kMaxThreads = 1024;
+
 struct BenchCli {
   std::string model;
   ModelSourceFlags source;
   std::string output = "md";
   std::string cache_type;
   engine::BenchOptions options;
+  // llama-bench's comma lists (engine::parse_bench_list); empty threads: all cores.
+  std::string n_prompt = "512";
+  std::string n_gen = "128";
+  std::string n_depth = "0";
+  std::string n_threads;
+  MapOptions map;
 };
+
+Result<engine::BenchGrid> grid_from_flags(const BenchCli& o) {
+  engine::BenchGrid grid;
+  MINFER_ASSIGN_OR_RETURN(grid.n_prompt, engine::parse_bench_list(o.n_prompt, "-p", 0));
+  MINFER_ASSIGN_OR_RETURN(grid.n_gen, engine::parse_bench_list(o.n_gen, "-n", 0));
+  MINFER_ASSIGN_OR_RETURN(grid.n_depth, engine::parse_bench_list(o.n_depth, "-d", 0));
+  if (!o.n_threads.empty()) {
+    MINFER_ASSIGN_OR_RETURN(std::vector<int64_t> threads,
+                            engine::parse_bench_list(o.n_threads, "-t", 1));
+    grid.n_threads.clear();
+    for (int64_t t : threads) {
+      if (t > kMaxThreads) {
+        return make_error(ErrorCode::kInvalidArgument, "[bench] -t '{}': {} threads, expected ≤ {}",
+                          o.n_threads, t, kMaxThreads);
+      }
+      grid.n_threads.push_back(static_cast<int>(t));
+    }
+  }
+  return grid;
+}
 
 Status run_bench_command(BenchCli& o) {
   MINFER_RETURN_IF_ERROR(resolve_model_path(o.model, o.source, "bench"));
@@ -26,10 +56,12 @@ Status run_bench_command(BenchCli& o) {
     return make_error(ErrorCode::kInvalidArgument, "[bench] -o '{}': expected md or json",
                       o.output);
   }
+  MINFER_ASSIGN_OR_RETURN(engine::BenchGrid grid, grid_from_flags(o));
   engine::BenchOptions options = o.options;
   MINFER_RETURN_IF_ERROR(engine::apply_user_options(options, o.cache_type, GgmlType::kF32));
-  MINFER_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::load(o.model));
-  MINFER_ASSIGN_OR_RETURN(engine::BenchReport report, engine::run_bench(*model, o.model, options));
+  MINFER_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::load(o.model, o.map));
+  MINFER_ASSIGN_OR_RETURN(engine::BenchReport report,
+                          engine::run_bench(*model, o.model, options, grid));
   const std::string text =
       o.output == "json" ? engine::bench_json(report) : engine::bench_markdown(report);
   std::fputs(text.c_str(), stdout);
@@ -44,16 +76,21 @@ void register_bench_command(CLI::App& app, CommandRegistry& registry) {
       app, "bench",
       "Measure prompt processing (pp: N random tokens in forwards of -b) and generation (tg: N "
       "tokens one at a time) in tokens/s, mean ± sd over -r runs after a warm-up, like "
-      "llama-bench");
+      "llama-bench; -p, -n, -d and -t take comma lists and every combination is measured");
   cmd->add_option("-m,--model", opts->model, "GGUF model (or ollama:NAME[:TAG])");
   add_model_source_flags(cmd, opts->source);
-  cmd->add_option("-p,--n-prompt", opts->options.n_prompt, "prompt tokens (0: no pp test)")
+  add_weight_memory_flags(cmd, opts->map.use_mmap, opts->map.use_mlock);
+  cmd->add_option("-p,--n-prompt", opts->n_prompt, "prompt tokens, a comma list (0: no pp test)")
       ->capture_default_str();
-  cmd->add_option("-n,--n-gen", opts->options.n_gen, "generated tokens (0: no tg test)")
+  cmd->add_option("-n,--n-gen", opts->n_gen, "generated tokens, a comma list (0: no tg test)")
+      ->capture_default_str();
+  cmd->add_option("-d,--n-depth", opts->n_depth,
+                  "tokens already in the KV cache when each test begins (prefilled untimed), a "
+                  "comma list")
       ->capture_default_str();
   cmd->add_option("-b,--batch-size", opts->options.n_batch, "tokens per prompt forward")
       ->capture_default_str();
-  cmd->add_option("-t,--threads", opts->options.n_threads, "threads (default: all cores)");
+  cmd->add_option("-t,--threads", opts->n_threads, "threads, a comma list (default: all cores)");
   cmd->add_option("-r,--repetitions", opts->options.repetitions, "measured runs per test")
       ->capture_default_str();
   cmd->add_option("-o,--output", opts->output, "md or json")->capture_default_str();

@@ -23,6 +23,7 @@ struct PerplexityCli {
   engine::PerplexityOptions options;
   std::string cache_type;
   std::string flash_attn = "on";
+  MapOptions map;
 };
 
 Status run_perplexity(PerplexityCli& o) {
@@ -31,7 +32,7 @@ Status run_perplexity(PerplexityCli& o) {
   if (!in) return make_error(ErrorCode::kNotFound, "[perplexity] cannot read '{}'", o.file);
   std::stringstream text;
   text << in.rdbuf();
-  MINFER_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::load(o.model));
+  MINFER_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::load(o.model, o.map));
   MINFER_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tokenizer,
                           Tokenizer::from_gguf(model->file()));
   engine::PerplexityOptions options = o.options;
@@ -73,6 +74,7 @@ void register_perplexity_command(CLI::App& app, CommandRegistry& registry) {
       "tokens starting with BOS, second half of each chunk scored)");
   cmd->add_option("-m,--model", opts->model, "GGUF model (or ollama:NAME[:TAG])");
   add_model_source_flags(cmd, opts->source);
+  add_weight_memory_flags(cmd, opts->map.use_mmap, opts->map.use_mlock);
   cmd->add_option("-f,--file", opts->file, "text file")->required();
   cmd->add_option("-c,--ctx-size", opts->options.n_ctx, "tokens per chunk")->capture_default_str();
   cmd->add_option("-b,--batch-size", opts->options.n_batch, "tokens per forward (≤ n_ctx)")

@@ -64,6 +64,7 @@ void add_generation_flags(CLI::App* cmd, GenerationFlags& flags) {
   LoadOptions& model = flags.load;
   cmd->add_option("-m,--model", flags.model_path, "GGUF model file (or ollama:NAME[:TAG])");
   add_model_source_flags(cmd, flags.source);
+  add_weight_memory_flags(cmd, model.use_mmap, model.use_mlock);
   cmd->add_option("-c,--ctx-size", model.n_ctx,
                   "context size in tokens (default: the model's training context, reduced to fit "
                   "its KV cells in 1/4 of RAM; --verbose says which)");

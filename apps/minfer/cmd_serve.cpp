@@ -255,6 +255,7 @@ void register_serve_command(CLI::App& app, CommandRegistry& registry) {
   ServeFlags& f = *flags;
   cmd->add_option("-m,--model", f.model_path, "GGUF model file (or ollama:NAME[:TAG])");
   add_model_source_flags(cmd, f.source);
+  add_weight_memory_flags(cmd, f.load.use_mmap, f.load.use_mlock);
   cmd->add_option("-a,--alias", f.alias, "model name in responses (default: the file name)");
   cmd->add_option("--models-dir", f.models_dir,
                   "serve every GGUF in DIR, picked by the request's model (the file's stem)");

@@ -33,6 +33,14 @@ void add_model_source_flags(CLI::App* cmd, ModelSourceFlags& flags) {
                 "use only the Hugging Face cache, no network (also HF_HUB_OFFLINE=1)");
 }
 
+void add_weight_memory_flags(CLI::App* cmd, bool& use_mmap, bool& use_mlock) {
+  cmd->add_flag_callback(
+      "--no-mmap", [&use_mmap] { use_mmap = false; },
+      "read the weights into private memory (2 MiB pages) instead of mapping the file");
+  cmd->add_flag("--mlock", use_mlock,
+                "lock the weights in RAM (a failure, e.g. RLIMIT_MEMLOCK, is a warning)");
+}
+
 void rewrite_single_dash_flags(int argc, char** argv) {
   static char kHfRepo[] = "--hf-repo";
   for (int i = 1; i < argc; ++i) {

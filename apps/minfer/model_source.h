@@ -19,6 +19,11 @@ struct ModelSourceFlags {
 // Adds -hf (--hf-repo) and --offline to a command that declares its own -m.
 void add_model_source_flags(CLI::App* cmd, ModelSourceFlags& flags);
 
+// --no-mmap (read the weights into private memory with 2 MiB pages instead of mapping the file)
+// and --mlock (lock them in RAM; a failure is a warning), as llama.cpp names them: run, chat,
+// serve, bench and perplexity.
+void add_weight_memory_flags(CLI::App* cmd, bool& use_mmap, bool& use_mlock);
+
 // Rewrites "-hf" and "-hfr" (llama.cpp's single-dash spellings, which CLI11 cannot declare) to
 // "--hf-repo" in place.
 void rewrite_single_dash_flags(int argc, char** argv);

@@ -113,6 +113,10 @@ struct LoadOptions {
   // positions). false for a program that only batches: the observers above then go to the
   // batch generator instead.
   bool single_sequence = true;
+  // How the weights are held (llama.cpp's --no-mmap and --mlock): mapped from the file (false:
+  // read into private memory with 2 MiB pages), and locked in RAM (a failure is a warning).
+  bool use_mmap = true;
+  bool use_mlock = false;
 };
 
 struct ChatMessage {

@@ -2,15 +2,121 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+
+#include <fmt/format.h>
 
 namespace minfer {
 
-Result<std::unique_ptr<MappedFile>> MappedFile::open(const std::string& path) {
+namespace {
+
+constexpr size_t kHugePage = size_t{2} << 20;  // x86-64's PMD page
+
+// Linux's madvise(2) advice for 2 MiB pages (-1 elsewhere: not asked). MADV_HUGEPAGE asks for
+// transparent huge pages; MADV_COLLAPSE (Linux 6.1+) collapses the range into them now, reading it
+// all in. Advice only: a kernel without THP, or one that refuses file pages (EINVAL without
+// CONFIG_READ_ONLY_THP_FOR_FS), leaves 4 KiB pages, so errors are ignored.
+#ifdef __linux__
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE 25  // for C libraries whose headers predate it
+#endif
+constexpr int kAdviseHugePages = MADV_HUGEPAGE;
+constexpr int kAdviseCollapse = MADV_COLLAPSE;
+#else
+constexpr int kAdviseHugePages = -1;
+constexpr int kAdviseCollapse = -1;
+#endif
+
+void advise(void* p, size_t n, int advice) {
+  if (advice >= 0) (void)::madvise(p, n, advice);
+}
+
+// mlock, or a warning that says why not (as llama.cpp: most often RLIMIT_MEMLOCK).
+bool lock_in_memory(const std::string& path, const void* p, size_t n) {
+  if (::mlock(p, n) == 0) return true;
+  const int err = errno;
+  struct rlimit limit {};
+  std::string limit_text = "unknown";
+  if (::getrlimit(RLIMIT_MEMLOCK, &limit) == 0) {
+    limit_text = limit.rlim_cur == RLIM_INFINITY ? "unlimited"
+                                                 : fmt::format("{} KiB", limit.rlim_cur / 1024);
+  }
+  std::fprintf(stderr,
+               "minfer: warning: [file] cannot mlock '%s' (%.1f MiB): %s; RLIMIT_MEMLOCK (ulimit "
+               "-l) is %s: raise it to lock the weights in memory\n",
+               path.c_str(), static_cast<double>(n) / (1024.0 * 1024.0), std::strerror(err),
+               limit_text.c_str());
+  return false;
+}
+
+// The anonymous region the bytes of a --no-mmap load go into: `size` rounded up to whole huge
+// pages, starting on a huge page boundary (so every 2 MiB of it can be one page).
+Result<uint8_t*> map_aligned_anonymous(const std::string& path, size_t size, size_t& region_size) {
+  region_size = (size + kHugePage - 1) / kHugePage * kHugePage;
+  const size_t reserve = region_size + kHugePage;  // room to slide to a boundary
+  void* raw = ::mmap(nullptr, reserve, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED) {
+    return make_error(ErrorCode::kIo, "[file] cannot allocate {} bytes to read '{}' into: {}",
+                      reserve, path, std::strerror(errno));
+  }
+  const uintptr_t start = reinterpret_cast<uintptr_t>(raw);
+  const uintptr_t aligned = (start + kHugePage - 1) / kHugePage * kHugePage;
+  // Give back the slack before and after the aligned region.
+  if (aligned > start) ::munmap(raw, aligned - start);
+  const size_t tail = start + reserve - (aligned + region_size);
+  if (tail > 0) ::munmap(reinterpret_cast<void*>(aligned + region_size), tail);
+  uint8_t* region = reinterpret_cast<uint8_t*>(aligned);
+  advise(region, region_size, kAdviseHugePages);  // before the first touch: faults take huge pages
+  return region;
+}
+
+// Reads the `size` bytes of fd into `out`. A file that ends early (truncated while read) is an
+// error naming how far the read got.
+Status read_all(int fd, const std::string& path, uint8_t* out, size_t size) {
+  constexpr size_t kChunk = size_t{64} << 20;
+  size_t done = 0;
+  while (done < size) {
+    const ssize_t n =
+        ::pread(fd, out + done, std::min(kChunk, size - done), static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      return make_error(ErrorCode::kIo, "[file] cannot read '{}' at offset {}: {}", path, done,
+                        std::strerror(errno));
+    }
+    if (n == 0) {
+      return make_error(ErrorCode::kIo,
+                        "[file] '{}': read {} of its {} bytes, then the file ended (it shrank "
+                        "while being read)",
+                        path, done, size);
+    }
+    done += static_cast<size_t>(n);
+  }
+  return Status::ok();
+}
+
+// The file's bytes in anonymous memory (--no-mmap), read-only once read.
+Status read_into_memory(int fd, const std::string& path, size_t size, uint8_t*& region,
+                        size_t& region_size) {
+  MINFER_ASSIGN_OR_RETURN(region, map_aligned_anonymous(path, size, region_size));
+  if (Status s = read_all(fd, path, region, size); !s.is_ok()) {
+    ::munmap(region, region_size);
+    return s;
+  }
+  ::mprotect(region, region_size, PROT_READ);  // weights are never written, as in the map
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<MappedFile>> MappedFile::open(const std::string& path,
+                                                     const MapOptions& options) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     const int err = errno;
@@ -28,8 +134,13 @@ Result<std::unique_ptr<MappedFile>> MappedFile::open(const std::string& path) {
     return make_error(ErrorCode::kInvalidArgument, "[file] '{}' is not a regular file", path);
   }
   const size_t size = static_cast<size_t>(st.st_size);
-  const uint8_t* data = nullptr;
-  if (size > 0) {
+  if (size == 0) {
+    ::close(fd);
+    return std::unique_ptr<MappedFile>(new MappedFile(path, nullptr, 0, nullptr, 0));
+  }
+  uint8_t* region = nullptr;
+  size_t region_size = size;
+  if (options.use_mmap) {
     void* map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
     if (map == MAP_FAILED) {
       const int err = errno;
@@ -37,14 +148,25 @@ Result<std::unique_ptr<MappedFile>> MappedFile::open(const std::string& path) {
       return make_error(ErrorCode::kIo, "[file] cannot mmap '{}' ({} bytes): {}", path, size,
                         std::strerror(err));
     }
-    data = static_cast<const uint8_t*>(map);
+    region = static_cast<uint8_t*>(map);
+    // Page-cache readahead then fills the map with huge folios where the file system allows.
+    advise(region, size, kAdviseHugePages);
+    // Collapsing reads the whole file in: only when mlock is about to do that anyway.
+    if (options.use_mlock) advise(region, size, kAdviseCollapse);
+  } else {
+    if (Status s = read_into_memory(fd, path, size, region, region_size); !s.is_ok()) {
+      ::close(fd);
+      return s;
+    }
   }
-  ::close(fd);  // the mapping keeps the file alive
-  return std::unique_ptr<MappedFile>(new MappedFile(path, data, size));
+  ::close(fd);  // a mapping keeps the file alive
+  std::unique_ptr<MappedFile> file(new MappedFile(path, region, size, region, region_size));
+  if (options.use_mlock) file->locked_ = lock_in_memory(path, region, size);
+  return file;
 }
 
 MappedFile::~MappedFile() {
-  if (data_ != nullptr) ::munmap(const_cast<uint8_t*>(data_), size_);
+  if (region_ != nullptr) ::munmap(region_, region_size_);
 }
 
 }  // namespace minfer

@@ -92,6 +92,8 @@ Result<std::unique_ptr<LanguageModel>> LanguageModel::load(const std::string& pa
   o.observe.dump_graph = options.dump_graph;
   o.observe.profile = options.profile;
   o.with_session = options.single_sequence;
+  o.map.use_mmap = options.use_mmap;
+  o.map.use_mlock = options.use_mlock;
   MINFER_ASSIGN_OR_RETURN(engine::LoadedModel loaded, engine::load_for_generation(o));
   MINFER_ASSIGN_OR_RETURN(SamplerParams sampling, read_sampling_defaults(loaded.model->file()));
   Result<chat::ChatTemplate> tmpl = engine::load_chat_template(loaded.model->file());

@@ -1,13 +1,16 @@
 #include "engine/bench.h"
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <random>
+#include <span>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/check.h"
 #include "core/cpu_features.h"
 
 namespace minfer::engine {
@@ -36,14 +39,17 @@ int32_t argmax(std::span<const float> logits) {
   return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
 }
 
-// One pp run: prompt ids at positions 0.. in forwards of n_batch, last row's logits only.
-Status run_prompt(Runtime& runtime, const std::vector<int32_t>& prompt, int64_t n_batch) {
+// One pp run: prompt ids at positions first_pos.. in forwards of n_batch, last row's logits
+// only.
+Status run_prompt(Runtime& runtime, std::span<const int32_t> prompt, int64_t first_pos,
+                  int64_t n_batch) {
   const int64_t n = static_cast<int64_t>(prompt.size());
   for (int64_t b = 0; b < n; b += n_batch) {
     Batch batch;
     const int64_t end = std::min(n, b + n_batch);
-    for (int64_t pos = b; pos < end; ++pos) {
-      batch.add(prompt[static_cast<size_t>(pos)], static_cast<int32_t>(pos), 0, pos == end - 1);
+    for (int64_t i = b; i < end; ++i) {
+      batch.add(prompt[static_cast<size_t>(i)], static_cast<int32_t>(first_pos + i), 0,
+                i == end - 1);
     }
     MINFER_ASSIGN_OR_RETURN(std::span<const float> logits, runtime.step(batch));
     (void)logits;
@@ -51,16 +57,39 @@ Status run_prompt(Runtime& runtime, const std::vector<int32_t>& prompt, int64_t 
   return Status::ok();
 }
 
-// One tg run: n tokens, one forward each, each fed the previous argmax.
-Status run_gen(Runtime& runtime, int64_t n, int32_t first_token) {
+// One tg run: n tokens at positions first_pos.., one forward each, each fed the previous
+// argmax; `tokens` gets the argmaxes.
+Status run_gen(Runtime& runtime, int64_t n, int64_t first_pos, int32_t first_token,
+               std::vector<int32_t>& tokens) {
+  tokens.clear();
   int32_t token = first_token;
-  for (int64_t pos = 0; pos < n; ++pos) {
+  for (int64_t i = 0; i < n; ++i) {
     Batch batch;
-    batch.add(token, static_cast<int32_t>(pos), 0, true);
+    batch.add(token, static_cast<int32_t>(first_pos + i), 0, true);
     MINFER_ASSIGN_OR_RETURN(std::span<const float> logits, runtime.step(batch));
     token = argmax(logits);
+    tokens.push_back(token);
     if (runtime.trace() != nullptr) runtime.trace()->end_step(token, logits);
   }
+  return Status::ok();
+}
+
+// Leaves exactly the first n_depth depth tokens in sequence 0's cache: positions past them are
+// forgotten, missing ones prefilled (untimed). A truncation that loses sliding-window cells
+// keeps nothing, and the depth is prefilled again.
+Status fill_depth(Runtime& runtime, std::span<const int32_t> depth, int64_t n_depth,
+                  int64_t n_batch) {
+  KvCache& cache = runtime.cache();
+  if (n_depth == 0) {
+    cache.free_sequence(0);
+    return Status::ok();
+  }
+  cache.truncate(0, n_depth);
+  const int64_t have = cache.length(0);
+  MINFER_RETURN_IF_ERROR(run_prompt(
+      runtime, depth.subspan(static_cast<size_t>(have), static_cast<size_t>(n_depth - have)), have,
+      n_batch));
+  MINFER_CHECK(cache.length(0) == n_depth, "bench: the depth prefill left a different length");
   return Status::ok();
 }
 
@@ -138,18 +167,104 @@ double measure_read_bandwidth(const kernels::KernelTable& table, kernels::Thread
   return best;
 }
 
+std::vector<BenchCase> bench_cases(const BenchGrid& grid) {
+  std::vector<BenchCase> cases;
+  for (int n_threads : grid.n_threads) {
+    for (int64_t n_depth : grid.n_depth) {
+      for (int64_t n_prompt : grid.n_prompt) {
+        if (n_prompt > 0) cases.push_back({n_prompt, 0, n_depth, n_threads});
+      }
+      for (int64_t n_gen : grid.n_gen) {
+        if (n_gen > 0) cases.push_back({0, n_gen, n_depth, n_threads});
+      }
+    }
+  }
+  return cases;
+}
+
+Result<std::vector<int64_t>> parse_bench_list(std::string_view text, std::string_view flag,
+                                              int64_t min) {
+  std::vector<int64_t> values;
+  size_t item = 0;
+  for (size_t at = 0; at <= text.size(); ++item) {
+    const size_t comma = std::min(text.find(',', at), text.size());
+    const std::string_view piece = text.substr(at, comma - at);
+    int64_t value = 0;
+    const auto [end, ec] = std::from_chars(piece.data(), piece.data() + piece.size(), value);
+    if (piece.empty() || ec != std::errc() || end != piece.data() + piece.size()) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        "[bench] {} '{}': item {} is '{}', expected a comma-separated list of "
+                        "integers ≥ {}",
+                        flag, text, item + 1, piece, min);
+    }
+    if (value < min) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        "[bench] {} '{}': item {} is {}, expected ≥ {}", flag, text, item + 1,
+                        value, min);
+    }
+    values.push_back(value);
+    at = comma + 1;
+  }
+  return values;
+}
+
+std::string bench_test_name(int64_t n_prompt, int64_t n_gen, int64_t n_depth) {
+  std::string name = n_gen == 0      ? fmt::format("pp{}", n_prompt)
+                     : n_prompt == 0 ? fmt::format("tg{}", n_gen)
+                                     : fmt::format("pp{}+tg{}", n_prompt, n_gen);
+  if (n_depth > 0) name += fmt::format(" @ d{}", n_depth);
+  return name;
+}
+
+BenchTokens bench_tokens(uint64_t seed, int64_t n_vocab, int64_t n_prompt, int64_t n_depth) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int32_t> pick(0, static_cast<int32_t>(n_vocab - 1));
+  BenchTokens t;
+  t.prompt.resize(static_cast<size_t>(n_prompt));
+  for (int32_t& id : t.prompt) id = pick(rng);
+  t.first_gen = pick(rng);
+  t.depth.resize(static_cast<size_t>(n_depth));
+  for (int32_t& id : t.depth) id = pick(rng);
+  return t;
+}
+
 Result<BenchReport> run_bench(const Model& model, const std::string& model_filename,
                               const BenchOptions& o) {
-  if (o.repetitions < 1 || o.n_prompt < 0 || o.n_gen < 0 || o.n_batch < 1) {
+  BenchGrid grid;
+  grid.n_prompt = {o.n_prompt};
+  grid.n_gen = {o.n_gen};
+  grid.n_depth = {o.n_depth};
+  grid.n_threads = {o.n_threads};
+  return run_bench(model, model_filename, o, grid);
+}
+
+namespace {
+
+Status check_bench_options(const BenchOptions& o, const BenchGrid& grid) {
+  auto below = [](const auto& list, int64_t min) {
+    return std::any_of(list.begin(), list.end(), [&](auto v) { return v < min; });
+  };
+  if (o.repetitions < 1 || o.n_batch < 1 || below(grid.n_prompt, 0) || below(grid.n_gen, 0) ||
+      below(grid.n_depth, 0) || grid.n_threads.empty()) {
     return make_error(ErrorCode::kInvalidArgument,
-                      "[bench] repetitions {} / n_prompt {} / n_gen {} / n_batch {}: expected "
-                      "≥ 1 / ≥ 0 / ≥ 0 / ≥ 1",
-                      o.repetitions, o.n_prompt, o.n_gen, o.n_batch);
+                      "[bench] repetitions {} / n_prompt {} / n_gen {} / n_depth {} / n_batch {} "
+                      "/ {} thread counts: expected ≥ 1 / ≥ 0 / ≥ 0 / ≥ 0 / ≥ 1 / ≥ 1",
+                      o.repetitions, fmt::join(grid.n_prompt, ","), fmt::join(grid.n_gen, ","),
+                      fmt::join(grid.n_depth, ","), o.n_batch, grid.n_threads.size());
   }
-  const ModelConfig& c = model.config();
-  const int64_t n_ctx = std::max<int64_t>({o.n_prompt, o.n_gen, 1});
-  BenchReport report;
-  report.model_filename = model_filename;
+  const bool several_threads = std::any_of(grid.n_threads.begin(), grid.n_threads.end(),
+                                           [&](int t) { return t != grid.n_threads.front(); });
+  if (several_threads && (!o.observe.trace_path.empty() || !o.observe.dump_dir.empty())) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "[bench] a trace or dump directory with {} thread counts: each builds its "
+                      "own runtime, which would overwrite the other's files; expected one -t value",
+                      grid.n_threads.size());
+  }
+  return Status::ok();
+}
+
+// The report's model fields (llama-bench's model_type, model_size, model_n_params).
+void describe_model(const Model& model, BenchReport& report) {
   for (const GgufTensorInfo& t : model.file().tensors()) {
     report.model_size += t.n_bytes;
     report.model_n_params += t.n_elements;
@@ -158,54 +273,30 @@ Result<BenchReport> run_bench(const Model& model, const std::string& model_filen
   if (Result<int64_t> ft = model.file().get_integer("general.file_type"); ft.is_ok()) {
     file_type = *ft;
   }
-  report.model_type =
-      fmt::format("{} {} {}", c.arch, size_label(report.model_n_params), file_type_name(file_type));
-  RuntimeOptions runtime_options = o;
-  runtime_options.n_ctx = n_ctx;
-  runtime_options.n_ctx_total = n_ctx;
-  MINFER_ASSIGN_OR_RETURN(std::unique_ptr<Runtime> runtime,
-                          Runtime::create(model, runtime_options));
-  KvCache& cache = runtime->cache();
-  report.n_batch = o.n_batch;
-  report.cache_type = kv_cell_type_name(o.cache_type);
-  report.isa = runtime->isa_name();
-  report.n_threads = runtime->n_threads();
-  report.decode_weight_bytes = weight_bytes_read(model.build_graph(1, 1));
-  if (o.roofline) {
-    report.read_bandwidth =
-        measure_read_bandwidth(runtime->kernels(), runtime->pool(), o.roofline_bytes);
-  }
+  report.model_type = fmt::format("{} {} {}", model.config().arch,
+                                  size_label(report.model_n_params), file_type_name(file_type));
+}
 
-  std::mt19937_64 rng(o.seed);
-  std::uniform_int_distribution<int32_t> pick(0, static_cast<int32_t>(c.n_vocab - 1));
-  std::vector<int32_t> prompt(static_cast<size_t>(o.n_prompt));  // [n_prompt]
-  for (int32_t& t : prompt) t = pick(rng);
-  const int32_t first_gen_token = pick(rng);
+// Runs the tests of one runtime (one thread count): each a warm-up and o.repetitions timed runs
+// from a cache holding exactly its depth.
+class BenchRunner {
+ public:
+  BenchRunner(Runtime& runtime, const BenchOptions& o, const BenchTokens& tokens,
+              Progress& progress, int64_t& runs_done)
+      : runtime_(runtime), o_(o), tokens_(tokens), progress_(progress), runs_done_(runs_done) {}
 
-  const int64_t n_runs =
-      (o.n_prompt > 0 ? o.repetitions + 1 : 0) + (o.n_gen > 0 ? o.repetitions + 1 : 0);
-  Progress progress("bench", n_runs, o.progress);
-  int64_t runs_done = 0;
-  auto timed = [&](auto&& fn) -> Result<double> {
-    cache.free_sequence(0);  // each run starts from an empty cache
-    const auto t0 = std::chrono::steady_clock::now();
-    MINFER_RETURN_IF_ERROR(fn());
-    const auto t1 = std::chrono::steady_clock::now();
-    cache.free_sequence(0);
-    progress.update(++runs_done);
-    return std::chrono::duration<double, std::nano>(t1 - t0).count();
-  };
-
-  auto add_test = [&](std::string name, int64_t n_prompt, int64_t n_gen, auto&& fn) -> Status {
+  Result<BenchTest> run(const BenchCase& c, double read_bandwidth) {
     BenchTest test;
-    test.name = std::move(name);
-    test.n_prompt = n_prompt;
-    test.n_gen = n_gen;
-    MINFER_ASSIGN_OR_RETURN(double warmup_ns, timed(fn));
-    (void)warmup_ns;
-    const double n_tokens = static_cast<double>(n_prompt + n_gen);
-    for (int r = 0; r < o.repetitions; ++r) {
-      MINFER_ASSIGN_OR_RETURN(double ns, timed(fn));
+    test.name = bench_test_name(c.n_prompt, c.n_gen, c.n_depth);
+    test.n_prompt = c.n_prompt;
+    test.n_gen = c.n_gen;
+    test.n_depth = c.n_depth;
+    test.n_threads = runtime_.n_threads();
+    test.read_bandwidth = read_bandwidth;
+    const double n_tokens = static_cast<double>(c.n_prompt + c.n_gen);
+    for (int r = 0; r <= o_.repetitions; ++r) {  // r == 0: the warm-up
+      MINFER_ASSIGN_OR_RETURN(double ns, timed(c, test.tokens));
+      if (r == 0) continue;
       test.samples_ns.push_back(ns);
       test.samples_ts.push_back(n_tokens * 1e9 / ns);
     }
@@ -215,19 +306,85 @@ Result<BenchReport> run_bench(const Model& model, const std::string& model_filen
     test.stddev_ns = ns.stddev;
     test.avg_ts = ts.mean;
     test.stddev_ts = ts.stddev;
-    report.tests.push_back(std::move(test));
-    return Status::ok();
-  };
-  if (o.n_prompt > 0) {
-    MINFER_RETURN_IF_ERROR(add_test(fmt::format("pp{}", o.n_prompt), o.n_prompt, 0,
-                                    [&] { return run_prompt(*runtime, prompt, o.n_batch); }));
+    return test;
   }
-  if (o.n_gen > 0) {
-    MINFER_RETURN_IF_ERROR(add_test(fmt::format("tg{}", o.n_gen), 0, o.n_gen,
-                                    [&] { return run_gen(*runtime, o.n_gen, first_gen_token); }));
+
+ private:
+  Result<double> timed(const BenchCase& c, std::vector<int32_t>& generated) {
+    MINFER_RETURN_IF_ERROR(fill_depth(runtime_, tokens_.depth, c.n_depth, o_.n_batch));
+    const auto t0 = std::chrono::steady_clock::now();
+    if (c.n_prompt > 0) {
+      MINFER_RETURN_IF_ERROR(
+          run_prompt(runtime_, std::span(tokens_.prompt).first(static_cast<size_t>(c.n_prompt)),
+                     c.n_depth, o_.n_batch));
+    } else {
+      MINFER_RETURN_IF_ERROR(run_gen(runtime_, c.n_gen, c.n_depth, tokens_.first_gen, generated));
+    }
+    const auto t1 = std::chrono::steady_clock::now();
+    progress_.update(++runs_done_);
+    return std::chrono::duration<double, std::nano>(t1 - t0).count();
+  }
+
+  Runtime& runtime_;
+  const BenchOptions& o_;
+  const BenchTokens& tokens_;
+  Progress& progress_;
+  int64_t& runs_done_;
+};
+
+}  // namespace
+
+Result<BenchReport> run_bench(const Model& model, const std::string& model_filename,
+                              const BenchOptions& o, const BenchGrid& grid) {
+  MINFER_RETURN_IF_ERROR(check_bench_options(o, grid));
+  const std::vector<BenchCase> cases = bench_cases(grid);
+  // The context holds the deepest test: its depth and its own tokens.
+  int64_t n_ctx = 1, max_prompt = 0, max_depth = 0;
+  for (const BenchCase& c : cases) {
+    n_ctx = std::max(n_ctx, c.n_depth + c.n_prompt + c.n_gen);
+    max_prompt = std::max(max_prompt, c.n_prompt);
+    max_depth = std::max(max_depth, c.n_depth);
+  }
+  BenchReport report;
+  report.model_filename = model_filename;
+  describe_model(model, report);
+  report.n_batch = o.n_batch;
+  report.cache_type = kv_cell_type_name(o.cache_type);
+  report.decode_weight_bytes = weight_bytes_read(model.build_graph(1, 1));
+  const BenchTokens tokens = bench_tokens(o.seed, model.config().n_vocab, max_prompt, max_depth);
+
+  Progress progress("bench", static_cast<int64_t>(cases.size()) * (o.repetitions + 1), o.progress);
+  int64_t runs_done = 0;
+  std::unique_ptr<Runtime> runtime;
+  double read_bandwidth = 0.0;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    if (i == 0 || cases[i].n_threads != cases[i - 1].n_threads) {
+      if (runtime != nullptr) report.profile += runtime->profile_table();
+      runtime.reset();  // one pool at a time
+      RuntimeOptions runtime_options = o;
+      runtime_options.n_threads = cases[i].n_threads;
+      runtime_options.n_ctx = n_ctx;
+      runtime_options.n_ctx_total = n_ctx;
+      MINFER_ASSIGN_OR_RETURN(runtime, Runtime::create(model, runtime_options));
+      if (o.roofline) {
+        read_bandwidth =
+            measure_read_bandwidth(runtime->kernels(), runtime->pool(), o.roofline_bytes);
+      }
+      if (i == 0) {
+        report.isa = runtime->isa_name();
+        report.n_threads = runtime->n_threads();
+        report.read_bandwidth = read_bandwidth;
+      }
+    }
+    BenchRunner runner(*runtime, o, tokens, progress, runs_done);
+    MINFER_ASSIGN_OR_RETURN(BenchTest test, runner.run(cases[i], read_bandwidth));
+    report.tests.push_back(std::move(test));
+  }
+  if (runtime != nullptr) {
+    runtime->cache().free_sequence(0);
+    report.profile += runtime->profile_table();
   }
   progress.finish();
-  report.profile = runtime->profile_table();
   return report;
 }
 
@@ -247,20 +404,23 @@ std::string bench_markdown(const BenchReport& r) {
                      std::string(6, '-'), std::string(14, '-'), std::string(19, '-'));
   for (const BenchTest& t : r.tests) {
     out += fmt::format("| {:<30} | {:>10} | {:>10} | {:<10} | {:>7} | {:>15} | {:>20} |\n",
-                       r.model_type, size, params, "CPU", r.n_threads, t.name,
+                       r.model_type, size, params, "CPU", t.n_threads, t.name,
                        fmt::format("{:.2f} ± {:.2f}", t.avg_ts, t.stddev_ts));
   }
-  if (r.read_bandwidth > 0.0) {
-    out += fmt::format(
-        "\ndecode reads {:.2f} MiB of weights per token; read bandwidth {:.2f} GB/s ({} "
-        "threads): roofline {:.2f} t/s\n",
-        static_cast<double>(r.decode_weight_bytes) / (1024.0 * 1024.0), r.read_bandwidth / 1e9,
-        r.n_threads, r.roofline_ts());
-    for (const BenchTest& t : r.tests) {
-      if (t.n_gen > 0) {
-        out +=
-            fmt::format("{} reaches {:.2f} of the roofline\n", t.name, t.avg_ts / r.roofline_ts());
-      }
+  // The roofline of each thread count (its read bandwidth), then each tg test against it.
+  for (size_t i = 0; i < r.tests.size(); ++i) {
+    const BenchTest& t = r.tests[i];
+    if (t.read_bandwidth <= 0.0) continue;
+    if (i == 0 || t.n_threads != r.tests[i - 1].n_threads) {
+      out += fmt::format(
+          "\ndecode reads {:.2f} MiB of weights per token; read bandwidth {:.2f} GB/s ({} "
+          "threads): roofline {:.2f} t/s\n",
+          static_cast<double>(r.decode_weight_bytes) / (1024.0 * 1024.0), t.read_bandwidth / 1e9,
+          t.n_threads, r.roofline_ts(t.read_bandwidth));
+    }
+    if (t.n_gen > 0) {
+      out += fmt::format("{} reaches {:.2f} of the roofline\n", t.name,
+                         t.avg_ts / r.roofline_ts(t.read_bandwidth));
     }
   }
   return out;
@@ -277,12 +437,13 @@ std::string bench_json(const BenchReport& r) {
         {"backends", "CPU"},
         {"isa", r.isa},
         {"n_batch", r.n_batch},
-        {"n_threads", r.n_threads},
+        {"n_threads", t.n_threads},
         {"type_k", r.cache_type},
         {"type_v", r.cache_type},
         {"test", t.name},
         {"n_prompt", t.n_prompt},
         {"n_gen", t.n_gen},
+        {"n_depth", t.n_depth},
         {"avg_ns", static_cast<uint64_t>(t.avg_ns)},
         {"stddev_ns", static_cast<uint64_t>(t.stddev_ns)},
         {"avg_ts", t.avg_ts},
@@ -290,10 +451,10 @@ std::string bench_json(const BenchReport& r) {
         {"samples_ns", t.samples_ns},
         {"samples_ts", t.samples_ts},
     });
-    if (r.read_bandwidth > 0.0) {
+    if (t.read_bandwidth > 0.0) {
       array.back()["decode_weight_bytes"] = r.decode_weight_bytes;
-      array.back()["read_bandwidth"] = r.read_bandwidth;
-      array.back()["roofline_ts"] = r.roofline_ts();
+      array.back()["read_bandwidth"] = t.read_bandwidth;
+      array.back()["roofline_ts"] = r.roofline_ts(t.read_bandwidth);
     }
   }
   return array.dump(2) + "\n";

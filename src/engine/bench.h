@@ -3,13 +3,19 @@
 //    forwards of n_batch tokens (only the last row's logits computed); t/s = N / time.
 //  * tg<N> ("text generation"): N tokens decoded one forward at a time from an empty cache,
 //    each fed the argmax of the previous logits; t/s = N / time.
+//  * "… @ d<D>" (llama-bench's -d): the test runs after D random tokens already in the cache (at
+//    positions 0..D-1, prefilled untimed; the test's tokens follow at positions D, D+1, …).
 // Each test runs once unmeasured (warm-up: graphs built, caches warm), then `repetitions`
-// times, each from an emptied cache; the report gives mean ± sample standard deviation of the
-// per-repetition t/s.
+// times, each from a cache holding only its depth; the report gives mean ± sample standard
+// deviation of the per-repetition t/s.
+//
+// A grid (llama-bench's comma lists for -p, -n, -d, -t) runs every combination once, in
+// llama-bench's order (bench_cases).
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/progress.h"
@@ -23,6 +29,7 @@ namespace minfer::engine {
 struct BenchOptions : RuntimeOptions {
   int64_t n_prompt = 512;  // 0: no pp test
   int64_t n_gen = 128;     // 0: no tg test
+  int64_t n_depth = 0;     // tokens already in the cache when each test begins
   int64_t n_batch = 512;
   int repetitions = 3;
   uint64_t seed = 42;  // for the random prompt ids
@@ -33,10 +40,55 @@ struct BenchOptions : RuntimeOptions {
   int64_t roofline_bytes = int64_t{512} << 20;
 };
 
-struct BenchTest {
-  std::string name;  // "pp512", "tg128"
+// llama-bench's lists: every combination is one test run (bench_cases). The single-run fields of
+// BenchOptions (n_prompt, n_gen, n_depth, n_threads) are ignored when a grid is given.
+struct BenchGrid {
+  std::vector<int64_t> n_prompt = {512};  // 0: no pp test
+  std::vector<int64_t> n_gen = {128};     // 0: no tg test
+  std::vector<int64_t> n_depth = {0};
+  std::vector<int> n_threads = {0};  // ≤ 0: kernels::default_thread_count()
+};
+
+// One test of a grid: a pp test (n_gen 0) or a tg test (n_prompt 0).
+struct BenchCase {
   int64_t n_prompt = 0;
   int64_t n_gen = 0;
+  int64_t n_depth = 0;
+  int n_threads = 0;
+};
+
+// The grid's tests in llama-bench's order: for each thread count, for each depth, the pp tests
+// (in -p's order, 0 skipped) then the tg tests (in -n's order, 0 skipped).
+std::vector<BenchCase> bench_cases(const BenchGrid& grid);
+
+// A comma list of integers, as llama-bench's -p/-n/-d/-t take them ("128,512" → {128, 512}).
+// Error, naming `flag` and the item: an empty list or item ("1,,2"), a non-number, a value
+// below `min`.
+Result<std::vector<int64_t>> parse_bench_list(std::string_view text, std::string_view flag,
+                                              int64_t min);
+
+// llama-bench's test name: "pp512", "tg128", with " @ d4096" when n_depth > 0.
+std::string bench_test_name(int64_t n_prompt, int64_t n_gen, int64_t n_depth);
+
+// The random token ids of a bench (seeded, so every run and a test can draw the same ones): the
+// pp prompt (a test of n takes the first n), the first token fed to tg, and the depth tokens
+// (a depth of d takes the first d).
+struct BenchTokens {
+  std::vector<int32_t> prompt;  // [n_prompt]
+  int32_t first_gen = 0;
+  std::vector<int32_t> depth;  // [n_depth]
+};
+BenchTokens bench_tokens(uint64_t seed, int64_t n_vocab, int64_t n_prompt, int64_t n_depth);
+
+struct BenchTest {
+  std::string name;  // "pp512", "tg128", "pp512 @ d4096"
+  int64_t n_prompt = 0;
+  int64_t n_gen = 0;
+  int64_t n_depth = 0;
+  int n_threads = 0;
+  std::vector<int32_t> tokens;  // tg: the tokens the last run generated; pp: empty
+  // With options.roofline: this thread count's read bandwidth (bytes/s); else 0.
+  double read_bandwidth = 0.0;
   std::vector<double> samples_ns;  // [repetitions] wall time of each run
   std::vector<double> samples_ts;  // [repetitions] tokens per second of each run
   double avg_ns = 0.0, stddev_ns = 0.0;
@@ -48,7 +100,7 @@ struct BenchReport {
   std::string model_type;       // "qwen2 0.5B Q8_0", as llama.cpp's llama_model_desc
   uint64_t model_size = 0;      // tensor bytes
   uint64_t model_n_params = 0;  // tensor elements
-  int n_threads = 0;
+  int n_threads = 0;            // of the first test
   int64_t n_batch = 0;
   std::string cache_type;
   std::string isa;
@@ -57,13 +109,14 @@ struct BenchReport {
   // Bytes of weights one decode step reads (weight_bytes_read of the one-token graph: an MoE
   // layer counts only the experts a token uses).
   uint64_t decode_weight_bytes = 0;
-  // With options.roofline: the best read bandwidth of this machine with the bench's threads
+  // With options.roofline: the best read bandwidth of this machine with the first test's threads
   // (bytes/s, summing a buffer far larger than the caches), and the decode roofline it gives,
-  // read_bandwidth / decode_weight_bytes tokens/s. 0 when not measured.
+  // read_bandwidth / decode_weight_bytes tokens/s. 0 when not measured. (Each test carries the
+  // bandwidth of its own thread count.)
   double read_bandwidth = 0.0;
-  double roofline_ts() const {
-    return decode_weight_bytes > 0 ? read_bandwidth / static_cast<double>(decode_weight_bytes)
-                                   : 0.0;
+  double roofline_ts() const { return roofline_ts(read_bandwidth); }
+  double roofline_ts(double bandwidth) const {
+    return decode_weight_bytes > 0 ? bandwidth / static_cast<double>(decode_weight_bytes) : 0.0;
   }
 };
 
@@ -72,8 +125,14 @@ struct BenchReport {
 double measure_read_bandwidth(const kernels::KernelTable& table, kernels::ThreadPool& pool,
                               int64_t bytes);
 
+// The one test set of options.n_prompt / n_gen / n_depth / n_threads.
 Result<BenchReport> run_bench(const Model& model, const std::string& model_filename,
                               const BenchOptions& options);
+// Every test of the grid (bench_cases), one runtime per thread count, its context sized to the
+// deepest test (depth + its tokens). Errors: a bad option or list value; --trace or a dump
+// directory with more than one thread count (each runtime would overwrite the other's file).
+Result<BenchReport> run_bench(const Model& model, const std::string& model_filename,
+                              const BenchOptions& options, const BenchGrid& grid);
 
 // llama-bench's markdown table.
 std::string bench_markdown(const BenchReport& report);

@@ -9,7 +9,7 @@ Result<LoadedModel> load_for_generation(const ModelOptions& options) {
   session.observe = options.observe;
   MINFER_RETURN_IF_ERROR(apply_user_options(session, options.cache_type, GgmlType::kF16));
   LoadedModel loaded;
-  MINFER_ASSIGN_OR_RETURN(loaded.model, Model::load(options.path));
+  MINFER_ASSIGN_OR_RETURN(loaded.model, Model::load(options.path, options.map));
   MINFER_ASSIGN_OR_RETURN(loaded.tokenizer, Tokenizer::from_gguf(loaded.model->file()));
   MINFER_ASSIGN_OR_RETURN(ContextChoice ctx,
                           resolve_n_ctx(*loaded.model, options.n_ctx, session.cache_type));

@@ -22,6 +22,7 @@ struct ModelOptions {
   std::string cache_type;    // "f32", "f16", "q8_0"; empty: MINFER_CACHE_TYPE, else f16
   ObserveOptions observe;    // with MINFER_TRACE / MINFER_DUMP_DIR applied by the loader
   bool with_session = true;  // false: model and tokenizer only (a batching program)
+  MapOptions map;            // mapped or read (--no-mmap), locked (--mlock)
 };
 
 struct LoadedModel {

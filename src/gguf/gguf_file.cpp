@@ -358,14 +358,15 @@ class GgufParser {
   uint64_t kv_count_ = 0;
 };
 
-Result<std::unique_ptr<GgufFile>> GgufFile::open(const std::string& path) {
-  MINFER_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> file, open_one(path));
-  MINFER_RETURN_IF_ERROR(file->open_split_parts());
+Result<std::unique_ptr<GgufFile>> GgufFile::open(const std::string& path, const MapOptions& map) {
+  MINFER_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> file, open_one(path, map));
+  MINFER_RETURN_IF_ERROR(file->open_split_parts(map));
   return file;
 }
 
-Result<std::unique_ptr<GgufFile>> GgufFile::open_one(const std::string& path) {
-  MINFER_ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> mapped, MappedFile::open(path));
+Result<std::unique_ptr<GgufFile>> GgufFile::open_one(const std::string& path,
+                                                     const MapOptions& map) {
+  MINFER_ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> mapped, MappedFile::open(path, map));
   std::unique_ptr<GgufFile> file(new GgufFile());
   file->bytes_ = mapped->bytes();
   file->file_ = std::move(mapped);

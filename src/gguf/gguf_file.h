@@ -54,7 +54,9 @@ class GgufFile {
   // (`<prefix>-00001-of-0000N.gguf` with split.count N > 1, gguf/gguf_split.h) opens with all its
   // siblings: the metadata is the first part's, tensors() lists every part's tensors, and each
   // tensor's data comes from its own part. Another part alone is refused, naming the first.
-  static Result<std::unique_ptr<GgufFile>> open(const std::string& path);
+  // `map` says how the bytes are held (mapped or read; locked or not) — for every part.
+  static Result<std::unique_ptr<GgufFile>> open(const std::string& path,
+                                                const MapOptions& map = {});
   // Validates a GGUF image held in memory; `bytes` must outlive the result. `name` appears in
   // error messages. Used by the fuzzer and tests.
   static Result<std::unique_ptr<GgufFile>> parse(std::span<const uint8_t> bytes, std::string name);
@@ -96,9 +98,9 @@ class GgufFile {
   GgufFile() = default;
   Status type_error(std::string_view key, std::string_view expected, const GgufValue& v) const;
   Status missing_key(std::string_view key) const;
-  static Result<std::unique_ptr<GgufFile>> open_one(const std::string& path);
+  static Result<std::unique_ptr<GgufFile>> open_one(const std::string& path, const MapOptions& map);
   // Opens parts 2…N of a split model whose first part this is (gguf_split.cpp).
-  Status open_split_parts();
+  Status open_split_parts(const MapOptions& map);
 
   friend class GgufParser;
   std::unique_ptr<MappedFile> file_;  // null when parsing caller-owned bytes

@@ -49,7 +49,7 @@ std::string split_part_path(std::string_view prefix, int number, int count) {
   return fmt::format("{}-{:05d}-of-{:05d}.gguf", prefix, number, count);
 }
 
-Status GgufFile::open_split_parts() {
+Status GgufFile::open_split_parts(const MapOptions& map) {
   if (!has(kSplitCountKey)) return Status::ok();
   MINFER_ASSIGN_OR_RETURN(const int64_t count, split_key(*this, kSplitCountKey, 1, kSplitMaxParts));
   MINFER_ASSIGN_OR_RETURN(const int64_t no, split_key(*this, kSplitNoKey, 0, count - 1));
@@ -76,7 +76,7 @@ Status GgufFile::open_split_parts() {
       return make_error(ErrorCode::kNotFound, "[gguf] '{}': part {} of {} '{}' is missing", name_,
                         i + 1, count, path);
     }
-    MINFER_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> part, open_one(path));
+    MINFER_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> part, open_one(path, map));
     MINFER_ASSIGN_OR_RETURN(const int64_t part_count,
                             split_key(*part, kSplitCountKey, 1, kSplitMaxParts));
     MINFER_ASSIGN_OR_RETURN(const int64_t part_no,

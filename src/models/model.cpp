@@ -4,8 +4,8 @@
 
 namespace minfer {
 
-Result<std::unique_ptr<Model>> Model::load(const std::string& path) {
-  MINFER_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> file, GgufFile::open(path));
+Result<std::unique_ptr<Model>> Model::load(const std::string& path, const MapOptions& map) {
+  MINFER_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> file, GgufFile::open(path, map));
   return from_file(std::move(file));
 }
 

@@ -16,7 +16,8 @@ namespace minfer {
 
 class Model {
  public:
-  static Result<std::unique_ptr<Model>> load(const std::string& path);
+  // `map`: how the weights are held in memory (mapped by default; core/mapped_file.h).
+  static Result<std::unique_ptr<Model>> load(const std::string& path, const MapOptions& map = {});
   // Takes an opened file (e.g. one a test wrote).
   static Result<std::unique_ptr<Model>> from_file(std::unique_ptr<GgufFile> file);
 

@@ -1,10 +1,16 @@
 // minfer bench: the JSON and markdown reports, and the statistics they carry.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
+
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "engine/bench.h"
+#include "engine/runtime.h"
+#include "graph/batch.h"
 #include "models/model.h"
 #include "test_util.h"
 #include "tools/model_maker.h"
@@ -139,6 +145,162 @@ TEST(Bench, RooflineFromTheDecodeGraphsWeightBytesAndTheReadBandwidth) {
     EXPECT_NE(md.find("tg2 reaches "), std::string::npos) << md;
     const nlohmann::json j = nlohmann::json::parse(engine::bench_json(*report));
     EXPECT_EQ(j[0]["decode_weight_bytes"].get<uint64_t>(), report->decode_weight_bytes);
+  }
+}
+
+std::string make_test_model(const test::TempDir& dir, const std::string& arch) {
+  MakeModelOptions m;
+  m.arch = arch;
+  m.type = "q8_0";
+  m.output = dir.file(arch + ".gguf");
+  m.progress = ProgressStyle::kQuiet;
+  EXPECT_TRUE(make_model(m).is_ok());
+  return m.output;
+}
+
+// A tg test at depth d decodes exactly what a runtime decodes after prefilling the d depth tokens
+// (so the bench's cache held those d cells when the timed part began), and each repetition starts
+// from the same d cells (the last run's tokens are the first's).
+TEST(Bench, DepthRunDecodesAfterTheDepthTokensInTheCache) {
+  test::TempDir dir;
+  auto model = Model::load(make_test_model(dir, "qwen2"));
+  ASSERT_TRUE(model.is_ok()) << model.status().message();
+  engine::BenchOptions o;
+  o.n_prompt = 8;
+  o.n_gen = 6;
+  o.n_depth = 40;
+  o.n_batch = 16;  // the depth prefill takes 3 forwards
+  o.repetitions = 2;
+  o.n_threads = 2;
+  o.progress = ProgressStyle::kQuiet;
+  auto report = engine::run_bench(**model, "m", o);
+  ASSERT_TRUE(report.is_ok()) << report.status().message();
+  ASSERT_EQ(report->tests.size(), 2u);
+  EXPECT_EQ(report->tests[0].name, "pp8 @ d40");
+  EXPECT_EQ(report->tests[1].name, "tg6 @ d40");
+  EXPECT_EQ(report->tests[1].n_depth, 40);
+  const std::vector<int32_t>& bench_tokens = report->tests[1].tokens;
+  ASSERT_EQ(bench_tokens.size(), 6u);
+
+  const engine::BenchTokens ids =
+      engine::bench_tokens(o.seed, (*model)->config().n_vocab, o.n_prompt, o.n_depth);
+  engine::RuntimeOptions ro;
+  ro.n_threads = 1;
+  ro.n_ctx = 64;
+  ro.cache_type = o.cache_type;
+  auto runtime = engine::Runtime::create(**model, ro);
+  ASSERT_TRUE(runtime.is_ok()) << runtime.status().message();
+  Batch depth;
+  for (int32_t pos = 0; pos < 40; ++pos) {
+    depth.add(ids.depth[static_cast<size_t>(pos)], pos, 0, pos == 39);
+  }
+  ASSERT_TRUE((*runtime)->step(depth).is_ok());
+  EXPECT_EQ((*runtime)->cache().length(0), 40);
+  int32_t token = ids.first_gen;
+  std::vector<int32_t> expected;
+  for (int32_t pos = 40; pos < 46; ++pos) {
+    Batch b;
+    b.add(token, pos, 0, true);
+    auto logits = (*runtime)->step(b);
+    ASSERT_TRUE(logits.is_ok()) << logits.status().message();
+    token =
+        static_cast<int32_t>(std::max_element(logits->begin(), logits->end()) - logits->begin());
+    expected.push_back(token);
+  }
+  EXPECT_EQ(bench_tokens, expected);
+
+  // Without the depth, the same first token decodes something else: the cells matter.
+  o.n_depth = 0;
+  o.n_prompt = 0;
+  auto flat = engine::run_bench(**model, "m", o);
+  ASSERT_TRUE(flat.is_ok()) << flat.status().message();
+  EXPECT_EQ(flat->tests[0].name, "tg6");
+  EXPECT_NE(flat->tests[0].tokens, expected);
+}
+
+TEST(Bench, GridCasesInLlamaBenchOrder) {
+  engine::BenchGrid grid;
+  grid.n_prompt = {128, 0, 512};
+  grid.n_gen = {64};
+  grid.n_depth = {0, 4096};
+  grid.n_threads = {1, 2};
+  const std::vector<engine::BenchCase> cases = engine::bench_cases(grid);
+  std::vector<std::string> names;
+  for (const engine::BenchCase& c : cases) {
+    names.push_back(fmt::format("t{} {}", c.n_threads,
+                                engine::bench_test_name(c.n_prompt, c.n_gen, c.n_depth)));
+  }
+  const std::vector<std::string> expected = {
+      "t1 pp128", "t1 pp512", "t1 tg64", "t1 pp128 @ d4096", "t1 pp512 @ d4096", "t1 tg64 @ d4096",
+      "t2 pp128", "t2 pp512", "t2 tg64", "t2 pp128 @ d4096", "t2 pp512 @ d4096", "t2 tg64 @ d4096"};
+  EXPECT_EQ(names, expected);
+}
+
+TEST(Bench, ParsesCommaListsAndRejectsBadOnes) {
+  auto ok = engine::parse_bench_list("128,512", "-p", 0);
+  ASSERT_TRUE(ok.is_ok()) << ok.status().message();
+  EXPECT_EQ(*ok, (std::vector<int64_t>{128, 512}));
+  EXPECT_EQ(*engine::parse_bench_list("0", "-d", 0), (std::vector<int64_t>{0}));
+  const struct {
+    const char* text;
+    const char* flag;
+    int64_t min;
+    const char* message;
+  } bad[] = {
+      {"1,,2", "-p", 0, "-p '1,,2': item 2 is '', expected a comma-separated list of integers ≥ 0"},
+      {"-5", "-d", 0, "-d '-5': item 1 is -5, expected ≥ 0"},
+      {"", "-n", 0, "item 1 is ''"},
+      {"64,", "-n", 0, "item 2 is ''"},
+      {"12x", "-p", 0, "item 1 is '12x'"},
+      {" 1", "-p", 0, "item 1 is ' 1'"},
+      {"99999999999999999999", "-p", 0, "item 1 is '99999999999999999999'"},
+      {"1,0", "-t", 1, "-t '1,0': item 2 is 0, expected ≥ 1"},
+  };
+  for (const auto& b : bad) {
+    auto r = engine::parse_bench_list(b.text, b.flag, b.min);
+    ASSERT_FALSE(r.is_ok()) << b.text;
+    EXPECT_NE(r.status().message().find(b.message), std::string::npos) << r.status().message();
+  }
+}
+
+// One command measures the grid: every (threads, depth, test) once, with n_depth in the JSON and
+// the depth in the test names; bad lists are errors that name the flag.
+TEST(Bench, CommandMeasuresTheGrid) {
+  test::TempDir dir;
+  const std::string model = make_test_model(dir, "llama");
+  auto r = test::run_command(test::minfer_binary() + " bench -m " + model +
+                             " -p 8,16 -n 4 -d 0,24 -t 1,2 -r 1 -o json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j.size(), 12u);
+  std::vector<std::string> tests;
+  for (const auto& t : j) {
+    tests.push_back(fmt::format("t{} {} d{} p{} g{}", t["n_threads"].get<int>(),
+                                t["test"].get<std::string>(), t["n_depth"].get<int64_t>(),
+                                t["n_prompt"].get<int64_t>(), t["n_gen"].get<int64_t>()));
+  }
+  EXPECT_EQ(tests[0], "t1 pp8 d0 p8 g0");
+  EXPECT_EQ(tests[1], "t1 pp16 d0 p16 g0");
+  EXPECT_EQ(tests[2], "t1 tg4 d0 p0 g4");
+  EXPECT_EQ(tests[3], "t1 pp8 @ d24 d24 p8 g0");
+  EXPECT_EQ(tests[5], "t1 tg4 @ d24 d24 p0 g4");
+  EXPECT_EQ(tests[6], "t2 pp8 d0 p8 g0");
+  EXPECT_EQ(tests[11], "t2 tg4 @ d24 d24 p0 g4");
+
+  const auto md = test::run_command(test::minfer_binary() + " bench -m " + model +
+                                    " -p 8 -n 4 -d 24 -t 1 -r 1");
+  ASSERT_EQ(md.exit_code, 0) << md.err;
+  EXPECT_NE(md.out.find(" pp8 @ d24 |"), std::string::npos) << md.out;
+  EXPECT_NE(md.out.find(" tg4 @ d24 |"), std::string::npos) << md.out;
+
+  for (const std::string& args :
+       {std::string("-p 1,,2"), std::string("-d -5"), std::string("-n 4,x"), std::string("-t 0")}) {
+    const auto bad =
+        test::run_command(test::minfer_binary() + " bench -m " + model + " " + args + " -r 1");
+    EXPECT_EQ(bad.exit_code, 1) << args << "\n" << bad.err;
+    EXPECT_NE(bad.err.find("[bench] " + args.substr(0, 2) + " '"), std::string::npos)
+        << args << "\n"
+        << bad.err;
   }
 }
 

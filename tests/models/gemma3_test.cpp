@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/runtime.h"
+#include "forward_logits.h"
 #include "gguf/gguf_file.h"
 #include "gguf/gguf_writer.h"
 #include "models/model.h"
@@ -48,16 +49,9 @@ Result<std::unique_ptr<Model>> load(const std::vector<uint8_t>& bytes) {
 
 // The logits of a few tokens, one forward: [n_tokens, n_vocab].
 std::vector<float> logits_of(const Model& model) {
-  engine::RuntimeOptions options;
-  options.n_threads = 2;
-  options.n_ctx = 16;
-  auto runtime = engine::Runtime::create(model, options);
-  EXPECT_TRUE(runtime.is_ok()) << runtime.status().message();
-  Batch batch;
-  for (int32_t t = 0; t < 12; ++t) batch.add(100 + 7 * t, t, 0, true);
-  auto logits = (*runtime)->step(batch);
-  EXPECT_TRUE(logits.is_ok()) << logits.status().message();
-  return {logits->begin(), logits->end()};
+  std::vector<int32_t> tokens;  // [12]
+  for (int32_t t = 0; t < 12; ++t) tokens.push_back(100 + 7 * t);
+  return test::forward_logits(model, tokens);
 }
 
 TEST(Gemma3, ReadsTheSlidingWindowLayersAndTheirRopeBase) {
