@@ -22,6 +22,8 @@ constexpr const char* kHelp =
     "  /exit    leave (also Ctrl-D, or Ctrl-C twice at the prompt)\n"
     "  /clear   forget the conversation (the system message stays)\n"
     "  /regen   drop the last reply and generate it again\n"
+    "  /save FILE  write the conversation and its KV cells to FILE\n"
+    "  /load FILE  continue the conversation saved in FILE (same model and --cache-type)\n"
     "  /help    this text\n"
     "Ctrl-C while the model answers stops the answer.\n";
 
@@ -105,6 +107,8 @@ class ChatLoop {
           conversation_->clear();
           model_.clear();
           std::fputs("(conversation cleared)\n", stderr);
+        } else if (command == "/save" || command == "/load") {
+          state_command(command, line.substr(command.size()));
         } else if (command == "/regen") {
           if (!conversation_->pop_last("assistant")) {
             std::fputs("(no reply to regenerate)\n", stderr);
@@ -213,6 +217,47 @@ class ChatLoop {
                    static_cast<long long>(r.n_prefilled), static_cast<long long>(r.n_reused));
     }
     return true;
+  }
+
+  // /save FILE and /load FILE: the session's tokens and cells with the messages beside them
+  // (engine state files); a failure is reported and the conversation goes on as it was.
+  void state_command(const std::string& command, std::string path) {
+    const size_t first = path.find_first_not_of(" \t");
+    path = first == std::string::npos ? "" : path.substr(first);
+    while (!path.empty() && (path.back() == ' ' || path.back() == '\t')) path.pop_back();
+    if (path.empty()) {
+      std::fprintf(stderr, "%s needs a file name\n", command.c_str());
+      return;
+    }
+    if (command == "/save") {
+      auto saved = model_.save_state(path, conversation_->messages_json());
+      if (!saved.is_ok()) {
+        std::fprintf(stderr, "%s\n", saved.status().message().c_str());
+        return;
+      }
+      std::fprintf(stderr, "(saved %lld tokens and %lld turns to %s)\n",
+                   static_cast<long long>(saved->n_tokens),
+                   static_cast<long long>(conversation_->n_turns()), path.c_str());
+      return;
+    }
+    auto loaded = model_.load_state(path);
+    if (!loaded.is_ok()) {
+      std::fprintf(stderr, "%s\n", loaded.status().message().c_str());
+      return;
+    }
+    const Status messages = loaded->app_data.empty()
+                                ? Status::ok()
+                                : conversation_->set_messages_json(loaded->app_data);
+    if (loaded->app_data.empty() || !messages.is_ok()) {
+      // A state saved by `run --prompt-cache`, say: its cells serve as a prefix, no turns.
+      conversation_->clear();
+      std::fprintf(stderr, "(loaded %lld tokens from %s; it holds no conversation)\n",
+                   static_cast<long long>(loaded->n_tokens), path.c_str());
+      return;
+    }
+    std::fprintf(stderr, "(loaded %lld tokens and %lld turns from %s)\n",
+                 static_cast<long long>(loaded->n_tokens),
+                 static_cast<long long>(conversation_->n_turns()), path.c_str());
   }
 
   bool fail(const Status& status) {

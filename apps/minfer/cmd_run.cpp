@@ -7,6 +7,7 @@
 #include <climits>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -294,7 +295,31 @@ struct RunFlags {
   std::string prompt_file;
   bool chat = false;
   bool prompt_given = false;
+  std::string prompt_cache;  // --prompt-cache FILE
 };
+
+// --prompt-cache FILE, before generating: the state FILE holds, when it exists, goes into the
+// model's sequence, so that generation prefills only what the prompt adds to its longest common
+// prefix with the state's tokens. A file that cannot be used (another model, cell type, corrupt)
+// is an error: it is never loaded into the wrong model, and never silently ignored.
+Status load_prompt_cache(LanguageModel& model, const std::string& path, bool verbose) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    if (verbose) std::fprintf(stderr, "prompt cache: '%s' does not exist yet\n", path.c_str());
+    return Status::ok();
+  }
+  Result<StateReply> loaded = model.load_state(path);
+  if (!loaded.is_ok()) {
+    return make_error(loaded.status().code(),
+                      "[run] --prompt-cache: {} (delete the file to start a new one)",
+                      loaded.status().message());
+  }
+  if (verbose) {
+    std::fprintf(stderr, "prompt cache: restored %lld tokens from '%s' in %.1f ms\n",
+                 static_cast<long long>(loaded->n_tokens), path.c_str(), loaded->ms);
+  }
+  return Status::ok();
+}
 
 Status run_run(CLI::App* cmd, RunFlags& flags) {
   MINFER_RETURN_IF_ERROR(finish_generation_flags(cmd, flags.common));
@@ -332,6 +357,10 @@ Status run_run(CLI::App* cmd, RunFlags& flags) {
   }
   if (flags.common.verbose) std::fprintf(stderr, "prompt tokens: %zu\n", tokens.size());
 
+  if (!flags.prompt_cache.empty()) {
+    MINFER_RETURN_IF_ERROR(load_prompt_cache(*model, flags.prompt_cache, flags.common.verbose));
+  }
+
   GenerateParams params = flags.common.generate;
   params.cancel = &install_interrupt_handler();
   // A chat reply is split into reasoning and content (and a budget needs to see the reasoning);
@@ -355,6 +384,14 @@ Status run_run(CLI::App* cmd, RunFlags& flags) {
   report += "\n" + reply.metrics;
   report += model->profile_table();
   std::fputs(report.c_str(), stderr);
+  if (!flags.prompt_cache.empty()) {
+    // The prompt and the reply's tokens, so that a next run with a longer prompt reuses both.
+    MINFER_ASSIGN_OR_RETURN(StateReply saved, model->save_state(flags.prompt_cache));
+    std::fprintf(stderr,
+                 "prompt cache: %lld of %lld prompt tokens reused; %lld tokens saved to '%s'\n",
+                 static_cast<long long>(reply.n_cached), static_cast<long long>(reply.n_prompt),
+                 static_cast<long long>(saved.n_tokens), flags.prompt_cache.c_str());
+  }
   return Status::ok();
 }
 
@@ -368,6 +405,9 @@ void register_run_command(CLI::App& app, CommandRegistry& registry) {
   cmd->add_option("-f,--file", flags->prompt_file, "file holding the prompt");
   cmd->add_flag("--chat", flags->chat,
                 "render the prompt through the model's chat template as a user message");
+  cmd->add_option("--prompt-cache", flags->prompt_cache,
+                  "KV state file: reuse the longest prefix the prompt shares with the state it "
+                  "holds (when it exists), then store the prompt and reply's state in it");
   registry.add(cmd, [flags, cmd, prompt]() {
     flags->prompt_given = prompt->count() > 0;
     const Status st = run_run(cmd, *flags);

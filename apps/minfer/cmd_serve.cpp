@@ -78,6 +78,7 @@ Result<Loaded> load(ServeFlags& f, const std::string& model_path) {
   f.load.single_sequence = false;  // every request runs on the batch generator
   MINFER_ASSIGN_OR_RETURN(l.model, LanguageModel::load(model_path, f.load));
   f.batch.prefix_cache = !f.no_prefix_cache;
+  f.batch.keep_slots = !f.http.slot_save_path.empty();  // slots keep cells to save
   MINFER_ASSIGN_OR_RETURN(l.generator, l.model->batch_generator(f.batch));
   l.generator->start();
   return l;
@@ -140,6 +141,15 @@ Result<std::unique_ptr<server::ModelRegistry>> make_registry(ServeFlags& f) {
 }
 
 int run_serve(ServeFlags& f) {
+  if (!f.http.slot_save_path.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(f.http.slot_save_path, ec);
+    if (!std::filesystem::is_directory(f.http.slot_save_path, ec)) {
+      fmt::print(stderr, "minfer serve: --slot-save-path '{}' is not a folder that can be made\n",
+                 f.http.slot_save_path);
+      return 1;
+    }
+  }
   std::unique_ptr<server::ModelRegistry> registry;
   if (!f.models_dir.empty() || f.models_hf_cache) {
     Result<std::unique_ptr<server::ModelRegistry>> r = make_registry(f);
@@ -291,6 +301,9 @@ void register_serve_command(CLI::App& app, CommandRegistry& registry) {
   cmd->add_option("--max-queue", f.batch.max_queue,
                   "requests that may wait beyond the running ones (default 64)");
   cmd->add_flag("--no-prefix-cache", f.no_prefix_cache, "do not reuse cached prompt prefixes");
+  cmd->add_option("--slot-save-path", f.http.slot_save_path,
+                  "folder for POST /slots/{id}?action=save|restore state files; slots then keep "
+                  "their last request's KV cells (default: slot actions refused)");
   cmd->add_option("--timeout", f.http.read_timeout_s,
                   "seconds a client may stall while sending or receiving (default 10)");
   cmd->add_option("--max-body", f.http.max_body_bytes, "largest request body in bytes (8 MiB)");

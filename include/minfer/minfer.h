@@ -17,6 +17,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <future>
 #include <memory>
 #include <span>
 #include <string>
@@ -160,6 +161,10 @@ struct GenerateParams : SamplerParams, ReplyParams {
   // Not together with json_object. A grammar that does not parse is an error naming line and
   // column.
   std::string grammar;
+  // Batched requests only: < 0 any free slot; else the request waits for slot id_slot
+  // (0..n_parallel-1) and starts from what that slot holds (BatchOptions::keep_slots), e.g. a
+  // state restored into it.
+  int32_t id_slot = -1;
 };
 
 // Ok when `gbnf` is a grammar GenerateParams::grammar can take; else the error, naming line and
@@ -193,6 +198,15 @@ struct GenerateReply {
 struct PrefillReply {
   int64_t n_reused = 0;
   int64_t n_prefilled = 0;
+};
+
+// A sequence's KV state saved to or loaded from a file (LanguageModel::save_state, load_state).
+struct StateReply {
+  int64_t n_tokens = 0;         // positions the state holds
+  std::vector<int32_t> tokens;  // [n_tokens] their tokens
+  std::string app_data;         // what was stored beside the cells (e.g. a chat's messages)
+  int64_t n_bytes = 0;          // size of the file
+  double ms = 0.0;              // wall time of the save or the load
 };
 
 // Gets each piece of text as soon as it is safe to show (whole UTF-8 characters, never a stop
@@ -269,6 +283,24 @@ struct BatchOptions {
   int64_t block_size = 16;     // KV positions per block
   int64_t max_queue = 64;      // requests waiting beyond it are refused; < 0: no limit
   bool prefix_cache = true;    // requests sharing a prompt prefix share its cache blocks
+  // A slot (0..n_parallel-1) is where a request runs; with keep_slots, a finished request's KV
+  // cells stay in its slot, for the next request there (the longest common prefix is reused) and
+  // for slot_action's save. They go when the pool needs their blocks.
+  bool keep_slots = false;
+};
+
+// What BatchGenerator::slot_action does to a slot (llama-server's POST /slots/{id}?action=…).
+enum class SlotAction {
+  kSave,     // the slot's tokens and KV cells to a state file
+  kRestore,  // a state file into the slot
+  kErase,    // forget what the slot holds
+};
+
+struct SlotReply {
+  int32_t id_slot = 0;
+  int64_t n_tokens = 0;  // tokens saved, restored or erased
+  int64_t n_bytes = 0;   // size of the state file (save, restore)
+  double ms = 0.0;       // wall time of the action
 };
 
 // Many requests over one model, decoded together in one batch per step (continuous batching,
@@ -286,6 +318,12 @@ class BatchGenerator {
   Result<std::shared_ptr<RequestHandle>> submit(std::span<const int32_t> prompt,
                                                 const GenerateParams& params,
                                                 std::function<void(const BatchEvent&)> on_event);
+  // Queues an action on slot `id_slot`, done between steps once no request runs in the slot.
+  // Errors (in the future): keep_slots is off, a slot outside 0..n_parallel-1, a file that
+  // cannot be written or read, a state of another model or cell type (load_state's errors), too
+  // few free KV blocks, a stopped generator. Without start(), run_until_idle() does it.
+  std::future<Result<SlotReply>> slot_action(SlotAction action, int32_t id_slot,
+                                             const std::string& path);
   // Steps on the calling thread until every request has finished.
   Status run_until_idle();
   // Or: steps on a thread of its own until stop(), which cancels what is left.
@@ -332,6 +370,11 @@ class Chat {
   // one and the template did not write it).
   Result<std::string> render(bool add_generation_prompt = true) const;
   Result<std::vector<int32_t>> tokens(bool add_generation_prompt = true) const;
+  // The messages as JSON text ([{"role", "content"}, …], the system message first when there is
+  // one), and the conversation replaced by such a list (e.g. stored beside a state file by
+  // save_state). Error: text that is not such a list.
+  std::string messages_json() const;
+  Status set_messages_json(std::string_view json);
 
  private:
   friend class LanguageModel;
@@ -390,6 +433,16 @@ class LanguageModel {
   Result<PrefillReply> prefill(std::span<const int32_t> tokens);
   // Forgets what the sequence holds.
   void clear();
+  // Writes what that sequence holds — its tokens and every layer's KV cells, with the model's
+  // fingerprint and the cell type — to `path` (through `path`.tmp, renamed when complete), with
+  // `app_data` beside it.
+  Result<StateReply> save_state(const std::string& path, std::string_view app_data = {});
+  // Replaces what the sequence holds by the state saved in `path`; the next generate() or
+  // prefill() reuses the longest prefix its prompt shares with the state's tokens. Errors, with
+  // the sequence left as it was: not a state file, another version, truncated or corrupt (the
+  // checksum), saved from another model (the field that differs is named) or with another cell
+  // type, more positions than n_ctx.
+  Result<StateReply> load_state(const std::string& path);
 
   // A batch generator over this model (with a KV cache of its own); the model must outlive it.
   Result<std::unique_ptr<BatchGenerator>> batch_generator(const BatchOptions& options) const;

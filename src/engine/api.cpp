@@ -300,4 +300,16 @@ Result<std::vector<int32_t>> Chat::tokens(bool add_generation_prompt) const {
   return impl_->conversation.tokens(add_generation_prompt);
 }
 
+std::string Chat::messages_json() const {
+  return impl_->conversation.messages().dump();
+}
+
+Status Chat::set_messages_json(std::string_view json) {
+  const nlohmann::ordered_json parsed = nlohmann::ordered_json::parse(json, nullptr, false);
+  if (parsed.is_discarded()) {
+    return make_error(ErrorCode::kInvalidArgument, "[chat] the messages are not valid JSON");
+  }
+  return impl_->conversation.set_messages(parsed);
+}
+
 }  // namespace minfer

@@ -67,6 +67,7 @@ Result<std::unique_ptr<BatchGenerator>> LanguageModel::batch_generator(
   o.block_size = options.block_size;
   o.max_queue = options.max_queue;
   o.prefix_cache = options.prefix_cache;
+  o.keep_slots = options.keep_slots;
   auto impl = std::make_unique<BatchGenerator::Impl>();
   impl->tokenizer = loaded.tokenizer.get();
   impl->grammars = impl_->grammars;
@@ -87,6 +88,7 @@ Result<std::shared_ptr<RequestHandle>> BatchGenerator::submit(
   request.stops = params.stop;
   request.top_logprobs = params.top_logprobs;
   request.render_special = params.render_special;
+  request.slot = params.id_slot;
   // Each request gets its own matcher state over the shared compiled grammar.
   MINFER_ASSIGN_OR_RETURN(request.constraint,
                           impl_->grammars->constraint(params.json_object, params.grammar));
@@ -100,6 +102,16 @@ Result<std::shared_ptr<RequestHandle>> BatchGenerator::submit(
     if (on_event) on_event(batch_event(std::move(e)));
   };
   return impl_->scheduler->submit(std::move(request), std::move(sink));
+}
+
+std::future<Result<SlotReply>> BatchGenerator::slot_action(SlotAction action, int32_t id_slot,
+                                                           const std::string& path) {
+  auto promise = std::make_shared<std::promise<Result<SlotReply>>>();
+  std::future<Result<SlotReply>> result = promise->get_future();
+  impl_->scheduler->slot_action(action, id_slot, path, [promise](Result<SlotReply> reply) {
+    promise->set_value(std::move(reply));
+  });
+  return result;
 }
 
 Status BatchGenerator::run_until_idle() {

@@ -72,6 +72,28 @@ void Conversation::clear() {
   while (messages_.size() > keep) messages_.erase(messages_.size() - 1);
 }
 
+Status Conversation::set_messages(const nlohmann::ordered_json& messages) {
+  if (!messages.is_array()) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "[chat] messages must be a JSON array of {{\"role\", \"content\"}}");
+  }
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const nlohmann::ordered_json& m = messages[i];
+    if (!m.is_object() || !m.contains("role") || !m["role"].is_string() || !m.contains("content") ||
+        !m["content"].is_string()) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        "[chat] message {} must be an object with string 'role' and 'content'", i);
+    }
+  }
+  messages_ = nlohmann::ordered_json::array();
+  for (const auto& m : messages) {
+    messages_.push_back(
+        message(m["role"].get<std::string>().c_str(), m["content"].get<std::string>()));
+  }
+  has_system_ = !messages_.empty() && messages_[0]["role"] == "system";
+  return Status::ok();
+}
+
 int64_t Conversation::n_turns() const {
   int64_t n = 0;
   for (const auto& m : messages_) n += m["role"] == "user" ? 1 : 0;

@@ -47,6 +47,11 @@ class Conversation {
   Result<std::string> render(bool add_generation_prompt) const;
 
   const nlohmann::ordered_json& messages() const { return messages_; }
+  // Replaces the messages by `messages` (an array of {"role", "content"} objects with string
+  // values; a first "system" message is the system message). Error, leaving them as they were:
+  // anything else.
+  Status set_messages(const nlohmann::ordered_json& messages);
+
   // User messages held (turns).
   int64_t n_turns() const;
   bool has_system() const { return has_system_; }

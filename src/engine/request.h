@@ -52,6 +52,7 @@ struct RequestParams {
   // request's state.
   std::shared_ptr<TokenConstraint> constraint;
   ReplyRequest reply;
+  int32_t slot = -1;  // < 0: any free slot; else wait for that one (GenerateParams::id_slot)
 };
 
 // What the scheduler streams to a request, on the scheduler's thread: one event per sampled

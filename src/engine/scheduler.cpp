@@ -1,6 +1,7 @@
 #include "engine/scheduler.h"
 
 #include <algorithm>
+#include <filesystem>
 
 #include "core/check.h"
 
@@ -37,6 +38,7 @@ struct Scheduler::Sequence {
         tokens(params.prompt) {}
 
   int32_t id;
+  int32_t slot = -1;  // while running: its slot, also its KV sequence id
   std::shared_ptr<RequestHandle> handle;
   RequestParams params;
   EventSink sink;
@@ -77,6 +79,7 @@ Result<std::unique_ptr<Scheduler>> Scheduler::create(const Model& model, const T
   o.token_budget = std::max<int64_t>(o.token_budget, o.n_parallel);
   std::unique_ptr<Scheduler> s(new Scheduler(model, tokenizer, o));
   MINFER_ASSIGN_OR_RETURN(s->runtime_, Runtime::create(model, o));
+  s->slots_.resize(static_cast<size_t>(o.n_parallel));
   s->publish_stats();
   return s;
 }
@@ -107,6 +110,14 @@ void Scheduler::stop() {
   for (auto& seq : waiting_) finish(*seq, FinishReason::kCancelled);
   running_.clear();
   waiting_.clear();
+  std::deque<PendingSlotAction> actions;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    actions.swap(slot_actions_);
+  }
+  for (PendingSlotAction& a : actions) {
+    a.done(make_error(ErrorCode::kResourceExhausted, "[scheduler] shutting down"));
+  }
   publish_stats();
 }
 
@@ -129,6 +140,11 @@ Result<std::shared_ptr<RequestHandle>> Scheduler::submit(RequestParams params, E
                       params.top_logprobs);
   }
   const int64_t n_prompt = static_cast<int64_t>(params.prompt.size());
+  if (params.slot >= options_.n_parallel) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "[scheduler] slot {} does not exist: expected 0..{} (n_parallel {})",
+                      params.slot, options_.n_parallel - 1, options_.n_parallel);
+  }
   if (n_prompt + 1 >= options_.n_ctx) {
     return make_error(ErrorCode::kOutOfRange,
                       "[scheduler] the prompt does not fit the context: {} tokens, expected at "
@@ -183,7 +199,7 @@ void Scheduler::finish(Sequence& seq, FinishReason reason, Status error) {
   event.error = std::move(error);
   seq.stats.total_ms = ms_between(seq.t_submit, Clock::now());
   event.stats = seq.stats;
-  kv().free_sequence(seq.id);
+  leave_slot(seq, options_.keep_slots && event.error.is_ok());
   if (seq.sink) seq.sink(std::move(event));
 }
 
@@ -208,16 +224,21 @@ void Scheduler::end_cancelled() {
 void Scheduler::admit() {
   while (static_cast<int>(running_.size()) < options_.n_parallel && !waiting_.empty()) {
     Sequence& seq = *waiting_.front();
+    const int32_t slot = pick_slot(seq);
+    if (slot < 0) break;  // its slot is busy: wait, in order
     const int64_t n_tokens = static_cast<int64_t>(seq.tokens.size());
-    // The last token is always computed (its logits are needed), in a block of its own sequence:
-    // registered blocks are never written.
-    const int64_t n_cached =
-        options_.prefix_cache ? kv().match_prefix(seq.id, seq.tokens, n_tokens - 1) : 0;
-    if (!kv().reserve(seq.id, n_tokens).is_ok()) {
+    const int64_t n_cached = attach_slot(seq, slot);
+    bool reserved = kv().reserve(slot, n_tokens).is_ok();
+    // Cells idle slots keep give way to a request that needs their blocks.
+    if (!reserved && drop_idle_slots(slot)) reserved = kv().reserve(slot, n_tokens).is_ok();
+    if (!reserved) {
       // Not enough blocks now: wait (in order) until running sequences give some back.
-      kv().free_sequence(seq.id);
+      kv().free_sequence(slot);
+      slots_[static_cast<size_t>(slot)].tokens.clear();
       break;
     }
+    seq.slot = slot;
+    slots_[static_cast<size_t>(slot)].busy = true;
     seq.n_computed = n_cached;
     if (!seq.admitted) {
       seq.admitted = true;
@@ -231,10 +252,163 @@ void Scheduler::admit() {
   }
 }
 
+namespace {
+
+int64_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
+  return std::mismatch(a.begin(), a.end(), b.begin(), b.end()).first - a.begin();
+}
+
+}  // namespace
+
+int32_t Scheduler::pick_slot(const Sequence& seq) const {
+  if (seq.params.slot >= 0) {
+    return slots_[static_cast<size_t>(seq.params.slot)].busy ? -1 : seq.params.slot;
+  }
+  int32_t best = -1;
+  int64_t best_shared = 0;
+  int32_t empty = -1;
+  int32_t idle = -1;
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    const Slot& slot = slots_[i];
+    if (slot.busy) continue;
+    const auto id = static_cast<int32_t>(i);
+    const int64_t shared = common_prefix(slot.tokens, seq.tokens);
+    if (shared > best_shared) {
+      best = id;
+      best_shared = shared;
+    }
+    if (empty < 0 && slot.tokens.empty()) empty = id;
+    if (idle < 0) idle = id;
+  }
+  return best >= 0 ? best : empty >= 0 ? empty : idle;
+}
+
+int64_t Scheduler::attach_slot(Sequence& seq, int32_t slot) {
+  Slot& s = slots_[static_cast<size_t>(slot)];
+  // The last token is always computed (its logits are needed), in a block of its own sequence:
+  // registered blocks are never written.
+  const int64_t limit = static_cast<int64_t>(seq.tokens.size()) - 1;
+  const int64_t shared = std::min(common_prefix(s.tokens, seq.tokens), limit);
+  if (shared > 0) {
+    kv().truncate(slot, shared);
+    s.tokens.resize(static_cast<size_t>(kv().length(slot)));
+    if (!s.tokens.empty()) return kv().length(slot);
+  }
+  kv().free_sequence(slot);
+  s.tokens.clear();
+  return options_.prefix_cache ? kv().match_prefix(slot, seq.tokens, limit) : 0;
+}
+
+bool Scheduler::drop_idle_slots(int32_t except) {
+  bool dropped = false;
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    Slot& slot = slots_[i];
+    if (slot.busy || static_cast<int32_t>(i) == except || slot.tokens.empty()) continue;
+    kv().free_sequence(static_cast<int32_t>(i));
+    slot.tokens.clear();
+    dropped = true;
+  }
+  return dropped;
+}
+
+void Scheduler::leave_slot(Sequence& seq, bool keep) {
+  if (seq.slot < 0) return;
+  Slot& slot = slots_[static_cast<size_t>(seq.slot)];
+  slot.busy = false;
+  if (keep) {
+    const int64_t n = std::min(kv().length(seq.slot), static_cast<int64_t>(seq.tokens.size()));
+    slot.tokens.assign(seq.tokens.begin(), seq.tokens.begin() + n);
+  } else {
+    kv().free_sequence(seq.slot);
+    slot.tokens.clear();
+  }
+  seq.slot = -1;
+}
+
+void Scheduler::slot_action(SlotAction action, int32_t slot, std::string path, SlotCallback done) {
+  if (!options_.keep_slots) {
+    done(make_error(ErrorCode::kUnsupported,
+                    "[scheduler] slots keep no state in this generator (keep_slots is off)"));
+    return;
+  }
+  if (slot < 0 || slot >= options_.n_parallel) {
+    done(make_error(ErrorCode::kInvalidArgument,
+                    "[scheduler] slot {} does not exist: expected 0..{} (n_parallel {})", slot,
+                    options_.n_parallel - 1, options_.n_parallel));
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!stopping_) {
+      slot_actions_.push_back({action, slot, std::move(path), std::move(done)});
+      wake_.notify_all();
+      return;
+    }
+  }
+  done(make_error(ErrorCode::kResourceExhausted, "[scheduler] shutting down"));
+}
+
+void Scheduler::run_slot_actions() {
+  std::deque<PendingSlotAction> ready;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    // An action waits while a request runs in its slot.
+    for (auto it = slot_actions_.begin(); it != slot_actions_.end();) {
+      if (slots_[static_cast<size_t>(it->slot)].busy) {
+        ++it;
+      } else {
+        ready.push_back(std::move(*it));
+        it = slot_actions_.erase(it);
+      }
+    }
+  }
+  for (PendingSlotAction& a : ready) a.done(run_slot_action(a));
+  if (!ready.empty()) publish_stats();
+}
+
+Result<SlotReply> Scheduler::run_slot_action(const PendingSlotAction& a) {
+  const auto t0 = Clock::now();
+  Slot& slot = slots_[static_cast<size_t>(a.slot)];
+  SlotReply reply{.id_slot = a.slot, .n_tokens = 0, .n_bytes = 0, .ms = 0.0};
+  if (!fingerprint_) fingerprint_ = model_fingerprint(model_);
+  if (a.action == SlotAction::kErase) {
+    reply.n_tokens = static_cast<int64_t>(slot.tokens.size());
+    kv().free_sequence(a.slot);
+    slot.tokens.clear();
+  } else if (a.action == SlotAction::kSave) {
+    const KvState state = capture_state(*fingerprint_, kv(), a.slot, slot.tokens);
+    MINFER_ASSIGN_OR_RETURN(reply.n_bytes, write_state_file(a.path, state));
+    reply.n_tokens = state.n_tokens();
+  } else {
+    MINFER_ASSIGN_OR_RETURN(KvState state, read_state_file(a.path));
+    MINFER_RETURN_IF_ERROR(check_state_fits(state, *fingerprint_, kv(), a.path));
+    // A request needs room for one more token after the state.
+    if (state.n_tokens() + 1 >= options_.n_ctx) {
+      return make_error(ErrorCode::kOutOfRange,
+                        "[scheduler] '{}' holds {} tokens: no room left to generate in n_ctx {}",
+                        a.path, state.n_tokens(), options_.n_ctx);
+    }
+    slot.tokens.clear();
+    Status restored = restore_state(kv(), a.slot, state);
+    if (!restored.is_ok() && drop_idle_slots(a.slot)) {
+      restored = restore_state(kv(), a.slot, state);
+    }
+    MINFER_RETURN_IF_ERROR(restored);
+    slot.tokens = std::move(state.tokens);
+    // Its full blocks serve any request that begins with them, in whichever slot it runs.
+    if (options_.prefix_cache) kv().commit_prefix(a.slot, slot.tokens);
+    reply.n_tokens = static_cast<int64_t>(slot.tokens.size());
+    std::error_code ec;
+    reply.n_bytes = static_cast<int64_t>(std::filesystem::file_size(a.path, ec));
+  }
+  reply.ms = ms_between(t0, Clock::now());
+  return reply;
+}
+
 void Scheduler::preempt(Sequence& seq) {
   // Recompute later: the tokens stay, the cells go (full blocks stay cached, so the recompute
   // is mostly a prefix match).
-  kv().free_sequence(seq.id);
+  leave_slot(seq, /*keep=*/false);
   seq.n_computed = 0;
   ++seq.stats.n_preempted;
   ++n_preemptions_;
@@ -277,6 +451,7 @@ Result<bool> Scheduler::step() {
   }
   end_cancelled();
   std::erase_if(running_, [](const std::unique_ptr<Sequence>& s) { return s->finished; });
+  run_slot_actions();
   admit();
   if (running_.empty()) {
     last_step_tokens_ = 0;
@@ -291,7 +466,8 @@ Result<bool> Scheduler::step() {
     Sequence& seq = *running_[i];
     if (preempted[i]) continue;
     const int64_t needed = static_cast<int64_t>(seq.tokens.size());
-    while (!kv().reserve(seq.id, needed).is_ok()) {
+    if (!kv().reserve(seq.slot, needed).is_ok()) drop_idle_slots(seq.slot);
+    while (!kv().reserve(seq.slot, needed).is_ok()) {
       size_t victim = running_.size() - 1;
       while (preempted[victim]) --victim;
       preempt(*running_[victim]);
@@ -315,7 +491,7 @@ Result<bool> Scheduler::step() {
     const int64_t end = seq.n_computed + n;
     const bool wants_logits = end == static_cast<int64_t>(seq.tokens.size());
     for (int64_t p = seq.n_computed; p < end; ++p) {
-      batch.add(seq.tokens[static_cast<size_t>(p)], static_cast<int32_t>(p), seq.id,
+      batch.add(seq.tokens[static_cast<size_t>(p)], static_cast<int32_t>(p), seq.slot,
                 wants_logits && p + 1 == end);
     }
     if (wants_logits) row_owner.push_back(&seq);
@@ -347,7 +523,7 @@ Result<bool> Scheduler::step() {
     const int64_t bs = options_.block_size;
     const bool crossed = (seq->n_computed + n) / bs > seq->n_computed / bs;
     seq->n_computed += n;
-    if (options_.prefix_cache && crossed) kv().commit_prefix(seq->id, seq->tokens);
+    if (options_.prefix_cache && crossed) kv().commit_prefix(seq->slot, seq->tokens);
   }
   const int64_t n_vocab = model_.config().n_vocab;
   for (size_t r = 0; r < row_owner.size(); ++r) {
@@ -364,7 +540,7 @@ Status Scheduler::run_until_idle() {
     MINFER_ASSIGN_OR_RETURN(const bool worked, step());
     if (!worked && waiting_.empty()) {
       std::lock_guard<std::mutex> lock(mu_);
-      if (incoming_.empty()) return Status::ok();
+      if (incoming_.empty() && slot_actions_.empty()) return Status::ok();
     }
   }
 }
@@ -374,7 +550,8 @@ void Scheduler::loop() {
     {
       std::unique_lock<std::mutex> lock(mu_);
       wake_.wait(lock, [&] {
-        return stopping_ || !incoming_.empty() || !running_.empty() || !waiting_.empty();
+        return stopping_ || !incoming_.empty() || !running_.empty() || !waiting_.empty() ||
+               !slot_actions_.empty();
       });
       if (stopping_) return;
     }

@@ -19,6 +19,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -27,6 +28,7 @@
 #include "core/status.h"
 #include "engine/request.h"
 #include "engine/runtime.h"
+#include "engine/state_file.h"
 #include "models/model.h"
 #include "tokenizer/tokenizer.h"
 
@@ -41,7 +43,13 @@ struct SchedulerOptions : RuntimeOptions {
   int64_t token_budget = 512;  // most tokens one step computes
   int64_t max_queue = 64;      // requests waiting beyond it are refused; < 0: no limit
   bool prefix_cache = true;
+  // A finished request's cells stay in its slot (BatchOptions::keep_slots).
+  bool keep_slots = false;
 };
+
+using minfer::SlotAction;
+using minfer::SlotReply;
+using SlotCallback = std::function<void(Result<SlotReply>)>;
 
 // A snapshot for metrics (the public API's BatchStats).
 using SchedulerStats = minfer::BatchStats;
@@ -65,6 +73,11 @@ class Scheduler : NonCopyable {
   // event of the request, the last with done set.
   Result<std::shared_ptr<RequestHandle>> submit(RequestParams params, EventSink sink);
 
+  // Queues an action on slot `slot` (BatchGenerator::slot_action); `done` gets its result on
+  // the stepping thread, or at once for an error found here (keep_slots off, a bad slot, a
+  // stopped scheduler).
+  void slot_action(SlotAction action, int32_t slot, std::string path, SlotCallback done);
+
   // Without start(): runs one step on the calling thread (false when there was nothing to do),
   // or steps until no request is left. For tests and tools.
   Result<bool> step();
@@ -82,6 +95,18 @@ class Scheduler : NonCopyable {
  private:
   struct Sequence;
   using Clock = std::chrono::steady_clock;
+  // A slot: where one running request lives. Its KV sequence id is its index; with keep_slots
+  // it keeps the cells of the last request that ran in it (tokens: what they hold).
+  struct Slot {
+    bool busy = false;
+    std::vector<int32_t> tokens;
+  };
+  struct PendingSlotAction {
+    SlotAction action;
+    int32_t slot;
+    std::string path;
+    SlotCallback done;
+  };
 
   Scheduler(const Model& model, const Tokenizer& tokenizer, const SchedulerOptions& options);
   void loop();
@@ -89,6 +114,19 @@ class Scheduler : NonCopyable {
   void take_incoming();
   void end_cancelled();
   void admit();
+  // The free slot a waiting request goes to: its pinned one, else the one whose held tokens share
+  // the longest prefix with it, else an empty one; -1 when none can take it now.
+  int32_t pick_slot(const Sequence& seq) const;
+  // Puts seq into `slot`: the slot's cells kept up to their common prefix with seq's tokens, else
+  // the prefix cache's blocks. Returns the positions already computed.
+  int64_t attach_slot(Sequence& seq, int32_t slot);
+  // Frees the cells held by idle slots other than `except`; false when none held any.
+  bool drop_idle_slots(int32_t except);
+  // The request leaves its slot: its cells stay there (keep) or go.
+  void leave_slot(Sequence& seq, bool keep);
+  // Runs the queued slot actions whose slot is idle (stepping thread).
+  void run_slot_actions();
+  Result<SlotReply> run_slot_action(const PendingSlotAction& a);
   void preempt(Sequence& seq);
   void finish(Sequence& seq, FinishReason reason, Status error = Status::ok());
   // Samples from one row of logits and feeds the token to the request.
@@ -106,6 +144,7 @@ class Scheduler : NonCopyable {
   mutable std::mutex mu_;
   std::condition_variable wake_;
   std::deque<std::unique_ptr<Sequence>> incoming_;
+  std::deque<PendingSlotAction> slot_actions_;
   bool stopping_ = false;
   int64_t next_id_ = 1;
   SchedulerStats stats_;
@@ -114,6 +153,8 @@ class Scheduler : NonCopyable {
   // Owned by the stepping thread.
   std::deque<std::unique_ptr<Sequence>> waiting_;   // admission order: front first
   std::vector<std::unique_ptr<Sequence>> running_;  // admission order
+  std::vector<Slot> slots_;                         // [n_parallel]
+  std::optional<ModelFingerprint> fingerprint_;     // computed at the first slot action
   int64_t n_steps_ = 0;
   int64_t n_preemptions_ = 0;
   int64_t last_step_tokens_ = 0;

@@ -127,6 +127,17 @@ void Session::truncate(int64_t n_tokens) {
   }
 }
 
+KvState Session::capture(const ModelFingerprint& fingerprint, std::string app_data) const {
+  return capture_state(fingerprint, runtime_->cache(), kSeq, tokens_, std::move(app_data));
+}
+
+Status Session::restore(const KvState& state) {
+  tokens_.clear();
+  MINFER_RETURN_IF_ERROR(restore_state(runtime_->cache(), kSeq, state));
+  tokens_ = state.tokens;
+  return Status::ok();
+}
+
 void Session::reset_times() {
   prefill_times_ = {};
   decode_times_ = {};

@@ -18,6 +18,7 @@
 
 #include "core/status.h"
 #include "engine/runtime.h"
+#include "engine/state_file.h"
 #include "models/model.h"
 
 namespace minfer::engine {
@@ -64,6 +65,15 @@ class Session {
   Result<std::span<const float>> prefill(std::span<const int32_t> tokens);
   // Appends one token and returns the logits after it ([n_vocab]).
   Result<std::span<const float>> decode(int32_t token);
+
+  // The history and its cells as a state (engine/state_file.h) of the model `fingerprint`
+  // identifies (model_fingerprint(model()), computed by the caller once).
+  KvState capture(const ModelFingerprint& fingerprint, std::string app_data = {}) const;
+  // Replaces the history by the state's tokens and cells; the caller has checked it
+  // (check_state_fits). The logits after its last token are not kept in a state: set_prompt
+  // recomputes the last prompt token anyway, and decode() goes on from the restored cells.
+  // Error (the session then holds nothing): too few free KV blocks.
+  Status restore(const KvState& state);
 
   // Forgets the history past n_tokens (and their cache cells). With sliding-window layers it may
   // forget more, down to nothing, when the window of the kept positions is already released:

@@ -356,6 +356,60 @@ void KvCache::truncate(int32_t seq, int64_t n_positions) {
   }
 }
 
+size_t KvCache::cells_bytes(int64_t n_positions) const {
+  const size_t rows = static_cast<size_t>(config_.n_layer * config_.n_head_kv * n_positions);
+  return rows * (k_row_bytes_ + v_row_bytes_);
+}
+
+template <typename Fn>
+void KvCache::for_each_run(int32_t seq, int64_t n_positions, Fn&& copy) {
+  if (n_positions <= 0) return;
+  const int64_t bs = config_.block_size;
+  size_t offset = 0;
+  for (int64_t il = 0; il < config_.n_layer; ++il) {
+    const std::vector<int32_t>& table = block_table(seq, il);
+    for (const bool is_v : {false, true}) {
+      const size_t row = is_v ? v_row_bytes_ : k_row_bytes_;
+      for (int64_t h = 0; h < config_.n_head_kv; ++h) {
+        for (int64_t begin = 0; begin < n_positions; begin += bs) {
+          const int32_t block = table[static_cast<size_t>(begin / bs)];
+          const size_t bytes = static_cast<size_t>(std::min(bs, n_positions - begin)) * row;
+          copy(block < 0 ? nullptr : cell(block, il, is_v, h, 0), offset, bytes);
+          offset += bytes;
+        }
+      }
+    }
+  }
+}
+
+void KvCache::read_cells(int32_t seq, int64_t n_positions, std::span<uint8_t> out) const {
+  MINFER_CHECK(n_positions >= 0 && n_positions <= length(seq), "read_cells past the length");
+  MINFER_CHECK(out.size() == cells_bytes(n_positions),
+               "read_cells into a buffer of the wrong size");
+  const_cast<KvCache*>(this)->for_each_run(seq, n_positions,
+                                           [&](const uint8_t* cells, size_t offset, size_t bytes) {
+                                             if (cells == nullptr) {
+                                               std::memset(out.data() + offset, 0, bytes);
+                                             } else {
+                                               std::memcpy(out.data() + offset, cells, bytes);
+                                             }
+                                           });
+}
+
+Status KvCache::write_cells(int32_t seq, int64_t n_positions, std::span<const uint8_t> in) {
+  MINFER_CHECK(!has_sequence(seq) || seqs_[seq].blocks.empty(),
+               "write_cells on a sequence that holds blocks");
+  MINFER_CHECK(n_positions >= 0 && in.size() == cells_bytes(n_positions),
+               "write_cells from a buffer of the wrong size");
+  MINFER_RETURN_IF_ERROR(reserve(seq, n_positions));
+  // Fresh blocks from reserve: never registered, so writing them changes no shared prefix.
+  for_each_run(seq, n_positions, [&](uint8_t* cells, size_t offset, size_t bytes) {
+    std::memcpy(cells, in.data() + offset, bytes);
+  });
+  set_length(seq, n_positions);
+  return Status::ok();
+}
+
 const std::vector<int32_t>& KvCache::block_table(int32_t seq) const {
   auto it = seqs_.find(seq);
   MINFER_CHECK(it != seqs_.end(), "block_table of an unknown sequence");

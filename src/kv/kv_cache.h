@@ -113,6 +113,20 @@ class KvCache {
   void store(const kernels::KernelTable& table, int64_t il, int32_t seq, int64_t pos,
              const float* k, const float* v);
 
+  // A sequence's cells in a flat layout, for state files (engine/state_file.h): for each layer
+  // il, its keys then its values, each [n_head_kv][n_positions][row bytes] in the cell type
+  // (k_row_bytes, then v_row_bytes), so that one head's rows of consecutive positions are
+  // contiguous as they are within a block. cells_bytes(n) is the size of n positions.
+  size_t cells_bytes(int64_t n_positions) const;
+  // Copies positions [0, n_positions) of `seq` (n_positions ≤ length(seq)) into `out`
+  // ([cells_bytes(n_positions)]). Positions of sliding-window layers whose block is already
+  // released read as zeros: nothing reads them again (kv/kv_cache.h, truncate).
+  void read_cells(int32_t seq, int64_t n_positions, std::span<uint8_t> out) const;
+  // Makes `seq`, which must hold no blocks, hold positions [0, n_positions) with the cells of
+  // `in` ([cells_bytes(n_positions)], read_cells' layout) and length n_positions. Fails, with
+  // nothing held, as reserve does (past n_ctx, too few free blocks).
+  Status write_cells(int32_t seq, int64_t n_positions, std::span<const uint8_t> in);
+
   // The block table of a reserved sequence: block ids in position order.
   const std::vector<int32_t>& block_table(int32_t seq) const;
   // The table that holds layer il's cells: block_table(seq), or for a sliding-window layer the
@@ -143,6 +157,11 @@ class KvCache {
  private:
   explicit KvCache(const KvCacheConfig& config);
   uint8_t* cell(int32_t block, int64_t il, bool is_v, int64_t h, int64_t slot);
+  // Calls copy(cells in a block, offset in the flat layout, bytes) for every run of one head's
+  // rows within one block of positions [0, n_positions) of `seq` (read_cells' layout); cells is
+  // null for a released window block.
+  template <typename Fn>
+  void for_each_run(int32_t seq, int64_t n_positions, Fn&& copy);
   int32_t take_block();
   void release_block(int32_t block);
   void unregister(int32_t block);

@@ -134,6 +134,7 @@ void HttpServer::install_routes() {
       // llama.cpp's paths for the same endpoints.
       {true, "/chat/completions", &HttpServer::handle_chat_completions},
       {true, "/completions", &HttpServer::handle_completions},
+      {true, R"(/slots/(\d+))", &HttpServer::handle_slots},
   };
   for (const Route& route : routes) {
     auto handler = [this, h = route.handler](const httplib::Request& req, httplib::Response& res) {

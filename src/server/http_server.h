@@ -49,6 +49,8 @@ struct ServerOptions {
   // engine closes the block after that many (0: none, and enable_thinking false for the template).
   std::string reasoning_format = "deepseek";
   int32_t reasoning_budget = -1;
+  // Folder of POST /slots/{id}?action=save|restore files; empty: slot actions are refused (501).
+  std::string slot_save_path;
 };
 
 // What the server serves once the model is loaded; every pointer outlives the server. What it
@@ -116,6 +118,8 @@ class HttpServer : NonCopyable {
   void handle_apply_template(const httplib::Request& req, httplib::Response& res);
   void handle_chat_completions(const httplib::Request& req, httplib::Response& res);
   void handle_completions(const httplib::Request& req, httplib::Response& res);
+  // server/routes_slots.cpp: POST /slots/{id}?action=save|restore|erase.
+  void handle_slots(const httplib::Request& req, httplib::Response& res);
   // Both generation endpoints: parse, build the prompt, submit, hand the reply to its writer.
   void generate(const httplib::Request& req, httplib::Response& res, Endpoint endpoint);
 

@@ -277,6 +277,11 @@ std::optional<ApiError> parse_lengths(const Json& body, GenerateParams& p) {
     e->message = "[server] only 'n' = 1 is supported";
     return e;
   }
+  // llama-server's slot pinning: run in that slot, from what it holds (POST /slots/{id}).
+  if (auto e = get_integer(body, "id_slot", -1, std::numeric_limits<int32_t>::max(), v, present)) {
+    return e;
+  }
+  if (present) p.id_slot = static_cast<int32_t>(v);
   return std::nullopt;
 }
 

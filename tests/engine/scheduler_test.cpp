@@ -12,28 +12,13 @@
 #include <string>
 #include <vector>
 
+#include "engine_test_util.h"
 #include "models/model.h"
 #include "test_util.h"
 #include "tokenizer/tokenizer.h"
 
 namespace minfer::engine {
 namespace {
-
-struct Loaded {
-  std::unique_ptr<Model> model;
-  std::unique_ptr<Tokenizer> tokenizer;
-};
-
-Loaded load_tiny() {
-  Loaded l;
-  auto model = Model::load(test::test_data_path("models/qwen2.5-qwentok-tiny-q8_0.gguf"));
-  EXPECT_TRUE(model.is_ok()) << model.status().message();
-  l.model = std::move(model).value();
-  auto tok = Tokenizer::from_gguf(l.model->file());
-  EXPECT_TRUE(tok.is_ok()) << tok.status().message();
-  l.tokenizer = std::move(tok).value();
-  return l;
-}
 
 // Everything one request streamed.
 struct Collected {

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "engine_test_util.h"
 #include "models/model.h"
 #include "test_util.h"
 
@@ -27,17 +28,6 @@ std::unique_ptr<Session> make_session(const Model& model, SessionOptions options
   auto session = Session::create(model, options);
   EXPECT_TRUE(session.is_ok()) << session.status().message();
   return session.is_ok() ? std::move(session).value() : nullptr;
-}
-
-// Ids in [3, n_vocab) from a fixed recurrence (no specials at the low ids).
-std::vector<int32_t> some_tokens(int64_t n, int64_t n_vocab, uint32_t seed) {
-  std::vector<int32_t> out;
-  uint32_t x = seed;
-  for (int64_t i = 0; i < n; ++i) {
-    x = x * 1664525u + 1013904223u;
-    out.push_back(static_cast<int32_t>(3 + (x >> 8) % static_cast<uint32_t>(n_vocab - 3)));
-  }
-  return out;
 }
 
 std::vector<float> copy(std::span<const float> s) {
