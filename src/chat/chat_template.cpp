@@ -18,8 +18,12 @@ const char* const kChatMlTemplate =
 
 namespace {
 
-// JSON -> Value as Python's json.loads builds it (objects keep key order).
-Value from_json(const nlohmann::ordered_json& j) {
+// JSON -> Value as Python's json.loads builds it (objects keep key order). `depth` counts the
+// enclosing arrays and objects: deeper input is refused before the recursion gets deep.
+Value from_json(const nlohmann::ordered_json& j, uint32_t depth = 0) {
+  if (depth >= kMaxNesting) {
+    throw TemplateError(0, fmt::format("JSON input nested more than {} deep", kMaxNesting));
+  }
   switch (j.type()) {
     case nlohmann::ordered_json::value_t::null:
       return Value::none();
@@ -39,12 +43,12 @@ Value from_json(const nlohmann::ordered_json& j) {
     case nlohmann::ordered_json::value_t::array: {
       std::vector<Value> items;
       items.reserve(j.size());
-      for (const auto& item : j) items.push_back(from_json(item));
+      for (const auto& item : j) items.push_back(from_json(item, depth + 1));
       return Value::list(std::move(items));
     }
     case nlohmann::ordered_json::value_t::object: {
       Dict d;
-      for (const auto& [k, v] : j.items()) d.set(k, from_json(v));
+      for (const auto& [k, v] : j.items()) d.set(k, from_json(v, depth + 1));
       return Value::dict(std::move(d));
     }
     default:
@@ -124,20 +128,20 @@ Result<std::string> ChatTemplate::render(const nlohmann::ordered_json& messages,
     return make_error(ErrorCode::kInvalidArgument,
                       "[chat] template variables: expected an object, got {}", extra.type_name());
   }
-  // What transformers passes to render(): messages, tools (None when absent), documents=None,
-  // add_generation_prompt, the special tokens, then the caller's kwargs.
-  Dict vars;
-  vars.set("messages", from_json(messages));
-  vars.set("tools", from_json(tools));
-  vars.set("documents", Value::none());
-  vars.set("add_generation_prompt", Value::boolean(add_generation_prompt));
-  vars.set("bos_token", Value::string(bos_token_));
-  vars.set("eos_token", Value::string(eos_token_));
-  if (extra.is_object()) {
-    for (const auto& [k, v] : extra.items()) vars.set(k, from_json(v));
-  }
   try {
-    return render_program(*program_, vars);
+    // What transformers passes to render(): messages, tools (None when absent), documents=None,
+    // add_generation_prompt, the special tokens, then the caller's kwargs.
+    Dict vars;
+    vars.set("messages", from_json(messages));
+    vars.set("tools", from_json(tools));
+    vars.set("documents", Value::none());
+    vars.set("add_generation_prompt", Value::boolean(add_generation_prompt));
+    vars.set("bos_token", Value::string(bos_token_));
+    vars.set("eos_token", Value::string(eos_token_));
+    if (extra.is_object()) {
+      for (const auto& [k, v] : extra.items()) vars.set(k, from_json(v));
+    }
+    return render_program(*program_, vars, limits_);
   } catch (const TemplateError& e) {
     return to_status(e);
   }

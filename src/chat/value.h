@@ -34,6 +34,10 @@ class TemplateError : public std::runtime_error {
 
 class Value;
 
+// Lists and dicts nest at most this deep (Python's repr and json.dumps stop near 1000 frames);
+// the walks over them (printing, comparing, tojson, freeing) recurse once per level.
+inline constexpr uint32_t kMaxNesting = 512;
+
 // Jinja2's Undefined: prints as "", is falsy, iterates as empty; most other uses raise. `name`
 // is the missing name or attribute; `hint`, when set, replaces the default error message (used
 // for attributes the sandbox refuses).
@@ -47,12 +51,14 @@ struct NoneType {};
 struct List {
   std::vector<Value> items;
   bool is_tuple = false;
+  uint32_t depth = 1;  // 1 + the deepest item's depth (set by Value::list)
 };
 
 // An insertion-ordered mapping with string keys (Python dicts keep insertion order; JSON keys
 // are strings). Lookups are linear: chat template dicts hold a handful of keys.
 struct Dict {
   std::vector<std::pair<std::string, Value>> items;
+  uint32_t depth = 1;  // 1 + the deepest value's depth (set by Value::dict)
 
   const Value* find(std::string_view key) const;
   Value* find(std::string_view key);
