@@ -81,6 +81,12 @@ void charge_value(const Value& v, int line);
 void check_string_bytes(uint64_t bytes, int line);
 // Throws when a list (or dict) of `items` items would exceed the size budget.
 void check_list_items(uint64_t items, int line);
+// The same for a list of `items` items holding `bytes` bytes in all: a list's strings are held
+// by value, so copying a list copies them (value_bytes).
+void check_list_bytes(uint64_t items, uint64_t bytes, int line);
+// What copying `v` copies: a string's bytes; a list's or dict's items and the strings directly
+// in them (nested lists and dicts are shared, not copied).
+uint64_t value_bytes(const Value& v);
 // Throws when rendered text of `bytes` bytes would exceed the output budget.
 void check_output_bytes(uint64_t bytes, int line);
 // out += piece, after checking the result against the size budget.

@@ -2,6 +2,10 @@
 
 #include <set>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include <fmt/format.h>
 
 #include "chat/ast.h"
@@ -56,12 +60,20 @@ Value from_json(const nlohmann::ordered_json& j, uint32_t depth = 0) {
   }
 }
 
+// A render stopped by a budget may have freed tens of MiB in the arena of the thread that ran it;
+// glibc keeps such memory (its mmap threshold grows after large frees), so a server whose
+// requests run on many threads would add up one such peak per thread. Hand it back.
+void release_free_memory() {
+#if defined(__GLIBC__)
+  ::malloc_trim(0);
+#endif
+}
+
 Status to_status(const TemplateError& e) {
-  if (e.line() > 0) {
-    return make_error(ErrorCode::kInvalidArgument, "[chat] template line {}: {}", e.line(),
-                      e.what());
-  }
-  return make_error(ErrorCode::kInvalidArgument, "[chat] template: {}", e.what());
+  const ErrorCode code =
+      e.over_budget() ? ErrorCode::kResourceExhausted : ErrorCode::kInvalidArgument;
+  if (e.line() > 0) return make_error(code, "[chat] template line {}: {}", e.line(), e.what());
+  return make_error(code, "[chat] template: {}", e.what());
 }
 
 // Request fields that configure generation, not the template.
@@ -143,6 +155,7 @@ Result<std::string> ChatTemplate::render(const nlohmann::ordered_json& messages,
     }
     return render_program(*program_, vars, limits_);
   } catch (const TemplateError& e) {
+    if (e.over_budget()) release_free_memory();
     return to_status(e);
   }
 }

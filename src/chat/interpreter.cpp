@@ -42,7 +42,8 @@ Value repeat(const Value& seq, int64_t times, int line) {
     for (uint64_t i = 0; i < n; ++i) out += seq.as_string();
     return Value::string(std::move(out));
   }
-  check_list_items(saturating_mul(seq.as_list().items.size(), n), line);
+  check_list_bytes(saturating_mul(seq.as_list().items.size(), n),
+                   saturating_mul(value_bytes(seq), n), line);
   std::vector<Value> items;
   items.reserve(seq.as_list().items.size() * n);
   for (uint64_t i = 0; i < n; ++i) {
@@ -70,7 +71,8 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b, int line
       return Value::string(a.as_string() + b.as_string());
     }
     if (a.is_list() && b.is_list() && a.is_tuple() == b.is_tuple()) {
-      check_list_items(uint64_t{a.as_list().items.size()} + b.as_list().items.size(), line);
+      check_list_bytes(uint64_t{a.as_list().items.size()} + b.as_list().items.size(),
+                       value_bytes(a) + value_bytes(b), line);
       std::vector<Value> items = a.as_list().items;
       items.insert(items.end(), b.as_list().items.begin(), b.as_list().items.end());
       return Value::list(std::move(items), a.is_tuple());
@@ -181,7 +183,7 @@ class Interpreter {
       return exec_stmt(s, scope, out);
     } catch (const TemplateError& err) {
       if (err.line() != 0) throw;
-      throw TemplateError(s.line, err.what());
+      throw TemplateError(s.line, err.what(), err.over_budget());
     }
   }
 
@@ -507,7 +509,7 @@ class Interpreter {
       return result;
     } catch (const TemplateError& err) {
       if (err.line() != 0) throw;
-      throw TemplateError(e.line, err.what());
+      throw TemplateError(e.line, err.what(), err.over_budget());
     }
   }
 
@@ -539,7 +541,7 @@ class Interpreter {
       return ctx.filter(e.name, input, args);
     } catch (const TemplateError& err) {
       if (err.line() != 0) throw;
-      throw TemplateError(e.line, err.what());
+      throw TemplateError(e.line, err.what(), err.over_budget());
     }
   }
 

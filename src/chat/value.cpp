@@ -56,9 +56,11 @@ uint32_t nesting(const Range& values, Get get) {
   uint32_t deepest = 0;
   for (const auto& item : values) deepest = std::max(deepest, depth_of(get(item)));
   if (deepest + 1 > kMaxNesting) {
-    throw TemplateError(0, fmt::format("lists and dicts nested more than {} deep exceed the "
-                                       "nesting limit",
-                                       kMaxNesting));
+    throw TemplateError(0,
+                        fmt::format("lists and dicts nested more than {} deep exceed the "
+                                    "nesting limit",
+                                    kMaxNesting),
+                        /*over_budget=*/true);
   }
   return deepest + 1;
 }
@@ -249,7 +251,8 @@ void append_str(const Value& v, std::string& out) {
       // A namespace may hold itself; Python's repr would recurse until RecursionError.
       thread_local uint32_t printing = 0;
       if (printing >= kMaxNesting) {
-        throw TemplateError(0, "a namespace nested in itself cannot be printed");
+        throw TemplateError(0, "a namespace nested in itself cannot be printed",
+                            /*over_budget=*/true);
       }
       ++printing;
       struct Done {

@@ -22,14 +22,18 @@ namespace minfer::chat {
 
 // An error raised while rendering (or parsing) a template. It never crosses the chat layer's
 // public API: ChatTemplate turns it into a Status. `line` is the template line (1-based), 0 when
-// unknown.
+// unknown. `over_budget`: the render went over one of its RenderLimits (the template's fault,
+// whatever the request: the status is kResourceExhausted rather than kInvalidArgument).
 class TemplateError : public std::runtime_error {
  public:
-  TemplateError(int line, const std::string& message) : std::runtime_error(message), line_(line) {}
+  TemplateError(int line, const std::string& message, bool over_budget = false)
+      : std::runtime_error(message), line_(line), over_budget_(over_budget) {}
   int line() const { return line_; }
+  bool over_budget() const { return over_budget_; }
 
  private:
   int line_;
+  bool over_budget_;
 };
 
 class Value;
