@@ -34,7 +34,9 @@ int64_t int_of(const Value& v) {
 
 // seq * times, its size checked before anything is allocated.
 Value repeat(const Value& seq, int64_t times, int line) {
-  const uint64_t n = times > 0 ? static_cast<uint64_t>(times) : 0;
+  // An empty sequence repeated is empty however many times (the loops below must not run).
+  const bool empty = seq.is_string() ? seq.as_string().empty() : seq.as_list().items.empty();
+  const uint64_t n = times > 0 && !empty ? static_cast<uint64_t>(times) : 0;
   if (seq.is_string()) {
     check_string_bytes(saturating_mul(seq.as_string().size(), n), line);
     std::string out;

@@ -31,6 +31,9 @@ inline const std::vector<HostileTemplate>& hostile_templates() {
        "budget"},
       {"{{ 'x'|center(10000000000) }}", "budget"},
       {"{{ [0] * 10000000000 }}", "budget"},
+      // Found by the fuzzer: repeating an empty sequence used to loop `n` times.
+      {"{{ ([] * 1000000000000000000) ~ ('' * 1000000000000000000) }}{{ 'x' * 100000000000 }}",
+       "budget"},
       {"{{ messages * 100000000 }}", "budget"},
       {"{{ 'x\\nx'|indent(10000000000) }}", "budget"},
       {"{{ 'x\\nx'|indent(1000000, true) * 100 }}", "budget"},
