@@ -71,28 +71,27 @@ TEST(RenderBudget, LoweredLimitsSayWhatWasAskedAndTheLimit) {
   EXPECT_EQ(defaults.max_output_bytes, 16u << 20);
 }
 
+// One user message with `content`.
+ojson user_says(const ojson& content) {
+  ojson messages = ojson::array();
+  messages.push_back(ojson::object({{"role", "user"}, {"content", content}}));
+  return messages;
+}
+
 TEST(RenderBudget, ABudgetErrorLeavesTheTemplateUsable) {
-  auto t = ChatTemplate::create(
-      "{% if messages[0].content == 'big' %}{{ 'a' * 10**12 }}"
-      "{% else %}{{ messages[0].content }}{% endif %}",
-      "", "");
-  ASSERT_TRUE(t.is_ok());
-  auto with_content = [&](const char* content) {
-    ojson messages = ojson::array();
-    messages.push_back(ojson::object({{"role", "user"}, {"content", content}}));
-    return t->render(messages, nullptr, true, {});
-  };
-  EXPECT_EQ(with_content("big").status().code(), ErrorCode::kResourceExhausted);
-  EXPECT_EQ(with_content("fine").value(), "fine");
+  const std::string source =
+      "{% if messages[0].content == 'big' %}{{ 'a' * 10**12 }}{% else %}{{ messages[0].content "
+      "}}{% endif %}";
+  const ChatTemplate t = ChatTemplate::create(source, "", "").value();
+  EXPECT_EQ(t.render(user_says("big"), nullptr, true, {}).status().code(),
+            ErrorCode::kResourceExhausted);
+  EXPECT_EQ(t.render(user_says("fine"), nullptr, true, {}).value(), "fine");
 }
 
 TEST(RenderBudget, DeeplyNestedInputIsAnErrorNotACrash) {
-  auto t = ChatTemplate::create("{{ messages|length }}", "", "");
-  ASSERT_TRUE(t.is_ok());
-  std::string deep = std::string(5000, '[') + std::string(5000, ']');
-  ojson messages = ojson::array();
-  messages.push_back(ojson::object({{"role", "user"}, {"content", ojson::parse(deep)}}));
-  auto r = t->render(messages, nullptr, true, {});
+  const ChatTemplate t = ChatTemplate::create("{{ messages|length }}", "", "").value();
+  const std::string deep = std::string(5000, '[') + std::string(5000, ']');
+  auto r = t.render(user_says(ojson::parse(deep)), nullptr, true, {});
   ASSERT_FALSE(r.is_ok());
   EXPECT_NE(r.status().message().find("nested more than 512 deep"), std::string::npos);
 }
