@@ -1,6 +1,7 @@
 #include "chat/chat_template.h"
 
 #include <set>
+#include <stdexcept>
 
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -69,6 +70,14 @@ void release_free_memory() {
 #endif
 }
 
+// std::stoll and friends on a literal or index out of range (99999999999999999999, 0b2):
+// an error in the template, never an exception out of the chat layer.
+Status number_error(const std::logic_error& e) {
+  return make_error(ErrorCode::kInvalidArgument,
+                    "[chat] template: a number that cannot be read or is out of range ({})",
+                    e.what());
+}
+
 Status to_status(const TemplateError& e) {
   const ErrorCode code =
       e.over_budget() ? ErrorCode::kResourceExhausted : ErrorCode::kInvalidArgument;
@@ -120,6 +129,8 @@ Result<ChatTemplate> ChatTemplate::create(const std::string& source, std::string
     t.program_ = std::make_shared<const StmtList>(parse_template(source));
   } catch (const TemplateError& e) {
     return to_status(e);
+  } catch (const std::logic_error& e) {
+    return number_error(e);
   }
   return t;
 }
@@ -157,6 +168,8 @@ Result<std::string> ChatTemplate::render(const nlohmann::ordered_json& messages,
   } catch (const TemplateError& e) {
     if (e.over_budget()) release_free_memory();
     return to_status(e);
+  } catch (const std::logic_error& e) {
+    return number_error(e);
   }
 }
 

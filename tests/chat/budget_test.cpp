@@ -88,6 +88,18 @@ TEST(RenderBudget, ABudgetErrorLeavesTheTemplateUsable) {
   EXPECT_EQ(t.render(user_says("fine"), nullptr, true, {}).value(), "fine");
 }
 
+TEST(RenderBudget, NumbersOutOfRangeAreErrorsNotExceptions) {
+  // Found by the fuzzer: std::stoll's exceptions escaped ChatTemplate.
+  for (const char* source : {"{{ 0basic }}", "{{ 99999999999999999999 }}", "{{ 1e999999 }}",
+                             "{{ '{99999999999999999999}'.format(1) }}"}) {
+    SCOPED_TRACE(source);
+    auto r = render(source);
+    if (!r.is_ok()) {
+      EXPECT_EQ(r.status().message().rfind("[chat] ", 0), 0u);
+    }
+  }
+}
+
 TEST(RenderBudget, DeeplyNestedInputIsAnErrorNotACrash) {
   const ChatTemplate t = ChatTemplate::create("{{ messages|length }}", "", "").value();
   const std::string deep = std::string(5000, '[') + std::string(5000, ']');
