@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "engine/conversation.h"
 #include "gguf/gguf_file.h"
 #include "gguf/gguf_summary.h"
 #include "model_source.h"
@@ -127,7 +128,10 @@ void print_architectures(bool json) {
   }
 }
 
-void print_text(const GgufSummary& s, const GgufFile& file, bool with_tensors, const Status& runs) {
+// `chat_template`: whether the template parses and passes its load-time check (the file's, or
+// ChatML when it has none).
+void print_text(const GgufSummary& s, const GgufFile& file, bool with_tensors, const Status& runs,
+                const Status& chat_template) {
   static const char* const kCountUnits[] = {"", " K", " M", " B", " T", nullptr};
   static const char* const kByteUnits[] = {" B", " KiB", " MiB", " GiB", " TiB", nullptr};
   std::string out;
@@ -161,9 +165,11 @@ void print_text(const GgufSummary& s, const GgufFile& file, bool with_tensors, c
   line("n_vocab", or_absent(s.n_vocab));
   line("tokenizer.model", text_or_absent(s.tokenizer_model));
   line("tokenizer.pre", text_or_absent(s.tokenizer_pre));
-  line("chat_template", s.has_chat_template
-                            ? fmt::format("present ({} bytes)", *s.chat_template_length)
-                            : std::string("absent"));
+  std::string template_text = s.has_chat_template
+                                  ? fmt::format("present ({} bytes)", *s.chat_template_length)
+                                  : std::string("absent");
+  if (!chat_template.is_ok()) template_text += "; unusable: " + chat_template.message();
+  line("chat_template", template_text);
   std::string types;
   for (const GgufTypeCount& c : s.by_type) {
     types +=
@@ -218,15 +224,18 @@ void register_info_command(CLI::App& app, CommandRegistry& registry) {
     MINFER_ASSIGN_OR_RETURN(GgufSummary summary, summarize_gguf(*file));
     // Whether minfer runs the file: everything Model::load checks (architecture, keys, tensors).
     const Status runs = Model::load(opts->model).status();
+    const Status chat_template = engine::load_chat_template(*file).status();
     if (opts->json) {
       ordered_json j = summary_json(summary, *file, opts->tensors);
+      j["tokenizer"]["chat_template_error"] =
+          chat_template.is_ok() ? ordered_json() : ordered_json(chat_template.message());
       j["runs"] = runs.is_ok();
       j["runs_error"] = runs.is_ok() ? ordered_json() : ordered_json(runs.message());
       // Strings from the file may be invalid UTF-8: replace rather than throw.
       const std::string text = j.dump(2, ' ', false, ordered_json::error_handler_t::replace);
       std::printf("%s\n", text.c_str());
     } else {
-      print_text(summary, *file, opts->tensors, runs);
+      print_text(summary, *file, opts->tensors, runs, chat_template);
     }
     return flush_stdout("info");
   });

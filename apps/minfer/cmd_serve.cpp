@@ -15,6 +15,10 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -77,6 +81,12 @@ Result<Loaded> load(ServeFlags& f, const std::string& model_path) {
   Loaded l;
   f.load.single_sequence = false;  // every request runs on the batch generator
   MINFER_ASSIGN_OR_RETURN(l.model, LanguageModel::load(model_path, f.load));
+  if (Status st = l.model->chat_template_status(); !st.is_ok()) {
+    // The model still serves completions of raw prompts; chat requests get this message.
+    fmt::print(stderr, "minfer serve: warning: {}: {}; chat requests to it will be refused\n",
+               model_path, st.message());
+    std::fflush(stderr);
+  }
   f.batch.prefix_cache = !f.no_prefix_cache;
   f.batch.keep_slots = !f.http.slot_save_path.empty();  // slots keep cells to save
   MINFER_ASSIGN_OR_RETURN(l.generator, l.model->batch_generator(f.batch));
@@ -150,6 +160,13 @@ int run_serve(ServeFlags& f) {
       return 1;
     }
   }
+#if defined(__GLIBC__)
+  // A fixed mmap threshold: blocks of 4 MiB and more go back to the system when freed. glibc
+  // otherwise raises the threshold after each large free and keeps such memory in the arena of
+  // the thread that freed it, so requests on many threads (a template render stopped at its
+  // 16 MiB budgets, say) would add up one peak per thread.
+  mallopt(M_MMAP_THRESHOLD, 4 << 20);
+#endif
   std::unique_ptr<server::ModelRegistry> registry;
   if (!f.models_dir.empty() || f.models_hf_cache) {
     Result<std::unique_ptr<server::ModelRegistry>> r = make_registry(f);

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "chat/budget.h"
 #include "chat/builtins.h"
 #include "chat/py_string.h"
 
@@ -91,7 +92,7 @@ std::string str_format(const std::string& fmt_text, const CallArgs& args, int li
       }
       if (v == nullptr)
         throw TemplateError(line, fmt::format("format field '{}' has no value", field));
-      out += to_str(*v);
+      append_checked(out, to_str(*v), line);
       i = close;
     } else if (c == '}') {
       throw TemplateError(line, "single '}' in format string");
@@ -175,9 +176,9 @@ Value call_str_method(const std::string& s, const std::string& name, CallArgs& a
         throw TemplateError(
             line, fmt::format("sequence item: expected str instance, {} found", item.type_name()));
       }
-      if (!first) out += s;
+      if (!first) append_checked(out, s, line);
       first = false;
-      out += item.as_string();
+      append_checked(out, item.as_string(), line);
     }
     return Value::string(std::move(out));
   }
@@ -253,6 +254,8 @@ Value call_list_method(const Value& obj, const std::string& name, CallArgs& args
 
 Value bound_method(const Value& obj, const std::string& name) {
   return Value::callable(name, [obj, name](CallArgs& args) -> Value {
+    // A method reads its object (str.count over 16 MiB is not one step).
+    charge_steps(value_weight(obj), 0);
     if (obj.is_string()) return call_str_method(obj.as_string(), name, args, 0);
     if (obj.is_dict()) return call_dict_method(obj, name, args, 0);
     return call_list_method(obj, name, args, 0);
@@ -328,6 +331,8 @@ Value get_attribute(const Value& obj, const std::string& name, int line) {
 }
 
 Value get_item(const Value& obj, const Value& key, int line) {
+  // Indexing a str decodes it, a dict lookup is linear: both are paid for; a list's is not.
+  if (!obj.is_list()) charge_steps(value_weight(obj), line);
   switch (obj.kind()) {
     case Value::Kind::kUndefined:
       fail_undefined(obj, line);
@@ -363,6 +368,7 @@ Value get_item(const Value& obj, const Value& key, int line) {
 
 Value get_slice(const Value& obj, const Value* start, const Value* stop, const Value* step,
                 int line) {
+  charge_steps(value_weight(obj), line);
   if (obj.is_list()) {
     const auto& items = obj.as_list().items;
     std::vector<Value> out;
@@ -396,6 +402,7 @@ std::vector<Value> iterate(const Value& v, int line) {
       return keys;
     }
     case Value::Kind::kString: {
+      check_list_items(utf8_length(v.as_string()), line);
       std::vector<Value> chars;
       for (char32_t cp : utf8_decode(v.as_string())) {
         std::string one;

@@ -1,6 +1,11 @@
 #include "chat/chat_template.h"
 
 #include <set>
+#include <stdexcept>
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include <fmt/format.h>
 
@@ -18,8 +23,12 @@ const char* const kChatMlTemplate =
 
 namespace {
 
-// JSON -> Value as Python's json.loads builds it (objects keep key order).
-Value from_json(const nlohmann::ordered_json& j) {
+// JSON -> Value as Python's json.loads builds it (objects keep key order). `depth` counts the
+// enclosing arrays and objects: deeper input is refused before the recursion gets deep.
+Value from_json(const nlohmann::ordered_json& j, uint32_t depth = 0) {
+  if (depth >= kMaxNesting) {
+    throw TemplateError(0, fmt::format("JSON input nested more than {} deep", kMaxNesting));
+  }
   switch (j.type()) {
     case nlohmann::ordered_json::value_t::null:
       return Value::none();
@@ -39,12 +48,12 @@ Value from_json(const nlohmann::ordered_json& j) {
     case nlohmann::ordered_json::value_t::array: {
       std::vector<Value> items;
       items.reserve(j.size());
-      for (const auto& item : j) items.push_back(from_json(item));
+      for (const auto& item : j) items.push_back(from_json(item, depth + 1));
       return Value::list(std::move(items));
     }
     case nlohmann::ordered_json::value_t::object: {
       Dict d;
-      for (const auto& [k, v] : j.items()) d.set(k, from_json(v));
+      for (const auto& [k, v] : j.items()) d.set(k, from_json(v, depth + 1));
       return Value::dict(std::move(d));
     }
     default:
@@ -52,12 +61,28 @@ Value from_json(const nlohmann::ordered_json& j) {
   }
 }
 
+// A render stopped by a budget may have freed tens of MiB in the arena of the thread that ran it;
+// glibc keeps such memory (its mmap threshold grows after large frees), so a server whose
+// requests run on many threads would add up one such peak per thread. Hand it back.
+void release_free_memory() {
+#if defined(__GLIBC__)
+  ::malloc_trim(0);
+#endif
+}
+
+// std::stoll and friends on a literal or index out of range (99999999999999999999, 0b2):
+// an error in the template, never an exception out of the chat layer.
+Status number_error(const std::logic_error& e) {
+  return make_error(ErrorCode::kInvalidArgument,
+                    "[chat] template: a number that cannot be read or is out of range ({})",
+                    e.what());
+}
+
 Status to_status(const TemplateError& e) {
-  if (e.line() > 0) {
-    return make_error(ErrorCode::kInvalidArgument, "[chat] template line {}: {}", e.line(),
-                      e.what());
-  }
-  return make_error(ErrorCode::kInvalidArgument, "[chat] template: {}", e.what());
+  const ErrorCode code =
+      e.over_budget() ? ErrorCode::kResourceExhausted : ErrorCode::kInvalidArgument;
+  if (e.line() > 0) return make_error(code, "[chat] template line {}: {}", e.line(), e.what());
+  return make_error(code, "[chat] template: {}", e.what());
 }
 
 // Request fields that configure generation, not the template.
@@ -104,6 +129,8 @@ Result<ChatTemplate> ChatTemplate::create(const std::string& source, std::string
     t.program_ = std::make_shared<const StmtList>(parse_template(source));
   } catch (const TemplateError& e) {
     return to_status(e);
+  } catch (const std::logic_error& e) {
+    return number_error(e);
   }
   return t;
 }
@@ -124,22 +151,25 @@ Result<std::string> ChatTemplate::render(const nlohmann::ordered_json& messages,
     return make_error(ErrorCode::kInvalidArgument,
                       "[chat] template variables: expected an object, got {}", extra.type_name());
   }
-  // What transformers passes to render(): messages, tools (None when absent), documents=None,
-  // add_generation_prompt, the special tokens, then the caller's kwargs.
-  Dict vars;
-  vars.set("messages", from_json(messages));
-  vars.set("tools", from_json(tools));
-  vars.set("documents", Value::none());
-  vars.set("add_generation_prompt", Value::boolean(add_generation_prompt));
-  vars.set("bos_token", Value::string(bos_token_));
-  vars.set("eos_token", Value::string(eos_token_));
-  if (extra.is_object()) {
-    for (const auto& [k, v] : extra.items()) vars.set(k, from_json(v));
-  }
   try {
-    return render_program(*program_, vars);
+    // What transformers passes to render(): messages, tools (None when absent), documents=None,
+    // add_generation_prompt, the special tokens, then the caller's kwargs.
+    Dict vars;
+    vars.set("messages", from_json(messages));
+    vars.set("tools", from_json(tools));
+    vars.set("documents", Value::none());
+    vars.set("add_generation_prompt", Value::boolean(add_generation_prompt));
+    vars.set("bos_token", Value::string(bos_token_));
+    vars.set("eos_token", Value::string(eos_token_));
+    if (extra.is_object()) {
+      for (const auto& [k, v] : extra.items()) vars.set(k, from_json(v));
+    }
+    return render_program(*program_, vars, limits_);
   } catch (const TemplateError& e) {
+    if (e.over_budget()) release_free_memory();
     return to_status(e);
+  } catch (const std::logic_error& e) {
+    return number_error(e);
   }
 }
 

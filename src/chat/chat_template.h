@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "chat/budget.h"
 #include "core/status.h"
 
 namespace minfer::chat {
@@ -46,12 +47,19 @@ class ChatTemplate {
 
   const std::string& source() const { return source_; }
 
+  // The budgets every render runs under (RenderLimits' defaults unless set): a render that goes
+  // over one fails with "[chat] template line N: ... exceeds the 16 MiB size budget" and the
+  // like.
+  void set_limits(const RenderLimits& limits) { limits_ = limits; }
+  const RenderLimits& limits() const { return limits_; }
+
  private:
   ChatTemplate() = default;
 
   std::string source_;
   std::string bos_token_;
   std::string eos_token_;
+  RenderLimits limits_;
   std::shared_ptr<const std::vector<std::unique_ptr<Stmt>>> program_;
 };
 

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "chat/budget.h"
 #include "chat/builtins.h"
 #include "chat/py_string.h"
 
@@ -63,6 +64,9 @@ Value sort_key(const Value& v, bool case_sensitive) {
 }
 
 std::string html_escape(std::string_view s) {
+  uint64_t size = s.size();
+  for (char c : s) size += c == '&' || c == '"' || c == '\'' ? 4 : (c == '<' || c == '>' ? 3 : 0);
+  check_string_bytes(size, 0);
   std::string out;
   for (char c : s) {
     switch (c) {
@@ -229,9 +233,11 @@ Value filter_join(const Value& input, CallArgs& args, const FilterContext& ctx) 
   std::string out;
   bool first = true;
   for (const Value& item : iterate(input, ctx.line)) {
-    if (!first) out += soft_str(sep);
+    if (!first) append_checked(out, soft_str(sep), ctx.line);
     first = false;
-    out += soft_str(attribute.is_none() ? item : attr_path(item, soft_str(attribute), ctx.line));
+    append_checked(
+        out, soft_str(attribute.is_none() ? item : attr_path(item, soft_str(attribute), ctx.line)),
+        ctx.line);
   }
   return Value::string(std::move(out));
 }
@@ -359,6 +365,8 @@ Value filter_unique(const Value& input, CallArgs& args, const FilterContext& ctx
     Value key =
         sort_key(attribute.is_none() ? item : attr_path(item, soft_str(attribute), ctx.line),
                  case_sensitive);
+    // The search is linear in what was kept, so it is paid for.
+    charge_steps(1 + seen.size() / kBytesPerStep, ctx.line);
     bool dup = false;
     for (const Value& s : seen) dup = dup || values_equal(s, key);
     if (!dup) {
@@ -511,28 +519,31 @@ Value filter_indent(const Value& input, CallArgs& args, const FilterContext& ctx
   const Value& width = arg_at(args, 0, "width", kFour);
   bool first = arg_at(args, 1, "first", kFalse).truthy();
   bool blank = arg_at(args, 2, "blank", kFalse).truthy();
+  const int64_t spaces =
+      width.is_string() ? 0 : std::max<int64_t>(0, as_int(width, "width", ctx.line));
+  check_string_bytes(static_cast<uint64_t>(spaces), ctx.line);
   std::string indention =
-      width.is_string()
-          ? width.as_string()
-          : std::string(static_cast<size_t>(std::max<int64_t>(0, as_int(width, "width", ctx.line))),
-                        ' ');
+      width.is_string() ? width.as_string() : std::string(static_cast<size_t>(spaces), ' ');
   // Jinja2 appends a newline before splitlines() so a trailing newline is kept.
   std::vector<std::string> lines = py_splitlines(soft_str(input) + "\n");
   std::string rv;
   if (blank) {
     for (size_t i = 0; i < lines.size(); ++i) {
-      if (i > 0) rv += "\n" + indention;
-      rv += lines[i];
+      if (i > 0) append_checked(rv, "\n" + indention, ctx.line);
+      append_checked(rv, lines[i], ctx.line);
     }
   } else {
     rv = lines.empty() ? "" : lines[0];
     for (size_t i = 1; i < lines.size(); ++i) {
-      rv += "\n";
-      if (!lines[i].empty()) rv += indention;
-      rv += lines[i];
+      append_checked(rv, "\n", ctx.line);
+      if (!lines[i].empty()) append_checked(rv, indention, ctx.line);
+      append_checked(rv, lines[i], ctx.line);
     }
   }
-  if (first) rv = indention + rv;
+  if (first) {
+    check_string_bytes(uint64_t{indention.size()} + rv.size(), ctx.line);
+    rv = indention + rv;
+  }
   return Value::string(rv);
 }
 
@@ -555,6 +566,7 @@ Value filter_center(const Value& input, CallArgs& args, const FilterContext& ctx
   if (width <= len) return Value::string(s);
   // str.center puts the extra space on the right when the margin is odd and len is even.
   int64_t margin = width - len;
+  check_string_bytes(s.size() + static_cast<uint64_t>(margin), ctx.line);
   int64_t left = margin / 2 + (margin & width & 1);
   return Value::string(std::string(static_cast<size_t>(left), ' ') + s +
                        std::string(static_cast<size_t>(margin - left), ' '));
@@ -588,6 +600,7 @@ Value filter_batch(const Value& input, CallArgs& args, const FilterContext& ctx)
   int64_t count = as_int(arg_at(args, 0, "linecount", kNone), "linecount", ctx.line);
   if (count <= 0) throw TemplateError(ctx.line, "batch size must be positive");
   const Value& fill = arg_at(args, 1, "fill_with", kNone);
+  if (!fill.is_none()) check_list_items(static_cast<uint64_t>(count), ctx.line);
   std::vector<Value> batches;
   std::vector<Value> current;
   for (const Value& item : iterate(input, ctx.line)) {

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "chat/budget.h"
 #include "chat/builtins.h"
 #include "chat/py_string.h"
 
@@ -73,6 +74,8 @@ struct JsonWriter {
   int line;
 
   void newline(int level, std::string& out) const {
+    check_string_bytes(out.size() + 1 + saturating_mul(static_cast<uint64_t>(level), indent.size()),
+                       line);
     out.push_back('\n');
     for (int i = 0; i < level; ++i) out += indent;
   }
@@ -113,6 +116,8 @@ struct JsonWriter {
           if (i > 0) out += item_sep;
           if (has_indent) newline(level + 1, out);
           write(items[i], level + 1, out);
+          // Items may share one big value: the size, not the item count, bounds the work.
+          check_string_bytes(out.size(), line);
         }
         if (has_indent) newline(level, out);
         out.push_back(']');
@@ -136,6 +141,7 @@ struct JsonWriter {
           dump_string(entries[i]->first, ensure_ascii, out);
           out += key_sep;
           write(entries[i]->second, level + 1, out);
+          check_string_bytes(out.size(), line);
         }
         if (has_indent) newline(level, out);
         out.push_back('}');
@@ -194,12 +200,40 @@ Dict dict_from_args(const CallArgs& args, const char* what) {
           throw TemplateError(
               0, fmt::format("{}: expected (key, value) pairs with string keys", what));
         }
+        // Dict::set looks the key up linearly.
+        charge_steps(1 + d.items.size() / kBytesPerStep, 0);
         d.set(kv[0].as_string(), kv[1]);
       }
     }
   }
   for (const auto& [k, v] : args.keyword) d.set(k, v);
   return d;
+}
+
+// %s with `spec` ("%-10.3"): precision cuts and width pads in code points, as Python's do
+// (snprintf would count bytes and stop at its buffer).
+std::string pad_text(std::string text, const std::string& spec, int line) {
+  const bool left = spec.find('-') != std::string::npos;
+  size_t p = 1;
+  while (p < spec.size() && std::string("-+ #0").find(spec[p]) != std::string::npos) ++p;
+  size_t dot = spec.find('.', p);
+  const std::string width_text =
+      spec.substr(p, dot == std::string::npos ? std::string::npos : dot - p);
+  std::u32string cps = utf8_decode(text);
+  if (dot != std::string::npos) {
+    const std::string precision_text = spec.substr(dot + 1);
+    const uint64_t precision =
+        precision_text.empty() ? 0 : std::stoull(precision_text.substr(0, 12));
+    if (precision < cps.size()) {
+      cps.resize(static_cast<size_t>(precision));
+      text = utf8_encode(cps);
+    }
+  }
+  const uint64_t width = width_text.empty() ? 0 : std::stoull(width_text.substr(0, 12));
+  if (width <= cps.size()) return text;
+  check_string_bytes(text.size() + (width - cps.size()), line);
+  const std::string padding(static_cast<size_t>(width - cps.size()), ' ');
+  return left ? text + padding : padding + text;
 }
 
 }  // namespace
@@ -255,11 +289,20 @@ std::string percent_format(const std::string& fmt, const Value& args, int line) 
       arg = &positional[next++];
     }
     char buf[512];
+    if (type != 's' && type != 'r' && type != 'a') {
+      // snprintf below writes into buf: a wider field would be cut, and a huge one is slow.
+      size_t run = 0;
+      for (size_t k = spec.find_first_not_of("%-+ #0"); k < spec.size(); ++k) {
+        run = std::isdigit(static_cast<unsigned char>(spec[k])) ? run + 1 : 0;
+        if (run > 3) {
+          throw TemplateError(line, fmt::format("unsupported construct: format width or "
+                                                "precision over 999 in '{}{}'",
+                                                spec, type));
+        }
+      }
+    }
     if (type == 's' || type == 'r' || type == 'a') {
-      std::string text = type == 's' ? to_str(*arg) : to_repr(*arg);
-      spec += 's';
-      std::snprintf(buf, sizeof(buf), spec.c_str(), text.c_str());
-      out += buf;
+      append_checked(out, pad_text(type == 's' ? to_str(*arg) : to_repr(*arg), spec, line), line);
     } else if (type == 'd' || type == 'i' || type == 'x' || type == 'X' || type == 'o' ||
                type == 'c') {
       if (!arg->is_number()) {
@@ -272,20 +315,20 @@ std::string percent_format(const std::string& fmt, const Value& args, int line) 
       if (type == 'c') {
         std::string one;
         utf8::append(one, static_cast<char32_t>(v));
-        out += one;
+        append_checked(out, one, line);
         continue;
       }
       spec += "ll";
       spec += (type == 'i') ? 'd' : type;
       std::snprintf(buf, sizeof(buf), spec.c_str(), v);
-      out += buf;
+      append_checked(out, buf, line);
     } else if (std::string("fFeEgG").find(type) != std::string::npos) {
       if (!arg->is_number()) {
         throw TemplateError(line, fmt::format("must be real number, not {}", arg->type_name()));
       }
       spec += type;
       std::snprintf(buf, sizeof(buf), spec.c_str(), arg->to_double());
-      out += buf;
+      append_checked(out, buf, line);
     } else {
       throw TemplateError(line, fmt::format("unsupported format character '{}'", type));
     }
@@ -345,6 +388,7 @@ std::string json_dumps(const Value& v, bool ensure_ascii, const Value& indent,
   } else if (indent.is_int() || indent.is_bool()) {
     w.has_indent = true;
     int64_t n = indent.is_bool() ? indent.as_bool() : indent.as_int();
+    check_string_bytes(static_cast<uint64_t>(std::max<int64_t>(0, n)), line);
     w.indent = std::string(static_cast<size_t>(std::max<int64_t>(0, n)), ' ');
   } else if (!indent.is_none()) {
     throw TemplateError(

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "chat/budget.h"
 #include "chat/builtins.h"
 
 namespace minfer::chat {
@@ -31,21 +32,35 @@ int64_t int_of(const Value& v) {
                                         a.type_name(), b.type_name()));
 }
 
-Value repeat(const Value& seq, int64_t times) {
+// seq * times, its size checked before anything is allocated.
+Value repeat(const Value& seq, int64_t times, int line) {
+  // An empty sequence repeated is empty however many times (the loops below must not run).
+  const bool empty = seq.is_string() ? seq.as_string().empty() : seq.as_list().items.empty();
+  const uint64_t n = times > 0 && !empty ? static_cast<uint64_t>(times) : 0;
   if (seq.is_string()) {
+    check_string_bytes(saturating_mul(seq.as_string().size(), n), line);
     std::string out;
-    for (int64_t i = 0; i < times; ++i) out += seq.as_string();
+    out.reserve(seq.as_string().size() * n);
+    for (uint64_t i = 0; i < n; ++i) out += seq.as_string();
     return Value::string(std::move(out));
   }
+  check_list_bytes(saturating_mul(seq.as_list().items.size(), n),
+                   saturating_mul(value_bytes(seq), n), line);
   std::vector<Value> items;
-  for (int64_t i = 0; i < times; ++i) {
+  items.reserve(seq.as_list().items.size() * n);
+  for (uint64_t i = 0; i < n; ++i) {
     items.insert(items.end(), seq.as_list().items.begin(), seq.as_list().items.end());
   }
   return Value::list(std::move(items), seq.is_tuple());
 }
 
 Value arithmetic(const std::string& op, const Value& a, const Value& b, int line) {
-  if (op == "~") return Value::string(to_str(a) + to_str(b));
+  if (op == "~") {
+    std::string left = to_str(a);
+    std::string right = to_str(b);
+    check_string_bytes(uint64_t{left.size()} + right.size(), line);
+    return Value::string(left + right);
+  }
   bool both_numbers = a.is_number() && b.is_number();
   bool any_float = a.is_float() || b.is_float();
   if (op == "+") {
@@ -53,8 +68,13 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b, int line
       return any_float ? Value::floating(a.to_double() + b.to_double())
                        : Value::integer(int_of(a) + int_of(b));
     }
-    if (a.is_string() && b.is_string()) return Value::string(a.as_string() + b.as_string());
+    if (a.is_string() && b.is_string()) {
+      check_string_bytes(uint64_t{a.as_string().size()} + b.as_string().size(), line);
+      return Value::string(a.as_string() + b.as_string());
+    }
     if (a.is_list() && b.is_list() && a.is_tuple() == b.is_tuple()) {
+      check_list_bytes(uint64_t{a.as_list().items.size()} + b.as_list().items.size(),
+                       value_bytes(a) + value_bytes(b), line);
       std::vector<Value> items = a.as_list().items;
       items.insert(items.end(), b.as_list().items.begin(), b.as_list().items.end());
       return Value::list(std::move(items), a.is_tuple());
@@ -66,8 +86,10 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b, int line
       return any_float ? Value::floating(a.to_double() * b.to_double())
                        : Value::integer(int_of(a) * int_of(b));
     }
-    if ((a.is_string() || a.is_list()) && (b.is_int() || b.is_bool())) return repeat(a, int_of(b));
-    if ((b.is_string() || b.is_list()) && (a.is_int() || a.is_bool())) return repeat(b, int_of(a));
+    if ((a.is_string() || a.is_list()) && (b.is_int() || b.is_bool()))
+      return repeat(a, int_of(b), line);
+    if ((b.is_string() || b.is_list()) && (a.is_int() || a.is_bool()))
+      return repeat(b, int_of(a), line);
     fail_operands(op, a, b, line);
   }
   if (!both_numbers) {
@@ -107,14 +129,27 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b, int line
   }
   if (op == "**") {
     if (!any_float && int_of(b) >= 0) {
-      int64_t result = 1;
-      int64_t base = int_of(a);
-      for (int64_t i = 0; i < int_of(b); ++i) result *= base;
-      return Value::integer(result);
+      // Square-and-multiply in wrapping 64-bit arithmetic: the same bits as multiplying
+      // `exponent` times, in log2(exponent) steps (2 ** 10**18 must not loop 10**18 times).
+      uint64_t result = 1;
+      auto base = static_cast<uint64_t>(int_of(a));
+      for (auto exponent = static_cast<uint64_t>(int_of(b)); exponent != 0; exponent >>= 1) {
+        if ((exponent & 1) != 0) result *= base;
+        base *= base;
+      }
+      return Value::integer(static_cast<int64_t>(result));
     }
     return Value::floating(std::pow(a.to_double(), b.to_double()));
   }
   throw TemplateError(line, fmt::format("unknown operator '{}'", op));
+}
+
+// loop.cycle(a, b, ...) for iteration `i`: the argument at i modulo their count.
+Value cycle_for(int64_t i, int line) {
+  return Value::callable("cycle", [i, line](CallArgs& args) {
+    if (args.positional.empty()) throw TemplateError(line, "no items for cycling given");
+    return args.positional[static_cast<size_t>(i) % args.positional.size()];
+  });
 }
 
 class Interpreter {
@@ -138,13 +173,29 @@ class Interpreter {
     return Value::string(std::move(body));
   }
 
+  static void print(std::string& out, std::string_view text, int line) {
+    check_output_bytes(uint64_t{out.size()} + text.size(), line);
+    out += text;
+  }
+
+  // Runs one statement; an error raised without a line (by a budget check deep in a filter, or
+  // a global function) gets the statement's.
   Flow exec(const Stmt& s, Scope& scope, std::string& out) {
+    try {
+      return exec_stmt(s, scope, out);
+    } catch (const TemplateError& err) {
+      if (err.line() != 0) throw;
+      throw TemplateError(s.line, err.what(), err.over_budget());
+    }
+  }
+
+  Flow exec_stmt(const Stmt& s, Scope& scope, std::string& out) {
     switch (s.kind) {
       case Stmt::Kind::kText:
-        out += s.text;
+        print(out, s.text, s.line);
         return Flow::kNormal;
       case Stmt::Kind::kOutput:
-        out += to_str(eval(*s.expr, scope));
+        print(out, to_str(eval(*s.expr, scope)), s.line);
         return Flow::kNormal;
       case Stmt::Kind::kIf:
         for (size_t i = 0; i < s.conditions.size(); ++i) {
@@ -168,12 +219,12 @@ class Interpreter {
         return Flow::kNormal;
       case Stmt::Kind::kCallBlock: {
         Value caller = make_macro(s, "caller", &scope);
-        out += to_str(eval_call(*s.expr, scope, &caller));
+        print(out, to_str(eval_call(*s.expr, scope, &caller)), s.line);
         return Flow::kNormal;
       }
       case Stmt::Kind::kFilterBlock: {
         const Value v = render_body(s, scope);
-        out += to_str(eval_filter(*s.expr, scope, &v));
+        print(out, to_str(eval_filter(*s.expr, scope, &v)), s.line);
         return Flow::kNormal;
       }
       case Stmt::Kind::kWith: {
@@ -219,6 +270,7 @@ class Interpreter {
       // Jinja2 filters before counting, so loop.length and loop.last see the kept items only.
       std::vector<Value> kept;
       for (Value& item : items) {
+        charge_steps(1, s.line);
         assign(s.target, item, filter_scope, s.line);
         if (eval(*s.condition, filter_scope).truthy()) kept.push_back(std::move(item));
       }
@@ -232,29 +284,31 @@ class Interpreter {
     const auto n = static_cast<int64_t>(items.size());
     for (int64_t i = 0; i < n; ++i) {
       const auto idx = static_cast<size_t>(i);
+      charge_steps(1, s.line);
       // Each iteration starts from the enclosing scope's values: Jinja2 does not carry a
       // variable set in one iteration into the next.
       Scope iteration_scope(&scope);
       assign(s.target, items[idx], iteration_scope, s.line);
+      // The keys are distinct, so they are appended without Dict::set's lookup.
       Dict loop;
-      loop.set("index", Value::integer(i + 1));
-      loop.set("index0", Value::integer(i));
-      loop.set("revindex", Value::integer(n - i));
-      loop.set("revindex0", Value::integer(n - i - 1));
-      loop.set("first", Value::boolean(i == 0));
-      loop.set("last", Value::boolean(i == n - 1));
-      loop.set("length", Value::integer(n));
-      loop.set("depth", Value::integer(1));
-      loop.set("depth0", Value::integer(0));
-      loop.set("previtem",
-               i > 0 ? items[idx - 1] : Value::undefined("previtem", "there is no previous item"));
-      loop.set("nextitem",
-               i + 1 < n ? items[idx + 1] : Value::undefined("nextitem", "there is no next item"));
-      loop.set("cycle", Value::callable("cycle", [i, line = s.line](CallArgs& args) {
-                 if (args.positional.empty())
-                   throw TemplateError(line, "no items for cycling given");
-                 return args.positional[static_cast<size_t>(i) % args.positional.size()];
-               }));
+      auto& fields = loop.items;
+      fields.reserve(12);
+      fields.emplace_back("index", Value::integer(i + 1));
+      fields.emplace_back("index0", Value::integer(i));
+      fields.emplace_back("revindex", Value::integer(n - i));
+      fields.emplace_back("revindex0", Value::integer(n - i - 1));
+      fields.emplace_back("first", Value::boolean(i == 0));
+      fields.emplace_back("last", Value::boolean(i == n - 1));
+      fields.emplace_back("length", Value::integer(n));
+      fields.emplace_back("depth", Value::integer(1));
+      fields.emplace_back("depth0", Value::integer(0));
+      fields.emplace_back(
+          "previtem",
+          i > 0 ? items[idx - 1] : Value::undefined("previtem", "there is no previous item"));
+      fields.emplace_back("nextitem", i + 1 < n
+                                          ? items[idx + 1]
+                                          : Value::undefined("nextitem", "there is no next item"));
+      fields.emplace_back("cycle", cycle_for(i, s.line));
       iteration_scope.set("loop", Value::dict(std::move(loop)));
       Flow f = exec_list(s.body, iteration_scope, out);
       if (f == Flow::kBreak) break;
@@ -274,6 +328,7 @@ class Interpreter {
         explicit DepthGuard(int& d) : depth(d) { ++depth; }
         ~DepthGuard() { --depth; }
       } guard(macro_depth_);
+      charge_steps(1, stmt->line);
       if (macro_depth_ > kMaxMacroDepth) {
         throw TemplateError(stmt->line,
                             fmt::format("maximum recursion depth exceeded in macro '{}'", name));
@@ -390,7 +445,9 @@ class Interpreter {
         Value left = eval(*e.args[0], scope);
         if (e.name == "and") return left.truthy() ? eval(*e.args[1], scope) : left;
         if (e.name == "or") return left.truthy() ? left : eval(*e.args[1], scope);
-        return arithmetic(e.name, left, eval(*e.args[1], scope), e.line);
+        Value result = arithmetic(e.name, left, eval(*e.args[1], scope), e.line);
+        charge_steps(value_weight(result), e.line);
+        return result;
       }
       case Expr::Kind::kCompare: {
         Value left = eval(*e.target, scope);
@@ -413,6 +470,7 @@ class Interpreter {
   }
 
   static bool compare(const std::string& op, const Value& a, const Value& b, int line) {
+    charge_steps(value_weight(a) + value_weight(b), line);
     if (op == "==") return values_equal(a, b);
     if (op == "!=") return !values_equal(a, b);
     if (op == "<") return value_less(a, b, line);
@@ -447,10 +505,13 @@ class Interpreter {
     CallArgs args = eval_args(e, scope);
     if (caller != nullptr) args.keyword.emplace_back("caller", *caller);
     try {
-      return callee.as_callable().fn(args);
+      charge_steps(1, e.line);
+      Value result = callee.as_callable().fn(args);
+      charge_steps(value_weight(result), e.line);
+      return result;
     } catch (const TemplateError& err) {
       if (err.line() != 0) throw;
-      throw TemplateError(e.line, err.what());
+      throw TemplateError(e.line, err.what(), err.over_budget());
     }
   }
 
@@ -466,13 +527,24 @@ class Interpreter {
     CallArgs args = eval_args(e, scope);
     FilterContext ctx;
     ctx.line = e.line;
+    // Each application (map's and select's per item too) pays for reading its input and for
+    // the value it makes.
     ctx.filter = [&ctx](const std::string& name, const Value& v, CallArgs& a) {
-      return apply_filter(name, v, a, ctx);
+      charge_value(v, ctx.line);
+      Value result = apply_filter(name, v, a, ctx);
+      charge_steps(value_weight(result), ctx.line);
+      return result;
     };
     ctx.test = [line = e.line](const std::string& name, const Value& v, CallArgs& a) {
+      charge_steps(1, line);
       return apply_test(name, v, a, line);
     };
-    return apply_filter(e.name, input, args, ctx);
+    try {
+      return ctx.filter(e.name, input, args);
+    } catch (const TemplateError& err) {
+      if (err.line() != 0) throw;
+      throw TemplateError(e.line, err.what(), err.over_budget());
+    }
   }
 
   // Macro calls nest at most this deep (each level costs a few C++ frames; Python's own limit
@@ -485,13 +557,15 @@ class Interpreter {
 
 }  // namespace
 
-std::string render_program(const StmtList& program, const Dict& variables) {
+std::string render_program(const StmtList& program, const Dict& variables,
+                           const RenderLimits& limits) {
   Scope root(nullptr);
   for (const char* name : {"range", "namespace", "dict", "raise_exception", "strftime_now"}) {
     root.set(name, make_global(name));
   }
   for (const auto& [k, v] : variables.items) root.set(k, v);
   Interpreter interpreter(&root);
+  RenderBudget budget(limits);
   std::string out;
   interpreter.exec_list(program, root, out);
   return out;

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "chat/ast.h"
+#include "chat/budget.h"
 #include "chat/value.h"
 
 namespace minfer::chat {
@@ -25,7 +26,9 @@ class Scope {
 };
 
 // Renders `program` with `variables` (plus the global functions) as the template's context.
-// Throws TemplateError on any runtime error (including raise_exception()).
-std::string render_program(const StmtList& program, const Dict& variables);
+// Throws TemplateError on any runtime error (including raise_exception()) and when the render
+// goes over one of `limits`.
+std::string render_program(const StmtList& program, const Dict& variables,
+                           const RenderLimits& limits);
 
 }  // namespace minfer::chat

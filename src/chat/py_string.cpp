@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "chat/budget.h"
+
 namespace minfer::chat {
 
 std::u32string utf8_decode(std::string_view s) {
@@ -245,9 +247,11 @@ std::vector<std::string> py_split(std::string_view s, const std::optional<std::s
     while (maxsplit < 0 || static_cast<int64_t>(parts.size()) < maxsplit) {
       size_t at = s.find(*sep, start);
       if (at == std::string_view::npos) break;
+      check_list_items(parts.size() + 1, 0);
       parts.emplace_back(s.substr(start, at - start));
       start = at + sep->size();
     }
+    check_list_items(parts.size() + 1, 0);
     parts.emplace_back(s.substr(start));
     return parts;
   }
@@ -258,11 +262,13 @@ std::vector<std::string> py_split(std::string_view s, const std::optional<std::s
     if (i >= cps.size()) break;
     if (maxsplit >= 0 && static_cast<int64_t>(parts.size()) == maxsplit) {
       // The rest, with its leading whitespace removed but its trailing whitespace kept.
+      check_list_items(parts.size() + 1, 0);
       parts.push_back(utf8_encode(std::u32string_view(cps).substr(i)));
       break;
     }
     size_t j = i;
     while (j < cps.size() && !py_is_space(cps[j])) ++j;
+    check_list_items(parts.size() + 1, 0);
     parts.push_back(utf8_encode(std::u32string_view(cps).substr(i, j - i)));
     i = j;
   }
@@ -278,9 +284,11 @@ std::vector<std::string> py_rsplit(std::string_view s, const std::optional<std::
       if (end < sep->size()) break;
       size_t at = s.rfind(*sep, end - sep->size());
       if (at == std::string_view::npos) break;
+      check_list_items(parts.size() + 1, 0);
       parts.emplace_back(s.substr(at + sep->size(), end - at - sep->size()));
       end = at;
     }
+    check_list_items(parts.size() + 1, 0);
     parts.emplace_back(s.substr(0, end));
     std::reverse(parts.begin(), parts.end());
     return parts;
@@ -291,11 +299,13 @@ std::vector<std::string> py_rsplit(std::string_view s, const std::optional<std::
     while (j > 0 && py_is_space(cps[j - 1])) --j;
     if (j == 0) break;
     if (maxsplit >= 0 && static_cast<int64_t>(parts.size()) == maxsplit) {
+      check_list_items(parts.size() + 1, 0);
       parts.push_back(utf8_encode(std::u32string_view(cps).substr(0, j)));
       break;
     }
     size_t i = j;
     while (i > 0 && !py_is_space(cps[i - 1])) --i;
+    check_list_items(parts.size() + 1, 0);
     parts.push_back(utf8_encode(std::u32string_view(cps).substr(i, j - i)));
     j = i;
   }
@@ -313,6 +323,7 @@ std::vector<std::string> py_splitlines(std::string_view s) {
     bool is_break = cp == '\n' || cp == '\r' || cp == 0x0B || cp == 0x0C || cp == 0x1C ||
                     cp == 0x1D || cp == 0x1E || cp == 0x85 || cp == 0x2028 || cp == 0x2029;
     if (is_break) {
+      check_list_items(lines.size() + 1, 0);
       lines.push_back(utf8_encode(current));
       current.clear();
       if (cp == '\r' && i + 1 < cps.size() && cps[i + 1] == '\n') ++i;
@@ -334,12 +345,12 @@ std::string py_replace(std::string_view s, std::string_view old_text, std::strin
     int64_t done = 0;
     for (char32_t cp : cps) {
       if (count < 0 || done < count) {
-        out += new_text;
+        append_checked(out, new_text, 0);
         ++done;
       }
       utf8::append(out, cp);
     }
-    if (count < 0 || done < count) out += new_text;
+    if (count < 0 || done < count) append_checked(out, new_text, 0);
     return out;
   }
   size_t start = 0;
@@ -347,12 +358,12 @@ std::string py_replace(std::string_view s, std::string_view old_text, std::strin
   while (count < 0 || done < count) {
     size_t at = s.find(old_text, start);
     if (at == std::string_view::npos) break;
-    out += s.substr(start, at - start);
-    out += new_text;
+    append_checked(out, s.substr(start, at - start), 0);
+    append_checked(out, new_text, 0);
     start = at + old_text.size();
     ++done;
   }
-  out += s.substr(start);
+  append_checked(out, s.substr(start), 0);
   return out;
 }
 

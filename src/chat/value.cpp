@@ -1,11 +1,13 @@
 #include "chat/value.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
 #include <fmt/format.h>
 
+#include "chat/budget.h"
 #include "chat/py_string.h"
 #include "core/enum_names.h"
 
@@ -40,14 +42,42 @@ const Value* CallArgs::find_keyword(std::string_view name) const {
   return nullptr;
 }
 
+namespace {
+
+uint32_t depth_of(const Value& v) {
+  if (v.is_list()) return v.as_list().depth;
+  if (v.is_dict()) return v.as_dict().depth;
+  return 0;
+}
+
+// 1 + the deepest of `values`, refused past kMaxNesting.
+template <typename Range, typename Get>
+uint32_t nesting(const Range& values, Get get) {
+  uint32_t deepest = 0;
+  for (const auto& item : values) deepest = std::max(deepest, depth_of(get(item)));
+  if (deepest + 1 > kMaxNesting) {
+    throw TemplateError(0,
+                        fmt::format("lists and dicts nested more than {} deep exceed the "
+                                    "nesting limit",
+                                    kMaxNesting),
+                        /*over_budget=*/true);
+  }
+  return deepest + 1;
+}
+
+}  // namespace
+
 Value Value::list(std::vector<Value> items, bool is_tuple) {
+  const uint32_t depth = nesting(items, [](const Value& v) -> const Value& { return v; });
   auto l = std::make_shared<List>();
+  l->depth = depth;
   l->items = std::move(items);
   l->is_tuple = is_tuple;
   return Value(std::shared_ptr<const List>(std::move(l)));
 }
 
 Value Value::dict(Dict d) {
+  d.depth = nesting(d.items, [](const auto& kv) -> const Value& { return kv.second; });
   return Value(std::shared_ptr<const Dict>(std::make_shared<Dict>(std::move(d))));
 }
 
@@ -59,6 +89,9 @@ Value Value::callable(std::string name, std::function<Value(CallArgs&)> fn) {
 Value Value::make_namespace(Dict attrs) {
   auto ns = std::make_shared<Namespace>();
   ns->attrs = std::move(attrs);
+  // `{% set ns.self = ns %}` makes a cycle that reference counting never frees: the render
+  // empties every namespace it made when it ends.
+  track_namespace(ns);
   return Value(std::move(ns));
 }
 
@@ -188,6 +221,8 @@ void append_str(const Value& v, std::string& out) {
       for (size_t i = 0; i < l.items.size(); ++i) {
         if (i > 0) out += ", ";
         append_repr(l.items[i], out);
+        // Items may share one big value: the size, not the item count, bounds the work.
+        check_string_bytes(out.size(), 0);
       }
       if (l.is_tuple && l.items.size() == 1) out += ',';
       out += l.is_tuple ? ')' : ']';
@@ -202,6 +237,7 @@ void append_str(const Value& v, std::string& out) {
         out += py_str_repr(k);
         out += ": ";
         append_repr(item, out);
+        check_string_bytes(out.size(), 0);
       }
       out += '}';
       return;
@@ -212,6 +248,16 @@ void append_str(const Value& v, std::string& out) {
       out += '>';
       return;
     case Value::Kind::kNamespace: {
+      // A namespace may hold itself; Python's repr would recurse until RecursionError.
+      thread_local uint32_t printing = 0;
+      if (printing >= kMaxNesting) {
+        throw TemplateError(0, "a namespace nested in itself cannot be printed",
+                            /*over_budget=*/true);
+      }
+      ++printing;
+      struct Done {
+        ~Done() { --printing; }
+      } done;
       out += "<Namespace ";
       append_str(Value::dict(v.as_namespace().attrs), out);
       out += '>';
@@ -264,6 +310,8 @@ bool values_equal(const Value& a, const Value& b) {
       const List& y = b.as_list();
       // A list never equals a tuple in Python.
       if (x.is_tuple != y.is_tuple || x.items.size() != y.items.size()) return false;
+      // Nested lists may share items, so each level pays for what it walks.
+      charge_steps(1 + value_weight(a), 0);
       for (size_t i = 0; i < x.items.size(); ++i) {
         if (!values_equal(x.items[i], y.items[i])) return false;
       }
@@ -273,6 +321,8 @@ bool values_equal(const Value& a, const Value& b) {
       const Dict& x = a.as_dict();
       const Dict& y = b.as_dict();
       if (x.items.size() != y.items.size()) return false;
+      // Each key is looked up linearly.
+      charge_steps(1 + x.items.size() * x.items.size() / kBytesPerStep, 0);
       for (const auto& [k, v] : x.items) {
         const Value* other = y.find(k);
         if (other == nullptr || !values_equal(v, *other)) return false;
@@ -302,6 +352,7 @@ bool value_less(const Value& a, const Value& b, int line) {
   if (a.is_list() && b.is_list() && a.is_tuple() == b.is_tuple()) {
     const auto& x = a.as_list().items;
     const auto& y = b.as_list().items;
+    charge_steps(1 + value_weight(a), line);
     for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
       if (!values_equal(x[i], y[i])) return value_less(x[i], y[i], line);
     }

@@ -22,17 +22,25 @@ namespace minfer::chat {
 
 // An error raised while rendering (or parsing) a template. It never crosses the chat layer's
 // public API: ChatTemplate turns it into a Status. `line` is the template line (1-based), 0 when
-// unknown.
+// unknown. `over_budget`: the render went over one of its RenderLimits (the template's fault,
+// whatever the request: the status is kResourceExhausted rather than kInvalidArgument).
 class TemplateError : public std::runtime_error {
  public:
-  TemplateError(int line, const std::string& message) : std::runtime_error(message), line_(line) {}
+  TemplateError(int line, const std::string& message, bool over_budget = false)
+      : std::runtime_error(message), line_(line), over_budget_(over_budget) {}
   int line() const { return line_; }
+  bool over_budget() const { return over_budget_; }
 
  private:
   int line_;
+  bool over_budget_;
 };
 
 class Value;
+
+// Lists and dicts nest at most this deep (Python's repr and json.dumps stop near 1000 frames);
+// the walks over them (printing, comparing, tojson, freeing) recurse once per level.
+inline constexpr uint32_t kMaxNesting = 512;
 
 // Jinja2's Undefined: prints as "", is falsy, iterates as empty; most other uses raise. `name`
 // is the missing name or attribute; `hint`, when set, replaces the default error message (used
@@ -47,12 +55,14 @@ struct NoneType {};
 struct List {
   std::vector<Value> items;
   bool is_tuple = false;
+  uint32_t depth = 1;  // 1 + the deepest item's depth (set by Value::list)
 };
 
 // An insertion-ordered mapping with string keys (Python dicts keep insertion order; JSON keys
 // are strings). Lookups are linear: chat template dicts hold a handful of keys.
 struct Dict {
   std::vector<std::pair<std::string, Value>> items;
+  uint32_t depth = 1;  // 1 + the deepest value's depth (set by Value::dict)
 
   const Value* find(std::string_view key) const;
   Value* find(std::string_view key);

@@ -30,8 +30,28 @@ Result<chat::ChatTemplate> load_chat_template(const GgufFile& file) {
   if (file.find("tokenizer.chat_template") != nullptr) {
     MINFER_ASSIGN_OR_RETURN(source, file.get_string("tokenizer.chat_template"));
   }
-  return chat::ChatTemplate::create(source, special_token_text(file, "tokenizer.ggml.bos_token_id"),
-                                    special_token_text(file, "tokenizer.ggml.eos_token_id"));
+  MINFER_ASSIGN_OR_RETURN(
+      chat::ChatTemplate tmpl,
+      chat::ChatTemplate::create(source, special_token_text(file, "tokenizer.ggml.bos_token_id"),
+                                 special_token_text(file, "tokenizer.ggml.eos_token_id")));
+  nlohmann::ordered_json one_turn = nlohmann::ordered_json::array();
+  one_turn.push_back(message("user", "Hello"));
+  nlohmann::ordered_json turns = nlohmann::ordered_json::array();
+  turns.push_back(message("system", "You are helpful."));
+  turns.push_back(message("user", "Hello"));
+  turns.push_back(message("assistant", "Hi."));
+  turns.push_back(message("user", "Thanks"));
+  for (const nlohmann::ordered_json* messages : {&one_turn, &turns}) {
+    Result<std::string> trial =
+        tmpl.render(*messages, nullptr, true, nlohmann::ordered_json::object());
+    if (!trial.is_ok() && trial.status().code() == ErrorCode::kResourceExhausted) {
+      return make_error(ErrorCode::kResourceExhausted,
+                        "[chat] the model's chat template failed its load-time check on a "
+                        "{}-message conversation: {}",
+                        messages->size(), trial.status().message());
+    }
+  }
+  return tmpl;
 }
 
 std::vector<int32_t> tokenize_chat_prompt(const Tokenizer& tokenizer, std::string_view text) {

@@ -19,7 +19,11 @@
 namespace minfer::engine {
 
 // The model's `tokenizer.chat_template` (ChatML when the file has none) with the texts of its BOS
-// and EOS tokens as the template's bos_token / eos_token.
+// and EOS tokens as the template's bos_token / eos_token. The template is tried once on a small
+// conversation under its render budgets: one that goes over a budget there (a template made to
+// hang or exhaust memory) is an error (kResourceExhausted) naming the budget and line, so that
+// the model loads but its chat requests are refused with that message. Errors the messages
+// could cause (raise_exception on a role the template refuses) do not fail the check.
 Result<chat::ChatTemplate> load_chat_template(const GgufFile& file);
 
 // Tokens of a rendered chat prompt: special tokens such as <|im_start|> parsed, and the model's

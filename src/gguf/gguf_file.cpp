@@ -238,8 +238,29 @@ class GgufParser {
     GgufType type{};
     MINFER_RETURN_IF_ERROR(read_value_type(type, what));
     MINFER_RETURN_IF_ERROR(parse_value(type, kv.value, what, 0));
+    MINFER_RETURN_IF_ERROR(check_string_cap(kv, what));
     file_.key_index_.emplace(kv.key, file_.metadata_.size());
     file_.metadata_.push_back(std::move(kv));
+    return Status::ok();
+  }
+
+  // Strings that name something, and chat templates, have caps of their own: a file is not
+  // trusted to make an error message quote a megabyte, or a template run for a gigabyte.
+  Status check_string_cap(const GgufKeyValue& kv, const std::string& what) const {
+    const std::string* s = kv.value.as_string();
+    if (s == nullptr) return Status::ok();
+    const bool is_template =
+        kv.key == "tokenizer.chat_template" || kv.key.rfind("tokenizer.chat_template.", 0) == 0;
+    const bool is_identifier = kv.key == "general.architecture" || kv.key == "general.type" ||
+                               kv.key == "tokenizer.ggml.model" || kv.key == "tokenizer.ggml.pre";
+    if (is_template && s->size() > kGgufMaxChatTemplateLength) {
+      return fail("{}: a chat template of {} bytes exceeds the cap of {} bytes", what, s->size(),
+                  kGgufMaxChatTemplateLength);
+    }
+    if (is_identifier && s->size() > kGgufMaxIdentifierLength) {
+      return fail("{}: a string of {} bytes, expected an identifier of at most {} bytes", what,
+                  s->size(), kGgufMaxIdentifierLength);
+    }
     return Status::ok();
   }
 

@@ -32,8 +32,12 @@ std::optional<ApiError> prompt_tokens(const Backend& b, const Json& body,
     }
     Result<std::vector<int32_t>> tokens = b.model->tokenize_chat_request(dump(request));
     if (!tokens.is_ok()) {
-      return bad_request("[server] the chat template failed: " + tokens.status().message(),
-                         "messages", "template_error");
+      std::string message = "[server] the chat template failed: " + tokens.status().message();
+      if (tokens.status().code() == ErrorCode::kResourceExhausted) {
+        // Over a render budget: the model file's template is at fault, not the request.
+        return api_error(500, std::move(message), "server_error", "template_error");
+      }
+      return bad_request(std::move(message), "messages", "template_error");
     }
     out = std::move(tokens).value();
   } else if (parsed.prompt_is_ids) {
