@@ -27,6 +27,13 @@ struct FilterContext {
 
 Value apply_filter(const std::string& name, const Value& input, CallArgs& args,
                    const FilterContext& ctx);
+
+// Integers are 64-bit here, unbounded in Python: a result past 64 bits is a TemplateError naming
+// the operation, never undefined behaviour or a wrapped value. checked_int: a op b for + - *.
+[[noreturn]] void overflow(const std::string& op, int line);
+int64_t checked_int(const std::string& op, int64_t a, int64_t b, int line);
+// A float as an integer, truncated toward zero (Python's int(x)); past 64 bits, an error.
+int64_t float_to_int(double x, int line);
 bool apply_test(const std::string& name, const Value& input, CallArgs& args, int line);
 
 // Jinja2's getattr(obj, name) under the immutable sandbox: a method of the object's type

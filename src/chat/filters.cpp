@@ -438,8 +438,8 @@ Value filter_sum(const Value& input, CallArgs& args, const FilterContext& ctx) {
     }
     total = (total.is_float() || v.is_float())
                 ? Value::floating(total.to_double() + v.to_double())
-                : Value::integer(static_cast<int64_t>(total.to_double()) +
-                                 static_cast<int64_t>(v.to_double()));
+                : Value::integer(checked_int("+", as_int(total, "start", ctx.line),
+                                             as_int(v, "item", ctx.line), ctx.line));
   }
   return total;
 }
@@ -462,12 +462,12 @@ Value filter_int(const Value& input, CallArgs& args, const FilterContext& ctx) {
   if (is_integral(input)) return Value::integer(as_int(input, "value", ctx.line));
   if (input.is_float()) {
     if (!std::isfinite(input.as_float())) return fallback;
-    return Value::integer(static_cast<int64_t>(input.as_float()));
+    return Value::integer(float_to_int(input.as_float(), ctx.line));
   }
   if (input.is_string()) {
     if (auto v = parse_int(input.as_string(), base)) return Value::integer(*v);
     if (auto f = parse_float(input.as_string())) {
-      if (std::isfinite(*f)) return Value::integer(static_cast<int64_t>(*f));
+      if (std::isfinite(*f)) return Value::integer(float_to_int(*f, ctx.line));
     }
   }
   return fallback;
@@ -485,7 +485,10 @@ Value filter_float(const Value& input, CallArgs& args, const FilterContext& /*ct
 
 Value filter_abs(const Value& input, CallArgs& /*args*/, const FilterContext& ctx) {
   if (input.is_float()) return Value::floating(std::fabs(input.as_float()));
-  if (is_integral(input)) return Value::integer(std::llabs(as_int(input, "value", ctx.line)));
+  if (is_integral(input)) {
+    const int64_t v = as_int(input, "value", ctx.line);
+    return Value::integer(v < 0 ? checked_int("-", 0, v, ctx.line) : v);
+  }
   if (input.is_undefined()) fail_undefined(input, ctx.line);
   throw TemplateError(ctx.line, fmt::format("bad operand type for abs(): '{}'", input.type_name()));
 }

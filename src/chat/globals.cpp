@@ -309,10 +309,12 @@ std::string percent_format(const std::string& fmt, const Value& args, int line) 
         throw TemplateError(
             line, fmt::format("%{} format: a number is required, not {}", type, arg->type_name()));
       }
-      auto v = static_cast<long long>(arg->is_float() ? std::trunc(arg->as_float())
-                                                      : static_cast<double>(int_of(*arg, line)));
-      if (arg->is_int()) v = arg->as_int();
+      const long long v =
+          arg->is_float() ? float_to_int(arg->as_float(), line) : int_of(*arg, line);
       if (type == 'c') {
+        if (v < 0 || v > 0x10FFFF) {
+          throw TemplateError(line, fmt::format("%c arg not in range(0x110000): {}", v));
+        }
         std::string one;
         utf8::append(one, static_cast<char32_t>(v));
         append_checked(out, one, line);

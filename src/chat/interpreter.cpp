@@ -1,6 +1,7 @@
 #include "chat/interpreter.h"
 
 #include <cmath>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -15,6 +16,30 @@ const Value* Scope::lookup(const std::string& name) const {
     if (it != s->vars_.end()) return &it->second;
   }
   return nullptr;
+}
+
+[[noreturn]] void overflow(const std::string& op, int line) {
+  throw TemplateError(line, fmt::format("integer overflow in '{}': the result does not fit in 64 "
+                                        "bits",
+                                        op));
+}
+
+int64_t checked_int(const std::string& op, int64_t a, int64_t b, int line) {
+  int64_t r = 0;
+  const bool over = op == "+"   ? __builtin_add_overflow(a, b, &r)
+                    : op == "-" ? __builtin_sub_overflow(a, b, &r)
+                                : __builtin_mul_overflow(a, b, &r);
+  if (over) overflow(op, line);
+  return r;
+}
+
+int64_t float_to_int(double x, int line) {
+  // [-2^63, 2^63): every double in it converts; NaN fails both comparisons.
+  constexpr double kLimit = 9223372036854775808.0;
+  if (!(x >= -kLimit && x < kLimit)) {
+    throw TemplateError(line, fmt::format("cannot convert float {} to a 64-bit integer", x));
+  }
+  return static_cast<int64_t>(x);
 }
 
 namespace {
@@ -66,7 +91,7 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b, int line
   if (op == "+") {
     if (both_numbers) {
       return any_float ? Value::floating(a.to_double() + b.to_double())
-                       : Value::integer(int_of(a) + int_of(b));
+                       : Value::integer(checked_int(op, int_of(a), int_of(b), line));
     }
     if (a.is_string() && b.is_string()) {
       check_string_bytes(uint64_t{a.as_string().size()} + b.as_string().size(), line);
@@ -84,7 +109,7 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b, int line
   if (op == "*") {
     if (both_numbers) {
       return any_float ? Value::floating(a.to_double() * b.to_double())
-                       : Value::integer(int_of(a) * int_of(b));
+                       : Value::integer(checked_int(op, int_of(a), int_of(b), line));
     }
     if ((a.is_string() || a.is_list()) && (b.is_int() || b.is_bool()))
       return repeat(a, int_of(b), line);
@@ -98,7 +123,7 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b, int line
   }
   if (op == "-") {
     return any_float ? Value::floating(a.to_double() - b.to_double())
-                     : Value::integer(int_of(a) - int_of(b));
+                     : Value::integer(checked_int(op, int_of(a), int_of(b), line));
   }
   if (op == "/") {
     if (b.to_double() == 0.0) throw TemplateError(line, "division by zero");
@@ -119,6 +144,10 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b, int line
     }
     int64_t x = int_of(a);
     int64_t y = int_of(b);
+    if (x == std::numeric_limits<int64_t>::min() && y == -1) {
+      if (op == "%") return Value::integer(0);
+      overflow(op, line);
+    }
     int64_t q = x / y;
     int64_t r = x % y;
     if (r != 0 && ((r < 0) != (y < 0))) {
@@ -129,15 +158,18 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b, int line
   }
   if (op == "**") {
     if (!any_float && int_of(b) >= 0) {
-      // Square-and-multiply in wrapping 64-bit arithmetic: the same bits as multiplying
-      // `exponent` times, in log2(exponent) steps (2 ** 10**18 must not loop 10**18 times).
-      uint64_t result = 1;
-      auto base = static_cast<uint64_t>(int_of(a));
-      for (auto exponent = static_cast<uint64_t>(int_of(b)); exponent != 0; exponent >>= 1) {
-        if ((exponent & 1) != 0) result *= base;
-        base *= base;
+      // Square-and-multiply, in log2(exponent) steps (2 ** 10**18 must not loop 10**18 times).
+      // A square is taken only when a higher bit of the exponent will use it, so it overflows
+      // only when the result would.
+      int64_t result = 1;
+      int64_t base = int_of(a);
+      for (int64_t exponent = int_of(b); exponent != 0;) {
+        if ((exponent & 1) != 0 && __builtin_mul_overflow(result, base, &result))
+          overflow(op, line);
+        exponent >>= 1;
+        if (exponent != 0 && __builtin_mul_overflow(base, base, &base)) overflow(op, line);
       }
-      return Value::integer(static_cast<int64_t>(result));
+      return Value::integer(result);
     }
     return Value::floating(std::pow(a.to_double(), b.to_double()));
   }
@@ -439,7 +471,8 @@ class Interpreter {
               e.line, fmt::format("bad operand type for unary {}: '{}'", e.name, v.type_name()));
         }
         if (e.name == "+") return v.is_float() ? v : Value::integer(int_of(v));
-        return v.is_float() ? Value::floating(-v.as_float()) : Value::integer(-int_of(v));
+        return v.is_float() ? Value::floating(-v.as_float())
+                            : Value::integer(checked_int("-", 0, int_of(v), e.line));
       }
       case Expr::Kind::kBinary: {
         Value left = eval(*e.args[0], scope);

@@ -267,6 +267,40 @@ TEST(ChatInterpreter, RuntimeErrorsAreStatusesNamingTheProblem) {
   }
 }
 
+TEST(ChatInterpreter, IntegerOverflowIsAnErrorNotAWrappedValue) {
+  // Python's integers are unbounded; ours are 64-bit, so a result past them is an error (found
+  // by the template fuzzer: '10 ** 40 * 40' was signed overflow).
+  for (const char* expr : {"10 ** 40 * 40", "2 ** 63", "(-2) ** 64", "9223372036854775807 + 1",
+                           "-9223372036854775807 - 2", "3037000500 * 3037000500",
+                           "-(-9223372036854775807 - 1)", "(-9223372036854775807 - 1) // -1",
+                           "[9223372036854775807, 1]|sum", "(-9223372036854775807 - 1)|abs"}) {
+    Rendered got = render_with_minfer(
+        snippet_case({"overflow", (std::string("{{ ") + expr + " }}").c_str(), "{}", ""}));
+    EXPECT_FALSE(got.ok) << expr << " rendered: " << got.output;
+    EXPECT_NE(got.output.find("integer overflow"), std::string::npos) << expr << ": " << got.output;
+  }
+  // A float past 64 bits does not become an integer (Python's would be unbounded).
+  for (const char* expr : {"1e300|int", "'1e300'|int", "'%d' % 1e300", "'%c' % 1114112"}) {
+    Rendered got = render_with_minfer(
+        snippet_case({"float", (std::string("{{ ") + expr + " }}").c_str(), "{}", ""}));
+    EXPECT_FALSE(got.ok) << expr << " rendered: " << got.output;
+  }
+  // What fits is exact, at the edges too.
+  for (auto [expr, want] :
+       {std::pair{"2 ** 62", "4611686018427387904"},
+        std::pair{"(-2) ** 63", "-9223372036854775808"},
+        std::pair{"9223372036854775806 + 1", "9223372036854775807"},
+        std::pair{"(-9223372036854775807 - 1) % -1", "0"}, std::pair{"1 ** 1000000000000", "1"},
+        std::pair{"(-1) ** 1000000000001", "-1"},
+        std::pair{"[9007199254740993, 0]|sum", "9007199254740993"},  // not through a double
+        std::pair{"-9.9|int", "-9"}, std::pair{"'%d' % -2.5", "-2"}}) {
+    Rendered got = render_with_minfer(
+        snippet_case({"fits", (std::string("{{ ") + expr + " }}").c_str(), "{}", ""}));
+    EXPECT_TRUE(got.ok) << expr << ": " << got.output;
+    EXPECT_EQ(got.output, want) << expr;
+  }
+}
+
 TEST(ChatInterpreter, RuntimeErrorsAreErrorsInJinja2Too) {
   MINFER_REQUIRE_PYTHON_JINJA2();
   std::vector<Case> cases;
