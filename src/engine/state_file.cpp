@@ -76,10 +76,7 @@ class ByteReader {
 void put_fingerprint(ByteWriter& w, const ModelFingerprint& f) {
   w.put(static_cast<uint32_t>(f.arch.size()));
   w.put_bytes(f.arch.data(), f.arch.size());
-  for (const int64_t v :
-       {f.n_layer, f.n_embd, f.n_head, f.n_head_kv, f.head_dim, f.head_dim_v, f.n_vocab}) {
-    w.put(v);
-  }
+  for (const int64_t v : f.shape) w.put(v);
   w.put(f.tensor_hash);
 }
 
@@ -93,13 +90,11 @@ Result<ModelFingerprint> get_fingerprint(ByteReader& r, const std::string& name)
   }
   f.arch.resize(arch_len);
   MINFER_RETURN_IF_ERROR(r.get_bytes(f.arch.data(), arch_len, "architecture"));
-  int64_t* dims[] = {&f.n_layer,  &f.n_embd,     &f.n_head, &f.n_head_kv,
-                     &f.head_dim, &f.head_dim_v, &f.n_vocab};
-  for (int64_t* d : dims) {
-    MINFER_ASSIGN_OR_RETURN(*d, r.get<int64_t>("model shape"));
-    if (*d <= 0 || *d > kMaxDim) {
+  for (int64_t& d : f.shape) {
+    MINFER_ASSIGN_OR_RETURN(d, r.get<int64_t>("model shape"));
+    if (d <= 0 || d > kMaxDim) {
       return make_error(ErrorCode::kCorrupt,
-                        "[state] '{}': a model dimension is {}, expected 1 to {}", name, *d,
+                        "[state] '{}': a model dimension is {}, expected 1 to {}", name, d,
                         kMaxDim);
     }
   }
@@ -110,12 +105,14 @@ Result<ModelFingerprint> get_fingerprint(ByteReader& r, const std::string& name)
 // Bytes of n positions' cells for the shape and cell type a file states (KvCache::cells_bytes);
 // nullopt when a head dim is not a whole number of cell blocks or the size overflows.
 std::optional<uint64_t> cells_bytes_of(const ModelFingerprint& f, GgmlType type, int64_t n) {
-  const auto k_row = ggml_row_bytes(type, static_cast<uint64_t>(f.head_dim));
-  const auto v_row = ggml_row_bytes(type, static_cast<uint64_t>(f.head_dim_v));
+  using F = ModelFingerprint;
+  const auto k_row = ggml_row_bytes(type, static_cast<uint64_t>(f.shape[F::kHeadDim]));
+  const auto v_row = ggml_row_bytes(type, static_cast<uint64_t>(f.shape[F::kHeadDimV]));
   if (!k_row || !v_row) return std::nullopt;
   uint64_t total = *k_row + *v_row;
-  for (const uint64_t factor : {static_cast<uint64_t>(f.n_layer),
-                                static_cast<uint64_t>(f.n_head_kv), static_cast<uint64_t>(n)}) {
+  for (const uint64_t factor :
+       {static_cast<uint64_t>(f.shape[F::kNLayer]), static_cast<uint64_t>(f.shape[F::kNHeadKv]),
+        static_cast<uint64_t>(n)}) {
     if (__builtin_mul_overflow(total, factor, &total)) return std::nullopt;
   }
   return total;
@@ -190,11 +187,12 @@ Status get_tokens(ByteReader& r, KvState& s, const std::string& name) {
   s.positions.resize(static_cast<size_t>(n));
   MINFER_RETURN_IF_ERROR(r.get_bytes(s.tokens.data(), s.tokens.size() * 4, "tokens"));
   MINFER_RETURN_IF_ERROR(r.get_bytes(s.positions.data(), s.positions.size() * 4, "positions"));
+  const int64_t n_vocab = s.model.shape[ModelFingerprint::kNVocab];
   for (int64_t i = 0; i < n; ++i) {
     const int32_t t = s.tokens[static_cast<size_t>(i)];
-    if (t < 0 || t >= s.model.n_vocab) {
+    if (t < 0 || t >= n_vocab) {
       return make_error(ErrorCode::kCorrupt, "[state] '{}': token {} is id {}, expected 0..{}",
-                        name, i, t, s.model.n_vocab - 1);
+                        name, i, t, n_vocab - 1);
     }
     if (s.positions[static_cast<size_t>(i)] != i) {
       return make_error(ErrorCode::kUnsupported,
@@ -210,8 +208,8 @@ Status get_tokens(ByteReader& r, KvState& s, const std::string& name) {
 
 ModelFingerprint model_fingerprint(const Model& model) {
   const ModelConfig& c = model.config();
-  ModelFingerprint f{c.arch,     c.n_layer,    c.n_embd,  c.n_head, c.n_head_kv,
-                     c.head_dim, c.head_dim_v, c.n_vocab, 0};
+  ModelFingerprint f{
+      c.arch, {c.n_layer, c.n_embd, c.n_head, c.n_head_kv, c.head_dim, c.head_dim_v, c.n_vocab}, 0};
   ByteWriter w;
   const GgufFile& file = model.file();
   for (const GgufTensorInfo& t : file.tensors()) {
@@ -354,13 +352,9 @@ Status check_state_fits(const KvState& state, const ModelFingerprint& model, con
                       name, field, in_file, in_model);
   };
   MINFER_RETURN_IF_ERROR(differs("architecture", f.arch, model.arch));
-  MINFER_RETURN_IF_ERROR(differs("n_layer", f.n_layer, model.n_layer));
-  MINFER_RETURN_IF_ERROR(differs("n_embd", f.n_embd, model.n_embd));
-  MINFER_RETURN_IF_ERROR(differs("n_head", f.n_head, model.n_head));
-  MINFER_RETURN_IF_ERROR(differs("n_head_kv", f.n_head_kv, model.n_head_kv));
-  MINFER_RETURN_IF_ERROR(differs("head_dim", f.head_dim, model.head_dim));
-  MINFER_RETURN_IF_ERROR(differs("head_dim_v", f.head_dim_v, model.head_dim_v));
-  MINFER_RETURN_IF_ERROR(differs("n_vocab", f.n_vocab, model.n_vocab));
+  for (size_t i = 0; i < f.shape.size(); ++i) {
+    MINFER_RETURN_IF_ERROR(differs(ModelFingerprint::kShapeNames[i], f.shape[i], model.shape[i]));
+  }
   MINFER_RETURN_IF_ERROR(differs("the tensor hash (names, types, shapes, data samples)",
                                  fmt::format("{:016x}", f.tensor_hash),
                                  fmt::format("{:016x}", model.tensor_hash)));

@@ -19,6 +19,7 @@
 // are never loaded into a model they were not computed by.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -37,14 +38,13 @@ inline constexpr uint32_t kStateFileVersion = 1;
 // KiB) — cheap (a few KiB per tensor, no full read of the weights) yet different for two models of
 // the same shape whose weights differ anywhere but in bytes no sample covers.
 struct ModelFingerprint {
+  // shape[i] is ModelConfig's field kShapeNames[i]; written, read and compared in this order.
+  enum ShapeField { kNLayer, kNEmbd, kNHead, kNHeadKv, kHeadDim, kHeadDimV, kNVocab, kNShape };
+  static constexpr std::array<const char*, kNShape> kShapeNames = {
+      "n_layer", "n_embd", "n_head", "n_head_kv", "head_dim", "head_dim_v", "n_vocab"};
+
   std::string arch;
-  int64_t n_layer = 0;
-  int64_t n_embd = 0;
-  int64_t n_head = 0;
-  int64_t n_head_kv = 0;
-  int64_t head_dim = 0;
-  int64_t head_dim_v = 0;
-  int64_t n_vocab = 0;
+  std::array<int64_t, kNShape> shape{};
   uint64_t tensor_hash = 0;
 };
 

@@ -612,4 +612,14 @@ std::optional<ApiError> parse_request(const Json& body, Endpoint endpoint, int32
   return parse_stream(body, out);
 }
 
+Json sampling_json(const GenerateParams& params) {
+  Json out = Json::object();
+  for (const NumberField& f : kNumberFields) out[f.name] = params.*f.field;
+  out["top_k"] = params.top_k;
+  out["repeat_last_n"] = params.repeat_last_n;
+  out["n_predict"] = params.max_tokens;
+  out["seed"] = -1;
+  return out;
+}
+
 }  // namespace minfer::server

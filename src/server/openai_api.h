@@ -53,6 +53,10 @@ struct ParsedRequest {
 std::optional<ApiError> parse_request(const Json& body, Endpoint endpoint, int32_t n_vocab,
                                       ParsedRequest& out);
 
+// Sampling parameters as request fields (temperature, top_k, …, n_predict; seed -1: random per
+// request): what /props reports as the defaults.
+Json sampling_json(const GenerateParams& params);
+
 // JSON text for the wire: invalid UTF-8 (a token piece can end mid-character) becomes U+FFFD.
 std::string dump(const Json& j);
 

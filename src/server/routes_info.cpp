@@ -55,27 +55,17 @@ void HttpServer::handle_props(const httplib::Request& req, httplib::Response& re
   if (req.has_param("model")) query["model"] = req.get_param_value("model");
   BackendRef b = ready_backend(res, &query);
   if (b == nullptr) return;
-  const GenerateParams d = b->model->default_params();
-  Json params{{"temperature", d.temperature},
-              {"top_k", d.top_k},
-              {"top_p", d.top_p},
-              {"min_p", d.min_p},
-              {"repeat_penalty", d.repeat_penalty},
-              {"repeat_last_n", d.repeat_last_n},
-              {"frequency_penalty", d.frequency_penalty},
-              {"presence_penalty", d.presence_penalty},
-              {"n_predict", d.max_tokens},
-              {"seed", -1}};  // -1: random per request
   const Result<std::string> tmpl = b->model->chat_template();
-  Json props{{"model_path", b->model->path()},
-             {"model_alias", b->model_name},
-             {"n_ctx", b->generator->n_ctx()},
-             {"total_slots", b->generator->n_parallel()},
-             {"default_generation_settings",
-              {{"n_ctx", b->generator->n_ctx()}, {"params", std::move(params)}}},
-             {"chat_template", tmpl.is_ok() ? *tmpl : std::string()},
-             {"modalities", {{"vision", false}, {"audio", false}}},
-             {"build_info", "minfer " MINFER_VERSION_STRING}};
+  Json props{
+      {"model_path", b->model->path()},
+      {"model_alias", b->model_name},
+      {"n_ctx", b->generator->n_ctx()},
+      {"total_slots", b->generator->n_parallel()},
+      {"default_generation_settings",
+       {{"n_ctx", b->generator->n_ctx()}, {"params", sampling_json(b->model->default_params())}}},
+      {"chat_template", tmpl.is_ok() ? *tmpl : std::string()},
+      {"modalities", {{"vision", false}, {"audio", false}}},
+      {"build_info", "minfer " MINFER_VERSION_STRING}};
   if (!tmpl.is_ok()) props["chat_template_error"] = tmpl.status().message();
   send_json(res, props);
 }

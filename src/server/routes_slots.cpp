@@ -43,24 +43,16 @@ ApiError slot_error(const Status& st) {
   }
 }
 
+// llama-server's reply: save names its counts n_saved / n_written / save_ms, restore
+// n_restored / n_read / restore_ms, erase only n_erased.
 Json slot_reply_json(SlotAction action, const SlotReply& r, const std::string& filename) {
-  switch (action) {
-    case SlotAction::kSave:
-      return Json{{"id_slot", r.id_slot},
-                  {"filename", filename},
-                  {"n_saved", r.n_tokens},
-                  {"n_written", r.n_bytes},
-                  {"timings", {{"save_ms", r.ms}}}};
-    case SlotAction::kRestore:
-      return Json{{"id_slot", r.id_slot},
-                  {"filename", filename},
-                  {"n_restored", r.n_tokens},
-                  {"n_read", r.n_bytes},
-                  {"timings", {{"restore_ms", r.ms}}}};
-    case SlotAction::kErase:
-      break;
-  }
-  return Json{{"id_slot", r.id_slot}, {"n_erased", r.n_tokens}};
+  if (action == SlotAction::kErase) return Json{{"id_slot", r.id_slot}, {"n_erased", r.n_tokens}};
+  const bool save = action == SlotAction::kSave;
+  return Json{{"id_slot", r.id_slot},
+              {"filename", filename},
+              {save ? "n_saved" : "n_restored", r.n_tokens},
+              {save ? "n_written" : "n_read", r.n_bytes},
+              {"timings", {{save ? "save_ms" : "restore_ms", r.ms}}}};
 }
 
 }  // namespace
