@@ -19,6 +19,13 @@ using chat::test::hostile_templates;
 using chat::test::HostileTemplate;
 
 constexpr long kMaxRssKb = 256 * 1024;
+// The time and memory bounds are the release build's; under ASan (several times slower, shadow
+// memory) they are not checked, and everything else still is.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kCheckCosts = false;
+#else
+constexpr bool kCheckCosts = true;
+#endif
 
 std::string model_with_template(const TempDir& dir, const std::string& name,
                                 const std::string& source) {
@@ -58,8 +65,10 @@ TEST(UntrustedTemplate, TemplateCommandStopsEveryHostileTemplateFastInBoundedMem
     EXPECT_NE(r.err.find(h.error), std::string::npos) << r.err;
     // The render itself stops within a second (RenderBudget's test); this is the whole process,
     // start and model file included, on a busy test machine.
-    EXPECT_LT(r.seconds, 2.0);
-    EXPECT_LT(r.max_rss_kb, kMaxRssKb);
+    if (kCheckCosts) {
+      EXPECT_LT(r.seconds, 2.0);
+      EXPECT_LT(r.max_rss_kb, kMaxRssKb);
+    }
     slowest = std::max(slowest, r.seconds);
     largest = std::max(largest, r.max_rss_kb);
   }
@@ -113,10 +122,14 @@ TEST(UntrustedTemplate, ServerAnswersHostileRendersWith500AndKeepsServing) {
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     slowest = std::max(slowest, seconds);
-    EXPECT_LT(seconds, 2.0);
+    if (kCheckCosts) {
+      EXPECT_LT(seconds, 2.0);
+    }
     // What one hostile request can make the server hold at its peak.
     const long growth = server.peak_rss_kb() - rss_before;
-    EXPECT_LT(growth, kMaxRssKb);
+    if (kCheckCosts) {
+      EXPECT_LT(growth, kMaxRssKb);
+    }
     largest_growth = std::max(largest_growth, growth);
     ASSERT_EQ(r.status, 500) << r.body;
     auto error = nlohmann::json::parse(r.body)["error"];
@@ -129,7 +142,9 @@ TEST(UntrustedTemplate, ServerAnswersHostileRendersWith500AndKeepsServing) {
   HttpReply ok = http_request(server.port(), "POST", "/v1/chat/completions", chat_body("Once"));
   EXPECT_EQ(ok.status, 200) << ok.body;
   // And all of them in a row: memory a render freed goes back (serve's fixed mmap threshold).
-  EXPECT_LT(server.peak_rss_kb(), kMaxRssKb);
+  if (kCheckCosts) {
+    EXPECT_LT(server.peak_rss_kb(), kMaxRssKb);
+  }
   std::printf(
       "serve over %zu hostile requests: slowest %.3f s, largest peak RSS growth of one "
       "request %ld KiB, server peak RSS after all %ld KiB\n",
