@@ -81,7 +81,7 @@ Result<Loaded> load(ServeFlags& f, const std::string& model_path) {
   Loaded l;
   f.load.single_sequence = false;  // every request runs on the batch generator
   MINFER_ASSIGN_OR_RETURN(l.model, LanguageModel::load(model_path, f.load));
-  if (Status st = l.model->chat_template_status(); !st.is_ok()) {
+  if (Status st = l.model->chat_template().status(); !st.is_ok()) {
     // The model still serves completions of raw prompts; chat requests get this message.
     fmt::print(stderr, "minfer serve: warning: {}: {}; chat requests to it will be refused\n",
                model_path, st.message());
@@ -134,12 +134,9 @@ Result<std::unique_ptr<server::ModelRegistry>> make_registry(ServeFlags& f) {
   auto load_fn = [&f](const std::filesystem::path& path) -> Result<server::LoadedModel> {
     ServeFlags own = f;  // load() sets fields of its flags; loads may run at once
     MINFER_ASSIGN_OR_RETURN(Loaded l, load(own, path.string()));
-    const uint64_t bytes =
-        server::model_file_bytes(path) + static_cast<uint64_t>(l.generator->stats().kv_bytes_total);
-    fmt::print(stderr, "minfer serve: loaded {} ({} MiB with its KV budget)\n", path.string(),
-               bytes >> 20);
+    fmt::print(stderr, "minfer serve: loaded {}\n", path.string());
     std::fflush(stderr);
-    return server::LoadedModel{std::move(l.model), std::move(l.generator), bytes};
+    return server::LoadedModel{std::move(l.model), std::move(l.generator)};
   };
   if (f.models_memory == 0) {
     const auto pages = static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES));

@@ -409,11 +409,10 @@ class LanguageModel {
   // `chat_template_kwargs`, …) rendered by the model's template, and that prompt's tokens.
   Result<std::string> render_chat_request(std::string_view request_json) const;
   Result<std::vector<int32_t>> tokenize_chat_request(std::string_view request_json) const;
-  // The chat template's source, or why the model's template cannot be used.
+  // The chat template's source, or why the model's template cannot be used (it does not parse,
+  // or it failed its load-time check under the render budgets): every chat request fails with
+  // that status.
   Result<std::string> chat_template() const;
-  // Ok, or why the model's chat template cannot be used (it does not parse, or it failed its
-  // load-time check under the render budgets): every chat request fails with this status.
-  Status chat_template_status() const;
   // A conversation over this model's template (`system` empty: none); the model must outlive it.
   // Error: the model's template cannot be parsed (render_chat and tokenize_chat fail alike).
   Result<std::unique_ptr<Chat>> start_chat(std::string system = "") const;

@@ -123,10 +123,6 @@ Result<std::string> LanguageModel::render_chat(const std::vector<ChatMessage>& m
                                       nlohmann::ordered_json::object());
 }
 
-Status LanguageModel::chat_template_status() const {
-  return impl_->chat_template.status();
-}
-
 Result<std::vector<int32_t>> LanguageModel::tokenize_chat(
     const std::vector<ChatMessage>& messages) const {
   MINFER_ASSIGN_OR_RETURN(std::string text, render_chat(messages, true));

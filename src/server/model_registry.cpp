@@ -218,7 +218,8 @@ Result<ModelLease> ModelRegistry::acquire(const std::string& name) {
     cv_.notify_all();
     if (!r.is_ok()) return r.status();
     s->loaded = std::move(r).value();
-    if (s->loaded.bytes != 0) s->bytes = s->loaded.bytes;
+    // Loaded, it holds its file and may grow its KV cells to their budget.
+    s->bytes = estimate + static_cast<uint64_t>(s->loaded.generator->stats().kv_bytes_total);
     s->backend.model = s->loaded.model.get();
     s->backend.generator = s->loaded.generator.get();
     s->backend.model_name = name;

@@ -33,7 +33,6 @@ namespace minfer::server {
 struct LoadedModel {
   std::unique_ptr<LanguageModel> model;
   std::unique_ptr<BatchGenerator> generator;  // started
-  uint64_t bytes = 0;                         // weights + KV cell budget; 0: the entry's file bytes
 };
 
 // A Backend kept loaded while the lease lives.
