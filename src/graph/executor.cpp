@@ -1,5 +1,6 @@
 #include "graph/executor.h"
 
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -34,23 +35,78 @@ std::span<const float> Executor::run(const Graph& graph, const std::vector<int64
       slots_[s].resize(static_cast<size_t>(slot_sizes[s]));
     }
   }
-  for (const Node& node : graph.nodes) {
-    // An empty output (e.g. the rows of a step that wants no logits) has no buffer and nothing to
-    // compute; kv_store writes the cache and has no output at all.
-    const bool empty = node.op != OpKind::kKvStore && node.rows * node.cols == 0;
+  for (size_t i = 0; i < graph.nodes.size();) {
+    const size_t n_run = shared_input_matmuls(graph, i);
     const auto start = std::chrono::steady_clock::now();
-    if (!empty) run_node(node, graph, batch, cache);
+    if (n_run > 1) {
+      matmul_group(graph, i, n_run);
+    } else {
+      const Node& node = graph.nodes[i];
+      // An empty output (e.g. the rows of a step that wants no logits) has no buffer and nothing
+      // to compute; kv_store writes the cache and has no output at all.
+      const bool empty = node.op != OpKind::kKvStore && node.rows * node.cols == 0;
+      if (!empty) run_node(node, graph, batch, cache);
+    }
     if (observer_) {
       const double seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      std::span<const float> out;
-      if (node.buffer >= 0) out = {buffer(node), static_cast<size_t>(node.rows * node.cols)};
-      observer_(node, out, seconds);
+      observe(graph, i, n_run, seconds);
     }
+    i += n_run;
   }
   const Node& out = graph.nodes[static_cast<size_t>(graph.output)];
   if (out.buffer < 0) return {};  // no rows wanted
   return {slots_[static_cast<size_t>(out.buffer)].data(), static_cast<size_t>(out.rows * out.cols)};
+}
+
+size_t Executor::shared_input_matmuls(const Graph& graph, size_t first) const {
+  const Node& head = graph.nodes[first];
+  if (head.op != OpKind::kMatmul || head.rows == 0) return 1;
+  size_t n = 1;
+  while (first + n < graph.nodes.size() && n < kernels::kMaxSharedInput) {
+    const Node& next = graph.nodes[first + n];
+    if (next.op != OpKind::kMatmul || next.inputs[0] != head.inputs[0] ||
+        next.weight->n_cols != head.weight->n_cols ||
+        !kernels::matmul_shares_act(next.weight->type, head.weight->type)) {
+      break;
+    }
+    ++n;
+  }
+  return n;
+}
+
+void Executor::matmul_group(const Graph& graph, size_t first, size_t n) {
+  std::array<kernels::MatmulWeights, kernels::kMaxSharedInput> ws;
+  std::array<float*, kernels::kMaxSharedInput> ys{};
+  for (size_t j = 0; j < n; ++j) {
+    const Node& node = graph.nodes[first + j];
+    const WeightTensor& w = *node.weight;
+    ws[j] = {w.type, w.data, w.n_rows, w.n_cols};
+    ys[j] = buffer(node);
+  }
+  const Node& head = graph.nodes[first];
+  const size_t need = kernels::matmul_scratch_bytes(ws[0].type, head.rows, ws[0].n_in);
+  if (act_scratch_.size() < need) act_scratch_.resize(need);
+  const float* x = buffer(graph.nodes[static_cast<size_t>(head.inputs[0])]);
+  kernels::matmul_shared_input(table_, pool_, {ws.data(), n}, x, head.rows, {ys.data(), n},
+                               act_scratch_);
+}
+
+void Executor::observe(const Graph& graph, size_t first, size_t n, double seconds) {
+  // Matmuls run together share their time in proportion to their weights' bytes.
+  auto bytes = [&](size_t j) {
+    const WeightTensor& w = *graph.nodes[first + j].weight;
+    return static_cast<double>(w.n_rows) * static_cast<double>(w.row_bytes);
+  };
+  double total_bytes = 0;
+  for (size_t j = 0; j < n; ++j) total_bytes += n == 1 ? 0.0 : bytes(j);
+  for (size_t j = 0; j < n; ++j) {
+    const Node& node = graph.nodes[first + j];
+    std::span<const float> out;
+    if (node.buffer >= 0) out = {buffer(node), static_cast<size_t>(node.rows * node.cols)};
+    const double share = n == 1 ? 1.0 : bytes(j) / total_bytes;
+    observer_(node, out, seconds * share);
+  }
 }
 
 void Executor::matmul(const Node& node, const float* x, float* y) {

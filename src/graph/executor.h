@@ -17,7 +17,8 @@
 namespace minfer {
 
 // Called after each node with its output ([rows, cols], empty for kv_store) and its run time;
-// used by tracing and profiling.
+// used by tracing and profiling. Consecutive matmuls of one input (q, k, v; gate, up) run as one
+// dispatch: each is given the group's time in proportion to its weight bytes.
 using NodeObserver =
     std::function<void(const Node& node, std::span<const float> output, double seconds)>;
 
@@ -38,6 +39,10 @@ class Executor {
 
  private:
   void run_node(const Node& node, const Graph& graph, const Batch& batch, KvCache& cache);
+  // How many nodes from `first` on are matmuls of one input run as one (1: just that node).
+  size_t shared_input_matmuls(const Graph& graph, size_t first) const;
+  void matmul_group(const Graph& graph, size_t first, size_t n);
+  void observe(const Graph& graph, size_t first, size_t n, double seconds);
   void matmul(const Node& node, const float* x, float* y);
   float* buffer(const Node& node) { return slots_[static_cast<size_t>(node.buffer)].data(); }
 

@@ -1,5 +1,7 @@
 #include "kernels/matmul.h"
 
+#include <algorithm>
+#include <array>
 #include <cstring>
 
 #include "core/check.h"
@@ -180,6 +182,51 @@ void matmul(const KernelTable& table, ThreadPool& pool, const MatmulWeights& w, 
     });
   }
   run_rows(pool, p, w, act, n_tokens, y);
+}
+
+void matmul_shared_input(const KernelTable& table, ThreadPool& pool,
+                         std::span<const MatmulWeights> ws, const float* x, int64_t n_tokens,
+                         std::span<float* const> ys, std::span<uint8_t> scratch) {
+  const size_t n = ws.size();
+  MINFER_CHECK(n >= 1 && n == ys.size() && n <= kMaxSharedInput,
+               "matmul_shared_input: 1 to 4 weights, one output each");
+  bool any_split = false;
+  for (const MatmulWeights& w : ws) {
+    MINFER_CHECK(w.n_in == ws[0].n_in && matmul_shares_act(w.type, ws[0].type),
+                 "matmul_shared_input: weights must read the same converted rows");
+    any_split = any_split || split_tokens(pool, w.n_out, n_tokens);
+  }
+  // Matrices whose threads split the tokens convert their own tokens: one matmul each.
+  if (any_split || n == 1) {
+    for (size_t i = 0; i < n; ++i) matmul(table, pool, ws[i], x, n_tokens, ys[i], scratch);
+    return;
+  }
+  MINFER_CHECK(scratch.size() >= matmul_scratch_bytes(ws[0].type, n_tokens, ws[0].n_in),
+               "matmul_shared_input: scratch too small");
+  if (n_tokens <= 0) return;
+  std::array<TilePlan, kMaxSharedInput> plans;
+  // first_task[i]: matrix i's first task in the concatenation of every matrix's row tasks.
+  std::array<int64_t, kMaxSharedInput + 1> first_task{};
+  for (size_t i = 0; i < n; ++i) {
+    plans[i] = plan_tiles(table, ws[i]);
+    first_task[i + 1] = first_task[i] + (ws[i].n_out + kRowsPerTask - 1) / kRowsPerTask;
+  }
+  const TilePlan& p0 = plans[0];
+  const uint8_t* act = p0.convert == nullptr ? reinterpret_cast<const uint8_t*>(x) : scratch.data();
+  if (p0.convert != nullptr) {
+    pool.parallel_for(n_tokens, [&](int64_t begin, int64_t end) {
+      convert_rows(p0, x, ws[0].n_in, scratch.data(), begin, end);
+    });
+  }
+  pool.parallel_for(first_task[n], [&](int64_t begin, int64_t end) {
+    for (size_t i = 0; i < n; ++i) {
+      const int64_t b = std::max(begin, first_task[i]) - first_task[i];
+      const int64_t e = std::min(end, first_task[i + 1]) - first_task[i];
+      if (b >= e) continue;
+      run_tiles(plans[i], ws[i], act, ys[i], b * kRowsPerTask,
+                std::min(e * kRowsPerTask, ws[i].n_out), 0, n_tokens);
+    }
+  });
 }
 
 }  // namespace minfer::kernels

@@ -46,6 +46,17 @@ void matmul(const KernelTable& table, ThreadPool& pool, const MatmulWeights& w, 
 // a subset of them gathered — by w. Bit-identical to matmul (same conversion, same tiles).
 // Rows of the same bytes serve any weights of the same vec_dot_type and n_in.
 size_t matmul_act_row_bytes(GgmlType type, int64_t n_in);
+
+// Products of one input x by several weights that read the same converted rows (a layer's q, k
+// and v; an FFN's gate and up): x is converted once, and the rows of all the matrices are split
+// over the pool in one dispatch, so a decode step pays one wake-up and one barrier for them
+// instead of one per matrix. ys[i] = x · ws[i]ᵀ, bit-identical to matmul of each. Preconditions
+// (checked): 1 <= ws.size() == ys.size() <= kMaxSharedInput, every weight of the same n_in and
+// matmul_shares_act with ws[0], scratch of matmul_scratch_bytes(ws[0]...).
+inline constexpr size_t kMaxSharedInput = 4;
+void matmul_shared_input(const KernelTable& table, ThreadPool& pool,
+                         std::span<const MatmulWeights> ws, const float* x, int64_t n_tokens,
+                         std::span<float* const> ys, std::span<uint8_t> scratch);
 // Whether weights of types a and b read the same converted rows (the same vec_dot_type).
 bool matmul_shares_act(GgmlType a, GgmlType b);
 void matmul_convert(const KernelTable& table, ThreadPool& pool, const MatmulWeights& w,

@@ -34,10 +34,16 @@ class ThreadPool : NonCopyable {
   }
 
   // Splits tasks [0, n_tasks) into n_threads contiguous ranges (thread i gets
-  // task_range(n_tasks, i, n_threads)) and runs fn(begin, end) for each non-empty one.
+  // task_range(n_tasks, i, n_threads)) and runs fn(begin, end) for each non-empty one. A single
+  // task runs on the calling thread without waking the workers (a decode step's one-row norms,
+  // activations and conversions: a dispatch and its barrier cost more than the work).
   template <typename Fn>
   void parallel_for(int64_t n_tasks, Fn&& fn) {
     if (n_tasks <= 0) return;
+    if (n_tasks == 1) {
+      fn(int64_t{0}, int64_t{1});
+      return;
+    }
     run([&fn, n_tasks](int thread_id, int n) {
       const TaskRange range = task_range(n_tasks, thread_id, n);
       if (range.begin < range.end) fn(range.begin, range.end);

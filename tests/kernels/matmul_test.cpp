@@ -280,5 +280,48 @@ TEST(Matmul, ConvertedRowsGiveTheSameBitsAsMatmul) {
   EXPECT_FALSE(matmul_shares_act(GgmlType::kQ4_K, GgmlType::kQ8_0));
 }
 
+// Several matrices of one input in one dispatch (a layer's q, k, v): the bits of one matmul
+// each, for 1 to 3 threads, one token (a decode step) and a few, mixed types of one
+// vec_dot_type, and odd row counts so that a thread's range crosses from one matrix to the next.
+TEST(Matmul, SharedInputGivesTheBitsOfOneMatmulEach) {
+  ThreadPool pool1(1), pool2(2), pool3(3);
+  const std::vector<std::vector<GgmlType>> groups = {
+      {GgmlType::kQ8_0, GgmlType::kQ8_0, GgmlType::kQ8_0},
+      {GgmlType::kQ5_0, GgmlType::kQ8_0, GgmlType::kQ4_0},
+      {GgmlType::kQ4_K, GgmlType::kQ6_K},
+      {GgmlType::kF32, GgmlType::kF32, GgmlType::kF32, GgmlType::kF32},
+      {GgmlType::kF16, GgmlType::kF16}};
+  for (const KernelTable* t : test::all_tables()) {
+    for (const std::vector<GgmlType>& types : groups) {
+      for (int64_t n_tokens : {1, 3}) {
+        std::vector<Problem> problems;
+        std::vector<MatmulWeights> ws;
+        for (size_t i = 0; i < types.size(); ++i) {
+          const int64_t n_out = 37 + 16 * static_cast<int64_t>(i);
+          problems.push_back(make_problem(types[i], 512, n_out, n_tokens, 40 + i));
+        }
+        for (const Problem& p : problems) {
+          ws.push_back(MatmulWeights{p.type, p.weights.data(), p.n_out, p.n_in});
+        }
+        const float* x = problems[0].x.data();
+        for (ThreadPool* pool : {&pool1, &pool2, &pool3}) {
+          std::vector<std::vector<float>> ys;
+          std::vector<float*> y_ptrs;
+          for (const Problem& p : problems) ys.emplace_back(n_tokens * p.n_out, -12345.0f);
+          for (std::vector<float>& y : ys) y_ptrs.push_back(y.data());
+          std::vector<uint8_t> scratch(matmul_scratch_bytes(types[0], n_tokens, 512));
+          matmul_shared_input(*t, *pool, ws, x, n_tokens, y_ptrs, scratch);
+          for (size_t i = 0; i < problems.size(); ++i) {
+            const std::vector<float> expected = run(*t, pool1, problems[i], x, n_tokens);
+            EXPECT_EQ(0, std::memcmp(ys[i].data(), expected.data(), expected.size() * 4))
+                << t->name << " " << ggml_type_info(types[i]).name << " matrix " << i
+                << " n_tokens=" << n_tokens << " threads=" << pool->n_threads();
+          }
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace minfer::kernels
