@@ -79,7 +79,9 @@ Value repeat(const Value& seq, int64_t times, int line) {
   return Value::list(std::move(items), seq.is_tuple());
 }
 
-Value arithmetic(const std::string& op, const Value& a, const Value& b, int line) {
+// Out of line: its locals stay out of the recursive eval frames (see exec_stmt).
+[[gnu::noinline]] Value arithmetic(const std::string& op, const Value& a, const Value& b,
+                                   int line) {
   if (op == "~") {
     std::string left = to_str(a);
     std::string right = to_str(b);
@@ -221,57 +223,89 @@ class Interpreter {
     }
   }
 
+  // Each statement and expression kind with locals of its own runs in a function of its own
+  // (kept out of line), so that a nesting level's stack frame holds only what its kind needs:
+  // one switch over every kind's locals made a frame of ~9 KB under ASan, and templates nest
+  // up to RenderLimits::max_nesting deep.
   Flow exec_stmt(const Stmt& s, Scope& scope, std::string& out) {
     switch (s.kind) {
       case Stmt::Kind::kText:
         print(out, s.text, s.line);
         return Flow::kNormal;
       case Stmt::Kind::kOutput:
-        print(out, to_str(eval(*s.expr, scope)), s.line);
+        exec_output(s, scope, out);
         return Flow::kNormal;
       case Stmt::Kind::kIf:
-        for (size_t i = 0; i < s.conditions.size(); ++i) {
-          if (eval(*s.conditions[i], scope).truthy()) return exec_list(s.bodies[i], scope, out);
-        }
-        return exec_list(s.else_body, scope, out);
+        return exec_if(s, scope, out);
       case Stmt::Kind::kFor:
         exec_for(s, scope, out);
         return Flow::kNormal;
       case Stmt::Kind::kSet:
-        assign(s.target, eval(*s.expr, scope), scope, s.line);
+        exec_set(s, scope);
         return Flow::kNormal;
-      case Stmt::Kind::kSetBlock: {
-        Value v = render_body(s, scope);
-        if (s.expr) v = eval_filter(*s.expr, scope, &v);
-        assign(s.target, std::move(v), scope, s.line);
+      case Stmt::Kind::kSetBlock:
+        exec_set_block(s, scope);
         return Flow::kNormal;
-      }
       case Stmt::Kind::kMacro:
-        scope.set(s.name, make_macro(s, s.name, root_));
+        exec_macro(s, scope);
         return Flow::kNormal;
-      case Stmt::Kind::kCallBlock: {
-        Value caller = make_macro(s, "caller", &scope);
-        print(out, to_str(eval_call(*s.expr, scope, &caller)), s.line);
+      case Stmt::Kind::kCallBlock:
+        exec_call_block(s, scope, out);
         return Flow::kNormal;
-      }
-      case Stmt::Kind::kFilterBlock: {
-        const Value v = render_body(s, scope);
-        print(out, to_str(eval_filter(*s.expr, scope, &v)), s.line);
+      case Stmt::Kind::kFilterBlock:
+        exec_filter_block(s, scope, out);
         return Flow::kNormal;
-      }
-      case Stmt::Kind::kWith: {
-        Scope inner(&scope);
-        for (const auto& [target, expr] : s.assignments) {
-          assign(target, eval(*expr, scope), inner, s.line);
-        }
-        return exec_list(s.body, inner, out);
-      }
+      case Stmt::Kind::kWith:
+        return exec_with(s, scope, out);
       case Stmt::Kind::kBreak:
         return Flow::kBreak;
       case Stmt::Kind::kContinue:
         return Flow::kContinue;
     }
     return Flow::kNormal;
+  }
+
+  [[gnu::noinline]] void exec_output(const Stmt& s, Scope& scope, std::string& out) {
+    print(out, to_str(eval(*s.expr, scope)), s.line);
+  }
+
+  [[gnu::noinline]] Flow exec_if(const Stmt& s, Scope& scope, std::string& out) {
+    for (size_t i = 0; i < s.conditions.size(); ++i) {
+      if (eval(*s.conditions[i], scope).truthy()) return exec_list(s.bodies[i], scope, out);
+    }
+    return exec_list(s.else_body, scope, out);
+  }
+
+  [[gnu::noinline]] void exec_set(const Stmt& s, Scope& scope) {
+    assign(s.target, eval(*s.expr, scope), scope, s.line);
+  }
+
+  [[gnu::noinline]] void exec_set_block(const Stmt& s, Scope& scope) {
+    Value v = render_body(s, scope);
+    if (s.expr) v = eval_filter(*s.expr, scope, &v);
+    assign(s.target, std::move(v), scope, s.line);
+  }
+
+  [[gnu::noinline]] void exec_macro(const Stmt& s, Scope& scope) {
+    scope.set(s.name, make_macro(s, s.name, root_));
+  }
+
+  [[gnu::noinline]] void exec_call_block(const Stmt& s, Scope& scope, std::string& out) {
+    Value caller = make_macro(s, "caller", &scope);
+    print(out, to_str(eval_call(*s.expr, scope, &caller)), s.line);
+  }
+
+  [[gnu::noinline]] void exec_filter_block(const Stmt& s, Scope& scope, std::string& out) {
+    const Value v = render_body(s, scope);
+    print(out, to_str(eval_filter(*s.expr, scope, &v)), s.line);
+  }
+
+  [[gnu::noinline]] Flow exec_with(const Stmt& s, Scope& scope, std::string& out) {
+    Scope inner(&scope);
+    for (const auto& [target, expr] : s.assignments) {
+      assign(target, eval(*expr, scope), inner, s.line);
+    }
+    return exec_list(s.body, inner, out);
   }
 
   void assign(const AssignTarget& target, Value value, Scope& scope, int line) {
@@ -297,17 +331,7 @@ class Interpreter {
 
   void exec_for(const Stmt& s, Scope& scope, std::string& out) {
     std::vector<Value> items = iterate(eval(*s.expr, scope), s.line);
-    if (s.condition) {
-      Scope filter_scope(&scope);
-      // Jinja2 filters before counting, so loop.length and loop.last see the kept items only.
-      std::vector<Value> kept;
-      for (Value& item : items) {
-        charge_steps(1, s.line);
-        assign(s.target, item, filter_scope, s.line);
-        if (eval(*s.condition, filter_scope).truthy()) kept.push_back(std::move(item));
-      }
-      items = std::move(kept);
-    }
+    if (s.condition) items = kept_items(s, std::move(items), scope);
     if (items.empty()) {
       Scope else_scope(&scope);
       exec_list(s.else_body, else_scope, out);
@@ -315,41 +339,97 @@ class Interpreter {
     }
     const auto n = static_cast<int64_t>(items.size());
     for (int64_t i = 0; i < n; ++i) {
-      const auto idx = static_cast<size_t>(i);
       charge_steps(1, s.line);
       // Each iteration starts from the enclosing scope's values: Jinja2 does not carry a
       // variable set in one iteration into the next.
       Scope iteration_scope(&scope);
-      assign(s.target, items[idx], iteration_scope, s.line);
-      // The keys are distinct, so they are appended without Dict::set's lookup.
-      Dict loop;
-      auto& fields = loop.items;
-      fields.reserve(12);
-      fields.emplace_back("index", Value::integer(i + 1));
-      fields.emplace_back("index0", Value::integer(i));
-      fields.emplace_back("revindex", Value::integer(n - i));
-      fields.emplace_back("revindex0", Value::integer(n - i - 1));
-      fields.emplace_back("first", Value::boolean(i == 0));
-      fields.emplace_back("last", Value::boolean(i == n - 1));
-      fields.emplace_back("length", Value::integer(n));
-      fields.emplace_back("depth", Value::integer(1));
-      fields.emplace_back("depth0", Value::integer(0));
-      fields.emplace_back(
-          "previtem",
-          i > 0 ? items[idx - 1] : Value::undefined("previtem", "there is no previous item"));
-      fields.emplace_back("nextitem", i + 1 < n
-                                          ? items[idx + 1]
-                                          : Value::undefined("nextitem", "there is no next item"));
-      fields.emplace_back("cycle", cycle_for(i, s.line));
-      iteration_scope.set("loop", Value::dict(std::move(loop)));
+      assign(s.target, items[static_cast<size_t>(i)], iteration_scope, s.line);
+      iteration_scope.set("loop", loop_variable(items, i, s.line));
       Flow f = exec_list(s.body, iteration_scope, out);
       if (f == Flow::kBreak) break;
     }
   }
 
+  // The items a for loop's `if` keeps: Jinja2 filters before counting, so loop.length and
+  // loop.last see the kept items only.
+  [[gnu::noinline]] std::vector<Value> kept_items(const Stmt& s, std::vector<Value> items,
+                                                  Scope& scope) {
+    Scope filter_scope(&scope);
+    std::vector<Value> kept;
+    for (Value& item : items) {
+      charge_steps(1, s.line);
+      assign(s.target, item, filter_scope, s.line);
+      if (eval(*s.condition, filter_scope).truthy()) kept.push_back(std::move(item));
+    }
+    return kept;
+  }
+
+  // `loop` in iteration i of n = items.size().
+  [[gnu::noinline]] Value loop_variable(const std::vector<Value>& items, int64_t i, int line) {
+    const auto n = static_cast<int64_t>(items.size());
+    const auto idx = static_cast<size_t>(i);
+    // The keys are distinct, so they are appended without Dict::set's lookup.
+    Dict loop;
+    auto& fields = loop.items;
+    fields.reserve(12);
+    fields.emplace_back("index", Value::integer(i + 1));
+    fields.emplace_back("index0", Value::integer(i));
+    fields.emplace_back("revindex", Value::integer(n - i));
+    fields.emplace_back("revindex0", Value::integer(n - i - 1));
+    fields.emplace_back("first", Value::boolean(i == 0));
+    fields.emplace_back("last", Value::boolean(i == n - 1));
+    fields.emplace_back("length", Value::integer(n));
+    fields.emplace_back("depth", Value::integer(1));
+    fields.emplace_back("depth0", Value::integer(0));
+    fields.emplace_back(
+        "previtem",
+        i > 0 ? items[idx - 1] : Value::undefined("previtem", "there is no previous item"));
+    fields.emplace_back("nextitem", i + 1 < n
+                                        ? items[idx + 1]
+                                        : Value::undefined("nextitem", "there is no next item"));
+    fields.emplace_back("cycle", cycle_for(i, line));
+    return Value::dict(std::move(loop));
+  }
+
   // A macro (or a call block's `caller`): calling it renders `s.body` in a fresh scope whose
   // parent is `parent` (the template's top level for macros, as Jinja2 resolves their free
   // names in the template context).
+  // A macro call's arguments bound to its parameters in `local`: positional, then by keyword,
+  // then the defaults; other keywords go to `kwargs`, `caller` to `caller`.
+  [[gnu::noinline]] void bind_macro_args(const Stmt& s, const std::string& name, CallArgs& args,
+                                         Scope& local) {
+    const auto& params = s.params;
+    if (args.positional.size() > params.size()) {
+      throw TemplateError(s.line, fmt::format("macro '{}' takes not more than {} argument(s)", name,
+                                              params.size()));
+    }
+    for (size_t i = 0; i < params.size(); ++i) {
+      const MacroParam& p = params[i];
+      if (i < args.positional.size()) {
+        local.set(p.name, args.positional[i]);
+      } else if (const Value* kw = args.find_keyword(p.name)) {
+        local.set(p.name, *kw);
+      } else if (p.default_value) {
+        local.set(p.name, eval(*p.default_value, local));
+      } else {
+        local.set(p.name,
+                  Value::undefined(p.name, fmt::format("parameter '{}' was not provided", p.name)));
+      }
+    }
+    Dict extra_kwargs;
+    for (const auto& [key, value] : args.keyword) {
+      bool is_param = false;
+      for (const MacroParam& p : params) is_param = is_param || p.name == key;
+      if (key == "caller") {
+        local.set("caller", value);
+      } else if (!is_param) {
+        extra_kwargs.set(key, value);
+      }
+    }
+    local.set("varargs", Value::list({}, /*is_tuple=*/true));
+    local.set("kwargs", Value::dict(std::move(extra_kwargs)));
+  }
+
   Value make_macro(const Stmt& s, const std::string& name, Scope* parent) {
     const Stmt* stmt = &s;
     return Value::callable(name, [this, stmt, name, parent](CallArgs& args) {
@@ -366,36 +446,7 @@ class Interpreter {
                             fmt::format("maximum recursion depth exceeded in macro '{}'", name));
       }
       Scope local(parent);
-      const auto& params = stmt->params;
-      if (args.positional.size() > params.size()) {
-        throw TemplateError(stmt->line, fmt::format("macro '{}' takes not more than {} argument(s)",
-                                                    name, params.size()));
-      }
-      for (size_t i = 0; i < params.size(); ++i) {
-        const MacroParam& p = params[i];
-        if (i < args.positional.size()) {
-          local.set(p.name, args.positional[i]);
-        } else if (const Value* kw = args.find_keyword(p.name)) {
-          local.set(p.name, *kw);
-        } else if (p.default_value) {
-          local.set(p.name, eval(*p.default_value, local));
-        } else {
-          local.set(p.name, Value::undefined(
-                                p.name, fmt::format("parameter '{}' was not provided", p.name)));
-        }
-      }
-      Dict extra_kwargs;
-      for (const auto& [key, value] : args.keyword) {
-        bool is_param = false;
-        for (const MacroParam& p : params) is_param = is_param || p.name == key;
-        if (key == "caller") {
-          local.set("caller", value);
-        } else if (!is_param) {
-          extra_kwargs.set(key, value);
-        }
-      }
-      local.set("varargs", Value::list({}, /*is_tuple=*/true));
-      local.set("kwargs", Value::dict(std::move(extra_kwargs)));
+      bind_macro_args(*stmt, name, args, local);
       std::string out;
       exec_list(stmt->body, local, out);
       return Value::string(std::move(out));
@@ -411,95 +462,122 @@ class Interpreter {
         return v != nullptr ? *v : Value::undefined(e.name);
       }
       case Expr::Kind::kList:
-      case Expr::Kind::kTuple: {
-        std::vector<Value> items;
-        items.reserve(e.args.size());
-        for (const ExprPtr& a : e.args) items.push_back(eval(*a, scope));
-        return Value::list(std::move(items), e.kind == Expr::Kind::kTuple);
-      }
-      case Expr::Kind::kDict: {
-        Dict d;
-        for (size_t i = 0; i + 1 < e.args.size(); i += 2) {
-          Value key = eval(*e.args[i], scope);
-          if (!key.is_string()) {
-            throw TemplateError(e.line, fmt::format("unsupported construct: dict key of type '{}'",
-                                                    key.type_name()));
-          }
-          d.set(key.as_string(), eval(*e.args[i + 1], scope));
-        }
-        return Value::dict(std::move(d));
-      }
-      case Expr::Kind::kGetattr: {
-        Value obj = eval(*e.target, scope);
-        if (obj.is_undefined()) fail_undefined(obj, e.line);
-        return get_attribute(obj, e.name, e.line);
-      }
-      case Expr::Kind::kGetitem: {
-        Value obj = eval(*e.target, scope);
-        if (obj.is_undefined()) fail_undefined(obj, e.line);
-        const Expr& arg = *e.args[0];
-        if (arg.kind == Expr::Kind::kSlice) {
-          Value parts[3];
-          const Value* ptrs[3] = {nullptr, nullptr, nullptr};
-          for (size_t i = 0; i < 3; ++i) {
-            if (arg.args[i]) {
-              parts[i] = eval(*arg.args[i], scope);
-              ptrs[i] = &parts[i];
-            }
-          }
-          return get_slice(obj, ptrs[0], ptrs[1], ptrs[2], e.line);
-        }
-        return get_item(obj, eval(arg, scope), e.line);
-      }
+      case Expr::Kind::kTuple:
+        return eval_sequence(e, scope);
+      case Expr::Kind::kDict:
+        return eval_dict(e, scope);
+      case Expr::Kind::kGetattr:
+        return eval_getattr(e, scope);
+      case Expr::Kind::kGetitem:
+        return eval_getitem(e, scope);
       case Expr::Kind::kSlice:
         throw TemplateError(e.line, "a slice outside of a subscript");
       case Expr::Kind::kCall:
         return eval_call(e, scope, nullptr);
       case Expr::Kind::kFilter:
         return eval_filter(e, scope, nullptr);
-      case Expr::Kind::kTest: {
-        Value input = eval(*e.target, scope);
-        CallArgs args = eval_args(e, scope);
-        return Value::boolean(apply_test(e.name, input, args, e.line));
-      }
-      case Expr::Kind::kUnary: {
-        Value v = eval(*e.target, scope);
-        if (e.name == "not") return Value::boolean(!v.truthy());
-        if (v.is_undefined()) fail_undefined(v, e.line);
-        if (!v.is_number()) {
-          throw TemplateError(
-              e.line, fmt::format("bad operand type for unary {}: '{}'", e.name, v.type_name()));
-        }
-        if (e.name == "+") return v.is_float() ? v : Value::integer(int_of(v));
-        return v.is_float() ? Value::floating(-v.as_float())
-                            : Value::integer(checked_int("-", 0, int_of(v), e.line));
-      }
-      case Expr::Kind::kBinary: {
-        Value left = eval(*e.args[0], scope);
-        if (e.name == "and") return left.truthy() ? eval(*e.args[1], scope) : left;
-        if (e.name == "or") return left.truthy() ? left : eval(*e.args[1], scope);
-        Value result = arithmetic(e.name, left, eval(*e.args[1], scope), e.line);
-        charge_steps(value_weight(result), e.line);
-        return result;
-      }
-      case Expr::Kind::kCompare: {
-        Value left = eval(*e.target, scope);
-        for (size_t i = 0; i < e.ops.size(); ++i) {
-          Value right = eval(*e.args[i], scope);
-          if (!compare(e.ops[i], left, right, e.line)) return Value::boolean(false);
-          left = std::move(right);
-        }
-        return Value::boolean(true);
-      }
-      case Expr::Kind::kCondExpr: {
-        if (eval(*e.args[0], scope).truthy()) return eval(*e.args[1], scope);
-        if (e.args[2]) return eval(*e.args[2], scope);
-        return Value::undefined("",
-                                "the inline if-expression evaluated to false and no else "
-                                "section was defined.");
-      }
+      case Expr::Kind::kTest:
+        return eval_test(e, scope);
+      case Expr::Kind::kUnary:
+        return eval_unary(e, scope);
+      case Expr::Kind::kBinary:
+        return eval_binary(e, scope);
+      case Expr::Kind::kCompare:
+        return eval_compare(e, scope);
+      case Expr::Kind::kCondExpr:
+        return eval_cond(e, scope);
     }
     throw TemplateError(e.line, "unknown expression");
+  }
+
+  [[gnu::noinline]] Value eval_sequence(const Expr& e, Scope& scope) {
+    std::vector<Value> items;
+    items.reserve(e.args.size());
+    for (const ExprPtr& a : e.args) items.push_back(eval(*a, scope));
+    return Value::list(std::move(items), e.kind == Expr::Kind::kTuple);
+  }
+
+  [[gnu::noinline]] Value eval_dict(const Expr& e, Scope& scope) {
+    Dict d;
+    for (size_t i = 0; i + 1 < e.args.size(); i += 2) {
+      Value key = eval(*e.args[i], scope);
+      if (!key.is_string()) {
+        throw TemplateError(
+            e.line, fmt::format("unsupported construct: dict key of type '{}'", key.type_name()));
+      }
+      d.set(key.as_string(), eval(*e.args[i + 1], scope));
+    }
+    return Value::dict(std::move(d));
+  }
+
+  [[gnu::noinline]] Value eval_getattr(const Expr& e, Scope& scope) {
+    Value obj = eval(*e.target, scope);
+    if (obj.is_undefined()) fail_undefined(obj, e.line);
+    return get_attribute(obj, e.name, e.line);
+  }
+
+  [[gnu::noinline]] Value eval_getitem(const Expr& e, Scope& scope) {
+    Value obj = eval(*e.target, scope);
+    if (obj.is_undefined()) fail_undefined(obj, e.line);
+    const Expr& arg = *e.args[0];
+    if (arg.kind == Expr::Kind::kSlice) {
+      Value parts[3];
+      const Value* ptrs[3] = {nullptr, nullptr, nullptr};
+      for (size_t i = 0; i < 3; ++i) {
+        if (arg.args[i]) {
+          parts[i] = eval(*arg.args[i], scope);
+          ptrs[i] = &parts[i];
+        }
+      }
+      return get_slice(obj, ptrs[0], ptrs[1], ptrs[2], e.line);
+    }
+    return get_item(obj, eval(arg, scope), e.line);
+  }
+
+  [[gnu::noinline]] Value eval_test(const Expr& e, Scope& scope) {
+    Value input = eval(*e.target, scope);
+    CallArgs args = eval_args(e, scope);
+    return Value::boolean(apply_test(e.name, input, args, e.line));
+  }
+
+  [[gnu::noinline]] Value eval_unary(const Expr& e, Scope& scope) {
+    Value v = eval(*e.target, scope);
+    if (e.name == "not") return Value::boolean(!v.truthy());
+    if (v.is_undefined()) fail_undefined(v, e.line);
+    if (!v.is_number()) {
+      throw TemplateError(
+          e.line, fmt::format("bad operand type for unary {}: '{}'", e.name, v.type_name()));
+    }
+    if (e.name == "+") return v.is_float() ? v : Value::integer(int_of(v));
+    return v.is_float() ? Value::floating(-v.as_float())
+                        : Value::integer(checked_int("-", 0, int_of(v), e.line));
+  }
+
+  [[gnu::noinline]] Value eval_binary(const Expr& e, Scope& scope) {
+    Value left = eval(*e.args[0], scope);
+    if (e.name == "and") return left.truthy() ? eval(*e.args[1], scope) : left;
+    if (e.name == "or") return left.truthy() ? left : eval(*e.args[1], scope);
+    Value result = arithmetic(e.name, left, eval(*e.args[1], scope), e.line);
+    charge_steps(value_weight(result), e.line);
+    return result;
+  }
+
+  [[gnu::noinline]] Value eval_compare(const Expr& e, Scope& scope) {
+    Value left = eval(*e.target, scope);
+    for (size_t i = 0; i < e.ops.size(); ++i) {
+      Value right = eval(*e.args[i], scope);
+      if (!compare(e.ops[i], left, right, e.line)) return Value::boolean(false);
+      left = std::move(right);
+    }
+    return Value::boolean(true);
+  }
+
+  [[gnu::noinline]] Value eval_cond(const Expr& e, Scope& scope) {
+    if (eval(*e.args[0], scope).truthy()) return eval(*e.args[1], scope);
+    if (e.args[2]) return eval(*e.args[2], scope);
+    return Value::undefined("",
+                            "the inline if-expression evaluated to false and no else "
+                            "section was defined.");
   }
 
   static bool compare(const std::string& op, const Value& a, const Value& b, int line) {
