@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "core/check.h"
@@ -102,82 +103,195 @@ void flash_attn_f16_row(const KvCache& cache, const std::vector<int32_t>& blocks
   for (int64_t d = 0; d < head_dim_v; ++d) out[d] = fp16_to_fp32(vkq16[d]) * s_inv;
 }
 
+// The query rows one task computes: tokens [t_begin, t_end) of one sequence at consecutive
+// positions, query heads [h_begin, h_end) of one KV head. Each cache block of the tile's window
+// is read (and converted, for f16 / q8_0 cells) once for all of them, instead of once per row.
+struct QueryTile {
+  int64_t t_begin, t_end;
+  int64_t h_begin, h_end;
+};
+
+constexpr int64_t kTileTokens = 16;
+
+// Runs of up to kTileTokens tokens of one sequence at consecutive positions, times the KV heads;
+// a KV head's query heads are split too when that is what gives every thread a task (one
+// token's decode step of a model with few KV heads).
+std::vector<QueryTile> plan_query_tiles(const Batch& batch, int64_t n_head, int64_t group,
+                                        int n_threads) {
+  std::vector<std::pair<int64_t, int64_t>> runs;
+  for (int64_t t = 0; t < batch.n_tokens(); ++t) {
+    const auto i = static_cast<size_t>(t);
+    const bool extends = !runs.empty() && t - runs.back().first < kTileTokens &&
+                         batch.seq_ids[i] == batch.seq_ids[i - 1] &&
+                         batch.positions[i] == batch.positions[i - 1] + 1;
+    if (extends) {
+      runs.back().second = t + 1;
+    } else {
+      runs.emplace_back(t, t + 1);
+    }
+  }
+  const int64_t n_kv = n_head / group;
+  int64_t n_split = 1;
+  while (n_split < group && static_cast<int64_t>(runs.size()) * n_kv * n_split < n_threads) {
+    ++n_split;
+  }
+  const int64_t heads_per_tile = (group + n_split - 1) / n_split;
+  std::vector<QueryTile> tiles;
+  for (const auto& [t_begin, t_end] : runs) {
+    for (int64_t kv = 0; kv < n_kv; ++kv) {
+      const int64_t group_end = (kv + 1) * group;
+      for (int64_t h = kv * group; h < group_end; h += heads_per_tile) {
+        tiles.push_back({t_begin, t_end, h, std::min(h + heads_per_tile, group_end)});
+      }
+    }
+  }
+  return tiles;
+}
+
+// One query row's online softmax: the running max, the running sum and the output accumulator.
+struct RowState {
+  float max_score;
+  double sum;
+  float* acc;  // [dv]
+};
+
+// Adds n cells (keys, values: [n, hd] / [n, dv] f32) to a row: scores of the block, the running
+// max raised if needed (rescaling what is summed so far), then the block's weights and values.
+void attend_cells(const kernels::KernelTable& table, const float* q, const float* keys,
+                  const float* values, int64_t n, int64_t head_dim, int64_t head_dim_v, float scale,
+                  float* scores, RowState& row) {
+  float block_max = row.max_score;
+  table.dot_rows_f32(keys, n, head_dim, q, head_dim, scale, scores);
+  for (int64_t j = 0; j < n; ++j) block_max = std::max(block_max, scores[j]);
+  if (block_max > row.max_score) {
+    const float rescale = std::exp(row.max_score - block_max);  // 0 on the first block
+    row.sum *= rescale;
+    table.scale(row.acc, rescale, head_dim_v, row.acc);
+    row.max_score = block_max;
+  }
+  // The block's weights e^(score - max), in place of the scores.
+  row.sum += table.exp_sum(scores, row.max_score, n, scores);
+  table.weighted_sum_f32(scores, values, n, head_dim_v, head_dim_v, row.acc);
+}
+
+// Per-thread buffers of attend_tile.
+struct TileScratch {
+  std::vector<float> k_tile;   // [block_size, hd]
+  std::vector<float> v_tile;   // [block_size, dv]
+  std::vector<float> scores;   // [block_size]
+  std::vector<float> acc;      // [rows, dv]
+  std::vector<RowState> rows;  // [rows]
+};
+
+void attend_tile(const kernels::KernelTable& table, const KvCache& cache, const Batch& batch,
+                 const AttentionArgs& args, kernels::DequantizeRowFn to_f32, const QueryTile& tile,
+                 TileScratch& sc) {
+  const KvCacheConfig& c = cache.config();
+  const int64_t hd = c.head_dim;
+  const int64_t dv = c.head_dim_v;
+  const int64_t bs = c.block_size;
+  const int64_t kv_head = tile.h_begin / (args.n_head / c.n_head_kv);
+  const int64_t n_heads = tile.h_end - tile.h_begin;
+  const auto n_rows = static_cast<size_t>((tile.t_end - tile.t_begin) * n_heads);
+  sc.acc.assign(n_rows * static_cast<size_t>(dv), 0.0f);
+  sc.rows.resize(n_rows);
+  for (size_t r = 0; r < n_rows; ++r) {
+    sc.rows[r] = {-std::numeric_limits<float>::infinity(), 0.0, sc.acc.data() + r * dv};
+  }
+  // Token t sees cells first(t) .. pos(t) (first = 0 unless the layer slides); positions rise
+  // by one along the tile.
+  auto first_of = [&](int64_t pos) {
+    return args.window > 0 ? std::max<int64_t>(0, pos - args.window + 1) : int64_t{0};
+  };
+  const int64_t pos0 = batch.positions[static_cast<size_t>(tile.t_begin)];
+  const int64_t pos_last = batch.positions[static_cast<size_t>(tile.t_end - 1)];
+  const std::vector<int32_t>& blocks =
+      cache.block_table(batch.seq_ids[static_cast<size_t>(tile.t_begin)], args.il);
+  const auto k_row_bytes = static_cast<int64_t>(cache.k_row_bytes());
+  const auto v_row_bytes = static_cast<int64_t>(cache.v_row_bytes());
+  for (int64_t b = first_of(pos0) / bs; b * bs <= pos_last; ++b) {
+    // The block's cells any row of the tile sees: [lo, hi).
+    const int64_t lo = std::max<int64_t>(0, first_of(pos0) - b * bs);
+    const int64_t hi = std::min(bs, pos_last + 1 - b * bs);
+    const int32_t block = blocks[static_cast<size_t>(b)];
+    MINFER_CHECK(block >= 0, "attention reads a released KV block");
+    const float* keys =
+        block_rows_f32(to_f32, cache.k_block(block, args.il, kv_head) + lo * k_row_bytes, hi - lo,
+                       hd, sc.k_tile.data());
+    const float* values =
+        block_rows_f32(to_f32, cache.v_block(block, args.il, kv_head) + lo * v_row_bytes, hi - lo,
+                       dv, sc.v_tile.data());
+    for (int64_t t = tile.t_begin; t < tile.t_end; ++t) {
+      const int64_t pos = batch.positions[static_cast<size_t>(t)];
+      const int64_t skip = std::max<int64_t>(0, first_of(pos) - b * bs);  // cells before first
+      const int64_t end = std::min(bs, pos + 1 - b * bs);
+      if (end <= skip) continue;  // the block lies outside this token's window
+      for (int64_t h = tile.h_begin; h < tile.h_end; ++h) {
+        const float* q = args.q + (t * args.n_head + h) * hd;
+        RowState& row =
+            sc.rows[static_cast<size_t>((t - tile.t_begin) * n_heads + (h - tile.h_begin))];
+        attend_cells(table, q, keys + (skip - lo) * hd, values + (skip - lo) * dv, end - skip, hd,
+                     dv, args.scale, sc.scores.data(), row);
+      }
+    }
+  }
+  for (int64_t t = tile.t_begin; t < tile.t_end; ++t) {
+    for (int64_t h = tile.h_begin; h < tile.h_end; ++h) {
+      const RowState& row =
+          sc.rows[static_cast<size_t>((t - tile.t_begin) * n_heads + (h - tile.h_begin))];
+      table.scale(row.acc, static_cast<float>(1.0 / row.sum), dv,
+                  args.out + (t * args.n_head + h) * dv);
+    }
+  }
+}
+
+// llama.cpp's flash-attention numerics over f16 cells, one (token, head) row per task.
+void attention_flash_f16(kernels::ThreadPool& pool, const KvCache& cache, const Batch& batch,
+                         const AttentionArgs& args) {
+  const KvCacheConfig& c = cache.config();
+  const int64_t group = args.n_head / c.n_head_kv;
+  pool.run([&](int thread_id, int n_threads) {
+    std::vector<uint16_t> q16(static_cast<size_t>(c.head_dim));      // [hd] f16
+    std::vector<uint16_t> vkq16(static_cast<size_t>(c.head_dim_v));  // [dv] f16
+    const auto range =
+        kernels::ThreadPool::task_range(batch.n_tokens() * args.n_head, thread_id, n_threads);
+    for (int64_t task = range.begin; task < range.end; ++task) {
+      const int64_t t = task / args.n_head;
+      const int64_t h = task % args.n_head;
+      const int64_t pos = batch.positions[static_cast<size_t>(t)];
+      const int64_t first = args.window > 0 ? std::max<int64_t>(0, pos - args.window + 1) : 0;
+      flash_attn_f16_row(cache, cache.block_table(batch.seq_ids[static_cast<size_t>(t)], args.il),
+                         args.il, h / group, args.q + (t * args.n_head + h) * c.head_dim, first,
+                         pos + 1, args.scale, args.out + (t * args.n_head + h) * c.head_dim_v,
+                         q16.data(), vkq16.data());
+    }
+  });
+}
+
 }  // namespace
 
 void attention(const kernels::KernelTable& table, kernels::ThreadPool& pool, const KvCache& cache,
                const Batch& batch, const AttentionArgs& args, const AttentionOptions& options) {
   const KvCacheConfig& c = cache.config();
-  const int64_t n_tokens = batch.n_tokens();
-  const int64_t head_dim = c.head_dim;
-  const int64_t head_dim_v = c.head_dim_v;
-  const int64_t group = args.n_head / c.n_head_kv;  // query heads per KV head
-  const int64_t block_size = c.block_size;
-  const int64_t k_row_bytes = static_cast<int64_t>(cache.k_row_bytes());
-  const int64_t v_row_bytes = static_cast<int64_t>(cache.v_row_bytes());
-  const bool flash_f16 = c.cell_type == GgmlType::kF16 && options.flash_attn_numerics;
+  if (c.cell_type == GgmlType::kF16 && options.flash_attn_numerics) {
+    attention_flash_f16(pool, cache, batch, args);
+    return;
+  }
   const kernels::DequantizeRowFn to_f32 =
       c.cell_type == GgmlType::kF32 ? nullptr
                                     : table.cells_to_f32[static_cast<size_t>(c.cell_type)];
-
+  const std::vector<QueryTile> tiles =
+      plan_query_tiles(batch, args.n_head, args.n_head / c.n_head_kv, pool.n_threads());
   pool.run([&](int thread_id, int n_threads) {
-    std::vector<float> k_tile(static_cast<size_t>(block_size * head_dim));    // [block_size, hd]
-    std::vector<float> v_tile(static_cast<size_t>(block_size * head_dim_v));  // [block_size, dv]
-    std::vector<float> scores(static_cast<size_t>(block_size));               // [block_size]
-    std::vector<float> acc(static_cast<size_t>(head_dim_v));                  // [dv]
-    std::vector<uint16_t> q16(static_cast<size_t>(head_dim));                 // [hd] f16
-    std::vector<uint16_t> vkq16(static_cast<size_t>(head_dim_v));             // [dv] f16
-    const auto range =
-        kernels::ThreadPool::task_range(n_tokens * args.n_head, thread_id, n_threads);
-    for (int64_t task = range.begin; task < range.end; ++task) {
-      const int64_t t = task / args.n_head;
-      const int64_t h = task % args.n_head;
-      const int64_t kv_head = h / group;
-      const float* q = args.q + (t * args.n_head + h) * head_dim;
-      const int64_t pos = batch.positions[static_cast<size_t>(t)];
-      const std::vector<int32_t>& blocks =
-          cache.block_table(batch.seq_ids[static_cast<size_t>(t)], args.il);
-      // The window: positions first..pos (first = 0 unless the layer slides).
-      const int64_t n_cells = pos + 1;
-      const int64_t first = args.window > 0 ? std::max<int64_t>(0, pos - args.window + 1) : 0;
-      float* out = args.out + (t * args.n_head + h) * head_dim_v;
-
-      if (flash_f16) {
-        flash_attn_f16_row(cache, blocks, args.il, kv_head, q, first, n_cells, args.scale, out,
-                           q16.data(), vkq16.data());
-        continue;
-      }
-      // Online softmax over the window's blocks: scores of a block, the running max raised if
-      // needed (rescaling what is summed so far), then the block's weights and values at once.
-      // The first block may start inside the window: its rows before `first` are skipped.
-      float max_score = -std::numeric_limits<float>::infinity();
-      double sum = 0.0;
-      std::fill(acc.begin(), acc.end(), 0.0f);
-      for (int64_t b = first / block_size; b * block_size < n_cells; ++b) {
-        const int64_t skip = std::max<int64_t>(0, first - b * block_size);  // rows before first
-        const int64_t n = std::min(block_size, n_cells - b * block_size) - skip;
-        const int32_t block = blocks[static_cast<size_t>(b)];
-        MINFER_CHECK(block >= 0, "attention reads a released KV block");
-        const float* keys =
-            block_rows_f32(to_f32, cache.k_block(block, args.il, kv_head) + skip * k_row_bytes, n,
-                           head_dim, k_tile.data());
-        float block_max = max_score;
-        table.dot_rows_f32(keys, n, head_dim, q, head_dim, args.scale, scores.data());
-        for (int64_t j = 0; j < n; ++j)
-          block_max = std::max(block_max, scores[static_cast<size_t>(j)]);
-        if (block_max > max_score) {
-          const float rescale = std::exp(max_score - block_max);  // 0 on the first block
-          sum *= rescale;
-          table.scale(acc.data(), rescale, head_dim_v, acc.data());
-          max_score = block_max;
-        }
-        const float* values =
-            block_rows_f32(to_f32, cache.v_block(block, args.il, kv_head) + skip * v_row_bytes, n,
-                           head_dim_v, v_tile.data());
-        // The block's weights e^(score - max), in place of the scores.
-        sum += table.exp_sum(scores.data(), max_score, n, scores.data());
-        table.weighted_sum_f32(scores.data(), values, n, head_dim_v, head_dim_v, acc.data());
-      }
-      table.scale(acc.data(), static_cast<float>(1.0 / sum), head_dim_v, out);
+    TileScratch sc;
+    sc.k_tile.resize(static_cast<size_t>(c.block_size * c.head_dim));
+    sc.v_tile.resize(static_cast<size_t>(c.block_size * c.head_dim_v));
+    sc.scores.resize(static_cast<size_t>(c.block_size));
+    // Tiles dealt round-robin: a causal prompt's later tiles see more cells, so contiguous
+    // ranges would leave the last thread most of the work.
+    for (size_t i = static_cast<size_t>(thread_id); i < tiles.size();
+         i += static_cast<size_t>(n_threads)) {
+      attend_tile(table, cache, batch, args, to_f32, tiles[i], sc);
     }
   });
 }

@@ -26,6 +26,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "engine/runtime.h"
 #include "golden.h"
@@ -161,7 +162,9 @@ const kernels::KernelTable* g_base = nullptr;  // the active table the hooks fal
 bool g_half_dot = false;                       // one-token f16 matmuls accumulate in f16
 bool g_decode = false;                         // the running step has one token
 thread_local double t_softmax_sum = 0.0;       // this task's ggml_vec_soft_max_f32 sum
-thread_local bool t_keep_scaled = false;       // the weights were normalized before the sum
+// The accumulators whose weights were normalized before the sum (attention computes several
+// rows in turn before it scales each row's accumulator at the end).
+thread_local std::vector<const float*> t_normalized;
 
 void f16_tile(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows, const void* act,
               size_t act_row_bytes, int64_t n_tok, float* y, int64_t y_stride) {
@@ -213,13 +216,14 @@ void kqv_rows(const float* w, const float* rows, int64_t n_rows, int64_t row_str
     y[d] = g_decode ? vec_dot_f32_ggml(kNkv, column.data(), weights.data())
                     : tinyblas_dot_f32(n_rows, column.data(), weights.data());
   }
-  t_keep_scaled = true;
+  t_normalized.push_back(y);
 }
 
 // Attention ends with out = acc · (1 / sum); the weights already carry it.
 void scale_unless_normalized(const float* x, float s, int64_t n, float* y) {
-  if (t_keep_scaled) {
-    t_keep_scaled = false;
+  const auto normalized = std::find(t_normalized.begin(), t_normalized.end(), x);
+  if (normalized != t_normalized.end()) {
+    t_normalized.erase(normalized);
     std::copy(x, x + n, y);
     return;
   }
