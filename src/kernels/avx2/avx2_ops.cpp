@@ -206,6 +206,11 @@ void axpy_f32(float a, const float* x, int64_t n, float* y) {
   const __m256 va = _mm256_set1_ps(a);
   map2(x, y, n, y, [va](__m256 xv, __m256 yv) { return _mm256_fmadd_ps(va, xv, yv); });
 }
+void dot_rows_f32(const float* rows, int64_t n_rows, int64_t row_stride, const float* x,
+                  int64_t n, float scale, float* out) {
+  for (int64_t j = 0; j < n_rows; ++j) out[j] = dot_f32(rows + j * row_stride, x, n) * scale;
+}
+
 
 void weighted_sum_f32(const float* w, const float* rows, int64_t n_rows, int64_t row_stride,
                       int64_t n, float* y) {

@@ -186,6 +186,62 @@ float dot_f32(const float* a, const float* b, int64_t n) {
   return hsum_ps(_mm512_add_ps(acc0, acc1));
 }
 
+namespace {
+
+// dot_f32's two accumulators of one row, added: what it hands hsum_ps.
+inline __m512 dot_lanes(const float* a, const float* b, int64_t n) {
+  __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), acc0);
+    acc1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 16), _mm512_loadu_ps(b + i + 16), acc1);
+  }
+  for (; i < n; i += 16) {
+    const __mmask16 m = lane_mask(n - i);
+    acc0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i), acc0);
+  }
+  return _mm512_add_ps(acc0, acc1);
+}
+
+// hsum_ps of 16 vectors at once, each sum in hsum_ps's order (lanes i + i+8, then i + i+4,
+// then 0+2 and 1+3, then those two): lane 4L + k of the result is the sum of v[4k + L].
+inline __m512 hsum16_ps(const __m512* v) {
+  __m512 w[8];  // w[p]: rows 2p and 2p+1, 8 partial sums each
+  for (int p = 0; p < 8; ++p) {
+    w[p] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * p], v[2 * p + 1], 0x44),
+                         _mm512_shuffle_f32x4(v[2 * p], v[2 * p + 1], 0xEE));
+  }
+  __m512 x[4];  // x[r]: rows 4r..4r+3 in its quarters, 4 partial sums each
+  for (int r = 0; r < 4; ++r) {
+    x[r] = _mm512_add_ps(_mm512_shuffle_f32x4(w[2 * r], w[2 * r + 1], 0x88),
+                         _mm512_shuffle_f32x4(w[2 * r], w[2 * r + 1], 0xDD));
+  }
+  __m512 y[2];  // y[u], quarter L: rows 8u + L and 8u + 4 + L, 2 partial sums each
+  for (int u = 0; u < 2; ++u) {
+    y[u] = _mm512_add_ps(_mm512_shuffle_ps(x[2 * u], x[2 * u + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                         _mm512_shuffle_ps(x[2 * u], x[2 * u + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+  }
+  return _mm512_add_ps(_mm512_shuffle_ps(y[0], y[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                       _mm512_shuffle_ps(y[0], y[1], _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+}  // namespace
+
+// Sixteen rows at a time: their lanes reduced together (hsum16_ps), then put back in row order.
+void dot_rows_f32(const float* rows, int64_t n_rows, int64_t row_stride, const float* x, int64_t n,
+                  float scale, float* out) {
+  const __m512i row_order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  const __m512 vscale = _mm512_set1_ps(scale);
+  int64_t j = 0;
+  for (; j + 16 <= n_rows; j += 16) {
+    __m512 v[16];
+    for (int r = 0; r < 16; ++r) v[r] = dot_lanes(rows + (j + r) * row_stride, x, n);
+    const __m512 sums = _mm512_permutexvar_ps(row_order, hsum16_ps(v));
+    _mm512_storeu_ps(out + j, _mm512_mul_ps(sums, vscale));
+  }
+  for (; j < n_rows; ++j) out[j] = dot_f32(rows + j * row_stride, x, n) * scale;
+}
+
 void axpy_f32(float a, const float* x, int64_t n, float* y) {
   const __m512 va = _mm512_set1_ps(a);
   map2(x, y, n, y, [va](__m512 xv, __m512 yv) { return _mm512_fmadd_ps(va, xv, yv); });

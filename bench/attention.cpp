@@ -1,0 +1,107 @@
+// Attention over a long cache, Qwen2.5-0.5B's shape (14 query heads, 2 KV heads, head_dim 64),
+// 2 threads, per cell type:
+//   Decode/<cells>/<depth>: one token attending to `depth` cached positions (a decode step's
+//     attention for one layer)
+//   Prefill/<cells>/<depth>: 64 new tokens after `depth` cached positions (causal)
+// Reported: time per call and cells/s (query rows × cells seen, per second).
+// Example: minfer_bench_attention --benchmark_filter='Decode/f32/4096'
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "graph/attention.h"
+#include "kernels/dispatch.h"
+#include "kernels/thread_pool.h"
+#include "kv/kv_cache.h"
+
+namespace minfer {
+namespace {
+
+constexpr int kThreads = 2;
+constexpr int64_t kNHead = 14;
+constexpr int64_t kNHeadKv = 2;
+constexpr int64_t kHeadDim = 64;
+
+std::unique_ptr<KvCache> filled_cache(const kernels::KernelTable& table, GgmlType cells,
+                                      int64_t n_positions) {
+  KvCacheConfig c;
+  c.n_layer = 1;
+  c.n_head_kv = kNHeadKv;
+  c.head_dim = kHeadDim;
+  c.head_dim_v = kHeadDim;
+  c.cell_type = cells;
+  c.n_ctx = n_positions;
+  c.max_blocks = n_positions / c.block_size + 1;
+  auto cache = KvCache::create(c);
+  if (!cache.is_ok() || !(*cache)->reserve(0, n_positions).is_ok()) return nullptr;
+  std::mt19937 rng(7);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> k(static_cast<size_t>(kNHeadKv * kHeadDim));  // [n_head_kv, hd]
+  std::vector<float> v(k.size());
+  for (int64_t pos = 0; pos < n_positions; ++pos) {
+    for (float& x : k) x = dist(rng);
+    for (float& x : v) x = dist(rng);
+    (*cache)->store(table, 0, 0, pos, k.data(), v.data());
+  }
+  return std::move(*cache);
+}
+
+void BM_Attention(benchmark::State& state, GgmlType cells, int64_t n_tokens) {
+  const int64_t depth = state.range(0);
+  const kernels::KernelTable& table = kernels::active_table();
+  std::unique_ptr<KvCache> cache = filled_cache(table, cells, depth + n_tokens);
+  if (cache == nullptr) {
+    state.SkipWithError("cannot make the cache");
+    return;
+  }
+  Batch batch;
+  for (int64_t t = 0; t < n_tokens; ++t) batch.add(0, depth + t, 0, true);
+  std::mt19937 rng(8);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> q(static_cast<size_t>(n_tokens * kNHead * kHeadDim));  // [n, n_head, hd]
+  for (float& x : q) x = dist(rng);
+  std::vector<float> out(q.size());
+  kernels::ThreadPool pool(kThreads);
+  const AttentionArgs args{q.data(), out.data(), 0, kNHead, 0.125f, 0};
+  for (auto _ : state) {
+    attention(table, pool, *cache, batch, args);
+    benchmark::DoNotOptimize(out.data());
+  }
+  // Query rows × cells each sees.
+  const double cells_seen = static_cast<double>(kNHead) *
+                            static_cast<double>(n_tokens * depth + n_tokens * (n_tokens + 1) / 2);
+  state.counters["cells/s"] = benchmark::Counter(
+      cells_seen * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+}
+
+void register_all() {
+  const std::pair<const char*, GgmlType> kCells[] = {
+      {"f32", GgmlType::kF32}, {"f16", GgmlType::kF16}, {"q8_0", GgmlType::kQ8_0}};
+  for (const auto& [name, type] : kCells) {
+    benchmark::RegisterBenchmark((std::string("Decode/") + name).c_str(), BM_Attention, type,
+                                 int64_t{1})
+        ->Arg(512)
+        ->Arg(4096)
+        ->Arg(16384)
+        ->Unit(benchmark::kMicrosecond);
+    benchmark::RegisterBenchmark((std::string("Prefill/") + name).c_str(), BM_Attention, type,
+                                 int64_t{64})
+        ->Arg(0)
+        ->Arg(4096)
+        ->Unit(benchmark::kMillisecond);
+  }
+}
+
+}  // namespace
+}  // namespace minfer
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  minfer::register_all();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
