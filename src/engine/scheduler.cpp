@@ -449,7 +449,8 @@ void Scheduler::on_logits(Sequence& seq, std::span<const float> logits) {
     // The token would be fed back at position tokens.size(), and what it gives sampled at the
     // next: there must be room for both.
     finish(seq, FinishReason::kContext);
-  } else if (static_cast<int64_t>(seq.tokens.size()) + 1 >= options_.n_ctx) {
+  } else if (static_cast<int64_t>(seq.tokens.size()) >= options_.n_ctx) {
+    // No position left for the token (context shift on): make room first, as Session does.
     Status shifted = shift_context(seq);
     if (shifted.is_ok()) {
       seq.tokens.push_back(token);
