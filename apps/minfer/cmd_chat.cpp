@@ -144,7 +144,9 @@ class ChatLoop {
     if (flags_.keep == -1) return n;
     if (flags_.keep >= 0) return std::min(n, flags_.keep);
     if (flags_.system.empty()) return 0;
-    auto system = model_.tokenize_chat({ChatMessage{"system", flags_.system}});
+    auto chat = model_.start_chat(flags_.system);
+    if (!chat.is_ok()) return 0;
+    auto system = chat.value()->tokens(/*add_generation_prompt=*/false);
     if (!system.is_ok()) return 0;
     const std::vector<int32_t>& s = system.value();
     return std::mismatch(s.begin(), s.end(), prompt.begin(), prompt.end()).first - s.begin();

@@ -1,5 +1,5 @@
-// `minfer run --context-shift` as a user runs it: a generation three times the context never
-// stops at the context, and --keep is checked.
+// `minfer run --context-shift` and `minfer chat --context-shift` as a user runs them: a
+// generation three times the context never stops at the context, and --keep is checked.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -23,13 +23,26 @@ CommandResult run(const std::string& args) {
 TEST(RunContextShift, GeneratesThreeTimesTheContext) {
   const CommandResult r = run("-c 64 -n 200 --temp 0 -l 2-inf --context-shift");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.err.find("stopped: token limit (-n) reached (200 tokens)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("stopped: token limit (-n) reached (200 tokens)"), std::string::npos)
+      << r.err;
   EXPECT_NE(r.err.find("generated tokens:    200"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("context shifts:"), std::string::npos) << r.err;
 
   const CommandResult plain = run("-c 64 -n 200 --temp 0 -l 2-inf");
   ASSERT_EQ(plain.exit_code, 0) << plain.err;
   EXPECT_NE(plain.err.find("stopped: context full"), std::string::npos) << plain.err;
+}
+
+// A chat reply past the context (the system prompt kept by default), end-of-generation banned.
+TEST(ChatContextShift, AReplyGoesOnPastTheContext) {
+  const CommandResult r =
+      run_command("(printf 'Count to many.\\n' | " + minfer_binary() + " chat -t 2 -m '" +
+                  test::test_data_path("models/qwen2.5-qwentok-tiny-q8_0.gguf") +
+                  "' -sys 'You are terse.' -c 64 -n 150 --temp 0 -l 151643-inf -l 151645-inf "
+                  "--context-shift --verbose)");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("generated 150 tokens"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("stopped: length"), std::string::npos) << r.err;
 }
 
 TEST(RunContextShift, KeepBeyondTheContextOrMalformedIsAnError) {
