@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "kernels/kernel_test_util.h"
@@ -70,11 +71,19 @@ KvCache::KeyRotation marking_rotation(std::vector<int64_t>& calls) {
   };
 }
 
+// A cache of `config` with positions [0, n) of sequence 0 filled.
+std::unique_ptr<KvCache> filled(const KvCacheConfig& config, int64_t n) {
+  auto cache = KvCache::create(config);
+  EXPECT_TRUE(cache.is_ok()) << cache.status().message();
+  if (!cache.is_ok()) return nullptr;
+  fill(**cache, 0, n);
+  return std::move(cache).value();
+}
+
 TEST(KvShift, MovesLaterCellsDownRotatingKeysOnly) {
-  auto cache = KvCache::create(shift_config());
-  ASSERT_TRUE(cache.is_ok());
-  KvCache& kv = **cache;
-  fill(kv, 0, 18);
+  const std::unique_ptr<KvCache> cache = filled(shift_config(), 18);
+  ASSERT_NE(cache, nullptr);
+  KvCache& kv = *cache;
   std::vector<int64_t> calls;
   ASSERT_TRUE(kv.shift(kernels::ref_table, 0, 3, 7, marking_rotation(calls)).is_ok());
   EXPECT_EQ(kv.length(0), 11);
@@ -98,12 +107,11 @@ TEST(KvShift, MovesLaterCellsDownRotatingKeysOnly) {
 // A block another sequence holds (a shared prefix) is copied before it is written: the other
 // sequence's cells stay as they were, and the written block is no longer registered.
 TEST(KvShift, CopiesSharedPrefixBlocksFirst) {
-  auto cache = KvCache::create(shift_config());
-  ASSERT_TRUE(cache.is_ok());
-  KvCache& kv = **cache;
+  const std::unique_ptr<KvCache> cache = filled(shift_config(), 16);
+  ASSERT_NE(cache, nullptr);
+  KvCache& kv = *cache;
   std::vector<int32_t> tokens(16);
   for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<int32_t>(10 + i);
-  fill(kv, 0, 16);
   kv.commit_prefix(0, tokens);
   ASSERT_EQ(kv.match_prefix(1, tokens, 16), 16);
   ASSERT_EQ(kv.block_table(0), kv.block_table(1));
@@ -125,10 +133,9 @@ TEST(KvShift, CopiesSharedPrefixBlocksFirst) {
 }
 
 TEST(KvShift, RefusesBadCountsChangingNothing) {
-  auto cache = KvCache::create(shift_config());
-  ASSERT_TRUE(cache.is_ok());
-  KvCache& kv = **cache;
-  fill(kv, 0, 10);
+  const std::unique_ptr<KvCache> cache = filled(shift_config(), 10);
+  ASSERT_NE(cache, nullptr);
+  KvCache& kv = *cache;
   std::vector<int64_t> calls;
   for (const auto& [keep, discard] :
        std::vector<std::pair<int64_t, int64_t>>{{-1, 2}, {2, 0}, {5, 6}, {0, 11}}) {
@@ -148,10 +155,9 @@ TEST(KvShift, SlidingLayersMoveTheirWindowOnly) {
   KvCacheConfig c = shift_config();
   c.swa_layers = {true, false};
   c.window = 4;
-  auto cache = KvCache::create(c);
-  ASSERT_TRUE(cache.is_ok());
-  KvCache& kv = **cache;
-  fill(kv, 0, 24);
+  const std::unique_ptr<KvCache> cache = filled(c, 24);
+  ASSERT_NE(cache, nullptr);
+  KvCache& kv = *cache;
   std::vector<int64_t> calls;
   ASSERT_TRUE(kv.shift(kernels::ref_table, 0, 2, 11, marking_rotation(calls)).is_ok());
   EXPECT_EQ(kv.length(0), 13);
