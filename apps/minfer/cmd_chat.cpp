@@ -3,6 +3,7 @@
 // holds, so only the new tokens are prefilled. With stdin piped, each line is one user message.
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -135,6 +136,22 @@ class ChatLoop {
     return std::max<int64_t>(1, std::min(want, n_ctx / 2));
   }
 
+  // The tokens of `prompt` a context shift keeps: --keep N of them (-1: all), else those of the
+  // rendered system prompt (none without one, or when the template cannot render it alone).
+  Result<int64_t> shift_keep(const std::vector<int32_t>& prompt) const {
+    MINFER_RETURN_IF_ERROR(check_keep("chat", flags_.keep, model_.n_ctx()));
+    const int64_t n = static_cast<int64_t>(prompt.size());
+    if (flags_.keep == -1) return n;
+    if (flags_.keep >= 0) return std::min(n, flags_.keep);
+    if (flags_.system.empty()) return 0;
+    auto chat = model_.start_chat(flags_.system);
+    if (!chat.is_ok()) return 0;
+    auto system = chat.value()->tokens(/*add_generation_prompt=*/false);
+    if (!system.is_ok()) return 0;
+    const std::vector<int32_t>& s = system.value();
+    return std::mismatch(s.begin(), s.end(), prompt.begin(), prompt.end()).first - s.begin();
+  }
+
   // Generates the assistant's reply to the conversation so far (which ends with a user message).
   // False on an error that ends the program (already printed).
   bool respond() {
@@ -170,6 +187,11 @@ class ChatLoop {
     // Reasoning and tool calls in the model's own formats are shown as such.
     params.extract_reasoning = true;
     params.parse_tool_calls = true;
+    if (params.context_shift) {
+      auto keep = shift_keep(tokens);
+      if (!keep.is_ok()) return fail(keep.status());
+      params.n_keep = keep.value();
+    }
     ReplyPrinter printer(stdout, flags_.show_reasoning);
     auto generated = model_.generate_reply(
         tokens, params, [&printer](const ReplyDelta& delta) { return printer.print(delta); });

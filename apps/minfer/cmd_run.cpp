@@ -109,11 +109,32 @@ void add_generation_flags(CLI::App* cmd, GenerationFlags& flags) {
   cmd->add_flag("--show-reasoning", flags.show_reasoning,
                 "print the model's reasoning when stdout is not a terminal (on a terminal it is "
                 "always shown, dimmed)");
+  cmd->add_flag("--context-shift", s.context_shift,
+                "when the context is full, discard the older half of the tokens after --keep and "
+                "go on (kept keys re-rotated in place, nothing computed again); default: stop");
+  cmd->add_option("--keep", flags.keep,
+                  "tokens a context shift always keeps at the start (run: of the prompt, after "
+                  "BOS, default 0; -1: the whole prompt; chat: default the system prompt)");
   add_observe_flags(*cmd, model);
   // llama.cpp spells the system prompt flag "-sys", a multi-letter single-dash name that CLI11
   // cannot declare; it arrives as an extra argument (finish_generation_flags), and any other extra
   // is reported there as an unknown argument.
   cmd->allow_extras();
+}
+
+Status check_keep(const std::string& command, int64_t keep, int64_t n_ctx) {
+  if (keep < -1 && keep != -2) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "[{}] --keep {}: expected -1 (the whole prompt) or a count >= 0", command,
+                      keep);
+  }
+  if (keep + 2 > n_ctx) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "[{}] --keep {} is beyond the context: a shift needs 2 positions of n_ctx {} "
+                      "after the kept tokens (expected at most {})",
+                      command, keep, n_ctx, n_ctx - 2);
+  }
+  return Status::ok();
 }
 
 Status finish_generation_flags(CLI::App* cmd, GenerationFlags& flags) {
@@ -363,6 +384,15 @@ Status run_run(CLI::App* cmd, RunFlags& flags) {
 
   GenerateParams params = flags.common.generate;
   params.cancel = &install_interrupt_handler();
+  if (params.context_shift) {
+    // llama.cpp's rule: --keep N keeps the prompt's first N tokens after its BOS; -1 all of it.
+    const int64_t keep = flags.common.keep;
+    MINFER_RETURN_IF_ERROR(check_keep("run", keep, model->n_ctx()));
+    const std::vector<int32_t> bos = model->tokenize("", /*add_special=*/true);
+    const int64_t n_bos = !bos.empty() && !tokens.empty() && tokens[0] == bos[0] ? 1 : 0;
+    const int64_t n_prompt = static_cast<int64_t>(tokens.size());
+    params.n_keep = keep == -1 ? n_prompt : std::min(n_prompt, std::max<int64_t>(keep, 0) + n_bos);
+  }
   // A chat reply is split into reasoning and content (and a budget needs to see the reasoning);
   // a raw completion is printed as it comes.
   params.extract_reasoning = flags.chat || params.reasoning_budget >= 0;

@@ -90,6 +90,9 @@ Result<Loaded> load(ServeFlags& f, const std::string& model_path) {
   f.batch.prefix_cache = !f.no_prefix_cache;
   f.batch.keep_slots = !f.http.slot_save_path.empty();  // slots keep cells to save
   MINFER_ASSIGN_OR_RETURN(l.generator, l.model->batch_generator(f.batch));
+  if (f.http.context_shift) {
+    MINFER_RETURN_IF_ERROR(check_keep("serve", f.http.keep, l.generator->n_ctx()));
+  }
   l.generator->start();
   return l;
 }
@@ -333,6 +336,13 @@ void register_serve_command(CLI::App& app, CommandRegistry& registry) {
   cmd->add_option("--reasoning-budget", f.http.reasoning_budget,
                   "reasoning tokens before the engine closes the block (-1: unlimited, default; "
                   "0: no thinking)");
+  cmd->add_flag("--context-shift", f.http.context_shift,
+                "a request whose sequence fills the context discards the older half of its tokens "
+                "after --keep and goes on (kept keys re-rotated in place); default: it ends with "
+                "finish_reason length");
+  cmd->add_option("--keep", f.http.keep,
+                  "tokens a context shift always keeps (default: a chat's system prompt; -1: the "
+                  "whole prompt)");
   add_observe_flags(*cmd, f.load);
   // llama.cpp spells --parallel "-np", a multi-letter single-dash name CLI11 cannot declare: it
   // arrives as an extra argument, and any other extra is an error.

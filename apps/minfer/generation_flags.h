@@ -39,6 +39,8 @@ struct GenerationFlags {
   bool verbose = false;
   GrammarFlags grammar;
   bool show_reasoning = false;  // print reasoning even when stdout is not a terminal
+  // --keep N with --context-shift: < -1 when not given (the command's default).
+  int64_t keep = -2;
   // The sampling flags given (--temp, …); load_model takes the others from the model file.
   std::vector<std::string> sampling_flags_given;
 };
@@ -66,6 +68,9 @@ class ReplyPrinter {
 };
 
 void add_generation_flags(CLI::App* cmd, GenerationFlags& flags);
+// Checks `--keep keep` (-2: not given) for a context of n_ctx. Error: a negative count other than
+// -1, or one that leaves fewer than 2 positions of n_ctx to shift.
+Status check_keep(const std::string& command, int64_t keep, int64_t n_ctx);
 // After parsing: -sys (an extra argument CLI11 cannot declare), --stop, --logit-bias and the
 // grammar; any other extra argument is an error.
 Status finish_generation_flags(CLI::App* cmd, GenerationFlags& flags);

@@ -165,6 +165,14 @@ struct GenerateParams : SamplerParams, ReplyParams {
   // (0..n_parallel-1) and starts from what that slot holds (BatchOptions::keep_slots), e.g. a
   // state restored into it.
   int32_t id_slot = -1;
+  // Context shift (llama.cpp's --context-shift): when the sequence has no position left, the
+  // older half of its tokens after the first n_keep is discarded and the rest keep their KV cells
+  // (keys re-rotated to their new positions, nothing computed again), so generation goes on past
+  // n_ctx. false: a full context ends the reply (finish_reason "context").
+  bool context_shift = false;
+  // Tokens at the start always kept by a shift (e.g. the system prompt's); < 0: the whole prompt.
+  // Must leave at least 2 positions of n_ctx after them.
+  int64_t n_keep = 0;
 };
 
 // Ok when `gbnf` is a grammar GenerateParams::grammar can take; else the error, naming line and
@@ -186,6 +194,7 @@ struct GenerateReply {
   int64_t n_cached = 0;
   int64_t n_prefilled = 0;  // prompt tokens computed (n_prompt - n_cached)
   int64_t n_generated = 0;  // tokens sampled, a final end-of-generation token included
+  int64_t n_shifts = 0;     // context shifts (GenerateParams::context_shift)
   double prefill_tok_s = 0.0;
   double decode_tok_s = 0.0;
   std::string metrics;  // every figure of the run as lines for people (what `minfer run` prints)
@@ -223,6 +232,7 @@ struct RequestStats {
   double ttft_ms = 0.0;     // submit to the first token sampled
   double total_ms = 0.0;    // submit to the end
   int64_t n_preempted = 0;  // times the request lost its blocks and was recomputed
+  int64_t n_shifts = 0;     // context shifts (GenerateParams::context_shift)
 };
 
 // What a batched request reports, on the thread that steps: text as it comes, then once `done`

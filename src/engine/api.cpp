@@ -28,6 +28,7 @@ GenerateReply reply_of(engine::GenerateResult r) {
   reply.n_cached = m.n_reused;
   reply.n_prefilled = m.n_prefilled;
   reply.n_generated = m.n_generated;
+  reply.n_shifts = m.n_shifts;
   reply.prefill_tok_s = m.prefill_tok_s();
   reply.decode_tok_s = m.decode_tok_s();
   reply.metrics = engine::format_metrics(m);
@@ -201,6 +202,8 @@ Result<GenerateReply> LanguageModel::generate_reply(std::span<const int32_t> pro
   const engine::ReplyRequest reply = reply_request(params, impl_->reply_format);
   options.reply = reply.parser_options();
   options.reasoning_budget = reply.reasoning_budget;
+  options.context_shift = params.context_shift;
+  options.n_keep = params.n_keep;
   MINFER_ASSIGN_OR_RETURN(engine::GenerateResult r,
                           engine::generate_reply(*impl_->loaded.session, *impl_->loaded.tokenizer,
                                                  prompt, options, on_reply));

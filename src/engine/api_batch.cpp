@@ -89,6 +89,8 @@ Result<std::shared_ptr<RequestHandle>> BatchGenerator::submit(
   request.top_logprobs = params.top_logprobs;
   request.render_special = params.render_special;
   request.slot = params.id_slot;
+  request.context_shift = params.context_shift;
+  request.n_keep = params.n_keep;
   // Each request gets its own matcher state over the shared compiled grammar.
   MINFER_ASSIGN_OR_RETURN(request.constraint,
                           impl_->grammars->constraint(params.json_object, params.grammar));

@@ -44,6 +44,13 @@ Result<GenerateResult> generate_reply(Session& session, const Tokenizer& tokeniz
   MINFER_RETURN_IF_ERROR(tokenizer.check_ids(prompt));
   const auto t_start = std::chrono::steady_clock::now();
   session.reset_times();
+  const int64_t n_keep = options.n_keep < 0 ? static_cast<int64_t>(prompt.size()) : options.n_keep;
+  if (options.context_shift && n_keep + 2 > session.n_ctx()) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "[generate] context shift keeps {} tokens: expected at most {} (n_ctx {} "
+                      "less 2 positions to shift)",
+                      n_keep, session.n_ctx() - 2, session.n_ctx());
+  }
   MINFER_ASSIGN_OR_RETURN(std::span<const float> logits, session.set_prompt(prompt));
 
   GenerateResult result;
@@ -84,8 +91,8 @@ Result<GenerateResult> generate_reply(Session& session, const Tokenizer& tokeniz
       result.finish = FinishReason::kLength;
       break;
     }
-    // The next token would sit at position n_past: there must be one.
-    if (session.n_past() >= session.n_ctx()) {
+    // The next token would sit at position n_past: there must be one (or a shift makes one).
+    if (!options.context_shift && session.n_past() >= session.n_ctx()) {
       result.finish = FinishReason::kContext;
       break;
     }
@@ -104,8 +111,12 @@ Result<GenerateResult> generate_reply(Session& session, const Tokenizer& tokeniz
       result.finish = *step.finish;
       break;
     }
-    // Stop here rather than run a forward whose logits nobody would use.
-    if (session.n_past() + 1 >= session.n_ctx()) {
+    if (options.context_shift && session.n_past() >= session.n_ctx()) {
+      MINFER_ASSIGN_OR_RETURN(const int64_t n_discarded, session.shift_context(n_keep));
+      ++m.n_shifts;
+      m.n_discarded += n_discarded;
+    } else if (!options.context_shift && session.n_past() + 1 >= session.n_ctx()) {
+      // Stop here rather than run a forward whose logits nobody would use.
       result.finish = FinishReason::kContext;
       break;
     }
@@ -132,6 +143,10 @@ std::string format_metrics(const GenerationMetrics& m) {
   out += fmt::format("generated tokens:    {}\n", m.n_generated);
   out += fmt::format("decode:              {:.2f} ms, {:.2f} tok/s ({} forwards)\n", m.decode_ms,
                      m.decode_tok_s(), m.n_decoded);
+  if (m.n_shifts > 0) {
+    out +=
+        fmt::format("context shifts:      {} ({} tokens discarded)\n", m.n_shifts, m.n_discarded);
+  }
   auto times = [](const char* label, const ForwardTimes& t) {
     if (t.count == 0) return fmt::format("{}none\n", label);
     return fmt::format("{}min {:.3f} / mean {:.3f} / max {:.3f} ms ({} forwards)\n", label,

@@ -32,6 +32,11 @@ struct GenerateOptions {
   TokenConstraint* constraint = nullptr;
   ReplyParserOptions reply;       // how the reply is split (default: all content)
   int32_t reasoning_budget = -1;  // < 0: unlimited (TokenPipelineOptions::reasoning_budget)
+  // Context shift (Session::shift_context): when the next token has no position left, the older
+  // half of the tokens after the first n_keep is discarded and generation goes on; false: a full
+  // context ends generation (FinishReason::kContext).
+  bool context_shift = false;
+  int64_t n_keep = 0;  // < 0: the whole prompt; must leave 2 positions of n_ctx after it
 };
 
 struct GenerationMetrics {
@@ -43,6 +48,8 @@ struct GenerationMetrics {
   int64_t n_generated = 0;  // tokens sampled, an end-of-generation token included
   double decode_ms = 0.0;   // first token sampled to the end
   int64_t n_decoded = 0;    // single-token forwards in that time
+  int64_t n_shifts = 0;     // context shifts (GenerateOptions::context_shift)
+  int64_t n_discarded = 0;  // tokens they discarded
   ForwardTimes prefill_forwards;
   ForwardTimes decode_forwards;
 

@@ -53,6 +53,9 @@ struct RequestParams {
   std::shared_ptr<TokenConstraint> constraint;
   ReplyRequest reply;
   int32_t slot = -1;  // < 0: any free slot; else wait for that one (GenerateParams::id_slot)
+  // GenerateParams::context_shift, n_keep (< 0: the whole prompt).
+  bool context_shift = false;
+  int64_t n_keep = 0;
 };
 
 // What the scheduler streams to a request, on the scheduler's thread: one event per sampled

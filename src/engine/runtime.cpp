@@ -9,6 +9,8 @@
 
 #include "core/cpu_features.h"
 #include "kernels/dispatch.h"
+#include "kernels/rope.h"
+#include "models/decoder.h"
 
 namespace minfer::engine {
 
@@ -98,6 +100,19 @@ Result<ContextChoice> resolve_n_ctx(const Model& model, int64_t requested, GgmlT
 
 Runtime::Runtime(const Model& model, const RuntimeOptions& options)
     : model_(model), options_(options) {}
+
+Status Runtime::shift_context(int32_t seq, int64_t n_keep, int64_t n_discard) {
+  const ModelConfig& c = model_.config();
+  std::vector<kernels::RopeConfig> ropes;  // [n_layer]
+  for (int64_t il = 0; il < c.n_layer; ++il) {
+    ropes.push_back(layer_rope(c, model_.weights().layers[static_cast<size_t>(il)], il));
+  }
+  return cache_->shift(*table_, seq, n_keep, n_discard,
+                       [&](int64_t il, int64_t old_pos, int64_t new_pos, float* k) {
+                         kernels::rerotate(*table_, k, c.n_head_kv, c.head_dim, old_pos, new_pos,
+                                           ropes[static_cast<size_t>(il)]);
+                       });
+}
 
 Result<std::unique_ptr<Runtime>> Runtime::create(const Model& model,
                                                  const RuntimeOptions& options) {

@@ -98,6 +98,11 @@ class Runtime : NonCopyable {
     return runner_->step(batch, kind);
   }
 
+  // Context shift of sequence `seq` (KvCache::shift): positions [n_keep, n_keep + n_discard)
+  // are forgotten and the later ones move down, each kept key re-rotated by the model's rope of
+  // its layer from its old position to its new one. Errors as KvCache::shift's.
+  Status shift_context(int32_t seq, int64_t n_keep, int64_t n_discard);
+
   const Model& model() const { return model_; }
   const RuntimeOptions& options() const { return options_; }
   int64_t n_vocab() const { return model_.config().n_vocab; }

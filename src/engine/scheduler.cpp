@@ -35,7 +35,8 @@ struct Scheduler::Sequence {
         params(std::move(p)),
         sink(std::move(s)),
         pipeline(tokenizer, n_vocab, pipeline_options(params), params.prompt),
-        tokens(params.prompt) {}
+        tokens(params.prompt),
+        n_keep(params.n_keep < 0 ? static_cast<int64_t>(params.prompt.size()) : params.n_keep) {}
 
   int32_t id;
   int32_t slot = -1;  // while running: its slot, also its KV sequence id
@@ -47,6 +48,7 @@ struct Scheduler::Sequence {
   // is computed by the next step that includes this sequence.
   std::vector<int32_t> tokens;
   int64_t n_computed = 0;  // positions whose K and V are in the cache
+  int64_t n_keep = 0;      // tokens a context shift keeps (params.n_keep, < 0 resolved)
   bool admitted = false;   // once admitted (stats.n_cached counts the first admission)
   bool finished = false;
   RequestStats stats;
@@ -150,6 +152,13 @@ Result<std::shared_ptr<RequestHandle>> Scheduler::submit(RequestParams params, E
                       "[scheduler] the prompt does not fit the context: {} tokens, expected at "
                       "most {} (n_ctx {} less room to generate)",
                       n_prompt, options_.n_ctx - 2, options_.n_ctx);
+  }
+  const int64_t n_keep = params.n_keep < 0 ? n_prompt : params.n_keep;
+  if (params.context_shift && n_keep + 2 > options_.n_ctx) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "[scheduler] context shift keeps {} tokens: expected at most {} (n_ctx {} "
+                      "less 2 positions to shift)",
+                      n_keep, options_.n_ctx - 2, options_.n_ctx);
   }
   std::lock_guard<std::mutex> lock(mu_);
   if (stopping_) {
@@ -435,13 +444,44 @@ void Scheduler::on_logits(Sequence& seq, std::span<const float> logits) {
   if (step.finish.has_value()) {
     // An end-of-generation token, a stop string, a complete constraint or max_tokens.
     finish(seq, *step.finish);
-  } else if (static_cast<int64_t>(seq.tokens.size()) + 1 >= options_.n_ctx) {
+  } else if (static_cast<int64_t>(seq.tokens.size()) + 1 >= options_.n_ctx &&
+             !seq.params.context_shift) {
     // The token would be fed back at position tokens.size(), and what it gives sampled at the
     // next: there must be room for both.
     finish(seq, FinishReason::kContext);
+  } else if (static_cast<int64_t>(seq.tokens.size()) >= options_.n_ctx) {
+    // No position left for the token (context shift on): make room first, as Session does.
+    Status shifted = shift_context(seq);
+    if (shifted.is_ok()) {
+      seq.tokens.push_back(token);
+    } else {
+      finish(seq, FinishReason::kCancelled, std::move(shifted));
+    }
   } else {
     seq.tokens.push_back(token);
   }
+}
+
+Status Scheduler::shift_context(Sequence& seq) {
+  MINFER_CHECK(seq.n_computed == static_cast<int64_t>(seq.tokens.size()),
+               "context shift of a sequence with tokens still to compute");
+  if (seq.n_keep + 2 > seq.n_computed) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "[scheduler] context shift keeping {} tokens: expected at most {}",
+                      seq.n_keep, seq.n_computed - 2);
+  }
+  const int64_t n_discard = (seq.n_computed - seq.n_keep) / 2;
+  Status shifted = runtime_->shift_context(seq.slot, seq.n_keep, n_discard);
+  // Shared blocks are copied first: idle slots give theirs back when the pool is short.
+  if (!shifted.is_ok() && drop_idle_slots(seq.slot)) {
+    shifted = runtime_->shift_context(seq.slot, seq.n_keep, n_discard);
+  }
+  MINFER_RETURN_IF_ERROR(shifted);
+  const auto first = seq.tokens.begin() + seq.n_keep;
+  seq.tokens.erase(first, first + n_discard);
+  seq.n_computed -= n_discard;
+  ++seq.stats.n_shifts;
+  return Status::ok();
 }
 
 Result<bool> Scheduler::step() {
@@ -523,7 +563,13 @@ Result<bool> Scheduler::step() {
     const int64_t bs = options_.block_size;
     const bool crossed = (seq->n_computed + n) / bs > seq->n_computed / bs;
     seq->n_computed += n;
-    if (options_.prefix_cache && crossed) kv().commit_prefix(seq->slot, seq->tokens);
+    // After a context shift the cells past the kept tokens are not what those tokens alone
+    // compute (they saw the discarded ones): only the kept prefix may be shared.
+    const size_t n_shared =
+        seq->stats.n_shifts > 0 ? static_cast<size_t>(seq->n_keep) : seq->tokens.size();
+    if (options_.prefix_cache && crossed) {
+      kv().commit_prefix(seq->slot, std::span(seq->tokens).first(n_shared));
+    }
   }
   const int64_t n_vocab = model_.config().n_vocab;
   for (size_t r = 0; r < row_owner.size(); ++r) {

@@ -128,6 +128,9 @@ class Scheduler : NonCopyable {
   void run_slot_actions();
   Result<SlotReply> run_slot_action(const PendingSlotAction& a);
   void preempt(Sequence& seq);
+  // The sequence, all of whose tokens are computed, forgets the older half of its tokens after
+  // its n_keep (Runtime::shift_context); its history follows.
+  Status shift_context(Sequence& seq);
   void finish(Sequence& seq, FinishReason reason, Status error = Status::ok());
   // Samples from one row of logits and feeds the token to the request.
   void on_logits(Sequence& seq, std::span<const float> logits);

@@ -113,6 +113,20 @@ Result<std::span<const float>> Session::set_prompt(std::span<const int32_t> toke
   return logits;
 }
 
+Result<int64_t> Session::shift_context(int64_t n_keep) {
+  if (n_keep < 0 || n_keep + 2 > n_past()) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "[session] context shift keeping {} tokens: expected 0..{} (at least 2 of "
+                      "the {} held must follow them)",
+                      n_keep, n_past() - 2, n_past());
+  }
+  const int64_t n_discard = (n_past() - n_keep) / 2;
+  MINFER_RETURN_IF_ERROR(runtime_->shift_context(kSeq, n_keep, n_discard));
+  const auto first = tokens_.begin() + n_keep;
+  tokens_.erase(first, first + n_discard);
+  return n_discard;
+}
+
 void Session::truncate(int64_t n_tokens) {
   if (n_tokens >= n_past()) return;
   const int64_t keep = std::max<int64_t>(0, n_tokens);

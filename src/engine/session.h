@@ -75,6 +75,12 @@ class Session {
   // Error (the session then holds nothing): too few free KV blocks.
   Status restore(const KvState& state);
 
+  // Context shift: forgets half of the tokens after the first n_keep (the oldest, rounded down)
+  // and moves the rest down without computing them again (Runtime::shift_context); the history
+  // follows. Returns the tokens discarded. Error, with nothing changed: fewer than 2 tokens held
+  // after n_keep (n_keep must be below n_past - 1), or the cache's (KvCache::shift).
+  Result<int64_t> shift_context(int64_t n_keep);
+
   // Forgets the history past n_tokens (and their cache cells). With sliding-window layers it may
   // forget more, down to nothing, when the window of the kept positions is already released:
   // n_past() says what is held.

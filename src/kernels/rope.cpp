@@ -24,6 +24,12 @@ float yarn_ramp(float low, float high, int64_t pair) {
   return 1.0f - std::min(1.0f, std::max(0.0f, y));
 }
 
+void check_rope_dims(const RopeConfig& config, int64_t head_dim) {
+  MINFER_CHECK(config.n_rot > 0 && config.n_rot % 2 == 0 && config.n_rot <= head_dim &&
+                   config.n_rot <= kMaxRopeDims,
+               "rope: n_rot must be even, positive, <= head_dim and <= kMaxRopeDims");
+}
+
 }  // namespace
 
 void set_yarn_corr_dims(RopeConfig& config, int64_t n_ctx_orig, float beta_fast, float beta_slow) {
@@ -56,11 +62,32 @@ void rope_angles(int64_t pos, const RopeConfig& config, float* cos_sin) {
   }
 }
 
+void rerotate(const KernelTable& table, float* x, int64_t n_head, int64_t head_dim,
+              int64_t from_pos, int64_t to_pos, const RopeConfig& config) {
+  check_rope_dims(config, head_dim);
+  const int64_t half = config.n_rot / 2;
+  float from[kMaxRopeDims];   // [2][n_rot / 2]
+  float to[kMaxRopeDims];     // [2][n_rot / 2]
+  float delta[kMaxRopeDims];  // [2][n_rot / 2]
+  rope_angles(from_pos, config, from);
+  rope_angles(to_pos, config, to);
+  for (int64_t i = 0; i < half; ++i) {
+    // Magnitude m: from and to hold m·cos and m·sin, so the products carry m² once.
+    const double m2 = static_cast<double>(from[i]) * from[i] +
+                      static_cast<double>(from[half + i]) * from[half + i];
+    const double c =
+        static_cast<double>(to[i]) * from[i] + static_cast<double>(to[half + i]) * from[half + i];
+    const double s =
+        static_cast<double>(to[half + i]) * from[i] - static_cast<double>(to[i]) * from[half + i];
+    delta[i] = static_cast<float>(c / m2);
+    delta[half + i] = static_cast<float>(s / m2);
+  }
+  table.rope(x, n_head, head_dim, config.n_rot, delta, config.style);
+}
+
 void apply_rope(const KernelTable& table, float* x, int64_t n_tokens, int64_t n_head,
                 int64_t head_dim, const int32_t* positions, const RopeConfig& config) {
-  MINFER_CHECK(config.n_rot > 0 && config.n_rot % 2 == 0 && config.n_rot <= head_dim &&
-                   config.n_rot <= kMaxRopeDims,
-               "rope: n_rot must be even, positive, <= head_dim and <= kMaxRopeDims");
+  check_rope_dims(config, head_dim);
   float cos_sin[kMaxRopeDims];  // [2][n_rot / 2]
   for (int64_t t = 0; t < n_tokens; ++t) {
     rope_angles(positions[t], config, cos_sin);

@@ -48,4 +48,13 @@ void rope_angles(int64_t pos, const RopeConfig& config, float* cos_sin);
 void apply_rope(const KernelTable& table, float* x, int64_t n_tokens, int64_t n_head,
                 int64_t head_dim, const int32_t* positions, const RopeConfig& config);
 
+// Moves rows that apply_rope rotated for position from_pos to position to_pos, in place (context
+// shift: a kept key re-rotated after the positions before it were discarded). A rotation by
+// angle(to_pos) - angle(from_pos) for every pair, worked out from the cosines and sines of both
+// angles (cos(a - b) = cos a cos b + sin a sin b, sin(a - b) = sin a cos b - cos a sin b) so that
+// each angle is the one apply_rope used, and divided by the magnitude squared (attn_factor and
+// YaRN's scale were applied once already). x: [n_head][head_dim].
+void rerotate(const KernelTable& table, float* x, int64_t n_head, int64_t head_dim,
+              int64_t from_pos, int64_t to_pos, const RopeConfig& config);
+
 }  // namespace minfer::kernels

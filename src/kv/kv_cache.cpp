@@ -356,6 +356,102 @@ void KvCache::truncate(int32_t seq, int64_t n_positions) {
   }
 }
 
+Status KvCache::own_blocks(int32_t seq, Sequence& s, int64_t first, int64_t end,
+                           int64_t window_first) {
+  int64_t copies = 0;
+  for (int64_t b = first; b < end; ++b) {
+    if (info_[static_cast<size_t>(s.blocks[static_cast<size_t>(b)])].refs > 1) ++copies;
+  }
+  int64_t window_missing = 0;
+  for (int64_t b = window_first; has_window() && b < end; ++b) {
+    if (s.window_blocks[static_cast<size_t>(b)] < 0) ++window_missing;
+  }
+  if (copies > n_blocks_free() || window_missing > n_window_blocks_free()) {
+    return make_error(ErrorCode::kResourceExhausted,
+                      "[kv] context shift of sequence {} needs {} free blocks to copy shared ones "
+                      "and {} window blocks, but {} and {} are free",
+                      seq, copies, window_missing, n_blocks_free(), n_window_blocks_free());
+  }
+  for (int64_t b = first; b < end; ++b) {
+    int32_t& block = s.blocks[static_cast<size_t>(b)];
+    if (info_[static_cast<size_t>(block)].refs == 1) {
+      unregister(block);
+      continue;
+    }
+    const int32_t copy = take_block();
+    std::memcpy(blocks_[static_cast<size_t>(copy)].get(), blocks_[static_cast<size_t>(block)].get(),
+                block_bytes_);
+    release_block(block);
+    block = copy;
+  }
+  for (int64_t b = window_first; has_window() && b < end; ++b) {
+    int32_t& block = s.window_blocks[static_cast<size_t>(b)];
+    if (block < 0) block = take_window_block();
+  }
+  return Status::ok();
+}
+
+Status KvCache::shift(const kernels::KernelTable& table, int32_t seq, int64_t n_keep,
+                      int64_t n_discard, const KeyRotation& rotate) {
+  auto it = seqs_.find(seq);
+  const int64_t length = it == seqs_.end() ? 0 : it->second.length;
+  if (n_keep < 0 || n_discard < 1 || n_keep + n_discard > length) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "[kv] context shift of sequence {}: keeping {} and discarding {} positions "
+                      "needs 0 <= keep, 1 <= discard and keep + discard <= its length {}",
+                      seq, n_keep, n_discard, length);
+  }
+  Sequence& s = it->second;
+  const int64_t bs = config_.block_size;
+  const int64_t new_length = length - n_discard;
+  // The next token, at new_length, sees sliding-layer positions >= window_from only.
+  const int64_t window_from = std::max<int64_t>(0, new_length - config_.window + 1);
+  if (has_window() && window_from < n_keep) {
+    for (int64_t b = window_from / bs; b * bs < n_keep; ++b) {
+      if (s.window_blocks[static_cast<size_t>(b)] < 0) {
+        return make_error(ErrorCode::kUnsupported,
+                          "[kv] context shift of sequence {}: the sliding window would see kept "
+                          "position {} whose cells are already released (keep {} of {})",
+                          seq, b * bs, n_keep, length);
+      }
+    }
+  }
+  const int64_t end_block = (new_length + bs - 1) / bs;
+  const int64_t window_first = std::max(n_keep, window_from) / bs;
+  MINFER_RETURN_IF_ERROR(own_blocks(seq, s, n_keep / bs, end_block, window_first));
+
+  const kernels::QuantizeRowFn to_cells =
+      table.cells_from_f32[static_cast<size_t>(config_.cell_type)];
+  const kernels::DequantizeRowFn to_f32 =
+      table.cells_to_f32[static_cast<size_t>(config_.cell_type)];
+  const int64_t hd = config_.head_dim;
+  std::vector<float> k(static_cast<size_t>(config_.n_head_kv * hd));  // [n_head_kv][head_dim]
+  for (int64_t il = 0; il < config_.n_layer; ++il) {
+    const std::vector<int32_t>& blocks = block_table(seq, il);
+    const int64_t from = is_window_layer(il) ? std::max(n_keep, window_from) : n_keep;
+    // Ascending: position p is written after every position <= p + n_discard was read.
+    for (int64_t p = from; p < new_length; ++p) {
+      const int64_t old_pos = p + n_discard;
+      const int32_t src = blocks[static_cast<size_t>(old_pos / bs)];
+      const int32_t dst = blocks[static_cast<size_t>(p / bs)];
+      MINFER_CHECK(src >= 0 && dst >= 0, "context shift through a released window block");
+      for (int64_t h = 0; h < config_.n_head_kv; ++h) {
+        to_f32(cell(src, il, false, h, old_pos % bs), k.data() + h * hd, hd);
+      }
+      rotate(il, old_pos, p, k.data());
+      for (int64_t h = 0; h < config_.n_head_kv; ++h) {
+        to_cells(k.data() + h * hd, cell(dst, il, false, h, p % bs), hd);
+        std::memcpy(cell(dst, il, true, h, p % bs), cell(src, il, true, h, old_pos % bs),
+                    v_row_bytes_);
+      }
+    }
+  }
+  s.length = new_length;
+  while (static_cast<int64_t>(s.blocks.size()) > end_block) pop_block(s);
+  if (has_window()) release_outside_window(seq);
+  return Status::ok();
+}
+
 size_t KvCache::cells_bytes(int64_t n_positions) const {
   const size_t rows = static_cast<size_t>(config_.n_layer * config_.n_head_kv * n_positions);
   return rows * (k_row_bytes_ + v_row_bytes_);

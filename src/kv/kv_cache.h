@@ -29,6 +29,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <memory>
 #include <span>
@@ -112,6 +113,23 @@ class KvCache {
   // table.cells_from_f32.
   void store(const kernels::KernelTable& table, int64_t il, int32_t seq, int64_t pos,
              const float* k, const float* v);
+
+  // Context shift (llama.cpp's --context-shift): `seq` forgets positions [n_keep, n_keep +
+  // n_discard) and the positions after them move down by n_discard, so that positions stay
+  // contiguous; no token is computed again. Values are copied as they are; each moved key is read
+  // as f32 (cells_to_f32), handed to rotate(il, old_pos, new_pos, k) to turn its RoPE angle from
+  // the old position's to the new one's, and stored back (cells_from_f32). Positions before
+  // n_keep are not touched. Blocks written to are made the sequence's own first: a block another
+  // sequence holds too (a shared prefix) is copied, a registered one is unregistered (its token
+  // prefix changes). Sliding-window layers move only the positions the next token can see (the
+  // others are never read again); their window blocks are taken from the window pool as needed.
+  // Errors, with nothing changed: n_keep < 0, n_discard < 1 or n_keep + n_discard past the
+  // length; too few free blocks for the copies; with sliding layers, kept positions the next
+  // token must see whose cells are already released.
+  // k: [n_head_kv][head_dim] one position's keys of layer il.
+  using KeyRotation = std::function<void(int64_t il, int64_t old_pos, int64_t new_pos, float* k)>;
+  Status shift(const kernels::KernelTable& table, int32_t seq, int64_t n_keep, int64_t n_discard,
+               const KeyRotation& rotate);
 
   // A sequence's cells in a flat layout, for state files (engine/state_file.h): for each layer
   // il, its keys then its values, each [n_head_kv][n_positions][row bytes] in the cell type
@@ -197,6 +215,10 @@ class KvCache {
   // reaches released blocks.
   bool window_lost(const Sequence& s, int64_t n_positions) const;
   void pop_block(Sequence& s);
+  // shift's preparation: the blocks of main-table indices [first, end) made the sequence's own,
+  // and window blocks for window-table indices [window_first, end); fails, changing nothing,
+  // when the pools are short.
+  Status own_blocks(int32_t seq, Sequence& s, int64_t first, int64_t end, int64_t window_first);
 
   // [n_layer] layer il's index among the layers of its pool: where its K and V sit in a block.
   std::vector<int64_t> layer_slot_;

@@ -36,6 +36,11 @@ NodeId moe_ffn(GraphBuilder& g, const ModelConfig& c, const LayerWeights& w, con
 
 }  // namespace
 
+kernels::RopeConfig layer_rope(const ModelConfig& c, const LayerWeights& w, int64_t il) {
+  return rope_config(c, w.rope_freqs ? w.rope_freqs->f32() : nullptr,
+                     c.is_swa(il) ? c.rope_freq_base_swa : c.rope_freq_base);
+}
+
 NodeId attention_block(GraphBuilder& g, const ModelConfig& c, const LayerWeights& w, int64_t il,
                        NodeId h, bool select_outputs) {
   const BlockNames name{il};
@@ -54,8 +59,7 @@ NodeId attention_block(GraphBuilder& g, const ModelConfig& c, const LayerWeights
   }
   // A sliding-window layer has its own rope base and sees only its window.
   const bool swa = c.is_swa(il);
-  const kernels::RopeConfig rope = rope_config(c, w.rope_freqs ? w.rope_freqs->f32() : nullptr,
-                                               swa ? c.rope_freq_base_swa : c.rope_freq_base);
+  const kernels::RopeConfig rope = layer_rope(c, w, il);
   q = g.rope(name("attn_q_rope"), q, c.n_head, c.head_dim, rope);
   k = g.rope(name("attn_k_rope"), k, c.n_head_kv, c.head_dim, rope);
   g.kv_store(name("kv_store"), k, v, il);

@@ -9,6 +9,10 @@
 
 namespace minfer {
 
+// The rope of layer il's queries and keys (model_config.h rope_config): a sliding-window layer
+// has a base of its own, and rope_freqs.weight gives the frequency factors where present.
+kernels::RopeConfig layer_rope(const ModelConfig& c, const LayerWeights& w, int64_t il);
+
 // h → RMSNorm → Wq Wk Wv (+bias) → [per-head RMSNorm of q, k] → RoPE → KV store → [q scale]
 //   → attention (over the layer's window) → Wo → [RMSNorm] → + h.   On the last layer only the
 //   output rows continue (`select_outputs`).

@@ -51,6 +51,11 @@ struct ServerOptions {
   int32_t reasoning_budget = -1;
   // Folder of POST /slots/{id}?action=save|restore files; empty: slot actions are refused (501).
   std::string slot_save_path;
+  // serve --context-shift / --keep N: requests go on past a full context (GenerateParams::
+  // context_shift), keeping their first `keep` tokens; -2: the chat's rendered system prompt
+  // (none for a completion), -1: the whole prompt.
+  bool context_shift = false;
+  int64_t keep = -2;
 };
 
 // What the server serves once the model is loaded; every pointer outlives the server. What it

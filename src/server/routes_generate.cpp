@@ -1,5 +1,6 @@
 // The generation routes, /v1/chat/completions and /v1/completions: each builds a generation
 // request from the body, submits it, and hands the reply to a writer (server/reply_writer.h).
+#include <algorithm>
 #include <ctime>
 #include <utility>
 #include <vector>
@@ -48,6 +49,29 @@ std::optional<ApiError> prompt_tokens(const Backend& b, const Json& body,
   return std::nullopt;
 }
 
+// The tokens of `prompt` that a context shift keeps (ServerOptions::keep): for a chat by
+// default those of its leading system messages rendered alone (their common prefix with the
+// prompt; none when the template cannot render them alone).
+int64_t shift_keep(const Backend& b, const ParsedRequest& parsed, const ServerOptions& options,
+                   const std::vector<int32_t>& prompt) {
+  const int64_t n = static_cast<int64_t>(prompt.size());
+  if (options.keep == -1) return n;
+  if (options.keep >= 0) return std::min(n, options.keep);
+  Json system = Json::array();
+  if (parsed.endpoint == Endpoint::kChat) {
+    for (const Json& m : parsed.messages) {
+      if (!m.is_object() || m.value("role", "") != "system") break;
+      system.push_back(m);
+    }
+  }
+  if (system.empty()) return 0;
+  Result<std::vector<int32_t>> tokens =
+      b.model->tokenize_chat_request(dump(Json{{"messages", system}}));
+  if (!tokens.is_ok()) return 0;
+  const std::vector<int32_t>& s = tokens.value();
+  return std::mismatch(s.begin(), s.end(), prompt.begin(), prompt.end()).first - s.begin();
+}
+
 // The request body checked and turned into generation parameters, and its prompt. Errors: the
 // body's, the template's, a prompt with no tokens or no room in the context.
 // The request asks for JSON of its own (response_format other than text): serve's default
@@ -84,6 +108,10 @@ std::optional<ApiError> build_request(const Json& body, const Backend& b,
                                    prompt.size(), n_ctx),
                        endpoint == Endpoint::kChat ? "messages" : "prompt",
                        "context_length_exceeded");
+  }
+  if (options.context_shift) {
+    out.params.context_shift = true;
+    out.params.n_keep = shift_keep(b, out, options, prompt);
   }
   return std::nullopt;
 }
