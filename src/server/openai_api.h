@@ -28,6 +28,10 @@ struct ApiError {
 };
 
 ApiError bad_request(std::string message, std::string param = "", std::string code = "");
+// A field of the wrong JSON type: "[server] 'FIELD' must be EXPECTED, got TYPE" (400).
+ApiError wrong_type(const std::string& field, const char* expected, const Json& v);
+// obj[key] when obj is an object and that is a string, else "".
+std::string string_field(const Json& obj, const char* key);
 
 enum class Endpoint { kChat, kCompletion };
 
