@@ -17,116 +17,117 @@ ApiError unsupported_block(const std::string& field, const std::string& type,
                      field, "invalid_value");
 }
 
+using MaybeError = std::optional<ApiError>;
+
+// A text block's text, appended to `out`.
+MaybeError append_block_text(const Json& block, const std::string& name, std::string& out) {
+  const std::string type = string_field(block, "type");
+  if (type != "text") return unsupported_block(name, type, "'text'");
+  if (!block.contains("text") || !block["text"].is_string()) {
+    return wrong_type(name + ".text", "a string", block.value("text", Json()));
+  }
+  out += block["text"].get<std::string>();
+  return std::nullopt;
+}
+
 // The text of a string, or of an array of text blocks joined (system, tool_result content).
-std::optional<ApiError> text_of(const Json& v, const std::string& field, std::string& out) {
+MaybeError text_of(const Json& v, const std::string& field, std::string& out) {
   if (v.is_string()) {
     out = v.get<std::string>();
     return std::nullopt;
   }
   if (!v.is_array()) return wrong_type(field, "a string or an array of text blocks", v);
   out.clear();
-  for (size_t i = 0; i < v.size(); ++i) {
-    const Json& block = v[i];
-    const std::string block_field = fmt::format("{}[{}]", field, i);
-    if (!block.is_object()) return wrong_type(block_field, "a content block", block);
-    const std::string type = string_field(block, "type");
-    if (type != "text") return unsupported_block(block_field, type, "'text'");
-    if (!block.contains("text") || !block["text"].is_string()) {
-      return wrong_type(block_field + ".text", "a string", block.value("text", Json()));
-    }
-    out += block["text"].get<std::string>();
+  return for_each_object(v, field, "a content block",
+                         [&](const Json& block, const std::string& name) {
+                           return append_block_text(block, name, out);
+                         });
+}
+
+// A tool_result block as a tool message.
+MaybeError tool_message(const Json& block, const std::string& name, Json& out) {
+  if (!block.contains("tool_use_id") || !block["tool_use_id"].is_string()) {
+    return wrong_type(name + ".tool_use_id", "a string", block.value("tool_use_id", Json()));
   }
+  std::string result;
+  if (block.contains("content") && !block["content"].is_null()) {
+    if (auto e = text_of(block["content"], name + ".content", result)) return e;
+  }
+  if (block.value("is_error", Json(false)) == Json(true)) result = "Error: " + result;
+  out = Json{{"role", "tool"}, {"tool_call_id", block["tool_use_id"]}, {"content", result}};
   return std::nullopt;
 }
 
 // A user turn: its text blocks as user messages, each tool_result block as a tool message, in
 // the order they come.
-std::optional<ApiError> user_messages(const Json& content, const std::string& field, Json& out) {
+MaybeError user_messages(const Json& content, const std::string& field, Json& out) {
   if (content.is_string()) {
     out.push_back(Json{{"role", "user"}, {"content", content}});
     return std::nullopt;
   }
-  if (!content.is_array())
+  if (!content.is_array()) {
     return wrong_type(field, "a string or an array of content blocks", content);
-  std::string text;
-  bool has_text = false;
+  }
+  std::optional<std::string> text;  // the text blocks since the last tool_result
   auto flush = [&] {
-    if (has_text) out.push_back(Json{{"role", "user"}, {"content", text}});
-    text.clear();
-    has_text = false;
+    if (text) out.push_back(Json{{"role", "user"}, {"content", *text}});
+    text.reset();
   };
-  for (size_t i = 0; i < content.size(); ++i) {
-    const Json& block = content[i];
-    const std::string block_field = fmt::format("{}[{}]", field, i);
-    if (!block.is_object()) return wrong_type(block_field, "a content block", block);
+  auto add = [&](const Json& block, const std::string& name) -> MaybeError {
     const std::string type = string_field(block, "type");
     if (type == "text") {
-      std::string piece;
-      if (auto e = text_of(Json::array({block}), block_field, piece)) return e;
-      text += piece;
-      has_text = true;
-    } else if (type == "tool_result") {
-      if (!block.contains("tool_use_id") || !block["tool_use_id"].is_string()) {
-        return wrong_type(block_field + ".tool_use_id", "a string",
-                          block.value("tool_use_id", Json()));
-      }
-      std::string result;
-      if (block.contains("content") && !block["content"].is_null()) {
-        if (auto e = text_of(block["content"], block_field + ".content", result)) return e;
-      }
-      if (block.value("is_error", Json(false)) == Json(true)) result = "Error: " + result;
-      flush();
-      out.push_back(
-          Json{{"role", "tool"}, {"tool_call_id", block["tool_use_id"]}, {"content", result}});
-    } else {
-      return unsupported_block(block_field, type, "'text' or 'tool_result'");
+      if (!text) text.emplace();
+      return append_block_text(block, name, *text);
     }
-  }
+    if (type != "tool_result") return unsupported_block(name, type, "'text' or 'tool_result'");
+    Json message;
+    if (auto e = tool_message(block, name, message)) return e;
+    flush();
+    out.push_back(std::move(message));
+    return std::nullopt;
+  };
+  if (auto e = for_each_object(content, field, "a content block", add)) return e;
   flush();
   return std::nullopt;
 }
 
 // An assistant turn: text blocks as its content, thinking as its reasoning_content, tool_use
 // blocks as its tool_calls (arguments as JSON text, as OpenAI clients send them).
-std::optional<ApiError> assistant_message(const Json& content, const std::string& field,
-                                          Json& out) {
+MaybeError assistant_message(const Json& content, const std::string& field, Json& out) {
   Json m{{"role", "assistant"}};
   if (content.is_string()) {
     m["content"] = content;
     out.push_back(std::move(m));
     return std::nullopt;
   }
-  if (!content.is_array())
+  if (!content.is_array()) {
     return wrong_type(field, "a string or an array of content blocks", content);
+  }
   std::string text;
   std::string reasoning;
   Json calls = Json::array();
-  for (size_t i = 0; i < content.size(); ++i) {
-    const Json& block = content[i];
-    const std::string block_field = fmt::format("{}[{}]", field, i);
-    if (!block.is_object()) return wrong_type(block_field, "a content block", block);
+  auto add = [&](const Json& block, const std::string& name) -> MaybeError {
     const std::string type = string_field(block, "type");
     if (type == "text") {
       text += string_field(block, "text");
     } else if (type == "thinking") {
       reasoning += string_field(block, "thinking");
-    } else if (type == "redacted_thinking") {
-      continue;  // opaque: nothing the template could show
     } else if (type == "tool_use") {
       if (string_field(block, "name").empty() || string_field(block, "id").empty()) {
-        return bad_request(
-            fmt::format("[server] '{}' must have a string 'id' and 'name'", block_field),
-            block_field, "invalid_value");
+        return bad_request(fmt::format("[server] '{}' must have a string 'id' and 'name'", name),
+                           name, "invalid_value");
       }
       const Json input = block.value("input", Json::object());
       calls.push_back(
           Json{{"id", block["id"]},
                {"type", "function"},
                {"function", Json{{"name", block["name"]}, {"arguments", dump(input)}}}});
-    } else {
-      return unsupported_block(block_field, type, "'text', 'thinking' or 'tool_use'");
+    } else if (type != "redacted_thinking") {  // redacted: nothing the template could show
+      return unsupported_block(name, type, "'text', 'thinking' or 'tool_use'");
     }
-  }
+    return std::nullopt;
+  };
+  if (auto e = for_each_object(content, field, "a content block", add)) return e;
   m["content"] = text;
   if (!reasoning.empty()) m["reasoning_content"] = reasoning;
   if (!calls.empty()) m["tool_calls"] = std::move(calls);
@@ -149,59 +150,51 @@ std::optional<ApiError> translate_messages(const Json& body, Json& out) {
   if (!it->is_array() || it->empty()) {
     return wrong_type("messages", "a non-empty array of messages", *it);
   }
-  for (size_t i = 0; i < it->size(); ++i) {
-    const Json& m = (*it)[i];
-    const std::string field = fmt::format("messages[{}]", i);
-    if (!m.is_object()) return wrong_type(field, "an object", m);
-    const std::string role = string_field(m, "role");
-    if (!m.contains("content")) {
-      return bad_request(fmt::format("[server] '{}.content' is required", field),
-                         field + ".content", "missing_required_parameter");
-    }
-    if (role == "user") {
-      if (auto e = user_messages(m["content"], field + ".content", out)) return e;
-    } else if (role == "assistant") {
-      if (auto e = assistant_message(m["content"], field + ".content", out)) return e;
-    } else {
-      return bad_request(fmt::format("[server] '{}.role' must be 'user' or 'assistant', got {}",
-                                     field, m.value("role", Json()).dump()),
-                         field + ".role", "invalid_value");
-    }
-  }
-  return std::nullopt;
+  return for_each_object(
+      *it, "messages", "an object", [&](const Json& m, const std::string& field) -> MaybeError {
+        const std::string role = string_field(m, "role");
+        if (!m.contains("content")) {
+          return bad_request(fmt::format("[server] '{}.content' is required", field),
+                             field + ".content", "missing_required_parameter");
+        }
+        if (role == "user") return user_messages(m["content"], field + ".content", out);
+        if (role == "assistant") return assistant_message(m["content"], field + ".content", out);
+        return bad_request(fmt::format("[server] '{}.role' must be 'user' or 'assistant', got {}",
+                                       field, m.value("role", Json()).dump()),
+                           field + ".role", "invalid_value");
+      });
 }
 
 // tools: [{"name", "description", "input_schema"}] → OpenAI function tools.
 std::optional<ApiError> translate_tools(const Json& tools, Json& out) {
   if (!tools.is_array()) return wrong_type("tools", "an array of tools", tools);
   out = Json::array();
-  for (size_t i = 0; i < tools.size(); ++i) {
-    const Json& t = tools[i];
-    const std::string field = fmt::format("tools[{}]", i);
-    if (!t.is_object()) return wrong_type(field, "a tool object", t);
-    const std::string type = string_field(t, "type");
-    if (!type.empty() && type != "custom") {
-      return bad_request(fmt::format("[server] '{}': tools of type '{}' are not supported (only "
-                                     "client tools with a name and an input_schema)",
-                                     field, type),
-                         field + ".type", "invalid_value");
-    }
-    if (string_field(t, "name").empty()) {
-      return bad_request(fmt::format("[server] '{}.name' must be a non-empty string", field),
-                         field + ".name", "invalid_value");
-    }
-    auto schema = t.find("input_schema");
-    if (schema == t.end() || !schema->is_object()) {
-      return wrong_type(field + ".input_schema", "an object (a JSON schema)",
-                        schema == t.end() ? Json() : *schema);
-    }
-    // OpenAI's key order: the template prints the tools as JSON.
-    Json function{{"name", t["name"]}};
-    if (t.contains("description")) function["description"] = t["description"];
-    function["parameters"] = *schema;
-    out.push_back(Json{{"type", "function"}, {"function", std::move(function)}});
-  }
-  return std::nullopt;
+  return for_each_object(
+      tools, "tools", "a tool object", [&](const Json& t, const std::string& field) -> MaybeError {
+        const std::string type = string_field(t, "type");
+        if (!type.empty() && type != "custom") {
+          return bad_request(
+              fmt::format("[server] '{}': tools of type '{}' are not supported (only "
+                          "client tools with a name and an input_schema)",
+                          field, type),
+              field + ".type", "invalid_value");
+        }
+        if (string_field(t, "name").empty()) {
+          return bad_request(fmt::format("[server] '{}.name' must be a non-empty string", field),
+                             field + ".name", "invalid_value");
+        }
+        auto schema = t.find("input_schema");
+        if (schema == t.end() || !schema->is_object()) {
+          return wrong_type(field + ".input_schema", "an object (a JSON schema)",
+                            schema == t.end() ? Json() : *schema);
+        }
+        // OpenAI's key order: the template prints the tools as JSON.
+        Json function{{"name", t["name"]}};
+        if (t.contains("description")) function["description"] = t["description"];
+        function["parameters"] = *schema;
+        out.push_back(Json{{"type", "function"}, {"function", std::move(function)}});
+        return std::nullopt;
+      });
 }
 
 // tool_choice {"type": auto | any | tool | none, "name", "disable_parallel_tool_use"}.

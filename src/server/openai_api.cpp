@@ -593,6 +593,16 @@ std::string string_field(const Json& obj, const char* key) {
   return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
+std::optional<ApiError> for_each_object(const Json& items, const std::string& field,
+                                        const char* expected, const ItemCheck& fn) {
+  for (size_t i = 0; i < items.size(); ++i) {
+    const std::string name = fmt::format("{}[{}]", field, i);
+    if (!items[i].is_object()) return wrong_type(name, expected, items[i]);
+    if (auto e = fn(items[i], name)) return e;
+  }
+  return std::nullopt;
+}
+
 std::optional<ApiError> parse_request(const Json& body, Endpoint endpoint, int32_t n_vocab,
                                       ParsedRequest& out) {
   if (!body.is_object()) return wrong_type("body", "a JSON object", body);

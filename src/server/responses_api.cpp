@@ -10,6 +10,8 @@ namespace minfer::server {
 
 namespace {
 
+using MaybeError = std::optional<ApiError>;
+
 // A message's content: a string, or parts {"type": input_text | output_text | text, "text"}
 // joined.
 std::optional<ApiError> content_text(const Json& content, const std::string& field,
@@ -21,18 +23,19 @@ std::optional<ApiError> content_text(const Json& content, const std::string& fie
   if (!content.is_array())
     return wrong_type(field, "a string or an array of content parts", content);
   out.clear();
-  for (size_t i = 0; i < content.size(); ++i) {
-    const std::string type = string_field(content[i], "type");
-    if (type != "input_text" && type != "output_text" && type != "text") {
-      const std::string part_field = fmt::format("{}[{}]", field, i);
-      return bad_request(fmt::format("[server] '{}': content parts of type '{}' are not supported "
-                                     "(expected 'input_text' or 'output_text')",
-                                     part_field, type),
-                         part_field, "invalid_value");
-    }
-    out += string_field(content[i], "text");
-  }
-  return std::nullopt;
+  return for_each_object(content, field, "a content part",
+                         [&](const Json& part, const std::string& name) -> MaybeError {
+                           const std::string type = string_field(part, "type");
+                           if (type != "input_text" && type != "output_text" && type != "text") {
+                             return bad_request(
+                                 fmt::format("[server] '{}': content parts of type '{}' are not "
+                                             "supported (expected 'input_text' or 'output_text')",
+                                             name, type),
+                                 name, "invalid_value");
+                           }
+                           out += string_field(part, "text");
+                           return std::nullopt;
+                         });
 }
 
 std::optional<ApiError> message_item(const Json& item, const std::string& field, Json& out) {
@@ -99,49 +102,42 @@ std::optional<ApiError> translate_input(const Json& body, Json& out) {
     return std::nullopt;
   }
   if (!input->is_array()) return wrong_type("input", "a string or an array of items", *input);
-  for (size_t i = 0; i < input->size(); ++i) {
-    const Json& item = (*input)[i];
-    const std::string field = fmt::format("input[{}]", i);
-    if (!item.is_object()) return wrong_type(field, "an item object", item);
-    const std::string type = string_field(item, "type");
-    std::optional<ApiError> e;
-    if (type.empty() || type == "message") {
-      e = message_item(item, field, out);
-    } else if (type == "function_call") {
-      e = function_call_item(item, field, out);
-    } else if (type == "function_call_output") {
-      e = function_output_item(item, field, out);
-    } else if (type != "reasoning") {  // earlier reasoning is not shown to the template again
-      e = bad_request(fmt::format("[server] '{}': items of type '{}' are not supported (expected "
-                                  "message, function_call, function_call_output or reasoning)",
-                                  field, type),
-                      field + ".type", "invalid_value");
-    }
-    if (e) return e;
-  }
-  return std::nullopt;
+  return for_each_object(
+      *input, "input", "an item object",
+      [&](const Json& item, const std::string& field) -> MaybeError {
+        const std::string type = string_field(item, "type");
+        if (type.empty() || type == "message") return message_item(item, field, out);
+        if (type == "function_call") return function_call_item(item, field, out);
+        if (type == "function_call_output") return function_output_item(item, field, out);
+        if (type == "reasoning") return std::nullopt;  // earlier reasoning is not shown again
+        return bad_request(
+            fmt::format("[server] '{}': items of type '{}' are not supported (expected "
+                        "message, function_call, function_call_output or reasoning)",
+                        field, type),
+            field + ".type", "invalid_value");
+      });
 }
 
 // tools: [{"type": "function", "name", "description", "parameters"}] → chat tools.
 std::optional<ApiError> translate_tools(const Json& tools, Json& out) {
   if (!tools.is_array()) return wrong_type("tools", "an array of tools", tools);
   out = Json::array();
-  for (size_t i = 0; i < tools.size(); ++i) {
-    const Json& t = tools[i];
-    const std::string field = fmt::format("tools[{}]", i);
-    if (string_field(t, "type") != "function" || string_field(t, "name").empty()) {
-      return bad_request(fmt::format("[server] '{}' must be {{\"type\": \"function\", \"name\": "
-                                     "…}} (only function tools are supported)",
-                                     field),
-                         field, "invalid_value");
-    }
-    Json function{{"name", t["name"]}};
-    for (const char* key : {"description", "parameters"}) {
-      if (t.contains(key) && !t[key].is_null()) function[key] = t[key];
-    }
-    out.push_back(Json{{"type", "function"}, {"function", std::move(function)}});
-  }
-  return std::nullopt;
+  return for_each_object(
+      tools, "tools", "a tool object", [&](const Json& t, const std::string& field) -> MaybeError {
+        if (string_field(t, "type") != "function" || string_field(t, "name").empty()) {
+          return bad_request(
+              fmt::format("[server] '{}' must be {{\"type\": \"function\", \"name\": "
+                          "…}} (only function tools are supported)",
+                          field),
+              field, "invalid_value");
+        }
+        Json function{{"name", t["name"]}};
+        for (const char* key : {"description", "parameters"}) {
+          if (t.contains(key) && !t[key].is_null()) function[key] = t[key];
+        }
+        out.push_back(Json{{"type", "function"}, {"function", std::move(function)}});
+        return std::nullopt;
+      });
 }
 
 std::optional<ApiError> translate_tool_choice(const Json& choice, Json& chat) {

@@ -10,6 +10,7 @@
 
 #include "server/anthropic_api.h"
 #include "server/openai_api.h"
+#include "server/reply_format_test_util.h"
 
 namespace minfer::server {
 namespace {
@@ -207,19 +208,11 @@ TEST(AnthropicReply, StreamedEventsPutTogetherGiveTheBlockingMessage) {
   events[1].text = "Checking.";
   events[2].tool_calls = {{0, "call_a", "get_weather", ""}, {0, "", "", R"({"city":)"}};
   events[3].tool_calls = {{0, "", "", R"("Paris"})"}, {1, "call_b", "get_time", "{}"}};
-  events[3].done = true;
-  events[3].finish = FinishReason::kToolCalls;
-  events[3].stats.n_prompt = 20;
-  events[3].stats.n_cached = 8;
-  events[3].stats.n_generated = 30;
+  finish_event(events[3], FinishReason::kToolCalls, 20, 8, 30);
 
   auto format = anthropic_format(info, 20);
-  std::vector<std::string> frames = format->stream_open();
   ReplyParts parts;
-  for (const BatchEvent& e : events) {
-    parts.add(e);
-    for (std::string& f : format->stream_event(e)) frames.push_back(std::move(f));
-  }
+  const std::vector<std::string> frames = stream_all(*format, events, parts);
   const Streamed s = collect(frames);
   const std::vector<std::string> expected = {"message_start",       "ping",
                                              "content_block_start", "content_block_delta",

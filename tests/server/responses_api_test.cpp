@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "server/openai_api.h"
+#include "server/reply_format_test_util.h"
 #include "server/responses_api.h"
 
 namespace minfer::server {
@@ -140,19 +141,11 @@ TEST(ResponsesReply, TypedEventsEndWithTheBlockingResponse) {
   events[1].text = "me see.";
   events[1].tool_calls = {{0, "call_a", "get_weather", ""}, {0, "", "", R"({"city":)"}};
   events[2].tool_calls = {{0, "", "", R"("Oslo"})"}};
-  events[2].done = true;
-  events[2].finish = FinishReason::kToolCalls;
-  events[2].stats.n_prompt = 10;
-  events[2].stats.n_cached = 4;
-  events[2].stats.n_generated = 9;
+  finish_event(events[2], FinishReason::kToolCalls, 10, 4, 9);
 
   auto format = responses_format(info, 10);
-  std::vector<std::string> frames = format->stream_open();
   ReplyParts parts;
-  for (const BatchEvent& e : events) {
-    parts.add(e);
-    for (std::string& f : format->stream_event(e)) frames.push_back(std::move(f));
-  }
+  const std::vector<std::string> frames = stream_all(*format, events, parts);
   Json last;
   const std::vector<std::string> types = event_types(frames, last);
   const std::vector<std::string> expected = {"response.created",

@@ -9,12 +9,12 @@
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 
 import Anthropic from '@anthropic-ai/sdk';
 import Ajv from 'ajv';
 
-import { minferBin, postJson, startServer, testData } from './helpers.js';
+import { minferBin, postJson, suiteServer, testData } from './helpers.js';
 
 const qwen3Path = path.join(testData, 'models', 'qwen3-qwentok-tiny-q8_0.gguf');
 const skip = existsSync(qwen3Path) && existsSync(minferBin) ? false : `needs ${minferBin} and ${qwen3Path}`;
@@ -35,17 +35,12 @@ function literalGrammar(text) {
 }
 
 describe('anthropic messages api', { skip }, () => {
-  let server;
+  const ctx = suiteServer(['-np', '2', '--api-key', key], {}, qwen3Path);
   let url;
   let client;
-
-  before(async () => {
-    server = await startServer(['-np', '2', '--api-key', key], {}, qwen3Path);
-    url = server.url;
+  before(() => {
+    url = ctx.url;
     client = new Anthropic({ baseURL: url, apiKey: key, maxRetries: 0 });
-  });
-  after(async () => {
-    assert.equal((await server.stop()).code, 0);
   });
 
   test('messages.create: a Message with text, stop reason and usage', async () => {

@@ -5,12 +5,12 @@
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 
 import Ajv from 'ajv';
 import OpenAI from 'openai';
 
-import { minferBin, postJson, startServer, testData } from './helpers.js';
+import { minferBin, postJson, suiteServer, testData } from './helpers.js';
 
 const qwen3Path = path.join(testData, 'models', 'qwen3-qwentok-tiny-q8_0.gguf');
 const skip = existsSync(qwen3Path) && existsSync(minferBin) ? false : `needs ${minferBin} and ${qwen3Path}`;
@@ -26,17 +26,12 @@ const tools = [
 ];
 
 describe('openai responses api', { skip }, () => {
-  let server;
+  const ctx = suiteServer(['-np', '2'], {}, qwen3Path);
   let url;
   let client;
-
-  before(async () => {
-    server = await startServer(['-np', '2'], {}, qwen3Path);
-    url = server.url;
+  before(() => {
+    url = ctx.url;
     client = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'none', maxRetries: 0 });
-  });
-  after(async () => {
-    assert.equal((await server.stop()).code, 0);
   });
 
   test('responses.create: a message with output_text and usage', async () => {
