@@ -242,8 +242,7 @@ TEST(AnthropicReply, StopSequenceEmptyReplyAndEngineError) {
   ReplyInfo info;
   info.id = "msg_2";
   BatchEvent done;
-  done.done = true;
-  done.finish = FinishReason::kStop;
+  finish_event(done, FinishReason::kStop, 3, 0, 1);
   done.stop = "END";
   auto format = anthropic_format(info, 3);
   const Json whole = format->complete(ReplyParts{}, {}, done);

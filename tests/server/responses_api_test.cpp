@@ -189,8 +189,7 @@ TEST(ResponsesReply, MaxOutputTokensIsIncompleteAndAnEmptyReplyIsAnEmptyMessage)
   ReplyInfo info;
   info.id = "resp_8";
   BatchEvent done;
-  done.done = true;
-  done.finish = FinishReason::kLength;
+  finish_event(done, FinishReason::kLength, 1, 0, 1);
   auto format = responses_format(info, 1);
   const Json whole = format->complete(ReplyParts{}, {}, done);
   EXPECT_EQ(whole["status"], "incomplete");
