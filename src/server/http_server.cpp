@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <httplib.h>
 
+#include "server/anthropic_api.h"
 #include "server/http_io.h"
 
 namespace minfer::server {
@@ -135,6 +136,9 @@ void HttpServer::install_routes() {
       {true, "/chat/completions", &HttpServer::handle_chat_completions},
       {true, "/completions", &HttpServer::handle_completions},
       {true, R"(/slots/(\d+))", &HttpServer::handle_slots},
+      {true, "/v1/messages", &HttpServer::handle_messages},
+      {true, "/v1/messages/count_tokens", &HttpServer::handle_count_tokens},
+      {true, "/v1/responses", &HttpServer::handle_responses},
   };
   for (const Route& route : routes) {
     auto handler = [this, h = route.handler](const httplib::Request& req, httplib::Response& res) {
@@ -233,11 +237,16 @@ void HttpServer::install_hooks() {
     if (options_.api_key.empty() || req.path == "/" || req.path == "/health") {
       return httplib::Server::HandlerResponse::Unhandled;
     }
-    if (req.get_header_value("Authorization") != "Bearer " + options_.api_key) {
+    // Anthropic's clients send the key as x-api-key.
+    if (req.get_header_value("Authorization") != "Bearer " + options_.api_key &&
+        req.get_header_value("x-api-key") != options_.api_key) {
       send_error(res, api_error(401,
                                 "[server] missing or wrong API key: send 'Authorization: "
-                                "Bearer KEY'",
+                                "Bearer KEY' or 'x-api-key: KEY'",
                                 "invalid_request_error", "invalid_api_key"));
+      if (req.path.rfind("/v1/messages", 0) == 0) {
+        res.set_content(anthropic_error_body(res.status, res.body), kJsonType);
+      }
       return httplib::Server::HandlerResponse::Handled;
     }
     return httplib::Server::HandlerResponse::Unhandled;

@@ -33,6 +33,7 @@ struct Response;
 namespace minfer::server {
 
 class ModelRegistry;
+struct WireApi;
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
@@ -127,6 +128,16 @@ class HttpServer : NonCopyable {
   void handle_slots(const httplib::Request& req, httplib::Response& res);
   // Both generation endpoints: parse, build the prompt, submit, hand the reply to its writer.
   void generate(const httplib::Request& req, httplib::Response& res, Endpoint endpoint);
+  // The same for another API over the chat path (server/reply_format.h), and the prompt tokens
+  // of its request ({"input_tokens": n}).
+  void generate_as(const httplib::Request& req, httplib::Response& res, Endpoint endpoint,
+                   const WireApi& api);
+  void count_prompt_tokens(const httplib::Request& req, httplib::Response& res, const WireApi& api);
+  // server/routes_compat.cpp: Anthropic's /v1/messages (and count_tokens), OpenAI's
+  // /v1/responses.
+  void handle_messages(const httplib::Request& req, httplib::Response& res);
+  void handle_count_tokens(const httplib::Request& req, httplib::Response& res);
+  void handle_responses(const httplib::Request& req, httplib::Response& res);
 
   // The backend once the model is loaded; until then answers res with 503 model_loading and
   // gives nullptr. With a registry: the model `body` names (its first without a body or a

@@ -42,11 +42,6 @@ const char* type_name(const Json& v) {
   return "object";
 }
 
-ApiError wrong_type(const std::string& field, const char* expected, const Json& v) {
-  return bad_request(fmt::format("[server] '{}' must be {}, got {}", field, expected, type_name(v)),
-                     field, "invalid_type");
-}
-
 // Optional fields: absent or null leave `out` unchanged.
 std::optional<ApiError> get_number(const Json& body, const std::string& field, double lo, double hi,
                                    float& out) {
@@ -586,6 +581,27 @@ std::optional<ApiError> parse_tools(const Json& body, ParsedRequest& out) {
 }
 
 }  // namespace
+
+ApiError wrong_type(const std::string& field, const char* expected, const Json& v) {
+  return bad_request(fmt::format("[server] '{}' must be {}, got {}", field, expected, type_name(v)),
+                     field, "invalid_type");
+}
+
+std::string string_field(const Json& obj, const char* key) {
+  if (!obj.is_object()) return "";
+  auto it = obj.find(key);
+  return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+std::optional<ApiError> for_each_object(const Json& items, const std::string& field,
+                                        const char* expected, const ItemCheck& fn) {
+  for (size_t i = 0; i < items.size(); ++i) {
+    const std::string name = fmt::format("{}[{}]", field, i);
+    if (!items[i].is_object()) return wrong_type(name, expected, items[i]);
+    if (auto e = fn(items[i], name)) return e;
+  }
+  return std::nullopt;
+}
 
 std::optional<ApiError> parse_request(const Json& body, Endpoint endpoint, int32_t n_vocab,
                                       ParsedRequest& out) {

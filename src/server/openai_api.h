@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -28,6 +29,15 @@ struct ApiError {
 };
 
 ApiError bad_request(std::string message, std::string param = "", std::string code = "");
+// A field of the wrong JSON type: "[server] 'FIELD' must be EXPECTED, got TYPE" (400).
+ApiError wrong_type(const std::string& field, const char* expected, const Json& v);
+// obj[key] when obj is an object and that is a string, else "".
+std::string string_field(const Json& obj, const char* key);
+// Calls fn(item, "FIELD[i]") for each element of the array `items` (named `field`), each checked
+// to be an object (`expected` says which, for the error); the first error stops.
+using ItemCheck = std::function<std::optional<ApiError>(const Json& item, const std::string& name)>;
+std::optional<ApiError> for_each_object(const Json& items, const std::string& field,
+                                        const char* expected, const ItemCheck& fn);
 
 enum class Endpoint { kChat, kCompletion };
 

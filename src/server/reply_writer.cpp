@@ -116,7 +116,7 @@ bool Call::take_events(std::deque<BatchEvent>& out) {
   return true;
 }
 
-void write_blocking(httplib::Response& res, Call& call, const Reply& reply,
+void write_blocking(httplib::Response& res, Call& call, const ReplyFormat& format,
                     const std::function<void()>& release) {
   ReplyParts parts;
   std::vector<SampledToken> tokens;
@@ -136,9 +136,11 @@ void write_blocking(httplib::Response& res, Call& call, const Reply& reply,
   }
   release();
   if (!final_event.error.empty()) {
-    return send_error(res, api_error(500, final_event.error, "server_error", ""));
+    const ApiError error = api_error(500, final_event.error, "server_error", "");
+    res.status = error.status;
+    return send_json(res, format.error_body(error));
   }
-  send_json(res, reply.complete(parts, tokens, final_event.finish, final_event.stats));
+  send_json(res, format.complete(parts, tokens, final_event));
 }
 
 namespace {
@@ -146,23 +148,21 @@ namespace {
 // The state of one SSE reply across the calls of its content provider.
 class EventStream {
  public:
-  EventStream(std::shared_ptr<Call> call, Reply reply)
-      : call_(std::move(call)), reply_(std::move(reply)) {}
+  EventStream(std::shared_ptr<Call> call, std::unique_ptr<ReplyFormat> format)
+      : call_(std::move(call)), format_(std::move(format)) {}
 
   // Writes what arrived; false stops the stream (the client left).
   bool write_some(httplib::DataSink& out) {
-    if (reply_.info().endpoint == Endpoint::kChat && !role_sent_) {
-      role_sent_ = true;
-      if (!send(out, reply_.role_chunk())) return cancel();
+    if (!opened_) {
+      opened_ = true;
+      if (!send(out, format_->stream_open())) return cancel();
     }
     std::deque<BatchEvent> events;
     if (!call_->take_events(events)) return false;
     for (BatchEvent& e : events) {
-      for (const Json& chunk : reply_.event_chunks(e, text_offset_)) {
-        if (!send(out, chunk)) return cancel();
-      }
+      if (!send(out, format_->stream_event(e)) && !e.done) return cancel();
       if (e.done) {
-        finish(out, e);
+        out.done();
         return true;
       }
     }
@@ -170,9 +170,11 @@ class EventStream {
   }
 
  private:
-  static bool send(httplib::DataSink& out, const Json& j) {
-    const std::string line = "data: " + dump(j) + "\n\n";
-    return out.write(line.data(), line.size());
+  static bool send(httplib::DataSink& out, const std::vector<std::string>& frames) {
+    for (const std::string& frame : frames) {
+      if (!out.write(frame.data(), frame.size())) return false;
+    }
+    return true;
   }
 
   bool cancel() {
@@ -180,30 +182,16 @@ class EventStream {
     return false;
   }
 
-  // The last chunks (or the engine's error), then [DONE].
-  void finish(httplib::DataSink& out, const BatchEvent& e) {
-    if (!e.error.empty()) {
-      send(out, api_error(500, e.error, "server_error", "").to_json());
-    } else {
-      send(out, reply_.finish_chunk(e.finish));
-      if (reply_.info().include_usage) send(out, reply_.usage_chunk(e.stats));
-    }
-    const std::string end = "data: [DONE]\n\n";
-    out.write(end.data(), end.size());
-    out.done();
-  }
-
   std::shared_ptr<Call> call_;
-  Reply reply_;
-  bool role_sent_ = false;
-  int64_t text_offset_ = 0;  // bytes of text sent so far
+  std::unique_ptr<ReplyFormat> format_;
+  bool opened_ = false;
 };
 
 }  // namespace
 
-void write_stream(httplib::Response& res, std::shared_ptr<Call> call, Reply reply,
-                  std::function<void()> release) {
-  auto stream = std::make_shared<EventStream>(std::move(call), std::move(reply));
+void write_stream(httplib::Response& res, std::shared_ptr<Call> call,
+                  std::unique_ptr<ReplyFormat> format, std::function<void()> release) {
+  auto stream = std::make_shared<EventStream>(std::move(call), std::move(format));
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
   res.set_chunked_content_provider(

@@ -1,7 +1,7 @@
 // A generation request in flight (Call: events passed from the generator's thread to the
 // handler's, the client's connection watched so a departed client's request is cancelled), and
 // the two writers of its reply: one JSON object, or server-sent events (SSE). Both take their
-// JSON from one Reply (server/openai_reply.h).
+// text from the API's ReplyFormat (server/reply_format.h).
 #pragma once
 
 #include <chrono>
@@ -15,6 +15,7 @@
 #include "minfer/minfer.h"
 #include "server/metrics.h"
 #include "server/openai_reply.h"
+#include "server/reply_format.h"
 
 namespace httplib {
 struct Response;
@@ -62,13 +63,12 @@ class Call {
 
 // Waits for the request to end, calls `release`, and answers with the whole reply as one JSON
 // object, or with the engine's error as a 500.
-void write_blocking(httplib::Response& res, Call& call, const Reply& reply,
+void write_blocking(httplib::Response& res, Call& call, const ReplyFormat& format,
                     const std::function<void()>& release);
 
-// Answers with server-sent events as tokens arrive: the role (chat), one chunk per piece of text,
-// the finish reason, the usage when asked, then [DONE]. `release` runs once the stream ended or
-// the client left.
-void write_stream(httplib::Response& res, std::shared_ptr<Call> call, Reply reply,
-                  std::function<void()> release);
+// Answers with server-sent events as tokens arrive: the format's opening frames, the frames of
+// each event, its closing frames. `release` runs once the stream ended or the client left.
+void write_stream(httplib::Response& res, std::shared_ptr<Call> call,
+                  std::unique_ptr<ReplyFormat> format, std::function<void()> release);
 
 }  // namespace minfer::server

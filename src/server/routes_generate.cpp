@@ -11,6 +11,7 @@
 #include "server/http_io.h"
 #include "server/http_server.h"
 #include "server/openai_reply.h"
+#include "server/reply_format.h"
 #include "server/reply_writer.h"
 
 namespace minfer::server {
@@ -83,9 +84,11 @@ bool has_json_format(const Json& body) {
   return type != it->end() && type->is_string() && type->get<std::string>() != "text";
 }
 
+// reasoning_budget: the request's own (another API's thinking settings), else the server's.
 std::optional<ApiError> build_request(const Json& body, const Backend& b,
                                       const ServerOptions& options, Endpoint endpoint,
-                                      ParsedRequest& out, std::vector<int32_t>& prompt) {
+                                      ParsedRequest& out, std::vector<int32_t>& prompt,
+                                      std::optional<int32_t> reasoning_budget = std::nullopt) {
   const int32_t n_vocab = static_cast<int32_t>(b.model->n_vocab());
   out.params = b.model->default_params();  // the file's sampling; the request's fields override
   if (auto e = parse_request(body, endpoint, n_vocab, out)) return e;
@@ -97,7 +100,7 @@ std::optional<ApiError> build_request(const Json& body, const Backend& b,
     const std::string& format =
         out.reasoning_format.empty() ? options.reasoning_format : out.reasoning_format;
     out.params.extract_reasoning = format != "none";
-    out.params.reasoning_budget = options.reasoning_budget;
+    out.params.reasoning_budget = reasoning_budget.value_or(options.reasoning_budget);
   }
   if (auto e = prompt_tokens(b, body, out, prompt)) return e;
   const int64_t n_ctx = b.generator->n_ctx();
@@ -135,6 +138,11 @@ void HttpServer::handle_completions(const httplib::Request& req, httplib::Respon
 }
 
 void HttpServer::generate(const httplib::Request& req, httplib::Response& res, Endpoint endpoint) {
+  generate_as(req, res, endpoint, WireApi{});
+}
+
+void HttpServer::generate_as(const httplib::Request& req, httplib::Response& res, Endpoint endpoint,
+                             const WireApi& api) {
   if (ready_.load() && draining_.load()) {
     return send_error(
         res, api_error(503, "[server] shutting down", "unavailable_error", "shutting_down"));
@@ -142,9 +150,16 @@ void HttpServer::generate(const httplib::Request& req, httplib::Response& res, E
   Json body;
   BackendRef b = ready_backend_with_body(req, res, body);  // held until the reply is written
   if (b == nullptr) return;
+  std::optional<int32_t> reasoning_budget;
+  if (api.translate) {
+    ChatTranslation translated;
+    if (auto e = api.translate(body, translated)) return send_error(res, *e);
+    body = std::move(translated.chat);
+    reasoning_budget = translated.reasoning_budget;
+  }
   ParsedRequest parsed;
   std::vector<int32_t> prompt;
-  if (auto e = build_request(body, *b, options_, endpoint, parsed, prompt))
+  if (auto e = build_request(body, *b, options_, endpoint, parsed, prompt, reasoning_budget))
     return send_error(res, *e);
 
   auto call = std::make_shared<Call>(metrics_);
@@ -160,20 +175,40 @@ void HttpServer::generate(const httplib::Request& req, httplib::Response& res, E
 
   ReplyInfo info;
   info.endpoint = endpoint;
-  info.id = fmt::format("{}-{:x}", endpoint == Endpoint::kChat ? "chatcmpl" : "cmpl",
-                        next_id_.fetch_add(1));
+  const std::string prefix = !api.id_prefix.empty()        ? api.id_prefix
+                             : endpoint == Endpoint::kChat ? "chatcmpl-"
+                                                           : "cmpl-";
+  info.id = fmt::format("{}{:x}", prefix, next_id_.fetch_add(1));
   info.created = static_cast<int64_t>(std::time(nullptr));
   info.model = b->model_name;
   info.logprobs = parsed.logprobs;
   info.include_usage = parsed.include_usage;
   info.seed = parsed.params.seed;
   res.set_header("X-Minfer-Seed", std::to_string(parsed.params.seed));
-  Reply reply(*b->model, std::move(info));
+  std::unique_ptr<ReplyFormat> format =
+      api.make_format ? api.make_format(info, static_cast<int64_t>(prompt.size()))
+                      : openai_format(Reply(*b->model, std::move(info)));
   if (parsed.stream) {
-    write_stream(res, std::move(call), std::move(reply), std::move(release));
+    write_stream(res, std::move(call), std::move(format), std::move(release));
   } else {
-    write_blocking(res, *call, reply, release);
+    write_blocking(res, *call, *format, release);
   }
+}
+
+void HttpServer::count_prompt_tokens(const httplib::Request& req, httplib::Response& res,
+                                     const WireApi& api) {
+  Json body;
+  BackendRef b = ready_backend_with_body(req, res, body);
+  if (b == nullptr) return;
+  ChatTranslation translated;
+  if (auto e = api.translate(body, translated)) return send_error(res, *e);
+  ParsedRequest parsed;
+  std::vector<int32_t> prompt;
+  if (auto e = build_request(translated.chat, *b, options_, Endpoint::kChat, parsed, prompt,
+                             translated.reasoning_budget)) {
+    return send_error(res, *e);
+  }
+  send_json(res, Json{{"input_tokens", prompt.size()}});
 }
 
 }  // namespace minfer::server

@@ -1,9 +1,11 @@
 // Starts a real `minfer serve` on a free loopback port for the tests in this folder.
 // MINFER_BIN: the binary (default <repo>/build/minfer); MINFER_TEST_DATA: the shared data folder
 // (default <repo>/../shared). Tests skip when the model is missing.
+import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
+import { after, before } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -55,6 +57,20 @@ export async function startServer(extraArgs = [], env = {}, model = modelPath) {
       return r;
     },
   };
+}
+
+// Inside a describe(): a server started before its tests and stopped after them (exit status 0).
+// The returned object's `server` and `url` are set once it runs.
+export function suiteServer(extraArgs = [], env = {}, model = modelPath) {
+  const ctx = { server: null, url: null };
+  before(async () => {
+    ctx.server = await startServer(extraArgs, env, model);
+    ctx.url = ctx.server.url;
+  });
+  after(async () => {
+    assert.equal((await ctx.server.stop()).code, 0);
+  });
+  return ctx;
 }
 
 export async function postJson(url, body, headers = {}) {
