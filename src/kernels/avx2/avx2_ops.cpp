@@ -206,11 +206,56 @@ void axpy_f32(float a, const float* x, int64_t n, float* y) {
   const __m256 va = _mm256_set1_ps(a);
   map2(x, y, n, y, [va](__m256 xv, __m256 yv) { return _mm256_fmadd_ps(va, xv, yv); });
 }
-void dot_rows_f32(const float* rows, int64_t n_rows, int64_t row_stride, const float* x,
-                  int64_t n, float scale, float* out) {
-  for (int64_t j = 0; j < n_rows; ++j) out[j] = dot_f32(rows + j * row_stride, x, n) * scale;
+namespace {
+
+// dot_f32's two accumulators of one row, added: what it hands hsum_ps.
+inline __m256 dot_lanes(const float* a, const float* b, int64_t n) {
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
+    acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), acc1);
+  }
+  for (; i < n; i += 8) {
+    const __m256i m = lane_mask(n - i < 8 ? n - i : 8);
+    acc0 = _mm256_fmadd_ps(_mm256_maskload_ps(a + i, m), _mm256_maskload_ps(b + i, m), acc0);
+  }
+  return _mm256_add_ps(acc0, acc1);
 }
 
+// hsum_ps of 8 vectors at once, each sum in hsum_ps's order (lanes i + i+4, then 0+2 and 1+3,
+// then those two): lane 4h + k of the result is the sum of v[2k + h].
+inline __m256 hsum8_ps(const __m256* v) {
+  __m256 w[4];  // w[p]: rows 2p | 2p+1 in the two halves, 4 partial sums each
+  for (int p = 0; p < 4; ++p) {
+    w[p] = _mm256_add_ps(_mm256_permute2f128_ps(v[2 * p], v[2 * p + 1], 0x20),
+                         _mm256_permute2f128_ps(v[2 * p], v[2 * p + 1], 0x31));
+  }
+  __m256 x[2];  // x[u], half h: rows 4u + h and 4u + 2 + h, 2 partial sums each
+  for (int u = 0; u < 2; ++u) {
+    x[u] = _mm256_add_ps(_mm256_shuffle_ps(w[2 * u], w[2 * u + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                         _mm256_shuffle_ps(w[2 * u], w[2 * u + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+  }
+  return _mm256_add_ps(_mm256_shuffle_ps(x[0], x[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                       _mm256_shuffle_ps(x[0], x[1], _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+}  // namespace
+
+// Eight rows at a time: their lanes reduced together (hsum8_ps), then put back in row order.
+void dot_rows_f32(const float* rows, int64_t n_rows, int64_t row_stride, const float* x, int64_t n,
+                  float scale, float* out) {
+  const __m256i row_order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  const __m256 vscale = _mm256_set1_ps(scale);
+  int64_t j = 0;
+  for (; j + 8 <= n_rows; j += 8) {
+    __m256 v[8];
+    for (int r = 0; r < 8; ++r) v[r] = dot_lanes(rows + (j + r) * row_stride, x, n);
+    const __m256 sums = _mm256_permutevar8x32_ps(hsum8_ps(v), row_order);
+    _mm256_storeu_ps(out + j, _mm256_mul_ps(sums, vscale));
+  }
+  for (; j < n_rows; ++j) out[j] = dot_f32(rows + j * row_stride, x, n) * scale;
+}
 
 void weighted_sum_f32(const float* w, const float* rows, int64_t n_rows, int64_t row_stride,
                       int64_t n, float* y) {
