@@ -112,6 +112,13 @@ void add_generation_flags(CLI::App* cmd, GenerationFlags& flags) {
   cmd->add_flag("--context-shift", s.context_shift,
                 "when the context is full, discard the older half of the tokens after --keep and "
                 "go on (kept keys re-rotated in place, nothing computed again); default: stop");
+  cmd->add_option("--spec-ngram", s.spec_ngram,
+                  "speculative decoding by prompt lookup: draft the tokens that followed the "
+                  "last earlier occurrence of the last N tokens, verify them in one forward "
+                  "(same output; 0: off)")
+      ->check(CLI::Range(0, 64));
+  cmd->add_option("--draft-max", s.draft_max, "tokens drafted per forward, at most (16)")
+      ->check(CLI::Range(1, 256));
   cmd->add_option("--keep", flags.keep,
                   "tokens a context shift always keeps at the start (run: of the prompt, after "
                   "BOS, default 0; -1: the whole prompt; chat: default the system prompt)");

@@ -173,6 +173,13 @@ struct GenerateParams : SamplerParams, ReplyParams {
   // Tokens at the start always kept by a shift (e.g. the system prompt's); < 0: the whole prompt.
   // Must leave at least 2 positions of n_ctx after them.
   int64_t n_keep = 0;
+  // Speculative decoding by prompt lookup (llama.cpp's --spec-ngram... / prompt lookup): after
+  // each token, the tokens that followed the last earlier occurrence of the last spec_ngram
+  // tokens (prompt and reply) are drafted, up to draft_max, and verified in one forward. The
+  // output is exactly what plain decoding gives; 0: off. Single-sequence generation only; not
+  // with context_shift or sliding-window models (an error).
+  int32_t spec_ngram = 0;
+  int32_t draft_max = 16;
 };
 
 // Ok when `gbnf` is a grammar GenerateParams::grammar can take; else the error, naming line and

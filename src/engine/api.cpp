@@ -204,6 +204,7 @@ Result<GenerateReply> LanguageModel::generate_reply(std::span<const int32_t> pro
   options.reasoning_budget = reply.reasoning_budget;
   options.context_shift = params.context_shift;
   options.n_keep = params.n_keep;
+  options.speculative = {.ngram = params.spec_ngram, .draft_max = params.draft_max};
   MINFER_ASSIGN_OR_RETURN(engine::GenerateResult r,
                           engine::generate_reply(*impl_->loaded.session, *impl_->loaded.tokenizer,
                                                  prompt, options, on_reply));

@@ -1,5 +1,6 @@
 #include "engine/generate.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include <fmt/format.h>
@@ -51,7 +52,16 @@ Result<GenerateResult> generate_reply(Session& session, const Tokenizer& tokeniz
                       "less 2 positions to shift)",
                       n_keep, session.n_ctx() - 2, session.n_ctx());
   }
+  const bool speculate = options.speculative.ngram > 0;
+  if (speculate && (options.context_shift || session.model().config().n_swa > 0)) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "[generate] speculative decoding (prompt lookup) does not run with {}",
+                      options.context_shift ? "a context shift" : "sliding-window layers");
+  }
   MINFER_ASSIGN_OR_RETURN(std::span<const float> logits, session.set_prompt(prompt));
+  SpeculativeDecoder speculator(session, options.speculative);
+  // Positions taken by sampled tokens (with speculation the cache may hold drafts beyond them).
+  auto n_held = [&] { return speculate ? speculator.n_held() : session.n_past(); };
 
   GenerateResult result;
   GenerationMetrics& m = result.metrics;
@@ -92,7 +102,7 @@ Result<GenerateResult> generate_reply(Session& session, const Tokenizer& tokeniz
       break;
     }
     // The next token would sit at position n_past: there must be one (or a shift makes one).
-    if (!options.context_shift && session.n_past() >= session.n_ctx()) {
+    if (!options.context_shift && n_held() >= session.n_ctx()) {
       result.finish = FinishReason::kContext;
       break;
     }
@@ -115,13 +125,19 @@ Result<GenerateResult> generate_reply(Session& session, const Tokenizer& tokeniz
       MINFER_ASSIGN_OR_RETURN(const int64_t n_discarded, session.shift_context(n_keep));
       ++m.n_shifts;
       m.n_discarded += n_discarded;
-    } else if (!options.context_shift && session.n_past() + 1 >= session.n_ctx()) {
+    } else if (!options.context_shift && n_held() + 1 >= session.n_ctx()) {
       // Stop here rather than run a forward whose logits nobody would use.
       result.finish = FinishReason::kContext;
       break;
     }
-    MINFER_ASSIGN_OR_RETURN(logits, session.decode(token));
+    if (speculate) {
+      MINFER_ASSIGN_OR_RETURN(logits, speculator.advance(token));
+    } else {
+      MINFER_ASSIGN_OR_RETURN(logits, session.decode(token));
+    }
   }
+  speculator.settle();
+  m.speculative = speculator.stats();
   const TokenEnding end = pipeline.finish(result.finish);
   result.finish = end.finish;
   result.stop = end.stop;
@@ -146,6 +162,14 @@ std::string format_metrics(const GenerationMetrics& m) {
   if (m.n_shifts > 0) {
     out +=
         fmt::format("context shifts:      {} ({} tokens discarded)\n", m.n_shifts, m.n_discarded);
+  }
+  const SpeculativeStats& sp = m.speculative;
+  if (sp.n_verified > 0) {
+    out += fmt::format("speculative:         {} drafted, {} accepted ({:.1f}%) in {} forwards\n",
+                       sp.n_drafted, sp.n_accepted,
+                       100.0 * static_cast<double>(sp.n_accepted) /
+                           static_cast<double>(std::max<int64_t>(1, sp.n_drafted)),
+                       sp.n_verified);
   }
   auto times = [](const char* label, const ForwardTimes& t) {
     if (t.count == 0) return fmt::format("{}none\n", label);

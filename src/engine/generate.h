@@ -13,6 +13,7 @@
 
 #include "core/status.h"
 #include "engine/session.h"
+#include "engine/speculative.h"
 #include "engine/token_pipeline.h"
 #include "graph/observe.h"
 #include "sampling/sampler.h"
@@ -37,19 +38,23 @@ struct GenerateOptions {
   // context ends generation (FinishReason::kContext).
   bool context_shift = false;
   int64_t n_keep = 0;  // < 0: the whole prompt; must leave 2 positions of n_ctx after it
+  // Prompt-lookup speculative decoding (engine/speculative.h); ngram 0: none. Not with
+  // context_shift or a model with sliding-window layers (an error).
+  SpeculativeOptions speculative;
 };
 
 struct GenerationMetrics {
-  int64_t n_prompt = 0;     // prompt tokens
-  int64_t n_reused = 0;     // of those, found in the cache
-  int64_t n_prefilled = 0;  // of those, computed
-  double prefill_ms = 0.0;  // set_prompt's forwards
-  double ttft_ms = 0.0;     // start of generate() to the first token sampled
-  int64_t n_generated = 0;  // tokens sampled, an end-of-generation token included
-  double decode_ms = 0.0;   // first token sampled to the end
-  int64_t n_decoded = 0;    // single-token forwards in that time
-  int64_t n_shifts = 0;     // context shifts (GenerateOptions::context_shift)
-  int64_t n_discarded = 0;  // tokens they discarded
+  int64_t n_prompt = 0;          // prompt tokens
+  int64_t n_reused = 0;          // of those, found in the cache
+  int64_t n_prefilled = 0;       // of those, computed
+  double prefill_ms = 0.0;       // set_prompt's forwards
+  double ttft_ms = 0.0;          // start of generate() to the first token sampled
+  int64_t n_generated = 0;       // tokens sampled, an end-of-generation token included
+  double decode_ms = 0.0;        // first token sampled to the end
+  int64_t n_decoded = 0;         // single-token forwards in that time
+  int64_t n_shifts = 0;          // context shifts (GenerateOptions::context_shift)
+  int64_t n_discarded = 0;       // tokens they discarded
+  SpeculativeStats speculative;  // GenerateOptions::speculative
   ForwardTimes prefill_forwards;
   ForwardTimes decode_forwards;
 

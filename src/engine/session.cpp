@@ -90,6 +90,29 @@ Result<std::span<const float>> Session::decode(int32_t token) {
   return std::span<const float>(logits_);
 }
 
+Result<std::span<const float>> Session::verify(std::span<const int32_t> tokens) {
+  const auto n = static_cast<int64_t>(tokens.size());
+  if (n == 0 || n > options_.n_batch || n_past() + n > options_.n_ctx) {
+    return make_error(ErrorCode::kOutOfRange,
+                      "[session] verifying {} tokens after the {} held: expected 1..{} tokens "
+                      "within n_ctx {}",
+                      n, n_past(), options_.n_batch, options_.n_ctx);
+  }
+  Batch batch;
+  for (int64_t i = 0; i < n; ++i) {
+    batch.add(tokens[static_cast<size_t>(i)], static_cast<int32_t>(n_past() + i), kSeq, true);
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  MINFER_ASSIGN_OR_RETURN(std::span<const float> logits, runtime_->step(batch));
+  const auto t1 = std::chrono::steady_clock::now();
+  decode_times_.add(std::chrono::duration<double, std::milli>(t1 - t0).count());
+  MINFER_CHECK(logits.size() == static_cast<size_t>(n) * logits_.size(),
+               "forward returned rows of the wrong size");
+  verify_rows_.assign(logits.begin(), logits.end());
+  tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
+  return std::span<const float>(verify_rows_);
+}
+
 Result<std::span<const float>> Session::set_prompt(std::span<const int32_t> tokens) {
   const int64_t n = static_cast<int64_t>(tokens.size());
   if (n == 0) return make_error(ErrorCode::kInvalidArgument, "[session] empty prompt");

@@ -65,6 +65,10 @@ class Session {
   Result<std::span<const float>> prefill(std::span<const int32_t> tokens);
   // Appends one token and returns the logits after it ([n_vocab]).
   Result<std::span<const float>> decode(int32_t token);
+  // Appends `tokens` in one forward (at most n_batch) and returns the logits after each
+  // ([tokens, n_vocab]; each row bit-identical to what decode gives after that token): a
+  // speculative draft's verification. Valid until the next call.
+  Result<std::span<const float>> verify(std::span<const int32_t> tokens);
 
   // The history and its cells as a state (engine/state_file.h) of the model `fingerprint`
   // identifies (model_fingerprint(model()), computed by the caller once).
@@ -111,6 +115,7 @@ class Session {
   // One forward of `tokens` at positions n_past.. (appended to the history on success) with the
   // last row's logits copied to logits_.
   Status run_chunk(std::span<const int32_t> tokens, ForwardTimes& times);
+  std::vector<float> verify_rows_;  // [tokens, n_vocab] verify's logits
 
   static constexpr int32_t kSeq = 0;  // the one sequence id this session uses
 
