@@ -104,11 +104,17 @@ inline HttpReply http_request(int port, const std::string& method, const std::st
   return reply;
 }
 
-// `minfer serve -m MODEL --port 0` until it says it is ready; stopped (SIGTERM) on destruction.
+// `minfer serve -m MODEL --port 0 -t 1 EXTRA...` until it says it is ready; stopped (SIGTERM)
+// on destruction.
 class ServeChild {
  public:
-  explicit ServeChild(const std::string& model) {
-    const std::string bin = minfer_binary();
+  explicit ServeChild(const std::string& model, const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> args = {minfer_binary(), "serve", "-m", model,
+                                     "--port",        "0",     "-t", "1"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    std::vector<char*> argv;
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
     err_path_ = dir_.file("stderr");
     pid_ = ::fork();
     if (pid_ == 0) {
@@ -116,8 +122,7 @@ class ServeChild {
       const int null = ::open("/dev/null", O_WRONLY);
       ::dup2(null, 1);
       ::dup2(err, 2);
-      ::execl(bin.c_str(), bin.c_str(), "serve", "-m", model.c_str(), "--port", "0", "-t", "1",
-              static_cast<char*>(nullptr));
+      ::execv(argv[0], argv.data());
       ::_exit(127);
     }
     const std::regex listening("listening on http://[0-9.]+:([0-9]+)");
@@ -132,12 +137,20 @@ class ServeChild {
       }
     }
   }
-  ~ServeChild() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGTERM);
-      int status = 0;
-      ::waitpid(pid_, &status, 0);
-    }
+  ~ServeChild() { stop(); }
+  // SIGTERM, then the exit code (128 + signal when killed; -1 when already stopped).
+  int stop() {
+    if (pid_ <= 0) return -1;
+    ::kill(pid_, SIGTERM);
+    return wait();
+  }
+  // Waits for the process to end: its exit code as stop() gives it.
+  int wait() {
+    if (pid_ <= 0) return -1;
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   }
   ServeChild(const ServeChild&) = delete;
   ServeChild& operator=(const ServeChild&) = delete;
