@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 
 namespace minfer::server {
 
@@ -51,13 +52,6 @@ void HttpResponse::set_chunked_content_provider(const std::string& content_type,
 
 namespace {
 
-int hex_digit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
 // %XX escapes and '+' decoded; a malformed escape stays as written.
 std::string percent_decode(std::string_view s) {
   std::string out;
@@ -65,9 +59,13 @@ std::string percent_decode(std::string_view s) {
   for (size_t i = 0; i < s.size(); ++i) {
     if (s[i] == '+') {
       out.push_back(' ');
-    } else if (s[i] == '%' && i + 2 < s.size() && hex_digit(s[i + 1]) >= 0 &&
-               hex_digit(s[i + 2]) >= 0) {
-      out.push_back(static_cast<char>(hex_digit(s[i + 1]) * 16 + hex_digit(s[i + 2])));
+      continue;
+    }
+    unsigned byte = 0;
+    const char* digits = s.data() + i + 1;
+    if (s[i] == '%' && i + 2 < s.size() &&
+        std::from_chars(digits, digits + 2, byte, 16).ptr == digits + 2) {
+      out.push_back(static_cast<char>(byte));
       i += 2;
     } else {
       out.push_back(s[i]);

@@ -11,15 +11,13 @@ namespace minfer::server {
 namespace {
 
 TransportOptions transport_options(const ServerOptions& o) {
-  TransportOptions t;
-  t.max_body_bytes = o.max_body_bytes;
-  t.read_timeout_s = o.read_timeout_s;
-  t.write_timeout_s = o.write_timeout_s;
-  t.keep_alive_timeout_s = o.keep_alive_timeout_s;
-  t.max_connections = o.max_connections;
-  t.n_threads = std::max(4, o.n_http_threads);
-  t.max_stream_queue_bytes = o.max_stream_queue_bytes;
-  return t;
+  return TransportOptions{.max_body_bytes = o.max_body_bytes,
+                          .read_timeout_s = o.read_timeout_s,
+                          .write_timeout_s = o.write_timeout_s,
+                          .keep_alive_timeout_s = o.keep_alive_timeout_s,
+                          .max_connections = o.max_connections,
+                          .n_threads = std::max(4, o.n_http_threads),
+                          .max_stream_queue_bytes = o.max_stream_queue_bytes};
 }
 
 // Error statuses without a body (404 from routing, 400 and 413 from the transport) get one.
