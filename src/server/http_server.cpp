@@ -1,6 +1,8 @@
 #include "server/http_server.h"
 
 #include <algorithm>
+#include <string_view>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -49,6 +51,26 @@ void answer_exception(HttpResponse& res, std::exception_ptr ep) {
   if (res.stream_ended) res.stream_ended();
   res = HttpResponse();
   send_error(res, api_error(500, "[server] internal error: " + what, "server_error", ""));
+}
+
+// Whether `path` is `pattern`, a literal path in which "(\d+)" stands for one or more digits;
+// `groups`: the path, then each group's digits. (No std::regex: a route table is this simple.)
+bool match_path(std::string_view pattern, std::string_view path, std::vector<std::string>& groups) {
+  constexpr std::string_view kDigits = R"((\d+))";
+  groups.assign(1, std::string(path));
+  while (true) {
+    const size_t at = pattern.find(kDigits);
+    const std::string_view literal = pattern.substr(0, at);
+    if (path.substr(0, literal.size()) != literal) return false;
+    path.remove_prefix(literal.size());
+    if (at == std::string_view::npos) return path.empty();
+    pattern.remove_prefix(at + kDigits.size());
+    size_t n = 0;
+    while (n < path.size() && path[n] >= '0' && path[n] <= '9') ++n;
+    if (n == 0) return false;
+    groups.emplace_back(path.substr(0, n));
+    path.remove_prefix(n);
+  }
 }
 
 }  // namespace
@@ -160,7 +182,7 @@ void HttpServer::install_routes() {
       {true, R"(/slots/(\d+))", &HttpServer::handle_slots},
   };
   for (const auto& r : routes) {
-    routes_.push_back(Route{r.post ? "POST" : "GET", std::regex(r.path), r.handler});
+    routes_.push_back(Route{r.post ? "POST" : "GET", r.path, r.handler});
   }
 }
 
@@ -168,9 +190,7 @@ void HttpServer::route(HttpRequest& req, HttpResponse& res) {
   // HEAD is GET without the body (the transport leaves it out).
   const std::string method = req.method == "HEAD" ? "GET" : req.method;
   for (const Route& r : routes_) {
-    std::smatch m;
-    if (r.method != method || !std::regex_match(req.path, m, r.pattern)) continue;
-    req.matches.assign(m.begin(), m.end());
+    if (r.method != method || !match_path(r.pattern, req.path, req.matches)) continue;
     return (this->*r.handler)(req, res);
   }
   res.status = 404;
