@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 packages=(
   build-essential cmake ninja-build pkg-config git
   clang-14 libclang-rt-14-dev clang-format-14
-  libfmt-dev nlohmann-json3-dev libcli11-dev libpcre2-dev libcpp-httplib-dev
+  libfmt-dev nlohmann-json3-dev libcli11-dev libpcre2-dev libcpp-httplib-dev libboost-dev nginx
   libcurl4-openssl-dev libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-jinja2

@@ -2,7 +2,7 @@
 // The port is taken and served first (/health and every model endpoint answer 503 while the
 // model loads on a thread of its own), then the model loads; a load failure ends the process
 // with exit code 1 and the error. SIGINT/SIGTERM stop new requests, let running ones finish for
-// a few seconds, cancel the rest and exit 0.
+// a few seconds (/health answers 503 meanwhile, for load balancers), cancel the rest and exit 0.
 //
 // With --models-dir DIR every GGUF there is served by its file stem (server/model_registry.h):
 // a request's `model` picks one, loaded on first use; past --models-max loaded models, or when
@@ -13,6 +13,7 @@
 // MINFER_TEST_LOAD_DELAY_MS=N (tests only) sleeps N ms before loading, so that a test can watch
 // /health answer 503 and then 200 on a model that loads in a moment.
 #include <pthread.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #if defined(__GLIBC__)
@@ -189,6 +190,12 @@ int run_serve(ServeFlags& f) {
   sigaddset(&signals, SIGUSR1);  // the loader's "done" (success or failure)
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);  // a client that left: writes fail instead
+  // One descriptor per connection: --max-connections may need more than the usual soft limit.
+  rlimit files{};
+  if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = files.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &files);
+  }
 
   server::HttpServer http(f.http);
   if (Status st = http.bind(); !st.is_ok()) {
@@ -322,10 +329,19 @@ void register_serve_command(CLI::App& app, CommandRegistry& registry) {
                   "folder for POST /slots/{id}?action=save|restore state files; slots then keep "
                   "their last request's KV cells (default: slot actions refused)");
   cmd->add_option("--timeout", f.http.read_timeout_s,
-                  "seconds a client may stall while sending or receiving (default 10)");
+                  "seconds a client has to send a request's head, and again its body; and to take "
+                  "a reply's pending bytes (default 10)")
+      ->check(CLI::Range(1, 3600));
   cmd->add_option("--max-body", f.http.max_body_bytes, "largest request body in bytes (8 MiB)");
   cmd->add_option("--http-threads", f.http.n_http_threads,
-                  "connections served at once (default 64)");
+                  "requests handled at once; connections cost no thread (default 64)")
+      ->check(CLI::Range(1, 4096));
+  cmd->add_option("--max-connections", f.http.max_connections,
+                  "open connections; past it new ones are closed at once (default 4096)")
+      ->check(CLI::Range(1, 1000000));
+  cmd->add_option("--keep-alive-timeout", f.http.keep_alive_timeout_s,
+                  "seconds an idle kept-alive connection stays open (default 5)")
+      ->check(CLI::Range(1, 3600));
   cmd->add_option("--drain", f.drain_s,
                   "seconds running requests may finish after SIGTERM (default 3)");
   add_grammar_flags(cmd, f.grammar);

@@ -1,7 +1,6 @@
 #include "server/http_io.h"
 
 #include <fmt/format.h>
-#include <httplib.h>
 
 namespace minfer::server {
 
@@ -19,7 +18,7 @@ ApiError model_loading() {
                    "model_loading");
 }
 
-std::optional<ApiError> parse_body(const httplib::Request& req, Json& body) {
+std::optional<ApiError> parse_body(const HttpRequest& req, Json& body) {
   try {
     body = Json::parse(req.body);
   } catch (const Json::parse_error& e) {
@@ -34,11 +33,11 @@ std::optional<ApiError> parse_body(const httplib::Request& req, Json& body) {
   return std::nullopt;
 }
 
-void send_json(httplib::Response& res, const Json& j) {
+void send_json(HttpResponse& res, const Json& j) {
   res.set_content(dump(j), kJsonType);
 }
 
-void send_error(httplib::Response& res, const ApiError& e) {
+void send_error(HttpResponse& res, const ApiError& e) {
   res.status = e.status;
   res.set_content(dump(e.to_json()), kJsonType);
 }

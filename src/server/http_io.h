@@ -4,12 +4,8 @@
 #include <optional>
 #include <string>
 
+#include "server/http_message.h"
 #include "server/openai_api.h"
-
-namespace httplib {
-struct Request;
-struct Response;
-}  // namespace httplib
 
 namespace minfer::server {
 
@@ -21,11 +17,11 @@ ApiError api_error(int status, std::string message, std::string type, std::strin
 ApiError model_loading();
 
 // The request's body as a JSON object. Error: not JSON, or not an object.
-std::optional<ApiError> parse_body(const httplib::Request& req, Json& body);
+std::optional<ApiError> parse_body(const HttpRequest& req, Json& body);
 
 // The reply: `j` as JSON with status 200.
-void send_json(httplib::Response& res, const Json& j);
+void send_json(HttpResponse& res, const Json& j);
 // The reply: e's status and OpenAI error object.
-void send_error(httplib::Response& res, const ApiError& e);
+void send_error(HttpResponse& res, const ApiError& e);
 
 }  // namespace minfer::server

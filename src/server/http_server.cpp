@@ -1,19 +1,91 @@
 #include "server/http_server.h"
 
 #include <algorithm>
-#include <chrono>
-#include <thread>
+#include <string_view>
+#include <vector>
 
 #include <fmt/format.h>
-#include <httplib.h>
 
 #include "server/anthropic_api.h"
 #include "server/http_io.h"
 
 namespace minfer::server {
 
+namespace {
+
+TransportOptions transport_options(const ServerOptions& o) {
+  return TransportOptions{.max_body_bytes = o.max_body_bytes,
+                          .read_timeout_s = o.read_timeout_s,
+                          .write_timeout_s = o.write_timeout_s,
+                          .keep_alive_timeout_s = o.keep_alive_timeout_s,
+                          .max_connections = o.max_connections,
+                          .n_threads = std::max(4, o.n_http_threads),
+                          .max_stream_queue_bytes = o.max_stream_queue_bytes};
+}
+
+// Error statuses without a body (404 from routing, 400 and 413 from the transport) get one.
+void answer_http_error(const HttpRequest& req, HttpResponse& res) {
+  if (!res.body.empty()) return;
+  std::string message = fmt::format("[server] HTTP {}", res.status);
+  std::string code;
+  if (res.status == 404) {
+    message = fmt::format("[server] no such endpoint: {} {}", req.method, req.path);
+    code = "not_found";
+  } else if (res.status == 413) {
+    message = "[server] request body too large";
+    code = "payload_too_large";
+  } else if (res.status == 405) {
+    message = fmt::format("[server] method {} not allowed on {}", req.method, req.path);
+  }
+  send_error(res, api_error(res.status, message,
+                            res.status >= 500 ? "server_error" : "invalid_request_error", code));
+}
+
+void answer_exception(HttpResponse& res, std::exception_ptr ep) {
+  std::string what = "unknown exception";
+  try {
+    if (ep) std::rethrow_exception(ep);
+  } catch (const std::exception& e) {
+    what = e.what();
+  } catch (...) {
+  }
+  if (res.stream_ended) res.stream_ended();
+  res = HttpResponse();
+  send_error(res, api_error(500, "[server] internal error: " + what, "server_error", ""));
+}
+
+// Whether `path` is `pattern`, a literal path in which "(\d+)" stands for one or more digits;
+// `groups`: the path, then each group's digits. (No std::regex: a route table is this simple.)
+bool match_path(std::string_view pattern, std::string_view path, std::vector<std::string>& groups) {
+  constexpr std::string_view kDigits = R"((\d+))";
+  groups.assign(1, std::string(path));
+  while (true) {
+    const size_t at = pattern.find(kDigits);
+    const std::string_view literal = pattern.substr(0, at);
+    if (path.substr(0, literal.size()) != literal) return false;
+    path.remove_prefix(literal.size());
+    if (at == std::string_view::npos) return path.empty();
+    pattern.remove_prefix(at + kDigits.size());
+    size_t n = 0;
+    while (n < path.size() && path[n] >= '0' && path[n] <= '9') ++n;
+    if (n == 0) return false;
+    groups.emplace_back(path.substr(0, n));
+    path.remove_prefix(n);
+  }
+}
+
+}  // namespace
+
 HttpServer::HttpServer(ServerOptions options)
-    : options_(std::move(options)), http_(std::make_unique<httplib::Server>()), metrics_("") {
+    : options_(std::move(options)),
+      metrics_(""),
+      transport_(
+          transport_options(options_),
+          TransportHandlers{[this](HttpRequest& req, HttpResponse& res) { dispatch(req, res); },
+                            [this](const HttpRequest& req, HttpResponse& res) {
+                              answer_http_error(req, res);
+                              metrics_.on_http_status(res.status);
+                            }}) {
   install_routes();
 }
 
@@ -22,38 +94,15 @@ HttpServer::~HttpServer() {
 }
 
 Status HttpServer::bind() {
-  if (options_.port == 0) {
-    port_ = http_->bind_to_any_port(options_.host);
-    if (port_ <= 0) {
-      return make_error(ErrorCode::kIo, "[server] cannot listen on {} (any port)", options_.host);
-    }
-    return Status::ok();
-  }
-  if (!http_->bind_to_port(options_.host, options_.port)) {
-    return make_error(ErrorCode::kIo, "[server] cannot listen on {}:{} (in use or not an address)",
-                      options_.host, options_.port);
-  }
-  port_ = options_.port;
-  return Status::ok();
+  return transport_.bind(options_.host, options_.port);
 }
 
 void HttpServer::serve() {
-  serving_.store(true);
-  if (!stop_requested_.load()) http_->listen_after_bind();
-  serving_.store(false);
+  transport_.serve();
 }
 
 void HttpServer::stop() {
-  if (!http_) return;
-  stop_requested_.store(true);
-  // cpp-httplib's stop() does nothing before its listen loop runs: a stop() right after serve()
-  // began (a model that fails to load at once) was lost and serve() never returned. Either
-  // serve() sees stop_requested_ and does not listen, or this sees serving_ and waits for the
-  // loop to run before stopping it.
-  while (serving_.load() && !http_->is_running()) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  http_->stop();
+  transport_.stop();
 }
 
 void HttpServer::set_backend(const Backend& backend) {
@@ -67,7 +116,7 @@ void HttpServer::set_registry(ModelRegistry* registry) {
   ready_.store(true);
 }
 
-BackendRef HttpServer::ready_backend_with_body(const httplib::Request& req, httplib::Response& res,
+BackendRef HttpServer::ready_backend_with_body(const HttpRequest& req, HttpResponse& res,
                                                Json& body) const {
   if (!ready_.load()) return ready_backend(res);
   if (auto e = parse_body(req, body)) {
@@ -77,7 +126,7 @@ BackendRef HttpServer::ready_backend_with_body(const httplib::Request& req, http
   return ready_backend(res, &body);
 }
 
-BackendRef HttpServer::ready_backend(httplib::Response& res, const Json* body) const {
+BackendRef HttpServer::ready_backend(HttpResponse& res, const Json* body) const {
   if (!ready_.load()) {
     send_error(res, model_loading());
     return nullptr;
@@ -111,15 +160,11 @@ void HttpServer::untrack(const std::shared_ptr<RequestHandle>& handle) {
 }
 
 void HttpServer::install_routes() {
-  configure_connections();
-  install_hooks();
-  using Handler = void (HttpServer::*)(const httplib::Request&, httplib::Response&);
-  struct Route {
+  const struct {
     bool post;
     const char* path;
     Handler handler;
-  };
-  const Route routes[] = {
+  } routes[] = {
       {false, "/", &HttpServer::handle_page},
       {false, "/health", &HttpServer::handle_health},
       {false, "/metrics", &HttpServer::handle_metrics},
@@ -140,63 +185,22 @@ void HttpServer::install_routes() {
       {true, "/v1/messages/count_tokens", &HttpServer::handle_count_tokens},
       {true, "/v1/responses", &HttpServer::handle_responses},
   };
-  for (const Route& route : routes) {
-    auto handler = [this, h = route.handler](const httplib::Request& req, httplib::Response& res) {
-      (this->*h)(req, res);
-    };
-    if (route.post) {
-      http_->Post(route.path, handler);
-    } else {
-      http_->Get(route.path, handler);
-    }
+  for (const auto& r : routes) {
+    routes_.push_back(Route{r.post ? "POST" : "GET", r.path, r.handler});
   }
 }
 
-void HttpServer::configure_connections() {
-  httplib::Server& http = *http_;
-  const size_t n_threads = static_cast<size_t>(std::max(4, options_.n_http_threads));
-  http.new_task_queue = [n_threads] { return new httplib::ThreadPool(n_threads); };
-  http.set_read_timeout(options_.read_timeout_s, 0);
-  http.set_write_timeout(options_.write_timeout_s, 0);
-  http.set_keep_alive_timeout(2);
-  http.set_payload_max_length(options_.max_body_bytes);
-  http.set_tcp_nodelay(true);
-}
-
-namespace {
-
-// Statuses cpp-httplib sets itself (404, 413, 400 for a bad request line) get an error body.
-void answer_http_error(const httplib::Request& req, httplib::Response& res) {
-  if (!res.body.empty()) return;
-  std::string message = fmt::format("[server] HTTP {}", res.status);
-  std::string code;
-  if (res.status == 404) {
-    message = fmt::format("[server] no such endpoint: {} {}", req.method, req.path);
-    code = "not_found";
-  } else if (res.status == 413) {
-    message = "[server] request body too large";
-    code = "payload_too_large";
-  } else if (res.status == 405) {
-    message = fmt::format("[server] method {} not allowed on {}", req.method, req.path);
+void HttpServer::route(HttpRequest& req, HttpResponse& res) {
+  // HEAD is GET without the body (the transport leaves it out).
+  const std::string method = req.method == "HEAD" ? "GET" : req.method;
+  for (const Route& r : routes_) {
+    if (r.method != method || !match_path(r.pattern, req.path, req.matches)) continue;
+    return (this->*r.handler)(req, res);
   }
-  send_error(res, api_error(res.status, message,
-                            res.status >= 500 ? "server_error" : "invalid_request_error", code));
+  res.status = 404;
 }
 
-void answer_exception(const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-  std::string what = "unknown exception";
-  try {
-    if (ep) std::rethrow_exception(ep);
-  } catch (const std::exception& e) {
-    what = e.what();
-  } catch (...) {
-  }
-  send_error(res, api_error(500, "[server] internal error: " + what, "server_error", ""));
-}
-
-}  // namespace
-
-bool HttpServer::answer_cors(const httplib::Request& req, httplib::Response& res) const {
+bool HttpServer::answer_cors(const HttpRequest& req, HttpResponse& res) const {
   const std::string origin = req.get_header_value("Origin");
   const bool any = options_.cors_origins.empty();
   const bool allowed = !origin.empty() &&
@@ -229,33 +233,33 @@ bool HttpServer::answer_cors(const httplib::Request& req, httplib::Response& res
   return true;
 }
 
-void HttpServer::install_hooks() {
+bool HttpServer::authorized(const HttpRequest& req, HttpResponse& res) const {
   // Every endpoint but the page and /health needs the API key, when one is set; a CORS preflight
   // (which carries no key) is answered before.
-  http_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    if (answer_cors(req, res)) return httplib::Server::HandlerResponse::Handled;
-    if (options_.api_key.empty() || req.path == "/" || req.path == "/health") {
-      return httplib::Server::HandlerResponse::Unhandled;
-    }
-    // Anthropic's clients send the key as x-api-key.
-    if (req.get_header_value("Authorization") != "Bearer " + options_.api_key &&
-        req.get_header_value("x-api-key") != options_.api_key) {
-      send_error(res, api_error(401,
-                                "[server] missing or wrong API key: send 'Authorization: "
-                                "Bearer KEY' or 'x-api-key: KEY'",
-                                "invalid_request_error", "invalid_api_key"));
-      if (req.path.rfind("/v1/messages", 0) == 0) {
-        res.set_content(anthropic_error_body(res.status, res.body), kJsonType);
-      }
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    return httplib::Server::HandlerResponse::Unhandled;
-  });
-  http_->set_error_handler(answer_http_error);
-  http_->set_exception_handler(answer_exception);
-  http_->set_logger([this](const httplib::Request&, const httplib::Response& res) {
-    metrics_.on_http_status(res.status);
-  });
+  if (options_.api_key.empty() || req.path == "/" || req.path == "/health") return true;
+  // Anthropic's clients send the key as x-api-key.
+  if (req.get_header_value("Authorization") == "Bearer " + options_.api_key ||
+      req.get_header_value("x-api-key") == options_.api_key) {
+    return true;
+  }
+  send_error(res, api_error(401,
+                            "[server] missing or wrong API key: send 'Authorization: "
+                            "Bearer KEY' or 'x-api-key: KEY'",
+                            "invalid_request_error", "invalid_api_key"));
+  if (req.path.rfind("/v1/messages", 0) == 0) {
+    res.set_content(anthropic_error_body(res.status, res.body), kJsonType);
+  }
+  return false;
+}
+
+void HttpServer::dispatch(HttpRequest& req, HttpResponse& res) {
+  try {
+    if (!answer_cors(req, res) && authorized(req, res)) route(req, res);
+  } catch (...) {
+    answer_exception(res, std::current_exception());
+  }
+  if (res.status >= 400) answer_http_error(req, res);
+  metrics_.on_http_status(res.status);
 }
 
 }  // namespace minfer::server

@@ -1,5 +1,6 @@
-// The OpenAI-compatible HTTP server (DESIGN.md §4 "Server") over cpp-httplib: the endpoints, auth,
-// validation to OpenAI error JSON, streaming (SSE), disconnect detection, metrics and draining.
+// The OpenAI-compatible HTTP server (DESIGN.md §4 "Server"): the endpoints, auth, validation to
+// OpenAI error JSON, streaming (SSE), metrics and draining, over the event-driven connection layer
+// of server/http_transport.h (deadlines, connection limit, slow readers dropped).
 // It is a client of the public API (include/minfer/minfer.h): requests become BatchGenerator
 // requests, events become responses.
 //
@@ -21,14 +22,10 @@
 #include "core/non_copyable.h"
 #include "core/status.h"
 #include "minfer/minfer.h"
+#include "server/http_message.h"
+#include "server/http_transport.h"
 #include "server/metrics.h"
 #include "server/openai_api.h"
-
-namespace httplib {
-class Server;
-struct Request;
-struct Response;
-}  // namespace httplib
 
 namespace minfer::server {
 
@@ -40,9 +37,14 @@ struct ServerOptions {
   int port = 8080;                   // 0: any free port (see port())
   std::string api_key;               // empty: no authentication
   size_t max_body_bytes = 8u << 20;  // larger bodies get 413
-  int read_timeout_s = 10;           // a stalled or truncated request is dropped after it
+  int read_timeout_s = 10;           // deadline for a request's head, and again for its body
   int write_timeout_s = 10;          // a client that stops reading is dropped after it
-  int n_http_threads = 64;           // connections served at once
+  int keep_alive_timeout_s = 5;      // an idle kept-alive connection is closed after it
+  int max_connections = 4096;        // past it new connections are closed at once
+  int n_http_threads = 64;           // requests handled at once (the rest wait their turn)
+  // Bytes of a streamed reply that may wait for a slow client; past it the client is dropped
+  // and its request cancelled.
+  size_t max_stream_queue_bytes = 1u << 20;
   // Origins a browser page may call from (CORS); empty: any origin, without credentials.
   std::vector<std::string> cors_origins;
   // Chat replies: "deepseek" puts <think>…</think> into reasoning_content, "none" leaves it in
@@ -79,7 +81,7 @@ class HttpServer : NonCopyable {
 
   // Takes the port. Error: the address is in use or invalid.
   Status bind();
-  int port() const { return port_; }
+  int port() const { return transport_.port(); }
   // Serves until stop(); call after bind(). Returns at once after a stop().
   void serve();
   // From now on /health is 200 and generation requests run.
@@ -88,7 +90,7 @@ class HttpServer : NonCopyable {
   // when it names none), loaded on first use; /models/load and /models/unload control them.
   // The registry outlives the server's requests.
   void set_registry(ModelRegistry* registry);
-  // New generation requests get 503; requests in flight go on.
+  // New generation requests and /health get 503; requests in flight go on.
   void begin_drain();
   // Requests running or waiting (generation endpoints).
   int64_t n_in_flight() const;
@@ -98,74 +100,83 @@ class HttpServer : NonCopyable {
   void stop();
 
   Metrics& metrics() { return metrics_; }
+  // Connections open now.
+  int n_connections() const { return transport_.n_connections(); }
 
  private:
-  // install_routes: the connection settings, the hooks every request passes, the routes.
+  using Handler = void (HttpServer::*)(const HttpRequest&, HttpResponse&);
+  struct Route {
+    const char* method;
+    const char* pattern;  // the whole path; "(\d+)" in it matches digits (a group)
+    Handler handler;
+  };
   void install_routes();
-  void configure_connections();
-  void install_hooks();
+  // Every request (on a worker): CORS, the API key, its route's handler, an error body for an
+  // error status without one, the status counted.
+  void dispatch(HttpRequest& req, HttpResponse& res);
+  // The API key, when one is set: false (and 401 answered) when the request lacks it.
+  bool authorized(const HttpRequest& req, HttpResponse& res) const;
+  // The request's route; 404 when none.
+  void route(HttpRequest& req, HttpResponse& res);
   // CORS: the Access-Control headers for the request's Origin, when it may call; true when the
   // request was a preflight (OPTIONS), answered here.
-  bool answer_cors(const httplib::Request& req, httplib::Response& res) const;
+  bool answer_cors(const HttpRequest& req, HttpResponse& res) const;
 
   // One handler per route (server/routes_info.cpp, server/routes_generate.cpp).
-  void handle_page(const httplib::Request& req, httplib::Response& res);
-  void handle_health(const httplib::Request& req, httplib::Response& res);
-  void handle_metrics(const httplib::Request& req, httplib::Response& res);
-  void handle_models(const httplib::Request& req, httplib::Response& res);
+  void handle_page(const HttpRequest& req, HttpResponse& res);
+  void handle_health(const HttpRequest& req, HttpResponse& res);
+  void handle_metrics(const HttpRequest& req, HttpResponse& res);
+  void handle_models(const HttpRequest& req, HttpResponse& res);
   // server/routes_models.cpp: the registry's models, and loading or unloading one.
-  void list_registry_models(httplib::Response& res);
-  void handle_models_load(const httplib::Request& req, httplib::Response& res);
-  void handle_models_unload(const httplib::Request& req, httplib::Response& res);
-  void handle_tokenize(const httplib::Request& req, httplib::Response& res);
-  void handle_detokenize(const httplib::Request& req, httplib::Response& res);
+  void list_registry_models(HttpResponse& res);
+  void handle_models_load(const HttpRequest& req, HttpResponse& res);
+  void handle_models_unload(const HttpRequest& req, HttpResponse& res);
+  void handle_tokenize(const HttpRequest& req, HttpResponse& res);
+  void handle_detokenize(const HttpRequest& req, HttpResponse& res);
   // llama-server's /props (GET; ?model=NAME with a registry) and /apply-template.
-  void handle_props(const httplib::Request& req, httplib::Response& res);
-  void handle_apply_template(const httplib::Request& req, httplib::Response& res);
-  void handle_chat_completions(const httplib::Request& req, httplib::Response& res);
-  void handle_completions(const httplib::Request& req, httplib::Response& res);
+  void handle_props(const HttpRequest& req, HttpResponse& res);
+  void handle_apply_template(const HttpRequest& req, HttpResponse& res);
+  void handle_chat_completions(const HttpRequest& req, HttpResponse& res);
+  void handle_completions(const HttpRequest& req, HttpResponse& res);
   // server/routes_slots.cpp: POST /slots/{id}?action=save|restore|erase.
-  void handle_slots(const httplib::Request& req, httplib::Response& res);
+  void handle_slots(const HttpRequest& req, HttpResponse& res);
   // Both generation endpoints: parse, build the prompt, submit, hand the reply to its writer.
-  void generate(const httplib::Request& req, httplib::Response& res, Endpoint endpoint);
+  void generate(const HttpRequest& req, HttpResponse& res, Endpoint endpoint);
   // The same for another API over the chat path (server/reply_format.h), and the prompt tokens
   // of its request ({"input_tokens": n}).
-  void generate_as(const httplib::Request& req, httplib::Response& res, Endpoint endpoint,
+  void generate_as(const HttpRequest& req, HttpResponse& res, Endpoint endpoint,
                    const WireApi& api);
-  void count_prompt_tokens(const httplib::Request& req, httplib::Response& res, const WireApi& api);
+  void count_prompt_tokens(const HttpRequest& req, HttpResponse& res, const WireApi& api);
   // server/routes_compat.cpp: Anthropic's /v1/messages (and count_tokens), OpenAI's
   // /v1/responses.
-  void handle_messages(const httplib::Request& req, httplib::Response& res);
-  void handle_count_tokens(const httplib::Request& req, httplib::Response& res);
-  void handle_responses(const httplib::Request& req, httplib::Response& res);
+  void handle_messages(const HttpRequest& req, HttpResponse& res);
+  void handle_count_tokens(const HttpRequest& req, HttpResponse& res);
+  void handle_responses(const HttpRequest& req, HttpResponse& res);
 
   // The backend once the model is loaded; until then answers res with 503 model_loading and
   // gives nullptr. With a registry: the model `body` names (its first without a body or a
   // `model`), loaded if needed; an unknown name answers 404 model_not_found.
-  BackendRef ready_backend(httplib::Response& res, const Json* body = nullptr) const;
+  BackendRef ready_backend(HttpResponse& res, const Json* body = nullptr) const;
   // The same, with the request's JSON body parsed into `body` (a bad body answers 400 and gives
   // nullptr).
-  BackendRef ready_backend_with_body(const httplib::Request& req, httplib::Response& res,
-                                     Json& body) const;
+  BackendRef ready_backend_with_body(const HttpRequest& req, HttpResponse& res, Json& body) const;
   // ready_backend with a registry.
-  BackendRef registry_backend(httplib::Response& res, const Json* body) const;
+  BackendRef registry_backend(HttpResponse& res, const Json* body) const;
   // Requests in flight, for n_in_flight() and cancel_all().
   void track(const std::shared_ptr<RequestHandle>& handle);
   void untrack(const std::shared_ptr<RequestHandle>& handle);
 
   ServerOptions options_;
-  std::unique_ptr<httplib::Server> http_;
-  int port_ = 0;
   Metrics metrics_;
+  std::vector<Route> routes_;
   std::atomic<bool> ready_{false};
   std::atomic<bool> draining_{false};
-  std::atomic<bool> serving_{false};         // serve() is running
-  std::atomic<bool> stop_requested_{false};  // stop() was called
   Backend backend_;
   ModelRegistry* registry_ = nullptr;
   mutable std::mutex calls_mu_;
   std::set<std::shared_ptr<RequestHandle>> in_flight_;
   std::atomic<int64_t> next_id_{1};
+  HttpTransport transport_;  // last: its workers run the handlers above until it is gone
 };
 
 }  // namespace minfer::server

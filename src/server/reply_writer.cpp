@@ -1,16 +1,7 @@
 #include "server/reply_writer.h"
 
-#include <arpa/inet.h>
-#include <dirent.h>
-#include <netdb.h>
-#include <poll.h>
-#include <sys/socket.h>
-
-#include <cstdlib>
 #include <utility>
 #include <vector>
-
-#include <httplib.h>
 
 #include "server/http_io.h"
 
@@ -18,50 +9,10 @@ namespace minfer::server {
 
 namespace {
 
-// How often a waiting handler looks at its client's connection.
+// How long a waiting handler sleeps before it looks at its client's connection again.
 constexpr auto kPollInterval = std::chrono::milliseconds(10);
 
-// False once the peer closed its end (or the socket failed). Never blocks.
-bool connection_alive(int fd) {
-  if (fd < 0) return true;
-  pollfd p{fd, static_cast<short>(POLLIN | POLLRDHUP), 0};
-  if (poll(&p, 1, 0) <= 0) return true;
-  if ((p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0) return false;
-  if ((p.revents & POLLIN) != 0) {
-    char c;
-    const ssize_t n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
-    return n != 0;
-  }
-  return true;
-}
-
 }  // namespace
-
-int find_connection_socket(const std::string& remote_addr, int remote_port) {
-  DIR* dir = opendir("/proc/self/fd");
-  if (dir == nullptr) return -1;
-  int found = -1;
-  while (dirent* entry = readdir(dir)) {
-    char* end = nullptr;
-    const long fd = std::strtol(entry->d_name, &end, 10);
-    if (end == entry->d_name || *end != '\0') continue;
-    sockaddr_storage addr{};
-    socklen_t len = sizeof(addr);
-    if (getpeername(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&addr), &len) != 0) continue;
-    char host[NI_MAXHOST];
-    char port[NI_MAXSERV];
-    if (getnameinfo(reinterpret_cast<sockaddr*>(&addr), len, host, sizeof(host), port, sizeof(port),
-                    NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
-      continue;
-    }
-    if (remote_addr == host && remote_port == std::atoi(port)) {
-      found = static_cast<int>(fd);
-      break;
-    }
-  }
-  closedir(dir);
-  return found;
-}
 
 Call::Call(Metrics& metrics) : metrics_(metrics), t_submit_(Clock::now()) {}
 
@@ -93,30 +44,28 @@ void Call::on_event(const BatchEvent& event) {
   cv_.notify_all();
 }
 
-void Call::attach(std::shared_ptr<RequestHandle> handle, int fd) {
+void Call::attach(std::shared_ptr<RequestHandle> handle,
+                  std::shared_ptr<const ConnectionState> connection) {
   handle_ = std::move(handle);
-  fd_ = fd;
+  connection_ = std::move(connection);
 }
 
-// The connection is checked at least once a poll interval even while tokens keep coming: a fast
-// model never leaves the queue empty, and a departed client's request ran to the end.
+// The connection is checked on every call, even while tokens keep coming: a fast model never
+// leaves the queue empty, and a departed client's request would run to the end. The transport
+// marks the state closed the moment the client's socket says so.
 bool Call::take_events(std::deque<BatchEvent>& out) {
   std::unique_lock<std::mutex> lock(mu_);
   cv_.wait_for(lock, kPollInterval, [&] { return !events_.empty(); });
   out.swap(events_);
   lock.unlock();
-  const Clock::time_point now = Clock::now();
-  if (out.empty() || now - t_alive_checked_ >= kPollInterval) {
-    t_alive_checked_ = now;
-    if (!connection_alive(fd_)) {
-      cancel();
-      return false;
-    }
+  if (connection_ != nullptr && connection_->closed()) {
+    cancel();
+    return false;
   }
   return true;
 }
 
-void write_blocking(httplib::Response& res, Call& call, const ReplyFormat& format,
+void write_blocking(HttpResponse& res, Call& call, const ReplyFormat& format,
                     const std::function<void()>& release) {
   ReplyParts parts;
   std::vector<SampledToken> tokens;
@@ -152,7 +101,7 @@ class EventStream {
       : call_(std::move(call)), format_(std::move(format)) {}
 
   // Writes what arrived; false stops the stream (the client left).
-  bool write_some(httplib::DataSink& out) {
+  bool write_some(ChunkSink& out) {
     if (!opened_) {
       opened_ = true;
       if (!send(out, format_->stream_open())) return cancel();
@@ -170,7 +119,7 @@ class EventStream {
   }
 
  private:
-  static bool send(httplib::DataSink& out, const std::vector<std::string>& frames) {
+  static bool send(ChunkSink& out, const std::vector<std::string>& frames) {
     for (const std::string& frame : frames) {
       if (!out.write(frame.data(), frame.size())) return false;
     }
@@ -189,15 +138,14 @@ class EventStream {
 
 }  // namespace
 
-void write_stream(httplib::Response& res, std::shared_ptr<Call> call,
+void write_stream(HttpResponse& res, std::shared_ptr<Call> call,
                   std::unique_ptr<ReplyFormat> format, std::function<void()> release) {
   auto stream = std::make_shared<EventStream>(std::move(call), std::move(format));
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
   res.set_chunked_content_provider(
-      "text/event-stream",
-      [stream](size_t, httplib::DataSink& out) { return stream->write_some(out); },
-      [release = std::move(release)](bool) { release(); });
+      "text/event-stream", [stream](ChunkSink& out) { return stream->write_some(out); },
+      std::move(release));
 }
 
 }  // namespace minfer::server

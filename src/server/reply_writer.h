@@ -1,6 +1,6 @@
 // A generation request in flight (Call: events passed from the generator's thread to the
-// handler's, the client's connection watched so a departed client's request is cancelled), and
-// the two writers of its reply: one JSON object, or server-sent events (SSE). Both take their
+// handler's, the client's connection state watched so a departed client's request is cancelled),
+// and the two writers of its reply: one JSON object, or server-sent events (SSE). Both take their
 // text from the API's ReplyFormat (server/reply_format.h).
 #pragma once
 
@@ -13,20 +13,12 @@
 #include <string>
 
 #include "minfer/minfer.h"
+#include "server/http_message.h"
 #include "server/metrics.h"
 #include "server/openai_reply.h"
 #include "server/reply_format.h"
 
-namespace httplib {
-struct Response;
-}  // namespace httplib
-
 namespace minfer::server {
-
-// The connection a request came on, found by its peer address among this process's sockets:
-// cpp-httplib 0.11 does not hand the socket to handlers, and a handler must notice a client that
-// went away while it waits for tokens. -1 when not found.
-int find_connection_socket(const std::string& remote_addr, int remote_port);
 
 // One generation request between its handler thread and the scheduler thread.
 class Call {
@@ -36,8 +28,10 @@ class Call {
 
   // The sink to submit the request with; it holds the call until the scheduler drops it.
   static std::function<void(const BatchEvent&)> sink(std::shared_ptr<Call> call);
-  // After a successful submit: the request's handle and the client's socket (-1: not watched).
-  void attach(std::shared_ptr<RequestHandle> handle, int fd);
+  // After a successful submit: the request's handle and the state of the client's connection
+  // (null: not watched).
+  void attach(std::shared_ptr<RequestHandle> handle,
+              std::shared_ptr<const ConnectionState> connection);
   const std::shared_ptr<RequestHandle>& handle() const { return handle_; }
   void cancel() { handle_->cancel(); }
 
@@ -54,21 +48,20 @@ class Call {
   std::condition_variable cv_;
   std::deque<BatchEvent> events_;  // under mu_
   std::shared_ptr<RequestHandle> handle_;
-  int fd_ = -1;
+  std::shared_ptr<const ConnectionState> connection_;
   Clock::time_point t_submit_;
   Clock::time_point t_last_token_;
   bool first_token_ = true;
-  Clock::time_point t_alive_checked_;  // when the handler last checked the client's connection
 };
 
 // Waits for the request to end, calls `release`, and answers with the whole reply as one JSON
 // object, or with the engine's error as a 500.
-void write_blocking(httplib::Response& res, Call& call, const ReplyFormat& format,
+void write_blocking(HttpResponse& res, Call& call, const ReplyFormat& format,
                     const std::function<void()>& release);
 
 // Answers with server-sent events as tokens arrive: the format's opening frames, the frames of
 // each event, its closing frames. `release` runs once the stream ended or the client left.
-void write_stream(httplib::Response& res, std::shared_ptr<Call> call,
+void write_stream(HttpResponse& res, std::shared_ptr<Call> call,
                   std::unique_ptr<ReplyFormat> format, std::function<void()> release);
 
 }  // namespace minfer::server

@@ -2,7 +2,6 @@
 // /v1/messages/count_tokens (server/anthropic_api.h), OpenAI's /v1/responses
 // (server/responses_api.h). Each names its translation and reply format; generation is the chat
 // path's (server/routes_generate.cpp).
-#include <httplib.h>
 
 #include "server/anthropic_api.h"
 #include "server/http_io.h"
@@ -26,7 +25,7 @@ WireApi anthropic_api(bool count_only) {
 
 // Errors answered as JSON (the body's, the backend's, the engine's before a stream began) in
 // Anthropic's shape.
-void to_anthropic_error(httplib::Response& res) {
+void to_anthropic_error(HttpResponse& res) {
   if (res.status >= 400 && !res.body.empty()) {
     res.set_content(anthropic_error_body(res.status, res.body), kJsonType);
   }
@@ -34,17 +33,17 @@ void to_anthropic_error(httplib::Response& res) {
 
 }  // namespace
 
-void HttpServer::handle_messages(const httplib::Request& req, httplib::Response& res) {
+void HttpServer::handle_messages(const HttpRequest& req, HttpResponse& res) {
   generate_as(req, res, Endpoint::kChat, anthropic_api(false));
   to_anthropic_error(res);
 }
 
-void HttpServer::handle_count_tokens(const httplib::Request& req, httplib::Response& res) {
+void HttpServer::handle_count_tokens(const HttpRequest& req, HttpResponse& res) {
   count_prompt_tokens(req, res, anthropic_api(true));
   to_anthropic_error(res);
 }
 
-void HttpServer::handle_responses(const httplib::Request& req, httplib::Response& res) {
+void HttpServer::handle_responses(const HttpRequest& req, HttpResponse& res) {
   WireApi api;
   api.id_prefix = "resp_";
   api.translate = responses_to_chat;

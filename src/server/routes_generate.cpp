@@ -6,7 +6,6 @@
 #include <vector>
 
 #include <fmt/format.h>
-#include <httplib.h>
 
 #include "server/http_io.h"
 #include "server/http_server.h"
@@ -129,19 +128,19 @@ ApiError submit_error(const Status& status) {
 
 }  // namespace
 
-void HttpServer::handle_chat_completions(const httplib::Request& req, httplib::Response& res) {
+void HttpServer::handle_chat_completions(const HttpRequest& req, HttpResponse& res) {
   generate(req, res, Endpoint::kChat);
 }
 
-void HttpServer::handle_completions(const httplib::Request& req, httplib::Response& res) {
+void HttpServer::handle_completions(const HttpRequest& req, HttpResponse& res) {
   generate(req, res, Endpoint::kCompletion);
 }
 
-void HttpServer::generate(const httplib::Request& req, httplib::Response& res, Endpoint endpoint) {
+void HttpServer::generate(const HttpRequest& req, HttpResponse& res, Endpoint endpoint) {
   generate_as(req, res, endpoint, WireApi{});
 }
 
-void HttpServer::generate_as(const httplib::Request& req, httplib::Response& res, Endpoint endpoint,
+void HttpServer::generate_as(const HttpRequest& req, HttpResponse& res, Endpoint endpoint,
                              const WireApi& api) {
   if (ready_.load() && draining_.load()) {
     return send_error(
@@ -166,7 +165,7 @@ void HttpServer::generate_as(const httplib::Request& req, httplib::Response& res
   Result<std::shared_ptr<RequestHandle>> handle =
       b->generator->submit(prompt, parsed.params, Call::sink(call));
   if (!handle.is_ok()) return send_error(res, submit_error(handle.status()));
-  call->attach(handle.value(), find_connection_socket(req.remote_addr, req.remote_port));
+  call->attach(handle.value(), req.connection);
   track(call->handle());
   auto release = [this, call, b] {
     call->cancel();  // no-op once finished
@@ -195,7 +194,7 @@ void HttpServer::generate_as(const httplib::Request& req, httplib::Response& res
   }
 }
 
-void HttpServer::count_prompt_tokens(const httplib::Request& req, httplib::Response& res,
+void HttpServer::count_prompt_tokens(const HttpRequest& req, HttpResponse& res,
                                      const WireApi& api) {
   Json body;
   BackendRef b = ready_backend_with_body(req, res, body);

@@ -6,7 +6,6 @@
 #include <vector>
 
 #include <fmt/format.h>
-#include <httplib.h>
 
 #include "server/chat_page.h"
 #include "server/http_io.h"
@@ -14,17 +13,23 @@
 
 namespace minfer::server {
 
-void HttpServer::handle_page(const httplib::Request&, httplib::Response& res) {
+void HttpServer::handle_page(const HttpRequest&, HttpResponse& res) {
   res.set_content(kChatPage, "text/html; charset=utf-8");
 }
 
-void HttpServer::handle_health(const httplib::Request&, httplib::Response& res) {
+void HttpServer::handle_health(const HttpRequest&, HttpResponse& res) {
+  // Draining after SIGTERM: a load balancer's health check sees the replica leave while its
+  // requests in flight finish.
+  if (draining_.load()) {
+    return send_error(
+        res, api_error(503, "[server] shutting down", "unavailable_error", "shutting_down"));
+  }
   // With a registry the server is ready at once: models load on request.
   if (registry_ == nullptr && ready_backend(res) == nullptr) return;
   res.set_content(R"({"status":"ok"})", kJsonType);
 }
 
-void HttpServer::handle_metrics(const httplib::Request&, httplib::Response& res) {
+void HttpServer::handle_metrics(const HttpRequest&, HttpResponse& res) {
   if (registry_ != nullptr) {  // the HTTP and request counters; the scheduler's are per model
     return res.set_content(metrics_.format(BatchStats{}),
                            "text/plain; version=0.0.4; charset=utf-8");
@@ -35,7 +40,7 @@ void HttpServer::handle_metrics(const httplib::Request&, httplib::Response& res)
                   "text/plain; version=0.0.4; charset=utf-8");
 }
 
-void HttpServer::handle_models(const httplib::Request&, httplib::Response& res) {
+void HttpServer::handle_models(const HttpRequest&, HttpResponse& res) {
   if (registry_ != nullptr) return list_registry_models(res);
   BackendRef b = ready_backend(res);
   if (b == nullptr) return;
@@ -50,7 +55,7 @@ void HttpServer::handle_models(const httplib::Request&, httplib::Response& res) 
   send_json(res, Json{{"object", "list"}, {"data", Json::array({model})}});
 }
 
-void HttpServer::handle_props(const httplib::Request& req, httplib::Response& res) {
+void HttpServer::handle_props(const HttpRequest& req, HttpResponse& res) {
   Json query = Json::object();
   if (req.has_param("model")) query["model"] = req.get_param_value("model");
   BackendRef b = ready_backend(res, &query);
@@ -70,7 +75,7 @@ void HttpServer::handle_props(const httplib::Request& req, httplib::Response& re
   send_json(res, props);
 }
 
-void HttpServer::handle_apply_template(const httplib::Request& req, httplib::Response& res) {
+void HttpServer::handle_apply_template(const HttpRequest& req, HttpResponse& res) {
   Json body;
   BackendRef b = ready_backend_with_body(req, res, body);
   if (b == nullptr) return;
@@ -112,7 +117,7 @@ std::optional<ApiError> parse_tokenize_options(const Json& body, TokenizeOptions
 
 }  // namespace
 
-void HttpServer::handle_tokenize(const httplib::Request& req, httplib::Response& res) {
+void HttpServer::handle_tokenize(const HttpRequest& req, HttpResponse& res) {
   Json body;
   BackendRef b = ready_backend_with_body(req, res, body);
   if (b == nullptr) return;
@@ -137,7 +142,7 @@ void HttpServer::handle_tokenize(const httplib::Request& req, httplib::Response&
   send_json(res, Json{{"tokens", tokens}});
 }
 
-void HttpServer::handle_detokenize(const httplib::Request& req, httplib::Response& res) {
+void HttpServer::handle_detokenize(const HttpRequest& req, HttpResponse& res) {
   Json body;
   BackendRef b = ready_backend_with_body(req, res, body);
   if (b == nullptr) return;

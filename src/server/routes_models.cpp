@@ -4,7 +4,6 @@
 #include <string>
 
 #include <fmt/format.h>
-#include <httplib.h>
 
 #include "server/http_io.h"
 #include "server/http_server.h"
@@ -42,7 +41,7 @@ ApiError registry_error(const Status& st) {
 
 }  // namespace
 
-BackendRef HttpServer::registry_backend(httplib::Response& res, const Json* body) const {
+BackendRef HttpServer::registry_backend(HttpResponse& res, const Json* body) const {
   std::string name;
   if (auto e = requested_model(body, name)) {
     send_error(res, *e);
@@ -63,7 +62,7 @@ BackendRef HttpServer::registry_backend(httplib::Response& res, const Json* body
   return std::move(lease).value();
 }
 
-void HttpServer::list_registry_models(httplib::Response& res) {
+void HttpServer::list_registry_models(HttpResponse& res) {
   Json data = Json::array();
   const auto created = static_cast<int64_t>(std::time(nullptr));
   for (const ModelEntry& m : registry_->models()) {
@@ -81,8 +80,8 @@ namespace {
 
 // The `model` of a /models/load or /models/unload body into `name`; false (and the error
 // answered) without a registry, a bad body or no `model`.
-bool control_target(const ModelRegistry* registry, const httplib::Request& req,
-                    httplib::Response& res, Json& body, std::string& name) {
+bool control_target(const ModelRegistry* registry, const HttpRequest& req, HttpResponse& res,
+                    Json& body, std::string& name) {
   std::optional<ApiError> e;
   if (registry == nullptr) {
     e = bad_request(fmt::format("[server] {} needs serve --models-dir", req.path));
@@ -95,7 +94,7 @@ bool control_target(const ModelRegistry* registry, const httplib::Request& req,
 
 }  // namespace
 
-void HttpServer::handle_models_load(const httplib::Request& req, httplib::Response& res) {
+void HttpServer::handle_models_load(const HttpRequest& req, HttpResponse& res) {
   Json body;
   std::string name;
   if (!control_target(registry_, req, res, body, name)) return;
@@ -103,7 +102,7 @@ void HttpServer::handle_models_load(const httplib::Request& req, httplib::Respon
   send_json(res, Json{{"model", name}, {"status", "loaded"}});
 }
 
-void HttpServer::handle_models_unload(const httplib::Request& req, httplib::Response& res) {
+void HttpServer::handle_models_unload(const HttpRequest& req, HttpResponse& res) {
   Json body;
   std::string name;
   if (!control_target(registry_, req, res, body, name)) return;

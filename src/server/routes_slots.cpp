@@ -5,7 +5,6 @@
 #include <string>
 
 #include <fmt/format.h>
-#include <httplib.h>
 
 #include "server/http_io.h"
 #include "server/http_server.h"
@@ -57,7 +56,7 @@ Json slot_reply_json(SlotAction action, const SlotReply& r, const std::string& f
 
 }  // namespace
 
-void HttpServer::handle_slots(const httplib::Request& req, httplib::Response& res) {
+void HttpServer::handle_slots(const HttpRequest& req, HttpResponse& res) {
   if (options_.slot_save_path.empty()) {
     return send_error(res, api_error(501,
                                      "[server] slot actions are not supported: start the server "
@@ -92,7 +91,7 @@ void HttpServer::handle_slots(const httplib::Request& req, httplib::Response& re
   BackendRef b = ready_backend(res, &body);
   if (b == nullptr) return;
   // Digits only (the route's pattern); too many for an int32 name no slot either.
-  const std::string digits = req.matches[1].str();
+  const std::string digits = req.matches[1];
   const int32_t slot = digits.size() > 9 ? INT32_MAX : std::stoi(digits);
   const std::string path = options_.slot_save_path + "/" + filename;
   Result<SlotReply> reply = b->generator->slot_action(action, slot, path).get();

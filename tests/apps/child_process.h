@@ -71,28 +71,43 @@ struct HttpReply {
   std::string body;
 };
 
-// One request on a fresh connection to 127.0.0.1:port (Connection: close; the reply is read to
-// the end).
-inline HttpReply http_request(int port, const std::string& method, const std::string& path,
-                              const std::string& body = "") {
-  HttpReply reply;
+// A socket connected to 127.0.0.1:port, -1 on failure. `rcvbuf` > 0 shrinks its receive buffer
+// first (a client that reads slowly then holds back the server at once).
+inline int connect_loopback(int port, int rcvbuf = 0) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (rcvbuf > 0) ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<uint16_t>(port));
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
     ::close(fd);
-    return reply;
+    return -1;
   }
+  return fd;
+}
+
+// Sends all of `bytes`; false when the connection failed first.
+inline bool send_all(int fd, const std::string& bytes) {
+  for (size_t sent = 0; sent < bytes.size();) {
+    const ssize_t n = ::send(fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
+    if (n <= 0) return false;
+    sent += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// One request on a fresh connection to 127.0.0.1:port (Connection: close; the reply is read to
+// the end).
+inline HttpReply http_request(int port, const std::string& method, const std::string& path,
+                              const std::string& body = "") {
+  HttpReply reply;
+  const int fd = connect_loopback(port);
+  if (fd < 0) return reply;
   std::string request = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n" +
                         "Content-Type: application/json\r\nConnection: close\r\n" +
                         "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
-  for (size_t sent = 0; sent < request.size();) {
-    const ssize_t n = ::send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
-    if (n <= 0) break;
-    sent += static_cast<size_t>(n);
-  }
+  send_all(fd, request);
   std::string raw;
   char buf[65536];
   for (ssize_t n; (n = ::recv(fd, buf, sizeof(buf), 0)) > 0;)
@@ -104,11 +119,17 @@ inline HttpReply http_request(int port, const std::string& method, const std::st
   return reply;
 }
 
-// `minfer serve -m MODEL --port 0` until it says it is ready; stopped (SIGTERM) on destruction.
+// `minfer serve -m MODEL --port 0 -t 1 EXTRA...` until it says it is ready; stopped (SIGTERM)
+// on destruction.
 class ServeChild {
  public:
-  explicit ServeChild(const std::string& model) {
-    const std::string bin = minfer_binary();
+  explicit ServeChild(const std::string& model, const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> args = {minfer_binary(), "serve", "-m", model,
+                                     "--port",        "0",     "-t", "1"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    std::vector<char*> argv;
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
     err_path_ = dir_.file("stderr");
     pid_ = ::fork();
     if (pid_ == 0) {
@@ -116,8 +137,7 @@ class ServeChild {
       const int null = ::open("/dev/null", O_WRONLY);
       ::dup2(null, 1);
       ::dup2(err, 2);
-      ::execl(bin.c_str(), bin.c_str(), "serve", "-m", model.c_str(), "--port", "0", "-t", "1",
-              static_cast<char*>(nullptr));
+      ::execv(argv[0], argv.data());
       ::_exit(127);
     }
     const std::regex listening("listening on http://[0-9.]+:([0-9]+)");
@@ -132,12 +152,20 @@ class ServeChild {
       }
     }
   }
-  ~ServeChild() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGTERM);
-      int status = 0;
-      ::waitpid(pid_, &status, 0);
-    }
+  ~ServeChild() { stop(); }
+  // SIGTERM, then the exit code (128 + signal when killed; -1 when already stopped).
+  int stop() {
+    if (pid_ <= 0) return -1;
+    ::kill(pid_, SIGTERM);
+    return wait();
+  }
+  // Waits for the process to end: its exit code as stop() gives it.
+  int wait() {
+    if (pid_ <= 0) return -1;
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   }
   ServeChild(const ServeChild&) = delete;
   ServeChild& operator=(const ServeChild&) = delete;

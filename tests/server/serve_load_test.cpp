@@ -1,0 +1,347 @@
+// `minfer serve` under hostile load, on real processes over loopback: idle half-sent requests
+// cost the others nothing, descriptors come back after many short connections, 200 concurrent
+// streams each end complete or with a clean 503, a client that reads slowly slows no one else,
+// and SIGTERM drains (/health 503 while a stream finishes, exit code 0).
+//
+// GCC 12 reports a false maybe-uninitialized inside <regex> (child_process.h) when it inlines
+// under -O2 -fsanitize (the ASan build); the warning says nothing about this code.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <fcntl.h>
+#include <poll.h>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "apps/child_process.h"
+#include "test_util.h"
+
+namespace minfer::test {
+namespace {
+
+// Wall-clock bounds hold for the release build; under ASan (several times slower) they are
+// reported, not checked.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kCheckCosts = false;
+constexpr int kShortConnections = 2000;
+#else
+constexpr bool kCheckCosts = true;
+constexpr int kShortConnections = 10000;
+#endif
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+std::string model_path() {
+  return test_data_path("models/stories260K.gguf");
+}
+
+std::string post_request(const std::string& path, const std::string& body) {
+  return "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" +
+         "Connection: close\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
+std::string stream_body(int max_tokens) {
+  return R"({"prompt": "Once upon a time", "max_tokens": )" + std::to_string(max_tokens) +
+         R"(, "temperature": 0, "stream": true})";
+}
+
+// Polls `done` until it is true or `seconds` passed.
+template <typename F>
+bool wait_until(F done, double seconds) {
+  const auto t0 = Clock::now();
+  while (!done()) {
+    if (seconds_since(t0) > seconds) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
+}
+
+// This process's open descriptors, or another's (/proc/PID/fd).
+int count_fds(pid_t pid) {
+  int n = 0;
+  for ([[maybe_unused]] const auto& e :
+       std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd")) {
+    ++n;
+  }
+  return n;
+}
+
+// The server's descriptors once nothing is in flight: the fewest over a few samples (a connection
+// just answered may still be closing).
+int settled_fds(pid_t pid) {
+  int n = count_fds(pid);
+  for (int i = 0; i < 5; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    n = std::min(n, count_fds(pid));
+  }
+  return n;
+}
+
+// Waits (up to `seconds`) for the server's descriptors to come back to `baseline`; the last
+// count.
+int wait_for_fds(pid_t pid, int baseline, double seconds) {
+  wait_until([&] { return count_fds(pid) <= baseline; }, seconds);
+  return count_fds(pid);
+}
+
+// A streamed reply read to the end: its status, and for a 200 whether it ended with [DONE] and
+// the last chunk; its data events, and when the first and last came.
+struct StreamReply {
+  int status = 0;
+  bool complete = false;
+  bool clean_503 = false;
+  int n_events = 0;
+  double seconds_to_first = 0;
+  double seconds_to_end = 0;
+};
+
+// Every client's reply, read with poll() until each server closes its end or `deadline_s`.
+std::vector<StreamReply> read_replies(const std::vector<int>& fds, Clock::time_point t0,
+                                      double deadline_s) {
+  std::vector<std::string> raw(fds.size());
+  std::vector<StreamReply> out(fds.size());
+  std::vector<bool> open(fds.size(), true);
+  size_t n_open = fds.size();
+  char buf[65536];
+  while (n_open > 0 && seconds_since(t0) < deadline_s) {
+    std::vector<pollfd> polls;
+    std::vector<size_t> which;
+    for (size_t i = 0; i < fds.size(); ++i) {
+      if (!open[i]) continue;
+      polls.push_back(pollfd{fds[i], POLLIN, 0});
+      which.push_back(i);
+    }
+    if (::poll(polls.data(), polls.size(), 200) <= 0) continue;
+    for (size_t k = 0; k < polls.size(); ++k) {
+      if (polls[k].revents == 0) continue;
+      const size_t i = which[k];
+      const ssize_t n = ::recv(fds[i], buf, sizeof(buf), 0);
+      if (n > 0) {
+        if (raw[i].empty()) out[i].seconds_to_first = seconds_since(t0);
+        raw[i].append(buf, static_cast<size_t>(n));
+        continue;
+      }
+      open[i] = false;
+      --n_open;
+      out[i].seconds_to_end = seconds_since(t0);
+    }
+  }
+  for (size_t i = 0; i < fds.size(); ++i) {
+    const std::string& r = raw[i];
+    StreamReply& s = out[i];
+    if (r.size() > 12) s.status = std::atoi(r.c_str() + 9);
+    const size_t end = r.size() >= 64 ? r.size() - 64 : 0;
+    s.complete = !open[i] && s.status == 200 && r.find("data: [DONE]", end) != std::string::npos &&
+                 r.size() >= 5 && r.compare(r.size() - 5, 5, "0\r\n\r\n") == 0;
+    s.clean_503 = !open[i] && s.status == 503 && r.find("\"error\"") != std::string::npos;
+    for (size_t at = r.find("data: {"); at != std::string::npos; at = r.find("data: {", at + 1)) {
+      ++s.n_events;
+    }
+  }
+  return out;
+}
+
+// `n` streaming completions at once, each of `max_tokens`; their replies.
+std::vector<StreamReply> run_streams(int port, int n, int max_tokens, double deadline_s) {
+  std::vector<int> fds;
+  const auto t0 = Clock::now();
+  for (int i = 0; i < n; ++i) {
+    const int fd = connect_loopback(port);
+    if (fd >= 0 && !send_all(fd, post_request("/v1/completions", stream_body(max_tokens)))) {
+      ::close(fd);
+      continue;
+    }
+    if (fd >= 0) fds.push_back(fd);
+  }
+  std::vector<StreamReply> replies = read_replies(fds, t0, deadline_s);
+  for (const int fd : fds) ::close(fd);
+  return replies;
+}
+
+TEST(ServeLoad, IdleHalfSentRequestsDoNotDelayOthersAndDescriptorsComeBack) {
+  MINFER_REQUIRE_TEST_DATA();
+  ServeChild server(model_path(), {"--timeout", "30"});
+  ASSERT_NE(server.port(), 0) << server.stderr_text();
+  ASSERT_EQ(http_request(server.port(), "GET", "/health").status, 200);
+  const int baseline = settled_fds(server.pid());
+
+  // 1,000 connections, each stopped partway: in the head, or in the body.
+  std::vector<int> idle;
+  const std::string head = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n";
+  for (int i = 0; i < 1000; ++i) {
+    const int fd = connect_loopback(server.port());
+    ASSERT_GE(fd, 0) << "connection " << i;
+    ASSERT_TRUE(send_all(fd, i % 2 == 0 ? head : head + "\r\n{\"prompt\": "));
+    idle.push_back(fd);
+  }
+  const auto t0 = Clock::now();
+  HttpReply r = http_request(server.port(), "POST", "/v1/completions",
+                             R"({"prompt": "Once upon a time", "max_tokens": 8})");
+  const double seconds = seconds_since(t0);
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_NE(r.body.find("text_completion"), std::string::npos) << r.body;
+  std::printf("completion with 1000 idle half-sent requests open: %.3f s\n", seconds);
+  if (kCheckCosts) {
+    EXPECT_LT(seconds, 1.0);
+  }
+  EXPECT_GE(count_fds(server.pid()), baseline + 1000);
+  for (const int fd : idle) ::close(fd);
+  EXPECT_EQ(wait_for_fds(server.pid(), baseline, 10.0), baseline);
+
+  // Short connections: whole requests, requests cut off, and connections that send nothing.
+  const auto t1 = Clock::now();
+  int n_ok = 0;
+  for (int i = 0; i < kShortConnections; ++i) {
+    if (i % 3 == 0) {
+      n_ok += http_request(server.port(), "GET", "/health").status == 200 ? 1 : 0;
+      continue;
+    }
+    const int fd = connect_loopback(server.port());
+    ASSERT_GE(fd, 0) << "connection " << i;
+    if (i % 3 == 1) send_all(fd, "GET /health HTTP/1.1\r\nHo");
+    ::close(fd);
+  }
+  std::printf("%d short connections in %.2f s; server descriptors: baseline %d\n",
+              kShortConnections, seconds_since(t1), baseline);
+  EXPECT_EQ(n_ok, (kShortConnections + 2) / 3);
+  EXPECT_EQ(wait_for_fds(server.pid(), baseline, 10.0), baseline);
+  EXPECT_EQ(server.stop(), 0) << server.stderr_text();
+}
+
+TEST(ServeLoad, PastMaxConnectionsNewConnectionsAreClosedAtOnce) {
+  MINFER_REQUIRE_TEST_DATA();
+  ServeChild server(model_path(), {"--max-connections", "20", "--timeout", "30"});
+  ASSERT_NE(server.port(), 0) << server.stderr_text();
+  std::vector<int> held;
+  for (int i = 0; i < 20; ++i) {
+    held.push_back(connect_loopback(server.port()));
+    ASSERT_GE(held.back(), 0);
+  }
+  // The server has taken all 20 once the 21st is refused; until then one may still be pending.
+  const auto t0 = Clock::now();
+  int status = http_request(server.port(), "GET", "/health").status;
+  while (status != 0 && seconds_since(t0) < 5.0) {
+    status = http_request(server.port(), "GET", "/health").status;
+  }
+  EXPECT_EQ(status, 0) << "the 21st connection was answered";
+  EXPECT_LT(seconds_since(t0), 5.0);
+  for (const int fd : held) ::close(fd);
+  EXPECT_TRUE(
+      wait_until([&] { return http_request(server.port(), "GET", "/health").status == 200; }, 5.0));
+  EXPECT_EQ(server.stop(), 0) << server.stderr_text();
+}
+
+TEST(ServeLoad, TwoHundredConcurrentStreamsEachCompleteOrGetA503) {
+  MINFER_REQUIRE_TEST_DATA();
+  ServeChild server(model_path(), {"-np", "8", "--max-queue", "32"});
+  ASSERT_NE(server.port(), 0) << server.stderr_text();
+  const auto t0 = Clock::now();
+  const std::vector<StreamReply> replies = run_streams(server.port(), 200, 32, 120.0);
+  ASSERT_EQ(replies.size(), 200u);
+  int n_complete = 0;
+  int n_503 = 0;
+  for (size_t i = 0; i < replies.size(); ++i) {
+    const StreamReply& s = replies[i];
+    EXPECT_TRUE(s.complete || s.clean_503)
+        << "client " << i << ": status " << s.status << ", " << s.n_events << " events";
+    n_complete += s.complete ? 1 : 0;
+    n_503 += s.clean_503 ? 1 : 0;
+  }
+  std::printf("200 concurrent streams on -np 8: %d complete, %d answered 503, in %.2f s\n",
+              n_complete, n_503, seconds_since(t0));
+  EXPECT_GT(n_complete, 0);
+  EXPECT_EQ(http_request(server.port(), "GET", "/health").status, 200);
+  EXPECT_EQ(server.stop(), 0) << server.stderr_text();
+}
+
+// Tokens per second of the other streams, the mean over clients.
+double mean_tokens_per_s(const std::vector<StreamReply>& replies) {
+  double sum = 0;
+  for (const StreamReply& s : replies) sum += s.n_events / std::max(1e-3, s.seconds_to_end);
+  return replies.empty() ? 0 : sum / static_cast<double>(replies.size());
+}
+
+TEST(ServeLoad, AClientReadingOneByteASecondSlowsNoOneElse) {
+  MINFER_REQUIRE_TEST_DATA();
+  ServeChild server(model_path(), {"-np", "8", "--timeout", "3"});
+  ASSERT_NE(server.port(), 0) << server.stderr_text();
+  const std::vector<StreamReply> before = run_streams(server.port(), 6, 256, 60.0);
+
+  // The slow client asks for a long reply and takes one byte a second for four seconds.
+  const int slow = connect_loopback(server.port(), 2048);
+  ASSERT_GE(slow, 0);
+  ASSERT_TRUE(send_all(slow, post_request("/v1/completions", stream_body(1800))));
+  std::thread slow_reader([slow] {
+    for (int i = 0; i < 4; ++i) {
+      char c;
+      ::recv(slow, &c, 1, 0);
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const std::vector<StreamReply> during = run_streams(server.port(), 6, 256, 60.0);
+  slow_reader.join();
+  for (const StreamReply& s : during) EXPECT_TRUE(s.complete) << "status " << s.status;
+  const double without = mean_tokens_per_s(before);
+  const double with = mean_tokens_per_s(during);
+  std::printf("other streams: %.0f tokens/s without the slow reader, %.0f with it\n", without,
+              with);
+  if (kCheckCosts) {
+    EXPECT_GT(with, 0.25 * without);  // a stall would be near 0; the rest is noise and compute
+  }
+  // The slow client was dropped once its reply waited past --timeout: what it reads now ends
+  // without the reply's end.
+  const std::vector<StreamReply> rest = read_replies({slow}, Clock::now(), 20.0);
+  ::close(slow);
+  EXPECT_GT(rest[0].seconds_to_end, 0) << "the server did not close the slow client";
+  EXPECT_FALSE(rest[0].complete);
+  EXPECT_EQ(http_request(server.port(), "GET", "/health").status, 200);
+  EXPECT_EQ(server.stop(), 0) << server.stderr_text();
+}
+
+TEST(ServeLoad, SigtermDrainsHealthIs503WhileAStreamFinishesThenExitsZero) {
+  MINFER_REQUIRE_TEST_DATA();
+  ServeChild server(model_path(), {"-np", "1", "--drain", "60"});
+  ASSERT_NE(server.port(), 0) << server.stderr_text();
+  // Streams one after another on one sequence: the drain has work in flight for a while.
+  std::vector<int> fds;
+  for (int i = 0; i < 4; ++i) {
+    const int fd = connect_loopback(server.port());
+    ASSERT_GE(fd, 0);
+    ASSERT_TRUE(send_all(fd, post_request("/v1/completions", stream_body(1800))));
+    fds.push_back(fd);
+  }
+  const auto t0 = Clock::now();
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ::kill(server.pid(), SIGTERM);
+  int health = 0;
+  for (int i = 0; i < 100 && health != 503; ++i) {
+    health = http_request(server.port(), "GET", "/health").status;
+    if (health != 503) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const double t_503 = seconds_since(t0);
+  EXPECT_EQ(health, 503) << "/health while draining";
+  const std::vector<StreamReply> replies = read_replies(fds, t0, 120.0);
+  double last_end = 0;
+  for (const StreamReply& s : replies) {
+    EXPECT_TRUE(s.complete) << "status " << s.status << ", " << s.n_events << " events";
+    last_end = std::max(last_end, s.seconds_to_end);
+  }
+  EXPECT_GT(last_end, t_503) << "a stream was still running when /health said 503";
+  for (const int fd : fds) ::close(fd);
+  std::printf("drain: /health 503 after %.3f s, last stream done after %.3f s\n", t_503, last_end);
+  EXPECT_EQ(server.wait(), 0) << server.stderr_text();
+}
+
+}  // namespace
+}  // namespace minfer::test
