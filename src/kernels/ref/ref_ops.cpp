@@ -90,11 +90,10 @@ float dot_f32(const float* a, const float* b, int64_t n) {
 void axpy_f32(float a, const float* x, int64_t n, float* y) {
   for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
 }
-void dot_rows_f32(const float* rows, int64_t n_rows, int64_t row_stride, const float* x,
-                  int64_t n, float scale, float* out) {
+void dot_rows_f32(const float* rows, int64_t n_rows, int64_t row_stride, const float* x, int64_t n,
+                  float scale, float* out) {
   for (int64_t j = 0; j < n_rows; ++j) out[j] = dot_f32(rows + j * row_stride, x, n) * scale;
 }
-
 
 void weighted_sum_f32(const float* w, const float* rows, int64_t n_rows, int64_t row_stride,
                       int64_t n, float* y) {
