@@ -61,12 +61,30 @@ struct ServeFlags {
   double drain_s = 3.0;
   GrammarFlags grammar;
   std::string default_grammar;  // for requests that ask for no grammar or JSON of their own
+  std::string pooling;          // --pooling: the embeddings' (empty: the file's, else last)
 };
 
 struct Loaded {
   std::unique_ptr<LanguageModel> model;
   std::unique_ptr<BatchGenerator> generator;
+  std::unique_ptr<Embedder> embedder;  // --embeddings, or an embedding model; else null
 };
+
+// The embedder of POST /v1/embeddings: with --embeddings (an error fails the load), or for a
+// model whose file sets pooling_type (one minfer cannot pool is a warning: none is served).
+Status add_embedder(const ServeFlags& f, Loaded& l) {
+  if (!f.http.embeddings && !l.model->is_embedding_model()) return Status::ok();
+  Result<std::unique_ptr<Embedder>> e =
+      l.model->embedder({.pooling = f.pooling, .n_ctx = l.generator->n_ctx()});
+  if (e.is_ok()) {
+    l.embedder = std::move(e).value();
+    return Status::ok();
+  }
+  if (f.http.embeddings) return e.status();
+  fmt::print(stderr, "minfer serve: warning: {}; /v1/embeddings is not served\n",
+             e.status().message());
+  return Status::ok();
+}
 
 Result<Loaded> load(ServeFlags& f, const std::string& model_path) {
   if (const char* delay = std::getenv("MINFER_TEST_LOAD_DELAY_MS")) {
@@ -94,6 +112,7 @@ Result<Loaded> load(ServeFlags& f, const std::string& model_path) {
   if (f.http.context_shift) {
     MINFER_RETURN_IF_ERROR(check_keep("serve", f.http.keep, l.generator->n_ctx()));
   }
+  MINFER_RETURN_IF_ERROR(add_embedder(f, l));
   l.generator->start();
   return l;
 }
@@ -140,7 +159,7 @@ Result<std::unique_ptr<server::ModelRegistry>> make_registry(ServeFlags& f) {
     MINFER_ASSIGN_OR_RETURN(Loaded l, load(own, path.string()));
     fmt::print(stderr, "minfer serve: loaded {}\n", path.string());
     std::fflush(stderr);
-    return server::LoadedModel{std::move(l.model), std::move(l.generator)};
+    return server::LoadedModel{std::move(l.model), std::move(l.generator), std::move(l.embedder)};
   };
   if (f.models_memory == 0) {
     const auto pages = static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES));
@@ -224,6 +243,7 @@ int run_serve(ServeFlags& f) {
         server::Backend b;
         b.model = loaded.model.get();
         b.generator = loaded.generator.get();
+        b.embedder = loaded.embedder.get();
         b.default_grammar = f.default_grammar;
         b.model_name =
             !f.alias.empty() ? f.alias : std::filesystem::path(f.model_path).filename().string();
@@ -359,6 +379,12 @@ void register_serve_command(CLI::App& app, CommandRegistry& registry) {
   cmd->add_option("--keep", f.http.keep,
                   "tokens a context shift always keeps (default: a chat's system prompt; -1: the "
                   "whole prompt)");
+  cmd->add_flag("--embeddings", f.http.embeddings,
+                "serve POST /v1/embeddings with this model's pooled last hidden state (an "
+                "embedding model, whose file sets pooling_type, serves it without the flag)");
+  cmd->add_option("--pooling", f.pooling,
+                  "embeddings' pooling: mean, cls or last (default: the file's, else last)")
+      ->check(CLI::IsMember({"mean", "cls", "last"}));
   add_observe_flags(*cmd, f.load);
   // llama.cpp spells --parallel "-np", a multi-letter single-dash name CLI11 cannot declare: it
   // arrives as an extra argument, and any other extra is an error.

@@ -74,7 +74,7 @@ RegisterCommand register_info_command, register_tokenize_command, register_templ
     register_logits_command, register_viz_command, register_run_command, register_chat_command,
     register_make_model_command, register_quantize_command, register_perplexity_command,
     register_bench_command, register_serve_command, register_gguf_split_command,
-    register_hub_commands;
+    register_hub_commands, register_embed_command;
 
 // Every command, in the order `minfer --help` lists them.
 inline void register_all_commands(CLI::App& app, CommandRegistry& registry) {
@@ -83,7 +83,7 @@ inline void register_all_commands(CLI::App& app, CommandRegistry& registry) {
         register_logits_command, register_viz_command, register_run_command, register_chat_command,
         register_make_model_command, register_quantize_command, register_perplexity_command,
         register_bench_command, register_serve_command, register_hub_commands,
-        register_gguf_split_command}) {
+        register_gguf_split_command, register_embed_command}) {
     add(app, registry);
   }
 }

@@ -400,6 +400,37 @@ class Chat {
   std::unique_ptr<Impl> impl_;
 };
 
+// Embeddings (LanguageModel::embedder): the options of an embedder.
+struct EmbedOptions {
+  std::string pooling;    // "mean", "cls", "last"; empty: the file's pooling_type, else last
+  bool normalize = true;  // L2-normalize every vector
+  int64_t n_ctx = 0;      // the longest input in tokens; 0: the model's n_ctx
+};
+
+// Turns token sequences into vectors: the last hidden state (after the final norm) pooled per
+// EmbedOptions::pooling. It runs its own KV cache, beside any generator of the same model; one
+// call at a time (calls from several threads wait for each other).
+class Embedder {
+ public:
+  ~Embedder();
+  Embedder(const Embedder&) = delete;
+  Embedder& operator=(const Embedder&) = delete;
+
+  // One vector [n_embd] per input, in order; inputs share forward steps. Errors: an empty input,
+  // an id outside the vocabulary, an input longer than n_ctx (nothing is computed).
+  Result<std::vector<std::vector<float>>> embed(const std::vector<std::vector<int32_t>>& inputs);
+  int64_t n_embd() const;
+  int64_t n_ctx() const;
+  // "mean", "cls" or "last".
+  std::string pooling() const;
+
+ private:
+  friend class LanguageModel;
+  struct Impl;
+  explicit Embedder(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
 class LanguageModel {
  public:
   // Loads the model, its tokenizer and chat template, and a session for generate().
@@ -465,6 +496,11 @@ class LanguageModel {
 
   // A batch generator over this model (with a KV cache of its own); the model must outlive it.
   Result<std::unique_ptr<BatchGenerator>> batch_generator(const BatchOptions& options) const;
+  // An embedder over this model (a KV cache of its own); the model must outlive it. Errors: an
+  // unknown pooling name; a file whose pooling_type is none or rank when no pooling is given.
+  Result<std::unique_ptr<Embedder>> embedder(const EmbedOptions& options = {}) const;
+  // Whether the file is an embedding model: it sets <arch>.pooling_type (Qwen3-Embedding).
+  bool is_embedding_model() const;
 
   int64_t n_vocab() const;
   int64_t n_ctx() const;

@@ -98,6 +98,11 @@ class Runtime : NonCopyable {
     return runner_->step(batch, kind);
   }
 
+  // The step's last hidden state instead (StepRunner::step_hidden): [n_outputs, n_embd].
+  Result<std::span<const float>> step_hidden(const Batch& batch) {
+    return runner_->step_hidden(batch);
+  }
+
   // Context shift of sequence `seq` (KvCache::shift): positions [n_keep, n_keep + n_discard)
   // are forgotten and the later ones move down, each kept key re-rotated by the model's rope of
   // its layer from its old position to its new one. Errors as KvCache::shift's.

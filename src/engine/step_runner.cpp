@@ -92,7 +92,7 @@ const StepRunner::Prepared& StepRunner::prepared(Shape shape) {
     graphs_.pop_back();
   }
   Prepared p;
-  p.graph = model_.build_graph(shape.first, shape.second);
+  p.graph = model_.build_graph(std::get<0>(shape), std::get<1>(shape), std::get<2>(shape));
   fuse_swiglu(p.graph);
   p.slot_sizes = allocate_buffers(p.graph);
   graphs_.emplace_front(shape, std::move(p));
@@ -120,6 +120,15 @@ Status StepRunner::begin_observed_step(StepKind kind, const Graph& graph, int64_
 }
 
 Result<std::span<const float>> StepRunner::step(const Batch& batch, std::optional<StepKind> kind) {
+  return run_step(batch, kind, /*hidden=*/false);
+}
+
+Result<std::span<const float>> StepRunner::step_hidden(const Batch& batch) {
+  return run_step(batch, StepKind::kPrefill, /*hidden=*/true);
+}
+
+Result<std::span<const float>> StepRunner::run_step(const Batch& batch,
+                                                    std::optional<StepKind> kind, bool hidden) {
   MINFER_RETURN_IF_ERROR(validate(batch));
   // Reserve every sequence's blocks first, so a budget error leaves the cache as it was.
   std::map<int32_t, int64_t> end;  // seq → last position + 1
@@ -128,7 +137,8 @@ Result<std::span<const float>> StepRunner::step(const Batch& batch, std::optiona
     e = std::max<int64_t>(e, batch.positions[static_cast<size_t>(t)] + 1);
   }
   MINFER_RETURN_IF_ERROR(reserve(end));
-  const Prepared& p = prepared({batch.n_tokens(), static_cast<int64_t>(batch.output_rows.size())});
+  const Prepared& p =
+      prepared({batch.n_tokens(), static_cast<int64_t>(batch.output_rows.size()), hidden});
   if (observers_ != nullptr) {
     MINFER_RETURN_IF_ERROR(begin_observed_step(
         kind.value_or(batch.n_tokens() == 1 ? StepKind::kDecode : StepKind::kPrefill), p.graph,

@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <span>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -40,6 +41,9 @@ class StepRunner {
   // for a single token, prefill otherwise).
   Result<std::span<const float>> step(const Batch& batch,
                                       std::optional<StepKind> kind = std::nullopt);
+  // The same step returning the output rows' last hidden state (after the final norm) instead of
+  // their logits: [n_outputs, n_embd] (what embeddings pool; engine/embedder.h).
+  Result<std::span<const float>> step_hidden(const Batch& batch);
 
   // Feeds every later step to these observers (nullptr: none). They must outlive the steps.
   void set_observers(const RunObservers* observers);
@@ -53,7 +57,7 @@ class StepRunner {
     Graph graph;
     std::vector<int64_t> slot_sizes;  // [n_slots] floats per buffer slot
   };
-  using Shape = std::pair<int64_t, int64_t>;  // (n_tokens, n_outputs)
+  using Shape = std::tuple<int64_t, int64_t, bool>;  // (n_tokens, n_outputs, hidden)
 
   Status validate(const Batch& batch) const;
   // Reserves every sequence's positions of the batch, or none of them.
@@ -62,6 +66,8 @@ class StepRunner {
   // The prepared graph of a shape, built and cached on first use.
   const Prepared& prepared(Shape shape);
   Status begin_observed_step(StepKind kind, const Graph& graph, int64_t n_tokens);
+  Result<std::span<const float>> run_step(const Batch& batch, std::optional<StepKind> kind,
+                                          bool hidden);
 
   const Model& model_;
   KvCache& cache_;

@@ -89,7 +89,7 @@ NodeId ffn_block(GraphBuilder& g, const ModelConfig& c, const LayerWeights& w, i
   return g.add(name("ffn_residual"), h, out);
 }
 
-NodeId build_decoder(GraphBuilder& g, const ModelConfig& c, const ModelWeights& w) {
+NodeId build_decoder(GraphBuilder& g, const ModelConfig& c, const ModelWeights& w, bool hidden) {
   NodeId h = g.get_rows("token_embd", w.token_embd);  // [n_tokens, n_embd]
   if (c.embd_scale > 0.0f) h = g.scale("token_embd_scale", h, c.embd_scale);
   for (int64_t il = 0; il < c.n_layer; ++il) {
@@ -98,7 +98,8 @@ NodeId build_decoder(GraphBuilder& g, const ModelConfig& c, const ModelWeights& 
     h = ffn_block(g, c, layer, il, h);
   }
   const NodeId x = g.rms_norm("output_norm", h, w.output_norm, c.rms_eps);  // [n_outputs, n_embd]
-  const NodeId logits = g.matmul("output", x, w.output);                    // [n_outputs, n_vocab]
+  if (hidden) return x;
+  const NodeId logits = g.matmul("output", x, w.output);  // [n_outputs, n_vocab]
   if (c.final_logit_softcap > 0.0f)
     return g.softcap("output_softcap", logits, c.final_logit_softcap);
   return logits;

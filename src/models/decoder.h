@@ -25,7 +25,9 @@ NodeId ffn_block(GraphBuilder& g, const ModelConfig& c, const LayerWeights& w, i
                  NodeId h);
 
 // The whole forward: embedding [× scale], n_layer blocks, final RMSNorm, the output matrix
-// [and the logit softcap].
-NodeId build_decoder(GraphBuilder& g, const ModelConfig& c, const ModelWeights& w);
+// [and the logit softcap]. `hidden`: stops after the final RMSNorm ([n_outputs, n_embd], what
+// embeddings pool) — the nodes before it are the same as the logits graph's.
+NodeId build_decoder(GraphBuilder& g, const ModelConfig& c, const ModelWeights& w,
+                     bool hidden = false);
 
 }  // namespace minfer

@@ -17,10 +17,10 @@ Result<std::unique_ptr<Model>> Model::from_file(std::unique_ptr<GgufFile> file) 
   return model;
 }
 
-Graph Model::build_graph(int64_t n_tokens, int64_t n_outputs) const {
+Graph Model::build_graph(int64_t n_tokens, int64_t n_outputs, bool hidden) const {
   GraphBuilder g(n_tokens, n_outputs);
-  const NodeId logits = build_decoder(g, config_, weights_);
-  return g.finish(logits);
+  const NodeId out = build_decoder(g, config_, weights_, hidden);
+  return g.finish(out);
 }
 
 }  // namespace minfer

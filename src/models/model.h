@@ -26,8 +26,9 @@ class Model {
   const GgufFile& file() const { return *file_; }
 
   // The decoder graph for a batch of n_tokens of which n_outputs want logits (not yet fused or
-  // allocated).
-  Graph build_graph(int64_t n_tokens, int64_t n_outputs) const;
+  // allocated); `hidden`: the output rows' last hidden state (after the final norm, [n_outputs,
+  // n_embd]) instead of their logits.
+  Graph build_graph(int64_t n_tokens, int64_t n_outputs, bool hidden = false) const;
 
  private:
   std::unique_ptr<GgufFile> file_;

@@ -42,7 +42,7 @@ namespace {
 
 // The "<arch>." keys read_model_config reads for every architecture (here and in
 // read_rope_scaling).
-constexpr std::array<std::string_view, 20> kSharedKeys = {
+constexpr std::array<std::string_view, 21> kSharedKeys = {
     "embedding_length",
     "block_count",
     "attention.head_count",
@@ -63,6 +63,7 @@ constexpr std::array<std::string_view, 20> kSharedKeys = {
     "rope.scaling.yarn_attn_factor",
     "rope.scaling.yarn_beta_fast",
     "rope.scaling.yarn_beta_slow",
+    "pooling_type",
 };
 
 // "<arch>." keys that llama.cpp's converters write and that do not change the arithmetic.
@@ -221,6 +222,16 @@ Result<ModelConfig> read_model_config(const GgufFile& file) {
   MINFER_ASSIGN_OR_RETURN(c.rms_eps,
                           read_float_or(file, p + "attention.layer_norm_rms_epsilon", 1e-5f));
   MINFER_RETURN_IF_ERROR(read_rope_scaling(file, p, c));
+  if (file.has(p + "pooling_type")) {
+    MINFER_ASSIGN_OR_RETURN(const int64_t pooling, file.get_integer(p + "pooling_type"));
+    if (pooling < 0 || pooling > 4) {
+      return make_error(ErrorCode::kCorrupt,
+                        "[model] '{}': key '{}pooling_type' is {}, expected 0..4 (none, mean, "
+                        "cls, last, rank)",
+                        file.name(), p, pooling);
+    }
+    c.pooling_type = static_cast<int32_t>(pooling);
+  }
 
   MINFER_ASSIGN_OR_RETURN(const std::vector<std::string>* tokens,
                           file.get_string_array("tokenizer.ggml.tokens"));

@@ -42,6 +42,10 @@ struct ModelConfig {
   float rope_yarn_beta_slow = 1.0f;
   int64_t rope_n_ctx_orig = 0;     // rope.scaling.original_context_length, else n_ctx_train
   bool rope_freq_factors = false;  // the file has rope_freqs.weight (Llama 3: [n_rot / 2])
+  // <arch>.pooling_type as llama.cpp numbers it (0 none, 1 mean, 2 cls, 3 last, 4 rank); -1: the
+  // file has no such key. Set (embedding models such as Qwen3-Embedding): how the embeddings
+  // pool the last hidden state (engine/embedder.h). Generation ignores it.
+  int32_t pooling_type = -1;
 
   // Per-architecture facts (set by the architecture's file, models/architectures.h).
   bool qkv_bias = false;  // Qwen2: Wq, Wk, Wv have biases

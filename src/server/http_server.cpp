@@ -184,6 +184,8 @@ void HttpServer::install_routes() {
       {true, "/v1/messages", &HttpServer::handle_messages},
       {true, "/v1/messages/count_tokens", &HttpServer::handle_count_tokens},
       {true, "/v1/responses", &HttpServer::handle_responses},
+      {true, "/v1/embeddings", &HttpServer::handle_embeddings},
+      {true, "/embeddings", &HttpServer::handle_embeddings},
   };
   for (const auto& r : routes) {
     routes_.push_back(Route{r.post ? "POST" : "GET", r.path, r.handler});

@@ -59,6 +59,8 @@ struct ServerOptions {
   // (none for a completion), -1: the whole prompt.
   bool context_shift = false;
   int64_t keep = -2;
+  // serve --embeddings: POST /v1/embeddings for any model (an embedding model serves it anyway).
+  bool embeddings = false;
 };
 
 // What the server serves once the model is loaded; every pointer outlives the server. What it
@@ -66,6 +68,7 @@ struct ServerOptions {
 struct Backend {
   const LanguageModel* model = nullptr;  // tokenizer, chat template
   BatchGenerator* generator = nullptr;   // runs the requests
+  Embedder* embedder = nullptr;  // POST /v1/embeddings; null: not enabled (serve --embeddings)
   std::string model_name;
   // GBNF for requests that name no grammar and no JSON response_format (serve --grammar).
   std::string default_grammar;
@@ -152,6 +155,8 @@ class HttpServer : NonCopyable {
   void handle_messages(const HttpRequest& req, HttpResponse& res);
   void handle_count_tokens(const HttpRequest& req, HttpResponse& res);
   void handle_responses(const HttpRequest& req, HttpResponse& res);
+  // server/routes_embeddings.cpp: POST /v1/embeddings.
+  void handle_embeddings(const HttpRequest& req, HttpResponse& res);
 
   // The backend once the model is loaded; until then answers res with 503 model_loading and
   // gives nullptr. With a registry: the model `body` names (its first without a body or a

@@ -33,6 +33,7 @@ namespace minfer::server {
 struct LoadedModel {
   std::unique_ptr<LanguageModel> model;
   std::unique_ptr<BatchGenerator> generator;  // started
+  std::unique_ptr<Embedder> embedder;         // null: embeddings not enabled
 };
 
 // A Backend kept loaded while the lease lives.
