@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "minfer/minfer.h"
 #include "server/metrics.h"
@@ -39,7 +40,13 @@ class Call {
   // After a successful submit: the request's handle and the client's socket (-1: not watched).
   void attach(std::shared_ptr<RequestHandle> handle, int fd);
   const std::shared_ptr<RequestHandle>& handle() const { return handle_; }
-  void cancel() { handle_->cancel(); }
+  // Another request answering into this call (the choices of n > 1); cancelled with it.
+  void attach_more(std::shared_ptr<RequestHandle> handle) { more_.push_back(std::move(handle)); }
+  const std::vector<std::shared_ptr<RequestHandle>>& more() const { return more_; }
+  void cancel() {
+    handle_->cancel();
+    for (const auto& h : more_) h->cancel();
+  }
 
   // Takes the events that arrived (waiting up to one poll interval); false when the client left,
   // and then the request is cancelled (its final event still comes).
@@ -54,6 +61,7 @@ class Call {
   std::condition_variable cv_;
   std::deque<BatchEvent> events_;  // under mu_
   std::shared_ptr<RequestHandle> handle_;
+  std::vector<std::shared_ptr<RequestHandle>> more_;
   int fd_ = -1;
   Clock::time_point t_submit_;
   Clock::time_point t_last_token_;
