@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <condition_variable>
 #include <deque>
+#include <optional>
 #include <utility>
 
 #include <httplib.h>
@@ -154,10 +155,10 @@ class OpenAiChoicesFormat : public ReplyFormat {
     return frames;
   }
 
-  // Unused: write_blocking_choices builds the blocking reply.
-  Json complete(const ReplyParts& parts, const std::vector<SampledToken>& tokens,
-                const BatchEvent& final_event) const override {
-    return reply_.complete(parts, tokens, final_event.finish, final_event.stats);
+  // Not called: write_blocking_choices builds the blocking reply of n choices.
+  Json complete(const ReplyParts&, const std::vector<SampledToken>&,
+                const BatchEvent&) const override {
+    return Json::object();
   }
 
  private:
@@ -172,6 +173,12 @@ struct ChoiceParts {
   ReplyParts parts;
   std::vector<SampledToken> tokens;
   FinishReason finish = FinishReason::kLength;
+
+  void add(const BatchEvent& e) {
+    parts.add(e);
+    tokens.insert(tokens.end(), e.tokens.begin(), e.tokens.end());
+    if (!e.finish_reason.empty()) finish = e.finish;  // the choice ended
+  }
 };
 
 }  // namespace
@@ -184,26 +191,21 @@ std::unique_ptr<ReplyFormat> openai_choices_format(Reply reply, std::shared_ptr<
 void write_blocking_choices(httplib::Response& res, Call& call, const Reply& reply,
                             ChoiceJoin& join, int32_t n, const std::function<void()>& release) {
   std::vector<ChoiceParts> choices(static_cast<size_t>(n));  // [n]
-  BatchEvent final_event;
-  for (bool done = false; !done;) {
-    std::deque<BatchEvent> events;
+  std::optional<BatchEvent> last;                            // the final event, once it came
+  std::deque<BatchEvent> events;
+  while (!last.has_value()) {
+    events.clear();
     call.take_events(events);  // a departed client is cancelled; the final event still comes
     for (BatchEvent& e : events) {
-      ChoiceParts& c = choices[static_cast<size_t>(e.index)];
-      c.parts.add(e);
-      c.tokens.insert(c.tokens.end(), e.tokens.begin(), e.tokens.end());
-      if (!e.finish_reason.empty()) c.finish = e.finish;
-      if (e.done) {
-        final_event = std::move(e);
-        done = true;
-      }
+      choices[static_cast<size_t>(e.index)].add(e);
+      if (e.done) last = std::move(e);
     }
   }
   release();
+  const BatchEvent& final_event = *last;
   if (!final_event.error.empty()) {
-    const ApiError error = api_error(500, final_event.error, "server_error", "");
-    res.status = error.status;
-    return send_json(res, error.to_json());
+    res.status = 500;
+    return send_json(res, api_error(500, final_event.error, "server_error", "").to_json());
   }
   Json out;
   Json list = Json::array();
