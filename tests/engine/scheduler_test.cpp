@@ -123,14 +123,19 @@ TEST(Scheduler, ManySequencesInOneBatchGiveWhatEachGivesAlone) {
   EXPECT_EQ((*sched)->cache().n_blocks_used(), 0);
 }
 
-TEST(Scheduler, CancellationEndsTheRequestAndFreesItsBlocks) {
-  MINFER_REQUIRE_TEST_DATA();
-  const Loaded l = load_tiny();
+// Two slots of 512 positions, prefix cache on.
+Result<std::unique_ptr<Scheduler>> two_slots(const Loaded& l) {
   SchedulerOptions o;
   o.n_parallel = 2;
   o.n_ctx = 512;
   o.n_threads = 2;
-  auto sched = Scheduler::create(*l.model, *l.tokenizer, o);
+  return Scheduler::create(*l.model, *l.tokenizer, o);
+}
+
+TEST(Scheduler, CancellationEndsTheRequestAndFreesItsBlocks) {
+  MINFER_REQUIRE_TEST_DATA();
+  const Loaded l = load_tiny();
+  auto sched = two_slots(l);
   ASSERT_TRUE(sched.is_ok());
   Collected a, b;
   auto ha = (*sched)->submit(greedy(prompts(*l.tokenizer)[3], 400), collect_into(a));
@@ -153,11 +158,7 @@ TEST(Scheduler, CancellationEndsTheRequestAndFreesItsBlocks) {
 TEST(Scheduler, SlotStatesAndKvBytesFollowTheRunningRequest) {
   MINFER_REQUIRE_TEST_DATA();
   const Loaded l = load_tiny();
-  SchedulerOptions o;
-  o.n_parallel = 2;
-  o.n_ctx = 512;
-  o.n_threads = 2;
-  auto sched = Scheduler::create(*l.model, *l.tokenizer, o);
+  auto sched = two_slots(l);
   ASSERT_TRUE(sched.is_ok());
   const std::vector<int32_t> prompt = prompts(*l.tokenizer)[3];
   Collected a;
