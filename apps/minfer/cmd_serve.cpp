@@ -348,6 +348,8 @@ void register_serve_command(CLI::App& app, CommandRegistry& registry) {
   cmd->add_option("--slot-save-path", f.http.slot_save_path,
                   "folder for POST /slots/{id}?action=save|restore state files; slots then keep "
                   "their last request's KV cells (default: slot actions refused)");
+  cmd->add_flag("--slots", f.http.slots_endpoint,
+                "serve GET /slots: each slot's state (default: off, 501)");
   cmd->add_option("--timeout", f.http.read_timeout_s,
                   "seconds a client has to send a request's head, and again its body; and to take "
                   "a reply's pending bytes (default 10)")

@@ -253,6 +253,8 @@ struct BatchEvent {
   std::vector<ToolCallDelta> tool_calls;  // parse_tool_calls: pieces of calls, in order
   std::vector<SampledToken> tokens;       // tokens sampled since the last event
   bool done = false;
+  // The server's n > 1: which choice the event belongs to (0 otherwise).
+  int32_t index = 0;
   // When done:
   FinishReason finish = FinishReason::kLength;
   std::string finish_reason;  // finish_reason_name(finish), or "error"
@@ -284,6 +286,11 @@ struct BatchStats {
   int64_t kv_blocks_cached = 0;  // free but holding a reusable prefix
   int64_t kv_blocks_total = 0;   // the budget
   int64_t kv_bytes_total = 0;    // the budget's cells in bytes: what the KV cache may grow to
+  int64_t kv_bytes_used = 0;     // the cells of blocks sequences hold (window pool included)
+  // One cached position's cells in the main pool (every global layer's K and V), in the cell
+  // type kv_cell_type ("f32", "f16", "q8_0", …).
+  int64_t kv_bytes_per_position = 0;
+  std::string kv_cell_type;
   int64_t n_steps = 0;
   int64_t n_preemptions = 0;
 };
@@ -311,6 +318,16 @@ enum class SlotAction {
   kSave,     // the slot's tokens and KV cells to a state file
   kRestore,  // a state file into the slot
   kErase,    // forget what the slot holds
+};
+
+// A slot's state now (BatchGenerator::slots, llama-server's GET /slots).
+struct SlotState {
+  int32_t id = 0;
+  bool busy = false;        // a request runs in it
+  int64_t n_cached = 0;     // positions whose KV cells it holds
+  int64_t n_prompt = 0;     // busy: the request's prompt tokens
+  int64_t n_generated = 0;  // busy: tokens sampled so far
+  int64_t request_id = -1;  // busy: the request's id (RequestHandle::id), else -1
 };
 
 struct SlotReply {
@@ -348,6 +365,8 @@ class BatchGenerator {
   void stop();
 
   BatchStats stats() const;
+  // Every slot's state as of the last step.
+  std::vector<SlotState> slots() const;
   int64_t n_ctx() const;                    // positions one sequence may use
   const std::string& n_ctx_reason() const;  // how n_ctx was chosen, in words
   int n_parallel() const;                   // sequences decoded together

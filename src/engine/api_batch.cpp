@@ -128,6 +128,10 @@ void BatchGenerator::stop() {
   impl_->scheduler->stop();
 }
 
+std::vector<SlotState> BatchGenerator::slots() const {
+  return impl_->scheduler->slots();
+}
+
 BatchStats BatchGenerator::stats() const {
   return impl_->scheduler->stats();
 }

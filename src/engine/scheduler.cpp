@@ -619,8 +619,31 @@ void Scheduler::publish_stats() {
   stats_.kv_blocks_cached = kv().n_blocks_cached();
   stats_.kv_blocks_total = kv().config().max_blocks;
   stats_.kv_bytes_total = static_cast<int64_t>(kv().budget_bytes());
+  stats_.kv_bytes_used = static_cast<int64_t>(kv().bytes_in_use());
+  stats_.kv_bytes_per_position = static_cast<int64_t>(kv().block_bytes()) / options_.block_size;
+  stats_.kv_cell_type = std::string(kv_cell_type_name(kv().config().cell_type));
   stats_.n_steps = n_steps_;
   stats_.n_preemptions = n_preemptions_;
+  slot_states_.resize(slots_.size());
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    SlotState& st = slot_states_[i];
+    st = SlotState{};
+    st.id = static_cast<int32_t>(i);
+    st.busy = slots_[i].busy;
+    st.n_cached = kv().length(static_cast<int32_t>(i));
+  }
+  for (const auto& seq : running_) {
+    if (seq->slot < 0 || seq->finished) continue;
+    SlotState& st = slot_states_[static_cast<size_t>(seq->slot)];
+    st.n_prompt = seq->stats.n_prompt;
+    st.n_generated = seq->stats.n_generated;
+    st.request_id = seq->id;
+  }
+}
+
+std::vector<SlotState> Scheduler::slots() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return slot_states_;
 }
 
 SchedulerStats Scheduler::stats() const {

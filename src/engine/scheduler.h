@@ -49,6 +49,7 @@ struct SchedulerOptions : RuntimeOptions {
 
 using minfer::SlotAction;
 using minfer::SlotReply;
+using minfer::SlotState;
 using SlotCallback = std::function<void(Result<SlotReply>)>;
 
 // A snapshot for metrics (the public API's BatchStats).
@@ -84,6 +85,8 @@ class Scheduler : NonCopyable {
   Status run_until_idle();
 
   SchedulerStats stats() const;
+  // Every slot's state as of the last step.
+  std::vector<SlotState> slots() const;
   const SchedulerOptions& options() const { return options_; }
   // Logit rows per token: the bound of token ids in prompts and logit_bias.
   int64_t n_vocab() const { return runtime_->n_vocab(); }
@@ -151,7 +154,8 @@ class Scheduler : NonCopyable {
   bool stopping_ = false;
   int64_t next_id_ = 1;
   SchedulerStats stats_;
-  int64_t n_queued_ = 0;  // incoming_ + waiting_, for the max_queue check
+  std::vector<SlotState> slot_states_;  // [n_parallel]
+  int64_t n_queued_ = 0;                // incoming_ + waiting_, for the max_queue check
 
   // Owned by the stepping thread.
   std::deque<std::unique_ptr<Sequence>> waiting_;   // admission order: front first

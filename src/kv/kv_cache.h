@@ -171,6 +171,11 @@ class KvCache {
   // Window pool: blocks the sequence's sliding layers hold, and blocks ever allocated.
   int64_t n_window_blocks_held(int32_t seq) const;
   int64_t n_window_blocks_allocated() const { return static_cast<int64_t>(window_blocks_.size()); }
+  // The cells of the blocks sequences hold, both pools.
+  size_t bytes_in_use() const {
+    const size_t window_used = window_blocks_.size() - window_free_.size();
+    return static_cast<size_t>(n_blocks_used()) * block_bytes_ + window_used * window_block_bytes_;
+  }
 
  private:
   explicit KvCache(const KvCacheConfig& config);

@@ -181,6 +181,7 @@ void HttpServer::install_routes() {
       {true, "/chat/completions", &HttpServer::handle_chat_completions},
       {true, "/completions", &HttpServer::handle_completions},
       {true, R"(/slots/(\d+))", &HttpServer::handle_slots},
+      {false, "/slots", &HttpServer::handle_slots_list},
       {true, "/v1/messages", &HttpServer::handle_messages},
       {true, "/v1/messages/count_tokens", &HttpServer::handle_count_tokens},
       {true, "/v1/responses", &HttpServer::handle_responses},

@@ -54,6 +54,8 @@ struct ServerOptions {
   int32_t reasoning_budget = -1;
   // Folder of POST /slots/{id}?action=save|restore files; empty: slot actions are refused (501).
   std::string slot_save_path;
+  // GET /slots (serve --slots): every slot's state; off: 501.
+  bool slots_endpoint = false;
   // serve --context-shift / --keep N: requests go on past a full context (GenerateParams::
   // context_shift), keeping their first `keep` tokens; -2: the chat's rendered system prompt
   // (none for a completion), -1: the whole prompt.
@@ -143,6 +145,8 @@ class HttpServer : NonCopyable {
   void handle_completions(const HttpRequest& req, HttpResponse& res);
   // server/routes_slots.cpp: POST /slots/{id}?action=save|restore|erase.
   void handle_slots(const HttpRequest& req, HttpResponse& res);
+  // GET /slots: each slot's state (ServerOptions::slots_endpoint).
+  void handle_slots_list(const HttpRequest& req, HttpResponse& res);
   // Both generation endpoints: parse, build the prompt, submit, hand the reply to its writer.
   void generate(const HttpRequest& req, HttpResponse& res, Endpoint endpoint);
   // The same for another API over the chat path (server/reply_format.h), and the prompt tokens

@@ -119,6 +119,16 @@ std::string Metrics::format(const BatchStats& sched) const {
   metric("minfer_kv_blocks_cached", "gauge", "Free KV blocks that keep a reusable prefix.",
          sched.kv_blocks_cached);
   metric("minfer_kv_blocks_total", "gauge", "The KV block budget.", sched.kv_blocks_total);
+  metric("minfer_kv_bytes_used", "gauge", "Bytes of the KV cells in blocks sequences hold.",
+         sched.kv_bytes_used);
+  metric("minfer_kv_bytes_total", "gauge", "Bytes the KV cache may grow to (the block budget).",
+         sched.kv_bytes_total);
+  out += fmt::format(
+      "# HELP minfer_kv_bytes_per_position Bytes one cached position takes (every global "
+      "layer's K and V) by cell type.\n"
+      "# TYPE minfer_kv_bytes_per_position gauge\n"
+      "minfer_kv_bytes_per_position{{{},cell_type=\"{}\"}} {}\n",
+      labels, sched.kv_cell_type, sched.kv_bytes_per_position);
   metric("minfer_scheduler_steps_total", "counter", "Forward steps run.", sched.n_steps);
   return out;
 }

@@ -252,10 +252,12 @@ std::optional<ApiError> check_unused_fields(const Json& body) {
   return std::nullopt;
 }
 
-// How much to generate: max_tokens (or its aliases; the last one given wins) and n, one choice.
-std::optional<ApiError> parse_lengths(const Json& body, GenerateParams& p) {
+// How much to generate: max_tokens, its newer name max_completion_tokens or llama-server's
+// n_predict (two of them given with different values: 400), and n, the choices.
+std::optional<ApiError> parse_lengths(const Json& body, GenerateParams& p, int32_t& n) {
   bool present = false;
   int64_t v = 0;
+  const char* given = nullptr;  // the first of the fields given
   for (const char* field : {"max_tokens", "max_completion_tokens", "n_predict"}) {
     auto it = body.find(field);
     if (it != body.end() && it->is_number_integer() && it->get<int64_t>() <= 0) {
@@ -266,17 +268,27 @@ std::optional<ApiError> parse_lengths(const Json& body, GenerateParams& p) {
     if (auto e = get_integer(body, field, 1, std::numeric_limits<int32_t>::max(), v, present)) {
       return e;
     }
-    if (present) p.max_tokens = v;
+    if (!present) continue;
+    if (given != nullptr && v != p.max_tokens) {
+      return bad_request(fmt::format("[server] '{}' ({}) and '{}' ({}) name the same limit: give "
+                                     "one, or both with the same value",
+                                     given, p.max_tokens, field, v),
+                         field, "invalid_value");
+    }
+    if (given == nullptr) given = field;
+    p.max_tokens = v;
   }
-  if (auto e = get_integer(body, "n", 1, 1, v, present)) {
-    e->message = "[server] only 'n' = 1 is supported";
-    return e;
-  }
+  if (auto e = get_integer(body, "n", 1, kMaxChoices, v, present)) return e;
+  n = present ? static_cast<int32_t>(v) : 1;
   // llama-server's slot pinning: run in that slot, from what it holds (POST /slots/{id}).
   if (auto e = get_integer(body, "id_slot", -1, std::numeric_limits<int32_t>::max(), v, present)) {
     return e;
   }
   if (present) p.id_slot = static_cast<int32_t>(v);
+  if (present && n > 1) {
+    return bad_request("[server] 'n' > 1 cannot run in one pinned slot ('id_slot'): give one", "n",
+                       "invalid_value");
+  }
   return std::nullopt;
 }
 
@@ -613,7 +625,7 @@ std::optional<ApiError> parse_request(const Json& body, Endpoint endpoint, int32
   if (auto e = chat ? parse_messages(body, out.messages) : parse_prompt(body, n_vocab, out)) {
     return e;
   }
-  if (auto e = parse_lengths(body, out.params)) return e;
+  if (auto e = parse_lengths(body, out.params, out.n)) return e;
   if (auto e = parse_sampling(body, n_vocab, out.params)) return e;
   if (auto e = parse_stop(body, out.params.stop)) return e;
   if (auto e = chat ? parse_chat_logprobs(body, out) : parse_completion_logprobs(body, out)) {

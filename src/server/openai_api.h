@@ -41,11 +41,15 @@ std::optional<ApiError> for_each_object(const Json& items, const std::string& fi
 
 enum class Endpoint { kChat, kCompletion };
 
+// The most choices one request may ask for ('n').
+constexpr int32_t kMaxChoices = 16;
+
 // A checked request body: everything but the prompt tokens, which need the template/tokenizer.
 struct ParsedRequest {
   Endpoint endpoint = Endpoint::kChat;
   GenerateParams params;
   bool stream = false;
+  int32_t n = 1;                    // choices, each its own sample (1..kMaxChoices)
   bool include_usage = false;       // stream_options.include_usage
   bool logprobs = false;            // chat: logprobs true; completions: logprobs given
   Json messages;                    // chat: the messages, normalised for the template

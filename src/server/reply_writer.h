@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "minfer/minfer.h"
 #include "server/http_message.h"
@@ -33,7 +34,13 @@ class Call {
   void attach(std::shared_ptr<RequestHandle> handle,
               std::shared_ptr<const ConnectionState> connection);
   const std::shared_ptr<RequestHandle>& handle() const { return handle_; }
-  void cancel() { handle_->cancel(); }
+  // Another request answering into this call (the choices of n > 1); cancelled with it.
+  void attach_more(std::shared_ptr<RequestHandle> handle) { more_.push_back(std::move(handle)); }
+  const std::vector<std::shared_ptr<RequestHandle>>& more() const { return more_; }
+  void cancel() {
+    handle_->cancel();
+    for (const auto& h : more_) h->cancel();
+  }
 
   // Takes the events that arrived (waiting up to one poll interval); false when the client left,
   // and then the request is cancelled (its final event still comes).
@@ -49,6 +56,7 @@ class Call {
   std::deque<BatchEvent> events_;  // under mu_
   std::shared_ptr<RequestHandle> handle_;
   std::shared_ptr<const ConnectionState> connection_;
+  std::vector<std::shared_ptr<RequestHandle>> more_;
   Clock::time_point t_submit_;
   Clock::time_point t_last_token_;
   bool first_token_ = true;

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "server/choices.h"
 #include "server/http_io.h"
 #include "server/http_server.h"
 #include "server/openai_reply.h"
@@ -162,14 +163,26 @@ void HttpServer::generate_as(const HttpRequest& req, HttpResponse& res, Endpoint
     return send_error(res, *e);
 
   auto call = std::make_shared<Call>(metrics_);
-  Result<std::shared_ptr<RequestHandle>> handle =
-      b->generator->submit(prompt, parsed.params, Call::sink(call));
-  if (!handle.is_ok()) return send_error(res, submit_error(handle.status()));
-  call->attach(handle.value(), req.connection);
+  std::shared_ptr<ChoiceJoin> join;  // n > 1: the choices (server/choices.h)
+  if (parsed.n > 1) {
+    Result<Choices> choices =
+        submit_choices(*b->generator, prompt, parsed.params, parsed.n, metrics_);
+    if (!choices.is_ok()) return send_error(res, submit_error(choices.status()));
+    call = choices.value().call;
+    join = choices.value().join;
+    call->attach(call->handle(), req.connection);
+  } else {
+    Result<std::shared_ptr<RequestHandle>> handle =
+        b->generator->submit(prompt, parsed.params, Call::sink(call));
+    if (!handle.is_ok()) return send_error(res, submit_error(handle.status()));
+    call->attach(handle.value(), req.connection);
+  }
   track(call->handle());
+  for (const auto& h : call->more()) track(h);
   auto release = [this, call, b] {
     call->cancel();  // no-op once finished
     untrack(call->handle());
+    for (const auto& h : call->more()) untrack(h);
   };
 
   ReplyInfo info;
@@ -184,6 +197,16 @@ void HttpServer::generate_as(const HttpRequest& req, HttpResponse& res, Endpoint
   info.include_usage = parsed.include_usage;
   info.seed = parsed.params.seed;
   res.set_header("X-Minfer-Seed", std::to_string(parsed.params.seed));
+  if (join != nullptr) {
+    Reply reply(*b->model, std::move(info));
+    if (parsed.stream) {
+      write_stream(res, std::move(call), openai_choices_format(reply, join, parsed.n),
+                   std::move(release));
+    } else {
+      write_blocking_choices(res, *call, reply, *join, parsed.n, release);
+    }
+    return;
+  }
   std::unique_ptr<ReplyFormat> format =
       api.make_format ? api.make_format(info, static_cast<int64_t>(prompt.size()))
                       : openai_format(Reply(*b->model, std::move(info)));

@@ -56,6 +56,29 @@ Json slot_reply_json(SlotAction action, const SlotReply& r, const std::string& f
 
 }  // namespace
 
+void HttpServer::handle_slots_list(const HttpRequest&, HttpResponse& res) {
+  if (!options_.slots_endpoint) {
+    return send_error(res, api_error(501,
+                                     "[server] the slots endpoint is off: start the server with "
+                                     "--slots to serve GET /slots",
+                                     "not_supported_error", "slots_disabled"));
+  }
+  BackendRef b = ready_backend(res);
+  if (b == nullptr) return;
+  const int64_t n_ctx = b->generator->n_ctx();
+  Json out = Json::array();
+  for (const SlotState& s : b->generator->slots()) {
+    out.push_back(Json{{"id", s.id},
+                       {"id_task", s.request_id},
+                       {"n_ctx", n_ctx},
+                       {"is_processing", s.busy},
+                       {"n_cached", s.n_cached},
+                       {"n_prompt_tokens", s.n_prompt},
+                       {"n_decoded", s.n_generated}});
+  }
+  send_json(res, out);
+}
+
 void HttpServer::handle_slots(const HttpRequest& req, HttpResponse& res) {
   if (options_.slot_save_path.empty()) {
     return send_error(res, api_error(501,

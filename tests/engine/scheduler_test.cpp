@@ -123,14 +123,19 @@ TEST(Scheduler, ManySequencesInOneBatchGiveWhatEachGivesAlone) {
   EXPECT_EQ((*sched)->cache().n_blocks_used(), 0);
 }
 
-TEST(Scheduler, CancellationEndsTheRequestAndFreesItsBlocks) {
-  MINFER_REQUIRE_TEST_DATA();
-  const Loaded l = load_tiny();
+// Two slots of 512 positions, prefix cache on.
+Result<std::unique_ptr<Scheduler>> two_slots(const Loaded& l) {
   SchedulerOptions o;
   o.n_parallel = 2;
   o.n_ctx = 512;
   o.n_threads = 2;
-  auto sched = Scheduler::create(*l.model, *l.tokenizer, o);
+  return Scheduler::create(*l.model, *l.tokenizer, o);
+}
+
+TEST(Scheduler, CancellationEndsTheRequestAndFreesItsBlocks) {
+  MINFER_REQUIRE_TEST_DATA();
+  const Loaded l = load_tiny();
+  auto sched = two_slots(l);
   ASSERT_TRUE(sched.is_ok());
   Collected a, b;
   auto ha = (*sched)->submit(greedy(prompts(*l.tokenizer)[3], 400), collect_into(a));
@@ -146,6 +151,41 @@ TEST(Scheduler, CancellationEndsTheRequestAndFreesItsBlocks) {
   EXPECT_EQ(a.finish, FinishReason::kCancelled);
   EXPECT_EQ((*sched)->cache().n_blocks_used(), 0);
   EXPECT_EQ((*sched)->stats().n_running, 0);
+}
+
+// slots() and the KV memory of stats(): a running request shows in its slot (prompt, sampled
+// tokens, cached positions, its id), and the bytes in use are the held blocks' cells.
+TEST(Scheduler, SlotStatesAndKvBytesFollowTheRunningRequest) {
+  MINFER_REQUIRE_TEST_DATA();
+  const Loaded l = load_tiny();
+  auto sched = two_slots(l);
+  ASSERT_TRUE(sched.is_ok());
+  const std::vector<int32_t> prompt = prompts(*l.tokenizer)[3];
+  Collected a;
+  auto ha = (*sched)->submit(greedy(prompt, 400), collect_into(a));
+  ASSERT_TRUE(ha.is_ok());
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE((*sched)->step().is_ok());
+  const std::vector<SlotState> slots = (*sched)->slots();
+  ASSERT_EQ(slots.size(), 2u);
+  const SlotState& busy = slots[0].busy ? slots[0] : slots[1];
+  const SlotState& idle = slots[0].busy ? slots[1] : slots[0];
+  ASSERT_TRUE(busy.busy);
+  EXPECT_FALSE(idle.busy);
+  EXPECT_EQ(idle.request_id, -1);
+  EXPECT_EQ(busy.request_id, (*ha)->id());
+  EXPECT_EQ(busy.n_prompt, static_cast<int64_t>(prompt.size()));
+  EXPECT_EQ(busy.n_generated, static_cast<int64_t>(a.tokens.size()));
+  EXPECT_GE(busy.n_cached, static_cast<int64_t>(prompt.size()));
+  const SchedulerStats st = (*sched)->stats();
+  const KvCache& kv = (*sched)->cache();
+  EXPECT_EQ(st.kv_bytes_per_position, static_cast<int64_t>(kv.block_bytes()) / 16);
+  EXPECT_EQ(st.kv_bytes_used, kv.n_blocks_used() * static_cast<int64_t>(kv.block_bytes()));
+  EXPECT_GT(st.kv_bytes_used, 0);
+  EXPECT_FALSE(st.kv_cell_type.empty());
+  (*ha)->cancel();
+  ASSERT_TRUE((*sched)->step().is_ok());
+  EXPECT_EQ((*sched)->stats().kv_bytes_used, 0);
+  EXPECT_FALSE((*sched)->slots()[static_cast<size_t>(busy.id)].busy);
 }
 
 TEST(Scheduler, PrefixReuseSkipsCachedBlocksAndKeepsTheOutput) {

@@ -107,7 +107,10 @@ describe('malformed input', { skip: skipReason }, () => {
     }
     assertOpenAiError(await chat({ messages: user, temperature: -1 }), 400, 'temperature');
     assertOpenAiError(await chat({ messages: user, top_p: 1.5 }), 400, 'top_p');
-    assertOpenAiError(await chat({ messages: user, n: 2 }), 400, 'n');
+    assertOpenAiError(await chat({ messages: user, n: 17 }), 400, 'n');
+    assertOpenAiError(await chat({ messages: user, n: 0 }), 400, 'n');
+    assertOpenAiError(await chat({ messages: user, n: 2, id_slot: 0 }), 400, 'n');
+    assertOpenAiError(await chat({ messages: user, max_tokens: 4, max_completion_tokens: 5 }), 400, 'max_completion_tokens');
     assertOpenAiError(await chat({ messages: user, top_logprobs: 3 }), 400, 'top_logprobs');
     assertOpenAiError(await chat({ messages: user, logprobs: true, top_logprobs: 50 }), 400, 'top_logprobs');
     assertOpenAiError(await chat({ messages: user, logit_bias: { 5: 1000 } }), 400, 'logit_bias');
