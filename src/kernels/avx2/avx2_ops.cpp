@@ -188,27 +188,13 @@ void rope(float* x, int64_t n_head, int64_t head_dim, int64_t n_rot, const float
   }
 }
 
-float dot_f32(const float* a, const float* b, int64_t n) {
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
-    acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), acc1);
-  }
-  for (; i < n; i += 8) {
-    const __m256i m = lane_mask(n - i < 8 ? n - i : 8);
-    acc0 = _mm256_fmadd_ps(_mm256_maskload_ps(a + i, m), _mm256_maskload_ps(b + i, m), acc0);
-  }
-  return hsum_ps(_mm256_add_ps(acc0, acc1));
-}
-
 void axpy_f32(float a, const float* x, int64_t n, float* y) {
   const __m256 va = _mm256_set1_ps(a);
   map2(x, y, n, y, [va](__m256 xv, __m256 yv) { return _mm256_fmadd_ps(va, xv, yv); });
 }
 namespace {
 
-// dot_f32's two accumulators of one row, added: what it hands hsum_ps.
+// Two accumulators over a · b, added: dot_f32 is their hsum_ps.
 inline __m256 dot_lanes(const float* a, const float* b, int64_t n) {
   __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
   int64_t i = 0;
@@ -241,6 +227,10 @@ inline __m256 hsum8_ps(const __m256* v) {
 }
 
 }  // namespace
+
+float dot_f32(const float* a, const float* b, int64_t n) {
+  return hsum_ps(dot_lanes(a, b, n));
+}
 
 // Eight rows at a time: their lanes reduced together (hsum8_ps), then put back in row order.
 void dot_rows_f32(const float* rows, int64_t n_rows, int64_t row_stride, const float* x, int64_t n,

@@ -172,23 +172,9 @@ void rope(float* x, int64_t n_head, int64_t head_dim, int64_t n_rot, const float
   }
 }
 
-float dot_f32(const float* a, const float* b, int64_t n) {
-  __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
-  int64_t i = 0;
-  for (; i + 32 <= n; i += 32) {
-    acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), acc0);
-    acc1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 16), _mm512_loadu_ps(b + i + 16), acc1);
-  }
-  for (; i < n; i += 16) {
-    const __mmask16 m = lane_mask(n - i);
-    acc0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i), acc0);
-  }
-  return hsum_ps(_mm512_add_ps(acc0, acc1));
-}
-
 namespace {
 
-// dot_f32's two accumulators of one row, added: what it hands hsum_ps.
+// Two accumulators over a · b, added: dot_f32 is their hsum_ps.
 inline __m512 dot_lanes(const float* a, const float* b, int64_t n) {
   __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
   int64_t i = 0;
@@ -226,6 +212,10 @@ inline __m512 hsum16_ps(const __m512* v) {
 }
 
 }  // namespace
+
+float dot_f32(const float* a, const float* b, int64_t n) {
+  return hsum_ps(dot_lanes(a, b, n));
+}
 
 // Sixteen rows at a time: their lanes reduced together (hsum16_ps), then put back in row order.
 void dot_rows_f32(const float* rows, int64_t n_rows, int64_t row_stride, const float* x, int64_t n,
