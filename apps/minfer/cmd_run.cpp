@@ -117,15 +117,24 @@ void add_generation_flags(CLI::App* cmd, GenerationFlags& flags) {
                   "last earlier occurrence of the last N tokens, verify them in one forward "
                   "(same output; 0: off)")
       ->check(CLI::Range(0, 64));
+  cmd->add_option("--model-draft", model.draft_model,
+                  "draft model for speculative decoding (also -md; same vocabulary): its greedy "
+                  "tokens are verified in one forward (same output)");
   cmd->add_option("--draft-max", s.draft_max, "tokens drafted per forward, at most (16)")
       ->check(CLI::Range(1, 256));
+  cmd->add_option("--draft-min", s.draft_min,
+                  "fewer drafts than this are not verified (a plain forward instead; 0)")
+      ->check(CLI::Range(0, 256));
+  cmd->add_option("--draft-p-min", s.draft_p_min,
+                  "the draft model stops before a token it gives less probability (0)")
+      ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--keep", flags.keep,
                   "tokens a context shift always keeps at the start (run: of the prompt, after "
                   "BOS, default 0; -1: the whole prompt; chat: default the system prompt)");
   add_observe_flags(*cmd, model);
   // llama.cpp spells the system prompt flag "-sys", a multi-letter single-dash name that CLI11
-  // cannot declare; it arrives as an extra argument (finish_generation_flags), and any other extra
-  // is reported there as an unknown argument.
+  // cannot declare; it arrives as an extra argument
+  // (finish_generation_flags), and any other extra is reported there as an unknown argument.
   cmd->allow_extras();
 }
 
@@ -155,6 +164,7 @@ Status finish_generation_flags(CLI::App* cmd, GenerationFlags& flags) {
       flags.system = extras[++i];
       continue;
     }
+
     return make_error(ErrorCode::kInvalidArgument,
                       "[{}] unknown argument '{}' (see minfer {} --help)", name, extras[i], name);
   }

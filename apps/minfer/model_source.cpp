@@ -43,8 +43,11 @@ void add_weight_memory_flags(CLI::App* cmd, bool& use_mmap, bool& use_mlock) {
 
 void rewrite_single_dash_flags(int argc, char** argv) {
   static char kHfRepo[] = "--hf-repo";
+  static char kModelDraft[] = "--model-draft";
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "-hf") == 0 || std::strcmp(argv[i], "-hfr") == 0) argv[i] = kHfRepo;
+    // CLI11 would read "-md" as -m with the value "d".
+    if (std::strcmp(argv[i], "-md") == 0) argv[i] = kModelDraft;
   }
 }
 

@@ -24,8 +24,8 @@ void add_model_source_flags(CLI::App* cmd, ModelSourceFlags& flags);
 // serve, bench and perplexity.
 void add_weight_memory_flags(CLI::App* cmd, bool& use_mmap, bool& use_mlock);
 
-// Rewrites "-hf" and "-hfr" (llama.cpp's single-dash spellings, which CLI11 cannot declare) to
-// "--hf-repo" in place.
+// Rewrites llama.cpp's single-dash spellings that CLI11 cannot declare, in place: "-hf" and
+// "-hfr" to "--hf-repo", "-md" to "--model-draft".
 void rewrite_single_dash_flags(int argc, char** argv);
 
 // Replaces `model` with the local path to load: ollama:… → the store's blob; with -hf, the

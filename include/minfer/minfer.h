@@ -118,6 +118,11 @@ struct LoadOptions {
   // read into private memory with 2 MiB pages), and locked in RAM (a failure is a warning).
   bool use_mmap = true;
   bool use_mlock = false;
+  // A draft model for speculative decoding (llama.cpp's -md): a smaller model of the same
+  // vocabulary (checked at load: an error otherwise), loaded with the same context, threads and
+  // cache type, whose greedy tokens generate() drafts (GenerateParams::draft_max, draft_min,
+  // draft_p_min). Empty: none.
+  std::string draft_model;
 };
 
 struct ChatMessage {
@@ -180,6 +185,11 @@ struct GenerateParams : SamplerParams, ReplyParams {
   // with context_shift or sliding-window models (an error).
   int32_t spec_ngram = 0;
   int32_t draft_max = 16;
+  // With a draft model (LoadOptions::draft_model): fewer drafts than draft_min are not verified
+  // (a plain forward instead), and the draft stops before a token it gives less probability
+  // than draft_p_min.
+  int32_t draft_min = 0;
+  float draft_p_min = 0.0f;
 };
 
 // Ok when `gbnf` is a grammar GenerateParams::grammar can take; else the error, naming line and

@@ -7,6 +7,7 @@
 
 #include "engine/api_impl.h"
 #include "engine/generate.h"
+#include "engine/speculative.h"
 #include "grammar/json_schema.h"
 #include "models/model_config.h"
 
@@ -81,6 +82,27 @@ Result<SamplerParams> read_sampling_defaults(const GgufFile& file) {
 LanguageModel::LanguageModel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 LanguageModel::~LanguageModel() = default;
 
+namespace {
+
+// A draft model with the target's context, threads and cache type, and its vocabulary.
+Result<engine::LoadedModel> load_draft(const std::string& path, engine::ModelOptions options,
+                                       const engine::LoadedModel& target) {
+  if (target.session == nullptr) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "[api] a draft model needs the model's own sequence (single_sequence)");
+  }
+  options.path = path;
+  options.n_ctx = target.session->n_ctx();
+  options.observe = {};
+  MINFER_ASSIGN_OR_RETURN(engine::LoadedModel draft, engine::load_for_generation(options));
+  if (Status s = engine::check_draft_vocabulary(*target.tokenizer, *draft.tokenizer); !s.is_ok()) {
+    return make_error(s.code(), "{} ('{}')", s.message(), path);
+  }
+  return draft;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<LanguageModel>> LanguageModel::load(const std::string& path,
                                                            const LoadOptions& options) {
   engine::ModelOptions o;
@@ -99,10 +121,13 @@ Result<std::unique_ptr<LanguageModel>> LanguageModel::load(const std::string& pa
   MINFER_ASSIGN_OR_RETURN(SamplerParams sampling, read_sampling_defaults(loaded.model->file()));
   Result<chat::ChatTemplate> tmpl = engine::load_chat_template(loaded.model->file());
   auto grammars = std::make_shared<grammar::RequestGrammars>(*loaded.tokenizer);
-  auto impl = std::make_unique<Impl>(
-      Impl{std::move(loaded), std::move(tmpl), path, std::move(grammars), {}, std::move(sampling)});
+  auto impl = std::make_unique<Impl>(Impl{
+      std::move(loaded), std::move(tmpl), path, std::move(grammars), {}, std::move(sampling), {}});
   if (impl->chat_template.is_ok()) {
     impl->reply_format = chat::detect_reply_format(impl->chat_template->source());
+  }
+  if (!options.draft_model.empty()) {
+    MINFER_ASSIGN_OR_RETURN(impl->draft, load_draft(options.draft_model, o, impl->loaded));
   }
   return std::unique_ptr<LanguageModel>(new LanguageModel(std::move(impl)));
 }
@@ -204,7 +229,16 @@ Result<GenerateReply> LanguageModel::generate_reply(std::span<const int32_t> pro
   options.reasoning_budget = reply.reasoning_budget;
   options.context_shift = params.context_shift;
   options.n_keep = params.n_keep;
-  options.speculative = {.ngram = params.spec_ngram, .draft_max = params.draft_max};
+  if (params.spec_ngram > 0 && impl_->draft.session != nullptr) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "[api] speculative decoding drafts by prompt lookup (spec_ngram) or by the "
+                      "draft model, not both");
+  }
+  options.speculative = {.ngram = params.spec_ngram,
+                         .draft = impl_->draft.session.get(),
+                         .draft_max = params.draft_max,
+                         .draft_min = params.draft_min,
+                         .draft_p_min = params.draft_p_min};
   MINFER_ASSIGN_OR_RETURN(engine::GenerateResult r,
                           engine::generate_reply(*impl_->loaded.session, *impl_->loaded.tokenizer,
                                                  prompt, options, on_reply));

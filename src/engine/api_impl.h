@@ -27,6 +27,8 @@ struct LanguageModel::Impl {
   chat::ReplyFormat reply_format;
   // The file's general.sampling.* over llama.cpp's defaults (LanguageModel::default_params).
   SamplerParams sampling_defaults;
+  // LoadOptions::draft_model's model and session (none: no session).
+  engine::LoadedModel draft;
 
   // Error for generate() / prefill() on a model loaded without its own sequence.
   Status need_session() const {

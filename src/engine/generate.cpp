@@ -52,10 +52,10 @@ Result<GenerateResult> generate_reply(Session& session, const Tokenizer& tokeniz
                       "less 2 positions to shift)",
                       n_keep, session.n_ctx() - 2, session.n_ctx());
   }
-  const bool speculate = options.speculative.ngram > 0;
+  const bool speculate = options.speculative.enabled();
   if (speculate && (options.context_shift || session.model().config().n_swa > 0)) {
     return make_error(ErrorCode::kInvalidArgument,
-                      "[generate] speculative decoding (prompt lookup) does not run with {}",
+                      "[generate] speculative decoding does not run with {}",
                       options.context_shift ? "a context shift" : "sliding-window layers");
   }
   MINFER_ASSIGN_OR_RETURN(std::span<const float> logits, session.set_prompt(prompt));

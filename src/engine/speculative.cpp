@@ -1,6 +1,9 @@
 #include "engine/speculative.h"
 
 #include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
 
 namespace minfer::engine {
 
@@ -16,6 +19,51 @@ std::vector<int32_t> lookup_draft(std::span<const int32_t> history, int ngram, i
     return {history.begin() + from, history.begin() + from + count};
   }
   return {};
+}
+
+Status check_draft_vocabulary(const Tokenizer& target, const Tokenizer& draft) {
+  if (draft.n_vocab() != target.n_vocab()) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "[speculative] the draft model's vocabulary has {} tokens, the model's {}: "
+                      "a draft model must share the vocabulary",
+                      draft.n_vocab(), target.n_vocab());
+  }
+  for (int32_t id = 0; id < target.n_vocab(); ++id) {
+    if (draft.token_text(id) != target.token_text(id)) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        "[speculative] token {} is '{}' in the draft model's vocabulary, '{}' in "
+                        "the model's: a draft model must share the vocabulary",
+                        id, draft.token_text(id), target.token_text(id));
+    }
+  }
+  return Status::ok();
+}
+
+namespace {
+
+// The most likely token of `logits` and its probability.
+std::pair<int32_t, float> top_token(std::span<const float> logits) {
+  const auto best = std::max_element(logits.begin(), logits.end());
+  double sum = 0.0;
+  for (float l : logits) sum += std::exp(static_cast<double>(l - *best));
+  return {static_cast<int32_t>(best - logits.begin()), static_cast<float>(1.0 / sum)};
+}
+
+}  // namespace
+
+Result<std::vector<int32_t>> model_draft(Session& draft, std::span<const int32_t> history,
+                                         int max_draft, float p_min) {
+  std::vector<int32_t> out;
+  if (max_draft <= 0 || history.empty()) return out;
+  MINFER_ASSIGN_OR_RETURN(std::span<const float> logits, draft.set_prompt(history));
+  while (true) {
+    const auto [token, p] = top_token(logits);
+    if (p < p_min) break;
+    out.push_back(token);
+    if (static_cast<int>(out.size()) >= max_draft || draft.n_past() >= draft.n_ctx()) break;
+    MINFER_ASSIGN_OR_RETURN(logits, draft.decode(token));
+  }
+  return out;
 }
 
 void SpeculativeDecoder::settle() {
@@ -38,8 +86,16 @@ Result<std::span<const float>> SpeculativeDecoder::advance(int32_t token) {
   const int64_t room = session_.n_ctx() - session_.n_past() - 1;
   const int max_draft = static_cast<int>(
       std::min<int64_t>({int64_t{options_.draft_max}, room, session_.n_batch() - 1}));
-  std::vector<int32_t> drafts = lookup_draft(history, options_.ngram, max_draft);
-  if (drafts.empty()) return session_.decode(token);
+  std::vector<int32_t> drafts;
+  if (options_.draft != nullptr) {
+    MINFER_ASSIGN_OR_RETURN(drafts,
+                            model_draft(*options_.draft, history, max_draft, options_.draft_p_min));
+  } else {
+    drafts = lookup_draft(history, options_.ngram, max_draft);
+  }
+  if (drafts.empty() || static_cast<int>(drafts.size()) < options_.draft_min) {
+    return session_.decode(token);
+  }
   std::vector<int32_t> batch = {token};
   batch.insert(batch.end(), drafts.begin(), drafts.end());
   base_ = session_.n_past();

@@ -1,6 +1,7 @@
-// Speculative decoding by prompt lookup (DESIGN.md §4 "Engine"): after each sampled token, the
-// tokens that followed the last earlier occurrence of the history's last n tokens are drafted,
-// and one forward over the sampled token and its drafts gives the logits after each of them. The
+// Speculative decoding (DESIGN.md §4 "Engine"): after each sampled token, a few tokens are
+// drafted — by prompt lookup (the tokens that followed the last earlier occurrence of the
+// history's last n tokens) or by a draft model of the same vocabulary (its greedy tokens) — and
+// one forward over the sampled token and its drafts gives the logits after each of them. The
 // generation loop samples from those rows in order, exactly as it samples after single-token
 // forwards: a row is used only while every token before it is the one actually sampled, so the
 // output — greedy or sampled, with any penalty or constraint — is what plain decoding gives,
@@ -14,13 +15,28 @@
 
 #include "core/status.h"
 #include "engine/session.h"
+#include "tokenizer/tokenizer.h"
 
 namespace minfer::engine {
 
 struct SpeculativeOptions {
-  int ngram = 0;       // tokens matched; 0: no speculation
-  int draft_max = 16;  // tokens drafted per forward, at most
+  int ngram = 0;             // prompt lookup: tokens matched; 0: none
+  Session* draft = nullptr;  // a draft model's session (not owned); null: none
+  int draft_max = 16;        // tokens drafted per forward, at most
+  int draft_min = 0;         // fewer drafts than this: a plain single-token forward instead
+  float draft_p_min = 0.0f;  // the draft model stops at a token it gives less probability
+  bool enabled() const { return ngram > 0 || draft != nullptr; }
 };
+
+// Ok when a draft model's vocabulary is the target's: the same size and the same text for every
+// id. Else an error naming the first difference.
+Status check_draft_vocabulary(const Tokenizer& target, const Tokenizer& draft);
+
+// The draft model's greedy continuation of `history`, at most max_draft tokens, stopping before
+// a token whose probability is below p_min. The draft session keeps the history's longest
+// common prefix from its last call (Session::set_prompt) and computes only the rest.
+Result<std::vector<int32_t>> model_draft(Session& draft, std::span<const int32_t> history,
+                                         int max_draft, float p_min);
 
 // The tokens that followed the last earlier occurrence of history's last `ngram` tokens, at most
 // max_draft of them (empty when there is none).

@@ -1,6 +1,7 @@
-// Prompt-lookup speculative decoding: the draft lookup, and generation with it giving exactly the
-// tokens of plain decoding — greedy and sampled, on stories260K and the shared Qwen/Llama models,
-// with drafts accepted and rejected, up to a full context.
+// Speculative decoding: the prompt-lookup draft, the draft model's vocabulary check, and
+// generation with either giving exactly the tokens of plain decoding — greedy and sampled, on
+// stories260K and the shared Qwen/Llama models, with drafts accepted and rejected, up to a full
+// context.
 #include "engine/speculative.h"
 
 #include <gtest/gtest.h>
@@ -37,13 +38,15 @@ LoadedModel load(const std::string& file, int64_t n_ctx) {
 }
 
 GenerateResult run(LoadedModel& m, const std::vector<int32_t>& prompt, float temperature, int ngram,
-                   int64_t n_predict) {
+                   int64_t n_predict, Session* draft = nullptr, float p_min = 0.0f) {
   GenerateOptions o;
   o.sampling.temperature = temperature;
   o.sampling.seed = 1234;
   o.n_predict = n_predict;
   o.speculative.ngram = ngram;
+  o.speculative.draft = draft;
   o.speculative.draft_max = 6;
+  o.speculative.draft_p_min = p_min;
   m.session->clear();
   auto r = generate(*m.session, *m.tokenizer, prompt, o, nullptr);
   EXPECT_TRUE(r.is_ok()) << r.status().message();
@@ -115,6 +118,51 @@ TEST(Speculative, RefusesContextShiftAndSlidingWindows) {
   auto shifted = generate(*s.session, *s.tokenizer, repeating_prompt(s), o, nullptr);
   ASSERT_FALSE(shifted.is_ok());
   EXPECT_NE(shifted.status().message().find("context shift"), std::string::npos);
+}
+
+// A draft model: a quantized copy of the target (same vocabulary), and the target itself (every
+// greedy draft is the target's own token: the mechanism's ceiling).
+TEST(Speculative, ADraftModelGivesThePlainTokensAndItselfIsAlwaysAccepted) {
+  MINFER_REQUIRE_TEST_DATA();
+  LoadedModel target = load("qwen2-tiny-f32.gguf", 256);
+  LoadedModel quantized = load("qwen2-tiny-q4_k_m.gguf", 256);
+  LoadedModel itself = load("qwen2-tiny-f32.gguf", 256);
+  ASSERT_NE(target.session, nullptr);
+  ASSERT_NE(quantized.session, nullptr);
+  ASSERT_NE(itself.session, nullptr);
+  ASSERT_TRUE(check_draft_vocabulary(*target.tokenizer, *quantized.tokenizer).is_ok());
+  const std::vector<int32_t> prompt = repeating_prompt(target);
+  for (float temperature : {0.0f, 0.9f}) {
+    SCOPED_TRACE("temperature " + std::to_string(temperature));
+    const GenerateResult plain = run(target, prompt, temperature, 0, 60);
+    for (LoadedModel* draft : {&quantized, &itself}) {
+      const GenerateResult spec = run(target, prompt, temperature, 0, 60, draft->session.get());
+      EXPECT_EQ(spec.tokens, plain.tokens);
+      EXPECT_EQ(target.session->n_past(),
+                static_cast<int64_t>(prompt.size() + plain.tokens.size()) - 1);
+      const SpeculativeStats& st = spec.metrics.speculative;
+      EXPECT_GT(st.n_verified, 0);
+      if (draft == &itself && temperature == 0.0f) {
+        // Every draft but those past the 60th token is the token sampled.
+        EXPECT_GE(st.n_accepted, st.n_drafted - 6) << st.n_accepted << " of " << st.n_drafted;
+      }
+    }
+  }
+  // A draft that stops below probability 1 drafts nothing here: plain forwards only.
+  const GenerateResult none = run(target, prompt, 0.0f, 0, 20, quantized.session.get(), 1.0f);
+  EXPECT_EQ(none.metrics.speculative.n_verified, 0);
+  EXPECT_EQ(none.tokens, run(target, prompt, 0.0f, 0, 20).tokens);
+}
+
+TEST(Speculative, ADraftModelOfAnotherVocabularyIsRefused) {
+  MINFER_REQUIRE_TEST_DATA();
+  LoadedModel qwen = load("qwen2-tiny-q4_k_m.gguf", 64);
+  LoadedModel stories = load("stories260K.gguf", 64);
+  ASSERT_NE(qwen.tokenizer, nullptr);
+  ASSERT_NE(stories.tokenizer, nullptr);
+  const Status s = check_draft_vocabulary(*qwen.tokenizer, *stories.tokenizer);
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("vocabulary"), std::string::npos) << s.message();
 }
 
 }  // namespace
