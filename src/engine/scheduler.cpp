@@ -209,6 +209,9 @@ void Scheduler::finish(Sequence& seq, FinishReason reason, Status error) {
   seq.stats.total_ms = ms_between(seq.t_submit, Clock::now());
   event.stats = seq.stats;
   leave_slot(seq, options_.keep_slots && event.error.is_ok());
+  // The figures a client reads after its reply (/metrics, /slots) already count the sequence
+  // out and its blocks free.
+  publish_stats();
   if (seq.sink) seq.sink(std::move(event));
 }
 
@@ -612,7 +615,8 @@ void Scheduler::loop() {
 
 void Scheduler::publish_stats() {
   std::lock_guard<std::mutex> lock(mu_);
-  stats_.n_running = static_cast<int64_t>(running_.size());
+  stats_.n_running = std::count_if(running_.begin(), running_.end(),
+                                   [](const std::unique_ptr<Sequence>& s) { return !s->finished; });
   stats_.n_waiting = n_queued_;
   stats_.kv_blocks_used = kv().n_blocks_used();
   stats_.kv_blocks_free = kv().n_blocks_free();
