@@ -60,8 +60,9 @@ Result<GenerateResult> generate_reply(Session& session, const Tokenizer& tokeniz
   }
   MINFER_ASSIGN_OR_RETURN(std::span<const float> logits, session.set_prompt(prompt));
   SpeculativeDecoder speculator(session, options.speculative);
-  // Positions taken by sampled tokens (with speculation the cache may hold drafts beyond them).
-  auto n_held = [&] { return speculate ? speculator.n_held() : session.n_past(); };
+  // Positions taken by sampled tokens (with speculation the cache may hold drafts beyond them;
+  // without, it is the session's n_past).
+  auto n_held = [&] { return speculator.n_held(); };
 
   GenerateResult result;
   GenerationMetrics& m = result.metrics;

@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include <fmt/format.h>
-
 namespace minfer::engine {
 
 std::vector<int32_t> lookup_draft(std::span<const int32_t> history, int ngram, int max_draft) {
