@@ -58,7 +58,7 @@ Status run_bench_command(BenchCli& o) {
   }
   MINFER_ASSIGN_OR_RETURN(engine::BenchGrid grid, grid_from_flags(o));
   engine::BenchOptions options = o.options;
-  MINFER_RETURN_IF_ERROR(engine::apply_user_options(options, o.cache_type, GgmlType::kF32));
+  MINFER_RETURN_IF_ERROR(engine::apply_user_options(options, o.cache_type, GgmlType::kF16));
   MINFER_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::load(o.model, o.map));
   MINFER_ASSIGN_OR_RETURN(engine::BenchReport report,
                           engine::run_bench(*model, o.model, options, grid));
@@ -94,7 +94,9 @@ void register_bench_command(CLI::App& app, CommandRegistry& registry) {
   cmd->add_option("-r,--repetitions", opts->options.repetitions, "measured runs per test")
       ->capture_default_str();
   cmd->add_option("-o,--output", opts->output, "md or json")->capture_default_str();
-  cmd->add_option("--cache-type", opts->cache_type, "KV cell type: f32, f16, q8_0");
+  cmd->add_option("--cache-type", opts->cache_type,
+                  "KV cell type: f32, f16, q8_0 (default MINFER_CACHE_TYPE, else f16 as "
+                  "llama-bench, run and serve)");
   cmd->add_flag("--roofline", opts->options.roofline,
                 "also measure the read bandwidth and report the decode roofline (weight bytes "
                 "per token / bandwidth)");

@@ -155,13 +155,11 @@ struct RowState {
   float* acc;  // [dv]
 };
 
-// Adds n cells (keys, values: [n, hd] / [n, dv] f32) to a row: scores of the block, the running
-// max raised if needed (rescaling what is summed so far), then the block's weights and values.
-void attend_cells(const kernels::KernelTable& table, const float* q, const float* keys,
-                  const float* values, int64_t n, int64_t head_dim, int64_t head_dim_v, float scale,
-                  float* scores, RowState& row) {
+// A row's scores of a block ([n]) become its weights e^(score - max); the running max is raised
+// first if the block holds a higher score, rescaling what the row has summed so far.
+void softmax_step(const kernels::KernelTable& table, float* scores, int64_t n, int64_t head_dim_v,
+                  RowState& row) {
   float block_max = row.max_score;
-  table.dot_rows_f32(keys, n, head_dim, q, head_dim, scale, scores);
   for (int64_t j = 0; j < n; ++j) block_max = std::max(block_max, scores[j]);
   if (block_max > row.max_score) {
     const float rescale = std::exp(row.max_score - block_max);  // 0 on the first block
@@ -169,19 +167,35 @@ void attend_cells(const kernels::KernelTable& table, const float* q, const float
     table.scale(row.acc, rescale, head_dim_v, row.acc);
     row.max_score = block_max;
   }
-  // The block's weights e^(score - max), in place of the scores.
   row.sum += table.exp_sum(scores, row.max_score, n, scores);
-  table.weighted_sum_f32(scores, values, n, head_dim_v, head_dim_v, row.acc);
 }
 
 // Per-thread buffers of attend_tile.
 struct TileScratch {
   std::vector<float> k_tile;   // [block_size, hd]
   std::vector<float> v_tile;   // [block_size, dv]
-  std::vector<float> scores;   // [block_size]
+  std::vector<float> q_tile;   // [rows, hd] the tile's query rows
+  std::vector<float> scores;   // [rows, block_size]
   std::vector<float> acc;      // [rows, dv]
   std::vector<RowState> rows;  // [rows]
 };
+
+// Adds n cells of a block (keys, values: [n, hd] / [n, dv] f32) to tile rows [r_begin, r_end),
+// which all see them: every row's scores in one call, each row's softmax step, then every row's
+// weighted values in one call. Each row's arithmetic is the same whatever rows share the call.
+void attend_rows(const kernels::KernelTable& table, const float* keys, const float* values,
+                 int64_t n, int64_t hd, int64_t dv, int64_t bs, float scale, int64_t r_begin,
+                 int64_t r_end, TileScratch& sc) {
+  const int64_t n_rows = r_end - r_begin;
+  float* scores = sc.scores.data() + r_begin * bs;
+  table.dot_rows_f32({keys, n, hd}, {sc.q_tile.data() + r_begin * hd, n_rows, hd}, hd, scale,
+                     scores, bs);
+  for (int64_t r = 0; r < n_rows; ++r) {
+    softmax_step(table, scores + r * bs, n, dv, sc.rows[static_cast<size_t>(r_begin + r)]);
+  }
+  table.weighted_sum_f32({scores, n_rows, bs}, {values, n, dv}, dv, sc.acc.data() + r_begin * dv,
+                         dv);
+}
 
 void attend_tile(const kernels::KernelTable& table, const KvCache& cache, const Batch& batch,
                  const AttentionArgs& args, kernels::DequantizeRowFn to_f32, const QueryTile& tile,
@@ -193,8 +207,15 @@ void attend_tile(const kernels::KernelTable& table, const KvCache& cache, const 
   const int64_t kv_head = tile.h_begin / (args.n_head / c.n_head_kv);
   const int64_t n_heads = tile.h_end - tile.h_begin;
   const auto n_rows = static_cast<size_t>((tile.t_end - tile.t_begin) * n_heads);
+  // Row r = (t - t_begin) · n_heads + (h - h_begin): a token's heads are consecutive rows.
+  sc.q_tile.resize(n_rows * static_cast<size_t>(hd));
+  sc.scores.resize(n_rows * static_cast<size_t>(bs));
   sc.acc.assign(n_rows * static_cast<size_t>(dv), 0.0f);
   sc.rows.resize(n_rows);
+  for (int64_t t = tile.t_begin; t < tile.t_end; ++t) {
+    const float* q = args.q + (t * args.n_head + tile.h_begin) * hd;
+    std::copy(q, q + n_heads * hd, sc.q_tile.data() + (t - tile.t_begin) * n_heads * hd);
+  }
   for (size_t r = 0; r < n_rows; ++r) {
     sc.rows[r] = {-std::numeric_limits<float>::infinity(), 0.0, sc.acc.data() + r * dv};
   }
@@ -221,27 +242,29 @@ void attend_tile(const kernels::KernelTable& table, const KvCache& cache, const 
     const float* values =
         block_rows_f32(to_f32, cache.v_block(block, args.il, kv_head) + lo * v_row_bytes, hi - lo,
                        dv, sc.v_tile.data());
-    for (int64_t t = tile.t_begin; t < tile.t_end; ++t) {
+    // Runs of tokens that see the same cells of the block [skip, end) share one call.
+    auto cells_of = [&](int64_t t) {
       const int64_t pos = batch.positions[static_cast<size_t>(t)];
-      const int64_t skip = std::max<int64_t>(0, first_of(pos) - b * bs);  // cells before first
-      const int64_t end = std::min(bs, pos + 1 - b * bs);
-      if (end <= skip) continue;  // the block lies outside this token's window
-      for (int64_t h = tile.h_begin; h < tile.h_end; ++h) {
-        const float* q = args.q + (t * args.n_head + h) * hd;
-        RowState& row =
-            sc.rows[static_cast<size_t>((t - tile.t_begin) * n_heads + (h - tile.h_begin))];
-        attend_cells(table, q, keys + (skip - lo) * hd, values + (skip - lo) * dv, end - skip, hd,
-                     dv, args.scale, sc.scores.data(), row);
+      return std::pair{std::max<int64_t>(0, first_of(pos) - b * bs),
+                       std::min(bs, pos + 1 - b * bs)};
+    };
+    for (int64_t t = tile.t_begin; t < tile.t_end;) {
+      const auto [skip, end] = cells_of(t);
+      int64_t t_run = t + 1;
+      while (t_run < tile.t_end && cells_of(t_run) == std::pair{skip, end}) ++t_run;
+      if (end > skip) {  // else the block lies outside these tokens' window
+        attend_rows(table, keys + (skip - lo) * hd, values + (skip - lo) * dv, end - skip, hd, dv,
+                    bs, args.scale, (t - tile.t_begin) * n_heads, (t_run - tile.t_begin) * n_heads,
+                    sc);
       }
+      t = t_run;
     }
   }
-  for (int64_t t = tile.t_begin; t < tile.t_end; ++t) {
-    for (int64_t h = tile.h_begin; h < tile.h_end; ++h) {
-      const RowState& row =
-          sc.rows[static_cast<size_t>((t - tile.t_begin) * n_heads + (h - tile.h_begin))];
-      table.scale(row.acc, static_cast<float>(1.0 / row.sum), dv,
-                  args.out + (t * args.n_head + h) * dv);
-    }
+  for (size_t r = 0; r < n_rows; ++r) {
+    const int64_t t = tile.t_begin + static_cast<int64_t>(r) / n_heads;
+    const int64_t h = tile.h_begin + static_cast<int64_t>(r) % n_heads;
+    table.scale(sc.rows[r].acc, static_cast<float>(1.0 / sc.rows[r].sum), dv,
+                args.out + (t * args.n_head + h) * dv);
   }
 }
 
@@ -286,7 +309,6 @@ void attention(const kernels::KernelTable& table, kernels::ThreadPool& pool, con
     TileScratch sc;
     sc.k_tile.resize(static_cast<size_t>(c.block_size * c.head_dim));
     sc.v_tile.resize(static_cast<size_t>(c.block_size * c.head_dim_v));
-    sc.scores.resize(static_cast<size_t>(c.block_size));
     // Tiles dealt round-robin: a causal prompt's later tiles see more cells, so contiguous
     // ranges would leave the last thread most of the work.
     for (size_t i = static_cast<size_t>(thread_id); i < tiles.size();

@@ -52,6 +52,14 @@ constexpr size_t q8_0_act_sums_offset(size_t n_blocks) {
 // Slots indexed by GgmlType id (kBF16 = 30 is the largest weight type).
 inline constexpr int kMatmulSlots = 32;
 
+// n rows of f32, row i at data + i · stride (attention's keys, values, queries or weights).
+struct F32Rows {
+  const float* data;
+  int64_t n;
+  int64_t stride;
+  const float* row(int64_t i) const { return data + i * stride; }
+};
+
 struct KernelTable {
   Isa isa;
   const char* name;  // "ref", "avx2", "avx512"
@@ -85,13 +93,14 @@ struct KernelTable {
   float (*dot_f32)(const float* a, const float* b, int64_t n);
   // y += a * x.
   void (*axpy_f32)(float a, const float* x, int64_t n, float* y);
-  // Attention's per-block loops in one call, with dot_f32's / axpy_f32's arithmetic per row:
-  // out[j] = dot_f32(rows + j · row_stride, x, n) · scale for j < n_rows, and
-  // y += Σ_j w[j] · (rows + j · row_stride), one axpy_f32 per row in order of j.
-  void (*dot_rows_f32)(const float* rows, int64_t n_rows, int64_t row_stride, const float* x,
-                       int64_t n, float scale, float* out);
-  void (*weighted_sum_f32)(const float* w, const float* rows, int64_t n_rows, int64_t row_stride,
-                           int64_t n, float* y);
+  // Attention's per-block loops for several query rows at once, with dot_f32's / axpy_f32's
+  // arithmetic for every pair (a row's result never depends on the others in the call):
+  //   out[i · out_stride + j] = dot_f32(rows_j, x_i, n) · scale for i < x.n, j < rows.n; and
+  //   y_i += Σ_j w_i[j] · rows_j (y_i = y + i · y_stride, i < w.n), one axpy_f32 per row in
+  //   order of j.
+  void (*dot_rows_f32)(F32Rows rows, F32Rows x, int64_t n, float scale, float* out,
+                       int64_t out_stride);
+  void (*weighted_sum_f32)(F32Rows w, F32Rows rows, int64_t n, float* y, int64_t y_stride);
   // IEEE half / bfloat16 <-> f32, round to nearest even; bf16 NaNs stay NaN (quiet).
   void (*f16_to_f32)(const uint16_t* x, int64_t n, float* y);
   void (*f32_to_f16)(const float* x, int64_t n, uint16_t* y);

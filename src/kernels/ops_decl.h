@@ -22,12 +22,10 @@ void rope(float* x, int64_t n_head, int64_t head_dim, int64_t n_rot, const float
           RopeStyle style);
 float dot_f32(const float* a, const float* b, int64_t n);
 void axpy_f32(float a, const float* x, int64_t n, float* y);
-// Each row's dot_f32 times scale (AVX-512 and AVX2 reduce 16 / 8 rows' lanes at once, in
-// dot_f32's order).
-void dot_rows_f32(const float* rows, int64_t n_rows, int64_t row_stride, const float* x, int64_t n,
-                  float scale, float* out);
-void weighted_sum_f32(const float* w, const float* rows, int64_t n_rows, int64_t row_stride,
-                      int64_t n, float* y);
+// Each pair's dot_f32 times scale (AVX-512 and AVX2 reduce 16 / 8 rows' lanes at once, in
+// dot_f32's order), and each y row's axpy_f32s in order of j.
+void dot_rows_f32(F32Rows rows, F32Rows x, int64_t n, float scale, float* out, int64_t out_stride);
+void weighted_sum_f32(F32Rows w, F32Rows rows, int64_t n, float* y, int64_t y_stride);
 void f16_to_f32(const uint16_t* x, int64_t n, float* y);
 void f32_to_f16(const float* x, int64_t n, uint16_t* y);
 void bf16_to_f32(const uint16_t* x, int64_t n, float* y);

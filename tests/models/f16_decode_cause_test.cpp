@@ -26,6 +26,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "engine/runtime.h"
@@ -161,7 +162,9 @@ constexpr int64_t kNkv = 256;
 const kernels::KernelTable* g_base = nullptr;  // the active table the hooks fall back to
 bool g_half_dot = false;                       // one-token f16 matmuls accumulate in f16
 bool g_decode = false;                         // the running step has one token
-thread_local double t_softmax_sum = 0.0;       // this task's ggml_vec_soft_max_f32 sum
+// This task's ggml_vec_soft_max_f32 sums, keyed by the weights they were computed into
+// (attention computes several rows' weights before it sums their values).
+thread_local std::vector<std::pair<const float*, double>> t_softmax_sums;
 // The accumulators whose weights were normalized before the sum (attention computes several
 // rows in turn before it scales each row's accumulator at the end).
 thread_local std::vector<const float*> t_normalized;
@@ -183,10 +186,13 @@ void f16_tile(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows, c
 
 // kq = mul_mat(k, q) then soft_max_ext's x · scale: q is a permuted view (not contiguous), so
 // llama.cpp takes ggml_vec_dot_f32 for prompt and decode alike.
-void kq_rows(const float* rows, int64_t n_rows, int64_t row_stride, const float* x, int64_t n,
-             float scale, float* out) {
-  for (int64_t j = 0; j < n_rows; ++j)
-    out[j] = vec_dot_f32_ggml(n, rows + j * row_stride, x) * scale;
+void kq_rows(kernels::F32Rows rows, kernels::F32Rows x, int64_t n, float scale, float* out,
+             int64_t out_stride) {
+  for (int64_t i = 0; i < x.n; ++i) {
+    for (int64_t j = 0; j < rows.n; ++j) {
+      out[i * out_stride + j] = vec_dot_f32_ggml(n, rows.row(j), x.row(i)) * scale;
+    }
+  }
 }
 
 // ggml_vec_soft_max_f32: ggml_v_expf on each 16 values (masked cells give 0), each group's
@@ -198,25 +204,31 @@ double softmax_exp_sum(const float* x, float shift, int64_t n, float* y) {
     for (int64_t l = 0; l < 16 && i + l < n; ++l) e[l] = y[i + l] = v_expf(x[i + l] - shift);
     sum += static_cast<double>(reduce_add_16(e));
   }
-  t_softmax_sum = sum;
+  t_softmax_sums.emplace_back(y, sum);
   return sum;
 }
 
 // kqv = mul_mat(v^T, softmax(kq)): weights first times (float)(1 / sum), then per value
 // dimension a dot over the cells — tinyBLAS for a prompt batch, ggml_vec_dot_f32 over the
 // n_kv-cell view for one token.
-void kqv_rows(const float* w, const float* rows, int64_t n_rows, int64_t row_stride, int64_t n,
-              float* y) {
-  const float inv = static_cast<float>(1.0 / t_softmax_sum);
-  std::vector<float> weights(kNkv, 0.0f);  // [n_kv]
-  std::vector<float> column(kNkv, 0.0f);   // [n_kv] one value dimension of every cell
-  for (int64_t j = 0; j < n_rows; ++j) weights[j] = w[j] * inv;
-  for (int64_t d = 0; d < n; ++d) {
-    for (int64_t j = 0; j < n_rows; ++j) column[j] = rows[j * row_stride + d];
-    y[d] = g_decode ? vec_dot_f32_ggml(kNkv, column.data(), weights.data())
-                    : tinyblas_dot_f32(n_rows, column.data(), weights.data());
+void kqv_rows(kernels::F32Rows w, kernels::F32Rows rows, int64_t n, float* y, int64_t y_stride) {
+  for (int64_t i = 0; i < w.n; ++i) {
+    const auto sum = std::find_if(t_softmax_sums.begin(), t_softmax_sums.end(),
+                                  [&](const auto& s) { return s.first == w.row(i); });
+    ASSERT_NE(sum, t_softmax_sums.end()) << "weights without a softmax sum";
+    const float inv = static_cast<float>(1.0 / sum->second);
+    t_softmax_sums.erase(sum);
+    std::vector<float> weights(kNkv, 0.0f);  // [n_kv]
+    std::vector<float> column(kNkv, 0.0f);   // [n_kv] one value dimension of every cell
+    for (int64_t j = 0; j < rows.n; ++j) weights[j] = w.row(i)[j] * inv;
+    float* out = y + i * y_stride;
+    for (int64_t d = 0; d < n; ++d) {
+      for (int64_t j = 0; j < rows.n; ++j) column[j] = rows.row(j)[d];
+      out[d] = g_decode ? vec_dot_f32_ggml(kNkv, column.data(), weights.data())
+                        : tinyblas_dot_f32(rows.n, column.data(), weights.data());
+    }
+    t_normalized.push_back(out);
   }
-  t_normalized.push_back(y);
 }
 
 // Attention ends with out = acc · (1 / sum); the weights already carry it.

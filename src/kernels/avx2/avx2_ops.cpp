@@ -232,24 +232,32 @@ float dot_f32(const float* a, const float* b, int64_t n) {
   return hsum_ps(dot_lanes(a, b, n));
 }
 
+namespace {
+
 // Eight rows at a time: their lanes reduced together (hsum8_ps), then put back in row order.
-void dot_rows_f32(const float* rows, int64_t n_rows, int64_t row_stride, const float* x, int64_t n,
-                  float scale, float* out) {
+void dot_rows_one(F32Rows rows, const float* x, int64_t n, float scale, float* out) {
   const __m256i row_order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
   const __m256 vscale = _mm256_set1_ps(scale);
   int64_t j = 0;
-  for (; j + 8 <= n_rows; j += 8) {
+  for (; j + 8 <= rows.n; j += 8) {
     __m256 v[8];
-    for (int r = 0; r < 8; ++r) v[r] = dot_lanes(rows + (j + r) * row_stride, x, n);
+    for (int r = 0; r < 8; ++r) v[r] = dot_lanes(rows.row(j + r), x, n);
     const __m256 sums = _mm256_permutevar8x32_ps(hsum8_ps(v), row_order);
     _mm256_storeu_ps(out + j, _mm256_mul_ps(sums, vscale));
   }
-  for (; j < n_rows; ++j) out[j] = dot_f32(rows + j * row_stride, x, n) * scale;
+  for (; j < rows.n; ++j) out[j] = dot_f32(rows.row(j), x, n) * scale;
 }
 
-void weighted_sum_f32(const float* w, const float* rows, int64_t n_rows, int64_t row_stride,
-                      int64_t n, float* y) {
-  for (int64_t j = 0; j < n_rows; ++j) axpy_f32(w[j], rows + j * row_stride, n, y);
+}  // namespace
+
+void dot_rows_f32(F32Rows rows, F32Rows x, int64_t n, float scale, float* out, int64_t out_stride) {
+  for (int64_t i = 0; i < x.n; ++i) dot_rows_one(rows, x.row(i), n, scale, out + i * out_stride);
+}
+
+void weighted_sum_f32(F32Rows w, F32Rows rows, int64_t n, float* y, int64_t y_stride) {
+  for (int64_t i = 0; i < w.n; ++i) {
+    for (int64_t j = 0; j < rows.n; ++j) axpy_f32(w.row(i)[j], rows.row(j), n, y + i * y_stride);
+  }
 }
 
 void f16_to_f32(const uint16_t* x, int64_t n, float* y) {

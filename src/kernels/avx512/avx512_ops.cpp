@@ -217,19 +217,98 @@ float dot_f32(const float* a, const float* b, int64_t n) {
   return hsum_ps(dot_lanes(a, b, n));
 }
 
-// Sixteen rows at a time: their lanes reduced together (hsum16_ps), then put back in row order.
-void dot_rows_f32(const float* rows, int64_t n_rows, int64_t row_stride, const float* x, int64_t n,
-                  float scale, float* out) {
-  const __m512i row_order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+namespace {
+
+// The row order of hsum16_ps's lanes (lane 4L + k holds row 4k + L).
+inline __m512i hsum16_row_order() {
+  return _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+}
+
+// One x against sixteen rows at a time: their lanes reduced together (hsum16_ps), then put back
+// in row order.
+void dot_rows_one(F32Rows rows, const float* x, int64_t n, float scale, float* out) {
   const __m512 vscale = _mm512_set1_ps(scale);
   int64_t j = 0;
-  for (; j + 16 <= n_rows; j += 16) {
+  for (; j + 16 <= rows.n; j += 16) {
     __m512 v[16];
-    for (int r = 0; r < 16; ++r) v[r] = dot_lanes(rows + (j + r) * row_stride, x, n);
-    const __m512 sums = _mm512_permutexvar_ps(row_order, hsum16_ps(v));
+    for (int r = 0; r < 16; ++r) v[r] = dot_lanes(rows.row(j + r), x, n);
+    const __m512 sums = _mm512_permutexvar_ps(hsum16_row_order(), hsum16_ps(v));
     _mm512_storeu_ps(out + j, _mm512_mul_ps(sums, vscale));
   }
-  for (; j < n_rows; ++j) out[j] = dot_f32(rows + j * row_stride, x, n) * scale;
+  for (; j < rows.n; ++j) out[j] = dot_f32(rows.row(j), x, n) * scale;
+}
+
+// kX x's (n = 32 · kChunks floats each, held in registers) against sixteen rows at a time: each
+// row is loaded once for all of them, and each pair runs dot_lanes' operations in its order.
+template <int kChunks, int kX>
+void dot_rows_held(F32Rows rows, const float* x, int64_t x_stride, float scale, float* out,
+                   int64_t out_stride) {
+  __m512 xv[kX][2 * kChunks];
+  for (int i = 0; i < kX; ++i) {
+    for (int c = 0; c < 2 * kChunks; ++c) xv[i][c] = _mm512_loadu_ps(x + i * x_stride + 16 * c);
+  }
+  const __m512 vscale = _mm512_set1_ps(scale);
+  for (int64_t j = 0; j + 16 <= rows.n; j += 16) {
+    __m512 v[kX][16];  // [x][row] dot_lanes' two accumulators, added
+    for (int r = 0; r < 16; ++r) {
+      const float* row = rows.row(j + r);
+      __m512 acc0[kX], acc1[kX];
+      for (int i = 0; i < kX; ++i) acc0[i] = acc1[i] = _mm512_setzero_ps();
+      for (int c = 0; c < kChunks; ++c) {
+        const __m512 r0 = _mm512_loadu_ps(row + 32 * c);
+        const __m512 r1 = _mm512_loadu_ps(row + 32 * c + 16);
+        for (int i = 0; i < kX; ++i) {
+          acc0[i] = _mm512_fmadd_ps(r0, xv[i][2 * c], acc0[i]);
+          acc1[i] = _mm512_fmadd_ps(r1, xv[i][2 * c + 1], acc1[i]);
+        }
+      }
+      for (int i = 0; i < kX; ++i) v[i][r] = _mm512_add_ps(acc0[i], acc1[i]);
+    }
+    for (int i = 0; i < kX; ++i) {
+      const __m512 sums = _mm512_permutexvar_ps(hsum16_row_order(), hsum16_ps(v[i]));
+      _mm512_storeu_ps(out + i * out_stride + j, _mm512_mul_ps(sums, vscale));
+    }
+  }
+}
+
+// dot_rows_held for x.n x's, kMaxX at a time (kMaxX · 2 · kChunks = 16 registers of x).
+template <int kChunks>
+void dot_rows_chunks(F32Rows rows, F32Rows x, float scale, float* out, int64_t out_stride) {
+  constexpr int kMaxX = 8 / kChunks;
+  int64_t i = 0;
+  for (; i + kMaxX <= x.n; i += kMaxX) {
+    dot_rows_held<kChunks, kMaxX>(rows, x.row(i), x.stride, scale, out + i * out_stride,
+                                  out_stride);
+  }
+  for (; i < x.n; ++i)
+    dot_rows_held<kChunks, 1>(rows, x.row(i), x.stride, scale, out + i * out_stride, out_stride);
+}
+
+}  // namespace
+
+void dot_rows_f32(F32Rows rows, F32Rows x, int64_t n, float scale, float* out, int64_t out_stride) {
+  const int64_t whole = rows.n & ~int64_t{15};
+  switch (n) {
+    case 64:
+      dot_rows_chunks<2>(rows, x, scale, out, out_stride);
+      break;
+    case 128:
+      dot_rows_chunks<4>(rows, x, scale, out, out_stride);
+      break;
+    case 256:
+      dot_rows_chunks<8>(rows, x, scale, out, out_stride);
+      break;
+    default:
+      for (int64_t i = 0; i < x.n; ++i)
+        dot_rows_one(rows, x.row(i), n, scale, out + i * out_stride);
+      return;
+  }
+  // The rows after the last sixteen.
+  for (int64_t i = 0; i < x.n; ++i) {
+    for (int64_t j = whole; j < rows.n; ++j) {
+      out[i * out_stride + j] = dot_f32(rows.row(j), x.row(i), n) * scale;
+    }
+  }
 }
 
 void axpy_f32(float a, const float* x, int64_t n, float* y) {
@@ -237,27 +316,50 @@ void axpy_f32(float a, const float* x, int64_t n, float* y) {
   map2(x, y, n, y, [va](__m512 xv, __m512 yv) { return _mm512_fmadd_ps(va, xv, yv); });
 }
 
-// y stays in registers, 64 floats at a time, while every row is added with one fused
-// multiply-add per element in order of j: axpy_f32's arithmetic without reloading y per row.
-void weighted_sum_f32(const float* w, const float* rows, int64_t n_rows, int64_t row_stride,
-                      int64_t n, float* y) {
+namespace {
+
+// kY rows of y stay in registers, 64 floats at a time, while every row is added with one fused
+// multiply-add per element in order of j: axpy_f32's arithmetic, each row loaded once for all
+// of them.
+template <int kY>
+void weighted_sum_held(F32Rows w, F32Rows rows, int64_t n, float* y, int64_t y_stride) {
   for (int64_t c = 0; c < n; c += 64) {
     __mmask16 m[4];
-    __m512 acc[4];
+    __m512 acc[kY][4];
     for (int k = 0; k < 4; ++k) {
       const int64_t left = n - c - 16 * k;
       m[k] = left > 0 ? lane_mask(left) : static_cast<__mmask16>(0);
-      acc[k] = _mm512_maskz_loadu_ps(m[k], y + c + 16 * k);
-    }
-    for (int64_t j = 0; j < n_rows; ++j) {
-      const __m512 wj = _mm512_set1_ps(w[j]);
-      const float* row = rows + j * row_stride + c;
-      for (int k = 0; k < 4; ++k) {
-        acc[k] = _mm512_fmadd_ps(wj, _mm512_maskz_loadu_ps(m[k], row + 16 * k), acc[k]);
+      for (int i = 0; i < kY; ++i) {
+        acc[i][k] = _mm512_maskz_loadu_ps(m[k], y + i * y_stride + c + 16 * k);
       }
     }
-    for (int k = 0; k < 4; ++k) _mm512_mask_storeu_ps(y + c + 16 * k, m[k], acc[k]);
+    for (int64_t j = 0; j < rows.n; ++j) {
+      const float* row = rows.row(j) + c;
+      __m512 rv[4];
+      for (int k = 0; k < 4; ++k) rv[k] = _mm512_maskz_loadu_ps(m[k], row + 16 * k);
+      for (int i = 0; i < kY; ++i) {
+        const __m512 wj = _mm512_set1_ps(w.row(i)[j]);
+        for (int k = 0; k < 4; ++k) acc[i][k] = _mm512_fmadd_ps(wj, rv[k], acc[i][k]);
+      }
+    }
+    for (int i = 0; i < kY; ++i) {
+      for (int k = 0; k < 4; ++k) {
+        _mm512_mask_storeu_ps(y + i * y_stride + c + 16 * k, m[k], acc[i][k]);
+      }
+    }
   }
+}
+
+}  // namespace
+
+void weighted_sum_f32(F32Rows w, F32Rows rows, int64_t n, float* y, int64_t y_stride) {
+  constexpr int kMaxY = 4;  // 16 accumulators
+  int64_t i = 0;
+  for (; i + kMaxY <= w.n; i += kMaxY) {
+    weighted_sum_held<kMaxY>({w.row(i), kMaxY, w.stride}, rows, n, y + i * y_stride, y_stride);
+  }
+  for (; i < w.n; ++i)
+    weighted_sum_held<1>({w.row(i), 1, w.stride}, rows, n, y + i * y_stride, y_stride);
 }
 
 void f16_to_f32(const uint16_t* x, int64_t n, float* y) {

@@ -90,14 +90,18 @@ float dot_f32(const float* a, const float* b, int64_t n) {
 void axpy_f32(float a, const float* x, int64_t n, float* y) {
   for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
 }
-void dot_rows_f32(const float* rows, int64_t n_rows, int64_t row_stride, const float* x, int64_t n,
-                  float scale, float* out) {
-  for (int64_t j = 0; j < n_rows; ++j) out[j] = dot_f32(rows + j * row_stride, x, n) * scale;
+void dot_rows_f32(F32Rows rows, F32Rows x, int64_t n, float scale, float* out, int64_t out_stride) {
+  for (int64_t i = 0; i < x.n; ++i) {
+    for (int64_t j = 0; j < rows.n; ++j) {
+      out[i * out_stride + j] = dot_f32(rows.row(j), x.row(i), n) * scale;
+    }
+  }
 }
 
-void weighted_sum_f32(const float* w, const float* rows, int64_t n_rows, int64_t row_stride,
-                      int64_t n, float* y) {
-  for (int64_t j = 0; j < n_rows; ++j) axpy_f32(w[j], rows + j * row_stride, n, y);
+void weighted_sum_f32(F32Rows w, F32Rows rows, int64_t n, float* y, int64_t y_stride) {
+  for (int64_t i = 0; i < w.n; ++i) {
+    for (int64_t j = 0; j < rows.n; ++j) axpy_f32(w.row(i)[j], rows.row(j), n, y + i * y_stride);
+  }
 }
 
 void f16_to_f32(const uint16_t* x, int64_t n, float* y) {
