@@ -281,14 +281,10 @@ async function readEvents(res, onEvent) {
   for (;;) {
     const { value, done } = await reader.read();
     if (done) break;
-    buffer += decoder.decode(value, { stream: true });
-    let cut;
-    while ((cut = buffer.indexOf('\n\n')) >= 0) {
-      const event = buffer.slice(0, cut).trim();
-      buffer = buffer.slice(cut + 2);
-      if (!event.startsWith('data: ')) continue;
-      const data = event.slice(6);
-      if (data !== '[DONE]') onEvent(JSON.parse(data));
+    const events = (buffer + decoder.decode(value, { stream: true })).split('\n\n');
+    buffer = events.pop();  // an event not complete yet
+    for (const event of events.map((e) => e.trim())) {
+      if (event.startsWith('data: ') && event !== 'data: [DONE]') onEvent(JSON.parse(event.slice(6)));
     }
   }
 }
@@ -387,6 +383,7 @@ async function generate(conv) {
     meter.tEnd = performance.now();
     msg.stats = replyStats(meter, note);
     renderAssistant(msg, view, false);
+    if (conv === current) $('log').scrollTop = $('log').scrollHeight;
     view.div.dataset.done = 'true';
     controller = null;
     setBusy(false);

@@ -1,10 +1,12 @@
 # The files the chat page (web/chat.html, served at /) loads from /static/: its own script and
 # style, and Debian's browser builds of markdown-it, highlight.js and KaTeX with KaTeX's woff2
-# fonts, read from /usr/share/javascript at build time and embedded in the binary by
-# src/server/embed_web.cmake (the page loads nothing from anywhere else).
+# fonts, read from /usr/share/javascript (MINFER_WEB_JS_DIR) at build time and embedded in the
+# binary by src/server/embed_web.cmake (the page loads nothing from anywhere else).
 # Sets minfer_web_assets_cpp to the generated source (minfer::server::kWebAssets).
 
-set(_js /usr/share/javascript)
+set(MINFER_WEB_JS_DIR /usr/share/javascript CACHE PATH
+    "where Debian's libjs-* packages put the browser builds the chat page embeds")
+set(_js "${MINFER_WEB_JS_DIR}")
 # Triples: the path under /static/, the file, the Debian package that installs it ("-": ours).
 set(_assets
     chat.js "${CMAKE_SOURCE_DIR}/web/chat.js" -
