@@ -15,7 +15,7 @@ import { skipReason, startServer } from './helpers.js';
 const skip = skipReason || browserSkip;
 
 // A browser and a server (extra serve flags) for one describe(); `ctx.page()` opens a page at /
-// that records every request it makes (page.requests).
+// that records every request it makes (page.requests) and every script error (page.errors).
 function suite(serveArgs) {
   const ctx = { server: null, browser: null };
   let launched;
@@ -31,11 +31,19 @@ function suite(serveArgs) {
   ctx.page = async () => {
     const page = await ctx.browser.newPage();
     page.requests = [];
+    page.errors = [];
     page.on('request', (r) => page.requests.push(r.url()));
+    page.on('pageerror', (e) => page.errors.push(e.message));
     await page.goto(ctx.server.url + '/');
     return page;
   };
   return ctx;
+}
+
+// Closes the page after checking that its scripts threw nothing.
+async function closeChecked(page) {
+  assert.deepEqual(page.errors, []);
+  await page.close();
 }
 
 async function sendAndWait(page, text) {
@@ -99,7 +107,7 @@ describe('chat page: conversations', { skip }, () => {
     assert.deepEqual(await listTitles(page), ['Renamed']);
     await page.reload();
     assert.deepEqual(await listTitles(page), ['Renamed']);
-    await page.close();
+    await closeChecked(page);
   });
 
   test('edit a user message and send from there; regenerate a reply', async () => {
@@ -130,7 +138,7 @@ describe('chat page: conversations', { skip }, () => {
     const conv = stored.find((c) => c.title === 'Alpha');
     assert.deepEqual(conv.messages.map((m) => m.role), ['user', 'assistant']);
     assert.equal(conv.messages[0].content, 'Beta');
-    await page.close();
+    await closeChecked(page);
   });
 
   test('export and import as JSON; a bad file is refused with what is wrong', async () => {
@@ -160,7 +168,7 @@ describe('chat page: conversations', { skip }, () => {
     assert.equal((await listTitles(page)).length, 2 * n);
     assert.equal(await page.textContent('#title'), exported.conversations[0].title);
     assert.equal(await page.locator('.turn').count(), exported.conversations[0].messages.length);
-    await page.close();
+    await closeChecked(page);
   });
 });
 
@@ -256,7 +264,23 @@ describe('chat page: rendering model output', { skip }, () => {
     assert.equal(await page.locator('.msg.assistant .content table td').count(), 4);
     assert.equal(await page.textContent('.msg.assistant .reasoning-text'), 'Let me think.');
     for (const url of page.requests) assert.ok(url.startsWith(ctx.server.url + '/'), url);
-    await page.close();
+    await closeChecked(page);
+  });
+
+  test('reasoning is open while it streams and folds when the answer starts', async () => {
+    const page = await ctx.page();
+    const states = await page.evaluate(() => {
+      const msg = { role: 'assistant', content: '', reasoning: 'Hmm', tool_calls: [], stats: null };
+      const view = addTurn(msg, 0);
+      const state = () => [view.reasoning.hidden, view.reasoning.open, view.summary.textContent];
+      renderAssistant(msg, view, true);
+      const thinking = state();
+      msg.content = 'Answer';
+      renderAssistant(msg, view, true);
+      return [thinking, state()];
+    });
+    assert.deepEqual(states, [[false, true, 'Thinking\u2026'], [false, false, 'Reasoning']]);
+    await closeChecked(page);
   });
 
   test('tags in model output stay text: no element, no script, no dialog, no request', async () => {
@@ -289,7 +313,7 @@ describe('chat page: rendering model output', { skip }, () => {
     await page.waitForTimeout(200);
     assert.equal(dialogs, 0);
     for (const url of page.requests) assert.ok(url.startsWith(ctx.server.url + '/'), url);
-    await page.close();
+    await closeChecked(page);
   });
 });
 
@@ -357,6 +381,6 @@ describe('chat page: API key', { skip }, () => {
     await page.click('#key-cancel');
     await page.waitForSelector('.msg.assistant.error[data-done="true"]');
     assert.match(await page.textContent('.msg.assistant.error .content'), /API key/);
-    await page.close();
+    await closeChecked(page);
   });
 });
