@@ -11,6 +11,7 @@ set(_js "${MINFER_WEB_JS_DIR}")
 set(_assets
     chat.js "${CMAKE_SOURCE_DIR}/web/chat.js" -
     chat.css "${CMAKE_SOURCE_DIR}/web/chat.css" -
+    markdown.js "${CMAKE_SOURCE_DIR}/web/markdown.js" -
     markdown-it.js "${_js}/markdown-it/markdown-it.js" libjs-markdown-it
     highlight.min.js "${_js}/highlight.js/highlight.min.js" libjs-highlight.js
     highlight-github.css "${_js}/highlight.js/styles/github.css" libjs-highlight.js

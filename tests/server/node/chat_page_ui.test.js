@@ -327,6 +327,7 @@ describe('chat page: API key', { skip }, () => {
     const types = {
       '/static/chat.js': 'text/javascript; charset=utf-8',
       '/static/chat.css': 'text/css; charset=utf-8',
+      '/static/markdown.js': 'text/javascript; charset=utf-8',
       '/static/markdown-it.js': 'text/javascript; charset=utf-8',
       '/static/highlight.min.js': 'text/javascript; charset=utf-8',
       '/static/katex/katex.min.js': 'text/javascript; charset=utf-8',
