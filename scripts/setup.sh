@@ -12,6 +12,9 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-jinja2
   chromium
+  # The chat page's markdown, code highlighting and math, embedded at build time
+  # (src/server/web_assets.cmake).
+  libjs-markdown-it libjs-highlight.js libjs-katex fonts-katex
 )
 
 missing=()

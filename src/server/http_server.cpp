@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "server/anthropic_api.h"
+#include "server/chat_page.h"
 #include "server/http_io.h"
 
 namespace minfer::server {
@@ -191,6 +192,10 @@ void HttpServer::install_routes() {
   for (const auto& r : routes) {
     routes_.push_back(Route{r.post ? "POST" : "GET", r.path, r.handler});
   }
+  // The chat page's files, each at its own path (server/chat_page.h).
+  for (size_t i = 0; i < kWebAssetCount; ++i) {
+    routes_.push_back(Route{"GET", kWebAssets[i].path, &HttpServer::handle_static});
+  }
 }
 
 void HttpServer::route(HttpRequest& req, HttpResponse& res) {
@@ -237,9 +242,12 @@ bool HttpServer::answer_cors(const HttpRequest& req, HttpResponse& res) const {
 }
 
 bool HttpServer::authorized(const HttpRequest& req, HttpResponse& res) const {
-  // Every endpoint but the page and /health needs the API key, when one is set; a CORS preflight
-  // (which carries no key) is answered before.
-  if (options_.api_key.empty() || req.path == "/" || req.path == "/health") return true;
+  // Every endpoint but the page (and its /static/ files) and /health needs the API key, when one
+  // is set; a CORS preflight (which carries no key) is answered before.
+  if (options_.api_key.empty() || req.path == "/" || req.path == "/health" ||
+      req.path.rfind("/static/", 0) == 0) {
+    return true;
+  }
   // Anthropic's clients send the key as x-api-key.
   if (req.get_header_value("Authorization") == "Bearer " + options_.api_key ||
       req.get_header_value("x-api-key") == options_.api_key) {

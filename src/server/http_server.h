@@ -129,6 +129,8 @@ class HttpServer : NonCopyable {
 
   // One handler per route (server/routes_info.cpp, server/routes_generate.cpp).
   void handle_page(const HttpRequest& req, HttpResponse& res);
+  // GET /static/...: the page's files (server/chat_page.h), with an ETag.
+  void handle_static(const HttpRequest& req, HttpResponse& res);
   void handle_health(const HttpRequest& req, HttpResponse& res);
   void handle_metrics(const HttpRequest& req, HttpResponse& res);
   void handle_models(const HttpRequest& req, HttpResponse& res);

@@ -1,7 +1,10 @@
-// The routes that do not generate: the chat page, health, metrics, the model list, the
-// tokenizer (llama.cpp's /tokenize and /detokenize), and llama-server's /props and
-// /apply-template.
+// The routes that do not generate: the chat page and its static files, health, metrics, the
+// model list, the tokenizer (llama.cpp's /tokenize and /detokenize), and llama-server's /props
+// and /apply-template.
+#include <cstdint>
 #include <ctime>
+#include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -13,8 +16,60 @@
 
 namespace minfer::server {
 
+namespace {
+
+// The page may load and call nothing but this server (no CDN, no images from model output);
+// inline styles stay allowed for KaTeX's layout.
+constexpr const char* kChatPagePolicy =
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' "
+    "data:; font-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; "
+    "frame-ancestors 'none'";
+
+struct StaticFile {
+  const char* content_type;
+  std::string body;
+  std::string etag;  // "\"<FNV-1a of the body>\"": a browser revalidates and gets 304
+};
+
+// kWebAssets by path, their pieces joined.
+std::unordered_map<std::string_view, StaticFile> join_static_files() {
+  std::unordered_map<std::string_view, StaticFile> files;
+  for (size_t i = 0; i < kWebAssetCount; ++i) {
+    const WebAsset& a = kWebAssets[i];
+    StaticFile f{a.content_type, {}, {}};
+    for (size_t p = 0; p < a.n_pieces; ++p) f.body += a.pieces[p];
+    uint64_t h = 14695981039346656037ull;
+    for (const unsigned char c : f.body) h = (h ^ c) * 1099511628211ull;
+    f.etag = fmt::format("\"{:016x}\"", h);
+    files.emplace(a.path, std::move(f));
+  }
+  return files;
+}
+
+}  // namespace
+
 void HttpServer::handle_page(const HttpRequest&, HttpResponse& res) {
+  res.set_header("Content-Security-Policy", kChatPagePolicy);
+  res.set_header("X-Content-Type-Options", "nosniff");
+  res.set_header("Cache-Control", "no-cache");
   res.set_content(kChatPage, "text/html; charset=utf-8");
+}
+
+void HttpServer::handle_static(const HttpRequest& req, HttpResponse& res) {
+  static const std::unordered_map<std::string_view, StaticFile> files = join_static_files();
+  const auto it = files.find(req.path);
+  if (it == files.end()) {
+    res.status = 404;
+    return;
+  }
+  res.set_header("X-Content-Type-Options", "nosniff");
+  res.set_header("Cache-Control", "no-cache");
+  res.set_header("ETag", it->second.etag);
+  if (req.get_header_value("If-None-Match") == it->second.etag) {
+    res.status = 304;
+    return;
+  }
+  res.set_content(it->second.body, it->second.content_type);
 }
 
 void HttpServer::handle_health(const HttpRequest&, HttpResponse& res) {

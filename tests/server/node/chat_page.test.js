@@ -1,36 +1,24 @@
 // The chat page at / in Debian's headless chromium (playwright-core): type a message, see a
 // streamed reply with its tok/s, press stop mid-reply; model text never becomes markup.
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
-import { chromium } from 'playwright-core';
-
+import { browserSkip, launchBrowser } from './chat_page_browser.js';
 import { metrics, skipReason, startServer, waitFor } from './helpers.js';
 
-const chromiumPath = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
-const skip = skipReason || (existsSync(chromiumPath) ? false : `needs ${chromiumPath}`);
+const skip = skipReason || browserSkip;
 
 describe('chat page', { skip }, () => {
   let server;
+  let launched;
   let browser;
-  let profile;
   before(async () => {
     server = await startServer(['-np', '2']);
-    profile = mkdtempSync(path.join(os.tmpdir(), 'minfer-chromium-'));
-    // A fresh profile (playwright passes it as --user-data-dir).
-    browser = await chromium.launchPersistentContext(profile, {
-      executablePath: chromiumPath,
-      headless: true,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-        '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
+    launched = await launchBrowser();
+    browser = launched.context;
   });
   after(async () => {
-    if (browser) await browser.close();
-    if (profile) rmSync(profile, { recursive: true, force: true });
+    if (launched) await launched.close();
     assert.equal((await server.stop()).code, 0);
   });
 

@@ -1,0 +1,29 @@
+// Debian's headless chromium driven by playwright-core, for the chat page tests
+// (chat_page*.test.js). CHROMIUM_PATH: the browser (default /usr/bin/chromium).
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+import { chromium } from 'playwright-core';
+
+export const chromiumPath = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
+export const browserSkip = existsSync(chromiumPath) ? false : `needs ${chromiumPath}`;
+
+// A browser with a fresh profile (playwright passes it as --user-data-dir); close() ends it and
+// removes the profile.
+export async function launchBrowser() {
+  const profile = mkdtempSync(path.join(os.tmpdir(), 'minfer-chromium-'));
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: chromiumPath,
+    headless: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  return {
+    context,
+    async close() {
+      await context.close();
+      rmSync(profile, { recursive: true, force: true });
+    },
+  };
+}
