@@ -40,6 +40,16 @@ Stats stats_of(const std::vector<double>& v) {
   return s;
 }
 
+// A test's means and standard deviations from its samples.
+void summarize(BenchTest& test) {
+  const Stats ns = stats_of(test.samples_ns);
+  const Stats ts = stats_of(test.samples_ts);
+  test.avg_ns = ns.mean;
+  test.stddev_ns = ns.stddev;
+  test.avg_ts = ts.mean;
+  test.stddev_ts = ts.stddev;
+}
+
 int32_t argmax(std::span<const float> logits) {
   return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
 }
@@ -312,12 +322,7 @@ class BenchRunner {
       test.samples_ns.push_back(ns);
       test.samples_ts.push_back(n_tokens * 1e9 / ns);
     }
-    const Stats ns = stats_of(test.samples_ns);
-    const Stats ts = stats_of(test.samples_ts);
-    test.avg_ns = ns.mean;
-    test.stddev_ns = ns.stddev;
-    test.avg_ts = ts.mean;
-    test.stddev_ts = ts.stddev;
+    summarize(test);
     return test;
   }
 
@@ -460,12 +465,7 @@ Result<BenchTest> speculative_row(Session& session, Session* draft, const Tokeni
     t.n_accepted += m.speculative.n_accepted;
     t.tokens = std::move(result.tokens);
   }
-  const Stats ns = stats_of(t.samples_ns);
-  const Stats ts = stats_of(t.samples_ts);
-  t.avg_ns = ns.mean;
-  t.stddev_ns = ns.stddev;
-  t.avg_ts = ts.mean;
-  t.stddev_ts = ts.stddev;
+  summarize(t);
   return t;
 }
 
