@@ -451,8 +451,8 @@ Result<BenchTest> speculative_row(Session& session, Session* draft, const Tokeni
   t.n_depth = static_cast<int64_t>(prompt.size());
   t.n_threads = session.n_threads();
   for (int r = 0; r <= o.repetitions; ++r) {  // r == 0: the warm-up
-    session.clear();
-    // The draft holds the prompt before the clock starts, as the target does.
+    // The prompt is prefilled once (generate() keeps the prefix the session holds); the draft
+    // holds it too before the clock starts.
     if (draft != nullptr) MINFER_RETURN_IF_ERROR(draft->set_prompt(prompt).status());
     MINFER_ASSIGN_OR_RETURN(GenerateResult result,
                             generate(session, tokenizer, prompt, g, nullptr));
