@@ -2,9 +2,11 @@
 // (engine/bench.h).
 #include <cstdio>
 #include <memory>
+#include <string>
 
 #include "commands.h"
 #include "engine/bench.h"
+#include "generation_flags.h"
 #include "model_source.h"
 #include "observe_options.h"
 
@@ -28,6 +30,11 @@ struct BenchCli {
   std::string n_depth = "0";
   std::string n_threads;
   MapOptions map;
+  // Speculative rows (engine::BenchSpeculative): --spec-ngram, -md, --draft-max, --spec-prompt.
+  int spec_ngram = 0;
+  std::string draft_model;
+  int draft_max = 16;
+  std::string spec_prompt_file;
 };
 
 Result<engine::BenchGrid> grid_from_flags(const BenchCli& o) {
@@ -60,6 +67,22 @@ Status run_bench_command(BenchCli& o) {
   engine::BenchOptions options = o.options;
   MINFER_RETURN_IF_ERROR(engine::apply_user_options(options, o.cache_type, GgmlType::kF16));
   MINFER_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::load(o.model, o.map));
+  std::unique_ptr<Model> draft;
+  if (!o.draft_model.empty()) {
+    MINFER_ASSIGN_OR_RETURN(draft, Model::load(o.draft_model, o.map));
+  }
+  options.speculative.ngram = o.spec_ngram;
+  options.speculative.draft = draft.get();
+  options.speculative.draft_max = o.draft_max;
+  if (!o.spec_prompt_file.empty()) {
+    MINFER_ASSIGN_OR_RETURN(options.speculative.prompt_text,
+                            read_flag_file(o.spec_prompt_file, "bench", "--spec-prompt file"));
+    if (options.speculative.prompt_text.empty()) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        "[bench] --spec-prompt '{}' is empty: expected a prompt text",
+                        o.spec_prompt_file);
+    }
+  }
   MINFER_ASSIGN_OR_RETURN(engine::BenchReport report,
                           engine::run_bench(*model, o.model, options, grid));
   const std::string text =
@@ -100,6 +123,20 @@ void register_bench_command(CLI::App& app, CommandRegistry& registry) {
   cmd->add_flag("--roofline", opts->options.roofline,
                 "also measure the read bandwidth and report the decode roofline (weight bytes "
                 "per token / bandwidth)");
+  cmd->add_option("--spec-ngram", opts->spec_ngram,
+                  "also measure speculative decoding by prompt lookup of N tokens: each tg test "
+                  "adds rows 'tg<n> plain' and 'tg<n> ngram<N>' (greedy after a prompt, "
+                  "acceptance rate)")
+      ->check(CLI::Range(0, 64));
+  cmd->add_option("--model-draft", opts->draft_model,
+                  "also measure speculative decoding with this draft model (also -md; same "
+                  "vocabulary): rows 'tg<n> plain' and 'tg<n> draft'");
+  cmd->add_option("--draft-max", opts->draft_max, "tokens drafted per forward, at most")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  cmd->add_option("--spec-prompt", opts->spec_prompt_file,
+                  "text file: the prompt of the speculative rows (default: 32 random tokens "
+                  "repeated to 256, a text that repeats)");
   add_observe_flags(*cmd, opts->options.observe);
   registry.add_status(cmd, [opts]() { return run_bench_command(*opts); });
 }

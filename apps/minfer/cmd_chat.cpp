@@ -210,6 +210,13 @@ class ChatLoop {
           static_cast<long long>(n_user_messages_), static_cast<long long>(result.n_prefilled),
           static_cast<long long>(result.n_cached), static_cast<long long>(result.n_generated),
           result.decode_tok_s, result.finish_reason.c_str());
+      if (result.n_drafted > 0) {
+        std::fprintf(
+            stderr, "turn %lld: speculative: %lld drafted, %lld accepted (%.1f%%)\n",
+            static_cast<long long>(n_user_messages_), static_cast<long long>(result.n_drafted),
+            static_cast<long long>(result.n_accepted),
+            100.0 * static_cast<double>(result.n_accepted) / static_cast<double>(result.n_drafted));
+      }
     }
     if (result.finish_reason == "cancelled") {
       std::fputs("(reply stopped)\n", stderr);

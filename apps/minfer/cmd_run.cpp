@@ -118,8 +118,9 @@ void add_generation_flags(CLI::App* cmd, GenerationFlags& flags) {
                   "(same output; 0: off)")
       ->check(CLI::Range(0, 64));
   cmd->add_option("--model-draft", model.draft_model,
-                  "draft model for speculative decoding (also -md; same vocabulary): its greedy "
-                  "tokens are verified in one forward (same output)");
+                  "draft model for speculative decoding (also -md; same vocabulary): its tokens "
+                  "are verified in one forward (greedy: the same output; sampled: drafts kept by "
+                  "the accept/resample rule, the same distribution)");
   cmd->add_option("--draft-max", s.draft_max, "tokens drafted per forward, at most (16)")
       ->check(CLI::Range(1, 256));
   cmd->add_option("--draft-min", s.draft_min,
@@ -195,8 +196,6 @@ void add_grammar_flags(CLI::App* cmd, GrammarFlags& flags) {
                   "file holding a JSON Schema the output must follow");
 }
 
-namespace {
-
 Result<std::string> read_flag_file(const std::string& path, const std::string& command,
                                    std::string_view what) {
   std::ifstream in(path, std::ios::binary);
@@ -205,8 +204,6 @@ Result<std::string> read_flag_file(const std::string& path, const std::string& c
   buffer << in.rdbuf();
   return buffer.str();
 }
-
-}  // namespace
 
 Result<std::string> grammar_from_flags(const GrammarFlags& flags, const std::string& command) {
   const int given = !flags.text.empty() + !flags.file.empty() + !flags.json_schema.empty() +

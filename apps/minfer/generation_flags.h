@@ -24,6 +24,9 @@ struct GrammarFlags {
   std::string json_schema_file;
 };
 void add_grammar_flags(CLI::App* cmd, GrammarFlags& flags);
+// The bytes of the file a flag names. Error: "[command] cannot read WHAT 'path'".
+Result<std::string> read_flag_file(const std::string& path, const std::string& command,
+                                   std::string_view what);
 // After parsing: the GBNF text of the flags ("" when none), read and checked (a JSON Schema
 // becomes its grammar). Error: two of the flags, an unreadable file, a grammar that does not parse
 // (line and column), or a schema that is not JSON or uses a keyword minfer does not support.

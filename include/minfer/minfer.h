@@ -120,8 +120,9 @@ struct LoadOptions {
   bool use_mlock = false;
   // A draft model for speculative decoding (llama.cpp's -md): a smaller model of the same
   // vocabulary (checked at load: an error otherwise), loaded with the same context, threads and
-  // cache type, whose greedy tokens generate() drafts (GenerateParams::draft_max, draft_min,
-  // draft_p_min). Empty: none.
+  // cache type, whose tokens generate() drafts (GenerateParams::draft_max, draft_min,
+  // draft_p_min): its greedy ones when greedy, else sampled with the same settings and kept by
+  // the accept/resample rule, so the output is distributed as without it. Empty: none.
   std::string draft_model;
 };
 
@@ -212,6 +213,9 @@ struct GenerateReply {
   int64_t n_prefilled = 0;  // prompt tokens computed (n_prompt - n_cached)
   int64_t n_generated = 0;  // tokens sampled, a final end-of-generation token included
   int64_t n_shifts = 0;     // context shifts (GenerateParams::context_shift)
+  // Speculative decoding: tokens drafted, and of those the ones kept as the sampled token.
+  int64_t n_drafted = 0;
+  int64_t n_accepted = 0;
   double prefill_tok_s = 0.0;
   double decode_tok_s = 0.0;
   std::string metrics;  // every figure of the run as lines for people (what `minfer run` prints)

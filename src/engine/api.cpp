@@ -30,6 +30,8 @@ GenerateReply reply_of(engine::GenerateResult r) {
   reply.n_prefilled = m.n_prefilled;
   reply.n_generated = m.n_generated;
   reply.n_shifts = m.n_shifts;
+  reply.n_drafted = m.speculative.n_drafted;
+  reply.n_accepted = m.speculative.n_accepted;
   reply.prefill_tok_s = m.prefill_tok_s();
   reply.decode_tok_s = m.decode_tok_s();
   reply.metrics = engine::format_metrics(m);

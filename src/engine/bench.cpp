@@ -4,6 +4,7 @@
 #include <charconv>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <span>
 
@@ -12,6 +13,10 @@
 
 #include "core/check.h"
 #include "core/cpu_features.h"
+#include "engine/generate.h"
+#include "engine/session.h"
+#include "engine/speculative.h"
+#include "tokenizer/tokenizer.h"
 
 namespace minfer::engine {
 
@@ -33,6 +38,16 @@ Stats stats_of(const std::vector<double>& v) {
     s.stddev = std::sqrt(sq / static_cast<double>(v.size() - 1));
   }
   return s;
+}
+
+// A test's means and standard deviations from its samples.
+void summarize(BenchTest& test) {
+  const Stats ns = stats_of(test.samples_ns);
+  const Stats ts = stats_of(test.samples_ts);
+  test.avg_ns = ns.mean;
+  test.stddev_ns = ns.stddev;
+  test.avg_ts = ts.mean;
+  test.stddev_ts = ts.stddev;
 }
 
 int32_t argmax(std::span<const float> logits) {
@@ -252,6 +267,13 @@ Status check_bench_options(const BenchOptions& o, const BenchGrid& grid) {
                       o.repetitions, fmt::join(grid.n_prompt, ","), fmt::join(grid.n_gen, ","),
                       fmt::join(grid.n_depth, ","), o.n_batch, grid.n_threads.size());
   }
+  const BenchSpeculative& spec = o.speculative;
+  if (spec.ngram < 0 || spec.draft_max < 1 || (spec.ngram > 0 && spec.draft != nullptr)) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "[bench] speculative ngram {} / draft_max {} / a draft model {}: expected "
+                      "≥ 0 / ≥ 1, and prompt lookup or a draft model, not both",
+                      spec.ngram, spec.draft_max, spec.draft != nullptr ? "given" : "none");
+  }
   const bool several_threads = std::any_of(grid.n_threads.begin(), grid.n_threads.end(),
                                            [&](int t) { return t != grid.n_threads.front(); });
   if (several_threads && (!o.observe.trace_path.empty() || !o.observe.dump_dir.empty())) {
@@ -300,12 +322,7 @@ class BenchRunner {
       test.samples_ns.push_back(ns);
       test.samples_ts.push_back(n_tokens * 1e9 / ns);
     }
-    const Stats ns = stats_of(test.samples_ns);
-    const Stats ts = stats_of(test.samples_ts);
-    test.avg_ns = ns.mean;
-    test.stddev_ns = ns.stddev;
-    test.avg_ts = ts.mean;
-    test.stddev_ts = ts.stddev;
+    summarize(test);
     return test;
   }
 
@@ -384,8 +401,118 @@ Result<BenchReport> run_bench(const Model& model, const std::string& model_filen
     runtime->cache().free_sequence(0);
     report.profile += runtime->profile_table();
   }
+  runtime.reset();  // the speculative rows' sessions have pools of their own
   progress.finish();
+  if (o.speculative.enabled()) {
+    for (const BenchCase& c : cases) {
+      if (c.n_gen == 0) continue;
+      MINFER_ASSIGN_OR_RETURN(std::vector<BenchTest> rows,
+                              run_speculative_bench(model, o, c.n_gen, c.n_threads));
+      for (BenchTest& t : rows) report.tests.push_back(std::move(t));
+    }
+  }
   return report;
+}
+
+namespace {
+
+// BenchSpeculative's prompt: its text tokenized, else a random pattern repeated.
+std::vector<int32_t> speculative_prompt(const BenchOptions& o, const Tokenizer& tokenizer) {
+  if (!o.speculative.prompt_text.empty()) {
+    return tokenizer.encode(o.speculative.prompt_text, /*add_special=*/true,
+                            /*parse_special=*/false);
+  }
+  const BenchTokens pattern = bench_tokens(o.seed, tokenizer.n_vocab(), kSpecPatternLength, 0);
+  std::vector<int32_t> prompt;
+  while (static_cast<int64_t>(prompt.size()) < kSpecPromptLength) {
+    prompt.insert(prompt.end(), pattern.prompt.begin(), pattern.prompt.end());
+  }
+  return prompt;
+}
+
+Result<std::unique_ptr<Session>> bench_session(const Model& model, const BenchOptions& o,
+                                               int n_threads, int64_t n_ctx) {
+  SessionOptions options;
+  static_cast<RuntimeOptions&>(options) = o;
+  options.n_threads = n_threads;
+  options.n_ctx = n_ctx;
+  options.n_ctx_total = n_ctx;
+  options.n_batch = o.n_batch;
+  options.observe = {};  // the traces and dumps are the tests' runtime's
+  return Session::create(model, options);
+}
+
+// One row: a warm-up and o.repetitions timed generations after `prompt`.
+Result<BenchTest> speculative_row(Session& session, Session* draft, const Tokenizer& tokenizer,
+                                  std::span<const int32_t> prompt, const GenerateOptions& g,
+                                  const BenchOptions& o) {
+  BenchTest t;
+  t.n_gen = g.n_predict;
+  t.n_depth = static_cast<int64_t>(prompt.size());
+  t.n_threads = session.n_threads();
+  for (int r = 0; r <= o.repetitions; ++r) {  // r == 0: the warm-up
+    // The prompt is prefilled once (generate() keeps the prefix the session holds); the draft
+    // holds it too before the clock starts.
+    if (draft != nullptr) MINFER_RETURN_IF_ERROR(draft->set_prompt(prompt).status());
+    MINFER_ASSIGN_OR_RETURN(GenerateResult result,
+                            generate(session, tokenizer, prompt, g, nullptr));
+    if (r == 0) continue;
+    const GenerationMetrics& m = result.metrics;
+    const double ns = m.decode_ms * 1e6;
+    t.samples_ns.push_back(ns);
+    t.samples_ts.push_back(ns > 0.0 ? static_cast<double>(m.n_generated - 1) * 1e9 / ns : 0.0);
+    t.n_drafted += m.speculative.n_drafted;
+    t.n_accepted += m.speculative.n_accepted;
+    t.tokens = std::move(result.tokens);
+  }
+  summarize(t);
+  return t;
+}
+
+}  // namespace
+
+Result<std::vector<BenchTest>> run_speculative_bench(const Model& model, const BenchOptions& o,
+                                                     int64_t n_gen, int n_threads) {
+  const BenchSpeculative& spec = o.speculative;
+  MINFER_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tokenizer, Tokenizer::from_gguf(model.file()));
+  const std::vector<int32_t> prompt = speculative_prompt(o, *tokenizer);
+  MINFER_RETURN_IF_ERROR(tokenizer->check_ids(prompt));
+  // The prompt, the tokens and the drafts of the last forward.
+  const int64_t n_ctx = static_cast<int64_t>(prompt.size()) + n_gen + spec.draft_max + 1;
+  MINFER_ASSIGN_OR_RETURN(std::unique_ptr<Session> session,
+                          bench_session(model, o, n_threads, n_ctx));
+  std::unique_ptr<Session> draft;
+  if (spec.draft != nullptr) {
+    MINFER_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> draft_tokenizer,
+                            Tokenizer::from_gguf(spec.draft->file()));
+    MINFER_RETURN_IF_ERROR(check_draft_vocabulary(*tokenizer, *draft_tokenizer));
+    MINFER_ASSIGN_OR_RETURN(draft, bench_session(*spec.draft, o, n_threads, n_ctx));
+  }
+  GenerateOptions g;
+  g.sampling.temperature = 0.0f;  // greedy: both rows generate the same tokens
+  g.n_predict = n_gen;
+  for (int32_t id = 0; id < tokenizer->n_vocab(); ++id) {
+    if (tokenizer->is_eog(id)) {
+      g.sampling.logit_bias.emplace_back(id, -std::numeric_limits<float>::infinity());
+    }
+  }
+  std::vector<BenchTest> rows;
+  for (const bool speculate : {false, true}) {
+    if (speculate) {
+      g.speculative.ngram = spec.ngram;
+      g.speculative.draft = draft.get();
+      g.speculative.draft_max = spec.draft_max;
+    }
+    MINFER_ASSIGN_OR_RETURN(
+        BenchTest t,
+        speculative_row(*session, speculate ? draft.get() : nullptr, *tokenizer, prompt, g, o));
+    t.speculative = !speculate         ? "plain"
+                    : draft != nullptr ? "draft"
+                                       : fmt::format("ngram{}", spec.ngram);
+    t.name = fmt::format("tg{} {}", n_gen, t.speculative);
+    rows.push_back(std::move(t));
+  }
+  return rows;
 }
 
 std::string bench_markdown(const BenchReport& r) {
@@ -407,6 +534,17 @@ std::string bench_markdown(const BenchReport& r) {
                        r.model_type, size, params, "CPU", t.n_threads, t.name,
                        fmt::format("{:.2f} ± {:.2f}", t.avg_ts, t.stddev_ts));
   }
+  // Speculative rows: the acceptance rate, and the speed against the plain row before them.
+  std::string speculative;
+  for (size_t i = 1; i < r.tests.size(); ++i) {
+    const BenchTest& t = r.tests[i];
+    const BenchTest& plain = r.tests[i - 1];
+    if (t.speculative.empty() || t.speculative == "plain" || plain.speculative != "plain") continue;
+    speculative += fmt::format("{}: {} of {} drafts accepted ({:.1f}%), {:.2f}x the t/s of {}\n",
+                               t.name, t.n_accepted, t.n_drafted, 100.0 * t.acceptance(),
+                               plain.avg_ts > 0.0 ? t.avg_ts / plain.avg_ts : 0.0, plain.name);
+  }
+  if (!speculative.empty()) out += "\n" + speculative;
   // The roofline of each thread count (its read bandwidth), then each tg test against it.
   for (size_t i = 0; i < r.tests.size(); ++i) {
     const BenchTest& t = r.tests[i];
@@ -451,6 +589,12 @@ std::string bench_json(const BenchReport& r) {
         {"samples_ns", t.samples_ns},
         {"samples_ts", t.samples_ts},
     });
+    if (!t.speculative.empty()) {
+      array.back()["speculative"] = t.speculative;
+      array.back()["n_drafted"] = t.n_drafted;
+      array.back()["n_accepted"] = t.n_accepted;
+      array.back()["acceptance"] = t.acceptance();
+    }
     if (t.read_bandwidth > 0.0) {
       array.back()["decode_weight_bytes"] = r.decode_weight_bytes;
       array.back()["read_bandwidth"] = t.read_bandwidth;

@@ -25,6 +25,24 @@
 
 namespace minfer::engine {
 
+// Speculative decoding (engine/speculative.h) measured beside plain decoding: for each tg test,
+// greedy generation of n_gen tokens after `prompt` (end-of-generation banned, as llama-bench
+// generates past it), plain and speculative — rows "tg<N> plain" and "tg<N> ngram<K>" or
+// "tg<N> draft" with the decode tokens/s (tokens after the first / the time from the first to
+// the last) and the acceptance rate (accepted / drafted).
+struct BenchSpeculative {
+  int ngram = 0;                 // prompt lookup of this many tokens; 0: none
+  const Model* draft = nullptr;  // a draft model of the same vocabulary (not owned); null: none
+  int draft_max = 16;
+  // The prompt's text (tokenized as `run` does: BOS as the model adds it, special tokens not
+  // parsed); empty: kSpecPatternLength random ids (BenchOptions::seed) repeated to
+  // kSpecPromptLength tokens, a text that repeats, which real models continue (lookup can hit).
+  std::string prompt_text;
+  bool enabled() const { return ngram > 0 || draft != nullptr; }
+};
+inline constexpr int64_t kSpecPatternLength = 32;
+inline constexpr int64_t kSpecPromptLength = 256;
+
 // The runtime's options (its n_ctx is set to fit the tests) and the tests to run.
 struct BenchOptions : RuntimeOptions {
   int64_t n_prompt = 512;  // 0: no pp test
@@ -38,6 +56,7 @@ struct BenchOptions : RuntimeOptions {
   // over a buffer of roofline_bytes (far larger than the caches).
   bool roofline = false;
   int64_t roofline_bytes = int64_t{512} << 20;
+  BenchSpeculative speculative;  // off unless enabled()
 };
 
 // llama-bench's lists: every combination is one test run (bench_cases). The single-run fields of
@@ -93,6 +112,14 @@ struct BenchTest {
   std::vector<double> samples_ts;  // [repetitions] tokens per second of each run
   double avg_ns = 0.0, stddev_ns = 0.0;
   double avg_ts = 0.0, stddev_ts = 0.0;
+  // BenchSpeculative rows: "plain", "ngram<K>" or "draft" ("" for the other tests), and the
+  // drafts of the timed runs.
+  std::string speculative;
+  int64_t n_drafted = 0;
+  int64_t n_accepted = 0;
+  double acceptance() const {
+    return n_drafted > 0 ? static_cast<double>(n_accepted) / static_cast<double>(n_drafted) : 0.0;
+  }
 };
 
 struct BenchReport {
@@ -133,6 +160,13 @@ Result<BenchReport> run_bench(const Model& model, const std::string& model_filen
 // directory with more than one thread count (each runtime would overwrite the other's file).
 Result<BenchReport> run_bench(const Model& model, const std::string& model_filename,
                               const BenchOptions& options, const BenchGrid& grid);
+
+// The BenchSpeculative rows of one tg case: plain, then speculative, each a warm-up and
+// options.repetitions timed runs of a session of its own (n_threads threads). Errors: a draft
+// model of another vocabulary size, a model with sliding-window layers.
+Result<std::vector<BenchTest>> run_speculative_bench(const Model& model,
+                                                     const BenchOptions& options, int64_t n_gen,
+                                                     int n_threads);
 
 // llama-bench's markdown table.
 std::string bench_markdown(const BenchReport& report);

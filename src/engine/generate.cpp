@@ -59,7 +59,7 @@ Result<GenerateResult> generate_reply(Session& session, const Tokenizer& tokeniz
                       options.context_shift ? "a context shift" : "sliding-window layers");
   }
   MINFER_ASSIGN_OR_RETURN(std::span<const float> logits, session.set_prompt(prompt));
-  SpeculativeDecoder speculator(session, options.speculative);
+  SpeculativeDecoder speculator(session, options.speculative, &options.sampling);
   // Positions taken by sampled tokens (with speculation the cache may hold drafts beyond them;
   // without, it is the session's n_past).
   auto n_held = [&] { return speculator.n_held(); };
@@ -107,7 +107,9 @@ Result<GenerateResult> generate_reply(Session& session, const Tokenizer& tokeniz
       result.finish = FinishReason::kContext;
       break;
     }
-    MINFER_ASSIGN_OR_RETURN(const TokenStep step, pipeline.next(logits));
+    // A row that a draft model's sampled token follows takes the accept/resample rule.
+    MINFER_ASSIGN_OR_RETURN(const TokenStep step,
+                            pipeline.next(logits, speculate ? speculator.proposal() : nullptr));
     const int32_t token = step.sampled.token;
     if (options.trace != nullptr) options.trace->end_step(token, logits);
     if (m.n_generated == 0) {

@@ -38,7 +38,9 @@ struct GenerateOptions {
   // context ends generation (FinishReason::kContext).
   bool context_shift = false;
   int64_t n_keep = 0;  // < 0: the whole prompt; must leave 2 positions of n_ctx after it
-  // Prompt-lookup speculative decoding (engine/speculative.h); ngram 0: none. Not with
+  // Speculative decoding (engine/speculative.h): prompt lookup or a draft model, none when
+  // neither is set. Greedy output is plain decoding's; sampled output is distributed as plain
+  // decoding's (a draft model's samples go through the accept/resample rule). Not with
   // context_shift or a model with sliding-window layers (an error).
   SpeculativeOptions speculative;
 };

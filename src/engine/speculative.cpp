@@ -39,29 +39,91 @@ Status check_draft_vocabulary(const Tokenizer& target, const Tokenizer& draft) {
 
 namespace {
 
-// The most likely token of `logits` and its probability.
-std::pair<int32_t, float> top_token(std::span<const float> logits) {
-  const auto best = std::max_element(logits.begin(), logits.end());
+// The probability of `token` under the softmax of `logits`.
+float softmax_probability(std::span<const float> logits, int32_t token) {
+  const float max_logit = *std::max_element(logits.begin(), logits.end());
   double sum = 0.0;
-  for (float l : logits) sum += std::exp(static_cast<double>(l - *best));
-  return {static_cast<int32_t>(best - logits.begin()), static_cast<float>(1.0 / sum)};
+  for (float l : logits) sum += std::exp(static_cast<double>(l - max_logit));
+  return static_cast<float>(
+      std::exp(static_cast<double>(logits[static_cast<size_t>(token)] - max_logit)) / sum);
+}
+
+int32_t argmax_token(std::span<const float> logits) {
+  return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+}
+
+// The draft model's tokens after `history`: greedy without a sampler, else drawn by it (each
+// with its distribution into `proposals`).
+Result<std::vector<int32_t>> draft_tokens(Session& draft, std::span<const int32_t> history,
+                                          int max_draft, float p_min, Sampler* sampler,
+                                          std::vector<DraftProposal>* proposals) {
+  std::vector<int32_t> out;
+  if (max_draft <= 0 || history.empty()) return out;
+  if (sampler != nullptr) {
+    // The penalties look at the same tokens as the target's sampler at the same row.
+    const int32_t last_n = sampler->params().repeat_last_n;
+    const size_t n_recent =
+        last_n < 0 ? history.size() : std::min(history.size(), static_cast<size_t>(last_n));
+    sampler->clear_history();
+    for (const int32_t t : history.last(n_recent)) sampler->accept(t);
+  }
+  MINFER_ASSIGN_OR_RETURN(std::span<const float> logits, draft.set_prompt(history));
+  while (true) {
+    // The draft's confidence, its most likely token's probability, decides whether it drafts:
+    // a function of the history alone, so that a sampled draft is still a draw from q (a test
+    // of the drawn token would leave q cut to the tokens that pass).
+    const int32_t top = argmax_token(logits);
+    if (softmax_probability(logits, top) < p_min) break;
+    const int32_t token = sampler != nullptr ? sampler->sample(logits) : top;
+    out.push_back(token);
+    if (sampler != nullptr) {
+      sampler->accept(token);
+      DraftProposal proposal{token, sampler->last_candidates()};
+      std::sort(proposal.q.begin(), proposal.q.end(),
+                [](const Candidate& a, const Candidate& b) { return a.id < b.id; });
+      proposals->push_back(std::move(proposal));
+    }
+    if (static_cast<int>(out.size()) >= max_draft || draft.n_past() >= draft.n_ctx()) break;
+    MINFER_ASSIGN_OR_RETURN(logits, draft.decode(token));
+  }
+  return out;
 }
 
 }  // namespace
 
 Result<std::vector<int32_t>> model_draft(Session& draft, std::span<const int32_t> history,
                                          int max_draft, float p_min) {
-  std::vector<int32_t> out;
-  if (max_draft <= 0 || history.empty()) return out;
-  MINFER_ASSIGN_OR_RETURN(std::span<const float> logits, draft.set_prompt(history));
-  while (true) {
-    const auto [token, p] = top_token(logits);
-    if (p < p_min) break;
-    out.push_back(token);
-    if (static_cast<int>(out.size()) >= max_draft || draft.n_past() >= draft.n_ctx()) break;
-    MINFER_ASSIGN_OR_RETURN(logits, draft.decode(token));
+  return draft_tokens(draft, history, max_draft, p_min, nullptr, nullptr);
+}
+
+Result<std::vector<DraftProposal>> sample_model_draft(Session& draft,
+                                                      std::span<const int32_t> history,
+                                                      int max_draft, float p_min,
+                                                      Sampler& sampler) {
+  std::vector<DraftProposal> proposals;
+  MINFER_RETURN_IF_ERROR(
+      draft_tokens(draft, history, max_draft, p_min, &sampler, &proposals).status());
+  return proposals;
+}
+
+SpeculativeDecoder::SpeculativeDecoder(Session& session, const SpeculativeOptions& options,
+                                       const SamplerParams* sampling)
+    : session_(session), options_(options) {
+  if (options.draft == nullptr || sampling == nullptr || sampling->temperature <= 0.0f) return;
+  SamplerParams params = *sampling;
+  // A stream of its own: a draft drawn with the target's own uniforms would not be independent
+  // of the accept draws, and the rule needs it to be.
+  if (params.seed != kRandomSeed) {
+    params.seed = SeededRandom(params.seed ^ 0x5bd1e995u).next_u64() >> 1;
+    if (params.seed == kRandomSeed) params.seed = 0;
   }
-  return out;
+  draft_sampler_ = std::make_unique<Sampler>(
+      std::move(params), static_cast<int32_t>(options.draft->model().config().n_vocab));
+}
+
+const DraftProposal* SpeculativeDecoder::proposal() const {
+  if (rows_.empty() || next_row_ == 0 || next_row_ > proposals_.size()) return nullptr;
+  return &proposals_[next_row_ - 1];
 }
 
 void SpeculativeDecoder::settle() {
@@ -69,6 +131,7 @@ void SpeculativeDecoder::settle() {
   session_.truncate(base_ + static_cast<int64_t>(next_row_));
   rows_ = {};
   drafts_.clear();
+  proposals_.clear();
 }
 
 Result<std::span<const float>> SpeculativeDecoder::advance(int32_t token) {
@@ -85,13 +148,16 @@ Result<std::span<const float>> SpeculativeDecoder::advance(int32_t token) {
   const int max_draft = static_cast<int>(
       std::min<int64_t>({int64_t{options_.draft_max}, room, session_.n_batch() - 1}));
   std::vector<int32_t> drafts;
+  proposals_.clear();
   if (options_.draft != nullptr) {
     MINFER_ASSIGN_OR_RETURN(drafts,
-                            model_draft(*options_.draft, history, max_draft, options_.draft_p_min));
+                            draft_tokens(*options_.draft, history, max_draft, options_.draft_p_min,
+                                         draft_sampler_.get(), &proposals_));
   } else {
     drafts = lookup_draft(history, options_.ngram, max_draft);
   }
   if (drafts.empty() || static_cast<int>(drafts.size()) < options_.draft_min) {
+    proposals_.clear();  // none is verified
     return session_.decode(token);
   }
   std::vector<int32_t> batch = {token};

@@ -130,7 +130,7 @@ TokenPipeline::TokenPipeline(const Tokenizer& tokenizer, int32_t n_vocab,
   for (const int32_t t : prompt) sampler_.accept(t);
 }
 
-Result<int32_t> TokenPipeline::pick(std::span<const float> logits) {
+Result<int32_t> TokenPipeline::pick(std::span<const float> logits, const DraftProposal* draft) {
   if (reasoning_budget_ >= 0 && !reasoning_closed_ && parser_.in_reasoning() &&
       n_reasoning_ >= reasoning_budget_) {
     // The budget is spent: the engine writes the close itself and the answer follows.
@@ -145,7 +145,11 @@ Result<int32_t> TokenPipeline::pick(std::span<const float> logits) {
     if (constraint_ != nullptr) MINFER_RETURN_IF_ERROR(constraint_->accept(token));
     return token;
   }
-  if (constraint_ == nullptr) return sampler_.sample(logits);
+  if (constraint_ == nullptr) {
+    return draft != nullptr ? sampler_.sample(logits, *draft) : sampler_.sample(logits);
+  }
+  // The constrained distribution (sampler.h: the chain, masked and run again when its pick is
+  // not allowed) is not the chain's p: the draft is left to the caller's compare rule.
   Result<int32_t> sampled = sampler_.sample(logits, *constraint_);
   Status accepted = sampled.is_ok() ? constraint_->accept(sampled.value()) : sampled.status();
   if (!accepted.is_ok()) return accepted;
@@ -153,7 +157,11 @@ Result<int32_t> TokenPipeline::pick(std::span<const float> logits) {
 }
 
 Result<TokenStep> TokenPipeline::next(std::span<const float> logits) {
-  MINFER_ASSIGN_OR_RETURN(const int32_t token, pick(logits));
+  return next(logits, nullptr);
+}
+
+Result<TokenStep> TokenPipeline::next(std::span<const float> logits, const DraftProposal* draft) {
+  MINFER_ASSIGN_OR_RETURN(const int32_t token, pick(logits, draft));
   sampler_.accept(token);
   TokenStep step;
   step.sampled = logprobs_of(logits, token);

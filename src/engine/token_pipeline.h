@@ -112,6 +112,12 @@ class TokenPipeline {
   // Samples one token from `logits` [n_vocab], advances the constraint and the sampler's
   // history, and decodes it. Error (nothing advanced): the constraint allows no token at all.
   Result<TokenStep> next(std::span<const float> logits);
+  // The same for a row that a draft model's sampled token follows (speculative decoding): the
+  // sampler's accept/resample rule (Sampler::sample with a DraftProposal), the token distributed
+  // as next(logits) would give it. With a constraint or a forced token the draft is ignored and
+  // the token is sampled as next(logits) does (the caller then keeps the draft's row only when
+  // the token equals it: exact too). Null `draft`: next(logits).
+  Result<TokenStep> next(std::span<const float> logits, const DraftProposal* draft);
 
   // True once max_tokens tokens have been sampled: no further token may be.
   bool at_limit() const { return max_tokens_ >= 0 && n_generated_ >= max_tokens_; }
@@ -128,7 +134,7 @@ class TokenPipeline {
 
  private:
   // The next token: a forced one (the reasoning budget's close) or the sampler's pick.
-  Result<int32_t> pick(std::span<const float> logits);
+  Result<int32_t> pick(std::span<const float> logits, const DraftProposal* draft);
   // The sampled token's log-probability and the top_logprobs most likely tokens.
   SampledToken logprobs_of(std::span<const float> logits, int32_t token);
 

@@ -209,7 +209,7 @@ Result<int32_t> Sampler::sample(std::span<const float> logits, const TokenConstr
   return run_chain(logits, allowed_);
 }
 
-int32_t Sampler::run_chain(std::span<const float> logits, std::span<const uint8_t> allowed) {
+void Sampler::run_distribution(std::span<const float> logits, std::span<const uint8_t> allowed) {
   MINFER_CHECK(logits.size() == static_cast<size_t>(n_vocab_), "logits row size != n_vocab");
   MINFER_CHECK(allowed.empty() || allowed.size() == logits.size(), "mask size != n_vocab");
   candidates_.clear();
@@ -226,14 +226,56 @@ int32_t Sampler::run_chain(std::span<const float> logits, std::span<const uint8_
     // Greedy: no sort of the whole vocabulary; the chosen token is the only candidate left.
     const Candidate best = candidates_[argmax(candidates_)];
     candidates_.assign(1, {best.id, best.logit, 1.0f});
-    return best.id;
+    return;
   }
   apply_top_k(candidates_, params_.top_k);
   apply_top_p(candidates_, params_.top_p);
   apply_min_p(candidates_, params_.min_p);
   apply_temperature(candidates_, params_.temperature);
   softmax_candidates(candidates_);
+}
+
+int32_t Sampler::run_chain(std::span<const float> logits, std::span<const uint8_t> allowed) {
+  run_distribution(logits, allowed);
+  if (params_.temperature <= 0.0f) return candidates_.front().id;
   return candidates_[draw(candidates_, random_)].id;
+}
+
+int32_t Sampler::sample(std::span<const float> logits, const DraftProposal& draft) {
+  run_distribution(logits, {});
+  return accept_or_resample(candidates_, draft, random_);
+}
+
+double probability_of(std::span<const Candidate> by_id, int32_t id) {
+  const auto it = std::lower_bound(by_id.begin(), by_id.end(), id,
+                                   [](const Candidate& c, int32_t v) { return c.id < v; });
+  return it != by_id.end() && it->id == id ? static_cast<double>(it->p) : 0.0;
+}
+
+int32_t accept_or_resample(std::span<const Candidate> p, const DraftProposal& draft,
+                           SeededRandom& random) {
+  double p_x = 0.0;
+  for (const Candidate& c : p) {
+    if (c.id == draft.token) p_x = c.p;
+  }
+  const double q_x = probability_of(draft.q, draft.token);
+  if (p_x > 0.0 && (p_x >= q_x || random.next_unit() * q_x < p_x)) return draft.token;
+  // Rejected: max(0, p − q), normalized. It is 0 at x (rejection needs p(x) < q(x)), so the
+  // token differs from the draft.
+  std::vector<Candidate> residual;
+  double total = 0.0;
+  for (const Candidate& c : p) {
+    const double r = static_cast<double>(c.p) - probability_of(draft.q, c.id);
+    if (r <= 0.0) continue;
+    residual.push_back({c.id, c.logit, static_cast<float>(r)});
+    total += r;
+  }
+  if (residual.empty()) {
+    // p = q up to rounding (then x is accepted with probability ~1): draw from p itself.
+    return p[draw(p, random)].id;
+  }
+  for (Candidate& c : residual) c.p = static_cast<float>(static_cast<double>(c.p) / total);
+  return residual[draw(residual, random)].id;
 }
 
 }  // namespace minfer

@@ -59,6 +59,27 @@ class SeededRandom {
 // Draws one candidate index from the probabilities `p` (which must sum to ~1).
 size_t draw(std::span<const Candidate> candidates, SeededRandom& random);
 
+// A token a draft model sampled for speculative decoding, with the distribution q it was drawn
+// from: the draft sampler's candidates after its chain (probabilities in `p`), sorted by id; a
+// token absent from them has q = 0.
+struct DraftProposal {
+  int32_t token = 0;
+  std::vector<Candidate> q;
+};
+
+// The probability of `id` among candidates sorted by id (0 when absent).
+double probability_of(std::span<const Candidate> by_id, int32_t id);
+
+// Speculative sampling's accept/resample rule (Leviathan, Kalman, Matias 2023, "Fast Inference
+// from Transformers via Speculative Decoding", §2.3; Chen et al. 2023, "Accelerating LLM Decoding
+// with Speculative Sampling", Alg. 2). `p`: the target's distribution at the row the draft
+// follows (the chain's candidates with probabilities). Returns the draft x with probability
+// min(1, p(x) / q(x)), else a draw from normalize(max(0, p − q)); the token returned is then
+// distributed as p exactly, whatever q is. Draws nothing when p(x) ≥ q(x) (accepted) or p(x) = 0
+// (rejected): a greedy row (p a point mass) with a greedy draft gives the argmax with no draw.
+int32_t accept_or_resample(std::span<const Candidate> p, const DraftProposal& draft,
+                           SeededRandom& random);
+
 class Sampler {
  public:
   Sampler(SamplerParams params, int32_t n_vocab);
@@ -72,9 +93,15 @@ class Sampler {
   // vocabulary before logit bias and the chain run again (llama.cpp's grammar resampling).
   // Error: the constraint allows no token at all.
   Result<int32_t> sample(std::span<const float> logits, const TokenConstraint& constraint);
+  // sample() for a row that a drafted token follows: the chain's distribution p of `logits`,
+  // then accept_or_resample with `draft` (the token is distributed as sample()'s would be).
+  int32_t sample(std::span<const float> logits, const DraftProposal& draft);
   // Adds a token to the penalty history (prompt tokens too, as llama.cpp does).
   void accept(int32_t token);
   void reset();
+  // Empties the penalty history, the random stream going on (a draft model's sampler, set to the
+  // target's history before each draft).
+  void clear_history() { history_.clear(); }
 
   // The candidates after the last sample()'s chain, with probabilities (for logprobs).
   const std::vector<Candidate>& last_candidates() const { return candidates_; }
@@ -84,7 +111,10 @@ class Sampler {
 
  private:
   // The candidates from one row of logits (only the allowed ones when `allowed` is non-empty),
-  // through logit bias, penalties and the chain; returns the chosen id.
+  // through logit bias, penalties and the chain, with their probabilities (greedy: the argmax
+  // alone, probability 1).
+  void run_distribution(std::span<const float> logits, std::span<const uint8_t> allowed);
+  // run_distribution, then the chosen id.
   int32_t run_chain(std::span<const float> logits, std::span<const uint8_t> allowed);
 
   SamplerParams params_;

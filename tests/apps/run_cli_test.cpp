@@ -413,5 +413,42 @@ TEST(ChatCommand, CtrlCStopsTheReplyNotTheProgramAndTwiceAtThePromptLeaves) {
   EXPECT_FALSE(r.out.empty());
 }
 
+// `chat --spec-ngram N` and `chat -md DRAFT`: greedy replies are those of plain decoding, turn
+// after turn, and --verbose reports each turn's drafts; sampled with the model as its own draft,
+// every draft is kept (q = p).
+TEST(ChatCommand, SpeculativeDecodingGivesThePlainGreedyReplies) {
+  MINFER_REQUIRE_TEST_DATA();
+  const std::string model = "-m " + quote(model_path(kQwen)) + " -n 12 --temp 0 --verbose ";
+  const std::string lines = "Hello there\nSay it again\n";
+  const CommandResult plain = chat(lines, model);
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_EQ(plain.err.find("speculative"), std::string::npos) << plain.err;
+  for (const std::string& spec :
+       {std::string("--spec-ngram 1"), "-md " + quote(model_path(kQwen)) + " --draft-max 4"}) {
+    SCOPED_TRACE(spec);
+    const CommandResult r = chat(lines, model + spec);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out, plain.out);
+    EXPECT_EQ(turn_reports(r.err), turn_reports(plain.err));
+  }
+  const CommandResult self =
+      chat(lines, "-m " + quote(model_path(kQwen)) + " -n 12 --temp 0.8 --seed 5 --verbose -md " +
+                      quote(model_path(kQwen)) + " --draft-max 4");
+  ASSERT_EQ(self.exit_code, 0) << self.err;
+  int turns = 0;
+  std::istringstream err(self.err);
+  for (std::string line; std::getline(err, line);) {
+    long long turn = 0, drafted = 0, accepted = 0;
+    if (std::sscanf(line.c_str(), "turn %lld: speculative: %lld drafted, %lld accepted", &turn,
+                    &drafted, &accepted) != 3) {
+      continue;
+    }
+    ++turns;
+    EXPECT_GT(drafted, 0) << line;
+    EXPECT_GE(accepted, drafted - 4) << line;  // all but drafts past the 12th token
+  }
+  EXPECT_EQ(turns, 2) << self.err;
+}
+
 }  // namespace
 }  // namespace minfer

@@ -304,5 +304,73 @@ TEST(Bench, CommandMeasuresTheGrid) {
   }
 }
 
+// --spec-ngram / -md: each tg test adds a plain and a speculative row, greedy after the same
+// prompt (so the same tokens), with the drafts and the acceptance rate in the JSON and the
+// markdown; the model as its own draft has every draft accepted.
+TEST(Bench, SpeculativeRowsReportAcceptanceBesidePlainDecoding) {
+  MINFER_REQUIRE_TEST_DATA();
+  const std::string stories = test::test_data_path("models/stories260K.gguf");
+  auto model = Model::load(stories);
+  ASSERT_TRUE(model.is_ok());
+  engine::BenchOptions o;
+  o.n_prompt = 0;
+  o.n_gen = 16;
+  o.repetitions = 2;
+  o.n_threads = 2;
+  o.progress = ProgressStyle::kQuiet;
+  o.speculative.ngram = 2;
+  o.speculative.prompt_text = "Lily had a red ball. Lily had a red ball. Lily had a red ball.";
+  auto report = engine::run_bench(**model, stories, o);
+  ASSERT_TRUE(report.is_ok()) << report.status().message();
+  ASSERT_EQ(report->tests.size(), 3u);
+  const engine::BenchTest& plain = report->tests[1];
+  const engine::BenchTest& spec = report->tests[2];
+  EXPECT_EQ(report->tests[0].name, "tg16");
+  EXPECT_EQ(plain.name, "tg16 plain");
+  EXPECT_EQ(spec.name, "tg16 ngram2");
+  EXPECT_EQ(plain.speculative, "plain");
+  EXPECT_EQ(spec.speculative, "ngram2");
+  EXPECT_EQ(spec.tokens, plain.tokens);
+  EXPECT_EQ(spec.tokens.size(), 16u);
+  EXPECT_EQ(plain.n_drafted, 0);
+  EXPECT_GT(spec.n_drafted, 0);
+  EXPECT_LE(spec.n_accepted, spec.n_drafted);
+  EXPECT_EQ(spec.samples_ts.size(), 2u);
+  EXPECT_GT(spec.avg_ts, 0.0);
+  const std::string md = engine::bench_markdown(*report);
+  EXPECT_NE(md.find(fmt::format("tg16 ngram2: {} of {} drafts accepted", spec.n_accepted,
+                                spec.n_drafted)),
+            std::string::npos)
+      << md;
+
+  // The CLI's JSON, the model drafting for itself (-md).
+  auto r = test::run_command(test::minfer_binary() + " bench -m " + stories + " -md " + stories +
+                             " -p 0 -n 12 -r 1 -t 2 --draft-max 4 -o json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j.size(), 3u) << r.out;
+  EXPECT_FALSE(j[0].contains("speculative"));
+  EXPECT_EQ(j[1]["test"], "tg12 plain");
+  EXPECT_EQ(j[1]["speculative"], "plain");
+  EXPECT_EQ(j[1]["n_drafted"], 0);
+  EXPECT_EQ(j[2]["test"], "tg12 draft");
+  EXPECT_EQ(j[2]["speculative"], "draft");
+  EXPECT_EQ(j[2]["n_depth"], engine::kSpecPromptLength);  // the default prompt, a pattern
+  const int64_t drafted = j[2]["n_drafted"], accepted = j[2]["n_accepted"];
+  EXPECT_GT(drafted, 0);
+  EXPECT_GE(accepted, drafted - 4);  // all but the drafts past the 12th token
+  EXPECT_DOUBLE_EQ(j[2]["acceptance"].get<double>(),
+                   static_cast<double>(accepted) / static_cast<double>(drafted));
+  // Both, or a missing prompt file: errors.
+  auto both = test::run_command(test::minfer_binary() + " bench -m " + stories + " -md " + stories +
+                                " --spec-ngram 2 -p 0 -n 4 -r 1");
+  EXPECT_NE(both.exit_code, 0);
+  EXPECT_NE(both.err.find("not both"), std::string::npos) << both.err;
+  auto missing = test::run_command(test::minfer_binary() + " bench -m " + stories +
+                                   " --spec-ngram 2 --spec-prompt /nonexistent/p.txt -p 0 -n 4");
+  EXPECT_NE(missing.exit_code, 0);
+  EXPECT_NE(missing.err.find("cannot read --spec-prompt file"), std::string::npos) << missing.err;
+}
+
 }  // namespace
 }  // namespace minfer

@@ -6,9 +6,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <map>
 #include <string>
 #include <vector>
 
+#include "chi_square.h"
 #include "engine/generate.h"
 #include "engine/setup.h"
 #include "test_util.h"
@@ -27,11 +31,11 @@ TEST(Speculative, LookupDraftsWhatFollowedTheLastEarlierOccurrence) {
   EXPECT_EQ(lookup_draft({h.data(), 2}, 2, 4), (std::vector<int32_t>{}));  // nothing before
 }
 
-LoadedModel load(const std::string& file, int64_t n_ctx) {
+LoadedModel load(const std::string& file, int64_t n_ctx, int n_threads = 2) {
   ModelOptions options;
   options.path = test::test_data_path("models/" + file);
   options.n_ctx = n_ctx;
-  options.n_threads = 2;
+  options.n_threads = n_threads;
   auto loaded = load_for_generation(options);
   EXPECT_TRUE(loaded.is_ok()) << loaded.status().message();
   return loaded.is_ok() ? std::move(loaded).value() : LoadedModel{};
@@ -137,13 +141,25 @@ TEST(Speculative, ADraftModelGivesThePlainTokensAndItselfIsAlwaysAccepted) {
     const GenerateResult plain = run(target, prompt, temperature, 0, 60);
     for (LoadedModel* draft : {&quantized, &itself}) {
       const GenerateResult spec = run(target, prompt, temperature, 0, 60, draft->session.get());
-      EXPECT_EQ(spec.tokens, plain.tokens);
+      if (temperature == 0.0f) {
+        EXPECT_EQ(spec.tokens, plain.tokens);
+      } else {
+        // Sampled with a draft model: the accept/resample rule gives the target's distribution
+        // (SampledTokensFollowTheTargetsDistribution), not plain decoding's tokens; the first
+        // token comes before any draft, and the same seed gives the same tokens.
+        ASSERT_FALSE(spec.tokens.empty());
+        EXPECT_EQ(spec.tokens.front(), plain.tokens.front());
+        EXPECT_EQ(run(target, prompt, temperature, 0, 60, draft->session.get()).tokens,
+                  spec.tokens);
+      }
       EXPECT_EQ(target.session->n_past(),
-                static_cast<int64_t>(prompt.size() + plain.tokens.size()) - 1);
+                static_cast<int64_t>(prompt.size() + spec.tokens.size()) - 1);
       const SpeculativeStats& st = spec.metrics.speculative;
       EXPECT_GT(st.n_verified, 0);
-      if (draft == &itself && temperature == 0.0f) {
-        // Every draft but those past the 60th token is the token sampled.
+      if (draft == &itself) {
+        // Every draft but those past the 60th token is the token sampled: greedy, the target's
+        // own argmax; sampled, q = p at every row (the same logits, settings and history), so
+        // the rule accepts each draft.
         EXPECT_GE(st.n_accepted, st.n_drafted - 6) << st.n_accepted << " of " << st.n_drafted;
       }
     }
@@ -152,6 +168,127 @@ TEST(Speculative, ADraftModelGivesThePlainTokensAndItselfIsAlwaysAccepted) {
   const GenerateResult none = run(target, prompt, 0.0f, 0, 20, quantized.session.get(), 1.0f);
   EXPECT_EQ(none.metrics.speculative.n_verified, 0);
   EXPECT_EQ(none.tokens, run(target, prompt, 0.0f, 0, 20).tokens);
+}
+
+// The first two tokens sampled after `prompt` under `params`, exactly: p(t1) · p(t2 | t1) from
+// the sampler chain's distributions on the model's logits (index t1 * n_vocab + t2).
+std::map<int64_t, double> exact_pairs(LoadedModel& m, const std::vector<int32_t>& prompt,
+                                      const SamplerParams& params) {
+  const int32_t n_vocab = m.tokenizer->n_vocab();
+  auto distribution = [&](const std::vector<int32_t>& history) {
+    Sampler s(params, n_vocab);
+    for (int32_t t : history) s.accept(t);
+    m.session->clear();
+    auto logits = m.session->set_prompt(history);
+    EXPECT_TRUE(logits.is_ok());
+    s.sample(logits.value());
+    return s.last_candidates();
+  };
+  std::map<int64_t, double> pairs;
+  for (const Candidate& first : distribution(prompt)) {
+    std::vector<int32_t> history = prompt;
+    history.push_back(first.id);
+    for (const Candidate& second : distribution(history)) {
+      pairs[int64_t{first.id} * n_vocab + second.id] = double{first.p} * second.p;
+    }
+  }
+  return pairs;
+}
+
+// n seeded runs of three tokens (the second sampled from the verify forward's first row, through
+// the accept/resample rule when a draft model drafts), against the exact distribution.
+test::ChiSquare pair_fit(LoadedModel& m, const std::vector<int32_t>& prompt,
+                         const SamplerParams& params, Session* draft, int n,
+                         SpeculativeStats& stats) {
+  const std::map<int64_t, double> exact = exact_pairs(m, prompt, params);
+  std::map<int64_t, int64_t> counts;
+  int64_t outside = 0;
+  for (int i = 0; i < n; ++i) {
+    GenerateOptions o;
+    o.sampling = params;
+    o.sampling.seed = static_cast<uint64_t>(i) + 1;
+    o.n_predict = 3;  // the third token is drawn after the first draft is accepted or not
+    o.speculative.draft = draft;
+    o.speculative.draft_max = 3;
+    auto r = generate(*m.session, *m.tokenizer, prompt, o, nullptr);
+    EXPECT_TRUE(r.is_ok()) << r.status().message();
+    if (!r.is_ok() || r->tokens.size() != 3) return {};
+    const int64_t pair = int64_t{r->tokens[0]} * m.tokenizer->n_vocab() + r->tokens[1];
+    if (exact.count(pair) == 0) ++outside;
+    ++counts[pair];
+    stats.n_drafted += r->metrics.speculative.n_drafted;
+    stats.n_accepted += r->metrics.speculative.n_accepted;
+  }
+  std::vector<int64_t> observed = {outside};  // bin 0: pairs of probability 0
+  std::vector<double> expected = {0.0};
+  for (const auto& [pair, p] : exact) {
+    observed.push_back(counts.count(pair) > 0 ? counts.at(pair) : 0);
+    expected.push_back(p);
+  }
+  return test::chi_square(observed, expected);
+}
+
+// Sampled decoding with a draft model is distributed as plain decoding: the first two tokens'
+// joint distribution, exact from the target's logits, fits plain and speculative draws alike
+// (chi-square at the 0.001 level, seeded draws); with a quantized draft (q ≠ p) drafts are both
+// accepted and rejected, with penalties and truncation in the chain.
+TEST(Speculative, SampledTokensFollowTheTargetsDistribution) {
+  MINFER_REQUIRE_TEST_DATA();
+  // One thread: thousands of tiny forwards, no barrier to wait at on a busy machine.
+  LoadedModel target = load("qwen2-tiny-f32.gguf", 64, 1);
+  LoadedModel draft = load("qwen2-tiny-q2_k.gguf", 64, 1);
+  ASSERT_NE(target.session, nullptr);
+  ASSERT_NE(draft.session, nullptr);
+  const std::vector<int32_t> prompt = target.tokenizer->encode("Once upon a time", true, false);
+  SamplerParams params;
+  params.temperature = 1.0f;
+  params.top_k = 4;
+  params.top_p = 1.0f;
+  params.min_p = 0.0f;
+  params.repeat_penalty = 1.3f;
+  for (int32_t id = 0; id < target.tokenizer->n_vocab(); ++id) {
+    if (target.tokenizer->is_eog(id)) params.logit_bias.emplace_back(id, -INFINITY);
+  }
+  constexpr int kRuns = 800;
+  SpeculativeStats none, spec;
+  const test::ChiSquare plain_fit = pair_fit(target, prompt, params, nullptr, kRuns, none);
+  EXPECT_TRUE(plain_fit.fits()) << plain_fit.statistic << " > " << plain_fit.critical;
+  const test::ChiSquare spec_fit =
+      pair_fit(target, prompt, params, draft.session.get(), kRuns, spec);
+  EXPECT_TRUE(spec_fit.fits()) << spec_fit.statistic << " > " << spec_fit.critical;
+  EXPECT_GE(spec_fit.df, 3);
+
+  // Both paths of the rule were taken.
+  EXPECT_GT(spec.n_accepted, kRuns / 10) << spec.n_accepted << " of " << spec.n_drafted;
+  EXPECT_LT(spec.n_accepted, spec.n_drafted) << spec.n_accepted << " of " << spec.n_drafted;
+}
+
+// A sampled draft: each token with the distribution it was drawn from (sorted by id, the token
+// in it); a confidence threshold no token reaches drafts nothing.
+TEST(Speculative, ASampledDraftCarriesItsDistribution) {
+  MINFER_REQUIRE_TEST_DATA();
+  LoadedModel m = load("stories260K.gguf", 128);
+  ASSERT_NE(m.session, nullptr);
+  SamplerParams params;
+  params.seed = 3;
+  Sampler sampler(params, m.tokenizer->n_vocab());
+  const std::vector<int32_t> history = repeating_prompt(m);
+  auto drafts = sample_model_draft(*m.session, history, 5, 0.0f, sampler);
+  ASSERT_TRUE(drafts.is_ok()) << drafts.status().message();
+  ASSERT_EQ(drafts->size(), 5u);
+  for (const DraftProposal& d : *drafts) {
+    EXPECT_TRUE(std::is_sorted(d.q.begin(), d.q.end(),
+                               [](const Candidate& a, const Candidate& b) { return a.id < b.id; }));
+    EXPECT_GT(probability_of(d.q, d.token), 0.0);
+    double total = 0.0;
+    for (const Candidate& c : d.q) total += c.p;
+    EXPECT_NEAR(total, 1.0, 1e-5);
+  }
+  // The session holds the history and the drafts but the last.
+  EXPECT_EQ(m.session->n_past(), static_cast<int64_t>(history.size()) + 4);
+  auto none = sample_model_draft(*m.session, history, 5, 1.0f, sampler);
+  ASSERT_TRUE(none.is_ok());
+  EXPECT_TRUE(none->empty());
 }
 
 TEST(Speculative, ADraftModelOfAnotherVocabularyIsRefused) {
