@@ -15,38 +15,12 @@
 #include "engine/scheduler.h"
 #include "engine_test_util.h"
 #include "models/model.h"
+#include "scheduler_test_util.h"
 #include "test_util.h"
 #include "tokenizer/tokenizer.h"
 
 namespace minfer::engine {
 namespace {
-
-// Everything one request streamed.
-struct Collected {
-  std::vector<int32_t> tokens;
-  std::vector<float> logprobs;  // [n_generated] of the sampled tokens: a bit-exact view of logits
-  std::string text;
-  bool done = false;
-  FinishReason finish = FinishReason::kCancelled;
-  std::string stop;
-  RequestStats stats;
-};
-
-EventSink collect_into(Collected& c) {
-  return [&c](RequestEvent&& e) {
-    for (const SampledToken& t : e.tokens) {
-      c.tokens.push_back(t.token);
-      c.logprobs.push_back(t.logprob);
-    }
-    c.text += e.text;
-    if (e.done) {
-      c.done = true;
-      c.finish = e.finish;
-      c.stop = e.stop;
-      c.stats = e.stats;
-    }
-  };
-}
 
 Loaded load_file(const std::string& file) {
   Loaded l;
@@ -84,13 +58,27 @@ RequestParams request(std::vector<int32_t> prompt, float temperature, int64_t ma
   return p;
 }
 
-SchedulerOptions options(int n_parallel, int64_t n_ctx, int64_t token_budget) {
+SchedulerOptions options(int n_parallel, int64_t n_ctx) {
   SchedulerOptions o;
   o.n_parallel = n_parallel;
   o.n_ctx = n_ctx;
-  o.token_budget = token_budget;
   o.n_threads = 2;
   return o;
+}
+
+// A model and a scheduler of options(1, 256) over it (null when either fails).
+struct OneSequence {
+  Loaded l;
+  std::unique_ptr<Scheduler> sched;  // destroyed before the model it holds
+};
+
+OneSequence one_sequence(const char* file) {
+  OneSequence s{load_file(file), nullptr};
+  if (s.l.tokenizer == nullptr) return s;
+  auto sched = Scheduler::create(*s.l.model, *s.l.tokenizer, options(1, 256));
+  EXPECT_TRUE(sched.is_ok()) << sched.status().message();
+  if (sched.is_ok()) s.sched = std::move(sched).value();
+  return s;
 }
 
 // Runs the requests together to the end; returns what each streamed, and the largest step.
@@ -147,7 +135,8 @@ TEST(SchedulerSpeculative, GivesPlainDecodingsTokensAndLeavesTheOtherSequenceAlo
       for (int64_t budget : {int64_t{512}, int64_t{5}}) {
         SCOPED_TRACE(std::string(file) + " temperature " + std::to_string(temperature) +
                      " budget " + std::to_string(budget));
-        const SchedulerOptions o = options(2, 256, budget);
+        SchedulerOptions o = options(2, 256);
+        o.token_budget = budget;
         int64_t max_step = 0;
         // The other request alone, then both plain, then the first speculating.
         const auto alone = run_together(l, o, {request(other, temperature, 40, 0)}, &max_step);
@@ -191,14 +180,14 @@ TEST(SchedulerSpeculative, StopStringsMaxTokensAndAFullContextEndAsInPlainDecodi
   const Loaded q = load_file(kLooping);
   ASSERT_NE(q.tokenizer, nullptr);
   const std::vector<int32_t> q_prompt = repeating_prompt(*q.tokenizer);
-  const SchedulerOptions small = options(1, 64, 512);
+  const SchedulerOptions small = options(1, 64);
   const auto plain_ctx = run_together(q, small, {request(q_prompt, 0.0f, -1, 0)}, &max_step);
   const auto spec_ctx = run_together(q, small, {request(q_prompt, 0.0f, -1, 1)}, &max_step);
   expect_same(spec_ctx[0], plain_ctx[0]);
   EXPECT_EQ(spec_ctx[0].finish, FinishReason::kContext);
   EXPECT_GT(spec_ctx[0].stats.n_draft_accepted, 0);
   // max_tokens in the middle of what the drafts would give.
-  const SchedulerOptions o = options(1, 256, 512);
+  const SchedulerOptions o = options(1, 256);
   for (int64_t max_tokens : {1, 2, 7, 23}) {
     const auto plain = run_together(l, o, {request(prompt, 0.0f, max_tokens, 0)}, &max_step);
     const auto spec = run_together(l, o, {request(prompt, 0.0f, max_tokens, 1)}, &max_step);
@@ -219,21 +208,11 @@ TEST(SchedulerSpeculative, StopStringsMaxTokensAndAFullContextEndAsInPlainDecodi
   EXPECT_EQ(spec_stop[0].stop, stop);
 }
 
-// Greedy, end-of-generation tokens banned: only max_tokens ends a reply.
-SamplerParams greedy_without_eog(const Tokenizer& tokenizer, int64_t n_vocab) {
-  SamplerParams s;
-  s.temperature = 0.0f;
-  for (int32_t id = 0; id < static_cast<int32_t>(n_vocab); ++id) {
-    if (tokenizer.is_eog(id)) s.logit_bias.emplace_back(id, -INFINITY);
-  }
-  return s;
-}
-
 TEST(SchedulerSpeculative, ContextShiftGoesOnAsInPlainDecoding) {
   MINFER_REQUIRE_TEST_DATA();
   const Loaded l = load_file("stories260K.gguf");
   ASSERT_NE(l.tokenizer, nullptr);
-  SchedulerOptions o = options(2, 64, 512);
+  SchedulerOptions o = options(2, 64);
   o.cache_type = GgmlType::kF32;
   auto shifting = [&](int32_t ngram) {
     RequestParams p = request(repeating_prompt(*l.tokenizer), 0.0f, 150, ngram);
@@ -259,7 +238,7 @@ TEST(SchedulerSpeculative, AKeptSlotHoldsOnlyTheSampledTokensCells) {
   const std::vector<int32_t> prompt = repeating_prompt(*l.tokenizer);
   std::vector<SlotState> kept[2];
   for (int32_t ngram : {0, 1}) {
-    SchedulerOptions o = options(1, 256, 512);
+    SchedulerOptions o = options(1, 256);
     o.keep_slots = true;
     auto sched = Scheduler::create(*l.model, *l.tokenizer, o);
     ASSERT_TRUE(sched.is_ok()) << sched.status().message();
@@ -280,31 +259,29 @@ TEST(SchedulerSpeculative, AKeptSlotHoldsOnlyTheSampledTokensCells) {
 
 TEST(SchedulerSpeculative, CancellationFreesTheBlocksOfASpeculatingRequest) {
   MINFER_REQUIRE_TEST_DATA();
-  const Loaded l = load_file("stories260K.gguf");
-  ASSERT_NE(l.tokenizer, nullptr);
-  auto sched = Scheduler::create(*l.model, *l.tokenizer, options(1, 256, 512));
-  ASSERT_TRUE(sched.is_ok()) << sched.status().message();
+  OneSequence one = one_sequence("stories260K.gguf");
+  ASSERT_NE(one.sched, nullptr);
+  Scheduler& sched = *one.sched;
   Collected c;
-  auto h = (*sched)->submit(request(repeating_prompt(*l.tokenizer), 0.0f, 100, 1), collect_into(c));
+  auto h = sched.submit(request(repeating_prompt(*one.l.tokenizer), 0.0f, 100, 1), collect_into(c));
   ASSERT_TRUE(h.is_ok()) << h.status().message();
-  for (int i = 0; i < 6; ++i) ASSERT_TRUE((*sched)->step().is_ok());
-  EXPECT_GT((*sched)->cache().n_blocks_used(), 0);
+  for (int i = 0; i < 6; ++i) ASSERT_TRUE(sched.step().is_ok());
+  EXPECT_GT(sched.cache().n_blocks_used(), 0);
   (*h)->cancel();
-  ASSERT_TRUE((*sched)->run_until_idle().is_ok());
+  ASSERT_TRUE(sched.run_until_idle().is_ok());
   EXPECT_TRUE(c.done);
   EXPECT_EQ(c.finish, FinishReason::kCancelled);
-  EXPECT_EQ((*sched)->cache().n_blocks_used(), 0);
+  EXPECT_EQ(sched.cache().n_blocks_used(), 0);
 }
 
 TEST(SchedulerSpeculative, RefusesBadSettingsAndSlidingWindowModels) {
   MINFER_REQUIRE_TEST_DATA();
-  const Loaded l = load_file("stories260K.gguf");
-  ASSERT_NE(l.tokenizer, nullptr);
-  auto sched = Scheduler::create(*l.model, *l.tokenizer, options(1, 256, 512));
-  ASSERT_TRUE(sched.is_ok()) << sched.status().message();
-  const std::vector<int32_t> prompt = repeating_prompt(*l.tokenizer);
+  OneSequence one = one_sequence("stories260K.gguf");
+  ASSERT_NE(one.sched, nullptr);
+  const std::vector<int32_t> prompt = repeating_prompt(*one.l.tokenizer);
+  Scheduler& sched = *one.sched;
   auto refused = [&](RequestParams p, const char* expected) {
-    auto h = (*sched)->submit(std::move(p), nullptr);
+    auto h = sched.submit(std::move(p), nullptr);
     ASSERT_FALSE(h.is_ok());
     EXPECT_EQ(h.status().code(), ErrorCode::kInvalidArgument);
     EXPECT_NE(h.status().message().find(expected), std::string::npos) << h.status().message();
@@ -320,7 +297,7 @@ TEST(SchedulerSpeculative, RefusesBadSettingsAndSlidingWindowModels) {
 
   const Loaded g = load_file("gemma3-tiny-q8_0.gguf");
   ASSERT_NE(g.tokenizer, nullptr);
-  auto windowed = Scheduler::create(*g.model, *g.tokenizer, options(1, 128, 512));
+  auto windowed = Scheduler::create(*g.model, *g.tokenizer, options(1, 128));
   ASSERT_TRUE(windowed.is_ok()) << windowed.status().message();
   auto h = (*windowed)->submit(request(repeating_prompt(*g.tokenizer), 0.0f, 10, 2), nullptr);
   ASSERT_FALSE(h.is_ok());
