@@ -381,6 +381,17 @@ void register_serve_command(CLI::App& app, CommandRegistry& registry) {
   cmd->add_option("--keep", f.http.keep,
                   "tokens a context shift always keeps (default: a chat's system prompt; -1: the "
                   "whole prompt)");
+  cmd->add_option("--spec-ngram", f.http.spec_ngram,
+                  "speculative decoding by prompt lookup for every request that does not turn it "
+                  "off: draft the tokens that followed the last earlier occurrence of its last N "
+                  "tokens, verify them in its step with the other sequences (same output; 0: off, "
+                  "default; a request's spec_ngram and speculative.n_max/n_min override)")
+      ->check(CLI::Range(0, kMaxSpecNgram));
+  cmd->add_option("--draft-max", f.http.draft_max, "tokens drafted per step, at most (16)")
+      ->check(CLI::Range(1, kMaxDraft));
+  cmd->add_option("--draft-min", f.http.draft_min,
+                  "fewer drafts than this are not verified (a plain decode step instead; 0)")
+      ->check(CLI::Range(0, kMaxDraft));
   cmd->add_flag("--embeddings", f.http.embeddings,
                 "serve POST /v1/embeddings with this model's pooled last hidden state (an "
                 "embedding model, whose file sets pooling_type, serves it without the flag)");
@@ -411,6 +422,11 @@ void register_serve_command(CLI::App& app, CommandRegistry& registry) {
       return 1;
     }
     flags->default_grammar = std::move(grammar).value();
+    if (flags->http.draft_min > flags->http.draft_max) {
+      fmt::print(stderr, "minfer serve: --draft-min {} is more than --draft-max {}\n",
+                 flags->http.draft_min, flags->http.draft_max);
+      return 1;
+    }
     flags->http.write_timeout_s = flags->http.read_timeout_s;
     return run_serve(*flags);
   });

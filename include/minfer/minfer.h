@@ -47,6 +47,9 @@ const char* finish_reason_text(FinishReason reason);
 
 // Most alternatives per token that logprobs can report (OpenAI's top_logprobs limit).
 inline constexpr int32_t kMaxTopLogprobs = 20;
+// The largest GenerateParams::spec_ngram and draft_max / draft_min a request may ask for.
+inline constexpr int32_t kMaxSpecNgram = 64;
+inline constexpr int32_t kMaxDraft = 256;
 
 struct TokenLogprob {
   int32_t token = 0;
@@ -182,8 +185,9 @@ struct GenerateParams : SamplerParams, ReplyParams {
   // Speculative decoding by prompt lookup (llama.cpp's --spec-ngram... / prompt lookup): after
   // each token, the tokens that followed the last earlier occurrence of the last spec_ngram
   // tokens (prompt and reply) are drafted, up to draft_max, and verified in one forward. The
-  // output is exactly what plain decoding gives; 0: off. Single-sequence generation only; not
-  // with context_shift or sliding-window models (an error).
+  // output is exactly what plain decoding gives; 0: off. Not with sliding-window models (an
+  // error); generate() also not with context_shift. Batched requests verify their drafts in the
+  // step they share with the other sequences (BatchGenerator::submit).
   int32_t spec_ngram = 0;
   int32_t draft_max = 16;
   // With a draft model (LoadOptions::draft_model): fewer drafts than draft_min are not verified
@@ -254,6 +258,10 @@ struct RequestStats {
   double total_ms = 0.0;    // submit to the end
   int64_t n_preempted = 0;  // times the request lost its blocks and was recomputed
   int64_t n_shifts = 0;     // context shifts (GenerateParams::context_shift)
+  // Speculative decoding (GenerateParams::spec_ngram): tokens drafted, and of those sampled as
+  // drafted (llama-server's timings draft_n, draft_n_accepted).
+  int64_t n_drafted = 0;
+  int64_t n_draft_accepted = 0;
 };
 
 // What a batched request reports, on the thread that steps: text as it comes, then once `done`
@@ -307,6 +315,11 @@ struct BatchStats {
   std::string kv_cell_type;
   int64_t n_steps = 0;
   int64_t n_preemptions = 0;
+  // Speculative decoding, all requests together (vLLM's spec_decode counters): sequences' steps
+  // that verified drafts, tokens drafted, and of those sampled as drafted.
+  int64_t n_spec_steps = 0;
+  int64_t n_draft_tokens = 0;
+  int64_t n_draft_accepted = 0;
 };
 
 // The batch generator's threads and cell type are the model's (LoadOptions).

@@ -91,6 +91,9 @@ Result<std::shared_ptr<RequestHandle>> BatchGenerator::submit(
   request.slot = params.id_slot;
   request.context_shift = params.context_shift;
   request.n_keep = params.n_keep;
+  request.spec_ngram = params.spec_ngram;
+  request.draft_max = params.draft_max;
+  request.draft_min = params.draft_min;
   // Each request gets its own matcher state over the shared compiled grammar.
   MINFER_ASSIGN_OR_RETURN(request.constraint,
                           impl_->grammars->constraint(params.json_object, params.grammar));

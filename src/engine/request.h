@@ -56,6 +56,13 @@ struct RequestParams {
   // GenerateParams::context_shift, n_keep (< 0: the whole prompt).
   bool context_shift = false;
   int64_t n_keep = 0;
+  // Speculative decoding by prompt lookup (GenerateParams::spec_ngram; 0: off): in each step a
+  // decoding sequence also feeds the tokens that followed the last earlier occurrence of its last
+  // spec_ngram tokens (engine/speculative.h lookup_draft), at most draft_max, none when fewer than
+  // draft_min, and samples from their rows while each is the token sampled before it.
+  int32_t spec_ngram = 0;
+  int32_t draft_max = 16;
+  int32_t draft_min = 0;
 };
 
 // What the scheduler streams to a request, on the scheduler's thread: one event per sampled

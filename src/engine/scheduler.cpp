@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "core/check.h"
+#include "engine/speculative.h"
 
 namespace minfer::engine {
 
@@ -51,6 +52,10 @@ struct Scheduler::Sequence {
   int64_t n_keep = 0;      // tokens a context shift keeps (params.n_keep, < 0 resolved)
   bool admitted = false;   // once admitted (stats.n_cached counts the first admission)
   bool finished = false;
+  // The drafts the current step verifies after the last token (RequestParams::spec_ngram), at
+  // positions tokens.size() onwards; empty between steps. draft_base: positions computed before.
+  std::vector<int32_t> drafts;
+  int64_t draft_base = 0;
   RequestStats stats;
   Clock::time_point t_submit;
   Clock::time_point t_first;
@@ -123,6 +128,33 @@ void Scheduler::stop() {
   publish_stats();
 }
 
+Status Scheduler::check_speculative(const RequestParams& params) const {
+  if (params.spec_ngram < 0 || params.spec_ngram > kMaxSpecNgram) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "[scheduler] spec_ngram must be in 0..{}, got {}", kMaxSpecNgram,
+                      params.spec_ngram);
+  }
+  if (params.spec_ngram == 0) return Status::ok();
+  if (params.draft_max < 1 || params.draft_max > kMaxDraft) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "[scheduler] draft_max must be in 1..{} with speculative decoding, got {}",
+                      kMaxDraft, params.draft_max);
+  }
+  if (params.draft_min < 0 || params.draft_min > params.draft_max) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "[scheduler] draft_min must be in 0..draft_max ({}), got {}",
+                      params.draft_max, params.draft_min);
+  }
+  if (model_.config().n_swa > 0) {
+    // Drafts past the window would return cells the sequence still needs once they are dropped.
+    return make_error(ErrorCode::kInvalidArgument,
+                      "[scheduler] speculative decoding does not run with sliding-window layers "
+                      "(this model's window is {} positions): spec_ngram must be 0",
+                      model_.config().n_swa);
+  }
+  return Status::ok();
+}
+
 Result<std::shared_ptr<RequestHandle>> Scheduler::submit(RequestParams params, EventSink sink) {
   const int32_t n_vocab = static_cast<int32_t>(model_.config().n_vocab);
   if (params.prompt.empty()) {
@@ -160,6 +192,7 @@ Result<std::shared_ptr<RequestHandle>> Scheduler::submit(RequestParams params, E
                       "less 2 positions to shift)",
                       n_keep, options_.n_ctx - 2, options_.n_ctx);
   }
+  MINFER_RETURN_IF_ERROR(check_speculative(params));
   std::lock_guard<std::mutex> lock(mu_);
   if (stopping_) {
     return make_error(ErrorCode::kResourceExhausted, "[scheduler] shutting down");
@@ -208,6 +241,7 @@ void Scheduler::finish(Sequence& seq, FinishReason reason, Status error) {
   event.error = std::move(error);
   seq.stats.total_ms = ms_between(seq.t_submit, Clock::now());
   event.stats = seq.stats;
+  settle_drafts(seq);  // a reply that ends among its drafts keeps only the sampled tokens' cells
   leave_slot(seq, options_.keep_slots && event.error.is_ok());
   // The figures a client reads after its reply (/metrics, /slots) already count the sequence
   // out and its blocks free.
@@ -487,23 +521,7 @@ Status Scheduler::shift_context(Sequence& seq) {
   return Status::ok();
 }
 
-Result<bool> Scheduler::step() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    take_incoming();
-  }
-  end_cancelled();
-  std::erase_if(running_, [](const std::unique_ptr<Sequence>& s) { return s->finished; });
-  run_slot_actions();
-  admit();
-  if (running_.empty()) {
-    last_step_tokens_ = 0;
-    publish_stats();
-    return false;
-  }
-
-  // Decode tokens first: every sequence whose next token is its last needs one more position.
-  // When the pool is short, the newest sequences give their blocks back (recomputed later).
+void Scheduler::reserve_decodes() {
   std::vector<bool> preempted(running_.size(), false);  // [n_running]
   for (size_t i = 0; i < running_.size(); ++i) {
     Sequence& seq = *running_[i];
@@ -525,11 +543,31 @@ Result<bool> Scheduler::step() {
     std::lock_guard<std::mutex> lock(mu_);
     ++n_queued_;
   }
+}
 
+std::vector<int32_t> Scheduler::plan_drafts(Sequence& seq, int64_t max_drafts) {
+  const RequestParams& p = seq.params;
+  if (p.spec_ngram <= 0) return {};
+  const auto n_tokens = static_cast<int64_t>(seq.tokens.size());
+  // Every draft has a position, and a row that could be sampled: the last token is fed at
+  // n_tokens - 1 and what its rows give is sampled at the positions after it, so the drafts stop
+  // one short of the context (a context shift never falls among them), and before max_tokens.
+  max_drafts = std::min<int64_t>({max_drafts, p.draft_max, options_.n_ctx - 1 - n_tokens});
+  if (p.max_tokens >= 0)
+    max_drafts = std::min(max_drafts, p.max_tokens - seq.stats.n_generated - 1);
+  if (max_drafts <= 0 || max_drafts < p.draft_min) return {};
+  std::vector<int32_t> drafts =
+      lookup_draft(seq.tokens, p.spec_ngram, static_cast<int>(max_drafts));
+  if (drafts.empty() || static_cast<int64_t>(drafts.size()) < p.draft_min) return {};
+  const int64_t end = n_tokens + static_cast<int64_t>(drafts.size());
+  if (!kv().reserve(seq.slot, end).is_ok()) return {};
+  return drafts;
+}
+
+Batch Scheduler::plan_batch(std::vector<Fed>& fed) {
   Batch batch;
-  std::vector<Sequence*> row_owner;                // [n_outputs] sequence of each logits row
-  std::vector<std::pair<Sequence*, int64_t>> fed;  // sequence, tokens it computes this step
   int64_t budget = options_.token_budget;
+  int64_t n_rows = 0;
   auto add_tokens = [&](Sequence& seq, int64_t n) {
     const int64_t end = seq.n_computed + n;
     const bool wants_logits = end == static_cast<int64_t>(seq.tokens.size());
@@ -537,12 +575,26 @@ Result<bool> Scheduler::step() {
       batch.add(seq.tokens[static_cast<size_t>(p)], static_cast<int32_t>(p), seq.slot,
                 wants_logits && p + 1 == end);
     }
-    if (wants_logits) row_owner.push_back(&seq);
-    fed.emplace_back(&seq, n);
-    budget -= n;
+    // The drafts follow the last token, each with its row.
+    for (size_t d = 0; d < seq.drafts.size(); ++d) {
+      batch.add(seq.drafts[d], static_cast<int32_t>(end + static_cast<int64_t>(d)), seq.slot, true);
+    }
+    const auto n_drafts = static_cast<int64_t>(seq.drafts.size());
+    fed.push_back({&seq, n + n_drafts, wants_logits ? n_rows : -1});
+    if (wants_logits) n_rows += 1 + n_drafts;
+    budget -= n + n_drafts;
   };
+  // Decode tokens first, each sequence's drafts with it within what the budget leaves once
+  // every decoding sequence has its token.
+  int64_t spare = budget;
+  for (auto& seq : running_) {
+    if (static_cast<int64_t>(seq->tokens.size()) - seq->n_computed == 1) --spare;
+  }
   for (auto& seq : running_) {
     if (static_cast<int64_t>(seq->tokens.size()) - seq->n_computed == 1 && budget > 0) {
+      seq->drafts = plan_drafts(*seq, spare);
+      seq->draft_base = seq->n_computed;
+      spare -= static_cast<int64_t>(seq->drafts.size());
       add_tokens(*seq, 1);
     }
   }
@@ -552,33 +604,96 @@ Result<bool> Scheduler::step() {
     if (pending > 1 && budget > 0) add_tokens(*seq, std::min(pending, budget));
   }
   MINFER_CHECK(batch.n_tokens() > 0, "a running sequence with nothing to compute");
+  return batch;
+}
 
+void Scheduler::commit_blocks(Sequence& seq, int64_t n_before) {
+  const int64_t bs = options_.block_size;
+  if (!options_.prefix_cache || seq.slot < 0 || seq.n_computed / bs == n_before / bs) return;
+  // After a context shift the cells past the kept tokens are not what those tokens alone
+  // compute (they saw the discarded ones): only the kept prefix may be shared.
+  const size_t n_shared =
+      seq.stats.n_shifts > 0 ? static_cast<size_t>(seq.n_keep) : seq.tokens.size();
+  kv().commit_prefix(seq.slot, std::span(seq.tokens).first(n_shared));
+}
+
+void Scheduler::settle_drafts(Sequence& seq) {
+  if (seq.drafts.empty()) return;
+  seq.drafts.clear();
+  if (seq.slot < 0) return;
+  kv().truncate(seq.slot, seq.n_computed);
+  // (A truncation that could not keep a shared block keeps fewer: those are computed again.)
+  seq.n_computed = std::min(seq.n_computed, kv().length(seq.slot));
+  commit_blocks(seq, seq.draft_base);
+}
+
+void Scheduler::verify_drafts(Sequence& seq, std::span<const float> rows) {
+  const auto n_vocab = static_cast<size_t>(model_.config().n_vocab);
+  const auto n_drafts = static_cast<int64_t>(seq.drafts.size());
+  seq.stats.n_drafted += n_drafts;
+  n_draft_tokens_ += n_drafts;
+  ++n_spec_steps_;
+  for (size_t j = 0;; ++j) {
+    on_logits(seq, rows.subspan(j * n_vocab, n_vocab));
+    if (seq.finished || j == seq.drafts.size() || seq.tokens.back() != seq.drafts[j]) break;
+    // Sampled as drafted: its cell holds the token, and row j + 1 is what follows it.
+    ++seq.n_computed;
+    ++seq.stats.n_draft_accepted;
+    ++n_draft_accepted_;
+  }
+  settle_drafts(seq);
+}
+
+void Scheduler::apply_step(const std::vector<Fed>& fed, std::span<const float> logits) {
+  for (const Fed& f : fed) {
+    Sequence& seq = *f.seq;
+    const int64_t before = seq.n_computed;
+    // Draft cells count once sampled (verify_drafts).
+    seq.n_computed += f.n_tokens - static_cast<int64_t>(seq.drafts.size());
+    if (seq.drafts.empty()) commit_blocks(seq, before);
+  }
+  const auto n_vocab = static_cast<size_t>(model_.config().n_vocab);
+  for (const Fed& f : fed) {
+    if (f.first_row < 0) continue;
+    Sequence& seq = *f.seq;
+    const size_t n_rows = 1 + seq.drafts.size();
+    const std::span<const float> rows =
+        logits.subspan(static_cast<size_t>(f.first_row) * n_vocab, n_rows * n_vocab);
+    if (seq.drafts.empty()) {
+      on_logits(seq, rows);
+    } else {
+      verify_drafts(seq, rows);
+    }
+  }
+}
+
+Result<bool> Scheduler::step() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    take_incoming();
+  }
+  end_cancelled();
+  std::erase_if(running_, [](const std::unique_ptr<Sequence>& s) { return s->finished; });
+  run_slot_actions();
+  admit();
+  if (running_.empty()) {
+    last_step_tokens_ = 0;
+    publish_stats();
+    return false;
+  }
+  reserve_decodes();
+  std::vector<Fed> fed;
+  const Batch batch = plan_batch(fed);
   Result<std::span<const float>> logits = runtime_->step(batch);
   ++n_steps_;
   last_step_tokens_ = batch.n_tokens();
   if (!logits.is_ok()) {
-    for (auto& [seq, n] : fed) finish(*seq, FinishReason::kCancelled, logits.status());
+    for (const Fed& f : fed) finish(*f.seq, FinishReason::kCancelled, logits.status());
     std::erase_if(running_, [](const std::unique_ptr<Sequence>& s) { return s->finished; });
     publish_stats();
     return logits.status();
   }
-  for (auto& [seq, n] : fed) {
-    const int64_t bs = options_.block_size;
-    const bool crossed = (seq->n_computed + n) / bs > seq->n_computed / bs;
-    seq->n_computed += n;
-    // After a context shift the cells past the kept tokens are not what those tokens alone
-    // compute (they saw the discarded ones): only the kept prefix may be shared.
-    const size_t n_shared =
-        seq->stats.n_shifts > 0 ? static_cast<size_t>(seq->n_keep) : seq->tokens.size();
-    if (options_.prefix_cache && crossed) {
-      kv().commit_prefix(seq->slot, std::span(seq->tokens).first(n_shared));
-    }
-  }
-  const int64_t n_vocab = model_.config().n_vocab;
-  for (size_t r = 0; r < row_owner.size(); ++r) {
-    on_logits(*row_owner[r], logits.value().subspan(r * static_cast<size_t>(n_vocab),
-                                                    static_cast<size_t>(n_vocab)));
-  }
+  apply_step(fed, logits.value());
   std::erase_if(running_, [](const std::unique_ptr<Sequence>& s) { return s->finished; });
   publish_stats();
   return true;
@@ -628,6 +743,9 @@ void Scheduler::publish_stats() {
   stats_.kv_cell_type = std::string(kv_cell_type_name(kv().config().cell_type));
   stats_.n_steps = n_steps_;
   stats_.n_preemptions = n_preemptions_;
+  stats_.n_spec_steps = n_spec_steps_;
+  stats_.n_draft_tokens = n_draft_tokens_;
+  stats_.n_draft_accepted = n_draft_accepted_;
   slot_states_.resize(slots_.size());
   for (size_t i = 0; i < slots_.size(); ++i) {
     SlotState& st = slot_states_[i];

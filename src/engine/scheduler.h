@@ -5,6 +5,9 @@
 // per step. Requests join between steps, leave when finished or cancelled (their blocks go back
 // to the pool, full blocks stay cached for prefix reuse), wait in a queue while n_parallel
 // sequences run or KV blocks are short, and are refused past max_queue.
+// A request with speculative decoding (RequestParams::spec_ngram) feeds its decode token and
+// its drafts in the same step; the rows after drafts it does not sample are never used, and
+// their cells are dropped before the next step.
 //
 //   SchedulerOptions options;
 //   options.n_parallel = 8;
@@ -20,6 +23,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -104,6 +108,12 @@ class Scheduler : NonCopyable {
     bool busy = false;
     std::vector<int32_t> tokens;
   };
+  // One sequence's part of a step's batch.
+  struct Fed {
+    Sequence* seq;
+    int64_t n_tokens;   // tokens it computes, its drafts included
+    int64_t first_row;  // its first logits row (1 + its drafts); -1: none (a prefill chunk)
+  };
   struct PendingSlotAction {
     SlotAction action;
     int32_t slot;
@@ -112,6 +122,8 @@ class Scheduler : NonCopyable {
   };
 
   Scheduler(const Model& model, const Tokenizer& tokenizer, const SchedulerOptions& options);
+  // Errors: speculative settings out of range, or speculation on a sliding-window model.
+  Status check_speculative(const RequestParams& params) const;
   void loop();
   // Moves submitted requests into the waiting queue and ends cancelled ones. Caller holds mu_.
   void take_incoming();
@@ -131,6 +143,26 @@ class Scheduler : NonCopyable {
   void run_slot_actions();
   Result<SlotReply> run_slot_action(const PendingSlotAction& a);
   void preempt(Sequence& seq);
+  // Every sequence whose next token is its last gets the block for it; when the pool is short,
+  // the newest sequences give their blocks back (recomputed later).
+  void reserve_decodes();
+  // The step's batch under the token budget: decode tokens (with their drafts) first, then
+  // prefill chunks, oldest request first. `fed` gets each sequence's part.
+  Batch plan_batch(std::vector<Fed>& fed);
+  // The drafts a decoding sequence verifies this step, at most max_drafts, their cells reserved
+  // (none when the pool is short: drafts never take blocks from other sequences).
+  std::vector<int32_t> plan_drafts(Sequence& seq, int64_t max_drafts);
+  // After a step: the sequences' computed positions, the prefix cache, then each row sampled.
+  void apply_step(const std::vector<Fed>& fed, std::span<const float> logits);
+  // Samples from the rows [1 + drafts, n_vocab] of a sequence that verified drafts: row j only
+  // while every token sampled before it is the draft that row followed, as plain decoding would.
+  void verify_drafts(Sequence& seq, std::span<const float> rows);
+  // Drops the cells of the drafts of the last step not sampled, and registers the full blocks
+  // the sampled ones completed.
+  void settle_drafts(Sequence& seq);
+  // Registers the sequence's full computed blocks in the prefix cache when a block was completed
+  // since it had n_before positions computed.
+  void commit_blocks(Sequence& seq, int64_t n_before);
   // The sequence, all of whose tokens are computed, forgets the older half of its tokens after
   // its n_keep (Runtime::shift_context); its history follows.
   Status shift_context(Sequence& seq);
@@ -164,6 +196,9 @@ class Scheduler : NonCopyable {
   std::optional<ModelFingerprint> fingerprint_;     // computed at the first slot action
   int64_t n_steps_ = 0;
   int64_t n_preemptions_ = 0;
+  int64_t n_spec_steps_ = 0;  // BatchStats::n_spec_steps, n_draft_tokens, n_draft_accepted
+  int64_t n_draft_tokens_ = 0;
+  int64_t n_draft_accepted_ = 0;
   int64_t last_step_tokens_ = 0;
   std::thread thread_;
 };

@@ -47,6 +47,8 @@ std::function<void(const BatchEvent&)> choice_sink(std::shared_ptr<Call> call,
       t.total_ms = std::max(t.total_ms, e.stats.total_ms);
       t.n_preempted += e.stats.n_preempted;
       t.n_shifts += e.stats.n_shifts;
+      t.n_drafted += e.stats.n_drafted;
+      t.n_draft_accepted += e.stats.n_draft_accepted;
       join->cached[static_cast<size_t>(i)] = e.stats.n_cached;
       if (!e.error.empty() && join->error.empty()) join->error = e.error;
       c.done = --join->remaining == 0;
@@ -140,6 +142,7 @@ class OpenAiChoicesFormat : public ReplyFormat {
       frames.push_back(sse_frame(api_error(500, e.error, "server_error", "").to_json()));
     } else {
       Json c = reply_.finish_chunk(e.finish);
+      c["timings"] = timings_json(e.stats);  // the choices' together
       frames.push_back(sse_frame(with_index(c, e.index)));
       if (reply_.info().include_usage) {
         Json u = reply_.usage_chunk(e.stats);

@@ -61,6 +61,11 @@ struct ServerOptions {
   // (none for a completion), -1: the whole prompt.
   bool context_shift = false;
   int64_t keep = -2;
+  // serve --spec-ngram N, --draft-max, --draft-min: the requests' speculative decoding by prompt
+  // lookup unless they say otherwise (GenerateParams::spec_ngram; 0: off).
+  int32_t spec_ngram = 0;
+  int32_t draft_max = 16;
+  int32_t draft_min = 0;
   // serve --embeddings: POST /v1/embeddings for any model (an embedding model serves it anyway).
   bool embeddings = false;
 };

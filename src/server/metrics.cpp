@@ -130,6 +130,13 @@ std::string Metrics::format(const BatchStats& sched) const {
       "minfer_kv_bytes_per_position{{{},cell_type=\"{}\"}} {}\n",
       labels, sched.kv_cell_type, sched.kv_bytes_per_position);
   metric("minfer_scheduler_steps_total", "counter", "Forward steps run.", sched.n_steps);
+  metric("vllm:spec_decode_num_drafts_total", "counter",
+         "Sequences' steps that verified drafted tokens (speculative decoding).",
+         sched.n_spec_steps);
+  metric("vllm:spec_decode_num_draft_tokens_total", "counter", "Tokens drafted.",
+         sched.n_draft_tokens);
+  metric("vllm:spec_decode_num_accepted_tokens_total", "counter",
+         "Drafted tokens sampled as drafted.", sched.n_draft_accepted);
   return out;
 }
 

@@ -592,6 +592,30 @@ std::optional<ApiError> parse_tools(const Json& body, ParsedRequest& out) {
   return std::nullopt;
 }
 
+// Speculative decoding by prompt lookup, as llama-server names its fields: spec_ngram (0 turns
+// it off, N > 0 on with N-token matches), speculative.n_max (drafts per step; 0 turns it off),
+// speculative.n_min and speculative.p_min (a draft model's, kept for it). The server's flags
+// are the defaults in `p`.
+std::optional<ApiError> parse_speculative(const Json& body, GenerateParams& p) {
+  bool present = false;
+  int64_t v = 0;
+  if (auto e = get_integer(body, "spec_ngram", 0, kMaxSpecNgram, v, present)) return e;
+  if (present) p.spec_ngram = static_cast<int32_t>(v);
+  if (auto e = get_integer(body, "speculative.n_max", 0, kMaxDraft, v, present)) return e;
+  if (present) p.draft_max = static_cast<int32_t>(v);
+  if (present && v == 0) p.spec_ngram = 0;
+  if (auto e = get_integer(body, "speculative.n_min", 0, kMaxDraft, v, present)) return e;
+  if (present) p.draft_min = static_cast<int32_t>(v);
+  if (auto e = get_number(body, "speculative.p_min", 0.0, 1.0, p.draft_p_min)) return e;
+  if (p.spec_ngram > 0 && p.draft_min > p.draft_max) {
+    return bad_request(fmt::format("[server] 'speculative.n_min' ({}) must be at most "
+                                   "'speculative.n_max' ({})",
+                                   p.draft_min, p.draft_max),
+                       "speculative.n_min", "invalid_value");
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 ApiError wrong_type(const std::string& field, const char* expected, const Json& v) {
@@ -637,6 +661,7 @@ std::optional<ApiError> parse_request(const Json& body, Endpoint endpoint, int32
   if (chat) {
     if (auto e = parse_tools(body, out)) return e;
   }
+  if (auto e = parse_speculative(body, out.params)) return e;
   return parse_stream(body, out);
 }
 

@@ -1,5 +1,6 @@
 #include "server/openai_reply.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace minfer::server {
@@ -26,6 +27,33 @@ Json usage_json(const RequestStats& s) {
   u["total_tokens"] = s.n_prompt + s.n_generated;
   u["prompt_tokens_details"] = Json{{"cached_tokens", s.n_cached}};
   return u;
+}
+
+Json timings_json(const RequestStats& s) {
+  const int64_t n_prompt = s.n_prompt - s.n_cached;
+  const double prompt_ms = std::max(0.0, s.ttft_ms - s.queue_ms);  // admission to first token
+  const double predicted_ms = std::max(0.0, s.total_ms - s.ttft_ms);
+  auto per_token_ms = [](double ms, int64_t n) {
+    return n > 0 ? ms / static_cast<double>(n) : 0.0;
+  };
+  auto per_second = [](double ms, int64_t n) {
+    return ms > 0.0 ? 1000.0 * static_cast<double>(n) / ms : 0.0;
+  };
+  Json t;
+  t["cache_n"] = s.n_cached;
+  t["prompt_n"] = n_prompt;
+  t["prompt_ms"] = prompt_ms;
+  t["prompt_per_token_ms"] = per_token_ms(prompt_ms, n_prompt);
+  t["prompt_per_second"] = per_second(prompt_ms, n_prompt);
+  t["predicted_n"] = s.n_generated;
+  t["predicted_ms"] = predicted_ms;
+  t["predicted_per_token_ms"] = per_token_ms(predicted_ms, s.n_generated);
+  t["predicted_per_second"] = per_second(predicted_ms, s.n_generated);
+  if (s.n_drafted > 0) {
+    t["draft_n"] = s.n_drafted;
+    t["draft_n_accepted"] = s.n_draft_accepted;
+  }
+  return t;
 }
 
 namespace {
@@ -155,6 +183,7 @@ Json Reply::complete(const ReplyParts& parts, const std::vector<SampledToken>& t
                                                  openai_finish_reason(finish))}));
   out["usage"] = usage_json(stats);
   out["usage"]["seed"] = info_.seed;
+  out["timings"] = timings_json(stats);
   return out;
 }
 

@@ -20,6 +20,10 @@ const char* openai_finish_reason(FinishReason reason);
 // The usage object: prompt/completion/total tokens and prompt_tokens_details.cached_tokens.
 Json usage_json(const RequestStats& stats);
 
+// llama-server's timings object: prompt (cache_n, prompt_n, prompt_ms, per token, per second),
+// generation (predicted_*), and with speculative decoding draft_n and draft_n_accepted.
+Json timings_json(const RequestStats& stats);
+
 // The logprobs of some tokens in each endpoint's shape: chat {"content": [...]}, completions
 // {"tokens", "token_logprobs", "top_logprobs", "text_offset"}.
 Json chat_logprobs_json(const LanguageModel& model, const std::vector<SampledToken>& toks);

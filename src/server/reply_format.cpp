@@ -39,7 +39,9 @@ class OpenAiFormat : public ReplyFormat {
       error.type = "server_error";
       frames.push_back(sse_frame(error.to_json()));
     } else {
-      frames.push_back(sse_frame(reply_.finish_chunk(e.finish)));
+      Json finish = reply_.finish_chunk(e.finish);
+      finish["timings"] = timings_json(e.stats);  // llama-server's, on the last chunk
+      frames.push_back(sse_frame(finish));
       if (reply_.info().include_usage) frames.push_back(sse_frame(reply_.usage_chunk(e.stats)));
     }
     frames.emplace_back("data: [DONE]\n\n");

@@ -91,6 +91,10 @@ std::optional<ApiError> build_request(const Json& body, const Backend& b,
                                       std::optional<int32_t> reasoning_budget = std::nullopt) {
   const int32_t n_vocab = static_cast<int32_t>(b.model->n_vocab());
   out.params = b.model->default_params();  // the file's sampling; the request's fields override
+  // The server's speculative decoding, which the request's fields override too.
+  out.params.spec_ngram = options.spec_ngram;
+  out.params.draft_max = options.draft_max;
+  out.params.draft_min = options.draft_min;
   if (auto e = parse_request(body, endpoint, n_vocab, out)) return e;
   if (out.params.grammar.empty() && !b.default_grammar.empty() && !has_json_format(body)) {
     out.params.grammar = b.default_grammar;

@@ -12,6 +12,7 @@
 #include "engine/scheduler.h"
 #include "engine/session.h"
 #include "engine_test_util.h"
+#include "scheduler_test_util.h"
 
 namespace minfer::engine {
 namespace {
@@ -19,16 +20,6 @@ namespace {
 constexpr int64_t kCtx = 64;
 constexpr int64_t kMaxTokens = 150;  // more than twice the context
 constexpr int64_t kKeep = 4;
-
-// Greedy, end-of-generation tokens banned: only max_tokens ends a reply.
-SamplerParams greedy_without_eog(const Tokenizer& tokenizer, int64_t n_vocab) {
-  SamplerParams s;
-  s.temperature = 0.0f;
-  for (int32_t id = 0; id < static_cast<int32_t>(n_vocab); ++id) {
-    if (tokenizer.is_eog(id)) s.logit_bias.emplace_back(id, -INFINITY);
-  }
-  return s;
-}
 
 struct Reply {
   std::vector<int32_t> tokens;

@@ -14,36 +14,12 @@
 
 #include "engine_test_util.h"
 #include "models/model.h"
+#include "scheduler_test_util.h"
 #include "test_util.h"
 #include "tokenizer/tokenizer.h"
 
 namespace minfer::engine {
 namespace {
-
-// Everything one request streamed.
-struct Collected {
-  std::vector<int32_t> tokens;
-  std::vector<float> logprobs;  // [n_generated] of the sampled tokens
-  std::string text;
-  bool done = false;
-  FinishReason finish = FinishReason::kLength;
-  RequestStats stats;
-};
-
-EventSink collect_into(Collected& c) {
-  return [&c](RequestEvent&& e) {
-    for (const SampledToken& t : e.tokens) {
-      c.tokens.push_back(t.token);
-      c.logprobs.push_back(t.logprob);
-    }
-    c.text += e.text;
-    if (e.done) {
-      c.done = true;
-      c.finish = e.finish;
-      c.stats = e.stats;
-    }
-  };
-}
 
 RequestParams greedy(std::vector<int32_t> prompt, int64_t max_tokens) {
   RequestParams p;

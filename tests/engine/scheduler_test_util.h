@@ -1,0 +1,52 @@
+// Helpers the Scheduler's tests share: what a request streamed, gathered, and greedy sampling
+// that only max_tokens ends.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/request.h"
+#include "tokenizer/tokenizer.h"
+
+namespace minfer::engine {
+
+// Everything one request streamed.
+struct Collected {
+  std::vector<int32_t> tokens;
+  std::vector<float> logprobs;  // [n_generated] of the sampled tokens
+  std::string text;
+  bool done = false;
+  FinishReason finish = FinishReason::kLength;
+  std::string stop;  // the stop string that matched (kStop)
+  RequestStats stats;
+};
+
+inline EventSink collect_into(Collected& c) {
+  return [&c](RequestEvent&& e) {
+    for (const SampledToken& t : e.tokens) {
+      c.tokens.push_back(t.token);
+      c.logprobs.push_back(t.logprob);
+    }
+    c.text += e.text;
+    if (e.done) {
+      c.done = true;
+      c.finish = e.finish;
+      c.stop = e.stop;
+      c.stats = e.stats;
+    }
+  };
+}
+
+// Greedy, end-of-generation tokens banned: only max_tokens ends a reply.
+inline SamplerParams greedy_without_eog(const Tokenizer& tokenizer, int64_t n_vocab) {
+  SamplerParams s;
+  s.temperature = 0.0f;
+  for (int32_t id = 0; id < static_cast<int32_t>(n_vocab); ++id) {
+    if (tokenizer.is_eog(id)) s.logit_bias.emplace_back(id, -INFINITY);
+  }
+  return s;
+}
+
+}  // namespace minfer::engine
