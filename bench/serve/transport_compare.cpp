@@ -1,7 +1,9 @@
 // The server's transport chosen by measurement (issue 21): Boost.Beast (server/http_transport.h,
 // what `minfer serve` runs) against libmicrohttpd (its epoll mode: one internal thread), on the
-// same trivial handlers under the same load. Built only where pkg-config finds libmicrohttpd;
-// minfer does not depend on it.
+// same trivial handlers under the same load. libmicrohttpd runs them twice: inline on its thread
+// ("mhd"), and on 64 worker threads with the connection suspended meanwhile ("mhd+workers"), as
+// the server's handlers would have to run (they wait for the scheduler). Built only where
+// pkg-config finds libmicrohttpd; minfer does not depend on it.
 //
 //   build/bench/minfer_bench_transport [--idle 1000] [--events 20000] [--seconds 2]
 //
@@ -26,11 +28,15 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <utility>
@@ -107,21 +113,12 @@ ssize_t sse_read(void* cls, uint64_t, char* buf, size_t max) {
   return static_cast<ssize_t>(kSize);
 }
 
-MHD_Result mhd_answer(void* cls, MHD_Connection* connection, const char* url, const char*,
-                      const char*, const char*, size_t* upload_data_size, void** con_cls) {
-  static int marker = 0;
-  if (*con_cls == nullptr) {  // the head alone: go on to the body
-    *con_cls = &marker;
-    return MHD_YES;
-  }
-  if (*upload_data_size != 0) {  // the body is not used
-    *upload_data_size = 0;
-    return MHD_YES;
-  }
+// GET /sse's or /json's reply.
+MHD_Response* mhd_response(const std::string& url, int events) {
   MHD_Response* response = nullptr;
-  if (std::strcmp(url, "/sse") == 0) {
+  if (url == "/sse") {
     response = MHD_create_response_from_callback(
-        MHD_SIZE_UNKNOWN, 4096, &sse_read, new SseState{*static_cast<int*>(cls)},
+        MHD_SIZE_UNKNOWN, 4096, &sse_read, new SseState{events},
         [](void* state) { delete static_cast<SseState*>(state); });
     MHD_add_response_header(response, "Content-Type", "text/event-stream");
   } else {
@@ -129,20 +126,99 @@ MHD_Result mhd_answer(void* cls, MHD_Connection* connection, const char* url, co
                                                MHD_RESPMEM_PERSISTENT);
     MHD_add_response_header(response, "Content-Type", "application/json");
   }
-  const MHD_Result r = MHD_queue_response(connection, 200, response);
-  MHD_destroy_response(response);
+  return response;
+}
+
+// Threads that run jobs (never stopped: the child process is killed).
+class Workers {
+ public:
+  explicit Workers(int n) {
+    for (int i = 0; i < n; ++i) {
+      std::thread([this] {
+        while (true) {
+          std::unique_lock<std::mutex> lock(mu_);
+          cv_.wait(lock, [&] { return !jobs_.empty(); });
+          std::function<void()> job = std::move(jobs_.front());
+          jobs_.pop_front();
+          lock.unlock();
+          job();
+        }
+      }).detach();
+    }
+  }
+  void submit(std::function<void()> job) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      jobs_.push_back(std::move(job));
+    }
+    cv_.notify_one();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> jobs_;
+};
+
+struct MhdServer {
+  int events = 0;
+  // Handlers on worker threads, as the server's must be (they wait for the scheduler): the
+  // connection is suspended meanwhile and resumed with the reply.
+  std::unique_ptr<Workers> workers;
+};
+
+struct MhdRequest {
+  MHD_Response* response = nullptr;  // set by the worker before it resumes the connection
+  bool submitted = false;
+};
+
+MHD_Result mhd_answer(void* cls, MHD_Connection* connection, const char* url, const char*,
+                      const char*, const char*, size_t* upload_data_size, void** con_cls) {
+  auto* server = static_cast<MhdServer*>(cls);
+  if (*con_cls == nullptr) {  // the head alone: go on to the body
+    *con_cls = new MhdRequest;
+    return MHD_YES;
+  }
+  auto* req = static_cast<MhdRequest*>(*con_cls);
+  if (*upload_data_size != 0) {  // the body is not used
+    *upload_data_size = 0;
+    return MHD_YES;
+  }
+  if (!server->workers) req->response = mhd_response(url, server->events);
+  if (req->response == nullptr) {
+    if (!req->submitted) {
+      req->submitted = true;
+      MHD_suspend_connection(connection);
+      server->workers->submit([req, connection, path = std::string(url), server] {
+        req->response = mhd_response(path, server->events);
+        MHD_resume_connection(connection);
+      });
+    }
+    return MHD_YES;
+  }
+  const MHD_Result r = MHD_queue_response(connection, 200, req->response);
+  MHD_destroy_response(req->response);
+  req->response = nullptr;
   return r;
 }
 
-[[noreturn]] void serve_mhd(int events, int port_pipe) {
-  static int n_events = events;
+void mhd_completed(void*, MHD_Connection*, void** con_cls, MHD_RequestTerminationCode) {
+  delete static_cast<MhdRequest*>(*con_cls);
+  *con_cls = nullptr;
+}
+
+[[noreturn]] void serve_mhd(int events, bool on_workers, int port_pipe) {
+  static MhdServer server;
+  server.events = events;
+  if (on_workers) server.workers = std::make_unique<Workers>(64);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   MHD_Daemon* daemon =
-      MHD_start_daemon(MHD_USE_EPOLL_INTERNAL_THREAD, 0, nullptr, nullptr, &mhd_answer, &n_events,
-                       MHD_OPTION_SOCK_ADDR, &addr, MHD_OPTION_CONNECTION_LIMIT, 4096u,
-                       MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_END);
+      MHD_start_daemon(MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME, 0, nullptr,
+                       nullptr, &mhd_answer, &server, MHD_OPTION_SOCK_ADDR, &addr,
+                       MHD_OPTION_CONNECTION_LIMIT, 4096u, MHD_OPTION_CONNECTION_TIMEOUT, 10u,
+                       MHD_OPTION_NOTIFY_COMPLETED, &mhd_completed, nullptr, MHD_OPTION_END);
   if (daemon == nullptr) std::_Exit(2);
   const int port = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_BIND_PORT)->port;
   if (::write(port_pipe, &port, sizeof(port)) != sizeof(port)) std::_Exit(2);
@@ -164,7 +240,7 @@ ServerProcess start(const std::string& transport, int events) {
   if (p.pid == 0) {
     ::close(fds[0]);
     if (transport == "beast") serve_beast(events, fds[1]);
-    serve_mhd(events, fds[1]);
+    serve_mhd(events, transport == "mhd+workers", fds[1]);
   }
   ::close(fds[1]);
   if (::read(fds[0], &p.port, sizeof(p.port)) != sizeof(p.port)) p.port = 0;
@@ -206,24 +282,21 @@ bool ok(const std::string& raw) {
   return raw.rfind("HTTP/1.1 200", 0) == 0;
 }
 
+// What one transport measured.
 struct Figures {
-  long threads_base = 0;
-  long threads_idle = 0;
-  double kib_per_idle = 0;
-  int idle_held = 0;
-  double latency_median_ms = 0;
-  double latency_max_ms = 0;
-  double short_rps_1 = 0;
-  double short_rps_4 = 0;
-  double events_per_s = 0;
-  double mib_per_s = 0;
+  long threads[2] = {};       // before the idle connections, with them
+  double kib_per_idle = 0;    // resident memory per idle connection
+  int idle_held = 0;          // the server's descriptors with them
+  double latency_ms[2] = {};  // GET /json meanwhile: median, worst
+  double short_rps[2] = {};   // short connections per second: 1 client, 4 clients
+  double events_per_s = 0, mib_per_s = 0;
   bool stream_complete = false;
 };
 
 // Steps 1 and 2: idle half-sent requests, then a request's latency.
 void measure_idle(const ServerProcess& server, const Settings& s, Figures& f) {
   for (int i = 0; i < 200; ++i) fetch(server.port, "/json");  // warm up
-  f.threads_base = proc_status(server.pid, "Threads");
+  f.threads[0] = proc_status(server.pid, "Threads");
   const long rss_base = proc_status(server.pid, "VmRSS");
   asio::io_context io;
   std::vector<tcp::socket> idle;
@@ -237,7 +310,7 @@ void measure_idle(const ServerProcess& server, const Settings& s, Figures& f) {
     idle.push_back(std::move(socket));
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  f.threads_idle = proc_status(server.pid, "Threads");
+  f.threads[1] = proc_status(server.pid, "Threads");
   f.kib_per_idle = static_cast<double>(proc_status(server.pid, "VmRSS") - rss_base) /
                    std::max<size_t>(1, idle.size());
   for (const auto& e :
@@ -251,8 +324,8 @@ void measure_idle(const ServerProcess& server, const Settings& s, Figures& f) {
     ms.push_back(answered ? 1000 * seconds_since(t0) : 1e9);
   }
   std::sort(ms.begin(), ms.end());
-  f.latency_median_ms = ms[ms.size() / 2];
-  f.latency_max_ms = ms.back();
+  f.latency_ms[0] = ms[ms.size() / 2];
+  f.latency_ms[1] = ms.back();
   idle.clear();
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
 }
@@ -279,8 +352,8 @@ Figures measure(const std::string& transport, const Settings& s) {
     return f;
   }
   measure_idle(server, s, f);
-  f.short_rps_1 = short_connections(server.port, 1, s.seconds);
-  f.short_rps_4 = short_connections(server.port, 4, s.seconds);
+  f.short_rps[0] = short_connections(server.port, 1, s.seconds);
+  f.short_rps[1] = short_connections(server.port, 4, s.seconds);
   const auto t0 = Clock::now();
   const std::string raw = fetch(server.port, "/sse");
   const double took = seconds_since(t0);
@@ -299,13 +372,13 @@ Figures measure(const std::string& transport, const Settings& s) {
 
 void print(const char* name, const Figures& f, const Settings& s) {
   std::printf(
-      "%-6s threads %ld -> %ld with %d idle (%d descriptors held), %.1f KiB resident per idle "
+      "%-11s threads %ld -> %ld with %d idle (%d descriptors held), %.1f KiB resident per idle "
       "connection; GET /json meanwhile %.2f ms median, %.2f ms worst; short connections %.0f "
       "req/s (1 client), %.0f req/s (4 clients); stream of %d events: %.0f events/s, %.1f "
       "MiB/s%s\n",
-      name, f.threads_base, f.threads_idle, s.idle, f.idle_held, f.kib_per_idle,
-      f.latency_median_ms, f.latency_max_ms, f.short_rps_1, f.short_rps_4, s.events, f.events_per_s,
-      f.mib_per_s, f.stream_complete ? "" : " (INCOMPLETE)");
+      name, f.threads[0], f.threads[1], s.idle, f.idle_held, f.kib_per_idle, f.latency_ms[0],
+      f.latency_ms[1], f.short_rps[0], f.short_rps[1], s.events, f.events_per_s, f.mib_per_s,
+      f.stream_complete ? "" : " (INCOMPLETE)");
 }
 
 }  // namespace
@@ -324,7 +397,8 @@ int main(int argc, char** argv) {
     files.rlim_cur = files.rlim_max;
     ::setrlimit(RLIMIT_NOFILE, &files);
   }
-  print("beast", measure("beast", s), s);
-  print("mhd", measure("mhd", s), s);
+  for (const char* transport : {"beast", "mhd", "mhd+workers"}) {
+    print(transport, measure(transport, s), s);
+  }
   return 0;
 }
