@@ -14,6 +14,7 @@ arrangements compute the same batch and only the reading differs. A first round 
 not counted.
 """
 import argparse
+import os
 import re
 import socket
 import statistics
@@ -117,6 +118,7 @@ def one_round(port, args, slow):
 
 def main():
     args = parse_args()
+    load_before = os.getloadavg()[0]
     proc, port = start_server(args)
     try:
         one_round(port, args, False)
@@ -135,7 +137,8 @@ def main():
     print(f'-np {args.np}, {args.clients} clients of {args.max_tokens} tokens, medians of '
           f'{args.rounds} rounds: the other {args.clients - 1} streams {a:.0f} tokens/s each with '
           f'all normal, {b:.0f} with one 1 byte/s reader: {slowdown:+.1f}% slower '
-          f'({"within" if slowdown <= 10 else "PAST"} the 10% bound)')
+          f'({"within" if slowdown <= 10 else "PAST"} the 10% bound); load average '
+          f'{load_before:.1f} before, {os.getloadavg()[0]:.1f} after on {os.cpu_count()} cores')
 
 
 if __name__ == '__main__':

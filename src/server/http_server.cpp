@@ -15,12 +15,12 @@ namespace {
 
 TransportOptions transport_options(const ServerOptions& o) {
   return TransportOptions{.max_body_bytes = o.max_body_bytes,
-                          .max_body_bytes_total = o.max_body_bytes_total,
                           .read_timeout_s = o.read_timeout_s,
                           .write_timeout_s = o.write_timeout_s,
                           .keep_alive_timeout_s = o.keep_alive_timeout_s,
                           .max_connections = o.max_connections,
                           .n_threads = std::max(4, o.n_http_threads),
+                          .max_body_bytes_total = o.max_body_bytes_total,
                           .max_stream_queue_bytes = o.max_stream_queue_bytes};
 }
 

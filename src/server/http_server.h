@@ -37,14 +37,14 @@ struct ServerOptions {
   int port = 8080;                   // 0: any free port (see port())
   std::string api_key;               // empty: no authentication
   size_t max_body_bytes = 8u << 20;  // larger bodies get 413
+  int read_timeout_s = 10;           // deadline for a request's head, and again for its body
+  int write_timeout_s = 10;          // a client that stops reading is dropped after it
+  int keep_alive_timeout_s = 5;      // an idle kept-alive connection is closed after it
+  int max_connections = 4096;        // past it new connections are closed at once
+  int n_http_threads = 64;           // requests handled at once (the rest wait their turn)
   // Bytes of request bodies held at once across connections (at least max_body_bytes); a body
   // that would pass it gets 503 server_busy.
   size_t max_body_bytes_total = 256u << 20;
-  int read_timeout_s = 10;       // deadline for a request's head, and again for its body
-  int write_timeout_s = 10;      // a client that stops reading is dropped after it
-  int keep_alive_timeout_s = 5;  // an idle kept-alive connection is closed after it
-  int max_connections = 4096;    // past it new connections are closed at once
-  int n_http_threads = 64;       // requests handled at once (the rest wait their turn)
   // Bytes of a streamed reply that may wait for a slow client; past it the client is dropped
   // and its request cancelled.
   size_t max_stream_queue_bytes = 1u << 20;
@@ -110,8 +110,6 @@ class HttpServer : NonCopyable {
   Metrics& metrics() { return metrics_; }
   // Connections open now.
   int n_connections() const { return transport_.n_connections(); }
-  // Bytes of request bodies held now (ServerOptions::max_body_bytes_total).
-  size_t body_bytes_held() const { return transport_.body_bytes_held(); }
 
  private:
   using Handler = void (HttpServer::*)(const HttpRequest&, HttpResponse&);

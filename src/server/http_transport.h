@@ -24,15 +24,15 @@ namespace minfer::server {
 
 struct TransportOptions {
   size_t max_body_bytes = 8u << 20;  // larger bodies get 413
+  int read_timeout_s = 10;           // deadline for a request's head, and again for its body
+  int write_timeout_s = 10;          // a reply's pending bytes must be taken within it
+  int keep_alive_timeout_s = 5;      // an idle kept-alive connection is closed after it
+  int max_connections = 4096;        // past it new connections are closed at once
+  int n_threads = 64;                // workers running handlers
   // Bytes of request bodies held at once, across connections: a body is counted from its head's
   // Content-Length (or each chunk's header) until its request was handled; one that would pass
   // the total gets 503 (answer_refused). Taken as at least max_body_bytes.
   size_t max_body_bytes_total = 256u << 20;
-  int read_timeout_s = 10;       // deadline for a request's head, and again for its body
-  int write_timeout_s = 10;      // a reply's pending bytes must be taken within it
-  int keep_alive_timeout_s = 5;  // an idle kept-alive connection is closed after it
-  int max_connections = 4096;    // past it new connections are closed at once
-  int n_threads = 64;            // workers running handlers
   // Bytes of a streamed reply that may wait for a slow client; past it the client is dropped.
   size_t max_stream_queue_bytes = 1u << 20;
   // After stop(): how long replies being written may take before their connections are closed.
