@@ -355,6 +355,10 @@ void register_serve_command(CLI::App& app, CommandRegistry& registry) {
                   "a reply's pending bytes (default 10)")
       ->check(CLI::Range(1, 3600));
   cmd->add_option("--max-body", f.http.max_body_bytes, "largest request body in bytes (8 MiB)");
+  cmd->add_option("--max-body-total", f.http.max_body_bytes_total,
+                  "request body bytes held at once across connections, e.g. 512MiB (default "
+                  "256 MiB, at least --max-body); a body past it gets 503")
+      ->transform(CLI::AsSizeValue(false));
   cmd->add_option("--http-threads", f.http.n_http_threads,
                   "requests handled at once; connections cost no thread (default 64)")
       ->check(CLI::Range(1, 4096));

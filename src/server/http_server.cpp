@@ -21,7 +21,18 @@ TransportOptions transport_options(const ServerOptions& o) {
                           .keep_alive_timeout_s = o.keep_alive_timeout_s,
                           .max_connections = o.max_connections,
                           .n_threads = std::max(4, o.n_http_threads),
+                          .max_body_bytes_total = o.max_body_bytes_total,
                           .max_stream_queue_bytes = o.max_stream_queue_bytes};
+}
+
+// A body the transport refused because the bodies held at once would pass their total.
+void answer_bodies_full(HttpResponse& res, size_t max_total) {
+  send_error(res, api_error(503,
+                            fmt::format("[server] request bodies held at once would pass "
+                                        "--max-body-total ({} bytes); retry shortly",
+                                        max_total),
+                            "server_overloaded", "server_busy"));
+  res.set_header("Retry-After", "1");
 }
 
 // Error statuses without a body (404 from routing, 400 and 413 from the transport) get one.
@@ -84,6 +95,10 @@ HttpServer::HttpServer(ServerOptions options)
           transport_options(options_),
           TransportHandlers{[this](HttpRequest& req, HttpResponse& res) { dispatch(req, res); },
                             [this](const HttpRequest& req, HttpResponse& res) {
+                              if (res.status == 503) {
+                                answer_bodies_full(res, std::max(options_.max_body_bytes_total,
+                                                                 options_.max_body_bytes));
+                              }
                               answer_http_error(req, res);
                               metrics_.on_http_status(res.status);
                             }}) {

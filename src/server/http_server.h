@@ -42,6 +42,9 @@ struct ServerOptions {
   int keep_alive_timeout_s = 5;      // an idle kept-alive connection is closed after it
   int max_connections = 4096;        // past it new connections are closed at once
   int n_http_threads = 64;           // requests handled at once (the rest wait their turn)
+  // Bytes of request bodies held at once across connections (at least max_body_bytes); a body
+  // that would pass it gets 503 server_busy.
+  size_t max_body_bytes_total = 256u << 20;
   // Bytes of a streamed reply that may wait for a slow client; past it the client is dropped
   // and its request cancelled.
   size_t max_stream_queue_bytes = 1u << 20;

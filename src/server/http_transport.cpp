@@ -2,11 +2,13 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <iterator>
 #include <limits>
 #include <mutex>
@@ -93,6 +95,58 @@ class WorkerPool {
   std::vector<std::thread> threads_;
 };
 
+// The bytes of request bodies held across connections, against their total
+// (TransportOptions::max_body_bytes_total). Shared by the loop (which takes) and the workers
+// (which give back once a request was handled).
+class BodyBudget {
+ public:
+  explicit BodyBudget(size_t limit) : limit_(limit) {}
+  // False (and nothing taken) when `n` more bytes would pass the total.
+  bool take(size_t n) {
+    size_t held = held_.load();
+    do {
+      if (n > limit_ - held) return false;
+    } while (!held_.compare_exchange_weak(held, held + n));
+    return true;
+  }
+  void give(size_t n) { held_.fetch_sub(n); }
+  size_t held() const { return held_.load(); }
+
+ private:
+  const size_t limit_;
+  std::atomic<size_t> held_{0};
+};
+
+// One request's share of the BodyBudget: it grows as the body's length becomes known and goes
+// back when the lease is released or destroyed.
+class BodyLease {
+ public:
+  BodyLease() = default;
+  BodyLease(BodyLease&& other) noexcept
+      : budget_(std::exchange(other.budget_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
+  BodyLease& operator=(BodyLease&&) = delete;
+  BodyLease(const BodyLease&) = delete;
+  BodyLease& operator=(const BodyLease&) = delete;
+  ~BodyLease() { release(); }
+
+  // False when the budget has no room for `n` more bytes (the lease keeps what it held).
+  bool grow(BodyBudget& budget, size_t n) {
+    if (n == 0) return true;
+    if (!budget.take(n)) return false;
+    budget_ = &budget;
+    bytes_ += n;
+    return true;
+  }
+  void release() {
+    if (budget_ != nullptr && bytes_ > 0) budget_->give(bytes_);
+    bytes_ = 0;
+  }
+
+ private:
+  BodyBudget* budget_ = nullptr;
+  size_t bytes_ = 0;
+};
+
 // How the bytes handed to the loop end the reply being written.
 enum class ReplyEnd {
   kMore,       // more of this reply follows
@@ -141,7 +195,9 @@ class Session;
 // the options belongs to the loop thread.
 struct TransportCore {
   TransportCore(TransportOptions o, TransportHandlers h)
-      : options(std::move(o)), handlers(std::move(h)) {}
+      : options(std::move(o)),
+        handlers(std::move(h)),
+        body_budget(std::max(options.max_body_bytes_total, options.max_body_bytes)) {}
 
   void accept();
   void on_accept(const beast::error_code& ec, tcp::socket socket);
@@ -155,6 +211,10 @@ struct TransportCore {
   asio::steady_timer accept_retry{io};
   asio::steady_timer stop_timer{io};
   WorkerPool workers;
+  BodyBudget body_budget;
+  // Where bodies refused unread are read away; one for all sessions (the loop reads one at a
+  // time, and the bytes are thrown away).
+  std::vector<char> discard_buffer = std::vector<char>(64u << 10);
   std::atomic<int> n_connections{0};
   std::atomic<bool> stop_requested{false};
   bool stopping = false;
@@ -166,7 +226,12 @@ struct TransportCore {
 class Session : public std::enable_shared_from_this<Session> {
  public:
   Session(TransportCore& core, tcp::socket socket)
-      : core_(core), stream_(std::move(socket)), state_(std::make_shared<ConnectionState>()) {}
+      : core_(core),
+        stream_(std::move(socket)),
+        state_(std::make_shared<ConnectionState>()),
+        on_chunk_header_([this](uint64_t size, beast::string_view, beast::error_code& ec) {
+          take_body_bytes(size, ec);
+        }) {}
 
   void start() { read_head(); }
   // Loop thread: closes the connection unless a request is being answered.
@@ -176,8 +241,9 @@ class Session : public std::enable_shared_from_this<Session> {
   // Loop thread: closes now; a reply being made sees it in its connection state.
   void close();
 
-  // Worker thread: answers `req` and hands the reply to the loop.
-  void answer(HttpRequest& req);
+  // Worker thread: answers `req` and hands the reply to the loop; the body's lease goes back
+  // once the handler returned.
+  void answer(HttpRequest& req, BodyLease& body_lease);
   // Worker thread: one chunk of a streamed reply; false when over the slow-reader bound.
   bool queue_chunk(const char* data, size_t size);
   const ConnectionState& state() const { return *state_; }
@@ -187,8 +253,12 @@ class Session : public std::enable_shared_from_this<Session> {
   void read_head_within_deadline();
   void on_head(const beast::error_code& ec);
   void read_body();
-  void discard_body(uint64_t remaining);
-  // Loop thread: answers with `status` (400, 413) and closes.
+  // Loop thread: `n` more body bytes held, against the bodies' total; over it, `ec` stops the
+  // read (a 503 follows).
+  void take_body_bytes(uint64_t n, beast::error_code& ec);
+  // Loop thread: a body refused unread is read away before the answer `status`.
+  void discard_body(uint64_t remaining, int status);
+  // Loop thread: answers with `status` (400, 413, 503) and closes.
   void refuse(int status);
   void dispatch();
   void watch_peer();
@@ -205,8 +275,11 @@ class Session : public std::enable_shared_from_this<Session> {
   beast::tcp_stream stream_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
-  std::vector<char> discard_buffer_;
+  bool discarding_ = false;
   std::shared_ptr<ConnectionState> state_;
+  BodyLease body_lease_;      // the body being read
+  bool over_budget_ = false;  // the body would pass the bodies' total
+  std::function<void(uint64_t, beast::string_view, beast::error_code&)> on_chunk_header_;
   std::deque<std::string> out_;  // bytes waiting to be written, in order
   std::atomic<size_t> queued_bytes_{0};
   ReplyEnd reply_end_ = ReplyEnd::kMore;
@@ -220,6 +293,9 @@ class Session : public std::enable_shared_from_this<Session> {
 void Session::read_head() {
   parser_.emplace();
   parser_->header_limit(kHeaderLimit);
+  parser_->on_chunk_header(on_chunk_header_);
+  over_budget_ = false;
+  discarding_ = false;
   // The head's Content-Length is checked below, so that a body over the limit gets its 413.
   parser_->body_limit(std::numeric_limits<uint64_t>::max());
   if (n_requests_ == 0 || buffer_.size() > 0) return read_head_within_deadline();
@@ -243,10 +319,20 @@ void Session::read_head_within_deadline() {
 void Session::on_head(const beast::error_code& ec) {
   if (ec) return is_disconnect(ec) ? close() : refuse(400);
   const boost::optional<uint64_t> length = parser_->content_length();
-  if (length && *length > core_.options.max_body_bytes) return discard_body(*length);
+  const bool expect_continue = beast::iequals(parser_->get()[http::field::expect], "100-continue");
+  int refused = 0;
+  if (length && *length > core_.options.max_body_bytes) {
+    refused = 413;
+  } else if (length && !body_lease_.grow(core_.body_budget, *length)) {
+    refused = 503;
+  }
+  if (refused != 0) {
+    // A client waiting for "100 Continue" has sent no body: it is answered at once.
+    return expect_continue ? refuse(refused) : discard_body(*length, refused);
+  }
   parser_->body_limit(core_.options.max_body_bytes);
   if (parser_->is_done()) return dispatch();
-  if (beast::iequals(parser_->get()[http::field::expect], "100-continue")) {
+  if (expect_continue) {
     static const std::string kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
     stream_.expires_after(std::chrono::seconds(core_.options.write_timeout_s));
     return asio::async_write(stream_, asio::buffer(kContinue),
@@ -262,30 +348,40 @@ void Session::read_body() {
   stream_.expires_after(std::chrono::seconds(core_.options.read_timeout_s));
   http::async_read(stream_, buffer_, *parser_,
                    [self = shared_from_this()](beast::error_code ec, size_t) {
+                     if (self->over_budget_) return self->refuse(503);
                      if (ec == http::error::body_limit) return self->refuse(413);
                      if (ec) return is_disconnect(ec) ? self->close() : self->refuse(400);
                      self->dispatch();
                    });
 }
 
-// A body over the limit is read away (within the body's deadline) before the 413, so that the
-// client, still sending, sees the answer rather than a reset connection.
-void Session::discard_body(uint64_t remaining) {
+// A chunked body's bytes are taken as each chunk's header announces them.
+void Session::take_body_bytes(uint64_t n, beast::error_code& ec) {
+  if (body_lease_.grow(core_.body_budget, static_cast<size_t>(n))) return;
+  over_budget_ = true;
+  ec = http::error::body_limit;
+}
+
+// A body refused unread (over the limit, or over the bodies' total) is read away (within the
+// body's deadline) before the answer, so that the client, still sending, sees it rather than a
+// reset connection.
+void Session::discard_body(uint64_t remaining, int status) {
   const uint64_t buffered = std::min<uint64_t>(remaining, buffer_.size());
   buffer_.consume(buffered);
   remaining -= buffered;
-  if (remaining == 0 || remaining > kMaxDiscard) return refuse(413);
-  if (discard_buffer_.empty()) {
-    discard_buffer_.resize(64u << 10);
+  if (remaining == 0 || remaining > kMaxDiscard) return refuse(status);
+  if (!discarding_) {
+    discarding_ = true;
     stream_.expires_after(std::chrono::seconds(core_.options.read_timeout_s));
   }
-  const size_t n = static_cast<size_t>(std::min<uint64_t>(remaining, discard_buffer_.size()));
-  stream_.async_read_some(asio::buffer(discard_buffer_.data(), n),
-                          [self = shared_from_this(), remaining](beast::error_code ec, size_t got) {
-                            if (ec) return self->close();
-                            if (got >= remaining) return self->refuse(413);
-                            self->discard_body(remaining - got);
-                          });
+  std::vector<char>& sink = core_.discard_buffer;
+  const size_t n = static_cast<size_t>(std::min<uint64_t>(remaining, sink.size()));
+  stream_.async_read_some(asio::buffer(sink.data(), n), [self = shared_from_this(), remaining,
+                                                         status](beast::error_code ec, size_t got) {
+    if (ec) return self->close();
+    if (got >= remaining) return self->refuse(status);
+    self->discard_body(remaining - got, status);
+  });
 }
 
 HttpRequest Session::request_from_parser() {
@@ -314,6 +410,7 @@ HttpRequest Session::request_from_parser() {
 }
 
 void Session::refuse(int status) {
+  body_lease_.release();
   HttpRequest req = request_from_parser();
   HttpResponse res;
   res.status = status;
@@ -326,10 +423,11 @@ void Session::refuse(int status) {
 
 void Session::dispatch() {
   auto req = std::make_shared<HttpRequest>(request_from_parser());
+  auto lease = std::make_shared<BodyLease>(std::move(body_lease_));
   busy_ = true;
   ++n_requests_;
   watch_peer();
-  core_.workers.submit([self = shared_from_this(), req] { self->answer(*req); });
+  core_.workers.submit([self = shared_from_this(), req, lease] { self->answer(*req, *lease); });
 }
 
 // While a request runs, the client should send nothing: readable means it closed its end (or
@@ -361,9 +459,12 @@ void Session::stop_watching() {
   stream_.socket().cancel(ec);  // nothing else is pending between two requests
 }
 
-void Session::answer(HttpRequest& req) {
+void Session::answer(HttpRequest& req, BodyLease& body_lease) {
   HttpResponse res;
   core_.handlers.handle(req, res);
+  // The handler has read the body (a streamed reply keeps what it parsed, not the bytes).
+  std::string().swap(req.body);
+  body_lease.release();
   const bool keep_alive = req.keep_alive && !core_.stop_requested.load();
   const int keep_alive_s = core_.options.keep_alive_timeout_s;
   if (res.stream) return stream_reply(res, keep_alive);
@@ -478,6 +579,7 @@ void Session::finish_reply() {
 void Session::close() {
   if (closed_) return;
   closed_ = true;
+  body_lease_.release();
   state_->mark_closed();
   stream_.close();
   core_.on_session_closed(this);
@@ -603,6 +705,10 @@ void HttpTransport::stop() {
 
 int HttpTransport::n_connections() const {
   return impl_->n_connections.load();
+}
+
+size_t HttpTransport::body_bytes_held() const {
+  return impl_->body_budget.held();
 }
 
 }  // namespace minfer::server

@@ -29,6 +29,10 @@ struct TransportOptions {
   int keep_alive_timeout_s = 5;      // an idle kept-alive connection is closed after it
   int max_connections = 4096;        // past it new connections are closed at once
   int n_threads = 64;                // workers running handlers
+  // Bytes of request bodies held at once, across connections: a body is counted from its head's
+  // Content-Length (or each chunk's header) until its request was handled; one that would pass
+  // the total gets 503 (answer_refused). Taken as at least max_body_bytes.
+  size_t max_body_bytes_total = 256u << 20;
   // Bytes of a streamed reply that may wait for a slow client; past it the client is dropped.
   size_t max_stream_queue_bytes = 1u << 20;
   // After stop(): how long replies being written may take before their connections are closed.
@@ -38,8 +42,8 @@ struct TransportOptions {
 struct TransportHandlers {
   // Answers a request (on a worker thread): fills the response, or its stream producer.
   std::function<void(HttpRequest&, HttpResponse&)> handle;
-  // A request the transport refused (400 malformed, 413 too large; on the loop thread): the
-  // response has its status and no body yet.
+  // A request the transport refused (400 malformed, 413 too large, 503 over the bodies' total;
+  // on the loop thread): the response has its status and no body yet.
   std::function<void(const HttpRequest&, HttpResponse&)> answer_refused;
 };
 
@@ -58,6 +62,8 @@ class HttpTransport : NonCopyable {
   void stop();
   // Connections open now.
   int n_connections() const;
+  // Bytes of request bodies held now (see TransportOptions::max_body_bytes_total).
+  size_t body_bytes_held() const;
 
  private:
   struct Impl;

@@ -97,26 +97,46 @@ inline bool send_all(int fd, const std::string& bytes) {
   return true;
 }
 
-// One request on a fresh connection to 127.0.0.1:port (Connection: close; the reply is read to
-// the end).
-inline HttpReply http_request(int port, const std::string& method, const std::string& path,
-                              const std::string& body = "") {
-  HttpReply reply;
+// `request`'s bytes sent on a fresh connection to 127.0.0.1:port, and what comes back until the
+// server closes it ("" when the connection failed).
+inline std::string exchange_raw(int port, const std::string& request) {
   const int fd = connect_loopback(port);
-  if (fd < 0) return reply;
-  std::string request = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n" +
-                        "Content-Type: application/json\r\nConnection: close\r\n" +
-                        "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  if (fd < 0) return "";
   send_all(fd, request);
   std::string raw;
   char buf[65536];
   for (ssize_t n; (n = ::recv(fd, buf, sizeof(buf), 0)) > 0;)
     raw.append(buf, static_cast<size_t>(n));
   ::close(fd);
+  return raw;
+}
+
+// One request on a fresh connection to 127.0.0.1:port (Connection: close; the reply is read to
+// the end).
+inline HttpReply http_request(int port, const std::string& method, const std::string& path,
+                              const std::string& body = "") {
+  HttpReply reply;
+  const std::string raw =
+      exchange_raw(port, method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n" +
+                             "Content-Type: application/json\r\nConnection: close\r\n" +
+                             "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
   if (raw.size() > 12) reply.status = std::atoi(raw.c_str() + 9);
   const size_t head_end = raw.find("\r\n\r\n");
   if (head_end != std::string::npos) reply.body = raw.substr(head_end + 4);
   return reply;
+}
+
+// Polls `done` every 10 ms until it is true or `seconds` passed; whether it became true.
+template <typename F>
+bool wait_until(F done, double seconds) {
+  const auto t0 = std::chrono::steady_clock::now();
+  while (!done()) {
+    if (std::chrono::steady_clock::now() - t0 > std::chrono::duration<double>(seconds)) {
+      return false;
+    }
+    ::usleep(10000);
+  }
+  return true;
 }
 
 // `minfer serve -m MODEL --port 0 -t 1 EXTRA...` until it says it is ready; stopped (SIGTERM)
