@@ -234,29 +234,107 @@ float dot_f32(const float* a, const float* b, int64_t n) {
 
 namespace {
 
-// Eight rows at a time: their lanes reduced together (hsum8_ps), then put back in row order.
+// The row order of hsum8_ps's lanes (lane 4h + k holds row 2k + h).
+inline __m256i hsum8_row_order() {
+  return _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+}
+
+// One x against eight rows at a time: their lanes reduced together (hsum8_ps), then put back in
+// row order.
 void dot_rows_one(F32Rows rows, const float* x, int64_t n, float scale, float* out) {
-  const __m256i row_order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
   const __m256 vscale = _mm256_set1_ps(scale);
   int64_t j = 0;
   for (; j + 8 <= rows.n; j += 8) {
     __m256 v[8];
     for (int r = 0; r < 8; ++r) v[r] = dot_lanes(rows.row(j + r), x, n);
-    const __m256 sums = _mm256_permutevar8x32_ps(hsum8_ps(v), row_order);
+    const __m256 sums = _mm256_permutevar8x32_ps(hsum8_ps(v), hsum8_row_order());
     _mm256_storeu_ps(out + j, _mm256_mul_ps(sums, vscale));
   }
   for (; j < rows.n; ++j) out[j] = dot_f32(rows.row(j), x, n) * scale;
 }
 
+// Two x's against eight rows at a time, n a multiple of 16: each row's vectors are loaded once
+// for both, and each pair runs dot_lanes' operations in its order.
+void dot_rows_two(F32Rows rows, const float* x0, const float* x1, int64_t n, float scale,
+                  float* out0, float* out1) {
+  const __m256 vscale = _mm256_set1_ps(scale);
+  for (int64_t j = 0; j + 8 <= rows.n; j += 8) {
+    __m256 v0[8], v1[8];  // [row] dot_lanes' two accumulators, added, for x0 / x1
+    for (int r = 0; r < 8; ++r) {
+      const float* row = rows.row(j + r);
+      __m256 a0 = _mm256_setzero_ps(), a1 = a0, b0 = a0, b1 = a0;
+      for (int64_t i = 0; i < n; i += 16) {
+        const __m256 r0 = _mm256_loadu_ps(row + i);
+        const __m256 r1 = _mm256_loadu_ps(row + i + 8);
+        a0 = _mm256_fmadd_ps(r0, _mm256_loadu_ps(x0 + i), a0);
+        a1 = _mm256_fmadd_ps(r1, _mm256_loadu_ps(x0 + i + 8), a1);
+        b0 = _mm256_fmadd_ps(r0, _mm256_loadu_ps(x1 + i), b0);
+        b1 = _mm256_fmadd_ps(r1, _mm256_loadu_ps(x1 + i + 8), b1);
+      }
+      v0[r] = _mm256_add_ps(a0, a1);
+      v1[r] = _mm256_add_ps(b0, b1);
+    }
+    _mm256_storeu_ps(
+        out0 + j, _mm256_mul_ps(_mm256_permutevar8x32_ps(hsum8_ps(v0), hsum8_row_order()), vscale));
+    _mm256_storeu_ps(
+        out1 + j, _mm256_mul_ps(_mm256_permutevar8x32_ps(hsum8_ps(v1), hsum8_row_order()), vscale));
+  }
+  for (int64_t j = rows.n & ~int64_t{7}; j < rows.n; ++j) {
+    out0[j] = dot_f32(rows.row(j), x0, n) * scale;
+    out1[j] = dot_f32(rows.row(j), x1, n) * scale;
+  }
+}
+
+// kY rows of y stay in registers, 32 floats at a time, while every row is added with one fused
+// multiply-add per element in order of j: axpy_f32's arithmetic, each row loaded once for all
+// of them.
+template <int kY>
+void weighted_sum_held(F32Rows w, F32Rows rows, int64_t n, float* y, int64_t y_stride) {
+  for (int64_t c = 0; c < n; c += 32) {
+    __m256i m[4];
+    __m256 acc[kY][4];
+    for (int k = 0; k < 4; ++k) {
+      const int64_t left = n - c - 8 * k;
+      m[k] = lane_mask(left < 0 ? 0 : (left > 8 ? 8 : left));
+      for (int i = 0; i < kY; ++i)
+        acc[i][k] = _mm256_maskload_ps(y + i * y_stride + c + 8 * k, m[k]);
+    }
+    for (int64_t j = 0; j < rows.n; ++j) {
+      const float* row = rows.row(j) + c;
+      __m256 rv[4];
+      for (int k = 0; k < 4; ++k) rv[k] = _mm256_maskload_ps(row + 8 * k, m[k]);
+      for (int i = 0; i < kY; ++i) {
+        const __m256 wj = _mm256_set1_ps(w.row(i)[j]);
+        for (int k = 0; k < 4; ++k) acc[i][k] = _mm256_fmadd_ps(wj, rv[k], acc[i][k]);
+      }
+    }
+    for (int i = 0; i < kY; ++i) {
+      for (int k = 0; k < 4; ++k)
+        _mm256_maskstore_ps(y + i * y_stride + c + 8 * k, m[k], acc[i][k]);
+    }
+  }
+}
+
 }  // namespace
 
 void dot_rows_f32(F32Rows rows, F32Rows x, int64_t n, float scale, float* out, int64_t out_stride) {
-  for (int64_t i = 0; i < x.n; ++i) dot_rows_one(rows, x.row(i), n, scale, out + i * out_stride);
+  int64_t i = 0;
+  if (n % 16 == 0) {
+    for (; i + 2 <= x.n; i += 2) {
+      dot_rows_two(rows, x.row(i), x.row(i + 1), n, scale, out + i * out_stride,
+                   out + (i + 1) * out_stride);
+    }
+  }
+  for (; i < x.n; ++i) dot_rows_one(rows, x.row(i), n, scale, out + i * out_stride);
 }
 
 void weighted_sum_f32(F32Rows w, F32Rows rows, int64_t n, float* y, int64_t y_stride) {
-  for (int64_t i = 0; i < w.n; ++i) {
-    for (int64_t j = 0; j < rows.n; ++j) axpy_f32(w.row(i)[j], rows.row(j), n, y + i * y_stride);
+  int64_t i = 0;
+  for (; i + 2 <= w.n; i += 2) {
+    weighted_sum_held<2>({w.row(i), 2, w.stride}, rows, n, y + i * y_stride, y_stride);
+  }
+  for (; i < w.n; ++i) {
+    weighted_sum_held<1>({w.row(i), 1, w.stride}, rows, n, y + i * y_stride, y_stride);
   }
 }
 
