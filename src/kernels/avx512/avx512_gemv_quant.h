@@ -21,6 +21,7 @@
 #include "kernels/avx512/avx512_fold.h"
 #include "kernels/avx512/avx512_gemv_prefetch.h"
 #include "kernels/avx512/avx512_quant_vec.h"
+#include "kernels/k4_scales.h"
 #include "quant/blocks.h"
 
 namespace minfer::kernels::avx512 {
@@ -143,27 +144,6 @@ inline Q4KActivation q4k_activation(const BlockQ8K& x) {
   a.bsum_pairs =
       _mm_unpacklo_epi64(_mm256_castsi256_si128(pairs), _mm256_extracti128_si256(pairs, 1));
   return a;
-}
-
-// A Q4_K block's 8 six-bit scales and 8 mins, one per byte, unpacked from its 12 packed bytes
-// (see BlockQ4K: scale / min j < 4 are the low 6 bits of bytes j / j + 4; for j >= 4 their low
-// 4 bits are the nibbles of byte j + 4, their top 2 bits the top 2 of bytes j - 4 / j). Plain
-// integer registers: the vector ports are the kernel's bottleneck.
-struct Q4KScalesMins {
-  uint64_t scales;  // byte j: scale j
-  uint64_t mins;    // byte j: min j
-};
-
-inline Q4KScalesMins q4k_scales_mins(const uint8_t* packed) {
-  uint32_t a, b, c;
-  std::memcpy(&a, packed, 4);
-  std::memcpy(&b, packed + 4, 4);
-  std::memcpy(&c, packed + 8, 4);
-  const uint64_t sc_lo = a & 0x3f3f3f3fu;
-  const uint64_t m_lo = b & 0x3f3f3f3fu;
-  const uint64_t sc_hi = (c & 0x0f0f0f0fu) | ((a >> 2) & 0x30303030u);
-  const uint64_t m_hi = ((c >> 4) & 0x0f0f0f0fu) | ((b >> 2) & 0x30303030u);
-  return {sc_lo | (sc_hi << 32), m_lo | (m_hi << 32)};
 }
 
 // The exact integer parts of one Q4_K or Q5_K block against one Q8_K block (ref
