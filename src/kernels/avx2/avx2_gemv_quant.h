@@ -77,8 +77,9 @@ inline __m256i dot_u8s8(__m256i w, __m256i x) {
 
 // y[r] for n_rows rows of kind K (below) against one activation row. K provides Block, kBlock
 // (elements), kChunk (blocks per run), Act, XPrep (per activation block, computed once per
-// chunk), Partial (a row block's integer parts and scale bits), row() and block() (the float
-// step on 8 folded rows, in the reference's order).
+// chunk), Partial (a row block's integer parts and scale bits), row(), block() (the float step
+// on 8 folded rows, in the reference's order, on kAccs accumulators) and finish() (the result
+// from them).
 template <class K>
 void gemv_rows(int64_t n_in, const uint8_t* w, size_t w_row_bytes, int64_t n_rows,
                const typename K::Act& act, float* y) {
@@ -90,7 +91,8 @@ void gemv_rows(int64_t n_in, const uint8_t* w, size_t w_row_bytes, int64_t n_row
   for (int64_t r0 = 0; r0 < n_rows; r0 += 8) {
     const int64_t rows = n_rows - r0 < 8 ? n_rows - r0 : 8;
     const Vec256::Group g = Vec256::make_group(w + r0 * w_row_bytes, w_row_bytes, rows);
-    __m256 acc = _mm256_setzero_ps();
+    __m256 acc[K::kAccs];  // lanes = rows
+    for (__m256& a : acc) a = _mm256_setzero_ps();
     for (int64_t c0 = 0; c0 < n_blocks; c0 += K::kChunk) {
       const int64_t nbc = n_blocks - c0 < K::kChunk ? n_blocks - c0 : K::kChunk;
       for (int64_t k = 0; k < nbc; ++k) xp[k] = K::prep(act, c0 + k);
@@ -101,13 +103,19 @@ void gemv_rows(int64_t n_in, const uint8_t* w, size_t w_row_bytes, int64_t n_row
           K::row(blocks[c0 + k], act, c0 + k, xp[k], partial[k][r]);
         }
       }
-      for (int64_t k = 0; k < nbc; ++k) acc = K::block(partial[k], act, c0 + k, acc);
+      for (int64_t k = 0; k < nbc; ++k) K::block(partial[k], act, c0 + k, acc);
     }
-    _mm256_maskstore_ps(y + r0, g.store_mask, acc);
+    _mm256_maskstore_ps(y + r0, g.store_mask, K::finish(acc));
   }
 }
 
 struct NoPrep {};
+
+// Kinds with one float accumulator per row.
+struct OneAcc {
+  static constexpr int kAccs = 1;
+  static __m256 finish(const __m256* acc) { return acc[0]; }
+};
 
 // The 8 rows' f16 at the same place of their blocks (bits copied by row()), as floats.
 inline __m256 f16_of_rows(const uint16_t (&bits)[8]) {
@@ -115,6 +123,30 @@ inline __m256 f16_of_rows(const uint16_t (&bits)[8]) {
 }
 
 // ---- Q8_0 / Q4_0 / Q5_0 × Q8_0 ----
+
+template <class Block>
+constexpr bool kFifthBit = std::is_same_v<Block, BlockQ5_0> || std::is_same_v<Block, BlockQ5_1>;
+
+// The 32 unsigned quants of a Q4_0 / Q4_1 (0..15) or Q5_0 / Q5_1 (0..31) block in element
+// order: the low nibbles are elements 0-15, the high ones 16-31, the fifth bit of element j is
+// bit j of qh.
+template <class Block>
+__m256i q32_quants(const Block& w) {
+  const __m128i qs = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w.qs));
+  __m256i q = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(qs, 4), qs), _mm256_set1_epi8(0x0f));
+  if constexpr (kFifthBit<Block>) {
+    // Byte j gets bit j of qh as 0x10.
+    uint32_t qh;
+    std::memcpy(&qh, w.qh, 4);
+    const __m256i spread = _mm256_shuffle_epi8(
+        _mm256_set1_epi32(static_cast<int32_t>(qh)),
+        _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0));
+    const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ULL));
+    const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
+    q = _mm256_or_si256(q, _mm256_and_si256(set, _mm256_set1_epi8(0x10)));
+  }
+  return q;
+}
 
 struct ActQ32 {
   const BlockQ8_0* x;
@@ -125,7 +157,7 @@ struct ActQ32 {
 // acc + (sumi d_w) d_x; q5_0: acc + (d_w d_x) sumi). Q4_0 / Q5_0 quants are unsigned (0..15 /
 // 0..31, the offset 8 / 16 removed through the activation sums); Q8_0 uses |w| × sign(x, w).
 template <class B>
-struct GemvQ32 {
+struct GemvQ32 : OneAcc {
   using Block = B;
   using Act = ActQ32;
   using XPrep = NoPrep;
@@ -148,27 +180,12 @@ struct GemvQ32 {
       const __m256i q = load256(w.qs);
       p.sums = dot_u8s8(_mm256_sign_epi8(q, q), _mm256_sign_epi8(x, q));
     } else {
-      const __m128i qs = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w.qs));
-      // Elements 0-15 (low nibbles), then 16-31: the activation's order.
-      __m256i q =
-          _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(qs, 4), qs), _mm256_set1_epi8(0x0f));
-      if constexpr (kQ5) {
-        // Byte j gets bit j of qh (the fifth bit of element j) as 0x10.
-        uint32_t qh;
-        std::memcpy(&qh, w.qh, 4);
-        const __m256i spread = _mm256_shuffle_epi8(
-            _mm256_set1_epi32(static_cast<int32_t>(qh)),
-            _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0));
-        const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ULL));
-        const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
-        q = _mm256_or_si256(q, _mm256_and_si256(set, _mm256_set1_epi8(0x10)));
-      }
-      p.sums = dot_u8s8(q, x);
+      p.sums = dot_u8s8(q32_quants(w), x);
     }
     p.d = w.d;
   }
 
-  static __m256 block(const Partial (&p)[8], const Act& a, int64_t b, __m256 acc) {
+  static void block(const Partial (&p)[8], const Act& a, int64_t b, __m256* acc) {
     __m256i isum = fold_8_rows([&](int r) { return p[r].sums; });
     if constexpr (!kQ8) isum = _mm256_add_epi32(isum, _mm256_set1_epi32(-kOffset * a.x_sums[b]));
     const __m256 s = _mm256_cvtepi32_ps(isum);
@@ -179,7 +196,7 @@ struct GemvQ32 {
     const __m256 term = kQ8   ? _mm256_mul_ps(s, _mm256_mul_ps(d, dx))
                         : kQ5 ? _mm256_mul_ps(_mm256_mul_ps(d, dx), s)
                               : _mm256_mul_ps(_mm256_mul_ps(s, d), dx);
-    return _mm256_add_ps(acc, term);
+    acc[0] = _mm256_add_ps(acc[0], term);
   }
 };
 
@@ -188,7 +205,7 @@ struct GemvQ32 {
 // As ref dot_k4_superblock: isum = Σ_j sc_j (q_j · x_j), summins = Σ_j m_j (bsums of sub-block
 // j); acc + ((d dx) isum - (dmin dx) summins).
 template <class B>
-struct GemvK4 {
+struct GemvK4 : OneAcc {
   using Block = B;
   using Act = const BlockQ8K*;
   static constexpr bool kQ5 = std::is_same_v<B, BlockQ5K>;
@@ -247,7 +264,7 @@ struct GemvK4 {
     p.dmin = w.dmin;
   }
 
-  static __m256 block(const Partial (&p)[8], const Act& x, int64_t b, __m256 acc) {
+  static void block(const Partial (&p)[8], const Act& x, int64_t b, __m256* acc) {
     const __m256i isum = fold_8_rows([&](int r) { return p[r].sums; });
     alignas(32) __m128i mins[8];
     uint16_t d_bits[8], dmin_bits[8];
@@ -262,49 +279,156 @@ struct GemvK4 {
         _mm256_mul_ps(_mm256_mul_ps(f16_of_rows(d_bits), dx), _mm256_cvtepi32_ps(isum));
     const __m256 neg =
         _mm256_mul_ps(_mm256_mul_ps(f16_of_rows(dmin_bits), dx), _mm256_cvtepi32_ps(summins));
-    return _mm256_add_ps(acc, _mm256_sub_ps(pos, neg));
+    acc[0] = _mm256_add_ps(acc[0], _mm256_sub_ps(pos, neg));
   }
 };
 
-// ---- Q6_K × Q8_K ----
+// ---- Q4_1 / Q5_1 × Q8_1 ----
 
-// As ref vec_dot_q6_K_q8_K: isum = Σ_j sc_j (q_j · x_j) - 32 Σ_j sc_j bsums_j; acc + (d dx) isum.
-struct GemvQ6K {
-  using Block = BlockQ6K;
-  using Act = const BlockQ8K*;
+// As ref vec_dot_q4_1_q8_1 / q5_1: per block, the integer sums of elements 4l..4l+3 feed 8
+// float accumulators by fma(d_w d_x, sum, acc_l), m_w s_x is summed in a ninth; the result is
+// the tile's (quant_tile_impl.h KindQ32::finish). The row sums' dword l is already sum l, so
+// 8 rows are transposed instead of folded.
+template <class B>
+struct GemvMin32 {
+  using Block = B;
+  using Act = const BlockQ8_1*;
   using XPrep = NoPrep;
-  static constexpr int kBlock = kQKK;
-  static constexpr int64_t kChunk = 8;  // 1680 bytes of a row per run
+  static constexpr int kBlock = 32;
+  static constexpr int64_t kChunk = 32;  // 640 / 768 bytes of a row per run
+  static constexpr int kAccs = 9;
 
   struct Partial {
-    __m256i sums;  // lanes sum to isum
-    uint16_t d;
+    __m256i sums;  // dword l: Σ q x over elements 4l..4l+3
+    uint16_t d, m;
   };
 
   static XPrep prep(const Act&, int64_t) { return {}; }
 
   static void row(const Block& w, const Act& x, int64_t b, XPrep, Partial& p) {
-    const __m256i low4 = _mm256_set1_epi8(0x0f);
-    const __m256i top2 = _mm256_set1_epi8(0x30);
-    // int16 j: scale j (128-bit lane 0: 0-7, lane 1: 8-15).
-    const __m256i sc16 =
-        _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.scales)));
+    p.sums = dot_u8s8(q32_quants(w), load256(x[b].qs));
+    p.d = w.d;
+    p.m = w.m;
+  }
+
+  static void block(const Partial (&p)[8], const Act& x, int64_t b, __m256* acc) {
+    // sums[l] lane r: dword l of row r (the tile's transpose, from the stack).
+    Vec256::Group rows;
+    for (int r = 0; r < 8; ++r) rows.row[r] = reinterpret_cast<const uint8_t*>(&p[r].sums);
+    __m256i sums[8];
+    Vec256::transpose32(rows, 0, sums);
+    uint16_t d_bits[8], m_bits[8];
+    for (int r = 0; r < 8; ++r) {
+      d_bits[r] = p[r].d;
+      m_bits[r] = p[r].m;
+    }
+    acc[8] = _mm256_add_ps(acc[8],
+                           _mm256_mul_ps(f16_of_rows(m_bits), _mm256_set1_ps(_cvtsh_ss(x[b].s))));
+    const __m256 d = _mm256_mul_ps(f16_of_rows(d_bits), _mm256_set1_ps(_cvtsh_ss(x[b].d)));
+    for (int l = 0; l < 8; ++l) acc[l] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(sums[l]), acc[l]);
+  }
+
+  static __m256 finish(const __m256* acc) {
+    return quant_tile::KindQ32<Vec256, Block, kFifthBit<Block>, true>::finish(acc);
+  }
+};
+
+// ---- Q2_K, Q3_K, Q6_K × Q8_K: sub-blocks of 16 ----
+
+// q[k] for k = 0..3: the quants of elements 128h + 32k + l (l < 32) as u8, sub-blocks 8h + 2k
+// (l < 16) and 8h + 2k + 1 in the two 128-bit lanes: the layout the three types share.
+inline void k16_quants(const BlockQ6K& w, int h, __m256i q[4]) {
+  // Low 4 bits from ql[64h + l + 32 (k & 1)] (high nibble for k >= 2), bits 4-5 from bits
+  // 2k..2k+1 of qh[32h + l].
+  const __m256i low4 = _mm256_set1_epi8(0x0f);
+  const __m256i top2 = _mm256_set1_epi8(0x30);
+  const __m256i ql0 = load256(w.ql + 64 * h);
+  const __m256i ql1 = load256(w.ql + 64 * h + 32);
+  const __m256i qh = load256(w.qh + 32 * h);
+  q[0] = _mm256_or_si256(_mm256_and_si256(ql0, low4),
+                         _mm256_and_si256(_mm256_slli_epi16(qh, 4), top2));
+  q[1] = _mm256_or_si256(_mm256_and_si256(ql1, low4),
+                         _mm256_and_si256(_mm256_slli_epi16(qh, 2), top2));
+  q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), low4),
+                         _mm256_and_si256(qh, top2));
+  q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), low4),
+                         _mm256_and_si256(_mm256_srli_epi16(qh, 2), top2));
+}
+
+inline void k16_quants(const BlockQ3K& w, int h, __m256i q[4]) {
+  // Low 2 bits: bits 2k..2k+1 of qs[32h + l]; the third: bit 4h + k of hmask[l]. 0..7 here,
+  // the level is that minus 4 (applied through the bsums).
+  const __m256i qs = load256(w.qs + 32 * h);
+  const __m256i hm = load256(w.hmask);
+  for (int k = 0; k < 4; ++k) {
+    q[k] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qs, 2 * k), _mm256_set1_epi8(3)),
+                           quant_tile::move_bit<Vec256>(hm, 4 * h + k, 2));
+  }
+}
+
+inline void k16_quants(const BlockQ2K& w, int h, __m256i q[4]) {
+  // Bits 2k..2k+1 of qs[32h + l].
+  const __m256i qs = load256(w.qs + 32 * h);
+  for (int k = 0; k < 4; ++k) {
+    q[k] = _mm256_and_si256(_mm256_srli_epi16(qs, 2 * k), _mm256_set1_epi8(3));
+  }
+}
+
+// int16 j: the scale of sub-block j (128-bit lane 0: 0-7, lane 1: 8-15).
+inline __m256i k16_scales(const BlockQ6K& w) {
+  return _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.scales)));
+}
+
+inline __m256i k16_scales(const BlockQ3K& w) {
+  // Scale j: low 4 bits from byte j (j < 8, low nibble) or j - 8 (high nibble), top 2 bits
+  // from bits 2 (j / 4) of byte 8 + j % 4; minus 32 (see BlockQ3K).
+  uint64_t a;
+  uint32_t b;
+  std::memcpy(&a, w.scales, 8);
+  std::memcpy(&b, w.scales + 8, 4);
+  constexpr uint64_t kNibbles = 0x0f0f0f0f0f0f0f0fULL;
+  const __m128i low =
+      _mm_set_epi64x(static_cast<int64_t>((a >> 4) & kNibbles), static_cast<int64_t>(a & kNibbles));
+  const __m128i high =
+      _mm_and_si128(_mm_set_epi32(static_cast<int>(b >> 6), static_cast<int>(b >> 4),
+                                  static_cast<int>(b >> 2), static_cast<int>(b)),
+                    _mm_set1_epi8(3));
+  const __m128i sc = _mm_sub_epi8(_mm_or_si128(low, _mm_slli_epi16(high, 4)), _mm_set1_epi8(32));
+  return _mm256_cvtepi8_epi16(sc);
+}
+
+inline __m256i k16_scales(const BlockQ2K& w) {
+  // The low nibbles of scales[] (the high ones are the mins).
+  const __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w.scales));
+  return _mm256_cvtepu8_epi16(_mm_and_si128(s, _mm_set1_epi8(0x0f)));
+}
+
+// Q6_K / Q3_K (ref vec_dot_q6_K_q8_K / q3_K): isum = Σ_j sc_j ((u_j - 32 / 4) · x_j), the
+// offset applied through the bsums; acc + (d dx) isum. Q2_K (ref vec_dot_q2_K_q8_K): isum =
+// Σ_j sc_j (q_j · x_j), summins = Σ_j m_j bsums_j; acc + ((dx d) isum - (dx dmin) summins).
+template <class B>
+struct GemvK16 : OneAcc {
+  using Block = B;
+  using Act = const BlockQ8K*;
+  using XPrep = NoPrep;
+  static constexpr bool kQ2 = std::is_same_v<B, BlockQ2K>;
+  static constexpr int kBlock = kQKK;
+  static constexpr int64_t kChunk = 8;  // 1680 / 880 / 672 bytes of a row per run
+
+  struct Partial {
+    __m256i sums;     // lanes sum to isum
+    __m256i summins;  // Q2_K: lanes sum to summins
+    uint16_t d, dmin;
+  };
+
+  static XPrep prep(const Act&, int64_t) { return {}; }
+
+  static void row(const Block& w, const Act& x, int64_t b, XPrep, Partial& p) {
+    const __m256i sc16 = k16_scales(w);
     __m256i sums = _mm256_setzero_si256();
     for (int h = 0; h < 2; ++h) {
-      const __m256i ql0 = load256(w.ql + 64 * h);
-      const __m256i ql1 = load256(w.ql + 64 * h + 32);
-      const __m256i qh = load256(w.qh + 32 * h);
-      // Element 128h + 32k + l: low 4 bits from ql[64h + l + 32 (k & 1)] (high nibble for
-      // k >= 2), bits 4-5 from bits 2k..2k+1 of qh[32h + l]: sub-blocks 8h + 2k (l < 16) and
-      // 8h + 2k + 1 in the two 128-bit lanes.
-      const __m256i q[4] = {_mm256_or_si256(_mm256_and_si256(ql0, low4),
-                                            _mm256_and_si256(_mm256_slli_epi16(qh, 4), top2)),
-                            _mm256_or_si256(_mm256_and_si256(ql1, low4),
-                                            _mm256_and_si256(_mm256_slli_epi16(qh, 2), top2)),
-                            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), low4),
-                                            _mm256_and_si256(qh, top2)),
-                            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), low4),
-                                            _mm256_and_si256(_mm256_srli_epi16(qh, 2), top2))};
+      __m256i q[4];
+      k16_quants(w, h, q);
       // This half's 8 scales in both 128-bit lanes.
       const __m256i sch = _mm256_permute4x64_epi64(sc16, h == 0 ? 0x44 : 0xee);
       for (int k = 0; k < 4; ++k) {
@@ -317,18 +441,39 @@ struct GemvQ6K {
         sums = _mm256_add_epi32(sums, _mm256_madd_epi16(pairs, _mm256_shuffle_epi8(sch, pick)));
       }
     }
-    const __m256i offset = _mm256_slli_epi32(_mm256_madd_epi16(sc16, load256(x[b].bsums)), 5);
-    p.sums = _mm256_sub_epi32(sums, offset);
+    const __m256i bsums = load256(x[b].bsums);
+    if constexpr (kQ2) {
+      const __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w.scales));
+      const __m256i mins =
+          _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(s, 4), _mm_set1_epi8(0x0f)));
+      p.sums = sums;
+      p.summins = _mm256_madd_epi16(mins, bsums);
+      p.dmin = w.dmin;
+    } else {
+      constexpr int kShift = std::is_same_v<B, BlockQ6K> ? 5 : 2;  // offset 32 / 4
+      p.sums = _mm256_sub_epi32(sums, _mm256_slli_epi32(_mm256_madd_epi16(sc16, bsums), kShift));
+    }
     p.d = w.d;
   }
 
-  static __m256 block(const Partial (&p)[8], const Act& x, int64_t b, __m256 acc) {
+  static void block(const Partial (&p)[8], const Act& x, int64_t b, __m256* acc) {
     const __m256i isum = fold_8_rows([&](int r) { return p[r].sums; });
-    uint16_t bits[8];
-    for (int r = 0; r < 8; ++r) bits[r] = p[r].d;
-    const __m256 d = f16_of_rows(bits);
-    return _mm256_add_ps(
-        acc, _mm256_mul_ps(_mm256_mul_ps(d, _mm256_set1_ps(x[b].d)), _mm256_cvtepi32_ps(isum)));
+    uint16_t d_bits[8];
+    for (int r = 0; r < 8; ++r) d_bits[r] = p[r].d;
+    const __m256 dx = _mm256_set1_ps(x[b].d);
+    if constexpr (kQ2) {
+      const __m256i summins = fold_8_rows([&](int r) { return p[r].summins; });
+      uint16_t dmin_bits[8];
+      for (int r = 0; r < 8; ++r) dmin_bits[r] = p[r].dmin;
+      const __m256 pos =
+          _mm256_mul_ps(_mm256_mul_ps(dx, f16_of_rows(d_bits)), _mm256_cvtepi32_ps(isum));
+      const __m256 neg =
+          _mm256_mul_ps(_mm256_mul_ps(dx, f16_of_rows(dmin_bits)), _mm256_cvtepi32_ps(summins));
+      acc[0] = _mm256_add_ps(acc[0], _mm256_sub_ps(pos, neg));
+    } else {
+      acc[0] = _mm256_add_ps(
+          acc[0], _mm256_mul_ps(_mm256_mul_ps(f16_of_rows(d_bits), dx), _mm256_cvtepi32_ps(isum)));
+    }
   }
 };
 
