@@ -278,11 +278,11 @@ inline __m512i q8_0_row_sums(const BlockQ8_0* w, int64_t b, bool two, __m512i x)
 
 // ---- Q4_0 / Q5_0 × Q8_0, and the Q8_0 / Q4_0 / Q5_0 GEMV ----
 
-// The exact integer dots Σ q x of blocks b, b + 1 of one Q4_0 / Q5_0 row with the activation's,
-// the quants unsigned (0..15 / 0..31; the caller removes 8 / 16 Σ x): 128-bit lanes 0 and 2 hold
-// block b's partial sums (its low and high nibbles, elements 0-15 and 16-31), lanes 1 and 3
-// block b + 1's. `x` is laid out to match (see gemv_q32); without `two`, block b + 1's lanes are
-// zero.
+// The exact integer dots Σ q x of blocks b, b + 1 of one Q4_0 / Q5_0 (or Q4_1 / Q5_1) row with the
+// activation's, the quants unsigned (0..15 / 0..31; the caller removes 8 / 16 Σ x): 128-bit lanes 0
+// and 2 hold block b's partial sums (its low and high nibbles, elements 0-15 and 16-31), lanes 1
+// and 3 block b + 1's. `x` is laid out to match (see gemv_q32); without `two`, block b + 1's lanes
+// are zero.
 template <class Block>
 __m512i q32_row_sums(const Block* w, int64_t b, bool two, __m512i x) {
   const __m128i qb = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w[b].qs));
@@ -292,7 +292,7 @@ __m512i q32_row_sums(const Block* w, int64_t b, bool two, __m512i x) {
   const __m256i low4 = _mm256_set1_epi8(0x0f);
   __m512i quants = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(q, low4)),
                                       _mm256_and_si256(_mm256_srli_epi16(q, 4), low4), 1);
-  if constexpr (std::is_same_v<Block, BlockQ5_0>) {
+  if constexpr (std::is_same_v<Block, BlockQ5_0> || std::is_same_v<Block, BlockQ5_1>) {
     // Bit j of qh: the fifth bit of element j (low nibbles: j < 16), in the quants' byte order.
     uint32_t hb, hb1 = 0;
     std::memcpy(&hb, w[b].qh, 4);
@@ -368,6 +368,97 @@ void gemv_q32(int64_t n_in, const uint8_t* w, size_t w_row_bytes, int64_t n_rows
       }
     }
     _mm512_mask_storeu_ps(y + r0, g.store_mask, acc);
+  }
+}
+
+// ---- Q4_1 / Q5_1 × Q8_1 ----
+
+// Lane r of out[4L + j]: dword j of 128-bit lane L of rows(r), r = 0..15 (a 16 × 16 dword
+// transpose: unpacks within the 128-bit lanes, then a 4 × 4 transpose of the lanes).
+template <class Rows>
+void transpose_16_rows(Rows&& rows, __m512i out[16]) {
+  __m512i u[16];  // [4g + j] per 128-bit lane L: dword j of lane L of rows 4g .. 4g + 3
+  for (int g = 0; g < 4; ++g) {
+    const __m512i t0 = _mm512_unpacklo_epi32(rows(4 * g), rows(4 * g + 1));
+    const __m512i t1 = _mm512_unpackhi_epi32(rows(4 * g), rows(4 * g + 1));
+    const __m512i t2 = _mm512_unpacklo_epi32(rows(4 * g + 2), rows(4 * g + 3));
+    const __m512i t3 = _mm512_unpackhi_epi32(rows(4 * g + 2), rows(4 * g + 3));
+    u[4 * g] = _mm512_unpacklo_epi64(t0, t2);
+    u[4 * g + 1] = _mm512_unpackhi_epi64(t0, t2);
+    u[4 * g + 2] = _mm512_unpacklo_epi64(t1, t3);
+    u[4 * g + 3] = _mm512_unpackhi_epi64(t1, t3);
+  }
+  for (int j = 0; j < 4; ++j) {
+    const __m512i v0 = _mm512_shuffle_i32x4(u[j], u[4 + j], 0x44);  // lanes 0-1 of groups 0, 1
+    const __m512i v1 = _mm512_shuffle_i32x4(u[j], u[4 + j], 0xee);  // lanes 2-3
+    const __m512i v2 = _mm512_shuffle_i32x4(u[8 + j], u[12 + j], 0x44);
+    const __m512i v3 = _mm512_shuffle_i32x4(u[8 + j], u[12 + j], 0xee);
+    out[j] = _mm512_shuffle_i32x4(v0, v2, 0x88);
+    out[4 + j] = _mm512_shuffle_i32x4(v0, v2, 0xdd);
+    out[8 + j] = _mm512_shuffle_i32x4(v1, v3, 0x88);
+    out[12 + j] = _mm512_shuffle_i32x4(v1, v3, 0xdd);
+  }
+}
+
+// y[r] for n_rows rows of Q4_1 / Q5_1 against one Q8_1 activation row, in the reference's float
+// order (ref vec_dot_q4_1_q8_1: per block fma(d_w d_x, sum of elements 4l..4l+3, acc_l), m_w s_x
+// summed apart, then the tile's finish). The row runs are gemv_q32's; the 16 rows' partial sums
+// are transposed (each dword is one accumulator's sum) instead of folded.
+template <class Block>
+void gemv_min32(int64_t n_in, const uint8_t* w, size_t w_row_bytes, int64_t n_rows,
+                const BlockQ8_1* x, float* y) {
+  constexpr int64_t kChunkPairs = 16;  // 32 blocks: 640 / 768 bytes of a row per run
+  const int64_t n_blocks = n_in / 32;
+  alignas(64) __m512i partial[kChunkPairs][16];  // [pair of the chunk][row] 16 KB
+  __m512i xv[kChunkPairs];  // [pair of the chunk] activation quants in the rows' lane order
+  GemvPrefetch prefetch(w, n_rows * w_row_bytes);
+  for (int64_t r0 = 0; r0 < n_rows; r0 += 16) {
+    const int64_t rows = n_rows - r0 < 16 ? n_rows - r0 : 16;
+    const GemvRows g = Vec512::make_group(w + r0 * w_row_bytes, w_row_bytes, rows);
+    __m512 acc[9];  // lanes = rows: the tile's accumulators (quant_tile_impl.h KindQ32)
+    for (__m512& a : acc) a = _mm512_setzero_ps();
+    for (int64_t c0 = 0; c0 < n_blocks; c0 += 2 * kChunkPairs) {
+      const int64_t nbc = n_blocks - c0 < 2 * kChunkPairs ? n_blocks - c0 : 2 * kChunkPairs;
+      const int64_t n_pairs = (nbc + 1) / 2;
+      for (int64_t p = 0; p < n_pairs; ++p) {
+        const int64_t b = c0 + 2 * p;
+        const __m256i xb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b].qs));
+        const __m256i xb1 = b + 1 < n_blocks
+                                ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b + 1].qs))
+                                : _mm256_setzero_si256();
+        const __m512i both = _mm512_inserti64x4(_mm512_castsi256_si512(xb), xb1, 1);
+        // [x_b 0-15, x_b+1 0-15, x_b 16-31, x_b+1 16-31], as the nibbles come.
+        xv[p] = _mm512_shuffle_i64x2(both, both, _MM_SHUFFLE(3, 1, 2, 0));
+      }
+      for (int r = 0; r < 16; ++r) {
+        const auto* blocks = reinterpret_cast<const Block*>(g.row[r]);
+        prefetch.advance(reinterpret_cast<const uint8_t*>(blocks + c0 + nbc));
+        for (int64_t p = 0; p < n_pairs; ++p) {
+          const int64_t b = c0 + 2 * p;
+          partial[p][r] = q32_row_sums(blocks, b, b + 1 < n_blocks, xv[p]);
+        }
+      }
+      for (int64_t p = 0; p < n_pairs; ++p) {
+        // sums[4L + j]: 128-bit lane L (block b + (L & 1), elements 16 (L >> 1) + 4j ..).
+        __m512i sums[16];
+        transpose_16_rows([&](int r) { return partial[p][r]; }, sums);
+        const int64_t b = c0 + 2 * p;
+        for (int k = 0; k < (b + 1 < n_blocks ? 2 : 1); ++k) {
+          const int64_t bk = b + k;
+          __m512 d, m;
+          Vec512::gather_f16_pair(g, static_cast<size_t>(bk) * sizeof(Block), d, m);
+          acc[8] = _mm512_add_ps(acc[8], _mm512_mul_ps(m, _mm512_set1_ps(_cvtsh_ss(x[bk].s))));
+          const __m512 dd = _mm512_mul_ps(d, _mm512_set1_ps(_cvtsh_ss(x[bk].d)));
+          for (int l = 0; l < 8; ++l) {
+            const __m512i s = sums[4 * (2 * (l / 4) + k) + l % 4];
+            acc[l] = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(s), acc[l]);
+          }
+        }
+      }
+    }
+    const __m512 lo = _mm512_add_ps(_mm512_add_ps(acc[0], acc[4]), _mm512_add_ps(acc[2], acc[6]));
+    const __m512 hi = _mm512_add_ps(_mm512_add_ps(acc[1], acc[5]), _mm512_add_ps(acc[3], acc[7]));
+    _mm512_mask_storeu_ps(y + r0, g.store_mask, _mm512_add_ps(_mm512_add_ps(lo, hi), acc[8]));
   }
 }
 

@@ -29,14 +29,12 @@ namespace qt = quant_tile;
                                        y_stride);                                                  \
   }
 
-MINFER_AVX512_QUANT_TILE(q4_1, KindQ4_1)
-MINFER_AVX512_QUANT_TILE(q5_1, KindQ5_1)
 MINFER_AVX512_QUANT_TILE(q2_K, KindQ2K)
 MINFER_AVX512_QUANT_TILE(q3_K, KindQ3K)
 
 #undef MINFER_AVX512_QUANT_TILE
 
-// Q8_0, Q4_0, Q5_0, Q4_K, Q5_K and Q6_K: one token reads the rows in their stored order
+// Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, Q4_K, Q5_K and Q6_K: one token reads the rows in their stored order
 // (avx512_gemv_quant.h); more share the tile's transposed blocks.
 template <class Kind, auto kGemv>
 void gemv_or_tile(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows, const void* act,
@@ -46,6 +44,8 @@ void gemv_or_tile(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_row
     if constexpr (std::is_same_v<typename Kind::Act, qt::ActQ8_0>) {
       const qt::ActQ8_0 a = qt::ActQ8_0::of(static_cast<const uint8_t*>(act), n_in / kQK8_0);
       kGemv(n_in, w_bytes, w_row_bytes, n_rows, a.blocks, a.sums, y);
+    } else if constexpr (std::is_same_v<typename Kind::Act, qt::ActQ8_1>) {
+      kGemv(n_in, w_bytes, w_row_bytes, n_rows, static_cast<const BlockQ8_1*>(act), y);
     } else {
       kGemv(n_in, w_bytes, w_row_bytes, n_rows, static_cast<const BlockQ8K*>(act), y);
     }
@@ -65,6 +65,8 @@ void gemv_or_tile(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_row
 MINFER_AVX512_GEMV_OR_TILE(q8_0, KindQ8_0, gemv_q32<BlockQ8_0>)
 MINFER_AVX512_GEMV_OR_TILE(q4_0, KindQ4_0, gemv_q32<BlockQ4_0>)
 MINFER_AVX512_GEMV_OR_TILE(q5_0, KindQ5_0, gemv_q32<BlockQ5_0>)
+MINFER_AVX512_GEMV_OR_TILE(q4_1, KindQ4_1, gemv_min32<BlockQ4_1>)
+MINFER_AVX512_GEMV_OR_TILE(q5_1, KindQ5_1, gemv_min32<BlockQ5_1>)
 MINFER_AVX512_GEMV_OR_TILE(q4_K, KindQ4K, gemv_k4<BlockQ4K>)
 MINFER_AVX512_GEMV_OR_TILE(q5_K, KindQ5K, gemv_k4<BlockQ5K>)
 MINFER_AVX512_GEMV_OR_TILE(q6_K, KindQ6K, gemv_q6_K)
