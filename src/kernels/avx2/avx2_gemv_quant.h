@@ -21,7 +21,7 @@
 
 #include "kernels/avx2/avx2_quant_vec.h"
 #include "kernels/avx512/avx512_gemv_prefetch.h"
-#include "kernels/k4_scales.h"
+#include "kernels/kquant_scales.h"
 #include "kernels/quant_tile_impl.h"
 #include "quant/blocks.h"
 
@@ -374,35 +374,6 @@ inline void k16_quants(const BlockQ2K& w, int h, __m256i q[4]) {
   }
 }
 
-// int16 j: the scale of sub-block j (128-bit lane 0: 0-7, lane 1: 8-15).
-inline __m256i k16_scales(const BlockQ6K& w) {
-  return _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.scales)));
-}
-
-inline __m256i k16_scales(const BlockQ3K& w) {
-  // Scale j: low 4 bits from byte j (j < 8, low nibble) or j - 8 (high nibble), top 2 bits
-  // from bits 2 (j / 4) of byte 8 + j % 4; minus 32 (see BlockQ3K).
-  uint64_t a;
-  uint32_t b;
-  std::memcpy(&a, w.scales, 8);
-  std::memcpy(&b, w.scales + 8, 4);
-  constexpr uint64_t kNibbles = 0x0f0f0f0f0f0f0f0fULL;
-  const __m128i low =
-      _mm_set_epi64x(static_cast<int64_t>((a >> 4) & kNibbles), static_cast<int64_t>(a & kNibbles));
-  const __m128i high =
-      _mm_and_si128(_mm_set_epi32(static_cast<int>(b >> 6), static_cast<int>(b >> 4),
-                                  static_cast<int>(b >> 2), static_cast<int>(b)),
-                    _mm_set1_epi8(3));
-  const __m128i sc = _mm_sub_epi8(_mm_or_si128(low, _mm_slli_epi16(high, 4)), _mm_set1_epi8(32));
-  return _mm256_cvtepi8_epi16(sc);
-}
-
-inline __m256i k16_scales(const BlockQ2K& w) {
-  // The low nibbles of scales[] (the high ones are the mins).
-  const __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w.scales));
-  return _mm256_cvtepu8_epi16(_mm_and_si128(s, _mm_set1_epi8(0x0f)));
-}
-
 // Q6_K / Q3_K (ref vec_dot_q6_K_q8_K / q3_K): isum = Σ_j sc_j ((u_j - 32 / 4) · x_j), the
 // offset applied through the bsums; acc + (d dx) isum. Q2_K (ref vec_dot_q2_K_q8_K): isum =
 // Σ_j sc_j (q_j · x_j), summins = Σ_j m_j bsums_j; acc + ((dx d) isum - (dx dmin) summins).
@@ -443,9 +414,7 @@ struct GemvK16 : OneAcc {
     }
     const __m256i bsums = load256(x[b].bsums);
     if constexpr (kQ2) {
-      const __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w.scales));
-      const __m256i mins =
-          _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(s, 4), _mm_set1_epi8(0x0f)));
+      const __m256i mins = _mm256_cvtepu8_epi16(q2k_scales<true>(w));
       p.sums = sums;
       p.summins = _mm256_madd_epi16(mins, bsums);
       p.dmin = w.dmin;

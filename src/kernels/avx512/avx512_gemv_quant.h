@@ -21,7 +21,7 @@
 #include "kernels/avx512/avx512_fold.h"
 #include "kernels/avx512/avx512_gemv_prefetch.h"
 #include "kernels/avx512/avx512_quant_vec.h"
-#include "kernels/k4_scales.h"
+#include "kernels/kquant_scales.h"
 #include "quant/blocks.h"
 
 namespace minfer::kernels::avx512 {
@@ -33,37 +33,73 @@ namespace {
 // byte offsets for gathers, a store mask).
 using GemvRows = Vec512::Group;
 
-// ---- Q6_K × Q8_K ----
+// ---- Q6_K, Q3_K, Q2_K × Q8_K ----
 
-// The exact integer dot of one Q6_K block with one Q8_K block, as 16 partial sums:
-// Σ_j sc_j (q_j · x_j) - 32 Σ_j sc_j bsums_j (ref vec_dot_q6_K_q8_K).
+// One Q8_K activation block, as the Q6_K / Q3_K / Q2_K row sums read it.
 struct Q6KActivation {
   __m512i qs[4];  // [64-element quarter] the block's 256 quants
   __m256i bsums;  // 16 int16
 };
 
-inline __m512i q6k_row_sums(const BlockQ6K& w, const Q6KActivation& x) {
+// The quants of elements 128h + 0..63 (lo) and 128h + 64..127 (hi) of a Q6_K, Q3_K or Q2_K
+// block as u8, in order.
+inline void k16_quarters(const BlockQ6K& w, int h, __m512i& q_lo, __m512i& q_hi) {
   const __m512i low4 = _mm512_set1_epi8(0x0f);
   const __m512i bits45 = _mm512_set1_epi8(0x30);
-  const __m256i sc16 =
-      _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.scales)));
+  // Element 128h + 32k + l (l < 32): low 4 bits in ql[64h + l + 32 (k & 1)] (high nibble for
+  // k >= 2), bits 4-5 are bits 2k, 2k + 1 of qh[32h + l] (see BlockQ6K).
+  const __m512i ql = _mm512_loadu_si512(w.ql + 64 * h);
+  const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.qh + 32 * h));
+  // Byte l of the low half: qh[l]; of the high half: qh[l] >> 2 (bits 2-3 down to 0-1).
+  const __m512i qh2 = _mm512_inserti64x4(_mm512_castsi256_si512(qh), _mm256_srli_epi16(qh, 2), 1);
+  q_lo = _mm512_or_si512(_mm512_and_si512(ql, low4),
+                         _mm512_and_si512(_mm512_slli_epi16(qh2, 4), bits45));
+  q_hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), low4),
+                         _mm512_and_si512(qh2, bits45));
+}
+
+// Q2_K: element 128h + 32k + l is bits 2k..2k+1 of qs[32h + l].
+inline void k16_quarters(const BlockQ2K& w, int h, __m512i& q_lo, __m512i& q_hi) {
+  const __m256i qs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.qs + 32 * h));
+  // Byte l of the low half: qs[l]; of the high half: qs[l] >> 2.
+  const __m512i qs2 = _mm512_inserti64x4(_mm512_castsi256_si512(qs), _mm256_srli_epi16(qs, 2), 1);
+  q_lo = _mm512_and_si512(qs2, _mm512_set1_epi8(3));
+  q_hi = _mm512_and_si512(_mm512_srli_epi16(qs2, 4), _mm512_set1_epi8(3));
+}
+
+// Q3_K: the low 2 bits as Q2_K, the third is bit 4h + k of hmask[l] (0..7 here: the level is
+// that minus 4, applied through the bsums).
+inline void k16_quarters(const BlockQ3K& w, int h, __m512i& q_lo, __m512i& q_hi) {
+  const __m256i qs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.qs + 32 * h));
+  const __m512i qs2 = _mm512_inserti64x4(_mm512_castsi256_si512(qs), _mm256_srli_epi16(qs, 2), 1);
+  const __m256i hm = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.hmask));
+  // Byte l of the low half: hmask[l]; of the high half: hmask[l] >> 1 (bit 4h + 1 to 4h).
+  const __m512i hm2 = _mm512_inserti64x4(_mm512_castsi256_si512(hm), _mm256_srli_epi16(hm, 1), 1);
+  const __m512i four = _mm512_set1_epi8(4);
+  const auto high = [&](int bit) {
+    return _mm512_test_epi8_mask(hm2, _mm512_set1_epi8(static_cast<char>(1 << bit)));
+  };
+  const __m512i lo = _mm512_and_si512(qs2, _mm512_set1_epi8(3));
+  const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(qs2, 4), _mm512_set1_epi8(3));
+  q_lo = _mm512_mask_add_epi8(lo, high(4 * h), lo, four);
+  q_hi = _mm512_mask_add_epi8(hi, high(4 * h + 2), hi, four);
+}
+
+// The exact integer dot of one Q6_K / Q3_K / Q2_K block with one Q8_K block, as 16 partial
+// sums: Σ_j sc_j (q_j · x_j), less 32 / 4 Σ_j sc_j bsums_j for Q6_K / Q3_K (ref
+// vec_dot_q6_K_q8_K, q3_K); for Q2_K, `summins`' lanes sum to Σ_j m_j bsums_j (ref
+// vec_dot_q2_K_q8_K).
+template <class Block>
+__m512i k16_row_sums(const Block& w, const Q6KActivation& x, __m256i& summins) {
+  const __m256i sc16 = k16_scales(w);
   const __m512i sc = _mm512_zextsi256_si512(sc16);
   // int16 lane i of a 64-element quarter covers elements 2i, 2i + 1: sub-block i / 8 of it.
   const __m512i sub_of_lane = _mm512_set_epi16(3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 2, 2, 2, 2, 2, 1, 1,
                                                1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
   __m512i sums = _mm512_setzero_si512();
   for (int h = 0; h < 2; ++h) {
-    // Element 128h + 32k + l (l < 32): low 4 bits in ql[64h + l + 32 (k & 1)] (high nibble for
-    // k >= 2), bits 4-5 are bits 2k, 2k + 1 of qh[32h + l] (see BlockQ6K).
-    const __m512i ql = _mm512_loadu_si512(w.ql + 64 * h);
-    const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.qh + 32 * h));
-    // Byte l of the low half: qh[l]; of the high half: qh[l] >> 2 (bits 2-3 down to 0-1).
-    const __m512i qh2 = _mm512_inserti64x4(_mm512_castsi256_si512(qh), _mm256_srli_epi16(qh, 2), 1);
-    // Elements 128h + 0 .. 63 and 128h + 64 .. 127, in order, as 0..63.
-    const __m512i q_lo = _mm512_or_si512(_mm512_and_si512(ql, low4),
-                                         _mm512_and_si512(_mm512_slli_epi16(qh2, 4), bits45));
-    const __m512i q_hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), low4),
-                                         _mm512_and_si512(qh2, bits45));
+    __m512i q_lo, q_hi;
+    k16_quarters(w, h, q_lo, q_hi);
     const __m512i sc_lo = _mm512_permutexvar_epi16(
         _mm512_add_epi16(sub_of_lane, _mm512_set1_epi16(static_cast<int16_t>(8 * h))), sc);
     const __m512i sc_hi = _mm512_permutexvar_epi16(
@@ -74,18 +110,28 @@ inline __m512i q6k_row_sums(const BlockQ6K& w, const Q6KActivation& x) {
     sums = _mm512_add_epi32(sums,
                             _mm512_madd_epi16(_mm512_maddubs_epi16(q_hi, x.qs[2 * h + 1]), sc_hi));
   }
-  const __m256i offset = _mm256_slli_epi32(_mm256_madd_epi16(sc16, x.bsums), 5);
-  return _mm512_sub_epi32(sums, _mm512_zextsi256_si512(offset));
+  if constexpr (std::is_same_v<Block, BlockQ2K>) {
+    summins = _mm256_madd_epi16(_mm256_cvtepu8_epi16(q2k_scales<true>(w)), x.bsums);
+    return sums;
+  } else {
+    constexpr int kShift = std::is_same_v<Block, BlockQ6K> ? 5 : 2;  // offset 32 / 4
+    const __m256i offset = _mm256_slli_epi32(_mm256_madd_epi16(sc16, x.bsums), kShift);
+    return _mm512_sub_epi32(sums, _mm512_zextsi256_si512(offset));
+  }
 }
 
-// y[r] = Σ_b (d_r,b d_x,b) isum_r,b for n_rows rows of Q6_K against one Q8_K activation row, in
-// the reference's float order (ref vec_dot_q6_K_q8_K: acc + (d dx) isum per block). Each row's
-// blocks of a chunk are read in one run, as gemv_q32 does.
-inline void gemv_q6_K(int64_t n_in, const uint8_t* w, size_t w_row_bytes, int64_t n_rows,
-                      const BlockQ8K* x, float* y) {
-  constexpr int64_t kChunk = 8;  // blocks: 1680 bytes of a row per run
+// y[r] = Σ_b (d_r,b d_x,b) isum_r,b for n_rows rows of Q6_K / Q3_K against one Q8_K activation
+// row, in the reference's float order (ref vec_dot_q6_K_q8_K: acc + (d dx) isum per block); Q2_K:
+// acc + ((dx d) isum - (dx dmin) summins). Each row's blocks of a chunk are read in one run, as
+// gemv_q32 does.
+template <class Block>
+void gemv_k16(int64_t n_in, const uint8_t* w, size_t w_row_bytes, int64_t n_rows, const BlockQ8K* x,
+              float* y) {
+  constexpr bool kQ2 = std::is_same_v<Block, BlockQ2K>;
+  constexpr int64_t kChunk = 8;  // blocks: 1680 / 880 / 672 bytes of a row per run
   const int64_t n_blocks = n_in / kQKK;
-  alignas(64) __m512i partial[kChunk][16];  // [block of the chunk][row] 8 KB
+  alignas(64) __m512i partial[kChunk][16];       // [block of the chunk][row] 8 KB
+  alignas(32) __m256i partial_mins[kChunk][16];  // [block of the chunk][row] Q2_K: 4 KB
   GemvPrefetch prefetch(w, n_rows * w_row_bytes);
   for (int64_t r0 = 0; r0 < n_rows; r0 += 16) {
     const int64_t rows = n_rows - r0 < 16 ? n_rows - r0 : 16;
@@ -94,25 +140,36 @@ inline void gemv_q6_K(int64_t n_in, const uint8_t* w, size_t w_row_bytes, int64_
     for (int64_t c0 = 0; c0 < n_blocks; c0 += kChunk) {
       const int64_t nbc = n_blocks - c0 < kChunk ? n_blocks - c0 : kChunk;
       for (int r = 0; r < 16; ++r) {
-        prefetch.advance(g.row[r] + static_cast<size_t>(c0 + nbc) * sizeof(BlockQ6K));
+        prefetch.advance(g.row[r] + static_cast<size_t>(c0 + nbc) * sizeof(Block));
         for (int64_t k = 0; k < nbc; ++k) {
           // The activation block comes from L1 again for each row: 32 zmm would not stay in
           // registers for a chunk.
           Q6KActivation xa;
           for (int q = 0; q < 4; ++q) xa.qs[q] = _mm512_loadu_si512(x[c0 + k].qs + 64 * q);
           xa.bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[c0 + k].bsums));
-          const uint8_t* blk = g.row[r] + static_cast<size_t>(c0 + k) * sizeof(BlockQ6K);
-          partial[k][r] = q6k_row_sums(*reinterpret_cast<const BlockQ6K*>(blk), xa);
+          const uint8_t* blk = g.row[r] + static_cast<size_t>(c0 + k) * sizeof(Block);
+          partial[k][r] =
+              k16_row_sums(*reinterpret_cast<const Block*>(blk), xa, partial_mins[k][r]);
         }
       }
       for (int64_t k = 0; k < nbc; ++k) {
         const int64_t b = c0 + k;
         const __m512i isum = fold_16_rows([&](int r) { return partial[k][r]; });
-        // d is the block's last 2 bytes: gather the 4 ending there (high half).
-        const size_t off = static_cast<size_t>(b) * sizeof(BlockQ6K);
-        const __m512 d = Vec512::gather_f16(g, off + offsetof(BlockQ6K, d) - 2, true);
-        acc = _mm512_add_ps(
-            acc, _mm512_mul_ps(_mm512_mul_ps(d, _mm512_set1_ps(x[b].d)), _mm512_cvtepi32_ps(isum)));
+        const size_t off = static_cast<size_t>(b) * sizeof(Block);
+        const __m512 dx = _mm512_set1_ps(x[b].d);
+        if constexpr (kQ2) {
+          const __m512i summins =
+              fold_16_rows([&](int r) { return _mm512_zextsi256_si512(partial_mins[k][r]); });
+          __m512 d, dmin;
+          Vec512::gather_f16_pair(g, off + offsetof(BlockQ2K, d), d, dmin);
+          const __m512 pos = _mm512_mul_ps(_mm512_mul_ps(dx, d), _mm512_cvtepi32_ps(isum));
+          const __m512 neg = _mm512_mul_ps(_mm512_mul_ps(dx, dmin), _mm512_cvtepi32_ps(summins));
+          acc = _mm512_add_ps(acc, _mm512_sub_ps(pos, neg));
+        } else {
+          // d is the block's last 2 bytes: gather the 4 ending there (high half).
+          const __m512 d = Vec512::gather_f16(g, off + offsetof(Block, d) - 2, true);
+          acc = _mm512_add_ps(acc, _mm512_mul_ps(_mm512_mul_ps(d, dx), _mm512_cvtepi32_ps(isum)));
+        }
       }
     }
     _mm512_mask_storeu_ps(y + r0, g.store_mask, acc);

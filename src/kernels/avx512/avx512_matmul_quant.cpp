@@ -1,6 +1,7 @@
 // AVX-512 VNNI matmul tiles for every quantized weight type: the kinds of
-// kernels/quant_tile_impl.h on the 16-lane policy (avx512_quant_vec.h). Bit-identical to the
-// reference tiles (see quant_tile_impl.h for why).
+// kernels/quant_tile_impl.h on the 16-lane policy (avx512_quant_vec.h), and for one token the
+// row-run GEMVs of avx512_gemv_quant.h. Bit-identical to the reference tiles (see
+// quant_tile_impl.h for why).
 
 // GCC 12 reports the _mm512_undefined_*() placeholders inside its own intrinsic headers as
 // uninitialized (a false positive of its inliner); the warning says nothing about this code.
@@ -21,20 +22,7 @@ namespace minfer::kernels::avx512 {
 
 namespace qt = quant_tile;
 
-#define MINFER_AVX512_QUANT_TILE(name, kind)                                                       \
-  void matmul_tile_##name(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,         \
-                          const void* act, size_t act_row_bytes, int64_t n_tok, float* y,          \
-                          int64_t y_stride) {                                                      \
-    qt::tile<Vec512, qt::kind<Vec512>>(n_in, w, w_row_bytes, n_rows, act, act_row_bytes, n_tok, y, \
-                                       y_stride);                                                  \
-  }
-
-MINFER_AVX512_QUANT_TILE(q2_K, KindQ2K)
-MINFER_AVX512_QUANT_TILE(q3_K, KindQ3K)
-
-#undef MINFER_AVX512_QUANT_TILE
-
-// Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, Q4_K, Q5_K and Q6_K: one token reads the rows in their stored order
+// Every quantized type: one token reads the rows in their stored order
 // (avx512_gemv_quant.h); more share the tile's transposed blocks.
 template <class Kind, auto kGemv>
 void gemv_or_tile(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows, const void* act,
@@ -69,7 +57,9 @@ MINFER_AVX512_GEMV_OR_TILE(q4_1, KindQ4_1, gemv_min32<BlockQ4_1>)
 MINFER_AVX512_GEMV_OR_TILE(q5_1, KindQ5_1, gemv_min32<BlockQ5_1>)
 MINFER_AVX512_GEMV_OR_TILE(q4_K, KindQ4K, gemv_k4<BlockQ4K>)
 MINFER_AVX512_GEMV_OR_TILE(q5_K, KindQ5K, gemv_k4<BlockQ5K>)
-MINFER_AVX512_GEMV_OR_TILE(q6_K, KindQ6K, gemv_q6_K)
+MINFER_AVX512_GEMV_OR_TILE(q2_K, KindQ2K, gemv_k16<BlockQ2K>)
+MINFER_AVX512_GEMV_OR_TILE(q3_K, KindQ3K, gemv_k16<BlockQ3K>)
+MINFER_AVX512_GEMV_OR_TILE(q6_K, KindQ6K, gemv_k16<BlockQ6K>)
 
 #undef MINFER_AVX512_GEMV_OR_TILE
 
