@@ -1,6 +1,7 @@
 // Software prefetching for single-token matmuls (GEMV), which read every weight once and are
 // bound by memory. Include only from AVX-512 translation units; everything is in an anonymous
-// namespace (see avx512_math.h).
+// namespace (see avx512_math.h). The AVX2 GEMV (avx2/avx2_gemv_quant.h) uses it too: it issues
+// only SSE prefetches.
 #pragma once
 
 #include <immintrin.h>
