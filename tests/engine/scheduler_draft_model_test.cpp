@@ -197,6 +197,32 @@ TEST(SchedulerDraftModel, StopsMaxTokensAFullContextAndContextShiftAsInPlainDeco
   EXPECT_GT(spec_shift[0].stats.n_draft_accepted, 0);
 }
 
+TEST(SchedulerDraftModel, AKeptSlotsNextRequestRebuildsItsDraftFromThePrefixCache) {
+  MINFER_REQUIRE_TEST_DATA();
+  const Loaded l = load_file("stories260K.gguf");
+  ASSERT_NE(l.tokenizer, nullptr);
+  const std::vector<int32_t> prompt = story_prompt(*l.tokenizer);
+  SchedulerOptions o = options(1, 256, l.model.get());
+  const auto plain = run_together(l, o, {request(l, prompt, 0.0f, 30, false)});
+  o.keep_slots = true;
+  auto sched = Scheduler::create(*l.model, *l.tokenizer, o);
+  ASSERT_TRUE(sched.is_ok()) << sched.status().message();
+  Collected first;
+  Collected second;
+  ASSERT_TRUE((*sched)->submit(request(l, prompt, 0.0f, 30, true), collect_into(first)).is_ok());
+  ASSERT_TRUE((*sched)->run_until_idle().is_ok());
+  // The slot keeps the target's cells; the draft's full blocks stay cached, none in use.
+  EXPECT_EQ((*sched)->draft_cache().n_blocks_used(), 0);
+  EXPECT_GT((*sched)->draft_cache().n_blocks_cached(), 0);
+  ASSERT_TRUE((*sched)->submit(request(l, prompt, 0.0f, 30, true), collect_into(second)).is_ok());
+  ASSERT_TRUE((*sched)->run_until_idle().is_ok());
+  expect_same(first, plain[0]);
+  expect_same(second, plain[0]);
+  EXPECT_GT(second.stats.n_cached, 0);
+  EXPECT_EQ(second.stats.n_draft_accepted, second.stats.n_drafted);
+  EXPECT_GT(second.stats.n_drafted, 0);
+}
+
 TEST(SchedulerDraftModel, CancellationFreesBothCaches) {
   MINFER_REQUIRE_TEST_DATA();
   const Loaded l = load_file("stories260K.gguf");
