@@ -22,18 +22,6 @@
 namespace minfer::engine {
 namespace {
 
-Loaded load_file(const std::string& file) {
-  Loaded l;
-  auto model = Model::load(test::test_data_path("models/" + file));
-  EXPECT_TRUE(model.is_ok()) << file << ": " << model.status().message();
-  if (!model.is_ok()) return l;
-  l.model = std::move(model).value();
-  auto tok = Tokenizer::from_gguf(l.model->file());
-  EXPECT_TRUE(tok.is_ok()) << tok.status().message();
-  if (tok.is_ok()) l.tokenizer = std::move(tok).value();
-  return l;
-}
-
 std::vector<int32_t> story_prompt(const Tokenizer& tok) {
   return tok.encode("Once upon a time there was a little cat who liked the sea.", true, false);
 }
@@ -85,13 +73,6 @@ std::vector<Collected> run_together(const Loaded& l, const SchedulerOptions& o,
   return out;
 }
 
-void expect_same(const Collected& a, const Collected& b) {
-  EXPECT_EQ(a.tokens, b.tokens);
-  EXPECT_EQ(a.logprobs, b.logprobs);  // bit-identical logits
-  EXPECT_EQ(a.text, b.text);
-  EXPECT_EQ(a.finish, b.finish);
-}
-
 TEST(SchedulerDraftModel, GreedyGivesPlainDecodingsTokensBesideAnotherSequence) {
   MINFER_REQUIRE_TEST_DATA();
   // (target, draft): the target itself, then another model of the same vocabulary.
@@ -102,8 +83,8 @@ TEST(SchedulerDraftModel, GreedyGivesPlainDecodingsTokensBesideAnotherSequence) 
       {"qwen2-tiny-q8_0.gguf", "qwen2-tiny-q4_0.gguf"}};
   int64_t rejected = 0;
   for (const auto& [target, draft_file] : pairs) {
-    const Loaded l = load_file(target);
-    const Loaded d = load_file(draft_file);
+    const Loaded l = load_model_file(target);
+    const Loaded d = load_model_file(draft_file);
     ASSERT_NE(l.tokenizer, nullptr);
     ASSERT_NE(d.tokenizer, nullptr);
     const bool itself = std::string(target) == draft_file;
@@ -120,9 +101,9 @@ TEST(SchedulerDraftModel, GreedyGivesPlainDecodingsTokensBesideAnotherSequence) 
       SchedulerStats stats;
       const auto spec = run_together(
           l, o, {request(l, prompt, 0.0f, 50, true), request(l, other, 0.0f, 30, false)}, &stats);
-      expect_same(spec[0], plain[0]);
-      expect_same(spec[1], plain[1]);
-      expect_same(spec[1], alone[0]);
+      expect_same_reply(spec[0], plain[0]);
+      expect_same_reply(spec[1], plain[1]);
+      expect_same_reply(spec[1], alone[0]);
       const RequestStats& st = spec[0].stats;
       EXPECT_GT(st.n_drafted, 0);
       EXPECT_GT(st.n_draft_accepted, 0);
@@ -140,7 +121,7 @@ TEST(SchedulerDraftModel, GreedyGivesPlainDecodingsTokensBesideAnotherSequence) 
 
 TEST(SchedulerDraftModel, SampledRequestsCompleteWithDraftsAccepted) {
   MINFER_REQUIRE_TEST_DATA();
-  const Loaded l = load_file("stories260K.gguf");
+  const Loaded l = load_model_file("stories260K.gguf");
   ASSERT_NE(l.tokenizer, nullptr);
   const SchedulerOptions o = options(2, 256, l.model.get());
   const std::vector<int32_t> prompt = story_prompt(*l.tokenizer);
@@ -152,13 +133,13 @@ TEST(SchedulerDraftModel, SampledRequestsCompleteWithDraftsAccepted) {
   EXPECT_EQ(out[0].stats.n_draft_accepted, out[0].stats.n_drafted);
   // A sampled request's text is the target's distribution, not a copy of the greedy one.
   const auto greedy = run_together(l, o, {request(l, prompt, 0.0f, 40, false)});
-  expect_same(out[1], greedy[0]);
+  expect_same_reply(out[1], greedy[0]);
 }
 
 TEST(SchedulerDraftModel, StopsMaxTokensAFullContextAndContextShiftAsInPlainDecoding) {
   MINFER_REQUIRE_TEST_DATA();
-  const Loaded l = load_file("stories260K.gguf");
-  const Loaded d = load_file("stories260K-f16.gguf");
+  const Loaded l = load_model_file("stories260K.gguf");
+  const Loaded d = load_model_file("stories260K-f16.gguf");
   ASSERT_NE(l.tokenizer, nullptr);
   ASSERT_NE(d.tokenizer, nullptr);
   const std::vector<int32_t> prompt = story_prompt(*l.tokenizer);
@@ -166,7 +147,7 @@ TEST(SchedulerDraftModel, StopsMaxTokensAFullContextAndContextShiftAsInPlainDeco
   for (int64_t max_tokens : {1, 2, 7}) {
     const auto plain = run_together(l, o, {request(l, prompt, 0.0f, max_tokens, false)});
     const auto spec = run_together(l, o, {request(l, prompt, 0.0f, max_tokens, true)});
-    expect_same(spec[0], plain[0]);
+    expect_same_reply(spec[0], plain[0]);
   }
   const auto full = run_together(l, o, {request(l, prompt, 0.0f, 60, false)});
   ASSERT_GT(full[0].text.size(), 40u);
@@ -175,13 +156,13 @@ TEST(SchedulerDraftModel, StopsMaxTokensAFullContextAndContextShiftAsInPlainDeco
   const auto plain_stop = run_together(l, o, {p});
   p.spec_draft_model = true;
   const auto spec_stop = run_together(l, o, {p});
-  expect_same(spec_stop[0], plain_stop[0]);
+  expect_same_reply(spec_stop[0], plain_stop[0]);
   EXPECT_EQ(spec_stop[0].finish, FinishReason::kStop);
   // A full context of 48 positions, then context shift past it (three times the context).
   const SchedulerOptions small = options(1, 48, d.model.get());
   const auto plain_ctx = run_together(l, small, {request(l, prompt, 0.0f, -1, false)});
   const auto spec_ctx = run_together(l, small, {request(l, prompt, 0.0f, -1, true)});
-  expect_same(spec_ctx[0], plain_ctx[0]);
+  expect_same_reply(spec_ctx[0], plain_ctx[0]);
   EXPECT_EQ(spec_ctx[0].finish, FinishReason::kContext);
   auto shifting = [&](bool draft) {
     RequestParams s = request(l, prompt, 0.0f, 150, draft);
@@ -191,7 +172,7 @@ TEST(SchedulerDraftModel, StopsMaxTokensAFullContextAndContextShiftAsInPlainDeco
   };
   const auto plain_shift = run_together(l, small, {shifting(false)});
   const auto spec_shift = run_together(l, small, {shifting(true)});
-  expect_same(spec_shift[0], plain_shift[0]);
+  expect_same_reply(spec_shift[0], plain_shift[0]);
   EXPECT_EQ(spec_shift[0].tokens.size(), 150u);
   EXPECT_GT(spec_shift[0].stats.n_shifts, 0);
   EXPECT_GT(spec_shift[0].stats.n_draft_accepted, 0);
@@ -199,7 +180,7 @@ TEST(SchedulerDraftModel, StopsMaxTokensAFullContextAndContextShiftAsInPlainDeco
 
 TEST(SchedulerDraftModel, AKeptSlotsNextRequestRebuildsItsDraftFromThePrefixCache) {
   MINFER_REQUIRE_TEST_DATA();
-  const Loaded l = load_file("stories260K.gguf");
+  const Loaded l = load_model_file("stories260K.gguf");
   ASSERT_NE(l.tokenizer, nullptr);
   const std::vector<int32_t> prompt = story_prompt(*l.tokenizer);
   SchedulerOptions o = options(1, 256, l.model.get());
@@ -216,8 +197,8 @@ TEST(SchedulerDraftModel, AKeptSlotsNextRequestRebuildsItsDraftFromThePrefixCach
   EXPECT_GT((*sched)->draft_cache().n_blocks_cached(), 0);
   ASSERT_TRUE((*sched)->submit(request(l, prompt, 0.0f, 30, true), collect_into(second)).is_ok());
   ASSERT_TRUE((*sched)->run_until_idle().is_ok());
-  expect_same(first, plain[0]);
-  expect_same(second, plain[0]);
+  expect_same_reply(first, plain[0]);
+  expect_same_reply(second, plain[0]);
   EXPECT_GT(second.stats.n_cached, 0);
   EXPECT_EQ(second.stats.n_draft_accepted, second.stats.n_drafted);
   EXPECT_GT(second.stats.n_drafted, 0);
@@ -225,7 +206,7 @@ TEST(SchedulerDraftModel, AKeptSlotsNextRequestRebuildsItsDraftFromThePrefixCach
 
 TEST(SchedulerDraftModel, CancellationFreesBothCaches) {
   MINFER_REQUIRE_TEST_DATA();
-  const Loaded l = load_file("stories260K.gguf");
+  const Loaded l = load_model_file("stories260K.gguf");
   ASSERT_NE(l.tokenizer, nullptr);
   auto sched = Scheduler::create(*l.model, *l.tokenizer, options(1, 256, l.model.get()));
   ASSERT_TRUE(sched.is_ok()) << sched.status().message();
@@ -244,14 +225,17 @@ TEST(SchedulerDraftModel, CancellationFreesBothCaches) {
 
 TEST(SchedulerDraftModel, RefusesAnotherVocabularyAndMixedOrMissingDrafts) {
   MINFER_REQUIRE_TEST_DATA();
-  const Loaded l = load_file("stories260K.gguf");
-  const Loaded q = load_file("qwen2-tiny-q8_0.gguf");
+  const Loaded l = load_model_file("stories260K.gguf");
   ASSERT_NE(l.tokenizer, nullptr);
-  ASSERT_NE(q.tokenizer, nullptr);
-  auto foreign = Scheduler::create(*l.model, *l.tokenizer, options(1, 128, q.model.get()));
-  ASSERT_FALSE(foreign.is_ok());
-  EXPECT_NE(foreign.status().message().find("vocabulary"), std::string::npos)
-      << foreign.status().message();
+  {
+    const Loaded foreign_model = load_model_file("qwen2-tiny-q8_0.gguf");  // 1000 ids, not 512
+    ASSERT_NE(foreign_model.model, nullptr);
+    auto foreign =
+        Scheduler::create(*l.model, *l.tokenizer, options(1, 128, foreign_model.model.get()));
+    ASSERT_FALSE(foreign.is_ok());
+    EXPECT_NE(foreign.status().message().find("vocabulary"), std::string::npos)
+        << foreign.status().message();
+  }
   const std::vector<int32_t> prompt = story_prompt(*l.tokenizer);
   auto none = Scheduler::create(*l.model, *l.tokenizer, options(1, 128, nullptr));
   ASSERT_TRUE(none.is_ok());

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "engine/request.h"
 #include "tokenizer/tokenizer.h"
 
@@ -47,6 +49,14 @@ inline SamplerParams greedy_without_eog(const Tokenizer& tokenizer, int64_t n_vo
     if (tokenizer.is_eog(id)) s.logit_bias.emplace_back(id, -INFINITY);
   }
   return s;
+}
+
+// Two replies of the same tokens, log-probabilities (bit-identical logits), text and ending.
+inline void expect_same_reply(const Collected& a, const Collected& b) {
+  EXPECT_EQ(a.tokens, b.tokens);
+  EXPECT_EQ(a.logprobs, b.logprobs);
+  EXPECT_EQ(a.text, b.text);
+  EXPECT_EQ(a.finish, b.finish);
 }
 
 }  // namespace minfer::engine

@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { metrics, minferBin, modelPath, postJson, readSse, skipReason, suiteServer, testData } from './helpers.js';
+import { metrics, minferBin, modelPath, postJson, skipReason, streamed, suiteServer, testData } from './helpers.js';
 
 const prompt = 'Once upon a time there was a little cat who liked the sea.';
 
@@ -64,17 +64,12 @@ describe('serve -md (draft model)', { skip: skipReason }, () => {
     const sampled = await complete(ctx.url, { temperature: 0.9, seed: 7, 'speculative.p_min': 0.0 });
     assert.ok(sampled.usage.completion_tokens > 0);
     assert.ok(sampled.timings.draft_n_accepted > 0, JSON.stringify(sampled.timings));
-    const res = await fetch(`${ctx.url}/v1/completions`, {
-      method: 'POST',
-      headers: { 'Content-Type': 'application/json' },
-      body: JSON.stringify({ prompt, max_tokens: 40, temperature: 0, stream: true }),
-    });
-    assert.equal(res.status, 200);
-    const { events, done } = await readSse(res);
-    assert.ok(done);
-    const text = events.map((e) => e.choices[0]?.text ?? '').join('');
+    const stream = await streamed(`${ctx.url}/v1/completions`, { prompt, max_tokens: 40, temperature: 0 });
+    assert.equal(stream.status, 200);
+    assert.ok(stream.done);
+    assert.ok(stream.events.at(-1).timings.draft_n > 0, JSON.stringify(stream.events.at(-1)));
     const plain = await complete(ctx.url, { 'speculative.n_max': 0 });
-    assert.equal(text, plain.choices[0].text);
+    assert.equal(stream.text, plain.choices[0].text);
   });
 });
 
