@@ -29,13 +29,14 @@ std::vector<int32_t> story_prompt(const Tokenizer& tok) {
 // Only max_tokens (or the context) ends the reply: drafts never run past an end-of-generation.
 RequestParams request(const Loaded& l, std::vector<int32_t> prompt, float temperature,
                       int64_t max_tokens, bool draft) {
+  SamplerParams sampling = greedy_without_eog(*l.tokenizer, l.model->config().n_vocab);
+  sampling.temperature = temperature;
+  sampling.seed = 99;
   RequestParams p;
+  p.sampling = std::move(sampling);
   p.prompt = std::move(prompt);
-  p.sampling = greedy_without_eog(*l.tokenizer, l.model->config().n_vocab);
-  p.sampling.temperature = temperature;
-  p.sampling.seed = 99;
   p.max_tokens = max_tokens;
-  p.top_logprobs = 0;
+  p.top_logprobs = 0;  // log-probabilities compared bit for bit
   p.spec_draft_model = draft;
   p.draft_max = 5;
   return p;
@@ -57,19 +58,10 @@ std::vector<Collected> run_together(const Loaded& l, const SchedulerOptions& o,
                                     SchedulerStats* stats = nullptr) {
   auto sched = Scheduler::create(*l.model, *l.tokenizer, o);
   EXPECT_TRUE(sched.is_ok()) << sched.status().message();
-  std::vector<Collected> out(requests.size());
-  if (!sched.is_ok()) return out;
-  for (size_t i = 0; i < requests.size(); ++i) {
-    auto h = (*sched)->submit(std::move(requests[i]), collect_into(out[i]));
-    EXPECT_TRUE(h.is_ok()) << h.status().message();
-  }
+  if (!sched.is_ok()) return std::vector<Collected>(requests.size());
+  std::vector<Collected> out = submit_collecting(**sched, std::move(requests));
   EXPECT_TRUE((*sched)->run_until_idle().is_ok());
-  EXPECT_EQ((*sched)->cache().n_blocks_used(), 0);
-  if ((*sched)->has_draft_model()) {
-    EXPECT_EQ((*sched)->draft_cache().n_blocks_used(), 0);
-  }
-  if (stats != nullptr) *stats = (*sched)->stats();
-  for (const Collected& c : out) EXPECT_TRUE(c.done);
+  expect_all_done(**sched, out, stats);
   return out;
 }
 

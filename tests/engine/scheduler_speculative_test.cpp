@@ -75,12 +75,8 @@ std::vector<Collected> run_together(const Loaded& l, const SchedulerOptions& o,
                                     SchedulerStats* stats = nullptr) {
   auto sched = Scheduler::create(*l.model, *l.tokenizer, o);
   EXPECT_TRUE(sched.is_ok()) << sched.status().message();
-  std::vector<Collected> out(requests.size());
-  if (!sched.is_ok()) return out;
-  for (size_t i = 0; i < requests.size(); ++i) {
-    auto h = (*sched)->submit(std::move(requests[i]), collect_into(out[i]));
-    EXPECT_TRUE(h.is_ok()) << h.status().message();
-  }
+  if (!sched.is_ok()) return std::vector<Collected>(requests.size());
+  std::vector<Collected> out = submit_collecting(**sched, std::move(requests));
   *max_step = 0;
   while (true) {
     auto worked = (*sched)->step();
@@ -95,9 +91,7 @@ std::vector<Collected> run_together(const Loaded& l, const SchedulerOptions& o,
       }
     }
   }
-  EXPECT_EQ((*sched)->cache().n_blocks_used(), 0);
-  if (stats != nullptr) *stats = (*sched)->stats();
-  for (const Collected& c : out) EXPECT_TRUE(c.done);
+  expect_all_done(**sched, out, stats);
   return out;
 }
 

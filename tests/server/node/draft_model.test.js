@@ -48,13 +48,16 @@ describe('serve -md (draft model)', { skip: skipReason }, () => {
   });
 
   test('speculating beside another request, both give their own text; metrics count', async () => {
-    const chat = { messages: [{ role: 'user', content: 'Tell me about the sea.' }], max_tokens: 24, temperature: 0 };
-    const alone = await postJson(`${ctx.url}/v1/chat/completions`, { ...chat, 'speculative.n_max': 0 });
-    const plain = await complete(ctx.url, { 'speculative.n_max': 0 });
-    const [a, c] = await Promise.all([complete(ctx.url), postJson(`${ctx.url}/v1/chat/completions`, chat)]);
+    const chatText = async (extra) => {
+      const body = { messages: [{ role: 'user', content: 'Tell me about the sea.' }], max_tokens: 24, temperature: 0, ...extra };
+      const r = await postJson(`${ctx.url}/v1/chat/completions`, body);
+      assert.equal(r.status, 200, r.text);
+      return r.json.choices[0].message.content;
+    };
+    const [alone, plain] = [await chatText({ 'speculative.n_max': 0 }), await complete(ctx.url, { 'speculative.n_max': 0 })];
+    const [a, c] = await Promise.all([complete(ctx.url), chatText({})]);
     assert.equal(a.choices[0].text, plain.choices[0].text);
-    assert.equal(c.status, 200, c.text);
-    assert.equal(c.json.choices[0].message.content, alone.json.choices[0].message.content);
+    assert.equal(c, alone);
     const m = await metrics(ctx.url);
     assert.ok(m.get('vllm:spec_decode_num_draft_tokens_total') > 0, m.text);
     assert.ok(m.get('vllm:spec_decode_num_accepted_tokens_total') > 0, m.text);
