@@ -391,11 +391,19 @@ void register_serve_command(CLI::App& app, CommandRegistry& registry) {
                   "tokens, verify them in its step with the other sequences (same output; 0: off, "
                   "default; a request's spec_ngram and speculative.n_max/n_min override)")
       ->check(CLI::Range(0, kMaxSpecNgram));
+  cmd->add_option("--model-draft", f.load.draft_model,
+                  "draft model for speculative decoding (also -md; same vocabulary, checked at "
+                  "start): every request that does not turn it off (speculative.n_max 0) or ask "
+                  "for prompt lookup (spec_ngram) verifies its drafts in its step with the other "
+                  "sequences (greedy: the same output; sampled: the accept/resample rule)");
   cmd->add_option("--draft-max", f.http.draft_max, "tokens drafted per step, at most (16)")
       ->check(CLI::Range(1, kMaxDraft));
   cmd->add_option("--draft-min", f.http.draft_min,
                   "fewer drafts than this are not verified (a plain decode step instead; 0)")
       ->check(CLI::Range(0, kMaxDraft));
+  cmd->add_option("--draft-p-min", f.http.draft_p_min,
+                  "the draft model stops before a token it gives less probability (0)")
+      ->check(CLI::Range(0.0, 1.0));
   cmd->add_flag("--embeddings", f.http.embeddings,
                 "serve POST /v1/embeddings with this model's pooled last hidden state (an "
                 "embedding model, whose file sets pooling_type, serves it without the flag)");
@@ -429,6 +437,12 @@ void register_serve_command(CLI::App& app, CommandRegistry& registry) {
     if (flags->http.draft_min > flags->http.draft_max) {
       fmt::print(stderr, "minfer serve: --draft-min {} is more than --draft-max {}\n",
                  flags->http.draft_min, flags->http.draft_max);
+      return 1;
+    }
+    if (!flags->load.draft_model.empty() && flags->http.spec_ngram > 0) {
+      fmt::print(stderr,
+                 "minfer serve: --model-draft and --spec-ngram both set the requests' drafts: "
+                 "choose one (a request can still ask for prompt lookup with spec_ngram)\n");
       return 1;
     }
     flags->http.write_timeout_s = flags->http.read_timeout_s;

@@ -125,7 +125,9 @@ struct LoadOptions {
   // vocabulary (checked at load: an error otherwise), loaded with the same context, threads and
   // cache type, whose tokens generate() drafts (GenerateParams::draft_max, draft_min,
   // draft_p_min): its greedy ones when greedy, else sampled with the same settings and kept by
-  // the accept/resample rule, so the output is distributed as without it. Empty: none.
+  // the accept/resample rule, so the output is distributed as without it. Batch generators of
+  // the model run it too, on a paged cache of their own: every request drafts by it unless it
+  // sets spec_ngram (prompt lookup instead) or draft_max 0 (no speculation). Empty: none.
   std::string draft_model;
 };
 

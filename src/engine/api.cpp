@@ -86,15 +86,13 @@ LanguageModel::~LanguageModel() = default;
 
 namespace {
 
-// A draft model with the target's context, threads and cache type, and its vocabulary.
+// A draft model with the target's context, threads and cache type, and its vocabulary. Without
+// the target's own sequence the draft has none either: batch generators run it on caches of
+// their own (SchedulerOptions::draft_model).
 Result<engine::LoadedModel> load_draft(const std::string& path, engine::ModelOptions options,
                                        const engine::LoadedModel& target) {
-  if (target.session == nullptr) {
-    return make_error(ErrorCode::kInvalidArgument,
-                      "[api] a draft model needs the model's own sequence (single_sequence)");
-  }
   options.path = path;
-  options.n_ctx = target.session->n_ctx();
+  if (target.session != nullptr) options.n_ctx = target.session->n_ctx();
   options.observe = {};
   MINFER_ASSIGN_OR_RETURN(engine::LoadedModel draft, engine::load_for_generation(options));
   if (Status s = engine::check_draft_vocabulary(*target.tokenizer, *draft.tokenizer); !s.is_ok()) {

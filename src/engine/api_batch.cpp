@@ -68,6 +68,7 @@ Result<std::unique_ptr<BatchGenerator>> LanguageModel::batch_generator(
   o.max_queue = options.max_queue;
   o.prefix_cache = options.prefix_cache;
   o.keep_slots = options.keep_slots;
+  o.draft_model = impl_->draft.model.get();  // LoadOptions::draft_model's, or null
   auto impl = std::make_unique<BatchGenerator::Impl>();
   impl->tokenizer = loaded.tokenizer.get();
   impl->grammars = impl_->grammars;
@@ -94,6 +95,11 @@ Result<std::shared_ptr<RequestHandle>> BatchGenerator::submit(
   request.spec_ngram = params.spec_ngram;
   request.draft_max = params.draft_max;
   request.draft_min = params.draft_min;
+  request.draft_p_min = params.draft_p_min;
+  // With a draft model every request drafts by it unless it asks for prompt lookup
+  // (spec_ngram > 0) or turns speculation off (draft_max 0).
+  request.spec_draft_model =
+      impl_->scheduler->has_draft_model() && params.spec_ngram == 0 && params.draft_max > 0;
   // Each request gets its own matcher state over the shared compiled grammar.
   MINFER_ASSIGN_OR_RETURN(request.constraint,
                           impl_->grammars->constraint(params.json_object, params.grammar));

@@ -63,6 +63,12 @@ struct RequestParams {
   int32_t spec_ngram = 0;
   int32_t draft_max = 16;
   int32_t draft_min = 0;
+  // Speculative decoding by the scheduler's draft model (SchedulerOptions::draft_model; not with
+  // spec_ngram): in each step the draft model proposes up to draft_max tokens after the
+  // sequence's last one (greedy, or sampled with these settings and kept by the accept/resample
+  // rule), stopping before a token whose probability is below draft_p_min.
+  bool spec_draft_model = false;
+  float draft_p_min = 0.0f;
 };
 
 // What the scheduler streams to a request, on the scheduler's thread: one event per sampled

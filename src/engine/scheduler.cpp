@@ -56,6 +56,14 @@ struct Scheduler::Sequence {
   // positions tokens.size() onwards; empty between steps. draft_base: positions computed before.
   std::vector<int32_t> drafts;
   int64_t draft_base = 0;
+  // With the draft model (params.spec_draft_model): the positions of its draft sequence that
+  // hold tokens' prefix (later cells hold drafts, dropped at the next step); the drafts it made
+  // for this step, and with a sampled request each one's distribution ([model_drafts], then
+  // [drafts] once planned) drawn by draft_sampler (null: greedy drafts).
+  int64_t n_draft_computed = 0;
+  std::vector<int32_t> model_drafts;
+  std::vector<DraftProposal> proposals;
+  std::unique_ptr<Sampler> draft_sampler;
   RequestStats stats;
   Clock::time_point t_submit;
   Clock::time_point t_first;
@@ -86,6 +94,25 @@ Result<std::unique_ptr<Scheduler>> Scheduler::create(const Model& model, const T
   o.token_budget = std::max<int64_t>(o.token_budget, o.n_parallel);
   std::unique_ptr<Scheduler> s(new Scheduler(model, tokenizer, o));
   MINFER_ASSIGN_OR_RETURN(s->runtime_, Runtime::create(model, o));
+  if (o.draft_model != nullptr) {
+    const ModelConfig& draft = o.draft_model->config();
+    if (draft.n_vocab != model.config().n_vocab) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        "[scheduler] the draft model has {} logits per token, the model {}: "
+                        "expected the same vocabulary",
+                        draft.n_vocab, model.config().n_vocab);
+    }
+    if (draft.n_swa > 0 || model.config().n_swa > 0) {
+      // Drafts past the window would return cells the sequence still needs once dropped.
+      return make_error(ErrorCode::kInvalidArgument,
+                        "[scheduler] a draft model does not run with sliding-window layers (the "
+                        "model's window {}, the draft's {}): expected none",
+                        model.config().n_swa, draft.n_swa);
+    }
+    RuntimeOptions d = o;  // the same threads, cell type, context, budget and block size
+    d.observe = {};
+    MINFER_ASSIGN_OR_RETURN(s->draft_runtime_, Runtime::create(*o.draft_model, d));
+  }
   s->slots_.resize(static_cast<size_t>(o.n_parallel));
   s->publish_stats();
   return s;
@@ -134,7 +161,21 @@ Status Scheduler::check_speculative(const RequestParams& params) const {
                       "[scheduler] spec_ngram must be in 0..{}, got {}", kMaxSpecNgram,
                       params.spec_ngram);
   }
-  if (params.spec_ngram == 0) return Status::ok();
+  if (params.spec_draft_model && draft_runtime_ == nullptr) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "[scheduler] a request asks for the draft model, but none is loaded");
+  }
+  if (params.spec_draft_model && params.spec_ngram > 0) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "[scheduler] speculative decoding drafts by prompt lookup (spec_ngram {}) or "
+                      "by the draft model, not both",
+                      params.spec_ngram);
+  }
+  if (!(params.draft_p_min >= 0.0f && params.draft_p_min <= 1.0f)) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "[scheduler] draft_p_min must be in 0..1, got {}", params.draft_p_min);
+  }
+  if (params.spec_ngram == 0 && !params.spec_draft_model) return Status::ok();
   if (params.draft_max < 1 || params.draft_max > kMaxDraft) {
     return make_error(ErrorCode::kInvalidArgument,
                       "[scheduler] draft_max must be in 1..{} with speculative decoding, got {}",
@@ -149,7 +190,7 @@ Status Scheduler::check_speculative(const RequestParams& params) const {
     // Drafts past the window would return cells the sequence still needs once they are dropped.
     return make_error(ErrorCode::kInvalidArgument,
                       "[scheduler] speculative decoding does not run with sliding-window layers "
-                      "(this model's window is {} positions): spec_ngram must be 0",
+                      "(this model's window is {} positions): expected no speculation",
                       model_.config().n_swa);
   }
   return Status::ok();
@@ -209,6 +250,9 @@ Result<std::shared_ptr<RequestHandle>> Scheduler::submit(RequestParams params, E
       std::make_unique<Sequence>(id, std::move(params), std::move(sink), tokenizer_, n_vocab);
   seq->stats.n_prompt = n_prompt;
   seq->t_submit = Clock::now();
+  if (seq->params.spec_draft_model) {
+    seq->draft_sampler = make_draft_sampler(seq->params.sampling, n_vocab);
+  }
   std::shared_ptr<RequestHandle> handle = seq->handle;
   incoming_.push_back(std::move(seq));
   ++n_queued_;
@@ -359,6 +403,9 @@ bool Scheduler::drop_idle_slots(int32_t except) {
 
 void Scheduler::leave_slot(Sequence& seq, bool keep) {
   if (seq.slot < 0) return;
+  // The draft sequence goes (its full blocks stay cached); a later request rebuilds it.
+  if (draft_runtime_ != nullptr) draft_kv().free_sequence(seq.slot);
+  seq.n_draft_computed = 0;
   Slot& slot = slots_[static_cast<size_t>(seq.slot)];
   slot.busy = false;
   if (keep) {
@@ -460,8 +507,9 @@ void Scheduler::preempt(Sequence& seq) {
   ++n_preemptions_;
 }
 
-void Scheduler::on_logits(Sequence& seq, std::span<const float> logits) {
-  Result<TokenStep> next = seq.pipeline.next(logits);
+void Scheduler::on_logits(Sequence& seq, std::span<const float> logits,
+                          const DraftProposal* draft) {
+  Result<TokenStep> next = seq.pipeline.next(logits, draft);
   if (!next.is_ok()) {
     finish(seq, FinishReason::kCancelled, next.status());
     return;
@@ -517,6 +565,8 @@ Status Scheduler::shift_context(Sequence& seq) {
   const auto first = seq.tokens.begin() + seq.n_keep;
   seq.tokens.erase(first, first + n_discard);
   seq.n_computed -= n_discard;
+  // The draft keeps what it holds of the kept tokens and computes the rest again (as run does).
+  seq.n_draft_computed = std::min(seq.n_draft_computed, seq.n_keep);
   ++seq.stats.n_shifts;
   return Status::ok();
 }
@@ -545,23 +595,156 @@ void Scheduler::reserve_decodes() {
   }
 }
 
-std::vector<int32_t> Scheduler::plan_drafts(Sequence& seq, int64_t max_drafts) {
+int64_t Scheduler::draft_limit(const Sequence& seq, int64_t max_drafts) const {
   const RequestParams& p = seq.params;
-  if (p.spec_ngram <= 0) return {};
   const auto n_tokens = static_cast<int64_t>(seq.tokens.size());
   // Every draft has a position, and a row that could be sampled: the last token is fed at
   // n_tokens - 1 and what its rows give is sampled at the positions after it, so the drafts stop
   // one short of the context (a context shift never falls among them), and before max_tokens.
   max_drafts = std::min<int64_t>({max_drafts, p.draft_max, options_.n_ctx - 1 - n_tokens});
-  if (p.max_tokens >= 0)
+  if (p.max_tokens >= 0) {
     max_drafts = std::min(max_drafts, p.max_tokens - seq.stats.n_generated - 1);
-  if (max_drafts <= 0 || max_drafts < p.draft_min) return {};
-  std::vector<int32_t> drafts =
-      lookup_draft(seq.tokens, p.spec_ngram, static_cast<int>(max_drafts));
-  if (drafts.empty() || static_cast<int64_t>(drafts.size()) < p.draft_min) return {};
-  const int64_t end = n_tokens + static_cast<int64_t>(drafts.size());
-  if (!kv().reserve(seq.slot, end).is_ok()) return {};
+  }
+  return max_drafts;
+}
+
+bool Scheduler::uses_draft_model(const Sequence& seq) const {
+  return draft_runtime_ != nullptr && seq.params.spec_draft_model && seq.slot >= 0;
+}
+
+std::vector<int32_t> Scheduler::plan_drafts(Sequence& seq, int64_t max_drafts) {
+  const RequestParams& p = seq.params;
+  const bool by_model = uses_draft_model(seq);
+  if (p.spec_ngram <= 0 && !by_model) return {};
+  max_drafts = draft_limit(seq, max_drafts);
+  std::vector<int32_t> drafts;
+  if (max_drafts > 0 && max_drafts >= p.draft_min) {
+    if (by_model) {
+      drafts = std::move(seq.model_drafts);
+      if (static_cast<int64_t>(drafts.size()) > max_drafts) {
+        drafts.resize(static_cast<size_t>(max_drafts));
+      }
+    } else {
+      drafts = lookup_draft(seq.tokens, p.spec_ngram, static_cast<int>(max_drafts));
+    }
+  }
+  seq.model_drafts.clear();
+  const int64_t end = static_cast<int64_t>(seq.tokens.size() + drafts.size());
+  if (drafts.empty() || static_cast<int64_t>(drafts.size()) < p.draft_min ||
+      !kv().reserve(seq.slot, end).is_ok()) {
+    seq.proposals.clear();
+    return {};
+  }
+  if (seq.proposals.size() > drafts.size()) seq.proposals.resize(drafts.size());
   return drafts;
+}
+
+void Scheduler::sync_draft(Sequence& seq) {
+  KvCache& dkv = draft_kv();
+  if (seq.n_draft_computed > 0) {
+    dkv.truncate(seq.slot, seq.n_draft_computed);
+    // (A truncation that could not keep a shared block keeps fewer: those are computed again.)
+    seq.n_draft_computed = std::min(seq.n_draft_computed, dkv.length(seq.slot));
+    if (seq.n_draft_computed > 0) return;
+  }
+  dkv.free_sequence(seq.slot);
+  if (options_.prefix_cache) {
+    const int64_t limit = static_cast<int64_t>(seq.tokens.size()) - 1;
+    seq.n_draft_computed = dkv.match_prefix(seq.slot, seq.tokens, limit);
+  }
+}
+
+std::vector<Scheduler::Drafting> Scheduler::plan_draft_catch_up(Batch& batch) {
+  std::vector<Drafting> drafting;
+  int64_t budget = options_.token_budget;
+  // Decoding sequences first (a token or two each), then prompts, oldest request first.
+  for (const bool decoding_pass : {true, false}) {
+    for (auto& s : running_) {
+      Sequence& seq = *s;
+      const auto n_tokens = static_cast<int64_t>(seq.tokens.size());
+      const bool decoding = n_tokens - seq.n_computed == 1;
+      if (decoding != decoding_pass || !uses_draft_model(seq)) continue;
+      sync_draft(seq);
+      const int64_t pending = n_tokens - seq.n_draft_computed;
+      const int64_t n = std::min(pending, budget);
+      const int64_t limit = decoding && n == pending ? draft_limit(seq, options_.token_budget) : 0;
+      // Cells for the tokens, and for the drafts fed after them (all but the last).
+      const int64_t end = seq.n_draft_computed + n + std::max<int64_t>(0, limit - 1);
+      if (n <= 0 || !draft_kv().reserve(seq.slot, end).is_ok()) continue;
+      for (int64_t p = seq.n_draft_computed; p < seq.n_draft_computed + n; ++p) {
+        batch.add(seq.tokens[static_cast<size_t>(p)], static_cast<int32_t>(p), seq.slot,
+                  limit > 0 && p + 1 == n_tokens);
+      }
+      budget -= n;
+      if (limit > 0) drafting.push_back({&seq, limit});
+    }
+  }
+  return drafting;
+}
+
+bool Scheduler::propose(Sequence& seq, std::span<const float> row) {
+  const int32_t token =
+      propose_draft_token(row, seq.params.draft_p_min, seq.draft_sampler.get(), &seq.proposals);
+  if (token < 0) return false;
+  seq.model_drafts.push_back(token);
+  return true;
+}
+
+void Scheduler::draft_rounds(std::vector<Drafting>& drafting, std::span<const float> rows) {
+  const auto n_vocab = static_cast<size_t>(model_.config().n_vocab);
+  for (size_t i = 0; i < drafting.size(); ++i) {
+    Sequence& seq = *drafting[i].seq;
+    if (seq.draft_sampler != nullptr) prime_draft_sampler(*seq.draft_sampler, seq.tokens);
+    if (!propose(seq, rows.subspan(i * n_vocab, n_vocab))) drafting[i].limit = 0;
+  }
+  while (true) {
+    // Each sequence still drafting feeds its last draft, at the position after its tokens and
+    // its earlier drafts.
+    Batch batch;
+    std::vector<Sequence*> fed;
+    for (const Drafting& d : drafting) {
+      const auto k = static_cast<int64_t>(d.seq->model_drafts.size());
+      if (k == 0 || k >= d.limit) continue;
+      const auto pos = static_cast<int32_t>(static_cast<int64_t>(d.seq->tokens.size()) + k - 1);
+      batch.add(d.seq->model_drafts.back(), pos, d.seq->slot, true);
+      fed.push_back(d.seq);
+    }
+    if (fed.empty()) return;
+    Result<std::span<const float>> out = draft_runtime_->step(batch);
+    if (!out.is_ok()) return;  // the drafts so far stand; the cells go at the next step
+    for (size_t i = 0; i < fed.size(); ++i) {
+      if (propose(*fed[i], out.value().subspan(i * n_vocab, n_vocab))) continue;
+      for (Drafting& d : drafting) {
+        if (d.seq == fed[i]) d.limit = 0;
+      }
+    }
+  }
+}
+
+void Scheduler::run_draft_model() {
+  if (draft_runtime_ == nullptr) return;
+  for (auto& seq : running_) {
+    seq->model_drafts.clear();
+    seq->proposals.clear();
+  }
+  Batch batch;
+  std::vector<Drafting> drafting = plan_draft_catch_up(batch);
+  if (batch.n_tokens() == 0) return;
+  Result<std::span<const float>> rows = draft_runtime_->step(batch);
+  const int64_t bs = options_.block_size;
+  for (auto& s : running_) {
+    Sequence& seq = *s;
+    if (!uses_draft_model(seq)) continue;
+    // What the forward computed (nothing when it failed: the cells go at the next step).
+    const int64_t before = seq.n_draft_computed;
+    seq.n_draft_computed =
+        std::min(draft_kv().length(seq.slot), static_cast<int64_t>(seq.tokens.size()));
+    if (options_.prefix_cache && seq.n_draft_computed / bs != before / bs) {
+      draft_kv().commit_prefix(
+          seq.slot, std::span(seq.tokens).first(static_cast<size_t>(seq.n_draft_computed)));
+    }
+  }
+  if (rows.is_ok()) draft_rounds(drafting, rows.value());
 }
 
 Batch Scheduler::plan_batch(std::vector<Fed>& fed) {
@@ -620,6 +803,7 @@ void Scheduler::commit_blocks(Sequence& seq, int64_t n_before) {
 void Scheduler::settle_drafts(Sequence& seq) {
   if (seq.drafts.empty()) return;
   seq.drafts.clear();
+  seq.proposals.clear();
   if (seq.slot < 0) return;
   kv().truncate(seq.slot, seq.n_computed);
   // (A truncation that could not keep a shared block keeps fewer: those are computed again.)
@@ -634,12 +818,17 @@ void Scheduler::verify_drafts(Sequence& seq, std::span<const float> rows) {
   n_draft_tokens_ += n_drafts;
   ++n_spec_steps_;
   for (size_t j = 0;; ++j) {
-    on_logits(seq, rows.subspan(j * n_vocab, n_vocab));
+    const DraftProposal* proposal = j < seq.proposals.size() ? &seq.proposals[j] : nullptr;
+    on_logits(seq, rows.subspan(j * n_vocab, n_vocab), proposal);
     if (seq.finished || j == seq.drafts.size() || seq.tokens.back() != seq.drafts[j]) break;
     // Sampled as drafted: its cell holds the token, and row j + 1 is what follows it.
     ++seq.n_computed;
     ++seq.stats.n_draft_accepted;
     ++n_draft_accepted_;
+  }
+  // The draft's cells of accepted drafts hold the tokens now; the rest go at its next step.
+  if (uses_draft_model(seq)) {
+    seq.n_draft_computed = std::min(draft_kv().length(seq.slot), seq.n_computed);
   }
   settle_drafts(seq);
 }
@@ -682,6 +871,7 @@ Result<bool> Scheduler::step() {
     return false;
   }
   reserve_decodes();
+  run_draft_model();
   std::vector<Fed> fed;
   const Batch batch = plan_batch(fed);
   Result<std::span<const float>> logits = runtime_->step(batch);

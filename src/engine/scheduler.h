@@ -8,6 +8,12 @@
 // A request with speculative decoding (RequestParams::spec_ngram) feeds its decode token and
 // its drafts in the same step; the rows after drafts it does not sample are never used, and
 // their cells are dropped before the next step.
+// With a draft model (SchedulerOptions::draft_model) each step first runs the draft: it keeps one
+// draft sequence per running sequence in a paged cache of its own (same slots, context and block
+// size; prompts prefilled into it in batches, full blocks shared by prefix), proposes up to
+// draft_max tokens for every decoding sequence that asks for it (RequestParams::spec_draft_model),
+// one batched draft forward per drafted token, and the target verifies them as above; the draft's
+// cells of rejected drafts are dropped at the next step.
 //
 //   SchedulerOptions options;
 //   options.n_parallel = 8;
@@ -49,6 +55,9 @@ struct SchedulerOptions : RuntimeOptions {
   bool prefix_cache = true;
   // A finished request's cells stay in its slot (BatchOptions::keep_slots).
   bool keep_slots = false;
+  // A draft model of the same vocabulary for requests with RequestParams::spec_draft_model (not
+  // owned; must outlive the scheduler); null: none. Not with sliding-window layers.
+  const Model* draft_model = nullptr;
 };
 
 using minfer::SlotAction;
@@ -95,6 +104,9 @@ class Scheduler : NonCopyable {
   // Logit rows per token: the bound of token ids in prompts and logit_bias.
   int64_t n_vocab() const { return runtime_->n_vocab(); }
   const KvCache& cache() const { return runtime_->cache(); }
+  bool has_draft_model() const { return draft_runtime_ != nullptr; }
+  // The draft model's cache (has_draft_model() only).
+  const KvCache& draft_cache() const { return draft_runtime_->cache(); }
   const Runtime& runtime() const { return *runtime_; }
   // Tokens computed by the last step (decode tokens and prefill chunks together).
   int64_t last_step_tokens() const { return last_step_tokens_; }
@@ -152,6 +164,31 @@ class Scheduler : NonCopyable {
   // The drafts a decoding sequence verifies this step, at most max_drafts, their cells reserved
   // (none when the pool is short: drafts never take blocks from other sequences).
   std::vector<int32_t> plan_drafts(Sequence& seq, int64_t max_drafts);
+  // The most drafts the sequence may verify this step: max_drafts, its draft_max, room in the
+  // context and before max_tokens.
+  int64_t draft_limit(const Sequence& seq, int64_t max_drafts) const;
+  bool uses_draft_model(const Sequence& seq) const;
+  // The draft model's part of a step: each speculating sequence's draft sequence catches up with
+  // its tokens (within the token budget), then the decoding ones draft, one batched forward per
+  // drafted token (Sequence::model_drafts).
+  void run_draft_model();
+  // A sequence drafting this step and the most drafts it may make.
+  struct Drafting {
+    Sequence* seq;
+    int64_t limit;
+  };
+  // Adds to `batch` the tokens of each speculating sequence that the draft cache lacks (decoding
+  // sequences first, within the token budget), the last one with its row for the decoding
+  // sequences that draft: those are returned, in row order.
+  std::vector<Drafting> plan_draft_catch_up(Batch& batch);
+  // Runs the draft model's batched forwards: each row gives its sequence's next draft, and each
+  // sequence still drafting feeds it for the next row.
+  void draft_rounds(std::vector<Drafting>& drafting, std::span<const float> rows);
+  // The draft model's token from one of its rows ([n_vocab]); false when the draft stops there.
+  bool propose(Sequence& seq, std::span<const float> row);
+  // Forgets the draft cells past what the sequence's tokens hold; a sequence with none first
+  // takes the draft cache's prefix blocks.
+  void sync_draft(Sequence& seq);
   // After a step: the sequences' computed positions, the prefix cache, then each row sampled.
   void apply_step(const std::vector<Fed>& fed, std::span<const float> logits);
   // Samples from the rows [1 + drafts, n_vocab] of a sequence that verified drafts: row j only
@@ -168,15 +205,19 @@ class Scheduler : NonCopyable {
   Status shift_context(Sequence& seq);
   void finish(Sequence& seq, FinishReason reason, Status error = Status::ok());
   // Samples from one row of logits and feeds the token to the request.
-  void on_logits(Sequence& seq, std::span<const float> logits);
+  // `draft`: the draft model's proposal for this row (the accept/resample rule), or null.
+  void on_logits(Sequence& seq, std::span<const float> logits,
+                 const DraftProposal* draft = nullptr);
   void remove_finished();
   void publish_stats();
   KvCache& kv() { return runtime_->cache(); }
+  KvCache& draft_kv() { return draft_runtime_->cache(); }
 
   const Model& model_;
   const Tokenizer& tokenizer_;
   SchedulerOptions options_;
   std::unique_ptr<Runtime> runtime_;
+  std::unique_ptr<Runtime> draft_runtime_;  // the draft model's; null: none
 
   // Shared with submitting threads, under mu_.
   mutable std::mutex mu_;

@@ -59,30 +59,12 @@ Result<std::vector<int32_t>> draft_tokens(Session& draft, std::span<const int32_
                                           std::vector<DraftProposal>* proposals) {
   std::vector<int32_t> out;
   if (max_draft <= 0 || history.empty()) return out;
-  if (sampler != nullptr) {
-    // The penalties look at the same tokens as the target's sampler at the same row.
-    const int32_t last_n = sampler->params().repeat_last_n;
-    const size_t n_recent =
-        last_n < 0 ? history.size() : std::min(history.size(), static_cast<size_t>(last_n));
-    sampler->clear_history();
-    for (const int32_t t : history.last(n_recent)) sampler->accept(t);
-  }
+  if (sampler != nullptr) prime_draft_sampler(*sampler, history);
   MINFER_ASSIGN_OR_RETURN(std::span<const float> logits, draft.set_prompt(history));
   while (true) {
-    // The draft's confidence, its most likely token's probability, decides whether it drafts:
-    // a function of the history alone, so that a sampled draft is still a draw from q (a test
-    // of the drawn token would leave q cut to the tokens that pass).
-    const int32_t top = argmax_token(logits);
-    if (softmax_probability(logits, top) < p_min) break;
-    const int32_t token = sampler != nullptr ? sampler->sample(logits) : top;
+    const int32_t token = propose_draft_token(logits, p_min, sampler, proposals);
+    if (token < 0) break;
     out.push_back(token);
-    if (sampler != nullptr) {
-      sampler->accept(token);
-      DraftProposal proposal{token, sampler->last_candidates()};
-      std::sort(proposal.q.begin(), proposal.q.end(),
-                [](const Candidate& a, const Candidate& b) { return a.id < b.id; });
-      proposals->push_back(std::move(proposal));
-    }
     if (static_cast<int>(out.size()) >= max_draft || draft.n_past() >= draft.n_ctx()) break;
     MINFER_ASSIGN_OR_RETURN(logits, draft.decode(token));
   }
@@ -90,6 +72,41 @@ Result<std::vector<int32_t>> draft_tokens(Session& draft, std::span<const int32_
 }
 
 }  // namespace
+
+std::unique_ptr<Sampler> make_draft_sampler(const SamplerParams& sampling, int32_t n_vocab) {
+  if (sampling.temperature <= 0.0f) return nullptr;
+  SamplerParams params = sampling;
+  if (params.seed != kRandomSeed) {
+    params.seed = SeededRandom(params.seed ^ 0x5bd1e995u).next_u64() >> 1;
+    if (params.seed == kRandomSeed) params.seed = 0;
+  }
+  return std::make_unique<Sampler>(std::move(params), n_vocab);
+}
+
+void prime_draft_sampler(Sampler& sampler, std::span<const int32_t> history) {
+  const int32_t last_n = sampler.params().repeat_last_n;
+  const size_t n_recent =
+      last_n < 0 ? history.size() : std::min(history.size(), static_cast<size_t>(last_n));
+  sampler.clear_history();
+  for (const int32_t t : history.last(n_recent)) sampler.accept(t);
+}
+
+int32_t propose_draft_token(std::span<const float> logits, float p_min, Sampler* sampler,
+                            std::vector<DraftProposal>* proposals) {
+  // The draft's confidence, its most likely token's probability, decides whether it drafts: a
+  // function of the history alone, so that a sampled draft is still a draw from q (a test of the
+  // drawn token would leave q cut to the tokens that pass).
+  const int32_t top = argmax_token(logits);
+  if (softmax_probability(logits, top) < p_min) return -1;
+  if (sampler == nullptr) return top;
+  const int32_t token = sampler->sample(logits);
+  sampler->accept(token);
+  DraftProposal proposal{token, sampler->last_candidates()};
+  std::sort(proposal.q.begin(), proposal.q.end(),
+            [](const Candidate& a, const Candidate& b) { return a.id < b.id; });
+  proposals->push_back(std::move(proposal));
+  return token;
+}
 
 Result<std::vector<int32_t>> model_draft(Session& draft, std::span<const int32_t> history,
                                          int max_draft, float p_min) {
@@ -109,16 +126,9 @@ Result<std::vector<DraftProposal>> sample_model_draft(Session& draft,
 SpeculativeDecoder::SpeculativeDecoder(Session& session, const SpeculativeOptions& options,
                                        const SamplerParams* sampling)
     : session_(session), options_(options) {
-  if (options.draft == nullptr || sampling == nullptr || sampling->temperature <= 0.0f) return;
-  SamplerParams params = *sampling;
-  // A stream of its own: a draft drawn with the target's own uniforms would not be independent
-  // of the accept draws, and the rule needs it to be.
-  if (params.seed != kRandomSeed) {
-    params.seed = SeededRandom(params.seed ^ 0x5bd1e995u).next_u64() >> 1;
-    if (params.seed == kRandomSeed) params.seed = 0;
-  }
-  draft_sampler_ = std::make_unique<Sampler>(
-      std::move(params), static_cast<int32_t>(options.draft->model().config().n_vocab));
+  if (options.draft == nullptr || sampling == nullptr) return;
+  draft_sampler_ =
+      make_draft_sampler(*sampling, static_cast<int32_t>(options.draft->model().config().n_vocab));
 }
 
 const DraftProposal* SpeculativeDecoder::proposal() const {

@@ -61,6 +61,21 @@ Result<std::vector<DraftProposal>> sample_model_draft(Session& draft,
                                                       std::span<const int32_t> history,
                                                       int max_draft, float p_min, Sampler& sampler);
 
+// A draft model's sampler for a request sampled with `sampling`: the same settings on a random
+// stream of its own (a draft drawn with the target's uniforms would not be independent of the
+// accept draws, and the rule needs it to be); null for greedy settings (greedy drafts).
+std::unique_ptr<Sampler> make_draft_sampler(const SamplerParams& sampling, int32_t n_vocab);
+
+// Sets a draft sampler's penalty history to the history's tail, so that its penalties look at
+// the same tokens as the target's sampler at the same row.
+void prime_draft_sampler(Sampler& sampler, std::span<const int32_t> history);
+
+// The draft model's next token from its logits ([n_vocab]): the argmax without `sampler`, else
+// drawn by it (accepted into its history, with the distribution it was drawn from appended to
+// `proposals`). -1 when the most likely token's probability is below p_min: the draft stops.
+int32_t propose_draft_token(std::span<const float> logits, float p_min, Sampler* sampler,
+                            std::vector<DraftProposal>* proposals);
+
 // The tokens that followed the last earlier occurrence of history's last `ngram` tokens, at most
 // max_draft of them (empty when there is none).
 std::vector<int32_t> lookup_draft(std::span<const int32_t> history, int ngram, int max_draft);

@@ -69,6 +69,9 @@ struct ServerOptions {
   int32_t spec_ngram = 0;
   int32_t draft_max = 16;
   int32_t draft_min = 0;
+  // serve --draft-p-min (with -md): the draft model stops before a token below this probability
+  // (GenerateParams::draft_p_min; a request's speculative.p_min overrides).
+  float draft_p_min = 0.0f;
   // serve --embeddings: POST /v1/embeddings for any model (an embedding model serves it anyway).
   bool embeddings = false;
 };

@@ -592,10 +592,11 @@ std::optional<ApiError> parse_tools(const Json& body, ParsedRequest& out) {
   return std::nullopt;
 }
 
-// Speculative decoding by prompt lookup, as llama-server names its fields: spec_ngram (0 turns
-// it off, N > 0 on with N-token matches), speculative.n_max (drafts per step; 0 turns it off),
-// speculative.n_min and speculative.p_min (a draft model's, kept for it). The server's flags
-// are the defaults in `p`.
+// Speculative decoding, as llama-server names its fields: spec_ngram (prompt lookup: 0 turns it
+// off, N > 0 on with N-token matches; on a server with a draft model, N > 0 drafts by lookup
+// instead of the draft model), speculative.n_max (drafts per step; 0 turns either off),
+// speculative.n_min and speculative.p_min (the draft model's stop). The server's flags are the
+// defaults in `p`.
 std::optional<ApiError> parse_speculative(const Json& body, GenerateParams& p) {
   bool present = false;
   int64_t v = 0;

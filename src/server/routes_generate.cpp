@@ -95,6 +95,7 @@ std::optional<ApiError> build_request(const Json& body, const Backend& b,
   out.params.spec_ngram = options.spec_ngram;
   out.params.draft_max = options.draft_max;
   out.params.draft_min = options.draft_min;
+  out.params.draft_p_min = options.draft_p_min;
   if (auto e = parse_request(body, endpoint, n_vocab, out)) return e;
   if (out.params.grammar.empty() && !b.default_grammar.empty() && !has_json_format(body)) {
     out.params.grammar = b.default_grammar;

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -30,16 +31,23 @@ struct Loaded {
   std::unique_ptr<Tokenizer> tokenizer;
 };
 
-// qwen2.5-qwentok-tiny-q8_0: tiny weights, the real Qwen2.5 tokenizer.
-inline Loaded load_tiny() {
+// A model of ../shared/models and its tokenizer (a failure is a test failure, and leaves the
+// pointers it could not fill null).
+inline Loaded load_model_file(const std::string& file) {
   Loaded l;
-  auto model = Model::load(test::test_data_path("models/qwen2.5-qwentok-tiny-q8_0.gguf"));
-  EXPECT_TRUE(model.is_ok()) << model.status().message();
+  auto model = Model::load(test::test_data_path("models/" + file));
+  EXPECT_TRUE(model.is_ok()) << file << ": " << model.status().message();
+  if (!model.is_ok()) return l;
   l.model = std::move(model).value();
   auto tok = Tokenizer::from_gguf(l.model->file());
   EXPECT_TRUE(tok.is_ok()) << tok.status().message();
-  l.tokenizer = std::move(tok).value();
+  if (tok.is_ok()) l.tokenizer = std::move(tok).value();
   return l;
+}
+
+// qwen2.5-qwentok-tiny-q8_0: tiny weights, the real Qwen2.5 tokenizer.
+inline Loaded load_tiny() {
+  return load_model_file("qwen2.5-qwentok-tiny-q8_0.gguf");
 }
 
 }  // namespace minfer::engine

@@ -22,18 +22,6 @@
 namespace minfer::engine {
 namespace {
 
-Loaded load_file(const std::string& file) {
-  Loaded l;
-  auto model = Model::load(test::test_data_path("models/" + file));
-  EXPECT_TRUE(model.is_ok()) << file << ": " << model.status().message();
-  if (!model.is_ok()) return l;
-  l.model = std::move(model).value();
-  auto tok = Tokenizer::from_gguf(l.model->file());
-  EXPECT_TRUE(tok.is_ok()) << tok.status().message();
-  if (tok.is_ok()) l.tokenizer = std::move(tok).value();
-  return l;
-}
-
 // Random weights whose greedy reply to repeating_prompt soon loops: prompt lookup drafts are
 // accepted.
 constexpr const char* kLooping = "qwen2.5-qwentok-tiny-q8_0.gguf";
@@ -73,7 +61,7 @@ struct OneSequence {
 };
 
 OneSequence one_sequence(const char* file) {
-  OneSequence s{load_file(file), nullptr};
+  OneSequence s{load_model_file(file), nullptr};
   if (s.l.tokenizer == nullptr) return s;
   auto sched = Scheduler::create(*s.l.model, *s.l.tokenizer, options(1, 256));
   EXPECT_TRUE(sched.is_ok()) << sched.status().message();
@@ -87,12 +75,8 @@ std::vector<Collected> run_together(const Loaded& l, const SchedulerOptions& o,
                                     SchedulerStats* stats = nullptr) {
   auto sched = Scheduler::create(*l.model, *l.tokenizer, o);
   EXPECT_TRUE(sched.is_ok()) << sched.status().message();
-  std::vector<Collected> out(requests.size());
-  if (!sched.is_ok()) return out;
-  for (size_t i = 0; i < requests.size(); ++i) {
-    auto h = (*sched)->submit(std::move(requests[i]), collect_into(out[i]));
-    EXPECT_TRUE(h.is_ok()) << h.status().message();
-  }
+  if (!sched.is_ok()) return std::vector<Collected>(requests.size());
+  std::vector<Collected> out = submit_collecting(**sched, std::move(requests));
   *max_step = 0;
   while (true) {
     auto worked = (*sched)->step();
@@ -107,17 +91,8 @@ std::vector<Collected> run_together(const Loaded& l, const SchedulerOptions& o,
       }
     }
   }
-  EXPECT_EQ((*sched)->cache().n_blocks_used(), 0);
-  if (stats != nullptr) *stats = (*sched)->stats();
-  for (const Collected& c : out) EXPECT_TRUE(c.done);
+  expect_all_done(**sched, out, stats);
   return out;
-}
-
-void expect_same(const Collected& a, const Collected& b) {
-  EXPECT_EQ(a.tokens, b.tokens);
-  EXPECT_EQ(a.logprobs, b.logprobs);  // bit-identical logits
-  EXPECT_EQ(a.text, b.text);
-  EXPECT_EQ(a.finish, b.finish);
 }
 
 TEST(SchedulerSpeculative, GivesPlainDecodingsTokensAndLeavesTheOtherSequenceAlone) {
@@ -127,7 +102,7 @@ TEST(SchedulerSpeculative, GivesPlainDecodingsTokensAndLeavesTheOtherSequenceAlo
   int64_t widest = 0;
   for (const char* file : {"stories260K.gguf", "qwen2.5-qwentok-tiny-q8_0.gguf",
                            "qwen2-tiny-q4_k_m.gguf", "llama3-tiny-q4_k_m.gguf"}) {
-    const Loaded l = load_file(file);
+    const Loaded l = load_model_file(file);
     ASSERT_NE(l.tokenizer, nullptr) << file;
     const std::vector<int32_t> prompt = repeating_prompt(*l.tokenizer);
     const std::vector<int32_t> other = l.tokenizer->encode("The sea and the stars", true, false);
@@ -149,9 +124,9 @@ TEST(SchedulerSpeculative, GivesPlainDecodingsTokensAndLeavesTheOtherSequenceAlo
             &max_step, &stats);
         EXPECT_LE(max_step, budget);  // the drafts count in the budget
         widest = std::max(widest, max_step);
-        expect_same(spec[0], plain[0]);
-        expect_same(spec[1], plain[1]);
-        expect_same(spec[1], alone[0]);
+        expect_same_reply(spec[0], plain[0]);
+        expect_same_reply(spec[1], plain[1]);
+        expect_same_reply(spec[1], alone[0]);
         const RequestStats& st = spec[0].stats;
         EXPECT_LE(st.n_draft_accepted, st.n_drafted);
         EXPECT_EQ(spec[1].stats.n_drafted, 0);
@@ -171,19 +146,19 @@ TEST(SchedulerSpeculative, GivesPlainDecodingsTokensAndLeavesTheOtherSequenceAlo
 
 TEST(SchedulerSpeculative, StopStringsMaxTokensAndAFullContextEndAsInPlainDecoding) {
   MINFER_REQUIRE_TEST_DATA();
-  const Loaded l = load_file("stories260K.gguf");
+  const Loaded l = load_model_file("stories260K.gguf");
   ASSERT_NE(l.tokenizer, nullptr);
   const std::vector<int32_t> prompt = repeating_prompt(*l.tokenizer);
   int64_t max_step = 0;
   // A full context (64 positions), no max_tokens, on a model whose reply soon loops (its drafts
   // are accepted up to the end).
-  const Loaded q = load_file(kLooping);
+  const Loaded q = load_model_file(kLooping);
   ASSERT_NE(q.tokenizer, nullptr);
   const std::vector<int32_t> q_prompt = repeating_prompt(*q.tokenizer);
   const SchedulerOptions small = options(1, 64);
   const auto plain_ctx = run_together(q, small, {request(q_prompt, 0.0f, -1, 0)}, &max_step);
   const auto spec_ctx = run_together(q, small, {request(q_prompt, 0.0f, -1, 1)}, &max_step);
-  expect_same(spec_ctx[0], plain_ctx[0]);
+  expect_same_reply(spec_ctx[0], plain_ctx[0]);
   EXPECT_EQ(spec_ctx[0].finish, FinishReason::kContext);
   EXPECT_GT(spec_ctx[0].stats.n_draft_accepted, 0);
   // max_tokens in the middle of what the drafts would give.
@@ -191,7 +166,7 @@ TEST(SchedulerSpeculative, StopStringsMaxTokensAndAFullContextEndAsInPlainDecodi
   for (int64_t max_tokens : {1, 2, 7, 23}) {
     const auto plain = run_together(l, o, {request(prompt, 0.0f, max_tokens, 0)}, &max_step);
     const auto spec = run_together(l, o, {request(prompt, 0.0f, max_tokens, 1)}, &max_step);
-    expect_same(spec[0], plain[0]);
+    expect_same_reply(spec[0], plain[0]);
     EXPECT_EQ(static_cast<int64_t>(spec[0].tokens.size()), max_tokens);
   }
   // A stop string from the reply (which repeats itself: drafts are accepted around it).
@@ -203,14 +178,14 @@ TEST(SchedulerSpeculative, StopStringsMaxTokensAndAFullContextEndAsInPlainDecodi
   const auto plain_stop = run_together(l, o, {p}, &max_step);
   p.spec_ngram = 1;
   const auto spec_stop = run_together(l, o, {p}, &max_step);
-  expect_same(spec_stop[0], plain_stop[0]);
+  expect_same_reply(spec_stop[0], plain_stop[0]);
   EXPECT_EQ(spec_stop[0].finish, FinishReason::kStop);
   EXPECT_EQ(spec_stop[0].stop, stop);
 }
 
 TEST(SchedulerSpeculative, ContextShiftGoesOnAsInPlainDecoding) {
   MINFER_REQUIRE_TEST_DATA();
-  const Loaded l = load_file("stories260K.gguf");
+  const Loaded l = load_model_file("stories260K.gguf");
   ASSERT_NE(l.tokenizer, nullptr);
   SchedulerOptions o = options(2, 64);
   o.cache_type = GgmlType::kF32;
@@ -224,7 +199,7 @@ TEST(SchedulerSpeculative, ContextShiftGoesOnAsInPlainDecoding) {
   int64_t max_step = 0;
   const auto plain = run_together(l, o, {shifting(0)}, &max_step);
   const auto spec = run_together(l, o, {shifting(2)}, &max_step);
-  expect_same(spec[0], plain[0]);
+  expect_same_reply(spec[0], plain[0]);
   EXPECT_EQ(spec[0].tokens.size(), 150u);
   EXPECT_GT(spec[0].stats.n_shifts, 0);
   EXPECT_EQ(spec[0].stats.n_shifts, plain[0].stats.n_shifts);
@@ -233,7 +208,7 @@ TEST(SchedulerSpeculative, ContextShiftGoesOnAsInPlainDecoding) {
 
 TEST(SchedulerSpeculative, AKeptSlotHoldsOnlyTheSampledTokensCells) {
   MINFER_REQUIRE_TEST_DATA();
-  const Loaded l = load_file(kLooping);
+  const Loaded l = load_model_file(kLooping);
   ASSERT_NE(l.tokenizer, nullptr);
   const std::vector<int32_t> prompt = repeating_prompt(*l.tokenizer);
   std::vector<SlotState> kept[2];
@@ -295,7 +270,7 @@ TEST(SchedulerSpeculative, RefusesBadSettingsAndSlidingWindowModels) {
   p.draft_min = 7;  // draft_max 6
   refused(p, "draft_min");
 
-  const Loaded g = load_file("gemma3-tiny-q8_0.gguf");
+  const Loaded g = load_model_file("gemma3-tiny-q8_0.gguf");
   ASSERT_NE(g.tokenizer, nullptr);
   auto windowed = Scheduler::create(*g.model, *g.tokenizer, options(1, 128));
   ASSERT_TRUE(windowed.is_ok()) << windowed.status().message();

@@ -7,7 +7,10 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "engine/request.h"
+#include "engine/scheduler.h"
 #include "tokenizer/tokenizer.h"
 
 namespace minfer::engine {
@@ -47,6 +50,37 @@ inline SamplerParams greedy_without_eog(const Tokenizer& tokenizer, int64_t n_vo
     if (tokenizer.is_eog(id)) s.logit_bias.emplace_back(id, -INFINITY);
   }
   return s;
+}
+
+// Submits the requests, each streaming into its own Collected (what is returned; its elements
+// stay where they are while the scheduler runs them).
+inline std::vector<Collected> submit_collecting(Scheduler& sched,
+                                                std::vector<RequestParams> requests) {
+  std::vector<Collected> out(requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    auto h = sched.submit(std::move(requests[i]), collect_into(out[i]));
+    EXPECT_TRUE(h.is_ok()) << h.status().message();
+  }
+  return out;
+}
+
+// Once every request ran: each got its final event, and no KV block is in use.
+inline void expect_all_done(const Scheduler& sched, const std::vector<Collected>& out,
+                            SchedulerStats* stats) {
+  EXPECT_EQ(sched.cache().n_blocks_used(), 0);
+  if (sched.has_draft_model()) {
+    EXPECT_EQ(sched.draft_cache().n_blocks_used(), 0);
+  }
+  if (stats != nullptr) *stats = sched.stats();
+  for (const Collected& c : out) EXPECT_TRUE(c.done);
+}
+
+// Two replies of the same tokens, log-probabilities (bit-identical logits), text and ending.
+inline void expect_same_reply(const Collected& a, const Collected& b) {
+  EXPECT_EQ(a.tokens, b.tokens);
+  EXPECT_EQ(a.logprobs, b.logprobs);
+  EXPECT_EQ(a.text, b.text);
+  EXPECT_EQ(a.finish, b.finish);
 }
 
 }  // namespace minfer::engine

@@ -109,6 +109,19 @@ export async function readSse(res) {
   return { events, done };
 }
 
+// POSTs a streamed request and reads it to the end: its status, the parsed data events, whether
+// [DONE] came last, and the text of the events' first choice (completions' text or chat deltas).
+export async function streamed(url, body) {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ ...body, stream: true }),
+  });
+  const { events, done } = await readSse(res);
+  const text = events.map((e) => e.choices?.[0]?.text ?? e.choices?.[0]?.delta?.content ?? '').join('');
+  return { status: res.status, events, done, text };
+}
+
 export async function metrics(url) {
   const text = await (await fetch(`${url}/metrics`)).text();
   const values = {};
