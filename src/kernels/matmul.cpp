@@ -16,6 +16,8 @@ namespace {
 // past it once per token block.
 constexpr int64_t kRowsPerTask = 16;
 constexpr int64_t kTokenBlock = 64;
+// Row tasks start at x16 row groups (interleave.h).
+static_assert(kRowsPerTask % kInterleaveRows == 0);
 
 // Whether threads split the tokens rather than the rows: for a matrix of few rows per thread
 // (<= 128) and at least 8 tokens per thread, each thread converts its own tokens and multiplies
@@ -51,6 +53,11 @@ bool matmul_supports(GgmlType type) {
          ref_table.matmul_tile[slot(type)] != nullptr && quant_traits(type) != nullptr;
 }
 
+bool matmul_supports_layout(const KernelTable& table, GgmlType type, WeightLayout layout) {
+  if (!matmul_supports(type)) return false;
+  return layout == WeightLayout::kGguf || table.matmul_tile_x16[slot(type)] != nullptr;
+}
+
 size_t matmul_scratch_bytes(GgmlType type, int64_t n_tokens, int64_t n_in) {
   const QuantTraits* traits = quant_traits(type);
   if (traits == nullptr || type == GgmlType::kF32) return 0;
@@ -73,8 +80,15 @@ TilePlan plan_tiles(const KernelTable& table, const MatmulWeights& w) {
   MINFER_CHECK(w.n_in % traits.block_size == 0, "matmul: n_in is not a multiple of the block");
   TilePlan p;
   p.w_row_bytes = static_cast<size_t>(w.n_in / traits.block_size) * traits.bytes_per_block;
-  p.tile = table.matmul_tile[slot(w.type)];
-  if (p.tile == nullptr) p.tile = ref_table.matmul_tile[slot(w.type)];
+  if (w.layout == WeightLayout::kRows16) {
+    MINFER_CHECK(
+        matmul_supports_layout(table, w.type, w.layout) && can_interleave(w.type, w.n_out, w.n_in),
+        "matmul: x16-layout weights without an x16 kernel, or of a shape it cannot take");
+    p.tile = table.matmul_tile_x16[slot(w.type)];
+  } else {
+    p.tile = table.matmul_tile[slot(w.type)];
+    if (p.tile == nullptr) p.tile = ref_table.matmul_tile[slot(w.type)];
+  }
   p.act_row_bytes = static_cast<size_t>(w.n_in) * sizeof(float);
   if (w.type != GgmlType::kF32) {
     const GgmlType act_type = traits.vec_dot_type;

@@ -1,0 +1,21 @@
+// The AVX-512 matmul tiles of the x16 row-interleaved layout (kernels/interleave.h), behind
+// avx512_table's matmul_tile_x16 (declarations only: safe to include anywhere, but call them only
+// on a CPU that runs AVX-512 F/BW/VL/DQ/VNNI). Semantics: KernelTable::matmul_tile_x16.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace minfer::kernels::avx512 {
+
+void matmul_tile_x16_q8_0(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
+                          const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
+                          int64_t y_stride);
+void matmul_tile_x16_q4_0(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
+                          const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
+                          int64_t y_stride);
+void matmul_tile_x16_q5_0(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
+                          const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
+                          int64_t y_stride);
+
+}  // namespace minfer::kernels::avx512
