@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <vector>
 
 #include "core/check.h"
 #include "quant/blocks.h"
@@ -72,6 +73,9 @@ struct TilePlan {
   size_t w_row_bytes = 0;
   size_t act_row_bytes = 0;         // one activation row as the tile reads it
   QuantizeRowFn convert = nullptr;  // f32 → that row; nullptr for F32 weights (rows read as is)
+  // x16 weights under a table without x16 tiles: each row group goes back to the GGUF layout
+  // for `tile` (correct and bit-identical, but slow: repack only for tables that have them).
+  bool deinterleave = false;
 };
 
 TilePlan plan_tiles(const KernelTable& table, const MatmulWeights& w) {
@@ -80,14 +84,16 @@ TilePlan plan_tiles(const KernelTable& table, const MatmulWeights& w) {
   MINFER_CHECK(w.n_in % traits.block_size == 0, "matmul: n_in is not a multiple of the block");
   TilePlan p;
   p.w_row_bytes = static_cast<size_t>(w.n_in / traits.block_size) * traits.bytes_per_block;
+  p.tile = table.matmul_tile[slot(w.type)];
+  if (p.tile == nullptr) p.tile = ref_table.matmul_tile[slot(w.type)];
   if (w.layout == WeightLayout::kRows16) {
-    MINFER_CHECK(
-        matmul_supports_layout(table, w.type, w.layout) && can_interleave(w.type, w.n_out, w.n_in),
-        "matmul: x16-layout weights without an x16 kernel, or of a shape it cannot take");
-    p.tile = table.matmul_tile_x16[slot(w.type)];
-  } else {
-    p.tile = table.matmul_tile[slot(w.type)];
-    if (p.tile == nullptr) p.tile = ref_table.matmul_tile[slot(w.type)];
+    MINFER_CHECK(can_interleave(w.type, w.n_out, w.n_in),
+                 "matmul: x16-layout weights of a type or shape the layout cannot take");
+    if (table.matmul_tile_x16[slot(w.type)] != nullptr) {
+      p.tile = table.matmul_tile_x16[slot(w.type)];
+    } else {
+      p.deinterleave = true;
+    }
   }
   p.act_row_bytes = static_cast<size_t>(w.n_in) * sizeof(float);
   if (w.type != GgmlType::kF32) {
@@ -113,9 +119,34 @@ void convert_rows(const TilePlan& p, const float* x, int64_t n_in, uint8_t* act,
   }
 }
 
+// run_tiles of x16 weights without an x16 tile: each 16-row group of [row_begin, row_end)
+// deinterleaved into a per-thread buffer, then the GGUF-layout tile on it.
+void run_tiles_deinterleaved(const TilePlan& p, const MatmulWeights& w, const uint8_t* act,
+                             float* y, int64_t row_begin, int64_t row_end, int64_t t_begin,
+                             int64_t t_end) {
+  thread_local std::vector<uint8_t> rows;  // [16][row bytes]
+  rows.resize(static_cast<size_t>(kInterleaveRows) * p.w_row_bytes);
+  const auto* w_bytes = static_cast<const uint8_t*>(w.data);
+  for (int64_t g = row_begin; g < row_end; g += kInterleaveRows) {
+    for (int64_t r = 0; r < kInterleaveRows; ++r) {
+      deinterleave_row(w.type, w_bytes, w.n_in, g + r, rows.data() + r * p.w_row_bytes);
+    }
+    for (int64_t t0 = t_begin; t0 < t_end; t0 += kTokenBlock) {
+      const int64_t nt = t_end - t0 < kTokenBlock ? t_end - t0 : kTokenBlock;
+      p.tile(w.n_in, rows.data(), p.w_row_bytes, kInterleaveRows,
+             act + static_cast<size_t>(t0) * p.act_row_bytes, p.act_row_bytes, nt,
+             y + t0 * w.n_out + g, w.n_out);
+    }
+  }
+}
+
 // Rows [row_begin, row_end) for tokens [t_begin, t_end), kTokenBlock tokens per tile call.
 void run_tiles(const TilePlan& p, const MatmulWeights& w, const uint8_t* act, float* y,
                int64_t row_begin, int64_t row_end, int64_t t_begin, int64_t t_end) {
+  if (p.deinterleave) {
+    run_tiles_deinterleaved(p, w, act, y, row_begin, row_end, t_begin, t_end);
+    return;
+  }
   const auto* w_bytes = static_cast<const uint8_t*>(w.data);
   for (int64_t t0 = t_begin; t0 < t_end; t0 += kTokenBlock) {
     const int64_t nt = t_end - t0 < kTokenBlock ? t_end - t0 : kTokenBlock;
