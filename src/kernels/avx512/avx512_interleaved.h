@@ -8,14 +8,10 @@
 
 namespace minfer::kernels::avx512 {
 
-void matmul_tile_x16_q8_0(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
-                          const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
-                          int64_t y_stride);
-void matmul_tile_x16_q4_0(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
-                          const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
-                          int64_t y_stride);
-void matmul_tile_x16_q5_0(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
-                          const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
-                          int64_t y_stride);
+// Instantiated for BlockQ8_0, BlockQ4_0 and BlockQ5_0 (quant/blocks.h).
+template <class Block>
+void matmul_tile_x16(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
+                     const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
+                     int64_t y_stride);
 
 }  // namespace minfer::kernels::avx512

@@ -130,9 +130,12 @@ void tile_x16(int64_t n_in, const uint8_t* w, size_t w_row_bytes, int64_t n_rows
   }
 }
 
+}  // namespace
+
 template <class Block>
-void matmul_x16(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows, const void* act,
-                size_t act_row_bytes, int64_t n_tok, float* y, int64_t y_stride) {
+void matmul_tile_x16(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
+                     const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
+                     int64_t y_stride) {
   const auto* w_bytes = static_cast<const uint8_t*>(w);
   const auto* a_bytes = static_cast<const uint8_t*>(act);
   if (n_tok == 1) {
@@ -142,22 +145,11 @@ void matmul_x16(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
   tile_x16<Block>(n_in, w_bytes, w_row_bytes, n_rows, a_bytes, act_row_bytes, n_tok, y, y_stride);
 }
 
-}  // namespace
-
-void matmul_tile_x16_q8_0(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
-                          const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
-                          int64_t y_stride) {
-  matmul_x16<BlockQ8_0>(n_in, w, w_row_bytes, n_rows, act, act_row_bytes, n_tok, y, y_stride);
-}
-void matmul_tile_x16_q4_0(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
-                          const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
-                          int64_t y_stride) {
-  matmul_x16<BlockQ4_0>(n_in, w, w_row_bytes, n_rows, act, act_row_bytes, n_tok, y, y_stride);
-}
-void matmul_tile_x16_q5_0(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
-                          const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
-                          int64_t y_stride) {
-  matmul_x16<BlockQ5_0>(n_in, w, w_row_bytes, n_rows, act, act_row_bytes, n_tok, y, y_stride);
-}
+template void matmul_tile_x16<BlockQ8_0>(int64_t, const void*, size_t, int64_t, const void*, size_t,
+                                         int64_t, float*, int64_t);
+template void matmul_tile_x16<BlockQ4_0>(int64_t, const void*, size_t, int64_t, const void*, size_t,
+                                         int64_t, float*, int64_t);
+template void matmul_tile_x16<BlockQ5_0>(int64_t, const void*, size_t, int64_t, const void*, size_t,
+                                         int64_t, float*, int64_t);
 
 }  // namespace minfer::kernels::avx512
