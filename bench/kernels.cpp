@@ -28,6 +28,7 @@
 
 #include "core/cpu_features.h"
 #include "kernels/dispatch.h"
+#include "kernels/interleave.h"
 #include "kernels/matmul.h"
 #include "kernels/thread_pool.h"
 #include "quant/quant_traits.h"
@@ -186,16 +187,41 @@ const Weights& weights(GgmlType type, int64_t n_in, int64_t n_out) {
   return w;
 }
 
+// The same copies in the x16 row-interleaved layout (kernels/interleave.h), for the GGUF vs x16
+// pairs; one at a time, as weights().
+const Weights& x16_weights(GgmlType type, int64_t n_in, int64_t n_out) {
+  static std::tuple<int, int64_t, int64_t> key{-1, 0, 0};
+  static Weights w;
+  if (key == std::make_tuple(static_cast<int>(type), n_in, n_out)) return w;
+  key = {static_cast<int>(type), n_in, n_out};
+  const Weights& src = weights(type, n_in, n_out);
+  w.row_bytes = src.row_bytes;
+  w.matrix_bytes = src.matrix_bytes;
+  w.n_copies = src.n_copies;
+  w.data.assign(src.data.size(), 0);
+  const int64_t total_rows = n_out * w.n_copies;
+  pool().parallel_for(total_rows / kInterleaveRows, [&](int64_t begin, int64_t end) {
+    interleave_rows(type, src.data.data(), n_in, begin * kInterleaveRows, end * kInterleaveRows,
+                    w.data.data());
+  });
+  return w;
+}
+
 // cold: every call reads the next copy (memory-bound, as in decode); hot: always the first (for
 // shapes that fit the caches, the kernel's arithmetic ceiling).
 void BM_Matmul(benchmark::State& state, GgmlType type, Isa isa, int64_t n_in, int64_t n_out,
-               int64_t n_tokens, bool cold) {
+               int64_t n_tokens, bool cold, WeightLayout layout) {
   if (!isa_available(isa, cpu_features())) {
     state.SkipWithError("this CPU cannot run this ISA");
     return;
   }
   const KernelTable& table = table_for(isa);
-  const Weights& w = weights(type, n_in, n_out);
+  const bool x16 = layout == WeightLayout::kRows16;
+  if (x16 && !matmul_supports_layout(table, type, layout)) {
+    state.SkipWithError("this table has no x16 kernel for this type");
+    return;
+  }
+  const Weights& w = x16 ? x16_weights(type, n_in, n_out) : weights(type, n_in, n_out);
   std::vector<float> x(n_in * n_tokens);
   std::mt19937 rng(3);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
@@ -205,7 +231,7 @@ void BM_Matmul(benchmark::State& state, GgmlType type, Isa isa, int64_t n_in, in
   int64_t copy = 0;
   for (auto _ : state) {
     const MatmulWeights mw{type, w.data.data() + static_cast<size_t>(copy) * w.matrix_bytes, n_out,
-                           n_in};
+                           n_in, layout};
     matmul(table, pool(), mw, x.data(), n_tokens, y.data(), scratch);
     benchmark::ClobberMemory();
     if (cold) copy = (copy + 1) % w.n_copies;
@@ -221,6 +247,35 @@ void BM_Matmul(benchmark::State& state, GgmlType type, Isa isa, int64_t n_in, in
                          static_cast<double>(n_tokens);
     state.counters["GFLOP/s"] =
         benchmark::Counter(flops / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+  }
+}
+
+// The GGUF layout beside the x16 layout (kernels/interleave.h), AVX-512, at the Qwen2.5-0.5B and
+// 1.5B shapes: BM_<Gemv|GemvHot|Gemm>Layout/<type>/<gguf|x16>/<n_in>x<n_out>, each pair
+// registered together. Compare them within one run, e.g. with --benchmark_repetitions=5
+// --benchmark_enable_random_interleaving=true (medians).
+void register_layout_pairs() {
+  const std::pair<int64_t, int64_t> shapes[] = {
+      {896, 896},   {896, 128},  {896, 4864},  {4864, 896},  {896, 151936},
+      {1536, 1536}, {1536, 256}, {1536, 8960}, {8960, 1536}, {1536, 151936}};
+  for (const char* kind : {"GemvLayout", "GemvHotLayout", "GemmLayout"}) {
+    const bool gemv = std::string(kind) != "GemmLayout";
+    const bool hot = std::string(kind) == "GemvHotLayout";
+    for (GgmlType type : {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ5_0}) {
+      for (auto [n_in, n_out] : shapes) {
+        if (hot && n_out > 8960) continue;
+        for (WeightLayout layout : {WeightLayout::kGguf, WeightLayout::kRows16}) {
+          const std::string name = std::string("BM_") + kind + "/" +
+                                   std::string(ggml_type_info(type).name) + "/" +
+                                   (layout == WeightLayout::kGguf ? "gguf" : "x16") + "/" +
+                                   std::to_string(n_in) + "x" + std::to_string(n_out);
+          benchmark::RegisterBenchmark(name.c_str(), BM_Matmul, type, Isa::kAvx512, n_in, n_out,
+                                       gemv ? 1 : kGemmTokens, !hot, layout)
+              ->Unit(benchmark::kMicrosecond)
+              ->UseRealTime();
+        }
+      }
+    }
   }
 }
 
@@ -250,13 +305,14 @@ void register_all() {
                                    "/" + std::to_string(n_in) + "x" + std::to_string(n_out);
           if (hot && n_out > 4864) continue;  // a hot 151936-row matrix is not in any cache
           benchmark::RegisterBenchmark(name.c_str(), BM_Matmul, type, isa, n_in, n_out, n_tokens,
-                                       !hot)
+                                       !hot, WeightLayout::kGguf)
               ->Unit(benchmark::kMicrosecond)
               ->UseRealTime();
         }
       }
     }
   }
+  register_layout_pairs();
 }
 
 }  // namespace

@@ -81,7 +81,7 @@ void Executor::matmul_group(const Graph& graph, size_t first, size_t n) {
   for (size_t j = 0; j < n; ++j) {
     const Node& node = graph.nodes[first + j];
     const WeightTensor& w = *node.weight;
-    ws[j] = {w.type, w.data, w.n_rows, w.n_cols};
+    ws[j] = {w.type, w.data, w.n_rows, w.n_cols, w.layout};
     ys[j] = buffer(node);
   }
   const Node& head = graph.nodes[first];
@@ -111,7 +111,7 @@ void Executor::observe(const Graph& graph, size_t first, size_t n, double second
 
 void Executor::matmul(const Node& node, const float* x, float* y) {
   const WeightTensor& w = *node.weight;
-  const kernels::MatmulWeights weights{w.type, w.data, w.n_rows, w.n_cols};
+  const kernels::MatmulWeights weights{w.type, w.data, w.n_rows, w.n_cols, w.layout};
   const size_t need = kernels::matmul_scratch_bytes(w.type, node.rows, w.n_cols);
   if (act_scratch_.size() < need) act_scratch_.resize(need);
   kernels::matmul(table_, pool_, weights, x, node.rows, y, act_scratch_);
@@ -129,6 +129,16 @@ void Executor::run_node(const Node& node, const Graph& graph, const Batch& batch
     case OpKind::kGetRows: {
       const WeightTensor& e = *node.weight;
       float* y = buffer(node);
+      if (e.layout != kernels::WeightLayout::kGguf) {
+        // A tied output repacked at load: each row's blocks back in order first.
+        std::vector<uint8_t> row(e.row_bytes);  // [row bytes]
+        for (int64_t t = 0; t < rows; ++t) {
+          kernels::deinterleave_row(e.type, e.data, cols, batch.tokens[static_cast<size_t>(t)],
+                                    row.data());
+          dequantize_row(e.type, row.data(), y + t * cols, cols);
+        }
+        return;
+      }
       for (int64_t t = 0; t < rows; ++t) {
         dequantize_row(e.type, e.row(batch.tokens[static_cast<size_t>(t)]), y + t * cols, cols);
       }

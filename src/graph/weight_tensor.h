@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/interleave.h"
 #include "quant/ggml_type.h"
 
 namespace minfer {
@@ -19,6 +20,9 @@ struct WeightTensor {
   const uint8_t* data = nullptr;
   size_t row_bytes = 0;
   int64_t n_mats = 1;  // matrices stacked along the third dimension (experts)
+  // kRows16: repacked at load into the x16 row-interleaved layout (models/repack.h); row(r) then
+  // is not row r's bytes (kernels::deinterleave_row gives them).
+  kernels::WeightLayout layout = kernels::WeightLayout::kGguf;
 
   // Matrix e of a 3-D weight (0 <= e < n_mats): the same row bytes, rows offset by e · n_rows.
   WeightTensor matrix(int64_t e) const {

@@ -127,6 +127,13 @@ struct KernelTable {
   // halfway cases away from zero — unlike quantize_act's Q8_0) and dequantize_row_q8_0 (q · d).
   QuantizeRowFn cells_from_f32[kMatmulSlots];
   DequantizeRowFn cells_to_f32[kMatmulSlots];
+
+  // Matmul tiles per weight type for weights in the x16 row-interleaved layout
+  // (kernels/interleave.h): matmul_tile's contract, with w at the start of a 16-row group and
+  // n_rows a multiple of 16 (w_row_bytes is still the GGUF row's size). nullptr: this table has
+  // no kernel for the layout, and weights stay in the GGUF layout under it (matmul refuses x16
+  // weights without a kernel).
+  MatmulTileFn matmul_tile_x16[kMatmulSlots];
 };
 
 // The tables themselves. Constant-initialized data: touching them runs no ISA-specific code,

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <vector>
 
 #include "core/check.h"
 #include "quant/blocks.h"
@@ -16,6 +17,8 @@ namespace {
 // past it once per token block.
 constexpr int64_t kRowsPerTask = 16;
 constexpr int64_t kTokenBlock = 64;
+// Row tasks start at x16 row groups (interleave.h).
+static_assert(kRowsPerTask % kInterleaveRows == 0);
 
 // Whether threads split the tokens rather than the rows: for a matrix of few rows per thread
 // (<= 128) and at least 8 tokens per thread, each thread converts its own tokens and multiplies
@@ -51,6 +54,11 @@ bool matmul_supports(GgmlType type) {
          ref_table.matmul_tile[slot(type)] != nullptr && quant_traits(type) != nullptr;
 }
 
+bool matmul_supports_layout(const KernelTable& table, GgmlType type, WeightLayout layout) {
+  if (!matmul_supports(type)) return false;
+  return layout == WeightLayout::kGguf || table.matmul_tile_x16[slot(type)] != nullptr;
+}
+
 size_t matmul_scratch_bytes(GgmlType type, int64_t n_tokens, int64_t n_in) {
   const QuantTraits* traits = quant_traits(type);
   if (traits == nullptr || type == GgmlType::kF32) return 0;
@@ -65,6 +73,9 @@ struct TilePlan {
   size_t w_row_bytes = 0;
   size_t act_row_bytes = 0;         // one activation row as the tile reads it
   QuantizeRowFn convert = nullptr;  // f32 → that row; nullptr for F32 weights (rows read as is)
+  // x16 weights under a table without x16 tiles: each row group goes back to the GGUF layout
+  // for `tile` (correct and bit-identical, but slow: repack only for tables that have them).
+  bool deinterleave = false;
 };
 
 TilePlan plan_tiles(const KernelTable& table, const MatmulWeights& w) {
@@ -75,6 +86,15 @@ TilePlan plan_tiles(const KernelTable& table, const MatmulWeights& w) {
   p.w_row_bytes = static_cast<size_t>(w.n_in / traits.block_size) * traits.bytes_per_block;
   p.tile = table.matmul_tile[slot(w.type)];
   if (p.tile == nullptr) p.tile = ref_table.matmul_tile[slot(w.type)];
+  if (w.layout == WeightLayout::kRows16) {
+    MINFER_CHECK(can_interleave(w.type, w.n_out, w.n_in),
+                 "matmul: x16-layout weights of a type or shape the layout cannot take");
+    if (table.matmul_tile_x16[slot(w.type)] != nullptr) {
+      p.tile = table.matmul_tile_x16[slot(w.type)];
+    } else {
+      p.deinterleave = true;
+    }
+  }
   p.act_row_bytes = static_cast<size_t>(w.n_in) * sizeof(float);
   if (w.type != GgmlType::kF32) {
     const GgmlType act_type = traits.vec_dot_type;
@@ -99,9 +119,34 @@ void convert_rows(const TilePlan& p, const float* x, int64_t n_in, uint8_t* act,
   }
 }
 
+// run_tiles of x16 weights without an x16 tile: each 16-row group of [row_begin, row_end)
+// deinterleaved into a per-thread buffer, then the GGUF-layout tile on it.
+void run_tiles_deinterleaved(const TilePlan& p, const MatmulWeights& w, const uint8_t* act,
+                             float* y, int64_t row_begin, int64_t row_end, int64_t t_begin,
+                             int64_t t_end) {
+  thread_local std::vector<uint8_t> rows;  // [16][row bytes]
+  rows.resize(static_cast<size_t>(kInterleaveRows) * p.w_row_bytes);
+  const auto* w_bytes = static_cast<const uint8_t*>(w.data);
+  for (int64_t g = row_begin; g < row_end; g += kInterleaveRows) {
+    for (int64_t r = 0; r < kInterleaveRows; ++r) {
+      deinterleave_row(w.type, w_bytes, w.n_in, g + r, rows.data() + r * p.w_row_bytes);
+    }
+    for (int64_t t0 = t_begin; t0 < t_end; t0 += kTokenBlock) {
+      const int64_t nt = t_end - t0 < kTokenBlock ? t_end - t0 : kTokenBlock;
+      p.tile(w.n_in, rows.data(), p.w_row_bytes, kInterleaveRows,
+             act + static_cast<size_t>(t0) * p.act_row_bytes, p.act_row_bytes, nt,
+             y + t0 * w.n_out + g, w.n_out);
+    }
+  }
+}
+
 // Rows [row_begin, row_end) for tokens [t_begin, t_end), kTokenBlock tokens per tile call.
 void run_tiles(const TilePlan& p, const MatmulWeights& w, const uint8_t* act, float* y,
                int64_t row_begin, int64_t row_end, int64_t t_begin, int64_t t_end) {
+  if (p.deinterleave) {
+    run_tiles_deinterleaved(p, w, act, y, row_begin, row_end, t_begin, t_end);
+    return;
+  }
   const auto* w_bytes = static_cast<const uint8_t*>(w.data);
   for (int64_t t0 = t_begin; t0 < t_end; t0 += kTokenBlock) {
     const int64_t nt = t_end - t0 < kTokenBlock ? t_end - t0 : kTokenBlock;

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <span>
 
+#include "kernels/interleave.h"
 #include "kernels/kernel_table.h"
 #include "kernels/thread_pool.h"
 #include "quant/ggml_type.h"
@@ -24,10 +25,18 @@ struct MatmulWeights {
   const void* data = nullptr;  // [n_out][row bytes of n_in elements]
   int64_t n_out = 0;
   int64_t n_in = 0;  // a multiple of the type's block size
+  // kRows16: data is in the x16 row-interleaved layout (interleave.h), of a type and shape that
+  // can_interleave. Tables without matmul_tile_x16 for the type (matmul_supports_layout false)
+  // still multiply it, bit-identically but slowly (each row group deinterleaved per call).
+  WeightLayout layout = WeightLayout::kGguf;
 };
 
 // Whether matmul supports weights of this type (every DESIGN.md §4 weight type).
 bool matmul_supports(GgmlType type);
+
+// Whether `table` has a kernel for weights of this type in this layout (every supported type in
+// the GGUF layout; x16 where the table has matmul_tile_x16 for it).
+bool matmul_supports_layout(const KernelTable& table, GgmlType type, WeightLayout layout);
 
 // Scratch bytes matmul needs for n_tokens rows of n_in activations against weights of `type`.
 size_t matmul_scratch_bytes(GgmlType type, int64_t n_tokens, int64_t n_in);

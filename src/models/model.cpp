@@ -1,5 +1,6 @@
 #include "models/model.h"
 
+#include "kernels/dispatch.h"
 #include "models/decoder.h"
 
 namespace minfer {
@@ -13,6 +14,12 @@ Result<std::unique_ptr<Model>> Model::from_file(std::unique_ptr<GgufFile> file) 
   std::unique_ptr<Model> model(new Model());
   MINFER_ASSIGN_OR_RETURN(model->config_, read_model_config(*file));
   MINFER_ASSIGN_OR_RETURN(model->weights_, load_model_weights(*file, model->config_));
+  // Repacked for the active table (a bad MINFER_FORCE_ISA is reported where the runtime starts).
+  // A runtime on another table still reads them, more slowly (kernels/matmul.h).
+  if (kernels::init_kernels().is_ok() && repack_enabled(kernels::active_table())) {
+    MINFER_ASSIGN_OR_RETURN(model->repacked_,
+                            repack_weights(model->weights_, kernels::active_table()));
+  }
   model->file_ = std::move(file);
   return model;
 }

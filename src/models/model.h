@@ -11,6 +11,7 @@
 #include "graph/graph.h"
 #include "models/model_config.h"
 #include "models/model_weights.h"
+#include "models/repack.h"
 
 namespace minfer {
 
@@ -24,6 +25,8 @@ class Model {
   const ModelConfig& config() const { return config_; }
   const ModelWeights& weights() const { return weights_; }
   const GgufFile& file() const { return *file_; }
+  // The weights repacked at load (models/repack.h); null when none were.
+  const RepackedWeights* repacked() const { return repacked_.get(); }
 
   // The decoder graph for a batch of n_tokens of which n_outputs want logits (not yet fused or
   // allocated); `hidden`: the output rows' last hidden state (after the final norm, [n_outputs,
@@ -34,6 +37,7 @@ class Model {
   std::unique_ptr<GgufFile> file_;
   ModelConfig config_;
   ModelWeights weights_;
+  std::unique_ptr<RepackedWeights> repacked_;  // the repacked matrices weights_ points into
 };
 
 }  // namespace minfer

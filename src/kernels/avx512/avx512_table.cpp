@@ -1,11 +1,25 @@
+#include "kernels/avx512/avx512_interleaved.h"
 #include "kernels/avx512/avx512_kernels.h"
+#include "quant/blocks.h"
 
 #define MINFER_SIMD_KERNEL_NAMESPACE avx512
 #include "kernels/simd_table_impl.h"
 #undef MINFER_SIMD_KERNEL_NAMESPACE
 
 namespace minfer::kernels {
+namespace {
 
-constinit const KernelTable avx512_table = avx512::make_table(Isa::kAvx512, "avx512");
+// The x16-layout tiles, only in this table (kernels/interleave.h).
+constexpr KernelTable with_x16_tiles(KernelTable t) {
+  t.matmul_tile_x16[static_cast<int>(GgmlType::kQ8_0)] = avx512::matmul_tile_x16<BlockQ8_0>;
+  t.matmul_tile_x16[static_cast<int>(GgmlType::kQ4_0)] = avx512::matmul_tile_x16<BlockQ4_0>;
+  t.matmul_tile_x16[static_cast<int>(GgmlType::kQ5_0)] = avx512::matmul_tile_x16<BlockQ5_0>;
+  return t;
+}
+
+}  // namespace
+
+constinit const KernelTable avx512_table =
+    with_x16_tiles(avx512::make_table(Isa::kAvx512, "avx512"));
 
 }  // namespace minfer::kernels

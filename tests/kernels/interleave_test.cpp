@@ -1,0 +1,98 @@
+// The x16 row-interleaved layout (kernels/interleave.h): the repack round-trips, and every table
+// (its x16 tiles, or matmul's fallback without them) gives the reference tiles' bits on the GGUF
+// layout, for 1 to 70 tokens, odd numbers of row groups and 1, 2 and 3 threads.
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "kernel_test_util.h"
+#include "kernels/interleave.h"
+#include "kernels/matmul.h"
+#include "quant/quant_traits.h"
+
+namespace minfer::kernels {
+namespace {
+
+const GgmlType kTypes[] = {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ5_0};
+
+struct Matrix {
+  GgmlType type;
+  int64_t n_in, n_out;
+  size_t row_bytes;
+  std::vector<uint8_t> gguf;  // [n_out][row bytes]
+  std::vector<uint8_t> x16;   // the same, interleaved
+};
+
+Matrix make_matrix(GgmlType type, int64_t n_in, int64_t n_out, uint32_t seed) {
+  const QuantTraits& traits = *quant_traits(type);
+  Matrix m{type, n_in, n_out, static_cast<size_t>(n_in / 32) * traits.bytes_per_block, {}, {}};
+  m.gguf.resize(m.row_bytes * n_out);
+  const std::vector<float> w = test::random_floats(n_in * n_out, seed, -1.0f, 1.0f);
+  for (int64_t r = 0; r < n_out; ++r) {
+    quantize_row(type, w.data() + r * n_in, m.gguf.data() + r * m.row_bytes, n_in);
+  }
+  m.x16.assign(m.gguf.size(), 0);
+  interleave_rows(type, m.gguf.data(), n_in, 0, n_out, m.x16.data());
+  return m;
+}
+
+std::vector<float> run(const KernelTable& table, ThreadPool& pool, const Matrix& m,
+                       WeightLayout layout, const std::vector<float>& x, int64_t n_tokens) {
+  std::vector<uint8_t> scratch(matmul_scratch_bytes(m.type, n_tokens, m.n_in));
+  std::vector<float> y(n_tokens * m.n_out, -12345.0f);
+  const uint8_t* data = layout == WeightLayout::kRows16 ? m.x16.data() : m.gguf.data();
+  matmul(table, pool, MatmulWeights{m.type, data, m.n_out, m.n_in, layout}, x.data(), n_tokens,
+         y.data(), scratch);
+  return y;
+}
+
+TEST(Interleave, ShapesThatCanTakeTheLayout) {
+  EXPECT_TRUE(can_interleave(GgmlType::kQ8_0, 896, 896));
+  EXPECT_TRUE(can_interleave(GgmlType::kQ5_0, 151936, 896));
+  EXPECT_FALSE(can_interleave(GgmlType::kQ8_0, 24, 896));   // rows not a multiple of 16
+  EXPECT_FALSE(can_interleave(GgmlType::kQ4_0, 32, 96));    // odd blocks per row
+  EXPECT_FALSE(can_interleave(GgmlType::kQ4_K, 32, 1024));  // no x16 layout for the type
+  EXPECT_FALSE(matmul_supports_layout(ref_table, GgmlType::kQ8_0, WeightLayout::kRows16));
+  EXPECT_TRUE(matmul_supports_layout(ref_table, GgmlType::kQ8_0, WeightLayout::kGguf));
+}
+
+TEST(Interleave, EveryRowComesBack) {
+  for (GgmlType type : kTypes) {
+    const Matrix m = make_matrix(type, 192, 48, 5);
+    std::vector<uint8_t> row(m.row_bytes);
+    for (int64_t r = 0; r < m.n_out; ++r) {
+      deinterleave_row(type, m.x16.data(), m.n_in, r, row.data());
+      ASSERT_EQ(0, std::memcmp(row.data(), m.gguf.data() + r * m.row_bytes, m.row_bytes))
+          << ggml_type_info(type).name << " row " << r;
+    }
+  }
+}
+
+TEST(Interleave, X16TilesAreBitIdenticalToRefOnTheGgufLayout) {
+  ThreadPool pools[] = {ThreadPool(1), ThreadPool(2), ThreadPool(3)};
+  // Tables without x16 tiles (ref, avx2) read the layout through matmul's fallback.
+  for (const KernelTable* table : test::all_tables()) {
+    for (GgmlType type : kTypes) {
+      for (int64_t n_in : {64, 896, 4160}) {
+        for (int64_t n_out : {16, 48, 144, 272}) {
+          const Matrix m = make_matrix(type, n_in, n_out, static_cast<uint32_t>(n_in + n_out));
+          for (int64_t n_tokens : {1, 2, 5, 64, 70}) {
+            const std::vector<float> x = test::random_floats(n_in * n_tokens, 11, -2.0f, 2.0f);
+            const std::vector<float> want =
+                run(ref_table, pools[0], m, WeightLayout::kGguf, x, n_tokens);
+            for (ThreadPool& pool : pools) {
+              const std::vector<float> got =
+                  run(*table, pool, m, WeightLayout::kRows16, x, n_tokens);
+              ASSERT_EQ(0, std::memcmp(got.data(), want.data(), want.size() * sizeof(float)))
+                  << table->name << " " << ggml_type_info(type).name << " " << n_in << "x" << n_out
+                  << " tokens " << n_tokens << " threads " << pool.n_threads();
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace minfer::kernels
