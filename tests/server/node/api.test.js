@@ -266,7 +266,7 @@ describe('minfer serve options', { skip: skipReason }, () => {
       const controller = new AbortController();
       const long = fetch(`${s.url}/v1/completions`, {
         method: 'POST', signal: controller.signal, headers: { 'Content-Type': 'application/json' },
-        body: JSON.stringify({ prompt: 'Hello', max_tokens: 3000, stream: true }),
+        body: JSON.stringify({ prompt: 'Hello', max_tokens: 3000, ignore_eos: true, stream: true }),
       });
       const res = await long;
       const reader = res.body.getReader();
