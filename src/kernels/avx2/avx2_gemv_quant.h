@@ -401,7 +401,10 @@ struct GemvK16 : OneAcc {
       __m256i q[4];
       k16_quants(w, h, q);
       // This half's 8 scales in both 128-bit lanes.
-      const __m256i sch = _mm256_permute4x64_epi64(sc16, h == 0 ? 0x44 : 0xee);
+      // (Two literal immediates: at -O2 a computed one is not folded to the constant the
+      // instruction needs.)
+      const __m256i sch =
+          h == 0 ? _mm256_permute4x64_epi64(sc16, 0x44) : _mm256_permute4x64_epi64(sc16, 0xee);
       for (int k = 0; k < 4; ++k) {
         // int16 2k in lane 0, 2k + 1 in lane 1, everywhere.
         const __m256i pick =
