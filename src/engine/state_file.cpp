@@ -15,7 +15,6 @@ namespace minfer::engine {
 namespace {
 
 constexpr char kMagic[8] = {'M', 'I', 'N', 'F', 'E', 'R', 'K', 'V'};
-constexpr size_t kSampleBytes = 1024;    // per sample of a tensor's data (model_fingerprint)
 constexpr uint32_t kMaxArchBytes = 256;  // caps on what a file may claim
 constexpr int64_t kMaxDim = int64_t{1} << 31;
 
@@ -208,23 +207,10 @@ Status get_tokens(ByteReader& r, KvState& s, const std::string& name) {
 
 ModelFingerprint model_fingerprint(const Model& model) {
   const ModelConfig& c = model.config();
-  ModelFingerprint f{
-      c.arch, {c.n_layer, c.n_embd, c.n_head, c.n_head_kv, c.head_dim, c.head_dim_v, c.n_vocab}, 0};
-  ByteWriter w;
-  const GgufFile& file = model.file();
-  for (const GgufTensorInfo& t : file.tensors()) {
-    w.put_bytes(t.name.data(), t.name.size());
-    w.put(static_cast<uint32_t>(t.type));
-    for (const uint64_t d : t.shape) w.put(d);
-    w.put(t.n_bytes);
-    const std::span<const uint8_t> data = file.tensor_data(t);
-    const size_t n = std::min(kSampleBytes, data.size());
-    for (const size_t at : {size_t{0}, (data.size() - n) / 2, data.size() - n}) {
-      w.put_bytes(data.data() + at, n);
-    }
-  }
-  f.tensor_hash = hash64(w.bytes());
-  return f;
+  return ModelFingerprint{
+      c.arch,
+      {c.n_layer, c.n_embd, c.n_head, c.n_head_kv, c.head_dim, c.head_dim_v, c.n_vocab},
+      model.tensor_hash()};
 }
 
 KvState capture_state(const ModelFingerprint& fingerprint, const KvCache& cache, int32_t seq,

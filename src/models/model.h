@@ -27,6 +27,11 @@ class Model {
   const GgufFile& file() const { return *file_; }
   // The weights repacked at load (models/repack.h); null when none were.
   const RepackedWeights* repacked() const { return repacked_.get(); }
+  // hash64 over every tensor's name, type, shape, byte count and three 1 KiB samples of its
+  // data (start, middle, end), as the file holds them: what identifies these weights (the state
+  // files' model fingerprint, engine/state_file.h). Taken at load, before repacking, which moves
+  // the matrices and releases the file's pages (with --no-mmap those would read back as zeros).
+  uint64_t tensor_hash() const { return tensor_hash_; }
 
   // The decoder graph for a batch of n_tokens of which n_outputs want logits (not yet fused or
   // allocated); `hidden`: the output rows' last hidden state (after the final norm, [n_outputs,
@@ -38,6 +43,7 @@ class Model {
   ModelConfig config_;
   ModelWeights weights_;
   std::unique_ptr<RepackedWeights> repacked_;  // the repacked matrices weights_ points into
+  uint64_t tensor_hash_ = 0;
 };
 
 }  // namespace minfer

@@ -224,6 +224,24 @@ TEST(StateFile, TwoModelsOfTheSameShapeAndTypesHaveDifferentFingerprints) {
   EXPECT_NE(refusal(state, *models[1], GgmlType::kF16).find("tensor hash"), std::string::npos);
 }
 
+// The fingerprint is the file's, whatever holds the weights: mapped, or read into memory (where
+// repacking releases the copied matrices' pages, which would then read back as zeros), with or
+// without repacking. A state saved by one is restored by the others.
+TEST(StateFile, FingerprintIsTheSameMappedOrReadIntoMemory) {
+  MINFER_REQUIRE_TEST_DATA();
+  const std::string path = test::test_data_path("models/qwen2-tiny-q8_0.gguf");
+  auto mapped = Model::load(path);
+  MapOptions read_options;
+  read_options.use_mmap = false;
+  auto read = Model::load(path, read_options);
+  ASSERT_TRUE(mapped.is_ok() && read.is_ok());
+  const ModelFingerprint a = model_fingerprint(**mapped);
+  EXPECT_EQ(a.tensor_hash, model_fingerprint(**read).tensor_hash);
+  Ran r = run_greedy(**read, GgmlType::kF16, {5, 6, 7, 8}, 0);
+  const KvState state = r.session->capture(model_fingerprint(**read));
+  EXPECT_EQ(refusal(state, **mapped, GgmlType::kF16), "");
+}
+
 TEST(StateFile, AnotherCellTypeIsRefused) {
   MINFER_REQUIRE_TEST_DATA();
   Saved s = saved_state();
