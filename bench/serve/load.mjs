@@ -1,15 +1,27 @@
 #!/usr/bin/env node
-// Load generator for `minfer serve`: total generated tok/s and time to first token (p50/p99) at
-// several numbers of concurrent streaming clients.
+// Load generator for `minfer serve`: total generated tok/s, each stream's decode rate after its
+// first token, and time to first token (p50/p99) at several numbers of concurrent clients.
 //
 //   node bench/serve/load.mjs --model M.gguf [--bin build/minfer] [--threads 2]
-//        [--concurrency 1,4,8,16] [--max-tokens 64] [--rounds 2] [--url http://host:port]
+//        [--concurrency 1,4,8,16] [--max-tokens 64] [--rounds 2] [--stream 1]
+//        [--url http://host:port]
 //
 // Without --url it starts `minfer serve` itself (-np = the largest concurrency). Each client sends
 // `rounds` requests one after another (greedy, a distinct short prompt each, exactly max-tokens
 // generated: ignore_eos is emulated by a stop-free greedy run of a random-weight model). The rate
-// counts completion tokens over the wall time of the whole level.
+// counts completion tokens over the wall time of the whole level (prefill included). "decode/stream"
+// is the median over requests of (tokens - 1) / (time of the last chunk - time of the first): one
+// stream's rate after its first token, the figure to set beside `minfer bench -n N` tg on the same
+// model and thread count. --stream 0 asks for whole replies (no TTFT nor decode/stream then).
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+
+if (process.argv.includes('--help') || process.argv.includes('-h')) {
+  const text = readFileSync(new URL(import.meta.url), 'utf8');
+  const header = text.split('\n').slice(1).filter((l) => l.startsWith('//'));
+  console.log(header.map((l) => l.slice(3)).join('\n'));
+  process.exit(0);
+}
 
 const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) => {
   if (a.startsWith('--')) acc.push([a.slice(2), all[i + 1]]);
@@ -18,6 +30,7 @@ const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) =>
 const levels = (args.concurrency || '1,4,8,16').split(',').map(Number);
 const maxTokens = Number(args['max-tokens'] || 64);
 const rounds = Number(args.rounds || 2);
+const stream = (args.stream ?? '1') !== '0';
 
 async function start() {
   if (args.url) return { url: args.url, stop: async () => {} };
@@ -41,11 +54,17 @@ async function one(url, prompt) {
   const t0 = performance.now();
   const res = await fetch(`${url}/v1/completions`, {
     method: 'POST', headers: { 'Content-Type': 'application/json' },
-    body: JSON.stringify({ prompt, max_tokens: maxTokens, temperature: 0, stream: true, stream_options: { include_usage: true } }),
+    body: JSON.stringify({ prompt, max_tokens: maxTokens, temperature: 0, stream,
+      ...(stream ? { stream_options: { include_usage: true } } : {}) }),
   });
+  if (!stream) {
+    const body = await res.json();
+    return { ttft: null, decode: null, tokens: body.usage.completion_tokens };
+  }
   const reader = res.body.getReader();
   const decoder = new TextDecoder();
   let ttft = null;
+  let tLast = null;
   let buffer = '';
   let tokens = 0;
   for (;;) {
@@ -58,11 +77,15 @@ async function one(url, prompt) {
       buffer = buffer.slice(cut + 2);
       if (!line.startsWith('data: ') || line === 'data: [DONE]') continue;
       const chunk = JSON.parse(line.slice(6));
-      if (ttft === null && chunk.choices?.[0]?.text) ttft = performance.now() - t0;
+      if (chunk.choices?.[0]?.text) {
+        tLast = performance.now() - t0;
+        if (ttft === null) ttft = tLast;
+      }
       if (chunk.usage) tokens = chunk.usage.completion_tokens;
     }
   }
-  return { ttft: ttft ?? performance.now() - t0, tokens };
+  const span = ttft !== null && tLast > ttft ? (tLast - ttft) / 1000 : null;
+  return { ttft: ttft ?? performance.now() - t0, decode: span ? (tokens - 1) / span : null, tokens };
 }
 
 const pct = (xs, p) => {
@@ -83,14 +106,16 @@ for (const c of levels) {
   const secs = (performance.now() - t0) / 1000;
   const flat = results.flat();
   const tokens = flat.reduce((a, r) => a + r.tokens, 0);
-  const ttfts = flat.map((r) => r.ttft);
-  rows.push({ c, tokens, secs, rate: tokens / secs, p50: pct(ttfts, 50), p99: pct(ttfts, 99) });
+  const ttfts = flat.map((r) => r.ttft).filter((t) => t !== null);
+  const decodes = flat.map((r) => r.decode).filter((d) => d !== null);
+  rows.push({ c, tokens, secs, rate: tokens / secs, decode: decodes.length ? pct(decodes, 50) : NaN,
+    p50: ttfts.length ? pct(ttfts, 50) : NaN, p99: ttfts.length ? pct(ttfts, 99) : NaN });
   console.error(`streams ${c}: ${tokens} tokens in ${secs.toFixed(1)} s`);
 }
 await server.stop();
 const base = rows[0].rate;
-console.log('| streams | generated tok/s | vs 1 stream | TTFT p50 (ms) | TTFT p99 (ms) |');
-console.log('|---:|---:|---:|---:|---:|');
+console.log('| streams | generated tok/s | vs 1 stream | decode/stream tok/s | TTFT p50 (ms) | TTFT p99 (ms) |');
+console.log('|---:|---:|---:|---:|---:|---:|');
 for (const r of rows) {
-  console.log(`| ${r.c} | ${r.rate.toFixed(1)} | ${(r.rate / base).toFixed(2)}x | ${r.p50.toFixed(0)} | ${r.p99.toFixed(0)} |`);
+  console.log(`| ${r.c} | ${r.rate.toFixed(1)} | ${(r.rate / base).toFixed(2)}x | ${r.decode.toFixed(1)} | ${r.p50.toFixed(0)} | ${r.p99.toFixed(0)} |`);
 }

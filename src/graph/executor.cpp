@@ -17,10 +17,28 @@ namespace {
 
 using GatedFn = void (*)(const float* gate, const float* up, int64_t n, float* y);
 
+// Below this many output floats an elementwise op runs on the calling thread: waking the pool
+// and waiting at its barrier costs more than the work (a few µs on a quiet machine, a scheduler
+// time slice when the cores are shared). A decode step's per-head q/k norms (Qwen3: 16 + 8
+// heads of 128) stay on the calling thread; a prefill's rows are split over the pool.
+constexpr int64_t kMinParallelFloats = 16384;
+
+// fn(begin, end) over tasks [0, n_tasks) of floats_per_task outputs each: split over the pool
+// when there is enough work, else in one call. Every task computes its own outputs, so the
+// result is the same either way.
+template <typename Fn>
+void for_tasks(kernels::ThreadPool& pool, int64_t n_tasks, int64_t floats_per_task, Fn&& fn) {
+  if (n_tasks * floats_per_task < kMinParallelFloats) {
+    if (n_tasks > 0) fn(int64_t{0}, n_tasks);
+    return;
+  }
+  pool.parallel_for(n_tasks, fn);
+}
+
 // A gated activation (SwiGLU, GEGLU) of [rows, cols] gate and up, rows split over the pool.
 void gated_rows(kernels::ThreadPool& pool, GatedFn fn, const float* gate, const float* up,
                 int64_t rows, int64_t cols, float* y) {
-  pool.parallel_for(rows, [&](int64_t begin, int64_t end) {
+  for_tasks(pool, rows, cols, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) fn(gate + r * cols, up + r * cols, cols, y + r * cols);
   });
 }
@@ -149,7 +167,7 @@ void Executor::run_node(const Node& node, const Graph& graph, const Batch& batch
       float* y = buffer(node);
       const int64_t n_groups = rows * (cols / node.group);
       const float* w = node.weight->f32();
-      pool_.parallel_for(n_groups, [&](int64_t begin, int64_t end) {
+      for_tasks(pool_, n_groups, node.group, [&](int64_t begin, int64_t end) {
         for (int64_t g = begin; g < end; ++g) {
           table_.rms_norm(x + g * node.group, w, node.eps, node.group, y + g * node.group);
         }

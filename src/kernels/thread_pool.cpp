@@ -44,6 +44,7 @@ void ThreadPool::dispatch(JobFn fn, void* ctx) {
     fn(ctx, 0, 1);
     return;
   }
+  ++n_dispatches_;
   job_fn_ = fn;
   job_ctx_ = ctx;
   pending_.store(n_threads_ - 1, std::memory_order_relaxed);

@@ -24,6 +24,9 @@ class ThreadPool : NonCopyable {
   ~ThreadPool();
 
   int n_threads() const { return n_threads_; }
+  // How many jobs have woken the workers so far (a one-thread pool wakes none): each costs a
+  // wake-up and a barrier, whatever its size. Read on the owner's thread.
+  uint64_t n_dispatches() const { return n_dispatches_; }
 
   // Runs fn(thread_id, n_threads) once on every thread and returns when all have finished.
   // One dispatch at a time: call from one thread (the pool's owner), not from inside fn.
@@ -69,6 +72,7 @@ class ThreadPool : NonCopyable {
   // workers after they see the new generation (acquire).
   JobFn job_fn_ = nullptr;
   void* job_ctx_ = nullptr;
+  uint64_t n_dispatches_ = 0;  // owner's thread only
   alignas(64) std::atomic<uint64_t> generation_{0};
   alignas(64) std::atomic<int> pending_{0};  // workers still running the current job
   std::atomic<bool> stop_{false};

@@ -80,5 +80,43 @@ TEST(Profile, EveryNodeIsCountedAndOpTimesArePartsOfTheStep) {
   }
 }
 
+// A decode step's fixed costs grow with its pool dispatches: each wakes the workers and waits at
+// a barrier. Only the matmuls and attention carry enough work for one; Qwen3's per-head q/k
+// norms (a few heads of one token) run on the calling thread.
+TEST(Profile, ADecodeStepWakesThePoolOnlyForMatmulsAndAttention) {
+  MINFER_REQUIRE_TEST_DATA();
+  auto model = Model::load(test::test_data_path("models/qwen3-tiny-f32.gguf"));
+  ASSERT_TRUE(model.is_ok()) << model.status().message();
+  engine::RuntimeOptions options;
+  options.n_threads = 2;
+  options.n_ctx = 64;
+  auto runtime = engine::Runtime::create(**model, options);
+  ASSERT_TRUE(runtime.is_ok()) << runtime.status().message();
+  Batch prompt;
+  for (int32_t p = 0; p < 8; ++p) prompt.add(p + 3, p, 0, p == 7);
+  ASSERT_TRUE((*runtime)->step(prompt).is_ok());
+  Graph decode = (*model)->build_graph(1, 1);
+  fuse_swiglu(decode);
+  // Consecutive matmuls of one input (q, k, v; gate, up) run as one dispatch.
+  int64_t heavy = 0;
+  int64_t per_head_norms = 0;
+  for (size_t i = 0; i < decode.nodes.size(); ++i) {
+    const Node& node = decode.nodes[i];
+    const bool grouped = i > 0 && node.op == OpKind::kMatmul &&
+                         decode.nodes[i - 1].op == OpKind::kMatmul &&
+                         decode.nodes[i - 1].inputs[0] == node.inputs[0];
+    heavy += (node.op == OpKind::kMatmul && !grouped) || node.op == OpKind::kAttention ? 1 : 0;
+    per_head_norms += node.op == OpKind::kRmsNorm && node.group < node.cols ? 1 : 0;
+  }
+  ASSERT_GT(per_head_norms, 0) << "the model should have per-head q/k norms";
+  const uint64_t before = (*runtime)->pool().n_dispatches();
+  Batch one;
+  one.add(11, 8, 0, true);
+  ASSERT_TRUE((*runtime)->step(one).is_ok());
+  const uint64_t dispatches = (*runtime)->pool().n_dispatches() - before;
+  EXPECT_GT(dispatches, 0u);
+  EXPECT_LE(dispatches, static_cast<uint64_t>(heavy));
+}
+
 }  // namespace
 }  // namespace minfer

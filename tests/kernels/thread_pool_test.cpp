@@ -63,6 +63,21 @@ TEST(ThreadPool, ParallelForWritesEachElementOnce) {
   }
 }
 
+TEST(ThreadPool, CountsTheJobsThatWakeTheWorkers) {
+  ThreadPool pool(2);
+  EXPECT_EQ(pool.n_dispatches(), 0u);
+  pool.run([](int, int) {});
+  pool.parallel_for(5, [](int64_t, int64_t) {});
+  EXPECT_EQ(pool.n_dispatches(), 2u);
+  // One task runs on the caller, and a one-thread pool never wakes anyone.
+  pool.parallel_for(1, [](int64_t, int64_t) {});
+  EXPECT_EQ(pool.n_dispatches(), 2u);
+  ThreadPool alone(1);
+  alone.run([](int, int) {});
+  alone.parallel_for(5, [](int64_t, int64_t) {});
+  EXPECT_EQ(alone.n_dispatches(), 0u);
+}
+
 TEST(ThreadPool, SurvivesIdlePeriodsBetweenDispatches) {
   // Workers fall back from spinning to blocking; a later dispatch must still wake them.
   ThreadPool pool(2);
