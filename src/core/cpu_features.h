@@ -1,7 +1,10 @@
-// What the CPU (and the operating system) lets us run: CPUID feature bits combined with the
-// register state the OS saves on context switch (XCR0 via XGETBV). An instruction set is usable
-// only when both say yes: a CPU with AVX-512 under an OS that does not save ZMM state must not
-// run AVX-512 code (Intel SDM vol. 1 §13.3, "Enabling the XSAVE feature set").
+// What the CPU (and the operating system) lets us run. On x86-64: CPUID feature bits combined
+// with the register state the OS saves on context switch (XCR0 via XGETBV). An instruction set is
+// usable only when both say yes: a CPU with AVX-512 under an OS that does not save ZMM state must
+// not run AVX-512 code (Intel SDM vol. 1 §13.3, "Enabling the XSAVE feature set"). On ARM64: the
+// hardware capabilities the Linux kernel reports (getauxval AT_HWCAP / AT_HWCAP2), which are what
+// it lets user space run. Detection fills only the fields of the architecture it runs on
+// (cpu_features_x86.cpp, cpu_features_arm64.cpp).
 #pragma once
 
 #include <string>
@@ -23,6 +26,10 @@ struct CpuFeatures {
   // XCR0: the OS saves YMM state (bits 1, 2) / opmask and ZMM state (bits 5, 6, 7).
   bool os_saves_ymm = false;
   bool os_saves_zmm = false;
+  // ARM64 HWCAP_ASIMD (Advanced SIMD, "neon"), HWCAP_ASIMDDP (SDOT/UDOT), HWCAP2_I8MM (SMMLA).
+  bool asimd = false;
+  bool asimddp = false;
+  bool i8mm = false;
 
   // What the kernels compiled for each ISA need (see src/kernels: avx2 is built with
   // -mavx2 -mfma -mf16c, avx512 additionally with F/BW/VL/DQ/VNNI).
@@ -39,8 +46,8 @@ const CpuFeatures& cpu_features();
 // Detects the features now (cpu_features() caches this).
 CpuFeatures detect_cpu_features();
 
-// The usable feature names, space-separated ("avx2 fma f16c avx512f …"); features the CPU has
-// but the OS does not enable are left out. "none" when there are none.
+// The usable feature names, space-separated ("avx2 fma f16c avx512f …", "asimd asimddp i8mm");
+// features the CPU has but the OS does not enable are left out. "none" when there are none.
 std::string cpu_feature_names(const CpuFeatures& features);
 
 }  // namespace minfer

@@ -4,9 +4,29 @@
 #include <cstdlib>
 #include <string>
 
+#include "core/check.h"
+
 namespace minfer::kernels {
 
+std::span<const Isa> compiled_isas() {
+#if defined(__x86_64__)
+  static constexpr Isa kIsas[] = {Isa::kRef, Isa::kAvx2, Isa::kAvx512};
+#else
+  static constexpr Isa kIsas[] = {Isa::kRef};
+#endif
+  return kIsas;
+}
+
+bool isa_compiled(Isa isa) {
+  for (Isa compiled : compiled_isas()) {
+    if (compiled == isa) return true;
+  }
+  return false;
+}
+
 const KernelTable& table_for(Isa isa) {
+  MINFER_CHECK(isa_compiled(isa), "table_for: this build has no table for the ISA");
+#if defined(__x86_64__)
   switch (isa) {
     case Isa::kAvx2:
       return avx2_table;
@@ -15,6 +35,7 @@ const KernelTable& table_for(Isa isa) {
     case Isa::kRef:
       break;
   }
+#endif
   return ref_table;
 }
 
@@ -23,6 +44,7 @@ const char* isa_name(Isa isa) {
 }
 
 bool isa_available(Isa isa, const CpuFeatures& features) {
+  if (!isa_compiled(isa)) return false;
   switch (isa) {
     case Isa::kAvx2:
       return features.can_run_avx2();
@@ -40,10 +62,24 @@ Isa best_isa(const CpuFeatures& features) {
   return Isa::kRef;
 }
 
+namespace {
+
+// "ref, avx2, avx512": the names MINFER_FORCE_ISA accepts in this build.
+std::string compiled_isa_names() {
+  std::string out;
+  for (Isa isa : compiled_isas()) {
+    if (!out.empty()) out += ", ";
+    out += isa_name(isa);
+  }
+  return out;
+}
+
+}  // namespace
+
 Result<const KernelTable*> select_table(std::string_view forced, const CpuFeatures& features,
                                         std::string_view source) {
   if (forced.empty()) return &table_for(best_isa(features));
-  for (Isa isa : {Isa::kRef, Isa::kAvx2, Isa::kAvx512}) {
+  for (Isa isa : compiled_isas()) {
     if (forced != isa_name(isa)) continue;
     if (!isa_available(isa, features)) {
       return make_error(ErrorCode::kUnsupported,
@@ -54,9 +90,10 @@ Result<const KernelTable*> select_table(std::string_view forced, const CpuFeatur
     return &table_for(isa);
   }
   return make_error(ErrorCode::kInvalidArgument,
-                    "[kernels] {}='{}' is not an ISA: expected one of ref, avx2, "
-                    "avx512 (CPU features: {}; best available: {})",
-                    source, forced, cpu_feature_names(features), isa_name(best_isa(features)));
+                    "[kernels] {}='{}' is not an ISA: expected one of {} "
+                    "(CPU features: {}; best available: {})",
+                    source, forced, compiled_isa_names(), cpu_feature_names(features),
+                    isa_name(best_isa(features)));
 }
 
 namespace {

@@ -1,6 +1,7 @@
 // Choosing the kernel table: the best ISA the CPU runs, unless MINFER_FORCE_ISA names one.
 #pragma once
 
+#include <span>
 #include <string_view>
 
 #include "core/cpu_features.h"
@@ -9,13 +10,21 @@
 
 namespace minfer::kernels {
 
-// The table of an ISA, whether or not this CPU can run it.
+// The ISAs this build has tables for, ref first: ref, avx2, avx512 on x86-64; ref alone on other
+// architectures (ARM64 has no SIMD table yet).
+std::span<const Isa> compiled_isas();
+
+// Whether this build has a table for `isa`.
+bool isa_compiled(Isa isa);
+
+// The table of a compiled ISA, whether or not this CPU can run it (an ISA this build lacks
+// stops the process: a programming error).
 const KernelTable& table_for(Isa isa);
 
 // "ref", "avx2", "avx512".
 const char* isa_name(Isa isa);
 
-// Whether `features` can run the kernels of `isa`.
+// Whether this build has `isa` and `features` can run its kernels.
 bool isa_available(Isa isa, const CpuFeatures& features);
 
 // The best ISA `features` can run.

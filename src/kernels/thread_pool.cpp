@@ -14,7 +14,11 @@ namespace {
 constexpr int kSpinIterations = 2000;
 
 inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ volatile("yield" ::: "memory");
+#endif
 }
 
 }  // namespace

@@ -9,21 +9,30 @@
 namespace minfer::kernels {
 namespace {
 
-TEST(CpuFeatures, AgreesWithProcCpuinfo) {
+// The first line of /proc/cpuinfo that starts with `key` ("flags" on x86, "Features" on ARM64),
+// as " name name … " (empty when there is none).
+std::string cpuinfo_names(const char* key) {
   std::ifstream in("/proc/cpuinfo");
-  if (!in) GTEST_SKIP() << "no /proc/cpuinfo";
-  std::string line, flags;
+  std::string line, names;
   while (std::getline(in, line)) {
-    if (line.rfind("flags", 0) == 0) {
+    if (line.rfind(key, 0) == 0) {
       // Built with append: GCC 12's -O3 -Wrestrict misfires on `" " + str + " "`.
-      flags.append(1, ' ').append(line, line.find(':') + 1).append(1, ' ');
+      names.append(1, ' ').append(line, line.find(':') + 1).append(1, ' ');
       break;
     }
   }
+  return names;
+}
+
+bool has_name(const std::string& names, const char* name) {
+  return names.find(std::string(" ") + name + " ") != std::string::npos;
+}
+
+#if defined(__x86_64__)
+TEST(CpuFeatures, AgreesWithProcCpuinfo) {
+  const std::string flags = cpuinfo_names("flags");
   if (flags.empty()) GTEST_SKIP() << "no flags line in /proc/cpuinfo";
-  auto has = [&flags](const char* name) {
-    return flags.find(std::string(" ") + name + " ") != std::string::npos;
-  };
+  auto has = [&flags](const char* name) { return has_name(flags, name); };
   // /proc/cpuinfo lists what the kernel enabled, which is what detection must report.
   const CpuFeatures& f = cpu_features();
   EXPECT_EQ(f.avx2 && f.os_saves_ymm, has("avx2"));
@@ -32,14 +41,59 @@ TEST(CpuFeatures, AgreesWithProcCpuinfo) {
   EXPECT_EQ(f.avx512bw && f.os_saves_zmm, has("avx512bw"));
   EXPECT_EQ(f.avx512vnni && f.os_saves_zmm, has("avx512_vnni"));
 }
+#elif defined(__aarch64__)
+// Under qemu-user /proc/cpuinfo is the build machine's (no "Features" line): skipped there.
+TEST(CpuFeatures, AgreesWithProcCpuinfo) {
+  const std::string features = cpuinfo_names("Features");
+  if (features.empty()) GTEST_SKIP() << "no Features line in /proc/cpuinfo";
+  const CpuFeatures& f = cpu_features();
+  EXPECT_EQ(f.asimd, has_name(features, "asimd"));
+  EXPECT_EQ(f.asimddp, has_name(features, "asimddp"));
+  EXPECT_EQ(f.i8mm, has_name(features, "i8mm"));
+}
+
+// Every ARM64 Linux CPU has Advanced SIMD (the AArch64 ABI requires it); the names say so.
+TEST(CpuFeatures, Arm64HasAdvancedSimd) {
+  EXPECT_TRUE(cpu_features().asimd);
+  EXPECT_NE(cpu_feature_names(cpu_features()).find("asimd"), std::string::npos);
+  EXPECT_FALSE(cpu_features().can_run_avx2());
+}
+#endif
+
+// The ARM64 capabilities are named like the x86 ones, on any build (the names are data).
+TEST(CpuFeatures, NamesArm64Capabilities) {
+  CpuFeatures f;
+  EXPECT_EQ(cpu_feature_names(f), "none");
+  f.asimd = f.asimddp = true;
+  EXPECT_EQ(cpu_feature_names(f), "asimd asimddp");
+  f.i8mm = true;
+  EXPECT_EQ(cpu_feature_names(f), "asimd asimddp i8mm");
+}
 
 TEST(Dispatch, TablesNameTheirIsa) {
   EXPECT_STREQ(table_for(Isa::kRef).name, "ref");
+  ASSERT_FALSE(compiled_isas().empty());
+  EXPECT_EQ(compiled_isas()[0], Isa::kRef);
+  for (Isa isa : compiled_isas()) {
+    EXPECT_EQ(table_for(isa).isa, isa);
+    EXPECT_TRUE(isa_compiled(isa));
+  }
+#if defined(__x86_64__)
   EXPECT_STREQ(table_for(Isa::kAvx2).name, "avx2");
   EXPECT_STREQ(table_for(Isa::kAvx512).name, "avx512");
   EXPECT_EQ(table_for(Isa::kAvx512).isa, Isa::kAvx512);
+#else
+  // x86 tables are not built for other architectures, and no CPU features make them available.
+  EXPECT_FALSE(isa_compiled(Isa::kAvx2));
+  EXPECT_FALSE(isa_compiled(Isa::kAvx512));
+  CpuFeatures x86_like;
+  x86_like.avx2 = x86_like.fma = x86_like.f16c = x86_like.os_saves_ymm = true;
+  EXPECT_FALSE(isa_available(Isa::kAvx2, x86_like));
+  EXPECT_EQ(best_isa(x86_like), Isa::kRef);
+#endif
 }
 
+#if defined(__x86_64__)
 TEST(Dispatch, EmptyNameSelectsBestAvailable) {
   CpuFeatures none;
   Result<const KernelTable*> ref = select_table("", none);
@@ -62,6 +116,7 @@ TEST(Dispatch, EmptyNameSelectsBestAvailable) {
   all.os_saves_zmm = false;
   EXPECT_EQ(best_isa(all), Isa::kAvx2);
 }
+#endif
 
 TEST(Dispatch, ForcedNameSelectsIt) {
   Result<const KernelTable*> ref = select_table("ref", cpu_features());
@@ -80,7 +135,11 @@ TEST(Dispatch, UnknownNameIsAnErrorNamingItAndTheCpu) {
   EXPECT_EQ(r.status().code(), ErrorCode::kInvalidArgument);
   const std::string& msg = r.status().message();
   EXPECT_NE(msg.find("avx1024"), std::string::npos) << msg;
+#if defined(__x86_64__)
   EXPECT_NE(msg.find("ref, avx2, avx512"), std::string::npos) << msg;
+#else
+  EXPECT_NE(msg.find("expected one of ref "), std::string::npos) << msg;
+#endif
   EXPECT_NE(msg.find(cpu_feature_names(cpu_features())), std::string::npos) << msg;
   EXPECT_NE(msg.find("MINFER_FORCE_ISA='avx1024'"), std::string::npos) << msg;
   // The message names where the name came from.
@@ -90,6 +149,7 @@ TEST(Dispatch, UnknownNameIsAnErrorNamingItAndTheCpu) {
       << option.status().message();
 }
 
+#if defined(__x86_64__)
 TEST(Dispatch, UnavailableIsaIsAnError) {
   CpuFeatures avx2_only;
   avx2_only.avx2 = avx2_only.fma = avx2_only.f16c = avx2_only.os_saves_ymm = true;
@@ -100,6 +160,16 @@ TEST(Dispatch, UnavailableIsaIsAnError) {
   EXPECT_NE(r.status().message().find("avx2 fma f16c"), std::string::npos) << r.status().message();
   EXPECT_NE(r.status().message().find("best available: avx2"), std::string::npos);
 }
+#else
+// An x86 ISA named on another architecture is refused as no ISA of this build.
+TEST(Dispatch, X86IsaOnOtherArchitectureIsAnError) {
+  Result<const KernelTable*> r = select_table("avx2", cpu_features());
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("MINFER_FORCE_ISA='avx2'"), std::string::npos)
+      << r.status().message();
+}
+#endif
 
 // CI runs this suite once per MINFER_FORCE_ISA value; the active table must follow it.
 TEST(Dispatch, ActiveTableFollowsForceIsa) {

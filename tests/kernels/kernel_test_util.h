@@ -22,8 +22,8 @@ inline const std::vector<int64_t> kSizes = {1, 31, 32, 33, 255, 256, 257, 4128};
 // The SIMD tables this CPU runs (each test compares them with ref_table).
 inline std::vector<const KernelTable*> simd_tables() {
   std::vector<const KernelTable*> out;
-  for (Isa isa : {Isa::kAvx2, Isa::kAvx512}) {
-    if (isa_available(isa, cpu_features())) out.push_back(&table_for(isa));
+  for (Isa isa : compiled_isas()) {
+    if (isa != Isa::kRef && isa_available(isa, cpu_features())) out.push_back(&table_for(isa));
   }
   return out;
 }
