@@ -31,6 +31,7 @@
 #include "kernels/interleave.h"
 #include "kernels/matmul.h"
 #include "kernels/thread_pool.h"
+#include "quant/blocks.h"
 #include "quant/quant_traits.h"
 
 namespace minfer::kernels {
@@ -251,18 +252,24 @@ void BM_Matmul(benchmark::State& state, GgmlType type, Isa isa, int64_t n_in, in
 }
 
 // The GGUF layout beside the x16 layout (kernels/interleave.h), AVX-512, at the Qwen2.5-0.5B and
-// 1.5B shapes: BM_<Gemv|GemvHot|Gemm>Layout/<type>/<gguf|x16>/<n_in>x<n_out>, each pair
-// registered together. Compare them within one run, e.g. with --benchmark_repetitions=5
+// 1.5B shapes (K-quants: Qwen3-0.6B's and Qwen2.5-1.5B's):
+// BM_<Gemv|GemvHot|Gemm>Layout/<type>/<gguf|x16>/<n_in>x<n_out>, each pair registered together.
+// Compare them within one run, e.g. with --benchmark_repetitions=5
 // --benchmark_enable_random_interleaving=true (medians).
 void register_layout_pairs() {
-  const std::pair<int64_t, int64_t> shapes[] = {
+  const std::vector<std::pair<int64_t, int64_t>> shapes = {
       {896, 896},   {896, 128},  {896, 4864},  {4864, 896},  {896, 151936},
       {1536, 1536}, {1536, 256}, {1536, 8960}, {8960, 1536}, {1536, 151936}};
+  const std::vector<std::pair<int64_t, int64_t>> k_shapes = {
+      {1024, 2048}, {1024, 1024}, {2048, 1024}, {1024, 3072}, {3072, 1024},  {1024, 151936},
+      {1536, 1536}, {1536, 256},  {1536, 8960}, {8960, 1536}, {1536, 151936}};
   for (const char* kind : {"GemvLayout", "GemvHotLayout", "GemmLayout"}) {
     const bool gemv = std::string(kind) != "GemmLayout";
     const bool hot = std::string(kind) == "GemvHotLayout";
-    for (GgmlType type : {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ5_0}) {
-      for (auto [n_in, n_out] : shapes) {
+    for (GgmlType type : {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ5_0, GgmlType::kQ4_K,
+                          GgmlType::kQ5_K, GgmlType::kQ6_K}) {
+      const bool k_quant = quant_traits(type)->block_size == kQKK;
+      for (auto [n_in, n_out] : k_quant ? k_shapes : shapes) {
         if (hot && n_out > 8960) continue;
         for (WeightLayout layout : {WeightLayout::kGguf, WeightLayout::kRows16}) {
           const std::string name = std::string("BM_") + kind + "/" +

@@ -60,16 +60,117 @@ void move_block(const BlockParts& p, uint8_t* gguf, uint8_t* pair, int k, int r,
     move(p.qs_offset + 4 * static_cast<size_t>(j), o.qs(k, j, r), 4);
 }
 
+// ---- K-quants: one block of 16 rows ----
+
+// A run of bytes of a K-quant block, kept as `unit`-byte words: in the x16 block the part takes
+// 16 times its bytes at 16 times its offset, word j of row r at (16 j + r) · unit.
+struct KPart {
+  size_t offset, bytes, unit;
+};
+
+constexpr KPart kQ4KParts[] = {{offsetof(BlockQ4K, d), 2, 2},
+                               {offsetof(BlockQ4K, dmin), 2, 2},
+                               {offsetof(BlockQ4K, scales), sizeof(BlockQ4K::scales), 4},
+                               {offsetof(BlockQ4K, qs), sizeof(BlockQ4K::qs), 4}};
+constexpr KPart kQ5KParts[] = {{offsetof(BlockQ5K, d), 2, 2},
+                               {offsetof(BlockQ5K, dmin), 2, 2},
+                               {offsetof(BlockQ5K, scales), sizeof(BlockQ5K::scales), 4},
+                               {offsetof(BlockQ5K, qh), sizeof(BlockQ5K::qh), 4},
+                               {offsetof(BlockQ5K, qs), sizeof(BlockQ5K::qs), 4}};
+constexpr KPart kQ6KParts[] = {{offsetof(BlockQ6K, ql), sizeof(BlockQ6K::ql), 4},
+                               {offsetof(BlockQ6K, qh), sizeof(BlockQ6K::qh), 4},
+                               {offsetof(BlockQ6K, scales), sizeof(BlockQ6K::scales), 4},
+                               {offsetof(BlockQ6K, d), 2, 2}};
+
+struct KLayout {
+  const KPart* parts = nullptr;
+  int n_parts = 0;
+  size_t block_bytes = 0;
+};
+
+bool k_layout_of(GgmlType type, KLayout& k) {
+  switch (type) {
+    case GgmlType::kQ4_K:
+      k = {kQ4KParts, 4, sizeof(BlockQ4K)};
+      return true;
+    case GgmlType::kQ5_K:
+      k = {kQ5KParts, 5, sizeof(BlockQ5K)};
+      return true;
+    case GgmlType::kQ6_K:
+      k = {kQ6KParts, 4, sizeof(BlockQ6K)};
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Copies one K-quant block between its GGUF bytes and row r of its x16 block (to_x16: GGUF →
+// x16).
+void move_k_block(const KLayout& k, uint8_t* gguf, uint8_t* x16, int r, bool to_x16) {
+  for (int i = 0; i < k.n_parts; ++i) {
+    const KPart& part = k.parts[i];
+    for (size_t j = 0; j < part.bytes / part.unit; ++j) {
+      uint8_t* g = gguf + part.offset + j * part.unit;
+      uint8_t* x = x16 + kInterleaveRows * part.offset +
+                   (j * kInterleaveRows + static_cast<size_t>(r)) * part.unit;
+      if (to_x16) {
+        std::memcpy(x, g, part.unit);
+      } else {
+        std::memcpy(g, x, part.unit);
+      }
+    }
+  }
+}
+
+// Row r (or, with to_x16, rows [r, r + 16)) of a K-quant matrix between the layouts.
+void move_k_rows(const KLayout& k, uint8_t* gguf_row, uint8_t* group, int64_t n_in, int r,
+                 bool to_x16) {
+  const int64_t n_blocks = n_in / kQKK;
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    move_k_block(k, gguf_row + static_cast<size_t>(b) * k.block_bytes,
+                 group + static_cast<size_t>(b) * kInterleaveRows * k.block_bytes, r, to_x16);
+  }
+}
+
+bool interleave_k_rows(GgmlType type, const uint8_t* src, int64_t n_in, int64_t row_begin,
+                       int64_t row_end, uint8_t* dst) {
+  KLayout k;
+  if (!k_layout_of(type, k)) return false;
+  const size_t row_bytes = static_cast<size_t>(n_in / kQKK) * k.block_bytes;
+  for (int64_t g = row_begin; g < row_end; g += kInterleaveRows) {
+    for (int r = 0; r < kInterleaveRows; ++r) {
+      // move_k_rows only reads through the GGUF pointer when to_x16 is set.
+      auto* row = const_cast<uint8_t*>(src + static_cast<size_t>(g + r) * row_bytes);
+      move_k_rows(k, row, dst + static_cast<size_t>(g) * row_bytes, n_in, r, true);
+    }
+  }
+  return true;
+}
+
+bool deinterleave_k_row(GgmlType type, const uint8_t* src, int64_t n_in, int64_t r, uint8_t* dst) {
+  KLayout k;
+  if (!k_layout_of(type, k)) return false;
+  const size_t row_bytes = static_cast<size_t>(n_in / kQKK) * k.block_bytes;
+  const int64_t g = r / kInterleaveRows * kInterleaveRows;
+  // move_k_rows only reads through the x16 pointer when to_x16 is false.
+  auto* group = const_cast<uint8_t*>(src + static_cast<size_t>(g) * row_bytes);
+  move_k_rows(k, dst, group, n_in, static_cast<int>(r - g), false);
+  return true;
+}
+
 }  // namespace
 
 bool can_interleave(GgmlType type, int64_t n_rows, int64_t n_in) {
+  if (n_rows <= 0 || n_rows % kInterleaveRows != 0 || n_in <= 0) return false;
   BlockParts p;
-  return parts_of(type, p) && n_rows > 0 && n_rows % kInterleaveRows == 0 && n_in > 0 &&
-         n_in % 64 == 0;
+  KLayout k;
+  if (parts_of(type, p)) return n_in % 64 == 0;
+  return k_layout_of(type, k) && n_in % kQKK == 0;
 }
 
 void interleave_rows(GgmlType type, const uint8_t* src, int64_t n_in, int64_t row_begin,
                      int64_t row_end, uint8_t* dst) {
+  if (interleave_k_rows(type, src, n_in, row_begin, row_end, dst)) return;
   BlockParts p;
   if (!parts_of(type, p)) return;
   const int64_t n_blocks = n_in / 32;
@@ -89,6 +190,7 @@ void interleave_rows(GgmlType type, const uint8_t* src, int64_t n_in, int64_t ro
 }
 
 void deinterleave_row(GgmlType type, const uint8_t* src, int64_t n_in, int64_t r, uint8_t* dst) {
+  if (deinterleave_k_row(type, src, n_in, r, dst)) return;
   BlockParts p;
   if (!parts_of(type, p)) return;
   const int64_t n_blocks = n_in / 32;

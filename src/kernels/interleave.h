@@ -1,8 +1,8 @@
-// Row-interleaved weight layout ("x16") for Q8_0, Q4_0 and Q5_0 matrices: the blocks of 16 rows
-// stored side by side so that one 64-byte load holds 4 quants of each of the 16 rows, already in
-// the lanes-are-rows order of the SIMD tiles (quant_tile_impl.h), with no per-block transpose or
-// gather at run time. Weights are repacked once at load (models/repack.h); the bytes are the same
-// in number as the GGUF layout's, only their order differs.
+// Row-interleaved weight layout ("x16") for Q8_0, Q4_0, Q5_0, Q4_K, Q5_K and Q6_K matrices: the
+// blocks of 16 rows stored side by side so that one 64-byte load holds 4 quants of each of the 16
+// rows, already in the lanes-are-rows order of the SIMD tiles (quant_tile_impl.h), with no
+// per-block transpose or gather at run time. Weights are repacked once at load (models/repack.h);
+// the bytes are the same in number as the GGUF layout's, only their order differs.
 //
 // Layout of a matrix: row groups of 16 rows, each 16 · row_bytes bytes, in row order. A group is
 // a run of block pairs (blocks 2p and 2p + 1 of all 16 rows, 32 · sizeof(Block) bytes):
@@ -12,6 +12,14 @@
 // n_dwords is 8 for Q8_0 (32 int8), 4 for Q4_0 / Q5_0 (16 bytes of nibbles). A matrix can be
 // interleaved when its rows are a multiple of 16 and its blocks per row even (every Qwen2.5 /
 // Qwen3 matrix); the matmul tiles of this layout require exactly that.
+//
+// Q4_K, Q5_K and Q6_K: a group is a run of x16 blocks (block b of all 16 rows, 16 ·
+// sizeof(Block) bytes), each the 16 GGUF blocks cut into words, 2 bytes for the f16 scales and 4
+// for everything else (packed scales, quants, fifth / high bits): the word at offset o of row r's
+// block goes to 16 o + 4 r (f16: 16 o + 2 r). One 64-byte load then holds one dword of each of
+// the 16 rows at the same place of their blocks, which is what the tiles' packs gather
+// (quant_tile_impl.h), and the 16 rows' d (and dmin) are one 32-byte load. Any matrix of
+// whole super-blocks and rows a multiple of 16 can take it.
 #pragma once
 
 #include <cstddef>

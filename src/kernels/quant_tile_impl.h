@@ -102,6 +102,23 @@ struct ActQ8K {
   static ActQ8K of(const uint8_t* row, int64_t) { return {reinterpret_cast<const BlockQ8K*>(row)}; }
 };
 
+// A block's words for the packs, lanes = rows, read from a GGUF-layout row group: `off` is the
+// block's offset in each row; the members take offsets within the block.
+template <class V>
+struct GroupSource {
+  const typename V::Group& g;
+  size_t off;
+  // out[i]: dword i of the 32 bytes at o.
+  void transpose32(size_t o, typename V::I out[8]) const { V::transpose32(g, off + o, out); }
+  typename V::I u32(size_t o) const { return V::gather_u32(g, off + o); }
+  // The f16s at o and o + 2.
+  void f16_pair(size_t o, typename V::F& a, typename V::F& b) const {
+    V::gather_f16_pair(g, off + o, a, b);
+  }
+  // The f16 at o, the block's last 2 bytes.
+  typename V::F f16_last(size_t o) const { return V::gather_f16(g, off + o - 2, true); }
+};
+
 // ---- 32-element blocks ----
 
 template <class V>
@@ -233,15 +250,21 @@ struct KindK4 {
   static constexpr int64_t kChunk = 4;
 
   static void pack(const typename V::Group& g, int64_t b, Packed& p) {
-    const size_t off = static_cast<size_t>(b) * sizeof(Block);
+    pack_from(GroupSource<V>{g, static_cast<size_t>(b) * sizeof(Block)}, p);
+  }
+
+  // The block's words read through `s` (GroupSource, or another layout's source with the same
+  // members).
+  template <class Source>
+  static void pack_from(const Source& s, Packed& p) {
     const typename V::I low4 = V::set1_8(0x0f);
     typename V::I qh[8];
-    if constexpr (kFifthBit) V::transpose32(g, off + offsetof(Block, qh), qh);
+    if constexpr (kFifthBit) s.transpose32(offsetof(Block, qh), qh);
     for (int c = 0; c < 4; ++c) {
       // Byte l of 32-byte chunk c: element 64c + l (low nibble), 64c + 32 + l (high); the fifth
       // bit of sub-block j (element 32j + l) is bit j of qh[l].
       typename V::I packed[8];
-      V::transpose32(g, off + offsetof(Block, qs) + 32 * c, packed);
+      s.transpose32(offsetof(Block, qs) + 32 * c, packed);
       for (int i = 0; i < 8; ++i) {
         p.q[2 * c][i] = V::and_(packed[i], low4);
         p.q[2 * c + 1][i] = V::and_(V::srli16(packed[i], 4), low4);
@@ -253,7 +276,7 @@ struct KindK4 {
     }
     // The 12 packed scale bytes of every row, unpacked in the lanes (see BlockQ4K).
     typename V::I w[3];
-    for (int i = 0; i < 3; ++i) w[i] = V::gather_u32(g, off + offsetof(Block, scales) + 4 * i);
+    for (int i = 0; i < 3; ++i) w[i] = s.u32(offsetof(Block, scales) + 4 * i);
     const typename V::I low6 = V::set1(63);  // (low4, 0x0f in every byte, also fits the bytes)
     for (int j = 0; j < 8; ++j) {
       typename V::I scale, min;
@@ -268,7 +291,7 @@ struct KindK4 {
       p.sc[j] = scale;
       p.mins[j] = pair16_of<V>(min, min);
     }
-    V::gather_f16_pair(g, off, p.d, p.dmin);
+    s.f16_pair(offsetof(Block, d), p.d, p.dmin);
   }
 
   // As ref dot_k4_superblock: isum = Σ_j sc_j · (q_j · x_j), summins = Σ_j m_j · (bsums of
@@ -428,14 +451,19 @@ struct KindQ6K {
   static constexpr int64_t kChunk = 4;
 
   static void pack(const typename V::Group& g, int64_t b, Packed& p) {
-    const size_t off = static_cast<size_t>(b) * sizeof(BlockQ6K);
+    pack_from(GroupSource<V>{g, static_cast<size_t>(b) * sizeof(BlockQ6K)}, p);
+  }
+
+  // As KindK4::pack_from.
+  template <class Source>
+  static void pack_from(const Source& s, Packed& p) {
     const typename V::I low4 = V::set1_8(0x0f);
     const typename V::I top2 = V::set1_8(0x30);
     for (int h = 0; h < 2; ++h) {
       typename V::I ql0[8], ql1[8], qh[8];
-      V::transpose32(g, off + offsetof(BlockQ6K, ql) + 64 * h, ql0);
-      V::transpose32(g, off + offsetof(BlockQ6K, ql) + 64 * h + 32, ql1);
-      V::transpose32(g, off + offsetof(BlockQ6K, qh) + 32 * h, qh);
+      s.transpose32(offsetof(BlockQ6K, ql) + 64 * h, ql0);
+      s.transpose32(offsetof(BlockQ6K, ql) + 64 * h + 32, ql1);
+      s.transpose32(offsetof(BlockQ6K, qh) + 32 * h, qh);
       // Element 128h + 32k + l: low 4 bits from ql[l + 32 (k & 1)] (high nibble for k >= 2),
       // bits 4-5 from bits 2k..2k+1 of qh[l]. Dwords 0-3 are sub-block 8h + 2k, 4-7 the next.
       for (int i = 0; i < 8; ++i) {
@@ -449,10 +477,10 @@ struct KindQ6K {
     }
     // 16 signed 8-bit scales (see BlockQ6K).
     typename V::I w[4];
-    for (int i = 0; i < 4; ++i) w[i] = V::gather_u32(g, off + offsetof(BlockQ6K, scales) + 4 * i);
+    for (int i = 0; i < 4; ++i) w[i] = s.u32(offsetof(BlockQ6K, scales) + 4 * i);
     for (int j = 0; j < 16; ++j) p.sc[j] = sbyte_of<V>(w, j);
     for (int i = 0; i < 8; ++i) p.sc_pair[i] = pair16_of<V>(p.sc[2 * i], p.sc[2 * i + 1]);
-    p.d = V::gather_f16(g, off + offsetof(BlockQ6K, d) - 2, true);
+    p.d = s.f16_last(offsetof(BlockQ6K, d));
   }
 
   // As ref vec_dot_q6_K_q8_K: isum = Σ_j sc_j ((q_j - 32) · x_j), the -32 applied as

@@ -13,7 +13,18 @@
 namespace minfer::kernels {
 namespace {
 
-const GgmlType kTypes[] = {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ5_0};
+const GgmlType kTypes[] = {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ5_0,
+                           GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K};
+
+bool is_k_quant(GgmlType type) {
+  return quant_traits(type)->block_size == 256;
+}
+
+// Row widths the type's layout takes: even 32-element blocks, or whole K-quant super-blocks.
+std::vector<int64_t> widths_of(GgmlType type) {
+  if (is_k_quant(type)) return {256, 768, 2816};
+  return {64, 896, 4160};
+}
 
 struct Matrix {
   GgmlType type;
@@ -25,7 +36,9 @@ struct Matrix {
 
 Matrix make_matrix(GgmlType type, int64_t n_in, int64_t n_out, uint32_t seed) {
   const QuantTraits& traits = *quant_traits(type);
-  Matrix m{type, n_in, n_out, static_cast<size_t>(n_in / 32) * traits.bytes_per_block, {}, {}};
+  Matrix m{type,  n_in,
+           n_out, static_cast<size_t>(n_in / traits.block_size) * traits.bytes_per_block,
+           {},    {}};
   m.gguf.resize(m.row_bytes * n_out);
   const std::vector<float> w = test::random_floats(n_in * n_out, seed, -1.0f, 1.0f);
   for (int64_t r = 0; r < n_out; ++r) {
@@ -49,16 +62,20 @@ std::vector<float> run(const KernelTable& table, ThreadPool& pool, const Matrix&
 TEST(Interleave, ShapesThatCanTakeTheLayout) {
   EXPECT_TRUE(can_interleave(GgmlType::kQ8_0, 896, 896));
   EXPECT_TRUE(can_interleave(GgmlType::kQ5_0, 151936, 896));
-  EXPECT_FALSE(can_interleave(GgmlType::kQ8_0, 24, 896));   // rows not a multiple of 16
-  EXPECT_FALSE(can_interleave(GgmlType::kQ4_0, 32, 96));    // odd blocks per row
-  EXPECT_FALSE(can_interleave(GgmlType::kQ4_K, 32, 1024));  // no x16 layout for the type
+  EXPECT_FALSE(can_interleave(GgmlType::kQ8_0, 24, 896));  // rows not a multiple of 16
+  EXPECT_FALSE(can_interleave(GgmlType::kQ4_0, 32, 96));   // odd blocks per row
+  EXPECT_TRUE(can_interleave(GgmlType::kQ4_K, 151936, 1024));
+  EXPECT_TRUE(can_interleave(GgmlType::kQ6_K, 1536, 8960));
+  EXPECT_FALSE(can_interleave(GgmlType::kQ4_K, 32, 896));   // not whole super-blocks
+  EXPECT_FALSE(can_interleave(GgmlType::kQ6_K, 40, 1024));  // rows not a multiple of 16
+  EXPECT_FALSE(can_interleave(GgmlType::kQ3_K, 32, 1024));  // no x16 layout for the type
   EXPECT_FALSE(matmul_supports_layout(ref_table, GgmlType::kQ8_0, WeightLayout::kRows16));
   EXPECT_TRUE(matmul_supports_layout(ref_table, GgmlType::kQ8_0, WeightLayout::kGguf));
 }
 
 TEST(Interleave, EveryRowComesBack) {
   for (GgmlType type : kTypes) {
-    const Matrix m = make_matrix(type, 192, 48, 5);
+    const Matrix m = make_matrix(type, is_k_quant(type) ? 512 : 192, 48, 5);
     std::vector<uint8_t> row(m.row_bytes);
     for (int64_t r = 0; r < m.n_out; ++r) {
       deinterleave_row(type, m.x16.data(), m.n_in, r, row.data());
@@ -73,7 +90,7 @@ TEST(Interleave, X16TilesAreBitIdenticalToRefOnTheGgufLayout) {
   // Tables without x16 tiles (ref, avx2) read the layout through matmul's fallback.
   for (const KernelTable* table : test::all_tables()) {
     for (GgmlType type : kTypes) {
-      for (int64_t n_in : {64, 896, 4160}) {
+      for (int64_t n_in : widths_of(type)) {
         for (int64_t n_out : {16, 48, 144, 272}) {
           const Matrix m = make_matrix(type, n_in, n_out, static_cast<uint32_t>(n_in + n_out));
           for (int64_t n_tokens : {1, 2, 5, 64, 70}) {

@@ -54,10 +54,58 @@ void unpack_x16(const uint8_t* pair, int k, qt::PackedQ32<V>& p) {
   }
 }
 
+// A K-quant x16 block (16 rows' block b) for the tiles' packs (quant_tile_impl.h GroupSource):
+// the word at offset o of every row's GGUF block sits at 16 o, lanes = rows (interleave.h).
+struct X16Source {
+  const uint8_t* blk;
+  void transpose32(size_t o, __m512i out[8]) const {
+    for (int i = 0; i < 8; ++i) out[i] = _mm512_loadu_si512(blk + 16 * o + 64 * i);
+  }
+  __m512i u32(size_t o) const { return _mm512_loadu_si512(blk + 16 * o); }
+  __m512 f16(size_t o) const {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 16 * o)));
+  }
+  void f16_pair(size_t o, __m512& a, __m512& b) const {
+    a = f16(o);
+    b = f16(o + 2);
+  }
+  __m512 f16_last(size_t o) const { return f16(o); }
+};
+
+// The tiles' kind of each block type (an empty struct of static functions).
 template <class Block>
-using KindOf = std::conditional_t<
-    std::is_same_v<Block, BlockQ8_0>, qt::KindQ8_0<V>,
-    std::conditional_t<std::is_same_v<Block, BlockQ4_0>, qt::KindQ4_0<V>, qt::KindQ5_0<V>>>;
+auto kind_of() {
+  if constexpr (std::is_same_v<Block, BlockQ8_0>) return qt::KindQ8_0<V>{};
+  if constexpr (std::is_same_v<Block, BlockQ4_0>) return qt::KindQ4_0<V>{};
+  if constexpr (std::is_same_v<Block, BlockQ5_0>) return qt::KindQ5_0<V>{};
+  if constexpr (std::is_same_v<Block, BlockQ4K>) return qt::KindQ4K<V>{};
+  if constexpr (std::is_same_v<Block, BlockQ5K>) return qt::KindQ5K<V>{};
+  if constexpr (std::is_same_v<Block, BlockQ6K>) return qt::KindQ6K<V>{};
+}
+template <class Block>
+using KindOf = decltype(kind_of<Block>());
+
+template <class Block>
+constexpr bool kIsK = std::is_same_v<Block, BlockQ4K> || std::is_same_v<Block, BlockQ5K> ||
+                      std::is_same_v<Block, BlockQ6K>;
+
+// Bytes of the x16 unit the kernels step by: a block pair (32-element types) or one K-quant
+// block, of all 16 rows.
+template <class Block>
+constexpr size_t kUnitBytes = (kIsK<Block> ? 16 : 32) * sizeof(Block);
+template <class Block>
+constexpr int64_t kUnitBlocks = kIsK<Block> ? 1 : 2;
+
+// Block b of the row group at `group` in the tiles' packed form.
+template <class Block>
+void unpack_block(const uint8_t* group, int64_t b, typename KindOf<Block>::Packed& p) {
+  if constexpr (kIsK<Block>) {
+    KindOf<Block>::pack_from(X16Source{group + static_cast<size_t>(b) * kUnitBytes<Block>}, p);
+  } else {
+    unpack_x16<Block>(group + static_cast<size_t>(b / 2) * kUnitBytes<Block>,
+                      static_cast<int>(b % 2), p);
+  }
+}
 
 // One token: each group's blocks unpacked into registers and used at once. The group is one
 // forward run of memory, asked for ahead as the GGUF-layout GEMVs do.
@@ -65,21 +113,18 @@ template <class Block>
 void gemv_x16(int64_t n_in, const uint8_t* w, size_t w_row_bytes, int64_t n_rows,
               const uint8_t* act, float* y) {
   using K = KindOf<Block>;
-  constexpr size_t kPairBytes = 32 * sizeof(Block);
-  const int64_t n_blocks = n_in / 32;
+  constexpr int64_t kUnit = kUnitBlocks<Block>;
+  const int64_t n_blocks = n_in / K::kBlock;
   const typename K::Act a = K::Act::of(act, n_blocks);
   GemvPrefetch prefetch(w, static_cast<size_t>(n_rows) * w_row_bytes);
   for (int64_t r0 = 0; r0 < n_rows; r0 += kInterleaveRows) {
     const uint8_t* group = w + static_cast<size_t>(r0) * w_row_bytes;
     __m512 acc[1] = {_mm512_setzero_ps()};
-    for (int64_t b = 0; b < n_blocks; b += 2) {
-      const uint8_t* pair = group + static_cast<size_t>(b / 2) * kPairBytes;
-      prefetch.advance(pair + kPairBytes);
-      qt::PackedQ32<V> p[2];
-      unpack_x16<Block>(pair, 0, p[0]);
-      unpack_x16<Block>(pair, 1, p[1]);
-      qt::block_step<V, K>(p[0], a, b, acc);
-      qt::block_step<V, K>(p[1], a, b + 1, acc);
+    for (int64_t b = 0; b < n_blocks; b += kUnit) {
+      prefetch.advance(group + static_cast<size_t>(b / kUnit + 1) * kUnitBytes<Block>);
+      typename K::Packed p[kUnit];
+      for (int64_t k = 0; k < kUnit; ++k) unpack_block<Block>(group, b + k, p[k]);
+      for (int64_t k = 0; k < kUnit; ++k) qt::block_step<V, K>(p[k], a, b + k, acc);
     }
     _mm512_storeu_ps(y + r0, acc[0]);
   }
@@ -95,9 +140,9 @@ void tile_x16(int64_t n_in, const uint8_t* w, size_t w_row_bytes, int64_t n_rows
                          int64_t, float*);
   static constexpr RunFn kRun[qt::kTokGroup] = {qt::run_tokens<V, K, 1>, qt::run_tokens<V, K, 2>,
                                                 qt::run_tokens<V, K, 3>, qt::run_tokens<V, K, 4>};
-  constexpr int64_t kChunk = K::kChunk;  // even
-  constexpr size_t kPairBytes = 32 * sizeof(Block);
-  const int64_t n_blocks = n_in / 32;
+  constexpr int64_t kChunk = K::kChunk;  // a multiple of kUnitBlocks
+  constexpr int64_t kUnit = kUnitBlocks<Block>;
+  const int64_t n_blocks = n_in / K::kBlock;
   alignas(64) typename K::Packed packed[kChunk];
   alignas(64) float state[qt::kMaxTok][V::kLanes];  // [token][row]
   for (int64_t r0 = 0; r0 < n_rows; r0 += kInterleaveRows) {
@@ -108,15 +153,13 @@ void tile_x16(int64_t n_in, const uint8_t* w, size_t w_row_bytes, int64_t n_rows
       for (int64_t b0 = 0; b0 < n_blocks; b0 += kChunk) {
         const int64_t nbc = n_blocks - b0 < kChunk ? n_blocks - b0 : kChunk;
         // The next chunk (or the next group's first) is one contiguous run: ask for it now.
-        const uint8_t* next = group + static_cast<size_t>(b0 + nbc) / 2 * kPairBytes;
+        const uint8_t* next = group + static_cast<size_t>((b0 + nbc) / kUnit) * kUnitBytes<Block>;
         const uint8_t* w_end = w + static_cast<size_t>(n_rows) * w_row_bytes;
-        for (size_t off = 0; off < static_cast<size_t>(nbc) / 2 * kPairBytes; off += 64) {
+        const size_t next_bytes = static_cast<size_t>(nbc / kUnit) * kUnitBytes<Block>;
+        for (size_t off = 0; off < next_bytes; off += 64) {
           if (next + off < w_end) V::prefetch(next + off);
         }
-        for (int64_t b = 0; b < nbc; ++b) {
-          unpack_x16<Block>(group + static_cast<size_t>((b0 + b) / 2) * kPairBytes,
-                            static_cast<int>((b0 + b) % 2), packed[b]);
-        }
+        for (int64_t b = 0; b < nbc; ++b) unpack_block<Block>(group, b0 + b, packed[b]);
         for (int64_t t = 0; t < nt; t += qt::kTokGroup) {
           const int64_t ng = nt - t < qt::kTokGroup ? nt - t : qt::kTokGroup;
           kRun[ng - 1](packed, b0, nbc, act + (t0 + t) * act_row_bytes, act_row_bytes, n_blocks,
@@ -151,5 +194,11 @@ template void matmul_tile_x16<BlockQ4_0>(int64_t, const void*, size_t, int64_t, 
                                          int64_t, float*, int64_t);
 template void matmul_tile_x16<BlockQ5_0>(int64_t, const void*, size_t, int64_t, const void*, size_t,
                                          int64_t, float*, int64_t);
+template void matmul_tile_x16<BlockQ4K>(int64_t, const void*, size_t, int64_t, const void*, size_t,
+                                        int64_t, float*, int64_t);
+template void matmul_tile_x16<BlockQ5K>(int64_t, const void*, size_t, int64_t, const void*, size_t,
+                                        int64_t, float*, int64_t);
+template void matmul_tile_x16<BlockQ6K>(int64_t, const void*, size_t, int64_t, const void*, size_t,
+                                        int64_t, float*, int64_t);
 
 }  // namespace minfer::kernels::avx512
