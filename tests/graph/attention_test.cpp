@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -138,21 +139,26 @@ std::vector<double> reference(const Example& e, GgmlType type, int64_t t, int64_
   return out;
 }
 
-// Stores the example through `table` into a fresh cache and runs attention over the batch on
-// n_threads threads: [n_tokens, n_head * head_dim].
-std::vector<float> run_attention(const Example& e, GgmlType type, const kernels::KernelTable& table,
-                                 int n_threads, const AttentionOptions& options = {},
-                                 int64_t window = 0) {
+// One layer of kNHeadKv heads of kHeadDim, n_ctx positions in blocks of block_size.
+KvCacheConfig cache_config(GgmlType type, int64_t block_size, int64_t n_ctx) {
   KvCacheConfig c;
   c.n_layer = 1;
   c.n_head_kv = kNHeadKv;
   c.head_dim = kHeadDim;
   c.head_dim_v = kHeadDim;
   c.cell_type = type;
-  c.block_size = kBlockSize;
-  c.n_ctx = 16;
-  c.max_blocks = 8;
-  auto cache = KvCache::create(c);
+  c.block_size = block_size;
+  c.n_ctx = n_ctx;
+  c.max_blocks = n_ctx / block_size;
+  return c;
+}
+
+// Stores the example through `table` into a fresh cache and runs attention over the batch on
+// n_threads threads: [n_tokens, n_head * head_dim].
+std::vector<float> run_attention(const Example& e, GgmlType type, const kernels::KernelTable& table,
+                                 int n_threads, const AttentionOptions& options = {},
+                                 int64_t window = 0) {
+  auto cache = KvCache::create(cache_config(type, kBlockSize, 16));
   EXPECT_TRUE(cache.is_ok()) << cache.status().message();
   KvCache& kv = **cache;
   for (int32_t seq = 0; seq < 2; ++seq) {
@@ -256,6 +262,134 @@ TEST(Attention, SlidingWindowSeesOnlyTheLastWindowPositions) {
   const std::vector<float> out =
       run_attention(e16, GgmlType::kF16, kernels::ref_table, 2, flash, kWindow);
   expect_matches_reference(out, e16, GgmlType::kF16, 4e-3, "flash", kWindow);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Long windows: many cache blocks of the default size (32 positions), so the walk crosses block
+// edges, prefetches the block ahead and raises the running max in later blocks.
+// ---------------------------------------------------------------------------------------------
+
+constexpr int64_t kLongCells[] = {300, 100};  // positions stored per sequence
+constexpr int64_t kLongNHead = 14;            // Qwen2.5-0.5B's grouping: 7 query heads per KV head
+
+struct LongCache {
+  std::unique_ptr<KvCache> cache;
+  std::vector<std::vector<float>> k, v;  // [seq] -> [cells, n_head_kv * head_dim], as stored
+};
+
+// Keys drawn with a scale that grows along the positions, so later blocks hold higher scores
+// and the running max rises block after block.
+LongCache long_cache(GgmlType type, const kernels::KernelTable& table) {
+  auto cache = KvCache::create(cache_config(type, KvCacheConfig{}.block_size, 512));
+  EXPECT_TRUE(cache.is_ok()) << cache.status().message();
+  LongCache out{std::move(*cache), {}, {}};
+  for (int32_t seq = 0; seq < 2; ++seq) {
+    const int64_t n = kLongCells[seq] * kNHeadKv * kHeadDim;
+    std::vector<float>& k = out.k.emplace_back(kernels::test::random_floats(n, 10 + seq));
+    std::vector<float>& v = out.v.emplace_back(kernels::test::random_floats(n, 20 + seq));
+    for (int64_t i = 0; i < n; ++i) k[static_cast<size_t>(i)] *= 0.2f + 0.01f * (i / kHeadDim);
+    EXPECT_TRUE(out.cache->reserve(seq, kLongCells[seq]).is_ok());
+    for (int32_t pos = 0; pos < kLongCells[seq]; ++pos) {
+      const size_t row = static_cast<size_t>(pos * kNHeadKv * kHeadDim);
+      out.cache->store(table, 0, seq, pos, k.data() + row, v.data() + row);
+    }
+  }
+  return out;
+}
+
+// Attention of the given (seq, pos) tokens in one batch: [tokens, n_head * head_dim].
+std::vector<float> run_long(const kernels::KernelTable& table, const LongCache& lc,
+                            const std::vector<Token>& tokens, const std::vector<float>& q,
+                            int n_threads, int64_t window) {
+  Batch batch;
+  for (const Token& token : tokens) batch.add(0, token.pos, token.seq, true);
+  std::vector<float> out(tokens.size() * static_cast<size_t>(kLongNHead * kHeadDim));
+  kernels::ThreadPool pool(n_threads);
+  attention(table, pool, *lc.cache, batch, {q.data(), out.data(), 0, kLongNHead, 0.125f, window});
+  return out;
+}
+
+// softmax(q·kᵀ · scale) · v in double on the cells as stored, for one output row.
+std::vector<double> long_reference(GgmlType type, const LongCache& lc, Token token, const float* q,
+                                   int64_t kv, int64_t window) {
+  const int64_t first = window > 0 ? std::max<int64_t>(0, token.pos - window + 1) : 0;
+  std::vector<double> scores;
+  double max = -std::numeric_limits<double>::infinity();
+  for (int64_t j = first; j <= token.pos; ++j) {
+    const size_t row = static_cast<size_t>((j * kNHeadKv + kv) * kHeadDim);
+    const std::vector<float> key =
+        as_cells(type, lc.k[static_cast<size_t>(token.seq)].data() + row);
+    double s = 0.0;
+    for (int64_t d = 0; d < kHeadDim; ++d)
+      s += static_cast<double>(q[d]) * key[static_cast<size_t>(d)];
+    scores.push_back(s * 0.125);
+    max = std::max(max, scores.back());
+  }
+  std::vector<double> out(kHeadDim, 0.0);
+  double sum = 0.0;
+  for (int64_t j = first; j <= token.pos; ++j) {
+    const double w = std::exp(scores[static_cast<size_t>(j - first)] - max);
+    const size_t row = static_cast<size_t>((j * kNHeadKv + kv) * kHeadDim);
+    const std::vector<float> value =
+        as_cells(type, lc.v[static_cast<size_t>(token.seq)].data() + row);
+    sum += w;
+    for (int64_t d = 0; d < kHeadDim; ++d)
+      out[static_cast<size_t>(d)] += w * value[static_cast<size_t>(d)];
+  }
+  for (double& x : out) x /= sum;
+  return out;
+}
+
+// A prompt chunk of sequence 0 (positions 230..299: three tiles of up to 16 tokens and a short
+// one, crossing blocks 7..9) interleaved with sequence 1's last positions 90..99.
+std::vector<Token> long_batch() {
+  std::vector<Token> tokens;
+  for (int32_t pos = 230; pos < 300; ++pos) {
+    tokens.push_back({0, pos});
+    if (pos % 7 == 0 && 90 + (pos - 230) / 7 < 100) tokens.push_back({1, 90 + (pos - 230) / 7});
+  }
+  return tokens;
+}
+
+// Every row matches the double reference; the same rows computed one token at a time (as
+// decode steps) and at 1, 2 or 3 threads give the same bits (DESIGN.md invariant 5): a row's
+// result does not depend on how the batch was formed.
+void check_long_window(GgmlType type, const kernels::KernelTable& table, int64_t window) {
+  const LongCache lc = long_cache(type, table);
+  const std::vector<Token> tokens = long_batch();
+  const std::vector<float> q =
+      kernels::test::random_floats(static_cast<int64_t>(tokens.size()) * kLongNHead * kHeadDim, 3);
+  const std::vector<float> out = run_long(table, lc, tokens, q, 2, window);
+  const int64_t row = kLongNHead * kHeadDim;
+  for (size_t t = 0; t < tokens.size(); ++t) {
+    const std::vector<float> q_t(q.begin() + static_cast<int64_t>(t) * row,
+                                 q.begin() + static_cast<int64_t>(t + 1) * row);
+    const std::vector<float> alone =
+        run_long(table, lc, {tokens[t]}, q_t, 1 + static_cast<int>(t % 3), window);
+    ASSERT_EQ(0, std::memcmp(alone.data(), out.data() + static_cast<int64_t>(t) * row,
+                             alone.size() * sizeof(float)))
+        << table.name << " " << ggml_type_info(type).name << " token " << t;
+    for (int64_t h = 0; h < kLongNHead; h += 5) {
+      const std::vector<double> want =
+          long_reference(type, lc, tokens[t], q_t.data() + h * kHeadDim, h / 7, window);
+      for (int64_t d = 0; d < kHeadDim; ++d) {
+        ASSERT_NEAR(alone[static_cast<size_t>(h * kHeadDim + d)], want[static_cast<size_t>(d)],
+                    1e-5 * (1.0 + std::fabs(want[static_cast<size_t>(d)])))
+            << table.name << " token " << t << " head " << h << " dim " << d;
+      }
+    }
+  }
+  const std::vector<float> three = run_long(table, lc, tokens, q, 3, window);
+  EXPECT_EQ(0, std::memcmp(three.data(), out.data(), out.size() * sizeof(float))) << table.name;
+}
+
+TEST(Attention, LongWindowsAreTheSameHoweverTheBatchIsFormed) {
+  for (const GgmlType type : {GgmlType::kF32, GgmlType::kF16, GgmlType::kQ8_0}) {
+    for (const kernels::KernelTable* table : kernels::test::all_tables()) {
+      check_long_window(type, *table, 0);
+      check_long_window(type, *table, 100);  // a sliding window starting mid-block
+    }
+  }
 }
 
 }  // namespace

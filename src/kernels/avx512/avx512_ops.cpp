@@ -280,8 +280,20 @@ void dot_rows_chunks(F32Rows rows, F32Rows x, float scale, float* out, int64_t o
     dot_rows_held<kChunks, kMaxX>(rows, x.row(i), x.stride, scale, out + i * out_stride,
                                   out_stride);
   }
-  for (; i < x.n; ++i)
-    dot_rows_held<kChunks, 1>(rows, x.row(i), x.stride, scale, out + i * out_stride, out_stride);
+  // The last x.n % kMaxX x's in one pass over the rows too (a decode step's 7 query heads of a
+  // KV head are 4 + 3), not one pass each.
+  const int64_t left = x.n - i;
+  const float* rest = x.row(i);
+  if constexpr (kMaxX > 3) {
+    if (left == 3)
+      dot_rows_held<kChunks, 3>(rows, rest, x.stride, scale, out + i * out_stride, out_stride);
+  }
+  if constexpr (kMaxX > 2) {
+    if (left == 2)
+      dot_rows_held<kChunks, 2>(rows, rest, x.stride, scale, out + i * out_stride, out_stride);
+  }
+  if (left == 1)
+    dot_rows_held<kChunks, 1>(rows, rest, x.stride, scale, out + i * out_stride, out_stride);
 }
 
 }  // namespace
@@ -358,8 +370,20 @@ void weighted_sum_f32(F32Rows w, F32Rows rows, int64_t n, float* y, int64_t y_st
   for (; i + kMaxY <= w.n; i += kMaxY) {
     weighted_sum_held<kMaxY>({w.row(i), kMaxY, w.stride}, rows, n, y + i * y_stride, y_stride);
   }
-  for (; i < w.n; ++i)
-    weighted_sum_held<1>({w.row(i), 1, w.stride}, rows, n, y + i * y_stride, y_stride);
+  // The last w.n % kMaxY rows in one pass over the rows too.
+  switch (w.n - i) {
+    case 3:
+      weighted_sum_held<3>({w.row(i), 3, w.stride}, rows, n, y + i * y_stride, y_stride);
+      break;
+    case 2:
+      weighted_sum_held<2>({w.row(i), 2, w.stride}, rows, n, y + i * y_stride, y_stride);
+      break;
+    case 1:
+      weighted_sum_held<1>({w.row(i), 1, w.stride}, rows, n, y + i * y_stride, y_stride);
+      break;
+    default:
+      break;
+  }
 }
 
 void f16_to_f32(const uint16_t* x, int64_t n, float* y) {
