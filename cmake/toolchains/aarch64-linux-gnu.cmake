@@ -20,5 +20,7 @@ set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE ONLY)
 set(ENV{PKG_CONFIG_LIBDIR} "/usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig")
 set(ENV{PKG_CONFIG_PATH} "")
 
-# -L: where qemu finds the arm64 dynamic loader and libraries.
-set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64-static -L /usr/aarch64-linux-gnu)
+# -L /: qemu finds the arm64 dynamic loader and libraries of Debian multiarch (libc6:arm64, which
+# the :arm64 -dev packages bring). Not the cross toolchain's own copy in /usr/aarch64-linux-gnu:
+# under qemu 7.2 its glibc never returns from the first pthread_create (100% CPU, no clone).
+set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64-static -L /)
