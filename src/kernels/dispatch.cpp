@@ -11,6 +11,8 @@ namespace minfer::kernels {
 std::span<const Isa> compiled_isas() {
 #if defined(__x86_64__)
   static constexpr Isa kIsas[] = {Isa::kRef, Isa::kAvx2, Isa::kAvx512};
+#elif defined(__aarch64__)
+  static constexpr Isa kIsas[] = {Isa::kRef, Isa::kNeon, Isa::kDotprod, Isa::kI8mm};
 #else
   static constexpr Isa kIsas[] = {Isa::kRef};
 #endif
@@ -32,7 +34,18 @@ const KernelTable& table_for(Isa isa) {
       return avx2_table;
     case Isa::kAvx512:
       return avx512_table;
-    case Isa::kRef:
+    default:
+      break;
+  }
+#elif defined(__aarch64__)
+  switch (isa) {
+    case Isa::kNeon:
+      return neon_table;
+    case Isa::kDotprod:
+      return dotprod_table;
+    case Isa::kI8mm:
+      return i8mm_table;
+    default:
       break;
   }
 #endif
@@ -50,6 +63,12 @@ bool isa_available(Isa isa, const CpuFeatures& features) {
       return features.can_run_avx2();
     case Isa::kAvx512:
       return features.can_run_avx512();
+    case Isa::kNeon:
+      return features.asimd;
+    case Isa::kDotprod:
+      return features.asimd && features.asimddp;
+    case Isa::kI8mm:
+      return features.asimd && features.asimddp && features.i8mm;
     case Isa::kRef:
       break;
   }
@@ -57,8 +76,12 @@ bool isa_available(Isa isa, const CpuFeatures& features) {
 }
 
 Isa best_isa(const CpuFeatures& features) {
-  if (isa_available(Isa::kAvx512, features)) return Isa::kAvx512;
-  if (isa_available(Isa::kAvx2, features)) return Isa::kAvx2;
+  // Best first; the ISAs this build lacks are never available.
+  static constexpr Isa kBestFirst[] = {Isa::kAvx512, Isa::kAvx2, Isa::kI8mm, Isa::kDotprod,
+                                       Isa::kNeon};
+  for (Isa isa : kBestFirst) {
+    if (isa_available(isa, features)) return isa;
+  }
   return Isa::kRef;
 }
 

@@ -10,8 +10,8 @@
 
 namespace minfer::kernels {
 
-// The ISAs this build has tables for, ref first: ref, avx2, avx512 on x86-64; ref alone on other
-// architectures (ARM64 has no SIMD table yet).
+// The ISAs this build has tables for, ref first: ref, avx2, avx512 on x86-64; ref, neon, dotprod,
+// i8mm on ARM64; ref alone on other architectures.
 std::span<const Isa> compiled_isas();
 
 // Whether this build has a table for `isa`.
@@ -21,7 +21,7 @@ bool isa_compiled(Isa isa);
 // stops the process: a programming error).
 const KernelTable& table_for(Isa isa);
 
-// "ref", "avx2", "avx512".
+// "ref", "avx2", "avx512", "neon", "dotprod", "i8mm".
 const char* isa_name(Isa isa);
 
 // Whether this build has `isa` and `features` can run its kernels.

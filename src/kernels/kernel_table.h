@@ -12,7 +12,7 @@
 
 namespace minfer::kernels {
 
-enum class Isa { kRef = 0, kAvx2 = 1, kAvx512 = 2 };
+enum class Isa { kRef = 0, kAvx2 = 1, kAvx512 = 2, kNeon = 3, kDotprod = 4, kI8mm = 5 };
 
 enum class RopeStyle {
   kNeox,      // pairs (i, i + n_rot/2): Qwen, GPT-NeoX
@@ -62,7 +62,7 @@ struct F32Rows {
 
 struct KernelTable {
   Isa isa;
-  const char* name;  // "ref", "avx2", "avx512"
+  const char* name;  // "ref", "avx2", "avx512", "neon", "dotprod", "i8mm"
 
   // y = x / sqrt(mean(x²) + eps) * w; the mean of squares accumulates in double. y may be x.
   void (*rms_norm)(const float* x, const float* w, float eps, int64_t n, float* y);
@@ -138,9 +138,14 @@ struct KernelTable {
 
 // The tables themselves. Constant-initialized data: touching them runs no ISA-specific code,
 // but calling through avx2_table / avx512_table needs a CPU that has that ISA
-// (CpuFeatures::can_run_avx2 / can_run_avx512).
+// (CpuFeatures::can_run_avx2 / can_run_avx512). neon_table, dotprod_table and i8mm_table exist
+// only in ARM64 builds (the x86 tables only in x86-64 builds); dotprod_table needs asimddp,
+// i8mm_table asimddp and i8mm.
 extern const KernelTable ref_table;
 extern const KernelTable avx2_table;
 extern const KernelTable avx512_table;
+extern const KernelTable neon_table;
+extern const KernelTable dotprod_table;
+extern const KernelTable i8mm_table;
 
 }  // namespace minfer::kernels

@@ -83,6 +83,12 @@ TEST(Dispatch, TablesNameTheirIsa) {
   EXPECT_STREQ(table_for(Isa::kAvx512).name, "avx512");
   EXPECT_EQ(table_for(Isa::kAvx512).isa, Isa::kAvx512);
 #else
+#if defined(__aarch64__)
+  EXPECT_STREQ(table_for(Isa::kNeon).name, "neon");
+  EXPECT_STREQ(table_for(Isa::kDotprod).name, "dotprod");
+  EXPECT_EQ(table_for(Isa::kDotprod).isa, Isa::kDotprod);
+  EXPECT_STREQ(table_for(Isa::kI8mm).name, "i8mm");
+#endif
   // x86 tables are not built for other architectures, and no CPU features make them available.
   EXPECT_FALSE(isa_compiled(Isa::kAvx2));
   EXPECT_FALSE(isa_compiled(Isa::kAvx512));
@@ -116,6 +122,31 @@ TEST(Dispatch, EmptyNameSelectsBestAvailable) {
   all.os_saves_zmm = false;
   EXPECT_EQ(best_isa(all), Isa::kAvx2);
 }
+#elif defined(__aarch64__)
+TEST(Dispatch, EmptyNameSelectsBestAvailable) {
+  CpuFeatures none;
+  EXPECT_EQ(best_isa(none), Isa::kRef);
+  CpuFeatures asimd_only;
+  asimd_only.asimd = true;
+  Result<const KernelTable*> neon = select_table("", asimd_only);
+  ASSERT_TRUE(neon.is_ok());
+  EXPECT_EQ((*neon)->isa, Isa::kNeon);
+  CpuFeatures dotprod = asimd_only;
+  dotprod.asimddp = true;
+  Result<const KernelTable*> best = select_table("", dotprod);
+  ASSERT_TRUE(best.is_ok());
+  EXPECT_EQ((*best)->isa, Isa::kDotprod);
+  CpuFeatures i8mm = dotprod;
+  i8mm.i8mm = true;
+  EXPECT_EQ(best_isa(i8mm), Isa::kI8mm);
+  // i8mm's table uses dotprod's tiles too: i8mm alone is not enough.
+  i8mm.asimddp = false;
+  EXPECT_EQ(best_isa(i8mm), Isa::kNeon);
+  // This CPU (qemu -cpu max has dotprod and i8mm, -cpu cortex-a53 neither: neon).
+  const CpuFeatures& f = cpu_features();
+  const Isa expected = !f.asimddp ? Isa::kNeon : (f.i8mm ? Isa::kI8mm : Isa::kDotprod);
+  EXPECT_EQ(best_isa(f), expected);
+}
 #endif
 
 TEST(Dispatch, ForcedNameSelectsIt) {
@@ -137,6 +168,8 @@ TEST(Dispatch, UnknownNameIsAnErrorNamingItAndTheCpu) {
   EXPECT_NE(msg.find("avx1024"), std::string::npos) << msg;
 #if defined(__x86_64__)
   EXPECT_NE(msg.find("ref, avx2, avx512"), std::string::npos) << msg;
+#elif defined(__aarch64__)
+  EXPECT_NE(msg.find("ref, neon, dotprod, i8mm"), std::string::npos) << msg;
 #else
   EXPECT_NE(msg.find("expected one of ref "), std::string::npos) << msg;
 #endif
@@ -161,6 +194,20 @@ TEST(Dispatch, UnavailableIsaIsAnError) {
   EXPECT_NE(r.status().message().find("best available: avx2"), std::string::npos);
 }
 #else
+#if defined(__aarch64__)
+TEST(Dispatch, UnavailableIsaIsAnError) {
+  CpuFeatures asimd_only;
+  asimd_only.asimd = true;
+  Result<const KernelTable*> r = select_table("dotprod", asimd_only);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kUnsupported);
+  EXPECT_NE(r.status().message().find("MINFER_FORCE_ISA=dotprod"), std::string::npos)
+      << r.status().message();
+  EXPECT_NE(r.status().message().find("best available: neon"), std::string::npos)
+      << r.status().message();
+}
+#endif
+
 // An x86 ISA named on another architecture is refused as no ISA of this build.
 TEST(Dispatch, X86IsaOnOtherArchitectureIsAnError) {
   Result<const KernelTable*> r = select_table("avx2", cpu_features());
