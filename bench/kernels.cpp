@@ -251,10 +251,27 @@ void BM_Matmul(benchmark::State& state, GgmlType type, Isa isa, int64_t n_in, in
   }
 }
 
-// The GGUF layout beside the x16 layout (kernels/interleave.h), AVX-512, at the Qwen2.5-0.5B and
-// 1.5B shapes (K-quants: Qwen3-0.6B's and Qwen2.5-1.5B's):
-// BM_<Gemv|GemvHot|Gemm>Layout/<type>/<gguf|x16>/<n_in>x<n_out>, each pair registered together.
-// Compare them within one run, e.g. with --benchmark_repetitions=5
+// One GGUF / x16 pair of `kind` (GemvLayout, GemvHotLayout or GemmLayout) on the table of `isa`.
+void register_layout_pair(const std::string& kind, GgmlType type, Isa isa, int64_t n_in,
+                          int64_t n_out) {
+  const bool gemv = kind != "GemmLayout";
+  const bool hot = kind == "GemvHotLayout";
+  for (WeightLayout layout : {WeightLayout::kGguf, WeightLayout::kRows16}) {
+    const std::string name = "BM_" + kind + "/" + std::string(ggml_type_info(type).name) + "/" +
+                             isa_name(isa) + "/" +
+                             (layout == WeightLayout::kGguf ? "gguf" : "x16") + "/" +
+                             std::to_string(n_in) + "x" + std::to_string(n_out);
+    benchmark::RegisterBenchmark(name.c_str(), BM_Matmul, type, isa, n_in, n_out,
+                                 gemv ? 1 : kGemmTokens, !hot, layout)
+        ->Unit(benchmark::kMicrosecond)
+        ->UseRealTime();
+  }
+}
+
+// The GGUF layout beside the x16 layout (kernels/interleave.h), AVX-512 and AVX2, at the
+// Qwen2.5-0.5B and 1.5B shapes (K-quants: Qwen3-0.6B's and Qwen2.5-1.5B's):
+// BM_<Gemv|GemvHot|Gemm>Layout/<type>/<isa>/<gguf|x16>/<n_in>x<n_out>, each pair registered
+// together. Compare them within one run, e.g. with --benchmark_repetitions=5
 // --benchmark_enable_random_interleaving=true (medians).
 void register_layout_pairs() {
   const std::vector<std::pair<int64_t, int64_t>> shapes = {
@@ -264,22 +281,13 @@ void register_layout_pairs() {
       {1024, 2048}, {1024, 1024}, {2048, 1024}, {1024, 3072}, {3072, 1024},  {1024, 151936},
       {1536, 1536}, {1536, 256},  {1536, 8960}, {8960, 1536}, {1536, 151936}};
   for (const char* kind : {"GemvLayout", "GemvHotLayout", "GemmLayout"}) {
-    const bool gemv = std::string(kind) != "GemmLayout";
     const bool hot = std::string(kind) == "GemvHotLayout";
     for (GgmlType type : {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ5_0, GgmlType::kQ4_K,
                           GgmlType::kQ5_K, GgmlType::kQ6_K}) {
       const bool k_quant = quant_traits(type)->block_size == kQKK;
-      for (auto [n_in, n_out] : k_quant ? k_shapes : shapes) {
-        if (hot && n_out > 8960) continue;
-        for (WeightLayout layout : {WeightLayout::kGguf, WeightLayout::kRows16}) {
-          const std::string name = std::string("BM_") + kind + "/" +
-                                   std::string(ggml_type_info(type).name) + "/" +
-                                   (layout == WeightLayout::kGguf ? "gguf" : "x16") + "/" +
-                                   std::to_string(n_in) + "x" + std::to_string(n_out);
-          benchmark::RegisterBenchmark(name.c_str(), BM_Matmul, type, Isa::kAvx512, n_in, n_out,
-                                       gemv ? 1 : kGemmTokens, !hot, layout)
-              ->Unit(benchmark::kMicrosecond)
-              ->UseRealTime();
+      for (Isa isa : {Isa::kAvx512, Isa::kAvx2}) {
+        for (auto [n_in, n_out] : k_quant ? k_shapes : shapes) {
+          if (!hot || n_out <= 8960) register_layout_pair(kind, type, isa, n_in, n_out);
         }
       }
     }

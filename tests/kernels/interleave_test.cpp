@@ -73,6 +73,21 @@ TEST(Interleave, ShapesThatCanTakeTheLayout) {
   EXPECT_TRUE(matmul_supports_layout(ref_table, GgmlType::kQ8_0, WeightLayout::kGguf));
 }
 
+// Every SIMD table (AVX2 and AVX-512) reads the layout with its own x16 tiles, so loading
+// repacks under either (models/repack.h), and types without the layout keep the GGUF one.
+TEST(Interleave, EverySimdTableHasX16Tiles) {
+  for (const KernelTable* table : test::simd_tables()) {
+    for (GgmlType type : kTypes) {
+      EXPECT_TRUE(matmul_supports_layout(*table, type, WeightLayout::kRows16))
+          << table->name << " " << ggml_type_info(type).name;
+    }
+    for (GgmlType type : {GgmlType::kQ4_1, GgmlType::kQ5_1, GgmlType::kQ2_K, GgmlType::kQ3_K}) {
+      EXPECT_FALSE(matmul_supports_layout(*table, type, WeightLayout::kRows16))
+          << table->name << " " << ggml_type_info(type).name;
+    }
+  }
+}
+
 TEST(Interleave, EveryRowComesBack) {
   for (GgmlType type : kTypes) {
     const Matrix m = make_matrix(type, is_k_quant(type) ? 512 : 192, 48, 5);
@@ -87,7 +102,8 @@ TEST(Interleave, EveryRowComesBack) {
 
 TEST(Interleave, X16TilesAreBitIdenticalToRefOnTheGgufLayout) {
   ThreadPool pools[] = {ThreadPool(1), ThreadPool(2), ThreadPool(3)};
-  // Tables without x16 tiles (ref, avx2) read the layout through matmul's fallback.
+  // The SIMD tables run their x16 tiles (AVX2: two 8-row halves per group); ref, which has
+  // none, reads the layout through matmul's fallback.
   for (const KernelTable* table : test::all_tables()) {
     for (GgmlType type : kTypes) {
       for (int64_t n_in : widths_of(type)) {

@@ -1,11 +1,27 @@
+#include "kernels/avx2/avx2_interleaved.h"
 #include "kernels/avx2/avx2_kernels.h"
+#include "quant/blocks.h"
 
 #define MINFER_SIMD_KERNEL_NAMESPACE avx2
 #include "kernels/simd_table_impl.h"
 #undef MINFER_SIMD_KERNEL_NAMESPACE
 
 namespace minfer::kernels {
+namespace {
 
-constinit const KernelTable avx2_table = avx2::make_table(Isa::kAvx2, "avx2");
+// The x16-layout tiles (kernels/interleave.h): a 16-row group as two 8-row halves.
+constexpr KernelTable with_x16_tiles(KernelTable t) {
+  t.matmul_tile_x16[static_cast<int>(GgmlType::kQ8_0)] = avx2::matmul_tile_x16<BlockQ8_0>;
+  t.matmul_tile_x16[static_cast<int>(GgmlType::kQ4_0)] = avx2::matmul_tile_x16<BlockQ4_0>;
+  t.matmul_tile_x16[static_cast<int>(GgmlType::kQ5_0)] = avx2::matmul_tile_x16<BlockQ5_0>;
+  t.matmul_tile_x16[static_cast<int>(GgmlType::kQ4_K)] = avx2::matmul_tile_x16<BlockQ4K>;
+  t.matmul_tile_x16[static_cast<int>(GgmlType::kQ5_K)] = avx2::matmul_tile_x16<BlockQ5K>;
+  t.matmul_tile_x16[static_cast<int>(GgmlType::kQ6_K)] = avx2::matmul_tile_x16<BlockQ6K>;
+  return t;
+}
+
+}  // namespace
+
+constinit const KernelTable avx2_table = with_x16_tiles(avx2::make_table(Isa::kAvx2, "avx2"));
 
 }  // namespace minfer::kernels

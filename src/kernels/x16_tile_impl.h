@@ -1,0 +1,156 @@
+// The matmul loops of the x16 row-interleaved layout (kernels/interleave.h), written once for
+// every SIMD table over an ISA's x16 policy U:
+//   U::V                     the tiles' vector policy (quant_tile_impl.h), V::kLanes rows a vector
+//   U::Prefetch              the GEMV's software prefetch (avx512/avx512_gemv_prefetch.h)
+//   U::unpack<Block>(group, b, h, p)
+//                            half h (rows h · kLanes ..) of block b of the 16-row group at
+//                            `group` in the tiles' packed form, with plain loads
+//   U::storeu(y, v)          an unaligned store of one vector of floats
+// A 16-row group is kInterleaveRows / V::kLanes halves (AVX-512: one, AVX2: two); each half keeps
+// its own accumulators, so every row sums its blocks in order and the tiles' own block steps do
+// the arithmetic: every (row, token) result is the reference's, bit for bit.
+//
+// Include only from a SIMD translation unit, after quant_tile_impl.h and with
+// `#pragma GCC optimize("fp-contract=off")`; everything is in an anonymous namespace (see
+// quant_tile_impl.h).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "kernels/interleave.h"
+#include "kernels/quant_tile_impl.h"
+#include "quant/blocks.h"
+
+namespace minfer::kernels::x16_tile {
+namespace {
+
+namespace qt = quant_tile;
+
+// The tiles' kind of each block type on V (an empty struct of static functions).
+template <class V, class Block>
+auto kind_of() {
+  if constexpr (std::is_same_v<Block, BlockQ8_0>) return qt::KindQ8_0<V>{};
+  if constexpr (std::is_same_v<Block, BlockQ4_0>) return qt::KindQ4_0<V>{};
+  if constexpr (std::is_same_v<Block, BlockQ5_0>) return qt::KindQ5_0<V>{};
+  if constexpr (std::is_same_v<Block, BlockQ4K>) return qt::KindQ4K<V>{};
+  if constexpr (std::is_same_v<Block, BlockQ5K>) return qt::KindQ5K<V>{};
+  if constexpr (std::is_same_v<Block, BlockQ6K>) return qt::KindQ6K<V>{};
+}
+template <class V, class Block>
+using KindOf = decltype(kind_of<V, Block>());
+
+template <class Block>
+constexpr bool kIsK = std::is_same_v<Block, BlockQ4K> || std::is_same_v<Block, BlockQ5K> ||
+                      std::is_same_v<Block, BlockQ6K>;
+
+// Bytes of the x16 unit the kernels step by: a block pair (32-element types) or one K-quant
+// block, of all 16 rows.
+template <class Block>
+constexpr size_t kUnitBytes = (kIsK<Block> ? 16 : 32) * sizeof(Block);
+template <class Block>
+constexpr int64_t kUnitBlocks = kIsK<Block> ? 1 : 2;
+
+template <class V>
+constexpr int kHalves = static_cast<int>(kInterleaveRows) / V::kLanes;
+
+// One token: each group's blocks unpacked (half by half) into registers and used at once. The
+// group is one forward run of memory, asked for ahead as the GGUF-layout GEMVs do.
+template <class U, class Block>
+void gemv(int64_t n_in, const uint8_t* w, size_t w_row_bytes, int64_t n_rows, const uint8_t* act,
+          float* y) {
+  using V = typename U::V;
+  using K = KindOf<V, Block>;
+  constexpr int64_t kUnit = kUnitBlocks<Block>;
+  constexpr int kH = kHalves<V>;
+  const int64_t n_blocks = n_in / K::kBlock;
+  const typename K::Act a = K::Act::of(act, n_blocks);
+  typename U::Prefetch prefetch(w, static_cast<size_t>(n_rows) * w_row_bytes);
+  for (int64_t r0 = 0; r0 < n_rows; r0 += kInterleaveRows) {
+    const uint8_t* group = w + static_cast<size_t>(r0) * w_row_bytes;
+    typename V::F acc[kH][1];
+    for (auto& half : acc) half[0] = V::fset1(0.0f);
+    for (int64_t b = 0; b < n_blocks; b += kUnit) {
+      prefetch.advance(group + static_cast<size_t>(b / kUnit + 1) * kUnitBytes<Block>);
+      typename K::Packed p[kUnit];
+      for (int h = 0; h < kH; ++h) {
+        for (int64_t k = 0; k < kUnit; ++k) U::template unpack<Block>(group, b + k, h, p[k]);
+        for (int64_t k = 0; k < kUnit; ++k) qt::block_step<V, K>(p[k], a, b + k, acc[h]);
+      }
+    }
+    for (int h = 0; h < kH; ++h) U::storeu(y + r0 + V::kLanes * h, acc[h][0]);
+  }
+}
+
+// Asks for the `bytes` at `next` (the next chunk, or the next group's first), as far as `end`.
+template <class V>
+void prefetch_run(const uint8_t* next, size_t bytes, const uint8_t* end) {
+  for (size_t off = 0; off < bytes; off += 64) {
+    if (next + off < end) V::prefetch(next + off);
+  }
+}
+
+// Several tokens: the blocks of a chunk are unpacked once (per half) and serve every token (the
+// tiles' loop, reading the x16 layout).
+template <class U, class Block>
+void tile(int64_t n_in, const uint8_t* w, size_t w_row_bytes, int64_t n_rows, const uint8_t* act,
+          size_t act_row_bytes, int64_t n_tok, float* y, int64_t y_stride) {
+  using V = typename U::V;
+  using K = KindOf<V, Block>;
+  using RunFn = void (*)(const typename K::Packed*, int64_t, int64_t, const uint8_t*, size_t,
+                         int64_t, float*);
+  static constexpr RunFn kRun[qt::kTokGroup] = {qt::run_tokens<V, K, 1>, qt::run_tokens<V, K, 2>,
+                                                qt::run_tokens<V, K, 3>, qt::run_tokens<V, K, 4>};
+  constexpr int64_t kChunk = K::kChunk;  // a multiple of kUnitBlocks
+  constexpr int64_t kUnit = kUnitBlocks<Block>;
+  constexpr int kH = kHalves<V>;
+  const int64_t n_blocks = n_in / K::kBlock;
+  const uint8_t* w_end = w + static_cast<size_t>(n_rows) * w_row_bytes;
+  alignas(64) typename K::Packed packed[kChunk];
+  alignas(64) float state[kH][qt::kMaxTok][V::kLanes];  // [half][token][row]
+  for (int64_t r0 = 0; r0 < n_rows; r0 += kInterleaveRows) {
+    const uint8_t* group = w + static_cast<size_t>(r0) * w_row_bytes;
+    for (int64_t t0 = 0; t0 < n_tok; t0 += qt::kMaxTok) {
+      const int64_t nt = n_tok - t0 < qt::kMaxTok ? n_tok - t0 : qt::kMaxTok;
+      for (int h = 0; h < kH; ++h) {
+        for (int64_t t = 0; t < nt; ++t) V::fstore(state[h][t], V::fset1(0.0f));
+      }
+      for (int64_t b0 = 0; b0 < n_blocks; b0 += kChunk) {
+        const int64_t nbc = n_blocks - b0 < kChunk ? n_blocks - b0 : kChunk;
+        // The next chunk (or the next group's first) is one contiguous run: ask for it now.
+        prefetch_run<V>(group + static_cast<size_t>((b0 + nbc) / kUnit) * kUnitBytes<Block>,
+                        static_cast<size_t>(nbc / kUnit) * kUnitBytes<Block>, w_end);
+        for (int h = 0; h < kH; ++h) {
+          for (int64_t b = 0; b < nbc; ++b) U::template unpack<Block>(group, b0 + b, h, packed[b]);
+          for (int64_t t = 0; t < nt; t += qt::kTokGroup) {
+            const int64_t ng = nt - t < qt::kTokGroup ? nt - t : qt::kTokGroup;
+            kRun[ng - 1](packed, b0, nbc, act + (t0 + t) * act_row_bytes, act_row_bytes, n_blocks,
+                         state[h][t]);
+          }
+        }
+      }
+      for (int64_t t = 0; t < nt; ++t) {
+        for (int h = 0; h < kH; ++h) {
+          U::storeu(y + (t0 + t) * y_stride + r0 + V::kLanes * h, V::fload(state[h][t]));
+        }
+      }
+    }
+  }
+}
+
+// MatmulTileFn (kernel_table.h) of the x16 layout on policy U.
+template <class U, class Block>
+void matmul(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows, const void* act,
+            size_t act_row_bytes, int64_t n_tok, float* y, int64_t y_stride) {
+  const auto* w_bytes = static_cast<const uint8_t*>(w);
+  const auto* a_bytes = static_cast<const uint8_t*>(act);
+  if (n_tok == 1) {
+    gemv<U, Block>(n_in, w_bytes, w_row_bytes, n_rows, a_bytes, y);
+    return;
+  }
+  tile<U, Block>(n_in, w_bytes, w_row_bytes, n_rows, a_bytes, act_row_bytes, n_tok, y, y_stride);
+}
+
+}  // namespace
+}  // namespace minfer::kernels::x16_tile
