@@ -13,7 +13,7 @@ sudo=""
 
 if [ "${1:-}" = "--arm64" ]; then
   arm64_packages=(
-    g++-aarch64-linux-gnu qemu-user-static cmake ninja-build pkg-config
+    g++-aarch64-linux-gnu qemu-user-static libc6:arm64 cmake ninja-build pkg-config
     nlohmann-json3-dev libcli11-dev libboost-dev
     libfmt-dev:arm64 libpcre2-dev:arm64 libcurl4-openssl-dev:arm64 libssl-dev:arm64
     libcpp-httplib-dev:arm64 libgtest-dev:arm64 libgmock-dev:arm64

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
@@ -18,6 +19,14 @@ namespace minfer::kernels::test {
 // The sizes every SIMD kernel is checked at: below, at and above the vector widths and a
 // large odd tail.
 inline const std::vector<int64_t> kSizes = {1, 31, 32, 33, 255, 256, 257, 4128};
+
+// Whether the tests run under an emulator (qemu-aarch64 for a cross build: tests/CMakeLists.txt
+// sets MINFER_TEST_EMULATED there), where float code runs hundreds of times slower: the heaviest
+// tests then take fewer and smaller shapes, keeping every type, odd size and thread count.
+inline bool under_emulation() {
+  const char* v = std::getenv("MINFER_TEST_EMULATED");
+  return v != nullptr && v[0] == '1';
+}
 
 // The SIMD tables this CPU runs (each test compares them with ref_table).
 inline std::vector<const KernelTable*> simd_tables() {
