@@ -76,11 +76,11 @@ bool isa_available(Isa isa, const CpuFeatures& features) {
 }
 
 Isa best_isa(const CpuFeatures& features) {
-  // Best first; the ISAs this build lacks are never available.
-  static constexpr Isa kBestFirst[] = {Isa::kAvx512, Isa::kAvx2, Isa::kI8mm, Isa::kDotprod,
-                                       Isa::kNeon};
-  for (Isa isa : kBestFirst) {
-    if (isa_available(isa, features)) return isa;
+  // compiled_isas() lists ref first and each ISA after the ones it extends: the last available
+  // is the best (ref is always available).
+  const std::span<const Isa> isas = compiled_isas();
+  for (auto it = isas.rbegin(); it != isas.rend(); ++it) {
+    if (isa_available(*it, features)) return *it;
   }
   return Isa::kRef;
 }

@@ -10,7 +10,8 @@
 
 namespace minfer::kernels {
 
-// The ISAs this build has tables for, ref first: ref, avx2, avx512 on x86-64; ref, neon, dotprod,
+// The ISAs this build has tables for, ref first and each after those it extends (best_isa takes
+// the last available): ref, avx2, avx512 on x86-64; ref, neon, dotprod,
 // i8mm on ARM64; ref alone on other architectures.
 std::span<const Isa> compiled_isas();
 
