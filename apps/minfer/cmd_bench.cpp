@@ -138,7 +138,7 @@ void register_bench_command(CLI::App& app, CommandRegistry& registry) {
                   "text file: the prompt of the speculative rows (default: 32 random tokens "
                   "repeated to 256, a text that repeats)");
   add_observe_flags(*cmd, opts->options.observe);
-  registry.add_status(cmd, [opts]() { return run_bench_command(*opts); });
+  registry.add_status(cmd, [opts = opts]() { return run_bench_command(*opts); });
 }
 
 }  // namespace minfer::app

@@ -331,7 +331,7 @@ void register_chat_command(CLI::App& app, CommandRegistry& registry) {
   auto [cmd, flags] = add_command<GenerationFlags>(
       app, "chat", "Interactive multi-turn chat with the model's chat template (stdin lines)");
   add_generation_flags(cmd, *flags);
-  registry.add(cmd, [flags, cmd]() { return run_chat(cmd, *flags); });
+  registry.add(cmd, [flags = flags, cmd = cmd]() { return run_chat(cmd, *flags); });
 }
 
 }  // namespace minfer::app

@@ -119,7 +119,7 @@ void register_embed_command(CLI::App& app, CommandRegistry& registry) {
   cmd->add_option("-c,--ctx-size", opts->load.n_ctx,
                   "longest text in tokens (default: the model's context, reduced to fit RAM)");
   cmd->add_option("-t,--threads", opts->load.n_threads, "threads (default: all cores)");
-  registry.add_status(cmd, [opts]() { return run_embed(*opts); });
+  registry.add_status(cmd, [opts = opts]() { return run_embed(*opts); });
 }
 
 }  // namespace minfer::app

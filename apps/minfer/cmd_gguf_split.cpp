@@ -15,7 +15,7 @@ void register_gguf_split_command(CLI::App& app, CommandRegistry& registry) {
   cmd->add_option("input", opts->input, "input GGUF file")->required();
   cmd->add_option("output_prefix", opts->output_prefix, "output path prefix")->required();
   cmd->add_option("--split-max-tensors", opts->max_tensors, "tensors per part (default 128)");
-  registry.add_status(cmd, [opts]() -> Status {
+  registry.add_status(cmd, [opts = opts]() -> Status {
     MINFER_ASSIGN_OR_RETURN(const GgufSplitReport r, split_gguf(*opts));
     std::fprintf(stderr, "gguf-split: %lld tensors in %d parts; load %s\n",
                  static_cast<long long>(r.n_tensors), r.n_parts, r.first_part.c_str());

@@ -82,7 +82,7 @@ void register_hub_commands(CLI::App& app, CommandRegistry& registry) {
   pull_cmd->add_option("model", pull_flags->model, "REPO[:QUANT], e.g. Qwen/Qwen3-0.6B-GGUF:Q8_0")
       ->required();
   pull_cmd->add_flag("--offline", pull_flags->offline, "only check the cache");
-  registry.add_status(pull_cmd, [pull_flags]() { return pull(*pull_flags); });
+  registry.add_status(pull_cmd, [pull_flags = pull_flags]() { return pull(*pull_flags); });
 
   CLI::App* ls_cmd = app.add_subcommand("ls", "List the .gguf models in the Hugging Face cache");
   registry.add_status(ls_cmd, []() { return list(); });
@@ -91,7 +91,7 @@ void register_hub_commands(CLI::App& app, CommandRegistry& registry) {
       app, "rm",
       "Remove REPO:QUANT's files (or, without :QUANT, the whole repository) from the cache");
   rm_cmd->add_option("model", *rm_model, "REPO[:QUANT]")->required();
-  registry.add_status(rm_cmd, [rm_model]() { return remove(*rm_model); });
+  registry.add_status(rm_cmd, [rm_model = rm_model]() { return remove(*rm_model); });
 }
 
 }  // namespace minfer::app

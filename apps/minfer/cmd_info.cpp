@@ -210,7 +210,7 @@ void register_info_command(CLI::App& app, CommandRegistry& registry) {
   cmd->add_flag("--json", opts->json, "print JSON instead of text");
   cmd->add_flag("--architectures", opts->architectures,
                 "list the architectures minfer runs and the model families tested with each");
-  registry.add_status(cmd, [opts]() -> Status {
+  registry.add_status(cmd, [opts = opts]() -> Status {
     if (opts->architectures) {
       print_architectures(opts->json);
       return flush_stdout("info");

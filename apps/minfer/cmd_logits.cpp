@@ -122,7 +122,7 @@ void register_logits_command(CLI::App& app, CommandRegistry& registry) {
   cmd->add_option("-t,--threads", opts->threads, "threads (default: all cores)");
   cmd->add_option("--cache-type", opts->cache_type, "KV cell type: f32, f16, q8_0");
   add_observe_flags(*cmd, opts->observe);
-  registry.add_status(cmd, [opts]() { return run_logits(*opts); });
+  registry.add_status(cmd, [opts = opts]() { return run_logits(*opts); });
 }
 
 }  // namespace minfer::app

@@ -28,7 +28,7 @@ void register_make_model_command(CLI::App& app, CommandRegistry& registry) {
   cmd->add_option("--seed", opts->seed, "weight seed")->capture_default_str();
   cmd->add_option("-o,--output", opts->output, "output GGUF file")->required();
   cmd->add_option("-t,--threads", opts->n_threads, "threads (default: all cores)");
-  registry.add_status(cmd, [opts]() -> Status {
+  registry.add_status(cmd, [opts = opts]() -> Status {
     MINFER_ASSIGN_OR_RETURN(const MakeModelReport r, make_model(*opts));
     std::fprintf(stderr,
                  "make-model: wrote %s: %lld tensors, %.2f M parameters, %.2f MiB, n_vocab %lld\n",

@@ -89,7 +89,7 @@ void register_perplexity_command(CLI::App& app, CommandRegistry& registry) {
                   "(llama-perplexity's default); off: minfer's own attention")
       ->capture_default_str();
   add_observe_flags(*cmd, opts->options.observe);
-  registry.add_status(cmd, [opts]() { return run_perplexity(*opts); });
+  registry.add_status(cmd, [opts = opts]() { return run_perplexity(*opts); });
 }
 
 }  // namespace minfer::app

@@ -18,7 +18,7 @@ void register_quantize_command(CLI::App& app, CommandRegistry& registry) {
   cmd->add_option("output", opts->output, "output GGUF file")->required();
   cmd->add_option("type", opts->type, "target: " + quant_mix_names())->required();
   cmd->add_option("-t,--threads", opts->n_threads, "threads (default: all cores)");
-  registry.add_status(cmd, [opts]() -> Status {
+  registry.add_status(cmd, [opts = opts]() -> Status {
     MINFER_ASSIGN_OR_RETURN(const QuantizeReport r, quantize_model(*opts));
     std::fprintf(stderr,
                  "quantize: %lld tensors (%lld converted, %lld with a fallback type), %.2f MiB -> "

@@ -452,7 +452,7 @@ void register_run_command(CLI::App& app, CommandRegistry& registry) {
   cmd->add_option("--prompt-cache", flags->prompt_cache,
                   "KV state file: reuse the longest prefix the prompt shares with the state it "
                   "holds (when it exists), then store the prompt and reply's state in it");
-  registry.add(cmd, [flags, cmd, prompt]() {
+  registry.add(cmd, [flags = flags, cmd = cmd, prompt]() {
     flags->prompt_given = prompt->count() > 0;
     const Status st = run_run(cmd, *flags);
     if (!st.is_ok()) {

@@ -414,7 +414,7 @@ void register_serve_command(CLI::App& app, CommandRegistry& registry) {
   // llama.cpp spells --parallel "-np", a multi-letter single-dash name CLI11 cannot declare: it
   // arrives as an extra argument, and any other extra is an error.
   cmd->allow_extras();
-  registry.add(cmd, [flags, cmd] {
+  registry.add(cmd, [flags = flags, cmd = cmd] {
     const std::vector<std::string> extras = cmd->remaining();
     for (size_t i = 0; i < extras.size(); ++i) {
       int value = 0;

@@ -71,7 +71,7 @@ void register_template_command(CLI::App& app, CommandRegistry& registry) {
       app, "template", "Render a model's chat template for an OpenAI-style request and print it");
   cmd->add_option("-m,--model", opts->model, "GGUF model file")->required();
   cmd->add_option("-i,--input", opts->request, "request JSON (messages, tools, ...)")->required();
-  registry.add(cmd, [opts]() { return run_template(opts->model, opts->request); });
+  registry.add(cmd, [opts = opts]() { return run_template(opts->model, opts->request); });
 }
 
 }  // namespace minfer::app

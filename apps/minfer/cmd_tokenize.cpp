@@ -72,7 +72,7 @@ void register_tokenize_command(CLI::App& app, CommandRegistry& registry) {
                 "match special tokens such as <|im_start|> in the text");
   cmd->add_flag("--no-bos", opts->no_bos, "do not add the BOS token the model asks for");
   cmd->add_flag("--ids", opts->ids, "print only the ids, as one JSON array");
-  registry.add_status(cmd, [opts, cmd]() -> Status {
+  registry.add_status(cmd, [opts = opts, cmd = cmd]() -> Status {
     const bool has_prompt = cmd->count("--prompt") > 0;
     const bool has_file = cmd->count("--file") > 0;
     if (has_prompt == has_file) {

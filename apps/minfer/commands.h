@@ -15,7 +15,8 @@
 namespace minfer::app {
 
 // A subcommand and the options it fills, made together (the options outlive parsing: the command's
-// run function holds them).
+// run function holds them). A lambda takes them by init-capture, `[opts = opts]`: clang before
+// 16 (the sanitizer build's clang-14) cannot capture a structured binding by name.
 //   auto [cmd, opts] = add_command<BenchCli>(app, "bench", "Measure …");
 template <class Options>
 struct NewCommand {

@@ -634,7 +634,7 @@ void TransportCore::begin_stop() {
   for (const auto& s : live()) s->stop_if_idle();
   if (sessions.empty()) return;
   stop_timer.expires_after(std::chrono::seconds(options.stop_grace_s));
-  stop_timer.async_wait([this, live](beast::error_code ec) {
+  stop_timer.async_wait([live](beast::error_code ec) {
     if (ec) return;
     for (const auto& s : live()) s->close();
   });

@@ -4,13 +4,16 @@
 //
 // GCC 12 reports a false maybe-uninitialized inside <regex> (child_process.h) when it inlines
 // under -O2 -fsanitize (the ASan build); the warning says nothing about this code.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 #include <nlohmann/json.hpp>
 
 #include "apps/child_process.h"
 #include "chat/hostile_templates.h"
 #include "edited_model.h"
+#include "test_util.h"
 
 namespace minfer::test {
 namespace {
@@ -21,7 +24,7 @@ using chat::test::HostileTemplate;
 constexpr long kMaxRssKb = 256 * 1024;
 // The time and memory bounds are the release build's; under ASan (several times slower, shadow
 // memory) they are not checked, and everything else still is.
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(MINFER_TEST_ASAN)
 constexpr bool kCheckCosts = false;
 #else
 constexpr bool kCheckCosts = true;

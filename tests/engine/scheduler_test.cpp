@@ -35,8 +35,8 @@ std::vector<std::vector<int32_t>> prompts(const Tokenizer& tok) {
       "Hello there, how are you today?",
       "The quick brown fox jumps over the lazy dog, again and again and again.",
       "1 2 3 4 5",
-      "Once upon a time, in a land far away, there lived a small dragon who loved to read books "
-      "about the sea and the stars and the mountains.",
+      ("Once upon a time, in a land far away, there lived a small dragon who loved to read books "
+       "about the sea and the stars and the mountains."),
       "a",
       "Paris is the capital of France; Berlin is the capital of Germany; Rome is",
   };

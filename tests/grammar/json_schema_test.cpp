@@ -2,7 +2,9 @@
 // (integer ranges against every integer of a window), and the errors a schema gets.
 // GCC 12 reports a false maybe-uninitialized inside <regex> when it inlines under -O2
 // -fsanitize (the ASan build); the warning says nothing about this code.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 #include "grammar/json_schema.h"
 

@@ -7,7 +7,9 @@
 //
 // GCC 12 reports a false maybe-uninitialized inside <regex> (child_process.h) when it inlines
 // under -O2 -fsanitize (the ASan build); the warning says nothing about this code.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <fcntl.h>
 #include <poll.h>
 
@@ -31,7 +33,7 @@ namespace {
 
 // Wall-clock bounds hold for the release build; under ASan (several times slower) they are
 // reported, not checked.
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(MINFER_TEST_ASAN)
 constexpr bool kCheckCosts = false;
 constexpr int kShortConnections = 2000;
 #else

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "kernels/avx2/avx2_kernels.h"
+#include "kernels/avx2/avx2_math.h"
 #include "kernels/kernel_table.h"
 #include "quant/blocks.h"
 
@@ -72,17 +73,13 @@ __m256 round_half_away(__m256 v) {
   return _mm256_or_ps(_mm256_add_ps(t, _mm256_and_ps(up, _mm256_set1_ps(1.0f))), sign);
 }
 
-uint16_t to_f16(float f) {
-  return static_cast<uint16_t>(_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT));
-}
-
 }  // namespace
 
 void act_q8_0(const float* x, void* y, int64_t n) {
   auto* blocks = static_cast<BlockQ8_0*>(y);
   for (int64_t i = 0; i < n / 32; ++i) {
     int sum;
-    blocks[i].d = to_f16(quantize_block32(x + 32 * i, blocks[i].qs, &sum));
+    blocks[i].d = f32_to_f16_scalar(quantize_block32(x + 32 * i, blocks[i].qs, &sum));
   }
 }
 
@@ -93,7 +90,7 @@ void act_q8_0_sums(const float* x, void* y, int64_t n) {
                                              q8_0_act_sums_offset(n_blocks));
   for (size_t i = 0; i < n_blocks; ++i) {
     int sum;
-    blocks[i].d = to_f16(quantize_block32(x + 32 * i, blocks[i].qs, &sum));
+    blocks[i].d = f32_to_f16_scalar(quantize_block32(x + 32 * i, blocks[i].qs, &sum));
     sums[i] = sum;
   }
 }
@@ -103,8 +100,8 @@ void act_q8_1(const float* x, void* y, int64_t n) {
   for (int64_t i = 0; i < n / 32; ++i) {
     int sum;
     const float d = quantize_block32(x + 32 * i, blocks[i].qs, &sum);
-    blocks[i].d = to_f16(d);
-    blocks[i].s = to_f16(d * static_cast<float>(sum));
+    blocks[i].d = f32_to_f16_scalar(d);
+    blocks[i].s = f32_to_f16_scalar(d * static_cast<float>(sum));
   }
 }
 
@@ -164,7 +161,7 @@ void cells_from_f32_q8_0(const float* x, void* y, int64_t n) {
       q[k] = _mm256_cvtps_epi32(round_half_away(_mm256_mul_ps(v[k], id)));
     }
     store_i8x32(q, blocks[i].qs);
-    blocks[i].d = to_f16(d);
+    blocks[i].d = f32_to_f16_scalar(d);
   }
 }
 

@@ -9,6 +9,13 @@
 
 namespace minfer::kernels::avx2 {
 
+// One float to f16 bits, rounding to nearest even. Written with _mm_cvtps_ph because clang's
+// _cvtss_sh macro expands to a compound literal, which -Wpedantic rejects in C++.
+static inline uint16_t f32_to_f16_scalar(float f) {
+  return static_cast<uint16_t>(
+      _mm_extract_epi16(_mm_cvtps_ph(_mm_set_ss(f), _MM_FROUND_TO_NEAREST_INT), 0));
+}
+
 // e^x for 8 floats, within ~2 ulp of expf: x = n ln2 + r with |r| <= ln2/2, e^r by its degree-7
 // Taylor polynomial (truncation error < 1e-8 relative), 2^n applied in two halves so that
 // results down to the subnormal range come out right. x below -103.5 (where expf is at most the

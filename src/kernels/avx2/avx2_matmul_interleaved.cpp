@@ -8,7 +8,11 @@
 // reference's, bit for bit.
 
 // Separate multiplies and adds, as the reference.
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#else
 #pragma GCC optimize("fp-contract=off")
+#endif
 
 #include "kernels/avx2/avx2_interleaved.h"
 

@@ -353,7 +353,7 @@ void f32_to_f16(const float* x, int64_t n, uint16_t* y) {
     _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i),
                      _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
   }
-  for (; i < n; ++i) y[i] = _cvtss_sh(x[i], _MM_FROUND_TO_NEAREST_INT);
+  for (; i < n; ++i) y[i] = f32_to_f16_scalar(x[i]);
 }
 
 void bf16_to_f32(const uint16_t* x, int64_t n, float* y) {

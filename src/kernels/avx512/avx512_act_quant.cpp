@@ -5,8 +5,10 @@
 // quantize_row_q8_0 / dequantize_row_q8_0 (their quants round halfway cases away from zero).
 // GCC 12 reports the _mm512_undefined_*() placeholders inside its own intrinsic headers as
 // uninitialized (a false positive of its inliner); the warning says nothing about this code.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
 
 #include <immintrin.h>
 
@@ -15,6 +17,7 @@
 
 #include "kernels/avx512/avx512_fold.h"
 #include "kernels/avx512/avx512_kernels.h"
+#include "kernels/avx512/avx512_math.h"
 #include "kernels/kernel_table.h"
 #include "quant/blocks.h"
 
@@ -146,7 +149,7 @@ void cells_from_f32_q8_0(const float* x, void* y, int64_t n) {
     const __m512i q1 = _mm512_cvtps_epi32(round_half_away(_mm512_mul_ps(v1, id)));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(blocks[i].qs), _mm512_cvtsepi32_epi8(q0));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(blocks[i].qs + 16), _mm512_cvtsepi32_epi8(q1));
-    blocks[i].d = static_cast<uint16_t>(_cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT));
+    blocks[i].d = f32_to_f16_scalar(d);
   }
 }
 

@@ -10,6 +10,13 @@
 
 namespace minfer::kernels::avx512 {
 
+// One float to f16 bits, rounding to nearest even. Written with _mm_cvtps_ph because clang's
+// _cvtss_sh macro expands to a compound literal, which -Wpedantic rejects in C++.
+static inline uint16_t f32_to_f16_scalar(float f) {
+  return static_cast<uint16_t>(
+      _mm_extract_epi16(_mm_cvtps_ph(_mm_set_ss(f), _MM_FROUND_TO_NEAREST_INT), 0));
+}
+
 // The lanes [0, n) of a 16-lane vector, n in [0, 16].
 static inline __mmask16 lane_mask(int64_t n) {
   return n >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n) - 1u);

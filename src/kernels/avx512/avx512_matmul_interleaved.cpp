@@ -7,10 +7,16 @@
 
 // GCC 12 reports the _mm512_undefined_*() placeholders inside its own intrinsic headers as
 // uninitialized (a false positive of its inliner); the warning says nothing about this code.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
 // Separate multiplies and adds, as the reference.
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#else
 #pragma GCC optimize("fp-contract=off")
+#endif
 
 #include "kernels/avx512/avx512_interleaved.h"
 

@@ -5,11 +5,17 @@
 
 // GCC 12 reports the _mm512_undefined_*() placeholders inside its own intrinsic headers as
 // uninitialized (a false positive of its inliner); the warning says nothing about this code.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
-// Separate multiplies and adds, as the reference: GCC contracts them to fma by default for C++
-// when FMA is enabled.
+#endif
+// Separate multiplies and adds, as the reference: GCC (and clang within an expression) contract
+// them to fma by default for C++ when FMA is enabled.
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#else
 #pragma GCC optimize("fp-contract=off")
+#endif
 
 #include <type_traits>
 
