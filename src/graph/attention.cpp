@@ -13,13 +13,27 @@ namespace minfer {
 
 namespace {
 
-// Rows of one cache block as f32: f32 cells read in place, others converted into `scratch` by
-// to_f32 (the kernel table's cells_to_f32 for the cell type; nullptr for f32 cells).
-const float* block_rows_f32(kernels::DequantizeRowFn to_f32, const uint8_t* cells, int64_t n_rows,
-                            int64_t dim, float* scratch) {
-  if (to_f32 == nullptr) return reinterpret_cast<const float*>(cells);
+// One block's keys or values as the kernels read them: f32 rows, or f16 cells read in place
+// where the table has the f16 loops (KernelTable::dot_rows_f16).
+struct CellRows {
+  const float* f32;
+  const uint16_t* f16;
+  int64_t dim;  // floats per row
+  // The rows from row `from` on.
+  CellRows from(int64_t row) const {
+    return f32 != nullptr ? CellRows{f32 + row * dim, nullptr, dim}
+                          : CellRows{nullptr, f16 + row * dim, dim};
+  }
+};
+
+// n_rows rows of one cache block: f32 cells and (with a table that reads them) f16 cells in
+// place, others converted into `scratch` by to_f32 (the table's cells_to_f32 for the cell type).
+CellRows block_rows(kernels::DequantizeRowFn to_f32, bool f16_in_place, const uint8_t* cells,
+                    int64_t n_rows, int64_t dim, float* scratch) {
+  if (f16_in_place) return {nullptr, reinterpret_cast<const uint16_t*>(cells), dim};
+  if (to_f32 == nullptr) return {reinterpret_cast<const float*>(cells), nullptr, dim};
   to_f32(cells, scratch, n_rows * dim);
-  return scratch;
+  return {scratch, nullptr, dim};
 }
 
 // Asks for a block's `bytes` of cells (one KV head's keys or values) into L2, a line at a time.
@@ -205,27 +219,40 @@ struct TileScratch {
   std::vector<RowState> rows;  // [rows]
 };
 
-// Adds n cells of a block (keys, values: [n, hd] / [n, dv] f32) to tile rows [r_begin, r_end),
-// which all see them: every row's scores in one call, each row's softmax step, then every row's
-// weighted values in one call. Each row's arithmetic is the same whatever rows share the call.
-void attend_rows(const kernels::KernelTable& table, const float* keys, const float* values,
-                 int64_t n, int64_t hd, int64_t dv, int64_t bs, float scale, int64_t r_begin,
-                 int64_t r_end, TileScratch& sc) {
+// Adds n cells of a block (keys [n, hd], values [n, dv]) to tile rows [r_begin, r_end), which
+// all see them: every row's scores in one call, each row's softmax step, then every row's
+// weighted values in one call. Each row's arithmetic is the same whatever rows share the call,
+// and whether the cells are read as f32 or f16.
+void attend_rows(const kernels::KernelTable& table, CellRows keys, CellRows values, int64_t n,
+                 int64_t bs, float scale, int64_t r_begin, int64_t r_end, TileScratch& sc) {
+  const int64_t hd = keys.dim;
+  const int64_t dv = values.dim;
   const int64_t n_rows = r_end - r_begin;
   float* scores = sc.scores.data() + r_begin * bs;
-  table.dot_rows_f32({keys, n, hd}, {sc.q_tile.data() + r_begin * hd, n_rows, hd}, hd, scale,
-                     scores, bs);
+  const kernels::F32Rows q{sc.q_tile.data() + r_begin * hd, n_rows, hd};
+  if (keys.f16 != nullptr) {
+    table.dot_rows_f16({keys.f16, n, hd}, q, hd, scale, scores, bs);
+  } else {
+    table.dot_rows_f32({keys.f32, n, hd}, q, hd, scale, scores, bs);
+  }
   for (int64_t r = 0; r < n_rows; ++r) {
     softmax_step(table, scores + r * bs, n, dv, sc.rows[static_cast<size_t>(r_begin + r)]);
   }
-  table.weighted_sum_f32({scores, n_rows, bs}, {values, n, dv}, dv, sc.acc.data() + r_begin * dv,
-                         dv);
+  const kernels::F32Rows weights{scores, n_rows, bs};
+  float* acc = sc.acc.data() + r_begin * dv;
+  if (values.f16 != nullptr) {
+    table.weighted_sum_f16(weights, {values.f16, n, dv}, dv, acc, dv);
+  } else {
+    table.weighted_sum_f32(weights, {values.f32, n, dv}, dv, acc, dv);
+  }
 }
 
 void attend_tile(const kernels::KernelTable& table, const KvCache& cache, const Batch& batch,
                  const AttentionArgs& args, kernels::DequantizeRowFn to_f32, const QueryTile& tile,
                  TileScratch& sc) {
   const KvCacheConfig& c = cache.config();
+  const bool f16_in_place = c.cell_type == GgmlType::kF16 && table.dot_rows_f16 != nullptr &&
+                            table.weighted_sum_f16 != nullptr;
   const int64_t hd = c.head_dim;
   const int64_t dv = c.head_dim_v;
   const int64_t bs = c.block_size;
@@ -266,12 +293,12 @@ void attend_tile(const kernels::KernelTable& table, const KvCache& cache, const 
       prefetch_cells(cache.k_block(next, args.il, kv_head), bs * k_row_bytes);
       prefetch_cells(cache.v_block(next, args.il, kv_head), bs * v_row_bytes);
     }
-    const float* keys =
-        block_rows_f32(to_f32, cache.k_block(block, args.il, kv_head) + lo * k_row_bytes, hi - lo,
-                       hd, sc.k_tile.data());
-    const float* values =
-        block_rows_f32(to_f32, cache.v_block(block, args.il, kv_head) + lo * v_row_bytes, hi - lo,
-                       dv, sc.v_tile.data());
+    const CellRows keys =
+        block_rows(to_f32, f16_in_place, cache.k_block(block, args.il, kv_head) + lo * k_row_bytes,
+                   hi - lo, hd, sc.k_tile.data());
+    const CellRows values =
+        block_rows(to_f32, f16_in_place, cache.v_block(block, args.il, kv_head) + lo * v_row_bytes,
+                   hi - lo, dv, sc.v_tile.data());
     // Runs of tokens that see the same cells of the block [skip, end) share one call.
     auto cells_of = [&](int64_t t) {
       const int64_t pos = batch.positions[static_cast<size_t>(t)];
@@ -283,9 +310,8 @@ void attend_tile(const kernels::KernelTable& table, const KvCache& cache, const 
       int64_t t_run = t + 1;
       while (t_run < tile.t_end && cells_of(t_run) == std::pair{skip, end}) ++t_run;
       if (end > skip) {  // else the block lies outside these tokens' window
-        attend_rows(table, keys + (skip - lo) * hd, values + (skip - lo) * dv, end - skip, hd, dv,
-                    bs, args.scale, (t - tile.t_begin) * n_heads, (t_run - tile.t_begin) * n_heads,
-                    sc);
+        attend_rows(table, keys.from(skip - lo), values.from(skip - lo), end - skip, bs, args.scale,
+                    (t - tile.t_begin) * n_heads, (t_run - tile.t_begin) * n_heads, sc);
       }
       t = t_run;
     }

@@ -60,6 +60,14 @@ struct F32Rows {
   const float* row(int64_t i) const { return data + i * stride; }
 };
 
+// Rows of f16 cells (IEEE half), `stride` cells apart.
+struct F16Rows {
+  const uint16_t* data;
+  int64_t n;
+  int64_t stride;
+  const uint16_t* row(int64_t i) const { return data + i * stride; }
+};
+
 struct KernelTable {
   Isa isa;
   const char* name;  // "ref", "avx2", "avx512", "neon", "dotprod", "i8mm"
@@ -101,6 +109,12 @@ struct KernelTable {
   void (*dot_rows_f32)(F32Rows rows, F32Rows x, int64_t n, float scale, float* out,
                        int64_t out_stride);
   void (*weighted_sum_f32)(F32Rows w, F32Rows rows, int64_t n, float* y, int64_t y_stride);
+  // The same two over rows of f16 cells, read where they lie: bit for bit what the f32 entries
+  // give on the rows converted (f16_to_f32 is exact). nullptr: this table has none, and the
+  // caller converts the rows and calls the f32 entries.
+  void (*dot_rows_f16)(F16Rows rows, F32Rows x, int64_t n, float scale, float* out,
+                       int64_t out_stride);
+  void (*weighted_sum_f16)(F32Rows w, F16Rows rows, int64_t n, float* y, int64_t y_stride);
   // IEEE half / bfloat16 <-> f32, round to nearest even; bf16 NaNs stay NaN (quiet).
   void (*f16_to_f32)(const uint16_t* x, int64_t n, float* y);
   void (*f32_to_f16)(const float* x, int64_t n, uint16_t* y);

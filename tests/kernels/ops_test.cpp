@@ -168,6 +168,53 @@ TEST(Ops, RowLoopsRepeatDotAndAxpyBitForBit) {
   }
 }
 
+TEST(Ops, F16RowLoopsAreTheF32LoopsOnTheConvertedRows) {
+  // dot_rows_f16 / weighted_sum_f16 read attention's f16 cells where they lie: bit for bit what
+  // the f32 loops give on the rows converted, for the same widths, row counts and x counts.
+  int tables_with_f16_loops = 0;
+  for (const KernelTable* t : all_tables()) {
+    if (t->dot_rows_f16 == nullptr || t->weighted_sum_f16 == nullptr) {
+      EXPECT_EQ(t->dot_rows_f16, nullptr) << t->name << " has one f16 loop without the other";
+      EXPECT_EQ(t->weighted_sum_f16, nullptr) << t->name << " has one f16 loop without the other";
+      continue;
+    }
+    ++tables_with_f16_loops;
+    for (int64_t n : {int64_t{1}, int64_t{8}, int64_t{31}, int64_t{64}, int64_t{80}, int64_t{128},
+                      int64_t{130}, int64_t{256}}) {
+      for (const int64_t n_rows : {int64_t{7}, int64_t{32}, int64_t{37}}) {
+        for (const int64_t n_x : {int64_t{5}, int64_t{7}, int64_t{9}}) {
+          const int64_t stride = n + 3;
+          const int64_t out_stride = n_rows + 2;
+          std::vector<uint16_t> rows16(static_cast<size_t>(n_rows * stride));
+          t->f32_to_f16(random_floats(n_rows * stride, 21 + n, -2.0f, 2.0f).data(), n_rows * stride,
+                        rows16.data());
+          std::vector<float> rows(rows16.size());
+          t->f16_to_f32(rows16.data(), n_rows * stride, rows.data());
+          const std::vector<float> x = random_floats(n_x * stride, 22 + n, -2.0f, 2.0f);
+          const std::vector<float> w = random_floats(n_x * out_stride, 23 + n, 0.0f, 1.0f);
+          std::vector<float> dots(static_cast<size_t>(n_x * out_stride), -1.0f);
+          std::vector<float> dots_expected = dots;
+          t->dot_rows_f16({rows16.data(), n_rows, stride}, {x.data(), n_x, stride}, n, 0.125f,
+                          dots.data(), out_stride);
+          t->dot_rows_f32({rows.data(), n_rows, stride}, {x.data(), n_x, stride}, n, 0.125f,
+                          dots_expected.data(), out_stride);
+          EXPECT_EQ(0, std::memcmp(dots.data(), dots_expected.data(), dots.size() * sizeof(float)))
+              << t->name << " dot_rows_f16 n=" << n << " rows " << n_rows << " x " << n_x;
+          std::vector<float> y = random_floats(n_x * stride, 24 + n, -1.0f, 1.0f);
+          std::vector<float> y_expected = y;
+          t->weighted_sum_f16({w.data(), n_x, out_stride}, {rows16.data(), n_rows, stride}, n,
+                              y.data(), stride);
+          t->weighted_sum_f32({w.data(), n_x, out_stride}, {rows.data(), n_rows, stride}, n,
+                              y_expected.data(), stride);
+          EXPECT_EQ(0, std::memcmp(y.data(), y_expected.data(), y.size() * sizeof(float)))
+              << t->name << " weighted_sum_f16 n=" << n << " rows " << n_rows << " y " << n_x;
+        }
+      }
+    }
+  }
+  if (tables_with_f16_loops == 0) GTEST_SKIP() << "no table on this CPU has the f16 row loops";
+}
+
 TEST(Ops, SoftmaxSubtractsTheMax) {
   // Without subtracting the max, exp(1000) overflows to inf and the result is NaN.
   const std::vector<float> x = {1000.0f, 999.0f, 998.0f};

@@ -13,6 +13,7 @@
 #include <cmath>
 
 #include <cstdint>
+#include <vector>
 
 #include "kernels/avx512/avx512_kernels.h"
 #include "kernels/avx512/avx512_math.h"
@@ -226,6 +227,32 @@ inline __m512i hsum16_row_order() {
   return _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
 }
 
+// Rows of f32 floats or of f16 cells, loaded 16 floats at a time (f16 converted exactly).
+struct F32Loader {
+  F32Rows rows;
+  __m512 load(int64_t j, int64_t off) const { return _mm512_loadu_ps(rows.row(j) + off); }
+  __m512 load(int64_t j, int64_t off, __mmask16 m) const {
+    return _mm512_maskz_loadu_ps(m, rows.row(j) + off);
+  }
+};
+
+struct F16Loader {
+  F16Rows rows;
+  __m512 load(int64_t j, int64_t off) const {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows.row(j) + off)));
+  }
+  __m512 load(int64_t j, int64_t off, __mmask16 m) const {
+    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, rows.row(j) + off));
+  }
+};
+
+// Rows [begin, end) of n cells each, converted to f32 ([end - begin, n]).
+std::vector<float> rows_to_f32(F16Rows rows, int64_t begin, int64_t end, int64_t n) {
+  std::vector<float> out(static_cast<size_t>((end - begin) * n));
+  for (int64_t j = begin; j < end; ++j) f16_to_f32(rows.row(j), n, out.data() + (j - begin) * n);
+  return out;
+}
+
 // One x against sixteen rows at a time: their lanes reduced together (hsum16_ps), then put back
 // in row order.
 void dot_rows_one(F32Rows rows, const float* x, int64_t n, float scale, float* out) {
@@ -242,23 +269,22 @@ void dot_rows_one(F32Rows rows, const float* x, int64_t n, float scale, float* o
 
 // kX x's (n = 32 · kChunks floats each, held in registers) against sixteen rows at a time: each
 // row is loaded once for all of them, and each pair runs dot_lanes' operations in its order.
-template <int kChunks, int kX>
-void dot_rows_held(F32Rows rows, const float* x, int64_t x_stride, float scale, float* out,
-                   int64_t out_stride) {
+template <int kChunks, int kX, typename Rows>
+void dot_rows_held(Rows rows, int64_t n_rows, const float* x, int64_t x_stride, float scale,
+                   float* out, int64_t out_stride) {
   __m512 xv[kX][2 * kChunks];
   for (int i = 0; i < kX; ++i) {
     for (int c = 0; c < 2 * kChunks; ++c) xv[i][c] = _mm512_loadu_ps(x + i * x_stride + 16 * c);
   }
   const __m512 vscale = _mm512_set1_ps(scale);
-  for (int64_t j = 0; j + 16 <= rows.n; j += 16) {
+  for (int64_t j = 0; j + 16 <= n_rows; j += 16) {
     __m512 v[kX][16];  // [x][row] dot_lanes' two accumulators, added
     for (int r = 0; r < 16; ++r) {
-      const float* row = rows.row(j + r);
       __m512 acc0[kX], acc1[kX];
       for (int i = 0; i < kX; ++i) acc0[i] = acc1[i] = _mm512_setzero_ps();
       for (int c = 0; c < kChunks; ++c) {
-        const __m512 r0 = _mm512_loadu_ps(row + 32 * c);
-        const __m512 r1 = _mm512_loadu_ps(row + 32 * c + 16);
+        const __m512 r0 = rows.load(j + r, 32 * c);
+        const __m512 r1 = rows.load(j + r, 32 * c + 16);
         for (int i = 0; i < kX; ++i) {
           acc0[i] = _mm512_fmadd_ps(r0, xv[i][2 * c], acc0[i]);
           acc1[i] = _mm512_fmadd_ps(r1, xv[i][2 * c + 1], acc1[i]);
@@ -274,55 +300,78 @@ void dot_rows_held(F32Rows rows, const float* x, int64_t x_stride, float scale, 
 }
 
 // dot_rows_held for x.n x's, kMaxX at a time (kMaxX · 2 · kChunks = 16 registers of x).
-template <int kChunks>
-void dot_rows_chunks(F32Rows rows, F32Rows x, float scale, float* out, int64_t out_stride) {
+template <int kChunks, typename Rows>
+void dot_rows_chunks(Rows rows, int64_t n_rows, F32Rows x, float scale, float* out,
+                     int64_t out_stride) {
   constexpr int kMaxX = 8 / kChunks;
   int64_t i = 0;
   for (; i + kMaxX <= x.n; i += kMaxX) {
-    dot_rows_held<kChunks, kMaxX>(rows, x.row(i), x.stride, scale, out + i * out_stride,
+    dot_rows_held<kChunks, kMaxX>(rows, n_rows, x.row(i), x.stride, scale, out + i * out_stride,
                                   out_stride);
   }
   // The last x.n % kMaxX x's in one pass over the rows too (a decode step's 7 query heads of a
   // KV head are 4 + 3), not one pass each.
   const int64_t left = x.n - i;
   const float* rest = x.row(i);
+  float* rest_out = out + i * out_stride;
   if constexpr (kMaxX > 3) {
     if (left == 3)
-      dot_rows_held<kChunks, 3>(rows, rest, x.stride, scale, out + i * out_stride, out_stride);
+      dot_rows_held<kChunks, 3>(rows, n_rows, rest, x.stride, scale, rest_out, out_stride);
   }
   if constexpr (kMaxX > 2) {
     if (left == 2)
-      dot_rows_held<kChunks, 2>(rows, rest, x.stride, scale, out + i * out_stride, out_stride);
+      dot_rows_held<kChunks, 2>(rows, n_rows, rest, x.stride, scale, rest_out, out_stride);
   }
   if (left == 1)
-    dot_rows_held<kChunks, 1>(rows, rest, x.stride, scale, out + i * out_stride, out_stride);
+    dot_rows_held<kChunks, 1>(rows, n_rows, rest, x.stride, scale, rest_out, out_stride);
+}
+
+// dot_rows_chunks for the head sizes it holds in registers (64, 128, 256 floats): false for
+// any other n, and nothing written.
+template <typename Rows>
+bool dot_rows_held_sizes(Rows rows, int64_t n_rows, F32Rows x, int64_t n, float scale, float* out,
+                         int64_t out_stride) {
+  switch (n) {
+    case 64:
+      dot_rows_chunks<2>(rows, n_rows, x, scale, out, out_stride);
+      return true;
+    case 128:
+      dot_rows_chunks<4>(rows, n_rows, x, scale, out, out_stride);
+      return true;
+    case 256:
+      dot_rows_chunks<8>(rows, n_rows, x, scale, out, out_stride);
+      return true;
+    default:
+      return false;
+  }
 }
 
 }  // namespace
 
 void dot_rows_f32(F32Rows rows, F32Rows x, int64_t n, float scale, float* out, int64_t out_stride) {
-  const int64_t whole = rows.n & ~int64_t{15};
-  switch (n) {
-    case 64:
-      dot_rows_chunks<2>(rows, x, scale, out, out_stride);
-      break;
-    case 128:
-      dot_rows_chunks<4>(rows, x, scale, out, out_stride);
-      break;
-    case 256:
-      dot_rows_chunks<8>(rows, x, scale, out, out_stride);
-      break;
-    default:
-      for (int64_t i = 0; i < x.n; ++i)
-        dot_rows_one(rows, x.row(i), n, scale, out + i * out_stride);
-      return;
+  if (!dot_rows_held_sizes(F32Loader{rows}, rows.n, x, n, scale, out, out_stride)) {
+    for (int64_t i = 0; i < x.n; ++i) dot_rows_one(rows, x.row(i), n, scale, out + i * out_stride);
+    return;
   }
   // The rows after the last sixteen.
   for (int64_t i = 0; i < x.n; ++i) {
-    for (int64_t j = whole; j < rows.n; ++j) {
+    for (int64_t j = rows.n & ~int64_t{15}; j < rows.n; ++j) {
       out[i * out_stride + j] = dot_f32(rows.row(j), x.row(i), n) * scale;
     }
   }
+}
+
+void dot_rows_f16(F16Rows rows, F32Rows x, int64_t n, float scale, float* out, int64_t out_stride) {
+  const int64_t whole = rows.n & ~int64_t{15};
+  if (!dot_rows_held_sizes(F16Loader{rows}, whole, x, n, scale, out, out_stride)) {
+    const std::vector<float> f32 = rows_to_f32(rows, 0, rows.n, n);
+    dot_rows_f32({f32.data(), rows.n, n}, x, n, scale, out, out_stride);
+    return;
+  }
+  // The rows after the last sixteen, as f32.
+  if (whole == rows.n) return;
+  const std::vector<float> tail = rows_to_f32(rows, whole, rows.n, n);
+  dot_rows_f32({tail.data(), rows.n - whole, n}, x, n, scale, out + whole, out_stride);
 }
 
 void axpy_f32(float a, const float* x, int64_t n, float* y) {
@@ -335,8 +384,9 @@ namespace {
 // kY rows of y stay in registers, 64 floats at a time, while every row is added with one fused
 // multiply-add per element in order of j: axpy_f32's arithmetic, each row loaded once for all
 // of them.
-template <int kY>
-void weighted_sum_held(F32Rows w, F32Rows rows, int64_t n, float* y, int64_t y_stride) {
+template <int kY, typename Rows>
+void weighted_sum_held(F32Rows w, Rows rows, int64_t n_rows, int64_t n, float* y,
+                       int64_t y_stride) {
   for (int64_t c = 0; c < n; c += 64) {
     __mmask16 m[4];
     __m512 acc[kY][4];
@@ -347,10 +397,9 @@ void weighted_sum_held(F32Rows w, F32Rows rows, int64_t n, float* y, int64_t y_s
         acc[i][k] = _mm512_maskz_loadu_ps(m[k], y + i * y_stride + c + 16 * k);
       }
     }
-    for (int64_t j = 0; j < rows.n; ++j) {
-      const float* row = rows.row(j) + c;
+    for (int64_t j = 0; j < n_rows; ++j) {
       __m512 rv[4];
-      for (int k = 0; k < 4; ++k) rv[k] = _mm512_maskz_loadu_ps(m[k], row + 16 * k);
+      for (int k = 0; k < 4; ++k) rv[k] = rows.load(j, c + 16 * k, m[k]);
       for (int i = 0; i < kY; ++i) {
         const __m512 wj = _mm512_set1_ps(w.row(i)[j]);
         for (int k = 0; k < 4; ++k) acc[i][k] = _mm512_fmadd_ps(wj, rv[k], acc[i][k]);
@@ -364,28 +413,40 @@ void weighted_sum_held(F32Rows w, F32Rows rows, int64_t n, float* y, int64_t y_s
   }
 }
 
-}  // namespace
-
-void weighted_sum_f32(F32Rows w, F32Rows rows, int64_t n, float* y, int64_t y_stride) {
+template <typename Rows>
+void weighted_sum_rows(F32Rows w, Rows rows, int64_t n_rows, int64_t n, float* y,
+                       int64_t y_stride) {
   constexpr int kMaxY = 4;  // 16 accumulators
   int64_t i = 0;
   for (; i + kMaxY <= w.n; i += kMaxY) {
-    weighted_sum_held<kMaxY>({w.row(i), kMaxY, w.stride}, rows, n, y + i * y_stride, y_stride);
+    weighted_sum_held<kMaxY>({w.row(i), kMaxY, w.stride}, rows, n_rows, n, y + i * y_stride,
+                             y_stride);
   }
   // The last w.n % kMaxY rows in one pass over the rows too.
+  float* rest = y + i * y_stride;
   switch (w.n - i) {
     case 3:
-      weighted_sum_held<3>({w.row(i), 3, w.stride}, rows, n, y + i * y_stride, y_stride);
+      weighted_sum_held<3>({w.row(i), 3, w.stride}, rows, n_rows, n, rest, y_stride);
       break;
     case 2:
-      weighted_sum_held<2>({w.row(i), 2, w.stride}, rows, n, y + i * y_stride, y_stride);
+      weighted_sum_held<2>({w.row(i), 2, w.stride}, rows, n_rows, n, rest, y_stride);
       break;
     case 1:
-      weighted_sum_held<1>({w.row(i), 1, w.stride}, rows, n, y + i * y_stride, y_stride);
+      weighted_sum_held<1>({w.row(i), 1, w.stride}, rows, n_rows, n, rest, y_stride);
       break;
     default:
       break;
   }
+}
+
+}  // namespace
+
+void weighted_sum_f32(F32Rows w, F32Rows rows, int64_t n, float* y, int64_t y_stride) {
+  weighted_sum_rows(w, F32Loader{rows}, rows.n, n, y, y_stride);
+}
+
+void weighted_sum_f16(F32Rows w, F16Rows rows, int64_t n, float* y, int64_t y_stride) {
+  weighted_sum_rows(w, F16Loader{rows}, rows.n, n, y, y_stride);
 }
 
 void f16_to_f32(const uint16_t* x, int64_t n, float* y) {
