@@ -195,8 +195,8 @@ float max_of(const float* x, int64_t n, float init) {
   return result;
 }
 
-// A row's scores of a block ([n]) become its weights e^(score - max); the running max is raised
-// first if the block holds a higher score, rescaling what the row has summed so far.
+// A row's scores of a chunk ([n]) become its weights e^(score - max); the running max is raised
+// first if the chunk holds a higher score, rescaling what the row has summed so far.
 void softmax_step(const kernels::KernelTable& table, float* scores, int64_t n, int64_t head_dim_v,
                   RowState& row) {
   const float block_max = max_of(scores, n, row.max_score);
@@ -209,59 +209,146 @@ void softmax_step(const kernels::KernelTable& table, float* scores, int64_t n, i
   row.sum += table.exp_sum(scores, row.max_score, n, scores);
 }
 
-// Per-thread buffers of attend_tile.
-struct TileScratch {
-  std::vector<float> k_tile;   // [block_size, hd]
-  std::vector<float> v_tile;   // [block_size, dv]
-  std::vector<float> q_tile;   // [rows, hd] the tile's query rows
-  std::vector<float> scores;   // [rows, block_size]
-  std::vector<float> acc;      // [rows, dv]
-  std::vector<RowState> rows;  // [rows]
+// Cells of the cache per softmax step: several blocks at once, on a grid fixed by the absolute
+// positions (chunk c holds positions [c·kChunkCells, (c+1)·kChunkCells)), so a row's steps do
+// not depend on which tokens share its tile. A step per block was a softmax step per row for
+// every 32 cells, whose fixed costs outweighed its arithmetic in a decode step at depth.
+constexpr int64_t kChunkCells = 128;
+
+// One block's part of a chunk: cells [first, first + n) (positions) as the kernels read them.
+struct ChunkPiece {
+  int64_t first, n;
+  CellRows keys, values;
 };
 
-// Adds n cells of a block (keys [n, hd], values [n, dv]) to tile rows [r_begin, r_end), which
-// all see them: every row's scores in one call, each row's softmax step, then every row's
-// weighted values in one call. Each row's arithmetic is the same whatever rows share the call,
-// and whether the cells are read as f32 or f16.
-void attend_rows(const kernels::KernelTable& table, CellRows keys, CellRows values, int64_t n,
-                 int64_t bs, float scale, int64_t r_begin, int64_t r_end, TileScratch& sc) {
-  const int64_t hd = keys.dim;
-  const int64_t dv = values.dim;
-  const int64_t n_rows = r_end - r_begin;
-  float* scores = sc.scores.data() + r_begin * bs;
-  const kernels::F32Rows q{sc.q_tile.data() + r_begin * hd, n_rows, hd};
-  if (keys.f16 != nullptr) {
-    table.dot_rows_f16({keys.f16, n, hd}, q, hd, scale, scores, bs);
-  } else {
-    table.dot_rows_f32({keys.f32, n, hd}, q, hd, scale, scores, bs);
-  }
-  for (int64_t r = 0; r < n_rows; ++r) {
-    softmax_step(table, scores + r * bs, n, dv, sc.rows[static_cast<size_t>(r_begin + r)]);
-  }
-  const kernels::F32Rows weights{scores, n_rows, bs};
-  float* acc = sc.acc.data() + r_begin * dv;
-  if (values.f16 != nullptr) {
-    table.weighted_sum_f16(weights, {values.f16, n, dv}, dv, acc, dv);
-  } else {
-    table.weighted_sum_f32(weights, {values.f32, n, dv}, dv, acc, dv);
+// Per-thread buffers of attend_tile.
+struct TileScratch {
+  std::vector<float> k_tile;       // [kChunkCells, hd] converted cells
+  std::vector<float> v_tile;       // [kChunkCells, dv]
+  std::vector<float> q_tile;       // [rows, hd] the tile's query rows
+  std::vector<float> scores;       // [rows, kChunkCells]
+  std::vector<float> acc;          // [rows, dv]
+  std::vector<RowState> rows;      // [rows]
+  std::vector<ChunkPiece> pieces;  // the chunk's blocks
+};
+
+// Where one tile reads the cache: its sequence's blocks in one layer, one KV head.
+struct TileCells {
+  const KvCache& cache;
+  const std::vector<int32_t>& blocks;
+  int64_t il, kv_head;
+  kernels::DequantizeRowFn to_f32;  // the table's cells_to_f32 for the cell type; null for f32
+  bool f16_in_place;                // f16 cells read where they lie (block_rows)
+  int64_t end;                      // 1 + the last cell any token of the tile sees
+};
+
+// Block b's cells are asked for (prefetch_cells) this many blocks before they are read.
+constexpr int64_t kPrefetchBlocks = 1;
+
+// The pieces of cells [lo, hi) in sc.pieces, converted into the scratch where the kernels
+// cannot read the cells in place; the blocks kPrefetchBlocks on are asked for.
+void chunk_pieces(const TileCells& tc, int64_t lo, int64_t hi, TileScratch& sc) {
+  const KvCacheConfig& c = tc.cache.config();
+  const int64_t bs = c.block_size;
+  const auto k_row_bytes = static_cast<int64_t>(tc.cache.k_row_bytes());
+  const auto v_row_bytes = static_cast<int64_t>(tc.cache.v_row_bytes());
+  sc.pieces.clear();
+  for (int64_t b = lo / bs; b * bs < hi; ++b) {
+    const int32_t block = tc.blocks[static_cast<size_t>(b)];
+    MINFER_CHECK(block >= 0, "attention reads a released KV block");
+    const int64_t ahead = b + kPrefetchBlocks;
+    if (ahead * bs < tc.end && tc.blocks[static_cast<size_t>(ahead)] >= 0) {
+      const int32_t next = tc.blocks[static_cast<size_t>(ahead)];
+      prefetch_cells(tc.cache.k_block(next, tc.il, tc.kv_head), bs * k_row_bytes);
+      prefetch_cells(tc.cache.v_block(next, tc.il, tc.kv_head), bs * v_row_bytes);
+    }
+    const int64_t from = std::max(lo, b * bs);
+    const int64_t n = std::min(hi, (b + 1) * bs) - from;
+    const uint8_t* keys = tc.cache.k_block(block, tc.il, tc.kv_head) + (from % bs) * k_row_bytes;
+    const uint8_t* values = tc.cache.v_block(block, tc.il, tc.kv_head) + (from % bs) * v_row_bytes;
+    sc.pieces.push_back({from, n,
+                         block_rows(tc.to_f32, tc.f16_in_place, keys, n, c.head_dim,
+                                    sc.k_tile.data() + (from - lo) * c.head_dim),
+                         block_rows(tc.to_f32, tc.f16_in_place, values, n, c.head_dim_v,
+                                    sc.v_tile.data() + (from - lo) * c.head_dim_v)});
   }
 }
 
-void attend_tile(const kernels::KernelTable& table, const KvCache& cache, const Batch& batch,
-                 const AttentionArgs& args, kernels::DequantizeRowFn to_f32, const QueryTile& tile,
+// The rows of tokens [t_begin, t_end) of a tile (n_heads rows each) that see the same first
+// cell of a chunk, `from`, and n cells on. Token t sees seen[t - t_begin] of them (at least 1):
+// its scores past those are set to -inf, so their weights are exactly 0 and the row's arithmetic
+// is that of its own cells alone, whatever tokens share the call.
+struct RowRun {
+  int64_t from, n;
+  int64_t t_begin, t_end;
+  const int64_t* seen;
+};
+
+// The part [a, b) of a piece that a run's cells [from, from + n) cover (empty: a >= b).
+std::pair<int64_t, int64_t> overlap(const ChunkPiece& p, const RowRun& run) {
+  return {std::max(p.first, run.from), std::min(p.first + p.n, run.from + run.n)};
+}
+
+// out[i · out_stride + j] = x_i · keys_j · scale for n keys (dot_rows_f32 / dot_rows_f16).
+void dot_cells(const kernels::KernelTable& table, CellRows keys, int64_t n, kernels::F32Rows x,
+               float scale, float* out, int64_t out_stride) {
+  if (keys.f16 != nullptr) {
+    table.dot_rows_f16({keys.f16, n, keys.dim}, x, keys.dim, scale, out, out_stride);
+  } else {
+    table.dot_rows_f32({keys.f32, n, keys.dim}, x, keys.dim, scale, out, out_stride);
+  }
+}
+
+// y_i += Σ_j w_i[j] · values_j for n values (weighted_sum_f32 / weighted_sum_f16).
+void weighted_cells(const kernels::KernelTable& table, kernels::F32Rows w, CellRows values,
+                    int64_t n, float* y, int64_t y_stride) {
+  if (values.f16 != nullptr) {
+    table.weighted_sum_f16(w, {values.f16, n, values.dim}, values.dim, y, y_stride);
+  } else {
+    table.weighted_sum_f32(w, {values.f32, n, values.dim}, values.dim, y, y_stride);
+  }
+}
+
+// Adds a run's cells to its rows: every row's scores (a call per piece), each row's softmax
+// step, then every row's weighted values (a call per piece, in order of the cells, so each
+// row's sum is the one a single call would make).
+void attend_rows(const kernels::KernelTable& table, const RowRun& run, float scale, int64_t n_heads,
                  TileScratch& sc) {
-  const KvCacheConfig& c = cache.config();
-  const bool f16_in_place = c.cell_type == GgmlType::kF16 && table.dot_rows_f16 != nullptr &&
-                            table.weighted_sum_f16 != nullptr;
-  const int64_t hd = c.head_dim;
-  const int64_t dv = c.head_dim_v;
-  const int64_t bs = c.block_size;
-  const int64_t kv_head = tile.h_begin / (args.n_head / c.n_head_kv);
+  const int64_t hd = sc.pieces.front().keys.dim;
+  const int64_t dv = sc.pieces.front().values.dim;
+  const int64_t r_begin = run.t_begin * n_heads;
+  const int64_t n_rows = (run.t_end - run.t_begin) * n_heads;
+  float* scores = sc.scores.data() + r_begin * kChunkCells;
+  const kernels::F32Rows q{sc.q_tile.data() + r_begin * hd, n_rows, hd};
+  for (const ChunkPiece& p : sc.pieces) {
+    const auto [a, b] = overlap(p, run);
+    if (a < b) {
+      dot_cells(table, p.keys.from(a - p.first), b - a, q, scale, scores + (a - run.from),
+                kChunkCells);
+    }
+  }
+  for (int64_t r = 0; r < n_rows; ++r) {
+    float* row = scores + r * kChunkCells;
+    std::fill(row + run.seen[r / n_heads], row + run.n, -std::numeric_limits<float>::infinity());
+    softmax_step(table, row, run.n, dv, sc.rows[static_cast<size_t>(r_begin + r)]);
+  }
+  for (const ChunkPiece& p : sc.pieces) {
+    const auto [a, b] = overlap(p, run);
+    if (a < b) {
+      weighted_cells(table, {scores + (a - run.from), n_rows, kChunkCells},
+                     p.values.from(a - p.first), b - a, sc.acc.data() + r_begin * dv, dv);
+    }
+  }
+}
+
+// Copies the tile's query rows into the scratch and starts every row's softmax.
+void start_rows(const AttentionArgs& args, const QueryTile& tile, int64_t hd, int64_t dv,
+                TileScratch& sc) {
   const int64_t n_heads = tile.h_end - tile.h_begin;
   const auto n_rows = static_cast<size_t>((tile.t_end - tile.t_begin) * n_heads);
   // Row r = (t - t_begin) · n_heads + (h - h_begin): a token's heads are consecutive rows.
   sc.q_tile.resize(n_rows * static_cast<size_t>(hd));
-  sc.scores.resize(n_rows * static_cast<size_t>(bs));
+  sc.scores.resize(n_rows * static_cast<size_t>(kChunkCells));
   sc.acc.assign(n_rows * static_cast<size_t>(dv), 0.0f);
   sc.rows.resize(n_rows);
   for (int64_t t = tile.t_begin; t < tile.t_end; ++t) {
@@ -271,6 +358,40 @@ void attend_tile(const kernels::KernelTable& table, const KvCache& cache, const 
   for (size_t r = 0; r < n_rows; ++r) {
     sc.rows[r] = {-std::numeric_limits<float>::infinity(), 0.0, sc.acc.data() + r * dv};
   }
+}
+
+// Each token's rows of the tile through one chunk: runs of tokens that see it from the same
+// first cell share one attend_rows. Token t sees the chunk's cells cells_of(t) = [from, to).
+template <typename CellsOf>
+void attend_chunk(const kernels::KernelTable& table, const QueryTile& tile, float scale,
+                  CellsOf cells_of, std::vector<int64_t>& seen, TileScratch& sc) {
+  const int64_t n_heads = tile.h_end - tile.h_begin;
+  for (int64_t t = tile.t_begin; t < tile.t_end;) {
+    const int64_t from = cells_of(t).first;
+    int64_t t_run = t;
+    for (; t_run < tile.t_end && cells_of(t_run).first == from && cells_of(t_run).second > from;
+         ++t_run) {
+      seen[static_cast<size_t>(t_run - tile.t_begin)] = cells_of(t_run).second - from;
+    }
+    if (t_run == t) {  // the chunk lies outside this token's window
+      ++t;
+      continue;
+    }
+    const int64_t n = cells_of(t_run - 1).second - from;  // ends rise along the tile
+    attend_rows(table,
+                {from, n, t - tile.t_begin, t_run - tile.t_begin, seen.data() + (t - tile.t_begin)},
+                scale, n_heads, sc);
+    t = t_run;
+  }
+}
+
+void attend_tile(const kernels::KernelTable& table, const KvCache& cache, const Batch& batch,
+                 const AttentionArgs& args, kernels::DequantizeRowFn to_f32, const QueryTile& tile,
+                 TileScratch& sc) {
+  const KvCacheConfig& c = cache.config();
+  const int64_t dv = c.head_dim_v;
+  const int64_t n_heads = tile.h_end - tile.h_begin;
+  start_rows(args, tile, c.head_dim, dv, sc);
   // Token t sees cells first(t) .. pos(t) (first = 0 unless the layer slides); positions rise
   // by one along the tile.
   auto first_of = [&](int64_t pos) {
@@ -278,48 +399,29 @@ void attend_tile(const kernels::KernelTable& table, const KvCache& cache, const 
   };
   const int64_t pos0 = batch.positions[static_cast<size_t>(tile.t_begin)];
   const int64_t pos_last = batch.positions[static_cast<size_t>(tile.t_end - 1)];
-  const std::vector<int32_t>& blocks =
-      cache.block_table(batch.seq_ids[static_cast<size_t>(tile.t_begin)], args.il);
-  const auto k_row_bytes = static_cast<int64_t>(cache.k_row_bytes());
-  const auto v_row_bytes = static_cast<int64_t>(cache.v_row_bytes());
-  for (int64_t b = first_of(pos0) / bs; b * bs <= pos_last; ++b) {
-    // The block's cells any row of the tile sees: [lo, hi).
-    const int64_t lo = std::max<int64_t>(0, first_of(pos0) - b * bs);
-    const int64_t hi = std::min(bs, pos_last + 1 - b * bs);
-    const int32_t block = blocks[static_cast<size_t>(b)];
-    MINFER_CHECK(block >= 0, "attention reads a released KV block");
-    if ((b + 1) * bs <= pos_last && blocks[static_cast<size_t>(b + 1)] >= 0) {
-      const int32_t next = blocks[static_cast<size_t>(b + 1)];
-      prefetch_cells(cache.k_block(next, args.il, kv_head), bs * k_row_bytes);
-      prefetch_cells(cache.v_block(next, args.il, kv_head), bs * v_row_bytes);
-    }
-    const CellRows keys =
-        block_rows(to_f32, f16_in_place, cache.k_block(block, args.il, kv_head) + lo * k_row_bytes,
-                   hi - lo, hd, sc.k_tile.data());
-    const CellRows values =
-        block_rows(to_f32, f16_in_place, cache.v_block(block, args.il, kv_head) + lo * v_row_bytes,
-                   hi - lo, dv, sc.v_tile.data());
-    // Runs of tokens that see the same cells of the block [skip, end) share one call.
+  const bool f16_in_place = c.cell_type == GgmlType::kF16 && table.dot_rows_f16 != nullptr &&
+                            table.weighted_sum_f16 != nullptr;
+  const TileCells tc{
+      cache,       cache.block_table(batch.seq_ids[static_cast<size_t>(tile.t_begin)], args.il),
+      args.il,     tile.h_begin / (args.n_head / c.n_head_kv),
+      to_f32,      f16_in_place,
+      pos_last + 1};
+  std::vector<int64_t> seen(static_cast<size_t>(tile.t_end - tile.t_begin));
+  for (int64_t c0 = first_of(pos0) / kChunkCells * kChunkCells; c0 <= pos_last; c0 += kChunkCells) {
+    const int64_t c1 = c0 + kChunkCells;
+    // The chunk's cells any token of the tile sees: [lo, hi).
+    chunk_pieces(tc, std::max(c0, first_of(pos0)), std::min(c1, pos_last + 1), sc);
     auto cells_of = [&](int64_t t) {
       const int64_t pos = batch.positions[static_cast<size_t>(t)];
-      return std::pair{std::max<int64_t>(0, first_of(pos) - b * bs),
-                       std::min(bs, pos + 1 - b * bs)};
+      return std::pair{std::max(c0, first_of(pos)), std::min(c1, pos + 1)};
     };
-    for (int64_t t = tile.t_begin; t < tile.t_end;) {
-      const auto [skip, end] = cells_of(t);
-      int64_t t_run = t + 1;
-      while (t_run < tile.t_end && cells_of(t_run) == std::pair{skip, end}) ++t_run;
-      if (end > skip) {  // else the block lies outside these tokens' window
-        attend_rows(table, keys.from(skip - lo), values.from(skip - lo), end - skip, bs, args.scale,
-                    (t - tile.t_begin) * n_heads, (t_run - tile.t_begin) * n_heads, sc);
-      }
-      t = t_run;
-    }
+    attend_chunk(table, tile, args.scale, cells_of, seen, sc);
   }
-  for (size_t r = 0; r < n_rows; ++r) {
-    const int64_t t = tile.t_begin + static_cast<int64_t>(r) / n_heads;
-    const int64_t h = tile.h_begin + static_cast<int64_t>(r) % n_heads;
-    table.scale(sc.rows[r].acc, static_cast<float>(1.0 / sc.rows[r].sum), dv,
+  for (int64_t r = 0; r < static_cast<int64_t>(sc.rows.size()); ++r) {
+    const int64_t t = tile.t_begin + r / n_heads;
+    const int64_t h = tile.h_begin + r % n_heads;
+    const RowState& row = sc.rows[static_cast<size_t>(r)];
+    table.scale(row.acc, static_cast<float>(1.0 / row.sum), dv,
                 args.out + (t * args.n_head + h) * dv);
   }
 }
@@ -363,8 +465,8 @@ void attention(const kernels::KernelTable& table, kernels::ThreadPool& pool, con
       plan_query_tiles(batch, args.n_head, args.n_head / c.n_head_kv, pool.n_threads());
   pool.run([&](int thread_id, int n_threads) {
     TileScratch sc;
-    sc.k_tile.resize(static_cast<size_t>(c.block_size * c.head_dim));
-    sc.v_tile.resize(static_cast<size_t>(c.block_size * c.head_dim_v));
+    sc.k_tile.resize(static_cast<size_t>(kChunkCells * c.head_dim));
+    sc.v_tile.resize(static_cast<size_t>(kChunkCells * c.head_dim_v));
     // Tiles dealt round-robin: a causal prompt's later tiles see more cells, so contiguous
     // ranges would leave the last thread most of the work.
     for (size_t i = static_cast<size_t>(thread_id); i < tiles.size();

@@ -265,8 +265,10 @@ TEST(Attention, SlidingWindowSeesOnlyTheLastWindowPositions) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Long windows: many cache blocks of the default size (32 positions), so the walk crosses block
-// edges, prefetches the block ahead and raises the running max in later blocks.
+// Long windows: many cache blocks of the default size (32 positions) and three chunks of the
+// walk (128 cells each), so a softmax step spans blocks, the walk crosses chunk edges,
+// prefetches the block ahead and raises the running max in later chunks, and the tokens of one
+// tile share a chunk's call with their own last cells (the later cells masked).
 // ---------------------------------------------------------------------------------------------
 
 constexpr int64_t kLongCells[] = {300, 100};  // positions stored per sequence
@@ -277,8 +279,8 @@ struct LongCache {
   std::vector<std::vector<float>> k, v;  // [seq] -> [cells, n_head_kv * head_dim], as stored
 };
 
-// Keys drawn with a scale that grows along the positions, so later blocks hold higher scores
-// and the running max rises block after block.
+// Keys drawn with a scale that grows along the positions, so later chunks hold higher scores
+// and the running max rises chunk after chunk.
 LongCache long_cache(GgmlType type, const kernels::KernelTable& table) {
   auto cache = KvCache::create(cache_config(type, KvCacheConfig{}.block_size, 512));
   EXPECT_TRUE(cache.is_ok()) << cache.status().message();
@@ -341,7 +343,8 @@ std::vector<double> long_reference(GgmlType type, const LongCache& lc, Token tok
 }
 
 // A prompt chunk of sequence 0 (positions 230..299: three tiles of up to 16 tokens and a short
-// one, crossing blocks 7..9) interleaved with sequence 1's last positions 90..99.
+// one, crossing blocks 7..9 and the chunk edge at 256) interleaved with sequence 1's last
+// positions 90..99.
 std::vector<Token> long_batch() {
   std::vector<Token> tokens;
   for (int32_t pos = 230; pos < 300; ++pos) {
