@@ -111,7 +111,7 @@ struct KernelTable {
   void (*weighted_sum_f32)(F32Rows w, F32Rows rows, int64_t n, float* y, int64_t y_stride);
   // The same two over rows of f16 cells, read where they lie: bit for bit what the f32 entries
   // give on the rows converted (f16_to_f32 is exact). nullptr: this table has none, and the
-  // caller converts the rows and calls the f32 entries.
+  // caller converts the rows and calls the f32 entries (ref and the ARM tables).
   void (*dot_rows_f16)(F16Rows rows, F32Rows x, int64_t n, float scale, float* out,
                        int64_t out_stride);
   void (*weighted_sum_f16)(F32Rows w, F16Rows rows, int64_t n, float* y, int64_t y_stride);

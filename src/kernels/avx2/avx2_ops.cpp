@@ -5,6 +5,7 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <vector>
 
 #include "kernels/avx2/avx2_kernels.h"
 #include "kernels/avx2/avx2_math.h"
@@ -253,19 +254,44 @@ void dot_rows_one(F32Rows rows, const float* x, int64_t n, float scale, float* o
   for (; j < rows.n; ++j) out[j] = dot_f32(rows.row(j), x, n) * scale;
 }
 
-// Two x's against eight rows at a time, n a multiple of 16: each row's vectors are loaded once
-// for both, and each pair runs dot_lanes' operations in its order.
-void dot_rows_two(F32Rows rows, const float* x0, const float* x1, int64_t n, float scale,
-                  float* out0, float* out1) {
+// Rows of f32 floats or of f16 cells, loaded 8 floats at a time (f16 converted exactly).
+struct F32Loader {
+  F32Rows rows;
+  __m256 load(int64_t j, int64_t off) const { return _mm256_loadu_ps(rows.row(j) + off); }
+  __m256 load(int64_t j, int64_t off, __m256i m) const {
+    return _mm256_maskload_ps(rows.row(j) + off, m);
+  }
+};
+
+// Only for widths that are a multiple of 32: AVX2 has no masked 16-bit load.
+struct F16Loader {
+  F16Rows rows;
+  __m256 load(int64_t j, int64_t off) const {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rows.row(j) + off)));
+  }
+  __m256 load(int64_t j, int64_t off, __m256i /*full*/) const { return load(j, off); }
+};
+
+// Rows [begin, end) of n cells each, converted to f32 ([end - begin, n]).
+std::vector<float> rows_to_f32(F16Rows rows, int64_t begin, int64_t end, int64_t n) {
+  std::vector<float> out(static_cast<size_t>((end - begin) * n));
+  for (int64_t j = begin; j < end; ++j) f16_to_f32(rows.row(j), n, out.data() + (j - begin) * n);
+  return out;
+}
+
+// Two x's against eight rows at a time (n_rows a multiple of 8), n a multiple of 16: each
+// row's vectors are loaded once for both, and each pair runs dot_lanes' operations in its order.
+template <typename Rows>
+void dot_rows_two(Rows rows, int64_t n_rows, const float* x0, const float* x1, int64_t n,
+                  float scale, float* out0, float* out1) {
   const __m256 vscale = _mm256_set1_ps(scale);
-  for (int64_t j = 0; j + 8 <= rows.n; j += 8) {
+  for (int64_t j = 0; j + 8 <= n_rows; j += 8) {
     __m256 v0[8], v1[8];  // [row] dot_lanes' two accumulators, added, for x0 / x1
     for (int r = 0; r < 8; ++r) {
-      const float* row = rows.row(j + r);
       __m256 a0 = _mm256_setzero_ps(), a1 = a0, b0 = a0, b1 = a0;
       for (int64_t i = 0; i < n; i += 16) {
-        const __m256 r0 = _mm256_loadu_ps(row + i);
-        const __m256 r1 = _mm256_loadu_ps(row + i + 8);
+        const __m256 r0 = rows.load(j + r, i);
+        const __m256 r1 = rows.load(j + r, i + 8);
         a0 = _mm256_fmadd_ps(r0, _mm256_loadu_ps(x0 + i), a0);
         a1 = _mm256_fmadd_ps(r1, _mm256_loadu_ps(x0 + i + 8), a1);
         b0 = _mm256_fmadd_ps(r0, _mm256_loadu_ps(x1 + i), b0);
@@ -279,17 +305,14 @@ void dot_rows_two(F32Rows rows, const float* x0, const float* x1, int64_t n, flo
     _mm256_storeu_ps(
         out1 + j, _mm256_mul_ps(_mm256_permutevar8x32_ps(hsum8_ps(v1), hsum8_row_order()), vscale));
   }
-  for (int64_t j = rows.n & ~int64_t{7}; j < rows.n; ++j) {
-    out0[j] = dot_f32(rows.row(j), x0, n) * scale;
-    out1[j] = dot_f32(rows.row(j), x1, n) * scale;
-  }
 }
 
 // kY rows of y stay in registers, 32 floats at a time, while every row is added with one fused
 // multiply-add per element in order of j: axpy_f32's arithmetic, each row loaded once for all
 // of them.
-template <int kY>
-void weighted_sum_held(F32Rows w, F32Rows rows, int64_t n, float* y, int64_t y_stride) {
+template <int kY, typename Rows>
+void weighted_sum_held(F32Rows w, Rows rows, int64_t n_rows, int64_t n, float* y,
+                       int64_t y_stride) {
   for (int64_t c = 0; c < n; c += 32) {
     __m256i m[4];
     __m256 acc[kY][4];
@@ -299,10 +322,9 @@ void weighted_sum_held(F32Rows w, F32Rows rows, int64_t n, float* y, int64_t y_s
       for (int i = 0; i < kY; ++i)
         acc[i][k] = _mm256_maskload_ps(y + i * y_stride + c + 8 * k, m[k]);
     }
-    for (int64_t j = 0; j < rows.n; ++j) {
-      const float* row = rows.row(j) + c;
+    for (int64_t j = 0; j < n_rows; ++j) {
       __m256 rv[4];
-      for (int k = 0; k < 4; ++k) rv[k] = _mm256_maskload_ps(row + 8 * k, m[k]);
+      for (int k = 0; k < 4; ++k) rv[k] = rows.load(j, c + 8 * k, m[k]);
       for (int i = 0; i < kY; ++i) {
         const __m256 wj = _mm256_set1_ps(w.row(i)[j]);
         for (int k = 0; k < 4; ++k) acc[i][k] = _mm256_fmadd_ps(wj, rv[k], acc[i][k]);
@@ -315,27 +337,66 @@ void weighted_sum_held(F32Rows w, F32Rows rows, int64_t n, float* y, int64_t y_s
   }
 }
 
+template <typename Rows>
+void weighted_sum_rows(F32Rows w, Rows rows, int64_t n_rows, int64_t n, float* y,
+                       int64_t y_stride) {
+  int64_t i = 0;
+  for (; i + 2 <= w.n; i += 2) {
+    weighted_sum_held<2>({w.row(i), 2, w.stride}, rows, n_rows, n, y + i * y_stride, y_stride);
+  }
+  for (; i < w.n; ++i) {
+    weighted_sum_held<1>({w.row(i), 1, w.stride}, rows, n_rows, n, y + i * y_stride, y_stride);
+  }
+}
+
 }  // namespace
 
 void dot_rows_f32(F32Rows rows, F32Rows x, int64_t n, float scale, float* out, int64_t out_stride) {
   int64_t i = 0;
   if (n % 16 == 0) {
     for (; i + 2 <= x.n; i += 2) {
-      dot_rows_two(rows, x.row(i), x.row(i + 1), n, scale, out + i * out_stride,
-                   out + (i + 1) * out_stride);
+      float* out0 = out + i * out_stride;
+      float* out1 = out0 + out_stride;
+      dot_rows_two(F32Loader{rows}, rows.n, x.row(i), x.row(i + 1), n, scale, out0, out1);
+      for (int64_t j = rows.n & ~int64_t{7}; j < rows.n; ++j) {
+        out0[j] = dot_f32(rows.row(j), x.row(i), n) * scale;
+        out1[j] = dot_f32(rows.row(j), x.row(i + 1), n) * scale;
+      }
     }
   }
   for (; i < x.n; ++i) dot_rows_one(rows, x.row(i), n, scale, out + i * out_stride);
 }
 
+void dot_rows_f16(F16Rows rows, F32Rows x, int64_t n, float scale, float* out, int64_t out_stride) {
+  if (n % 16 != 0) {
+    const std::vector<float> f32 = rows_to_f32(rows, 0, rows.n, n);
+    dot_rows_f32({f32.data(), rows.n, n}, x, n, scale, out, out_stride);
+    return;
+  }
+  const int64_t whole = rows.n & ~int64_t{7};
+  for (int64_t i = 0; i < x.n; i += 2) {
+    // An odd last x goes as both of a pair: the same pair's arithmetic twice, to the same place.
+    const int64_t i1 = i + 1 < x.n ? i + 1 : i;
+    dot_rows_two(F16Loader{rows}, whole, x.row(i), x.row(i1), n, scale, out + i * out_stride,
+                 out + i1 * out_stride);
+  }
+  // The rows after the last eight, as f32 (dot_f32 runs dot_lanes' operations too).
+  if (whole == rows.n) return;
+  const std::vector<float> tail = rows_to_f32(rows, whole, rows.n, n);
+  dot_rows_f32({tail.data(), rows.n - whole, n}, x, n, scale, out + whole, out_stride);
+}
+
 void weighted_sum_f32(F32Rows w, F32Rows rows, int64_t n, float* y, int64_t y_stride) {
-  int64_t i = 0;
-  for (; i + 2 <= w.n; i += 2) {
-    weighted_sum_held<2>({w.row(i), 2, w.stride}, rows, n, y + i * y_stride, y_stride);
+  weighted_sum_rows(w, F32Loader{rows}, rows.n, n, y, y_stride);
+}
+
+void weighted_sum_f16(F32Rows w, F16Rows rows, int64_t n, float* y, int64_t y_stride) {
+  if (n % 32 != 0) {
+    const std::vector<float> f32 = rows_to_f32(rows, 0, rows.n, n);
+    weighted_sum_f32(w, {f32.data(), rows.n, n}, n, y, y_stride);
+    return;
   }
-  for (; i < w.n; ++i) {
-    weighted_sum_held<1>({w.row(i), 1, w.stride}, rows, n, y + i * y_stride, y_stride);
-  }
+  weighted_sum_rows(w, F16Loader{rows}, rows.n, n, y, y_stride);
 }
 
 void f16_to_f32(const uint16_t* x, int64_t n, float* y) {
