@@ -28,9 +28,6 @@ void act_q8_K(const float* x, void* y, int64_t n);
 void cells_to_f32_f16(const void* x, float* y, int64_t n);
 void cells_from_f32_q8_0(const float* x, void* y, int64_t n);
 void cells_to_f32_q8_0(const void* x, float* y, int64_t n);
-// Attention's row loops over f16 cells (KernelTable::dot_rows_f16 / weighted_sum_f16).
-void dot_rows_f16(F16Rows rows, F32Rows x, int64_t n, float scale, float* out, int64_t out_stride);
-void weighted_sum_f16(F32Rows w, F16Rows rows, int64_t n, float* y, int64_t y_stride);
 
 void matmul_tile_f32(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
                      const void* act, size_t act_row_bytes, int64_t n_tok, float* y,

@@ -14,8 +14,6 @@ constexpr KernelTable make_table(Isa isa, const char* name) {
   t.isa = isa;
   t.name = name;
   set_ops(t);
-  t.dot_rows_f16 = dot_rows_f16;
-  t.weighted_sum_f16 = weighted_sum_f16;
   t.matmul_tile[slot(GgmlType::kF32)] = matmul_tile_f32;
   t.matmul_tile[slot(GgmlType::kF16)] = matmul_tile_f16;
   t.matmul_tile[slot(GgmlType::kBF16)] = matmul_tile_bf16;

@@ -9,8 +9,11 @@
 namespace minfer::kernels {
 namespace {
 
-// The x16-layout tiles (kernels/interleave.h): a 16-row group as two 8-row halves.
-constexpr KernelTable with_x16_tiles(KernelTable t) {
+// The x16-layout tiles (kernels/interleave.h; a 16-row group as two 8-row halves) and attention's
+// f16 row loops: entries the ARM tables do not have.
+constexpr KernelTable with_x86_kernels(KernelTable t) {
+  t.dot_rows_f16 = avx2::dot_rows_f16;
+  t.weighted_sum_f16 = avx2::weighted_sum_f16;
   t.matmul_tile_x16[static_cast<int>(GgmlType::kQ8_0)] = avx2::matmul_tile_x16<BlockQ8_0>;
   t.matmul_tile_x16[static_cast<int>(GgmlType::kQ4_0)] = avx2::matmul_tile_x16<BlockQ4_0>;
   t.matmul_tile_x16[static_cast<int>(GgmlType::kQ5_0)] = avx2::matmul_tile_x16<BlockQ5_0>;
@@ -22,6 +25,6 @@ constexpr KernelTable with_x16_tiles(KernelTable t) {
 
 }  // namespace
 
-constinit const KernelTable avx2_table = with_x16_tiles(avx2::make_table(Isa::kAvx2, "avx2"));
+constinit const KernelTable avx2_table = with_x86_kernels(avx2::make_table(Isa::kAvx2, "avx2"));
 
 }  // namespace minfer::kernels

@@ -9,8 +9,11 @@
 namespace minfer::kernels {
 namespace {
 
-// The x16-layout tiles, only in this table (kernels/interleave.h).
-constexpr KernelTable with_x16_tiles(KernelTable t) {
+// The x16-layout tiles (kernels/interleave.h) and attention's f16 row loops: entries the ARM
+// tables do not have.
+constexpr KernelTable with_x86_kernels(KernelTable t) {
+  t.dot_rows_f16 = avx512::dot_rows_f16;
+  t.weighted_sum_f16 = avx512::weighted_sum_f16;
   t.matmul_tile_x16[static_cast<int>(GgmlType::kQ8_0)] = avx512::matmul_tile_x16<BlockQ8_0>;
   t.matmul_tile_x16[static_cast<int>(GgmlType::kQ4_0)] = avx512::matmul_tile_x16<BlockQ4_0>;
   t.matmul_tile_x16[static_cast<int>(GgmlType::kQ5_0)] = avx512::matmul_tile_x16<BlockQ5_0>;
@@ -23,6 +26,6 @@ constexpr KernelTable with_x16_tiles(KernelTable t) {
 }  // namespace
 
 constinit const KernelTable avx512_table =
-    with_x16_tiles(avx512::make_table(Isa::kAvx512, "avx512"));
+    with_x86_kernels(avx512::make_table(Isa::kAvx512, "avx512"));
 
 }  // namespace minfer::kernels
