@@ -14,26 +14,33 @@ namespace minfer {
 namespace {
 
 // One block's keys or values as the kernels read them: f32 rows, or f16 cells read in place
-// where the table has the f16 loops (KernelTable::dot_rows_f16).
+// where the table has the f16 loops (KernelTable::dot_rows_f16), with the f16 rows the walk reads
+// next (f16_ahead, or null) asked for while these are read.
 struct CellRows {
   const float* f32;
   const uint16_t* f16;
+  const uint16_t* f16_ahead;
   int64_t dim;  // floats per row
-  // The rows from row `from` on.
+  // The rows from row `row` on.
   CellRows from(int64_t row) const {
-    return f32 != nullptr ? CellRows{f32 + row * dim, nullptr, dim}
-                          : CellRows{nullptr, f16 + row * dim, dim};
+    if (f32 != nullptr) return {f32 + row * dim, nullptr, nullptr, dim};
+    return {nullptr, f16 + row * dim, f16_ahead != nullptr ? f16_ahead + row * dim : nullptr, dim};
   }
+  kernels::F16Rows f16_rows(int64_t n) const { return {f16, n, dim, f16_ahead}; }
 };
 
 // n_rows rows of one cache block: f32 cells and (with a table that reads them) f16 cells in
-// place, others converted into `scratch` by to_f32 (the table's cells_to_f32 for the cell type).
+// place, with `ahead` the cells read next; others converted into `scratch` by to_f32 (the
+// table's cells_to_f32 for the cell type).
 CellRows block_rows(kernels::DequantizeRowFn to_f32, bool f16_in_place, const uint8_t* cells,
-                    int64_t n_rows, int64_t dim, float* scratch) {
-  if (f16_in_place) return {nullptr, reinterpret_cast<const uint16_t*>(cells), dim};
-  if (to_f32 == nullptr) return {reinterpret_cast<const float*>(cells), nullptr, dim};
+                    const uint8_t* ahead, int64_t n_rows, int64_t dim, float* scratch) {
+  if (f16_in_place) {
+    return {nullptr, reinterpret_cast<const uint16_t*>(cells),
+            reinterpret_cast<const uint16_t*>(ahead), dim};
+  }
+  if (to_f32 == nullptr) return {reinterpret_cast<const float*>(cells), nullptr, nullptr, dim};
   to_f32(cells, scratch, n_rows * dim);
-  return {scratch, nullptr, dim};
+  return {scratch, nullptr, nullptr, dim};
 }
 
 // Asks for a block's `bytes` of cells (one KV head's keys or values) into L2, a line at a time.
@@ -242,34 +249,48 @@ struct TileCells {
   int64_t end;                      // 1 + the last cell any token of the tile sees
 };
 
-// Block b's cells are asked for (prefetch_cells) this many blocks before they are read.
-constexpr int64_t kPrefetchBlocks = 1;
+// Where the kernels read f16 cells in place, each piece's rows ask for the same rows one chunk
+// on while they are read (CellRows::f16_ahead), spread over the arithmetic. Otherwise the next
+// block's cells are asked for at once (prefetch_cells) as each block is converted.
+//
+// The cells [pos, pos + n) of the walk, keys or values, where they lie in one block before the
+// tile's end; else nullptr.
+const uint8_t* cells_at(const TileCells& tc, int64_t pos, int64_t n, bool keys) {
+  const int64_t bs = tc.cache.config().block_size;
+  if (n <= 0 || pos + n > tc.end || pos / bs != (pos + n - 1) / bs) return nullptr;
+  const int32_t block = tc.blocks[static_cast<size_t>(pos / bs)];
+  if (block < 0) return nullptr;
+  const uint8_t* cells = keys ? tc.cache.k_block(block, tc.il, tc.kv_head)
+                              : tc.cache.v_block(block, tc.il, tc.kv_head);
+  return cells +
+         (pos % bs) * static_cast<int64_t>(keys ? tc.cache.k_row_bytes() : tc.cache.v_row_bytes());
+}
 
 // The pieces of cells [lo, hi) in sc.pieces, converted into the scratch where the kernels
-// cannot read the cells in place; the blocks kPrefetchBlocks on are asked for.
+// cannot read the cells in place.
 void chunk_pieces(const TileCells& tc, int64_t lo, int64_t hi, TileScratch& sc) {
   const KvCacheConfig& c = tc.cache.config();
   const int64_t bs = c.block_size;
-  const auto k_row_bytes = static_cast<int64_t>(tc.cache.k_row_bytes());
-  const auto v_row_bytes = static_cast<int64_t>(tc.cache.v_row_bytes());
   sc.pieces.clear();
   for (int64_t b = lo / bs; b * bs < hi; ++b) {
-    const int32_t block = tc.blocks[static_cast<size_t>(b)];
-    MINFER_CHECK(block >= 0, "attention reads a released KV block");
-    const int64_t ahead = b + kPrefetchBlocks;
-    if (ahead * bs < tc.end && tc.blocks[static_cast<size_t>(ahead)] >= 0) {
-      const int32_t next = tc.blocks[static_cast<size_t>(ahead)];
-      prefetch_cells(tc.cache.k_block(next, tc.il, tc.kv_head), bs * k_row_bytes);
-      prefetch_cells(tc.cache.v_block(next, tc.il, tc.kv_head), bs * v_row_bytes);
+    MINFER_CHECK(tc.blocks[static_cast<size_t>(b)] >= 0, "attention reads a released KV block");
+    if (!tc.f16_in_place) {
+      const int64_t next = std::max(lo, (b + 1) * bs);
+      for (const bool keys : {true, false}) {
+        const uint8_t* cells = cells_at(tc, next, std::min(bs, tc.end - next), keys);
+        const auto row_bytes = keys ? tc.cache.k_row_bytes() : tc.cache.v_row_bytes();
+        if (cells != nullptr) prefetch_cells(cells, bs * static_cast<int64_t>(row_bytes));
+      }
     }
     const int64_t from = std::max(lo, b * bs);
     const int64_t n = std::min(hi, (b + 1) * bs) - from;
-    const uint8_t* keys = tc.cache.k_block(block, tc.il, tc.kv_head) + (from % bs) * k_row_bytes;
-    const uint8_t* values = tc.cache.v_block(block, tc.il, tc.kv_head) + (from % bs) * v_row_bytes;
+    const int64_t ahead = from + kChunkCells;
     sc.pieces.push_back({from, n,
-                         block_rows(tc.to_f32, tc.f16_in_place, keys, n, c.head_dim,
+                         block_rows(tc.to_f32, tc.f16_in_place, cells_at(tc, from, n, true),
+                                    cells_at(tc, ahead, n, true), n, c.head_dim,
                                     sc.k_tile.data() + (from - lo) * c.head_dim),
-                         block_rows(tc.to_f32, tc.f16_in_place, values, n, c.head_dim_v,
+                         block_rows(tc.to_f32, tc.f16_in_place, cells_at(tc, from, n, false),
+                                    cells_at(tc, ahead, n, false), n, c.head_dim_v,
                                     sc.v_tile.data() + (from - lo) * c.head_dim_v)});
   }
 }
@@ -293,7 +314,7 @@ std::pair<int64_t, int64_t> overlap(const ChunkPiece& p, const RowRun& run) {
 void dot_cells(const kernels::KernelTable& table, CellRows keys, int64_t n, kernels::F32Rows x,
                float scale, float* out, int64_t out_stride) {
   if (keys.f16 != nullptr) {
-    table.dot_rows_f16({keys.f16, n, keys.dim}, x, keys.dim, scale, out, out_stride);
+    table.dot_rows_f16(keys.f16_rows(n), x, keys.dim, scale, out, out_stride);
   } else {
     table.dot_rows_f32({keys.f32, n, keys.dim}, x, keys.dim, scale, out, out_stride);
   }
@@ -303,7 +324,7 @@ void dot_cells(const kernels::KernelTable& table, CellRows keys, int64_t n, kern
 void weighted_cells(const kernels::KernelTable& table, kernels::F32Rows w, CellRows values,
                     int64_t n, float* y, int64_t y_stride) {
   if (values.f16 != nullptr) {
-    table.weighted_sum_f16(w, {values.f16, n, values.dim}, values.dim, y, y_stride);
+    table.weighted_sum_f16(w, values.f16_rows(n), values.dim, y, y_stride);
   } else {
     table.weighted_sum_f32(w, {values.f32, n, values.dim}, values.dim, y, y_stride);
   }

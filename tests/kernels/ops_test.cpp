@@ -208,6 +208,20 @@ TEST(Ops, F16RowLoopsAreTheF32LoopsOnTheConvertedRows) {
                               y_expected.data(), stride);
           EXPECT_EQ(0, std::memcmp(y.data(), y_expected.data(), y.size() * sizeof(float)))
               << t->name << " weighted_sum_f16 n=" << n << " rows " << n_rows << " y " << n_x;
+          // Rows to prefetch (the next rows the caller reads) change nothing.
+          const std::vector<uint16_t> next(rows16.size(), 0x3C00);
+          std::vector<float> dots_prefetching(dots.size(), -1.0f);
+          t->dot_rows_f16({rows16.data(), n_rows, stride, next.data()}, {x.data(), n_x, stride}, n,
+                          0.125f, dots_prefetching.data(), out_stride);
+          EXPECT_EQ(0,
+                    std::memcmp(dots_prefetching.data(), dots.data(), dots.size() * sizeof(float)))
+              << t->name << " dot_rows_f16 with prefetch n=" << n;
+          std::vector<float> y_prefetching = random_floats(n_x * stride, 24 + n, -1.0f, 1.0f);
+          t->weighted_sum_f16({w.data(), n_x, out_stride},
+                              {rows16.data(), n_rows, stride, next.data()}, n, y_prefetching.data(),
+                              stride);
+          EXPECT_EQ(0, std::memcmp(y_prefetching.data(), y.data(), y.size() * sizeof(float)))
+              << t->name << " weighted_sum_f16 with prefetch n=" << n;
         }
       }
     }

@@ -257,6 +257,7 @@ void dot_rows_one(F32Rows rows, const float* x, int64_t n, float scale, float* o
 // Rows of f32 floats or of f16 cells, loaded 8 floats at a time (f16 converted exactly).
 struct F32Loader {
   F32Rows rows;
+  void prefetch(int64_t /*j*/, int64_t /*n*/) const {}
   __m256 load(int64_t j, int64_t off) const { return _mm256_loadu_ps(rows.row(j) + off); }
   __m256 load(int64_t j, int64_t off, __m256i m) const {
     return _mm256_maskload_ps(rows.row(j) + off, m);
@@ -266,6 +267,12 @@ struct F32Loader {
 // Only for widths that are a multiple of 32: AVX2 has no masked 16-bit load.
 struct F16Loader {
   F16Rows rows;
+  // Asks for row j of rows.prefetch (n cells), when set.
+  void prefetch(int64_t j, int64_t n) const {
+    if (rows.prefetch == nullptr) return;
+    const auto* row = reinterpret_cast<const char*>(rows.prefetch + j * rows.stride);
+    for (int64_t off = 0; off < n * 2; off += 64) _mm_prefetch(row + off, _MM_HINT_T0);
+  }
   __m256 load(int64_t j, int64_t off) const {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rows.row(j) + off)));
   }
@@ -288,6 +295,7 @@ void dot_rows_two(Rows rows, int64_t n_rows, const float* x0, const float* x1, i
   for (int64_t j = 0; j + 8 <= n_rows; j += 8) {
     __m256 v0[8], v1[8];  // [row] dot_lanes' two accumulators, added, for x0 / x1
     for (int r = 0; r < 8; ++r) {
+      rows.prefetch(j + r, n);
       __m256 a0 = _mm256_setzero_ps(), a1 = a0, b0 = a0, b1 = a0;
       for (int64_t i = 0; i < n; i += 16) {
         const __m256 r0 = rows.load(j + r, i);
@@ -323,6 +331,7 @@ void weighted_sum_held(F32Rows w, Rows rows, int64_t n_rows, int64_t n, float* y
         acc[i][k] = _mm256_maskload_ps(y + i * y_stride + c + 8 * k, m[k]);
     }
     for (int64_t j = 0; j < n_rows; ++j) {
+      if (c == 0) rows.prefetch(j, n);
       __m256 rv[4];
       for (int k = 0; k < 4; ++k) rv[k] = rows.load(j, c + 8 * k, m[k]);
       for (int i = 0; i < kY; ++i) {

@@ -230,6 +230,7 @@ inline __m512i hsum16_row_order() {
 // Rows of f32 floats or of f16 cells, loaded 16 floats at a time (f16 converted exactly).
 struct F32Loader {
   F32Rows rows;
+  void prefetch(int64_t /*j*/, int64_t /*n*/) const {}
   __m512 load(int64_t j, int64_t off) const { return _mm512_loadu_ps(rows.row(j) + off); }
   __m512 load(int64_t j, int64_t off, __mmask16 m) const {
     return _mm512_maskz_loadu_ps(m, rows.row(j) + off);
@@ -238,6 +239,12 @@ struct F32Loader {
 
 struct F16Loader {
   F16Rows rows;
+  // Asks for row j of rows.prefetch (n cells), when set.
+  void prefetch(int64_t j, int64_t n) const {
+    if (rows.prefetch == nullptr) return;
+    const auto* row = reinterpret_cast<const char*>(rows.prefetch + j * rows.stride);
+    for (int64_t off = 0; off < n * 2; off += 64) _mm_prefetch(row + off, _MM_HINT_T0);
+  }
   __m512 load(int64_t j, int64_t off) const {
     return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows.row(j) + off)));
   }
@@ -280,6 +287,7 @@ void dot_rows_held(Rows rows, int64_t n_rows, const float* x, int64_t x_stride, 
   for (int64_t j = 0; j + 16 <= n_rows; j += 16) {
     __m512 v[kX][16];  // [x][row] dot_lanes' two accumulators, added
     for (int r = 0; r < 16; ++r) {
+      rows.prefetch(j + r, 64 * kChunks);
       __m512 acc0[kX], acc1[kX];
       for (int i = 0; i < kX; ++i) acc0[i] = acc1[i] = _mm512_setzero_ps();
       for (int c = 0; c < kChunks; ++c) {
@@ -398,6 +406,7 @@ void weighted_sum_held(F32Rows w, Rows rows, int64_t n_rows, int64_t n, float* y
       }
     }
     for (int64_t j = 0; j < n_rows; ++j) {
+      if (c == 0) rows.prefetch(j, n);
       __m512 rv[4];
       for (int k = 0; k < 4; ++k) rv[k] = rows.load(j, c + 16 * k, m[k]);
       for (int i = 0; i < kY; ++i) {
