@@ -185,28 +185,11 @@ struct RowState {
   float* acc;  // [dv]
 };
 
-// max(init, x[0..n)) with NaNs passed over, as a running std::max(m, x[j]) gives it, but in
-// eight independent lanes held in registers (max is exact, so the grouping changes no bit): one
-// running max was a chain of dependent maxss through memory, a fifth of prefill at depth 4096.
-float max_of(const float* x, int64_t n, float init) {
-  constexpr int64_t kLanes8 = 8;
-  float m[kLanes8];
-  std::fill(m, m + kLanes8, init);
-  int64_t j = 0;
-  for (; j + kLanes8 <= n; j += kLanes8) {
-    for (int64_t k = 0; k < kLanes8; ++k) m[k] = m[k] < x[j + k] ? x[j + k] : m[k];
-  }
-  float result = init;
-  for (; j < n; ++j) result = std::max(result, x[j]);
-  for (const float lane : m) result = std::max(result, lane);
-  return result;
-}
-
 // A row's scores of a chunk ([n]) become its weights e^(score - max); the running max is raised
 // first if the chunk holds a higher score, rescaling what the row has summed so far.
 void softmax_step(const kernels::KernelTable& table, float* scores, int64_t n, int64_t head_dim_v,
                   RowState& row) {
-  const float block_max = max_of(scores, n, row.max_score);
+  const float block_max = table.max_f32(scores, n, row.max_score);
   if (block_max > row.max_score) {
     const float rescale = std::exp(row.max_score - block_max);  // 0 on the first block
     row.sum *= rescale;

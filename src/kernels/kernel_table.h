@@ -84,6 +84,9 @@ struct KernelTable {
   // keeps its own running max, as attention's online softmax does). x - shift = -inf gives 0;
   // y may be x.
   double (*exp_sum)(const float* x, float shift, int64_t n, float* y);
+  // max(init, x[0..n)) with the NaNs of x passed over, init not NaN: a running
+  // m = x[i] > m ? x[i] : m (a tie of +0 and -0 may come out as either).
+  float (*max_f32)(const float* x, int64_t n, float init);
   // y = x / (1 + exp(-x)). y may be x.
   void (*silu)(const float* x, int64_t n, float* y);
   // y = silu(gate) * up. y may be gate or up.

@@ -12,6 +12,7 @@ namespace minfer::kernels::MINFER_KERNEL_NAMESPACE {
 void rms_norm(const float* x, const float* w, float eps, int64_t n, float* y);
 void softmax(const float* x, int64_t n, float* y);
 double exp_sum(const float* x, float shift, int64_t n, float* y);
+float max_f32(const float* x, int64_t n, float init);
 void silu(const float* x, int64_t n, float* y);
 void swiglu(const float* gate, const float* up, int64_t n, float* y);
 void geglu(const float* gate, const float* up, int64_t n, float* y);
@@ -36,6 +37,7 @@ constexpr void set_ops(KernelTable& t) {
   t.rms_norm = rms_norm;
   t.softmax = softmax;
   t.exp_sum = exp_sum;
+  t.max_f32 = max_f32;
   t.silu = silu;
   t.swiglu = swiglu;
   t.geglu = geglu;

@@ -229,6 +229,26 @@ TEST(Ops, F16RowLoopsAreTheF32LoopsOnTheConvertedRows) {
   if (tables_with_f16_loops == 0) GTEST_SKIP() << "no table on this CPU has the f16 row loops";
 }
 
+TEST(Ops, MaxPassesOverNaNs) {
+  // Attention's running max of a row's scores: every table gives ref's max at every size (tails
+  // included), NaNs in x never win, and init stands when nothing beats it.
+  const float kNaN = std::numeric_limits<float>::quiet_NaN();
+  for (int64_t n : kSizes) {
+    std::vector<float> x = random_floats(n, 31 + n, -4.0f, 4.0f);
+    for (int64_t i = 0; i < n; i += 5) x[static_cast<size_t>(i)] = kNaN;
+    for (const float init : {-std::numeric_limits<float>::infinity(), 0.5f, 100.0f}) {
+      const float expected = ref_table.max_f32(x.data(), n, init);
+      EXPECT_FALSE(std::isnan(expected)) << "n=" << n;
+      for (const KernelTable* t : all_tables()) {
+        EXPECT_EQ(t->max_f32(x.data(), n, init), expected) << t->name << " n=" << n;
+      }
+    }
+    EXPECT_EQ(ref_table.max_f32(x.data(), n, 100.0f), 100.0f) << "n=" << n;
+  }
+  const std::vector<float> x = {1.0f, kNaN, 3.0f, 2.0f};
+  EXPECT_EQ(ref_table.max_f32(x.data(), 4, -1.0f), 3.0f);
+}
+
 TEST(Ops, SoftmaxSubtractsTheMax) {
   // Without subtracting the max, exp(1000) overflows to inf and the result is NaN.
   const std::vector<float> x = {1000.0f, 999.0f, 998.0f};

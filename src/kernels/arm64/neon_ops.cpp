@@ -182,6 +182,24 @@ void rope(float* x, int64_t n_head, int64_t head_dim, int64_t n_rot, const float
   }
 }
 
+float max_f32(const float* x, int64_t n, float init) {
+  // x > m ? x : m, lane by lane (vmaxq_f32 would let a NaN through).
+  float32x4_t m = vdupq_n_f32(init);
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const float32x4_t v = vld1q_f32(x + i);
+    m = vbslq_f32(vcgtq_f32(v, m), v, m);
+  }
+  float result = init;
+  for (int l = 0; l < 4; ++l) {
+    const float lane = vgetq_lane_f32(m, 0);
+    result = lane > result ? lane : result;
+    m = vextq_f32(m, m, 1);
+  }
+  for (; i < n; ++i) result = x[i] > result ? x[i] : result;
+  return result;
+}
+
 float dot_f32(const float* a, const float* b, int64_t n) {
   float32x4_t acc0 = vdupq_n_f32(0.0f), acc1 = vdupq_n_f32(0.0f);
   int64_t i = 0;

@@ -101,6 +101,22 @@ double exp_sum(const float* x, float shift, int64_t n, float* y) {
   return hsum_pd(_mm256_add_pd(acc0, acc1));
 }
 
+float max_f32(const float* x, int64_t n, float init) {
+  // _mm256_max_ps(x, m) is x > m ? x : m, lane by lane; lanes past n keep m.
+  __m256 m = _mm256_set1_ps(init);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) m = _mm256_max_ps(_mm256_loadu_ps(x + i), m);
+  if (i < n) {
+    const __m256i k = lane_mask(n - i);
+    m = _mm256_blendv_ps(m, _mm256_max_ps(_mm256_maskload_ps(x + i, k), m), _mm256_castsi256_ps(k));
+  }
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, m);
+  float result = lanes[0];
+  for (int l = 1; l < 8; ++l) result = lanes[l] > result ? lanes[l] : result;
+  return result;
+}
+
 void softmax(const float* x, int64_t n, float* y) {
   __m256 vmax = _mm256_set1_ps(-__builtin_inff());
   int64_t i = 0;

@@ -89,6 +89,16 @@ double exp_sum(const float* x, float shift, int64_t n, float* y) {
   return hsum_pd(_mm512_add_pd(acc0, acc1));
 }
 
+float max_f32(const float* x, int64_t n, float init) {
+  // _mm512_max_ps(x, m) is x > m ? x : m, lane by lane; lanes past n keep m.
+  __m512 m = _mm512_set1_ps(init);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 k = lane_mask(n - i);
+    m = _mm512_mask_max_ps(m, k, _mm512_maskz_loadu_ps(k, x + i), m);
+  }
+  return _mm512_reduce_max_ps(m);
+}
+
 void softmax(const float* x, int64_t n, float* y) {
   const __m512 neg_inf = _mm512_set1_ps(-__builtin_inff());
   __m512 vmax = neg_inf;

@@ -31,6 +31,12 @@ double exp_sum(const float* x, float shift, int64_t n, float* y) {
   return sum;
 }
 
+float max_f32(const float* x, int64_t n, float init) {
+  float m = init;
+  for (int64_t i = 0; i < n; ++i) m = x[i] > m ? x[i] : m;
+  return m;
+}
+
 void softmax(const float* x, int64_t n, float* y) {
   float max = -std::numeric_limits<float>::infinity();
   for (int64_t i = 0; i < n; ++i) max = x[i] > max ? x[i] : max;
