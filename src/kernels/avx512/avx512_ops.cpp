@@ -297,7 +297,7 @@ void dot_rows_held(Rows rows, int64_t n_rows, const float* x, int64_t x_stride, 
   for (int64_t j = 0; j + 16 <= n_rows; j += 16) {
     __m512 v[kX][16];  // [x][row] dot_lanes' two accumulators, added
     for (int r = 0; r < 16; ++r) {
-      rows.prefetch(j + r, 64 * kChunks);
+      rows.prefetch(j + r, 32 * kChunks);
       __m512 acc0[kX], acc1[kX];
       for (int i = 0; i < kX; ++i) acc0[i] = acc1[i] = _mm512_setzero_ps();
       for (int c = 0; c < kChunks; ++c) {
