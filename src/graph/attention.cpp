@@ -189,12 +189,12 @@ struct RowState {
 // first if the chunk holds a higher score, rescaling what the row has summed so far.
 void softmax_step(const kernels::KernelTable& table, float* scores, int64_t n, int64_t head_dim_v,
                   RowState& row) {
-  const float block_max = table.max_f32(scores, n, row.max_score);
-  if (block_max > row.max_score) {
-    const float rescale = std::exp(row.max_score - block_max);  // 0 on the first block
+  const float chunk_max = table.max_f32(scores, n, row.max_score);
+  if (chunk_max > row.max_score) {
+    const float rescale = std::exp(row.max_score - chunk_max);  // 0 on the first chunk
     row.sum *= rescale;
     table.scale(row.acc, rescale, head_dim_v, row.acc);
-    row.max_score = block_max;
+    row.max_score = chunk_max;
   }
   row.sum += table.exp_sum(scores, row.max_score, n, scores);
 }
@@ -258,7 +258,7 @@ void chunk_pieces(const TileCells& tc, int64_t lo, int64_t hi, TileScratch& sc) 
   for (int64_t b = lo / bs; b * bs < hi; ++b) {
     MINFER_CHECK(tc.blocks[static_cast<size_t>(b)] >= 0, "attention reads a released KV block");
     if (!tc.f16_in_place) {
-      const int64_t next = std::max(lo, (b + 1) * bs);
+      const int64_t next = (b + 1) * bs;
       for (const bool keys : {true, false}) {
         const uint8_t* cells = cells_at(tc, next, std::min(bs, tc.end - next), keys);
         const auto row_bytes = keys ? tc.cache.k_row_bytes() : tc.cache.v_row_bytes();

@@ -335,8 +335,7 @@ void dot_rows_two(Rows rows, int64_t n_rows, const float* x0, const float* x1, i
 // multiply-add per element in order of j: axpy_f32's arithmetic, each row loaded once for all
 // of them.
 template <int kY, typename Rows>
-void weighted_sum_held(F32Rows w, Rows rows, int64_t n_rows, int64_t n, float* y,
-                       int64_t y_stride) {
+void weighted_sum_held(F32Rows w, Rows rows, int64_t n, float* y, int64_t y_stride) {
   for (int64_t c = 0; c < n; c += 32) {
     __m256i m[4];
     __m256 acc[kY][4];
@@ -346,7 +345,7 @@ void weighted_sum_held(F32Rows w, Rows rows, int64_t n_rows, int64_t n, float* y
       for (int i = 0; i < kY; ++i)
         acc[i][k] = _mm256_maskload_ps(y + i * y_stride + c + 8 * k, m[k]);
     }
-    for (int64_t j = 0; j < n_rows; ++j) {
+    for (int64_t j = 0; j < rows.rows.n; ++j) {
       if (c == 0) rows.prefetch(j, n);
       __m256 rv[4];
       for (int k = 0; k < 4; ++k) rv[k] = rows.load(j, c + 8 * k, m[k]);
@@ -363,14 +362,13 @@ void weighted_sum_held(F32Rows w, Rows rows, int64_t n_rows, int64_t n, float* y
 }
 
 template <typename Rows>
-void weighted_sum_rows(F32Rows w, Rows rows, int64_t n_rows, int64_t n, float* y,
-                       int64_t y_stride) {
+void weighted_sum_rows(F32Rows w, Rows rows, int64_t n, float* y, int64_t y_stride) {
   int64_t i = 0;
   for (; i + 2 <= w.n; i += 2) {
-    weighted_sum_held<2>({w.row(i), 2, w.stride}, rows, n_rows, n, y + i * y_stride, y_stride);
+    weighted_sum_held<2>({w.row(i), 2, w.stride}, rows, n, y + i * y_stride, y_stride);
   }
   for (; i < w.n; ++i) {
-    weighted_sum_held<1>({w.row(i), 1, w.stride}, rows, n_rows, n, y + i * y_stride, y_stride);
+    weighted_sum_held<1>({w.row(i), 1, w.stride}, rows, n, y + i * y_stride, y_stride);
   }
 }
 
@@ -412,7 +410,7 @@ void dot_rows_f16(F16Rows rows, F32Rows x, int64_t n, float scale, float* out, i
 }
 
 void weighted_sum_f32(F32Rows w, F32Rows rows, int64_t n, float* y, int64_t y_stride) {
-  weighted_sum_rows(w, F32Loader{rows}, rows.n, n, y, y_stride);
+  weighted_sum_rows(w, F32Loader{rows}, n, y, y_stride);
 }
 
 void weighted_sum_f16(F32Rows w, F16Rows rows, int64_t n, float* y, int64_t y_stride) {
@@ -421,7 +419,7 @@ void weighted_sum_f16(F32Rows w, F16Rows rows, int64_t n, float* y, int64_t y_st
     weighted_sum_f32(w, {f32.data(), rows.n, n}, n, y, y_stride);
     return;
   }
-  weighted_sum_rows(w, F16Loader{rows}, rows.n, n, y, y_stride);
+  weighted_sum_rows(w, F16Loader{rows}, n, y, y_stride);
 }
 
 void f16_to_f32(const uint16_t* x, int64_t n, float* y) {

@@ -403,8 +403,7 @@ namespace {
 // multiply-add per element in order of j: axpy_f32's arithmetic, each row loaded once for all
 // of them.
 template <int kY, typename Rows>
-void weighted_sum_held(F32Rows w, Rows rows, int64_t n_rows, int64_t n, float* y,
-                       int64_t y_stride) {
+void weighted_sum_held(F32Rows w, Rows rows, int64_t n, float* y, int64_t y_stride) {
   for (int64_t c = 0; c < n; c += 64) {
     __mmask16 m[4];
     __m512 acc[kY][4];
@@ -415,7 +414,7 @@ void weighted_sum_held(F32Rows w, Rows rows, int64_t n_rows, int64_t n, float* y
         acc[i][k] = _mm512_maskz_loadu_ps(m[k], y + i * y_stride + c + 16 * k);
       }
     }
-    for (int64_t j = 0; j < n_rows; ++j) {
+    for (int64_t j = 0; j < rows.rows.n; ++j) {
       if (c == 0) rows.prefetch(j, n);
       __m512 rv[4];
       for (int k = 0; k < 4; ++k) rv[k] = rows.load(j, c + 16 * k, m[k]);
@@ -433,25 +432,23 @@ void weighted_sum_held(F32Rows w, Rows rows, int64_t n_rows, int64_t n, float* y
 }
 
 template <typename Rows>
-void weighted_sum_rows(F32Rows w, Rows rows, int64_t n_rows, int64_t n, float* y,
-                       int64_t y_stride) {
+void weighted_sum_rows(F32Rows w, Rows rows, int64_t n, float* y, int64_t y_stride) {
   constexpr int kMaxY = 4;  // 16 accumulators
   int64_t i = 0;
   for (; i + kMaxY <= w.n; i += kMaxY) {
-    weighted_sum_held<kMaxY>({w.row(i), kMaxY, w.stride}, rows, n_rows, n, y + i * y_stride,
-                             y_stride);
+    weighted_sum_held<kMaxY>({w.row(i), kMaxY, w.stride}, rows, n, y + i * y_stride, y_stride);
   }
   // The last w.n % kMaxY rows in one pass over the rows too.
   float* rest = y + i * y_stride;
   switch (w.n - i) {
     case 3:
-      weighted_sum_held<3>({w.row(i), 3, w.stride}, rows, n_rows, n, rest, y_stride);
+      weighted_sum_held<3>({w.row(i), 3, w.stride}, rows, n, rest, y_stride);
       break;
     case 2:
-      weighted_sum_held<2>({w.row(i), 2, w.stride}, rows, n_rows, n, rest, y_stride);
+      weighted_sum_held<2>({w.row(i), 2, w.stride}, rows, n, rest, y_stride);
       break;
     case 1:
-      weighted_sum_held<1>({w.row(i), 1, w.stride}, rows, n_rows, n, rest, y_stride);
+      weighted_sum_held<1>({w.row(i), 1, w.stride}, rows, n, rest, y_stride);
       break;
     default:
       break;
@@ -461,11 +458,11 @@ void weighted_sum_rows(F32Rows w, Rows rows, int64_t n_rows, int64_t n, float* y
 }  // namespace
 
 void weighted_sum_f32(F32Rows w, F32Rows rows, int64_t n, float* y, int64_t y_stride) {
-  weighted_sum_rows(w, F32Loader{rows}, rows.n, n, y, y_stride);
+  weighted_sum_rows(w, F32Loader{rows}, n, y, y_stride);
 }
 
 void weighted_sum_f16(F32Rows w, F16Rows rows, int64_t n, float* y, int64_t y_stride) {
-  weighted_sum_rows(w, F16Loader{rows}, rows.n, n, y, y_stride);
+  weighted_sum_rows(w, F16Loader{rows}, n, y, y_stride);
 }
 
 void f16_to_f32(const uint16_t* x, int64_t n, float* y) {
