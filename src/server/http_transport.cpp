@@ -43,6 +43,10 @@ constexpr uint32_t kHeaderLimit = 64u << 10;   // bytes of a request's line and 
 constexpr size_t kReadChunk = 4096;            // bytes read at once while idle or discarding
 constexpr uint64_t kMaxDiscard = 64ull << 20;  // an oversized body read away before its 413
 constexpr auto kAcceptRetry = std::chrono::milliseconds(50);  // after EMFILE and the like
+// A connection's kernel send buffer (Linux doubles it). Left to autotuning it grows to several
+// MiB, which a client that stops reading holds on top of its reply queue; a fixed size also
+// makes a slow reader's writes wait, and so its write deadline and queue bound apply, soon.
+constexpr int kSendBuffer = 256 << 10;
 
 // Runs jobs on a fixed set of threads.
 class WorkerPool {
@@ -604,6 +608,7 @@ void TransportCore::on_accept(const beast::error_code& ec, tcp::socket socket) {
     socket.close(ignored);
   } else {
     socket.set_option(tcp::no_delay(true), ignored);
+    socket.set_option(asio::socket_base::send_buffer_size(kSendBuffer), ignored);
     auto session = std::make_shared<Session>(*this, std::move(socket));
     sessions.emplace(session.get(), session);
     n_connections.fetch_add(1);

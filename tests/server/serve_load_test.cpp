@@ -410,7 +410,8 @@ void expect_slow_reader_dropped(const std::string& timeout_s, const std::string&
   const std::vector<StreamReply> other = run_streams(port, 1, 64, 60.0);
   ASSERT_EQ(other.size(), 1u);
   EXPECT_TRUE(other[0].complete) << "status " << other[0].status;
-  // The socket's buffers take a few MiB before a write waits (Linux grows them).
+  // The server's send buffer (fixed at 256 KiB, doubled) and the client's take about half a MiB
+  // before a write waits.
   EXPECT_TRUE(wait_until([&] { return n_aborted(port) == 1 && scheduler_idle(port); }, 120.0))
       << "the slow reader's request was not cancelled, or its KV blocks did not come back";
   const double dropped_s = seconds_since(t0);
