@@ -13,11 +13,11 @@
 
 #include <fmt/format.h>
 
+#include "core/huge_region.h"
+
 namespace minfer {
 
 namespace {
-
-constexpr size_t kHugePage = size_t{2} << 20;  // x86-64's PMD page
 
 // Linux's madvise(2) advice for 2 MiB pages (-1 elsewhere: not asked). MADV_HUGEPAGE asks for
 // transparent huge pages; MADV_COLLAPSE (Linux 6.1+) collapses the range into them now, reading it
@@ -56,27 +56,6 @@ bool lock_in_memory(const std::string& path, const void* p, size_t n) {
   return false;
 }
 
-// The anonymous region the bytes of a --no-mmap load go into: `size` rounded up to whole huge
-// pages, starting on a huge page boundary (so every 2 MiB of it can be one page).
-Result<uint8_t*> map_aligned_anonymous(const std::string& path, size_t size, size_t& region_size) {
-  region_size = (size + kHugePage - 1) / kHugePage * kHugePage;
-  const size_t reserve = region_size + kHugePage;  // room to slide to a boundary
-  void* raw = ::mmap(nullptr, reserve, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (raw == MAP_FAILED) {
-    return make_error(ErrorCode::kIo, "[file] cannot allocate {} bytes to read '{}' into: {}",
-                      reserve, path, std::strerror(errno));
-  }
-  const uintptr_t start = reinterpret_cast<uintptr_t>(raw);
-  const uintptr_t aligned = (start + kHugePage - 1) / kHugePage * kHugePage;
-  // Give back the slack before and after the aligned region.
-  if (aligned > start) ::munmap(raw, aligned - start);
-  const size_t tail = start + reserve - (aligned + region_size);
-  if (tail > 0) ::munmap(reinterpret_cast<void*>(aligned + region_size), tail);
-  uint8_t* region = reinterpret_cast<uint8_t*>(aligned);
-  advise(region, region_size, kAdviseHugePages);  // before the first touch: faults take huge pages
-  return region;
-}
-
 // Reads the `size` bytes of fd into `out`. A file that ends early (truncated while read) is an
 // error naming how far the read got.
 Status read_all(int fd, const std::string& path, uint8_t* out, size_t size) {
@@ -101,16 +80,14 @@ Status read_all(int fd, const std::string& path, uint8_t* out, size_t size) {
   return Status::ok();
 }
 
-// The file's bytes in anonymous memory (--no-mmap), read-only once read.
-Status read_into_memory(int fd, const std::string& path, size_t size, uint8_t*& region,
-                        size_t& region_size) {
-  MINFER_ASSIGN_OR_RETURN(region, map_aligned_anonymous(path, size, region_size));
-  if (Status s = read_all(fd, path, region, size); !s.is_ok()) {
-    ::munmap(region, region_size);
-    return s;
-  }
-  ::mprotect(region, region_size, PROT_READ);  // weights are never written, as in the map
-  return Status::ok();
+// The file's bytes in anonymous memory in 2 MiB pages (--no-mmap), read-only once read.
+Result<std::unique_ptr<HugePageRegion>> read_into_memory(int fd, const std::string& path,
+                                                         size_t size) {
+  MINFER_ASSIGN_OR_RETURN(std::unique_ptr<HugePageRegion> copy,
+                          HugePageRegion::create(size, false, fmt::format("[file] '{}'", path)));
+  MINFER_RETURN_IF_ERROR(read_all(fd, path, copy->data(), size));
+  ::mprotect(copy->data(), copy->size(), PROT_READ);  // weights are never written, as in the map
+  return copy;
 }
 
 }  // namespace
@@ -136,10 +113,10 @@ Result<std::unique_ptr<MappedFile>> MappedFile::open(const std::string& path,
   const size_t size = static_cast<size_t>(st.st_size);
   if (size == 0) {
     ::close(fd);
-    return std::unique_ptr<MappedFile>(new MappedFile(path, nullptr, 0, nullptr, 0));
+    return std::unique_ptr<MappedFile>(new MappedFile(path, nullptr, 0, nullptr, nullptr));
   }
   uint8_t* region = nullptr;
-  size_t region_size = size;
+  std::unique_ptr<HugePageRegion> copy;
   if (options.use_mmap) {
     void* map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
     if (map == MAP_FAILED) {
@@ -154,19 +131,23 @@ Result<std::unique_ptr<MappedFile>> MappedFile::open(const std::string& path,
     // Collapsing reads the whole file in: only when mlock is about to do that anyway.
     if (options.use_mlock) advise(region, size, kAdviseCollapse);
   } else {
-    if (Status s = read_into_memory(fd, path, size, region, region_size); !s.is_ok()) {
+    Result<std::unique_ptr<HugePageRegion>> read = read_into_memory(fd, path, size);
+    if (!read.is_ok()) {
       ::close(fd);
-      return s;
+      return read.status();
     }
+    copy = std::move(*read);
+    region = copy->data();
   }
   ::close(fd);  // a mapping keeps the file alive
-  std::unique_ptr<MappedFile> file(new MappedFile(path, region, size, region, region_size));
+  std::unique_ptr<MappedFile> file(
+      new MappedFile(path, region, size, copy == nullptr ? region : nullptr, std::move(copy)));
   if (options.use_mlock) file->locked_ = lock_in_memory(path, region, size);
   return file;
 }
 
 MappedFile::~MappedFile() {
-  if (region_ != nullptr) ::munmap(region_, region_size_);
+  if (map_ != nullptr) ::munmap(map_, size_);
 }
 
 }  // namespace minfer

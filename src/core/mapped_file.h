@@ -9,6 +9,7 @@
 #include <span>
 #include <string>
 
+#include "core/huge_region.h"
 #include "core/non_copyable.h"
 #include "core/status.h"
 
@@ -43,18 +44,15 @@ class MappedFile : NonCopyable {
   bool locked() const { return locked_; }
 
  private:
-  MappedFile(std::string path, const uint8_t* data, size_t size, void* region, size_t region_size)
-      : path_(std::move(path)),
-        data_(data),
-        size_(size),
-        region_(region),
-        region_size_(region_size) {}
+  MappedFile(std::string path, const uint8_t* data, size_t size, void* map,
+             std::unique_ptr<HugePageRegion> copy)
+      : path_(std::move(path)), data_(data), size_(size), map_(map), copy_(std::move(copy)) {}
 
   std::string path_;
   const uint8_t* data_;
   size_t size_;
-  void* region_;        // what munmap releases: the file's map, or the anonymous copy
-  size_t region_size_;  // bytes of region_
+  void* map_;                             // the file's map (size_ bytes), or nullptr
+  std::unique_ptr<HugePageRegion> copy_;  // or the bytes read into memory (--no-mmap)
   bool locked_ = false;
 };
 

@@ -1,10 +1,14 @@
 #include "kv/kv_cache.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
 #include <optional>
+#include <string_view>
+
+#include <fmt/format.h>
 
 #include "core/check.h"
 
@@ -14,6 +18,21 @@ namespace {
 
 constexpr GgmlType kKvCellTypes[] = {GgmlType::kF32, GgmlType::kF16, GgmlType::kQ8_0};
 constexpr const char* kKvCellTypeNames = "f32, f16 or q8_0";  // for errors
+
+// The memory of a pool of n_blocks blocks (none when its blocks are empty).
+Result<std::unique_ptr<HugePageRegion>> reserve_pool(int64_t n_blocks, size_t block_bytes,
+                                                     std::string_view pool) {
+  if (block_bytes == 0) return std::unique_ptr<HugePageRegion>();
+  const auto n = static_cast<size_t>(n_blocks);
+  if (n > SIZE_MAX / block_bytes) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "[kv] {} blocks of {} bytes are past the address space", n_blocks,
+                      block_bytes);
+  }
+  return HugePageRegion::create(
+      n * block_bytes, true,
+      fmt::format("[kv] the cache's {} pool ({} blocks of {} bytes)", pool, n_blocks, block_bytes));
+}
 
 }  // namespace
 
@@ -87,6 +106,9 @@ Result<std::unique_ptr<KvCache>> KvCache::create(const KvCacheConfig& c) {
   }
   cache->block_bytes_ = cache->layer_bytes_ * static_cast<size_t>(n_global);
   cache->window_block_bytes_ = cache->layer_bytes_ * cache->window_layers_.size();
+  MINFER_ASSIGN_OR_RETURN(cache->memory_, reserve_pool(c.max_blocks, cache->block_bytes_, "main"));
+  MINFER_ASSIGN_OR_RETURN(cache->window_memory_,
+                          reserve_pool(c.max_blocks, cache->window_block_bytes_, "window"));
   return cache;
 }
 
@@ -135,8 +157,7 @@ int32_t KvCache::take_window_block() {
     return id;
   }
   MINFER_CHECK(n_window_blocks_allocated() < config_.max_blocks, "KV window budget exceeded");
-  window_blocks_.push_back(std::make_unique<uint8_t[]>(window_block_bytes_));
-  return static_cast<int32_t>(window_blocks_.size() - 1);
+  return static_cast<int32_t>(n_window_blocks_allocated_++);
 }
 
 void KvCache::release_window_block(int32_t& block) {
@@ -179,10 +200,9 @@ int32_t KvCache::take_block() {
     id = free_.back();
     free_.pop_back();
   } else if (n_blocks_allocated() < config_.max_blocks) {
-    // Value-initialised: a fresh block reads as zeros, never as stale memory.
-    blocks_.push_back(std::make_unique<uint8_t[]>(block_bytes_));
+    // Never used: it reads as zeros (fresh anonymous pages), never as stale memory.
     info_.emplace_back();
-    id = static_cast<int32_t>(blocks_.size() - 1);
+    id = static_cast<int32_t>(n_blocks_allocated_++);
   } else {
     // Evict the least recently used cached prefix block.
     MINFER_CHECK(!lru_.empty(), "KV block budget exceeded");
@@ -345,8 +365,7 @@ void KvCache::truncate(int32_t seq, int64_t n_positions) {
       unregister(last);
     } else if (n_blocks_free() > 0) {
       const int32_t copy = take_block();
-      std::memcpy(blocks_[static_cast<size_t>(copy)].get(),
-                  blocks_[static_cast<size_t>(last)].get(), block_bytes_);
+      std::memcpy(block_data(copy, false), block_data(last, false), block_bytes_);
       release_block(last);
       table.back() = copy;
     } else {
@@ -379,8 +398,7 @@ Status KvCache::own_blocks(int32_t seq, Sequence& s, int64_t first, int64_t end,
       continue;
     }
     const int32_t copy = take_block();
-    std::memcpy(blocks_[static_cast<size_t>(copy)].get(), blocks_[static_cast<size_t>(block)].get(),
-                block_bytes_);
+    std::memcpy(block_data(copy, false), block_data(block, false), block_bytes_);
     release_block(block);
     block = copy;
   }
@@ -519,10 +537,14 @@ const std::vector<int32_t>& KvCache::block_table(int32_t seq, int64_t il) const 
   return it->second.window_blocks;
 }
 
+uint8_t* KvCache::block_data(int32_t block, bool window) const {
+  return window ? window_memory_->data() + static_cast<size_t>(block) * window_block_bytes_
+                : memory_->data() + static_cast<size_t>(block) * block_bytes_;
+}
+
 uint8_t* KvCache::cell(int32_t block, int64_t il, bool is_v, int64_t h, int64_t slot) {
   const bool window = is_window_layer(il);
-  uint8_t* base = window ? window_blocks_[static_cast<size_t>(block)].get()
-                         : blocks_[static_cast<size_t>(block)].get();
+  uint8_t* base = block_data(block, window);
   uint8_t* layer = base + static_cast<size_t>(layer_slot_[static_cast<size_t>(il)]) * layer_bytes_;
   const size_t slots = static_cast<size_t>(config_.n_head_kv * config_.block_size);
   const size_t index = static_cast<size_t>(h * config_.block_size + slot);

@@ -37,6 +37,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/huge_region.h"
 #include "core/status.h"
 #include "kernels/kernel_table.h"
 #include "quant/ggml_type.h"
@@ -158,7 +159,7 @@ class KvCache {
   const uint8_t* v_block(int32_t block, int64_t il, int64_t h) const;
 
   // Pool accounting.
-  int64_t n_blocks_allocated() const { return static_cast<int64_t>(blocks_.size()); }
+  int64_t n_blocks_allocated() const { return n_blocks_allocated_; }
   int64_t n_blocks_free() const;  // free in the pool + not yet allocated within the budget
   // Held by at least one sequence.
   int64_t n_blocks_used() const {
@@ -170,15 +171,17 @@ class KvCache {
   int64_t n_blocks_registered() const { return static_cast<int64_t>(registered_.size()); }
   // Window pool: blocks the sequence's sliding layers hold, and blocks ever allocated.
   int64_t n_window_blocks_held(int32_t seq) const;
-  int64_t n_window_blocks_allocated() const { return static_cast<int64_t>(window_blocks_.size()); }
+  int64_t n_window_blocks_allocated() const { return n_window_blocks_allocated_; }
   // The cells of the blocks sequences hold, both pools.
   size_t bytes_in_use() const {
-    const size_t window_used = window_blocks_.size() - window_free_.size();
+    const size_t window_used =
+        static_cast<size_t>(n_window_blocks_allocated_) - window_free_.size();
     return static_cast<size_t>(n_blocks_used()) * block_bytes_ + window_used * window_block_bytes_;
   }
 
  private:
   explicit KvCache(const KvCacheConfig& config);
+  uint8_t* block_data(int32_t block, bool window) const;
   uint8_t* cell(int32_t block, int64_t il, bool is_v, int64_t h, int64_t slot);
   // Calls copy(cells in a block, offset in the flat layout, bytes) for every run of one head's
   // rows within one block of positions [0, n_positions) of `seq` (read_cells' layout); cells is
@@ -198,8 +201,12 @@ class KvCache {
   size_t v_row_bytes_ = 0;
   size_t layer_bytes_ = 0;
   size_t block_bytes_ = 0;
-  std::vector<std::unique_ptr<uint8_t[]>> blocks_;  // every block ever allocated
-  std::vector<int32_t> free_;                       // ids of unregistered blocks no sequence holds
+  // The main pool's max_blocks blocks, block i at i · block_bytes_; pages are taken as blocks are
+  // first used, 2 MiB at a time where the kernel allows (a layer's walk over thousands of
+  // positions then stays within a few TLB entries).
+  std::unique_ptr<HugePageRegion> memory_;
+  int64_t n_blocks_allocated_ = 0;  // blocks [0, n) have been handed out at least once
+  std::vector<int32_t> free_;       // ids of unregistered blocks no sequence holds
   struct BlockInfo {
     int32_t refs = 0;  // sequences whose table holds the block
     bool registered = false;
@@ -227,10 +234,11 @@ class KvCache {
 
   // [n_layer] layer il's index among the layers of its pool: where its K and V sit in a block.
   std::vector<int64_t> layer_slot_;
-  std::vector<int64_t> window_layers_;  // the sliding layers, ascending
-  size_t window_block_bytes_ = 0;       // every sliding layer's K and V of a block
-  std::vector<std::unique_ptr<uint8_t[]>> window_blocks_;  // window pool, every block allocated
-  std::vector<int32_t> window_free_;                       // window pool ids no sequence holds
+  std::vector<int64_t> window_layers_;             // the sliding layers, ascending
+  size_t window_block_bytes_ = 0;                  // every sliding layer's K and V of a block
+  std::unique_ptr<HugePageRegion> window_memory_;  // the window pool's blocks, as memory_
+  int64_t n_window_blocks_allocated_ = 0;
+  std::vector<int32_t> window_free_;  // window pool ids no sequence holds
   std::unordered_map<int32_t, Sequence> seqs_;
 };
 

@@ -204,6 +204,37 @@ TEST(KvCache, BlocksAreTakenOnDemandAndReturnedOnFree) {
   EXPECT_EQ(kv.n_blocks_used(), 4);
 }
 
+// The pools' memory is reserved when the cache is made and taken as blocks are first used: a
+// budget the address space cannot hold is an error then, naming the pool; a fresh block reads as
+// zeros.
+TEST(KvCache, ABudgetPastTheAddressSpaceIsAnErrorAndFreshBlocksAreZeros) {
+  KvCacheConfig c = small_config(GgmlType::kF32);
+  c.max_blocks = int64_t{1} << 40;  // 32 KiB blocks: 32 PiB, past the 128 TiB of x86-64
+  auto too_big = KvCache::create(c);
+  ASSERT_FALSE(too_big.is_ok());
+  EXPECT_EQ(too_big.status().message().rfind(
+                "[kv] the cache's main pool (1099511627776 blocks of 32768 bytes): cannot "
+                "allocate ",
+                0),
+            0u)
+      << too_big.status().message();
+  c.max_blocks = int64_t{1} << 62;  // the bytes overflow a size_t
+  too_big = KvCache::create(c);
+  ASSERT_FALSE(too_big.is_ok());
+  EXPECT_EQ(too_big.status().message(),
+            "[kv] 4611686018427387904 blocks of 32768 bytes are past the address space");
+
+  auto cache = KvCache::create(small_config(GgmlType::kF32));
+  ASSERT_TRUE(cache.is_ok());
+  ASSERT_TRUE((*cache)->reserve(0, 96).is_ok());  // every block of the budget
+  for (const int32_t block : (*cache)->block_table(0)) {
+    const auto* k = reinterpret_cast<const float*>((*cache)->k_block(block, 1, 1));
+    const auto* v = reinterpret_cast<const float*>((*cache)->v_block(block, 1, 1));
+    EXPECT_EQ(k[0], 0.0f);
+    EXPECT_EQ(v[16 * 64 - 1], 0.0f);
+  }
+}
+
 TEST(KvCache, PastTheContextIsAnErrorAndBadTypesAreNamed) {
   auto cache = KvCache::create(small_config(GgmlType::kF32));
   ASSERT_TRUE(cache.is_ok());
