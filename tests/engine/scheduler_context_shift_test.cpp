@@ -57,6 +57,7 @@ TEST(SchedulerContextShift, RequestsGoOnPastTheContextAsASessionDoes) {
   o.n_ctx = kCtx;
   o.n_threads = 1;
   o.cache_type = GgmlType::kF32;
+  o.block_size = 16;  // the prompt's first block, shared, ends before its last tokens
   auto sched = Scheduler::create(*l.model, *l.tokenizer, o);
   ASSERT_TRUE(sched.is_ok()) << sched.status().message();
   Reply replies[2];

@@ -154,7 +154,8 @@ TEST(Scheduler, SlotStatesAndKvBytesFollowTheRunningRequest) {
   EXPECT_GE(busy.n_cached, static_cast<int64_t>(prompt.size()));
   const SchedulerStats st = (*sched)->stats();
   const KvCache& kv = (*sched)->cache();
-  EXPECT_EQ(st.kv_bytes_per_position, static_cast<int64_t>(kv.block_bytes()) / 16);
+  EXPECT_EQ(st.kv_bytes_per_position,
+            static_cast<int64_t>(kv.block_bytes()) / kv.config().block_size);
   EXPECT_EQ(st.kv_bytes_used, kv.n_blocks_used() * static_cast<int64_t>(kv.block_bytes()));
   EXPECT_GT(st.kv_bytes_used, 0);
   EXPECT_FALSE(st.kv_cell_type.empty());
