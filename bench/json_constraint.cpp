@@ -106,12 +106,13 @@ void BM_JsonAllowsQwen3(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * r.ids.size()));
 }
 
-// The unconstrained sampler (temperature 1) on seeded random logits over the same vocabulary.
+// The unconstrained sampler (state.range(0): temperature ×10, 0 = greedy) on seeded random
+// logits over the same vocabulary.
 void BM_SampleUnconstrainedQwen3(benchmark::State& state) {
   if (!have_data(state)) return;
   const int32_t n_vocab = replay()->vocab->n_vocab();
   minfer::SamplerParams params;
-  params.temperature = 1.0f;
+  params.temperature = static_cast<float>(state.range(0)) / 10.0f;
   params.seed = 5;
   minfer::Sampler sampler(params, n_vocab);
   std::vector<float> logits(static_cast<size_t>(n_vocab));  // [n_vocab]
@@ -124,7 +125,7 @@ void BM_SampleUnconstrainedQwen3(benchmark::State& state) {
 BENCHMARK(BM_VocabBytesQwen3)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_JsonMaskQwen3)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_JsonAllowsQwen3)->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_SampleUnconstrainedQwen3)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SampleUnconstrainedQwen3)->Arg(10)->Arg(0)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 

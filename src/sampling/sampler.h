@@ -43,6 +43,8 @@ void apply_temperature(std::vector<Candidate>& candidates, float temperature);
 void softmax_candidates(std::vector<Candidate>& candidates);
 // The index of the highest logit (the lowest id among equal maxima).
 size_t argmax(std::span<const Candidate> candidates);
+// The same choice over a whole row of logits (id = index), without building candidates.
+size_t argmax_logits(std::span<const float> logits);
 
 // A reproducible stream of uniform doubles in [0, 1) from a seed (SplitMix64: fixed across
 // platforms and standard libraries, unlike std::uniform_real_distribution).
@@ -114,6 +116,8 @@ class Sampler {
   // through logit bias, penalties and the chain, with their probabilities (greedy: the argmax
   // alone, probability 1).
   void run_distribution(std::span<const float> logits, std::span<const uint8_t> allowed);
+  // Greedy with nothing that changes a logit (no mask, logit bias nor active penalty).
+  bool plain_greedy(std::span<const uint8_t> allowed) const;
   // run_distribution, then the chosen id.
   int32_t run_chain(std::span<const float> logits, std::span<const uint8_t> allowed);
 

@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <map>
+#include <random>
+#include <vector>
 
 namespace minfer {
 namespace {
@@ -85,6 +88,39 @@ TEST(Sampler, TemperatureScalesLogits) {
   apply_temperature(c, 0.5f);
   EXPECT_FLOAT_EQ(c[0].logit, 4.0f);
   EXPECT_FLOAT_EQ(c[1].logit, -8.0f);
+}
+
+// Greedy sampling with nothing that changes a logit reads the row directly (argmax_logits): the
+// same id as argmax over the candidates, ties, signed zeros, infinities and NaNs included, and the
+// same id as a greedy sampler whose logit bias of 0 sends it through the candidates.
+TEST(Sampler, GreedyOnTheRowPicksWhatArgmaxOverTheCandidatesPicks) {
+  const float nan = std::nanf("");
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<std::vector<float>> rows = {{1, 3, 3, 2},          {nan, 5, 1},  {-0.0f, 0.0f, -1},
+                                          {0.0f, -0.0f},         {-inf, -inf}, {1, nan, 7, nan, 7},
+                                          {-inf, nan, -3, -inf}, {2}};
+  std::mt19937 rng(3);
+  for (int n : {17, 33, 151936}) {
+    std::vector<float> row(static_cast<size_t>(n));
+    std::uniform_int_distribution<int> level(-4, 4);  // few values: many ties
+    for (float& x : row) x = static_cast<float>(level(rng));
+    row[static_cast<size_t>(n / 3)] = nan;
+    rows.push_back(row);
+    row[static_cast<size_t>(n - 1)] = 9;  // the maximum last, past the lanes' whole rounds
+    rows.push_back(row);
+  }
+  for (const std::vector<float>& row : rows) {
+    const size_t want = argmax(make(row));
+    EXPECT_EQ(argmax_logits(row), want) << "row of " << row.size();
+    SamplerParams plain;
+    plain.temperature = 0.0f;
+    SamplerParams biased = plain;
+    biased.logit_bias = {{0, 0.0f}};  // changes nothing, but takes the candidates' path
+    Sampler a(plain, static_cast<int32_t>(row.size()));
+    Sampler b(biased, static_cast<int32_t>(row.size()));
+    EXPECT_EQ(a.sample(row), static_cast<int32_t>(want));
+    EXPECT_EQ(b.sample(row), static_cast<int32_t>(want));
+  }
 }
 
 TEST(Sampler, GreedyAtTemperatureZeroPicksArgmaxLowestIdOnTies) {
