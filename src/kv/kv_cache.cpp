@@ -201,8 +201,8 @@ int32_t KvCache::take_block() {
     free_.pop_back();
   } else if (n_blocks_allocated() < config_.max_blocks) {
     // Never used: it reads as zeros (fresh anonymous pages), never as stale memory.
+    id = static_cast<int32_t>(info_.size());
     info_.emplace_back();
-    id = static_cast<int32_t>(n_blocks_allocated_++);
   } else {
     // Evict the least recently used cached prefix block.
     MINFER_CHECK(!lru_.empty(), "KV block budget exceeded");

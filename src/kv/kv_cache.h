@@ -159,7 +159,7 @@ class KvCache {
   const uint8_t* v_block(int32_t block, int64_t il, int64_t h) const;
 
   // Pool accounting.
-  int64_t n_blocks_allocated() const { return n_blocks_allocated_; }
+  int64_t n_blocks_allocated() const { return static_cast<int64_t>(info_.size()); }
   int64_t n_blocks_free() const;  // free in the pool + not yet allocated within the budget
   // Held by at least one sequence.
   int64_t n_blocks_used() const {
@@ -205,8 +205,7 @@ class KvCache {
   // first used, 2 MiB at a time where the kernel allows (a layer's walk over thousands of
   // positions then stays within a few TLB entries).
   std::unique_ptr<HugePageRegion> memory_;
-  int64_t n_blocks_allocated_ = 0;  // blocks [0, n) have been handed out at least once
-  std::vector<int32_t> free_;       // ids of unregistered blocks no sequence holds
+  std::vector<int32_t> free_;  // ids of unregistered blocks no sequence holds
   struct BlockInfo {
     int32_t refs = 0;  // sequences whose table holds the block
     bool registered = false;
@@ -215,7 +214,7 @@ class KvCache {
     std::vector<int32_t> tokens;           // [block_size] when registered
     std::list<int32_t>::iterator lru_pos;  // in lru_ when registered and refs == 0
   };
-  std::vector<BlockInfo> info_;                       // [n_blocks_allocated]
+  std::vector<BlockInfo> info_;  // one per block handed out so far (n_blocks_allocated)
   std::unordered_map<uint64_t, int32_t> registered_;  // prefix hash → block
   std::list<int32_t> lru_;  // registered blocks no sequence holds, least recently used first
   struct Sequence {
