@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -48,6 +49,31 @@ CommandResult run_command(const std::string& command) {
   result.out = slurp(out_path);
   result.err = slurp(err_path);
   return result;
+}
+
+std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+CommandResult run_minfer_run(const std::string& args) {
+  return run_command(minfer_binary() + " run -t 2 " + args);
+}
+
+CommandResult run_minfer_chat(const std::string& lines, const std::string& args) {
+  return run_command("(printf '%s' " + shell_quote(lines) + " | " + minfer_binary() +
+                     " chat -t 2 " + args + ")");
+}
+
+size_t count_lines(const std::string& s) {
+  return static_cast<size_t>(std::count(s.begin(), s.end(), '\n'));
 }
 
 TempDir::TempDir() {

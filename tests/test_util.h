@@ -39,6 +39,17 @@ struct CommandResult {
 };
 CommandResult run_command(const std::string& command);
 
+// s in single quotes for the shell, its own quotes escaped.
+std::string shell_quote(const std::string& s);
+
+// `minfer run -t 2 ARGS`, and `minfer chat -t 2 ARGS` with `lines` piped to its stdin (in a
+// subshell: run_command feeds the command /dev/null).
+CommandResult run_minfer_run(const std::string& args);
+CommandResult run_minfer_chat(const std::string& lines, const std::string& args);
+
+// The number of '\n' in s.
+size_t count_lines(const std::string& s);
+
 // A fresh empty directory under the system temp dir, removed when the object dies.
 class TempDir {
  public:

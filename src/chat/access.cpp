@@ -26,12 +26,6 @@ const std::set<std::string, std::less<>> kListMethods = {"index", "count", "copy
 const std::set<std::string, std::less<>> kListUnsafe = {"append", "extend", "insert", "pop",
                                                         "remove", "clear",  "sort",   "reverse"};
 
-const Value& arg_at(const CallArgs& args, size_t i, std::string_view name, const Value& fallback) {
-  if (i < args.positional.size()) return args.positional[i];
-  if (const Value* kw = args.find_keyword(name)) return *kw;
-  return fallback;
-}
-
 std::optional<std::string> optional_string(const Value& v, const char* method, int line) {
   if (v.is_none() || v.is_undefined()) return std::nullopt;
   if (!v.is_string()) {
@@ -107,7 +101,7 @@ Value call_str_method(const std::string& s, const std::string& name, CallArgs& a
   static const Value kNone = Value::none();
   static const Value kMinusOne = Value::integer(-1);
   if (name == "startswith" || name == "endswith") {
-    const Value& prefix = arg_at(args, 0, "prefix", kNone);
+    const Value& prefix = args.arg(0, "prefix", kNone);
     std::vector<std::string> options;
     if (prefix.is_string()) {
       options.push_back(prefix.as_string());
@@ -129,23 +123,23 @@ Value call_str_method(const std::string& s, const std::string& name, CallArgs& a
     return Value::boolean(false);
   }
   if (name == "split" || name == "rsplit") {
-    std::optional<std::string> sep = optional_string(arg_at(args, 0, "sep", kNone), "split", line);
+    std::optional<std::string> sep = optional_string(args.arg(0, "sep", kNone), "split", line);
     if (sep && sep->empty()) throw TemplateError(line, "empty separator");
-    int64_t maxsplit = int_arg(arg_at(args, 1, "maxsplit", kMinusOne), "maxsplit", line);
+    int64_t maxsplit = int_arg(args.arg(1, "maxsplit", kMinusOne), "maxsplit", line);
     return string_list(name == "split" ? py_split(s, sep, maxsplit) : py_rsplit(s, sep, maxsplit));
   }
   if (name == "strip" || name == "lstrip" || name == "rstrip") {
     std::optional<std::string> chars =
-        optional_string(arg_at(args, 0, "chars", kNone), name.c_str(), line);
+        optional_string(args.arg(0, "chars", kNone), name.c_str(), line);
     return Value::string(py_strip(s, chars, name != "rstrip", name != "lstrip"));
   }
   if (name == "replace") {
-    const Value& old_v = arg_at(args, 0, "old", kNone);
-    const Value& new_v = arg_at(args, 1, "new", kNone);
+    const Value& old_v = args.arg(0, "old", kNone);
+    const Value& new_v = args.arg(1, "new", kNone);
     if (!old_v.is_string() || !new_v.is_string()) {
       throw TemplateError(line, "replace() arguments must be str");
     }
-    int64_t count = int_arg(arg_at(args, 2, "count", kMinusOne), "count", line);
+    int64_t count = int_arg(args.arg(2, "count", kMinusOne), "count", line);
     return Value::string(py_replace(s, old_v.as_string(), new_v.as_string(), count));
   }
   if (name == "upper") return Value::string(py_upper_str(s));
@@ -153,7 +147,7 @@ Value call_str_method(const std::string& s, const std::string& name, CallArgs& a
   if (name == "title") return Value::string(py_title(s));
   if (name == "capitalize") return Value::string(py_capitalize(s));
   if (name == "find" || name == "rfind" || name == "index" || name == "rindex" || name == "count") {
-    const Value& sub = arg_at(args, 0, "sub", kNone);
+    const Value& sub = args.arg(0, "sub", kNone);
     if (!sub.is_string()) {
       throw TemplateError(line, fmt::format("must be str, not {}", sub.type_name()));
     }
@@ -168,7 +162,7 @@ Value call_str_method(const std::string& s, const std::string& name, CallArgs& a
     return Value::integer(at);
   }
   if (name == "join") {
-    const Value& items = arg_at(args, 0, "iterable", kNone);
+    const Value& items = args.arg(0, "iterable", kNone);
     std::string out;
     bool first = true;
     for (const Value& item : iterate(items, line)) {
@@ -223,8 +217,8 @@ Value call_dict_method(const Value& obj, const std::string& name, CallArgs& args
   }
   if (name == "get") {
     static const Value kNone = Value::none();
-    const Value& key = arg_at(args, 0, "key", kNone);
-    const Value& fallback = arg_at(args, 1, "default", kNone);
+    const Value& key = args.arg(0, "key", kNone);
+    const Value& fallback = args.arg(1, "default", kNone);
     if (!key.is_string()) return fallback;
     const Value* v = d.find(key.as_string());
     return v != nullptr ? *v : fallback;
@@ -236,7 +230,7 @@ Value call_dict_method(const Value& obj, const std::string& name, CallArgs& args
 Value call_list_method(const Value& obj, const std::string& name, CallArgs& args, int line) {
   const auto& items = obj.as_list().items;
   static const Value kUndefined;
-  const Value& x = arg_at(args, 0, "value", kUndefined);
+  const Value& x = args.arg(0, "value", kUndefined);
   if (name == "count") {
     int64_t n = 0;
     for (const Value& item : items) n += values_equal(item, x) ? 1 : 0;

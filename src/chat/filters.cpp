@@ -23,12 +23,6 @@ const std::set<std::string, std::less<>> kTests = {
     "odd",     "sameas",   "sequence", "string",      "true",    "undefined", "upper",   "==",
     "!=",      "<",        "<=",       ">",           ">="};
 
-const Value& arg_at(const CallArgs& args, size_t i, std::string_view name, const Value& fallback) {
-  if (i < args.positional.size()) return args.positional[i];
-  if (const Value* kw = args.find_keyword(name)) return *kw;
-  return fallback;
-}
-
 // Jinja2's soft_str: str(x) unless x is already a string.
 std::string soft_str(const Value& v) {
   return to_str(v);
@@ -165,8 +159,8 @@ Value filter_text(const Value& input, CallArgs& /*args*/, const FilterContext& /
 Value filter_default(const Value& input, CallArgs& args, const FilterContext& /*ctx*/) {
   static const Value kEmpty = Value::string("");
   static const Value kFalse = Value::boolean(false);
-  const Value& fallback = arg_at(args, 0, "default_value", kEmpty);
-  bool boolean = arg_at(args, 1, "boolean", kFalse).truthy();
+  const Value& fallback = args.arg(0, "default_value", kEmpty);
+  bool boolean = args.arg(1, "boolean", kFalse).truthy();
   if (input.is_undefined() || (boolean && !input.truthy())) return fallback;
   return input;
 }
@@ -175,10 +169,10 @@ Value filter_tojson(const Value& input, CallArgs& args, const FilterContext& ctx
   static const Value kNone = Value::none();
   static const Value kFalse = Value::boolean(false);
   // transformers: tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False)
-  bool ensure_ascii = arg_at(args, 0, "ensure_ascii", kFalse).truthy();
-  const Value& indent = arg_at(args, 1, "indent", kNone);
-  const Value& separators = arg_at(args, 2, "separators", kNone);
-  bool sort_keys = arg_at(args, 3, "sort_keys", kFalse).truthy();
+  bool ensure_ascii = args.arg(0, "ensure_ascii", kFalse).truthy();
+  const Value& indent = args.arg(1, "indent", kNone);
+  const Value& separators = args.arg(2, "separators", kNone);
+  bool sort_keys = args.arg(3, "sort_keys", kFalse).truthy();
   std::string item_sep = indent.is_none() ? ", " : ",";
   std::string key_sep = ": ";
   if (!separators.is_none()) {
@@ -211,7 +205,7 @@ Value filter_length(const Value& input, CallArgs& /*args*/, const FilterContext&
 
 Value filter_trim(const Value& input, CallArgs& args, const FilterContext& /*ctx*/) {
   static const Value kNone = Value::none();
-  const Value& chars = arg_at(args, 0, "chars", kNone);
+  const Value& chars = args.arg(0, "chars", kNone);
   std::optional<std::string> set;
   if (!chars.is_none() && !chars.is_undefined()) set = soft_str(chars);
   return Value::string(py_strip(soft_str(input), set, true, true));
@@ -228,8 +222,8 @@ Value filter_safe(const Value& input, CallArgs& /*args*/, const FilterContext& /
 Value filter_join(const Value& input, CallArgs& args, const FilterContext& ctx) {
   static const Value kEmpty = Value::string("");
   static const Value kNone = Value::none();
-  const Value& sep = arg_at(args, 0, "d", kEmpty);
-  const Value& attribute = arg_at(args, 1, "attribute", kNone);
+  const Value& sep = args.arg(0, "d", kEmpty);
+  const Value& attribute = args.arg(1, "attribute", kNone);
   std::string out;
   bool first = true;
   for (const Value& item : iterate(input, ctx.line)) {
@@ -286,9 +280,9 @@ Value filter_dictsort(const Value& input, CallArgs& args, const FilterContext& c
   if (!input.is_dict()) {
     throw TemplateError(ctx.line, "You can only sort by either 'key' or 'value'");
   }
-  bool case_sensitive = arg_at(args, 0, "case_sensitive", kFalse).truthy();
-  std::string by = soft_str(arg_at(args, 1, "by", kKey));
-  bool reverse = arg_at(args, 2, "reverse", kFalse).truthy();
+  bool case_sensitive = args.arg(0, "case_sensitive", kFalse).truthy();
+  std::string by = soft_str(args.arg(1, "by", kKey));
+  bool reverse = args.arg(2, "reverse", kFalse).truthy();
   std::vector<std::pair<Value, Value>> keyed;
   for (const auto& [k, v] : input.as_dict().items) {
     Value pair = Value::list({Value::string(k), v}, true);
@@ -357,8 +351,8 @@ Value filter_map(const Value& input, CallArgs& args, const FilterContext& ctx) {
 Value filter_unique(const Value& input, CallArgs& args, const FilterContext& ctx) {
   static const Value kFalse = Value::boolean(false);
   static const Value kNone = Value::none();
-  bool case_sensitive = arg_at(args, 0, "case_sensitive", kFalse).truthy();
-  const Value& attribute = arg_at(args, 1, "attribute", kNone);
+  bool case_sensitive = args.arg(0, "case_sensitive", kFalse).truthy();
+  const Value& attribute = args.arg(1, "attribute", kNone);
   std::vector<Value> seen;
   std::vector<Value> out;
   for (const Value& item : iterate(input, ctx.line)) {
@@ -391,9 +385,9 @@ Value filter_reverse(const Value& input, CallArgs& /*args*/, const FilterContext
 Value filter_sort(const Value& input, CallArgs& args, const FilterContext& ctx) {
   static const Value kFalse = Value::boolean(false);
   static const Value kNone = Value::none();
-  bool reverse = arg_at(args, 0, "reverse", kFalse).truthy();
-  bool case_sensitive = arg_at(args, 1, "case_sensitive", kFalse).truthy();
-  const Value& attribute = arg_at(args, 2, "attribute", kNone);
+  bool reverse = args.arg(0, "reverse", kFalse).truthy();
+  bool case_sensitive = args.arg(1, "case_sensitive", kFalse).truthy();
+  const Value& attribute = args.arg(2, "attribute", kNone);
   std::vector<Value> items = iterate(input, ctx.line);
   std::vector<std::pair<Value, Value>> keyed;
   for (Value& item : items) {
@@ -408,8 +402,8 @@ Value filter_min_max(const Value& input, CallArgs& args, const FilterContext& ct
   static const Value kFalse = Value::boolean(false);
   static const Value kNone = Value::none();
   const int line = ctx.line;
-  bool case_sensitive = arg_at(args, 0, "case_sensitive", kFalse).truthy();
-  const Value& attribute = arg_at(args, 1, "attribute", kNone);
+  bool case_sensitive = args.arg(0, "case_sensitive", kFalse).truthy();
+  const Value& attribute = args.arg(1, "attribute", kNone);
   std::vector<Value> items = iterate(input, line);
   if (items.empty()) return Value::undefined("", "No aggregated item, sequence was empty.");
   size_t best = 0;
@@ -428,8 +422,8 @@ Value filter_min_max(const Value& input, CallArgs& args, const FilterContext& ct
 Value filter_sum(const Value& input, CallArgs& args, const FilterContext& ctx) {
   static const Value kNone = Value::none();
   static const Value kZero = Value::integer(0);
-  const Value& attribute = arg_at(args, 0, "attribute", kNone);
-  Value total = arg_at(args, 1, "start", kZero);
+  const Value& attribute = args.arg(0, "attribute", kNone);
+  Value total = args.arg(1, "start", kZero);
   for (const Value& item : iterate(input, ctx.line)) {
     Value v = attribute.is_none() ? item : attr_path(item, soft_str(attribute), ctx.line);
     if (!v.is_number() || !total.is_number()) {
@@ -447,9 +441,9 @@ Value filter_sum(const Value& input, CallArgs& args, const FilterContext& ctx) {
 Value filter_replace(const Value& input, CallArgs& args, const FilterContext& ctx) {
   static const Value kEmpty = Value::string("");
   static const Value kNone = Value::none();
-  const Value& old_v = arg_at(args, 0, "old", kEmpty);
-  const Value& new_v = arg_at(args, 1, "new", kEmpty);
-  const Value& count = arg_at(args, 2, "count", kNone);
+  const Value& old_v = args.arg(0, "old", kEmpty);
+  const Value& new_v = args.arg(1, "new", kEmpty);
+  const Value& count = args.arg(2, "count", kNone);
   return Value::string(py_replace(soft_str(input), soft_str(old_v), soft_str(new_v),
                                   count.is_none() ? -1 : as_int(count, "count", ctx.line)));
 }
@@ -457,8 +451,8 @@ Value filter_replace(const Value& input, CallArgs& args, const FilterContext& ct
 Value filter_int(const Value& input, CallArgs& args, const FilterContext& ctx) {
   static const Value kZero = Value::integer(0);
   static const Value kTen = Value::integer(10);
-  const Value& fallback = arg_at(args, 0, "default", kZero);
-  int64_t base = as_int(arg_at(args, 1, "base", kTen), "base", ctx.line);
+  const Value& fallback = args.arg(0, "default", kZero);
+  int64_t base = as_int(args.arg(1, "base", kTen), "base", ctx.line);
   if (is_integral(input)) return Value::integer(as_int(input, "value", ctx.line));
   if (input.is_float()) {
     if (!std::isfinite(input.as_float())) return fallback;
@@ -475,7 +469,7 @@ Value filter_int(const Value& input, CallArgs& args, const FilterContext& ctx) {
 
 Value filter_float(const Value& input, CallArgs& args, const FilterContext& /*ctx*/) {
   static const Value kZero = Value::floating(0.0);
-  const Value& fallback = arg_at(args, 0, "default", kZero);
+  const Value& fallback = args.arg(0, "default", kZero);
   if (input.is_number()) return Value::floating(input.to_double());
   if (input.is_string()) {
     if (auto f = parse_float(input.as_string())) return Value::floating(*f);
@@ -497,8 +491,8 @@ Value filter_round(const Value& input, CallArgs& args, const FilterContext& ctx)
   static const Value kZero = Value::integer(0);
   static const Value kCommon = Value::string("common");
   const int line = ctx.line;
-  int64_t precision = as_int(arg_at(args, 0, "precision", kZero), "precision", line);
-  std::string method = soft_str(arg_at(args, 1, "method", kCommon));
+  int64_t precision = as_int(args.arg(0, "precision", kZero), "precision", line);
+  std::string method = soft_str(args.arg(1, "method", kCommon));
   if (input.is_undefined()) fail_undefined(input, line);
   if (!input.is_number()) {
     throw TemplateError(line,
@@ -519,9 +513,9 @@ Value filter_round(const Value& input, CallArgs& args, const FilterContext& ctx)
 Value filter_indent(const Value& input, CallArgs& args, const FilterContext& ctx) {
   static const Value kFour = Value::integer(4);
   static const Value kFalse = Value::boolean(false);
-  const Value& width = arg_at(args, 0, "width", kFour);
-  bool first = arg_at(args, 1, "first", kFalse).truthy();
-  bool blank = arg_at(args, 2, "blank", kFalse).truthy();
+  const Value& width = args.arg(0, "width", kFour);
+  bool first = args.arg(1, "first", kFalse).truthy();
+  bool blank = args.arg(2, "blank", kFalse).truthy();
   const int64_t spaces =
       width.is_string() ? 0 : std::max<int64_t>(0, as_int(width, "width", ctx.line));
   check_string_bytes(static_cast<uint64_t>(spaces), ctx.line);
@@ -563,7 +557,7 @@ Value filter_format(const Value& input, CallArgs& args, const FilterContext& ctx
 
 Value filter_center(const Value& input, CallArgs& args, const FilterContext& ctx) {
   static const Value kEighty = Value::integer(80);
-  int64_t width = as_int(arg_at(args, 0, "width", kEighty), "width", ctx.line);
+  int64_t width = as_int(args.arg(0, "width", kEighty), "width", ctx.line);
   std::string s = soft_str(input);
   auto len = static_cast<int64_t>(utf8_length(s));
   if (width <= len) return Value::string(s);
@@ -589,7 +583,7 @@ Value filter_wordcount(const Value& input, CallArgs& /*args*/, const FilterConte
 
 Value filter_attr(const Value& input, CallArgs& args, const FilterContext& ctx) {
   static const Value kEmpty = Value::string("");
-  const Value& attribute = arg_at(args, 0, "name", kEmpty);
+  const Value& attribute = args.arg(0, "name", kEmpty);
   // Python's getattr only: unlike `x.name`, no fallback to the dict key.
   if (input.is_dict() && input.as_dict().find(soft_str(attribute)) != nullptr) {
     return Value::undefined(soft_str(attribute));
@@ -600,9 +594,9 @@ Value filter_attr(const Value& input, CallArgs& args, const FilterContext& ctx) 
 
 Value filter_batch(const Value& input, CallArgs& args, const FilterContext& ctx) {
   static const Value kNone = Value::none();
-  int64_t count = as_int(arg_at(args, 0, "linecount", kNone), "linecount", ctx.line);
+  int64_t count = as_int(args.arg(0, "linecount", kNone), "linecount", ctx.line);
   if (count <= 0) throw TemplateError(ctx.line, "batch size must be positive");
-  const Value& fill = arg_at(args, 1, "fill_with", kNone);
+  const Value& fill = args.arg(1, "fill_with", kNone);
   if (!fill.is_none()) check_list_items(static_cast<uint64_t>(count), ctx.line);
   std::vector<Value> batches;
   std::vector<Value> current;
@@ -689,7 +683,7 @@ Value apply_filter(const std::string& name, const Value& input, CallArgs& args,
 
 bool apply_test(const std::string& name, const Value& input, CallArgs& args, int line) {
   static const Value kUndefined;
-  const Value& other = arg_at(args, 0, "value", kUndefined);
+  const Value& other = args.arg(0, "value", kUndefined);
   if (name == "defined") return !input.is_undefined();
   if (name == "undefined") return input.is_undefined();
   if (name == "none") return input.is_none();

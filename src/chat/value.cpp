@@ -42,6 +42,12 @@ const Value* CallArgs::find_keyword(std::string_view name) const {
   return nullptr;
 }
 
+const Value& CallArgs::arg(size_t i, std::string_view name, const Value& fallback) const {
+  if (i < positional.size()) return positional[i];
+  if (const Value* kw = find_keyword(name)) return *kw;
+  return fallback;
+}
+
 namespace {
 
 uint32_t depth_of(const Value& v) {

@@ -76,6 +76,9 @@ struct CallArgs {
 
   // The keyword argument `name`, or nullptr.
   const Value* find_keyword(std::string_view name) const;
+
+  // Argument `i` by position, else by keyword `name`, else `fallback`.
+  const Value& arg(size_t i, std::string_view name, const Value& fallback) const;
 };
 
 // A function, macro or bound method. `name` is what error messages call it.

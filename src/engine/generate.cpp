@@ -5,16 +5,9 @@
 
 #include <fmt/format.h>
 
+#include "core/elapsed.h"
+
 namespace minfer::engine {
-
-namespace {
-
-double ms_between(std::chrono::steady_clock::time_point a,
-                  std::chrono::steady_clock::time_point b) {
-  return std::chrono::duration<double, std::milli>(b - a).count();
-}
-
-}  // namespace
 
 double GenerationMetrics::prefill_tok_s() const {
   return prefill_ms > 0.0 ? static_cast<double>(n_prefilled) * 1000.0 / prefill_ms : 0.0;

@@ -4,16 +4,12 @@
 #include <filesystem>
 
 #include "core/check.h"
+#include "core/elapsed.h"
 #include "engine/speculative.h"
 
 namespace minfer::engine {
 
 namespace {
-
-double ms_between(std::chrono::steady_clock::time_point a,
-                  std::chrono::steady_clock::time_point b) {
-  return std::chrono::duration<double, std::milli>(b - a).count();
-}
 
 TokenPipelineOptions pipeline_options(const RequestParams& params) {
   return {.sampling = params.sampling,

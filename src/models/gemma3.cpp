@@ -12,7 +12,7 @@ namespace minfer {
 
 namespace {
 
-constexpr const char* kOwnKeys[] = {
+constexpr const char* kGemma3OwnKeys[] = {
     "attention.sliding_window", "attention.sliding_window_pattern", "rope.freq_base_swa",
     "final_logit_softcapping",  "attn_logit_softcapping",
 };
@@ -99,7 +99,7 @@ const ArchSpec kGemma3Arch = {
     .rope_style = kernels::RopeStyle::kNeox,
     .tensors = gemma3_tensors,
     .read_keys = gemma3_keys,
-    .own_keys = kOwnKeys,
+    .own_keys = kGemma3OwnKeys,
     .tested_models = "Gemma 3 (text)",
 };
 

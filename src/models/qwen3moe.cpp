@@ -29,7 +29,7 @@ std::vector<TensorSpec> qwen3moe_tensors(const ModelConfig& c) {
   return decoder_tensors(c, qk_norm_tensors, moe_ffn);
 }
 
-constexpr std::array<const char*, 7> kOwnKeys = {
+constexpr std::array<const char*, 7> kQwen3MoeOwnKeys = {
     "expert_count",        "expert_used_count",    "expert_feed_forward_length",
     "expert_gating_func",  "expert_weights_scale", "expert_weights_norm",
     "expert_shared_count",
@@ -112,7 +112,7 @@ const ArchSpec kQwen3MoeArch = {
     .rope_style = kernels::RopeStyle::kNeox,
     .tensors = qwen3moe_tensors,
     .read_keys = read_moe_keys,
-    .own_keys = kOwnKeys,
+    .own_keys = kQwen3MoeOwnKeys,
     .tested_models = "Qwen3-MoE (Qwen3-30B-A3B, Qwen3-Coder-30B-A3B)",
 };
 

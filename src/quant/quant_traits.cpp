@@ -82,8 +82,8 @@ struct Table {
 };
 
 const Table& table() {
-  static const Table kTable;
-  return kTable;
+  static const Table kTraits;
+  return kTraits;
 }
 
 // Ok when the type has traits, n is a multiple of its block size and the quantized side of the

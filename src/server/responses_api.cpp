@@ -119,7 +119,7 @@ std::optional<ApiError> translate_input(const Json& body, Json& out) {
 }
 
 // tools: [{"type": "function", "name", "description", "parameters"}] → chat tools.
-std::optional<ApiError> translate_tools(const Json& tools, Json& out) {
+std::optional<ApiError> translate_response_tools(const Json& tools, Json& out) {
   if (!tools.is_array()) return wrong_type("tools", "an array of tools", tools);
   out = Json::array();
   return for_each_object(
@@ -140,7 +140,7 @@ std::optional<ApiError> translate_tools(const Json& tools, Json& out) {
       });
 }
 
-std::optional<ApiError> translate_tool_choice(const Json& choice, Json& chat) {
+std::optional<ApiError> translate_response_tool_choice(const Json& choice, Json& chat) {
   if (choice.is_string()) {
     chat["tool_choice"] = choice;  // none, auto, required: checked by the chat path
   } else if (string_field(choice, "type") == "function" && !string_field(choice, "name").empty()) {
@@ -241,11 +241,11 @@ std::optional<ApiError> responses_to_chat(const Json& body, ChatTranslation& out
     chat["max_tokens"] = *it;
   }
   if (auto it = body.find("tools"); it != body.end() && !it->is_null()) {
-    if (auto e = translate_tools(*it, chat["tools"])) return e;
+    if (auto e = translate_response_tools(*it, chat["tools"])) return e;
     if (chat["tools"].empty()) chat.erase("tools");
   }
   if (auto it = body.find("tool_choice"); it != body.end() && !it->is_null()) {
-    if (auto e = translate_tool_choice(*it, chat)) return e;
+    if (auto e = translate_response_tool_choice(*it, chat)) return e;
   }
   if (auto it = body.find("text"); it != body.end() && !it->is_null()) {
     if (auto e = translate_text_format(*it, chat)) return e;

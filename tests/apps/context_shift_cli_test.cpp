@@ -13,7 +13,7 @@ using test::CommandResult;
 using test::minfer_binary;
 using test::run_command;
 
-CommandResult run(const std::string& args) {
+CommandResult run_stories(const std::string& args) {
   return run_command(minfer_binary() + " run -t 2 -m '" +
                      test::test_data_path("models/stories260K.gguf") + "' -p 'Once upon a time' " +
                      args);
@@ -21,14 +21,14 @@ CommandResult run(const std::string& args) {
 
 // Token 2 is the model's end of text: banned, only -n ends the run.
 TEST(RunContextShift, GeneratesThreeTimesTheContext) {
-  const CommandResult r = run("-c 64 -n 200 --temp 0 -l 2-inf --context-shift");
+  const CommandResult r = run_stories("-c 64 -n 200 --temp 0 -l 2-inf --context-shift");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("stopped: token limit (-n) reached (200 tokens)"), std::string::npos)
       << r.err;
   EXPECT_NE(r.err.find("generated tokens:    200"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("context shifts:"), std::string::npos) << r.err;
 
-  const CommandResult plain = run("-c 64 -n 200 --temp 0 -l 2-inf");
+  const CommandResult plain = run_stories("-c 64 -n 200 --temp 0 -l 2-inf");
   ASSERT_EQ(plain.exit_code, 0) << plain.err;
   EXPECT_NE(plain.err.find("stopped: context full"), std::string::npos) << plain.err;
 }
@@ -46,13 +46,13 @@ TEST(ChatContextShift, AReplyGoesOnPastTheContext) {
 }
 
 TEST(RunContextShift, KeepBeyondTheContextOrMalformedIsAnError) {
-  const CommandResult beyond = run("-c 64 -n 10 --context-shift --keep 63");
+  const CommandResult beyond = run_stories("-c 64 -n 10 --context-shift --keep 63");
   EXPECT_NE(beyond.exit_code, 0);
   EXPECT_NE(beyond.err.find("--keep 63 is beyond the context"), std::string::npos) << beyond.err;
-  const CommandResult negative = run("-c 64 -n 10 --context-shift --keep -3");
+  const CommandResult negative = run_stories("-c 64 -n 10 --context-shift --keep -3");
   EXPECT_NE(negative.exit_code, 0);
   EXPECT_NE(negative.err.find("--keep -3: expected -1"), std::string::npos) << negative.err;
-  const CommandResult malformed = run("-c 64 -n 10 --context-shift --keep many");
+  const CommandResult malformed = run_stories("-c 64 -n 10 --context-shift --keep many");
   EXPECT_NE(malformed.exit_code, 0);
   EXPECT_NE(malformed.err.find("--keep"), std::string::npos) << malformed.err;
 }

@@ -19,6 +19,7 @@ namespace minfer {
 namespace {
 
 using nlohmann::json;
+using test::count_lines;
 using test::minfer_binary;
 using test::run_command;
 
@@ -30,10 +31,6 @@ json info_json(const std::string& model) {
   const test::CommandResult r = info(test::test_data_path("models/" + model), "--json");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   return json::parse(r.out);
-}
-
-size_t count_lines(const std::string& s) {
-  return static_cast<size_t>(std::count(s.begin(), s.end(), '\n'));
 }
 
 // The value printed on the text line that starts with `label`.

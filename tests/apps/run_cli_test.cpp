@@ -22,47 +22,24 @@ namespace {
 
 using nlohmann::json;
 using test::CommandResult;
+using test::count_lines;
 using test::minfer_binary;
 using test::run_command;
+using test::run_minfer_chat;
+using test::run_minfer_run;
+using test::shell_quote;
 
 std::string model_path(const std::string& name) {
   return test::test_data_path("models/" + name);
 }
 
-std::string quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
-}
-
-// Runs `minfer chat ARGS` with `lines` piped to stdin (in a subshell: run_command feeds the
-// command /dev/null).
-CommandResult chat(const std::string& lines, const std::string& args) {
-  return run_command("(printf '%s' " + quote(lines) + " | " + minfer_binary() + " chat -t 2 " +
-                     args + ")");
-}
-
-CommandResult run(const std::string& args) {
-  return run_command(minfer_binary() + " run -t 2 " + args);
-}
-
 std::string stories() {
-  return "-m " + quote(model_path("stories260K.gguf")) + " -p 'Once upon a time' ";
+  return "-m " + shell_quote(model_path("stories260K.gguf")) + " -p 'Once upon a time' ";
 }
 
 json golden() {
   std::ifstream in(test::test_data_path("golden/stories260K.once.json"));
   return json::parse(in);
-}
-
-size_t count_lines(const std::string& s) {
-  return static_cast<size_t>(std::count(s.begin(), s.end(), '\n'));
 }
 
 bool starts_with(const std::string& s, const std::string& prefix) {
@@ -75,7 +52,7 @@ bool starts_with(const std::string& s, const std::string& prefix) {
 TEST(RunCommand, GreedyStoryIsTheGoldenTextByteForByte) {
   MINFER_REQUIRE_TEST_DATA();
   // f32 cells: the golden is llama.cpp's with an f32 KV cache.
-  const CommandResult r = run(stories() + "-n 48 --temp 0 --cache-type f32");
+  const CommandResult r = run_minfer_run(stories() + "-n 48 --temp 0 --cache-type f32");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, golden()["greedy_text"].get<std::string>());
   EXPECT_NE(r.err.find("stopped: token limit"), std::string::npos) << r.err;
@@ -89,17 +66,18 @@ TEST(RunCommand, ThePromptCanComeFromAFile) {
   MINFER_REQUIRE_TEST_DATA();
   test::TempDir dir;
   std::ofstream(dir.file("p.txt")) << "Once upon a time";
-  const CommandResult r = run("-m " + quote(model_path("stories260K.gguf")) + " -f " +
-                              quote(dir.file("p.txt")) + " -n 48 --temp 0 --cache-type f32");
+  const CommandResult r =
+      run_minfer_run("-m " + shell_quote(model_path("stories260K.gguf")) + " -f " +
+                     shell_quote(dir.file("p.txt")) + " -n 48 --temp 0 --cache-type f32");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, golden()["greedy_text"].get<std::string>());
 }
 
 TEST(RunCommand, TheSameSeedGivesTheSameTextAndAnotherSeedAnother) {
   MINFER_REQUIRE_TEST_DATA();
-  const CommandResult a = run(stories() + "-n 32 --temp 0.8 --seed 1234");
-  const CommandResult b = run(stories() + "-n 32 --temp 0.8 --seed 1234");
-  const CommandResult c = run(stories() + "-n 32 --temp 0.8 --seed 99");
+  const CommandResult a = run_minfer_run(stories() + "-n 32 --temp 0.8 --seed 1234");
+  const CommandResult b = run_minfer_run(stories() + "-n 32 --temp 0.8 --seed 1234");
+  const CommandResult c = run_minfer_run(stories() + "-n 32 --temp 0.8 --seed 99");
   ASSERT_EQ(a.exit_code, 0) << a.err;
   ASSERT_EQ(c.exit_code, 0) << c.err;
   EXPECT_FALSE(a.out.empty());
@@ -133,35 +111,35 @@ TEST(RunCommand, TheFilesSamplingKeysAreTheDefaultsAndFlagsOverrideThem) {
   EXPECT_EQ(d.top_p, GenerateParams{}.top_p);  // not in the file: llama.cpp's
   EXPECT_EQ(d.seed, kRandomSeed);
   // No --temp: the file's temperature 0, so the greedy story whatever the seed.
-  const std::string args = "-m " + quote(path) + " -p 'Once upon a time' -n 48 ";
-  const CommandResult file_default = run(args + "--seed 5 --cache-type f32");
+  const std::string args = "-m " + shell_quote(path) + " -p 'Once upon a time' -n 48 ";
+  const CommandResult file_default = run_minfer_run(args + "--seed 5 --cache-type f32");
   ASSERT_EQ(file_default.exit_code, 0) << file_default.err;
   EXPECT_EQ(file_default.out, golden()["greedy_text"].get<std::string>());
   // --temp overrides it.
-  const CommandResult hot = run(args + "--temp 1.5 --top-k 0 --seed 5");
+  const CommandResult hot = run_minfer_run(args + "--temp 1.5 --top-k 0 --seed 5");
   ASSERT_EQ(hot.exit_code, 0) << hot.err;
   EXPECT_NE(hot.out, golden()["greedy_text"].get<std::string>());
 }
 
 TEST(RunCommand, TheSeedIsRandomUnlessGivenAndVerboseSaysWhichRepeatsTheRun) {
   MINFER_REQUIRE_TEST_DATA();
-  const CommandResult a = run(stories() + "-n 32 --temp 1 --verbose");
+  const CommandResult a = run_minfer_run(stories() + "-n 32 --temp 1 --verbose");
   ASSERT_EQ(a.exit_code, 0) << a.err;
   const size_t at = a.err.find("seed: ");
   ASSERT_NE(at, std::string::npos) << a.err;
   const std::string seed = a.err.substr(at + 6, a.err.find(' ', at + 6) - (at + 6));
-  const CommandResult again = run(stories() + "-n 32 --temp 1 --seed " + seed);
+  const CommandResult again = run_minfer_run(stories() + "-n 32 --temp 1 --seed " + seed);
   ASSERT_EQ(again.exit_code, 0) << again.err;
   EXPECT_EQ(again.out, a.out) << "seed " << seed;
   // Unseeded runs differ (the chance that three 32-token samples at temperature 1 agree is nil).
-  const CommandResult b = run(stories() + "-n 32 --temp 1");
-  const CommandResult c = run(stories() + "-n 32 --temp 1");
+  const CommandResult b = run_minfer_run(stories() + "-n 32 --temp 1");
+  const CommandResult c = run_minfer_run(stories() + "-n 32 --temp 1");
   EXPECT_FALSE(a.out == b.out && b.out == c.out);
 }
 
 TEST(RunCommand, AStopStringEndsTheTextAndIsNotPrinted) {
   MINFER_REQUIRE_TEST_DATA();
-  const CommandResult r = run(stories() + "-n 48 --temp 0 --stop xyz --stop ' named'");
+  const CommandResult r = run_minfer_run(stories() + "-n 48 --temp 0 --stop xyz --stop ' named'");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, ", there was a little girl");
   EXPECT_NE(r.err.find("stopped: stop string \" named\""), std::string::npos) << r.err;
@@ -169,7 +147,7 @@ TEST(RunCommand, AStopStringEndsTheTextAndIsNotPrinted) {
 
 TEST(RunCommand, NStopsAfterThatManyTokens) {
   MINFER_REQUIRE_TEST_DATA();
-  const CommandResult r = run(stories() + "-n 5 --temp 0");
+  const CommandResult r = run_minfer_run(stories() + "-n 5 --temp 0");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, ", there was a little");
   EXPECT_NE(r.err.find("token limit (-n) reached (5 tokens)"), std::string::npos) << r.err;
@@ -178,7 +156,7 @@ TEST(RunCommand, NStopsAfterThatManyTokens) {
 TEST(RunCommand, AnEndOfGenerationTokenStops) {
   MINFER_REQUIRE_TEST_DATA();
   // Token 2 is stories260K's EOS; the bias makes it the greedy choice at once.
-  const CommandResult r = run(stories() + "--temp 0 --logit-bias 2+100");
+  const CommandResult r = run_minfer_run(stories() + "--temp 0 --logit-bias 2+100");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "");
   EXPECT_NE(r.err.find("stopped: end-of-generation token"), std::string::npos) << r.err;
@@ -187,13 +165,13 @@ TEST(RunCommand, AnEndOfGenerationTokenStops) {
 
 TEST(RunCommand, AFullContextStopsAndSaysSo) {
   MINFER_REQUIRE_TEST_DATA();
-  const CommandResult r = run(stories() + "-c 12 --temp 0 --cache-type f32");
+  const CommandResult r = run_minfer_run(stories() + "-c 12 --temp 0 --cache-type f32");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("stopped: context full (n_ctx 12)"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("generated tokens:    7"), std::string::npos) << r.err;
   EXPECT_TRUE(starts_with(golden()["greedy_text"].get<std::string>(), r.out)) << r.out;
 
-  const CommandResult too_long = run(stories() + "-c 4 --temp 0");
+  const CommandResult too_long = run_minfer_run(stories() + "-c 4 --temp 0");
   EXPECT_EQ(too_long.exit_code, 1);
   EXPECT_EQ(count_lines(too_long.err), 1u) << too_long.err;
   EXPECT_NE(too_long.err.find("does not fit the context"), std::string::npos) << too_long.err;
@@ -201,7 +179,7 @@ TEST(RunCommand, AFullContextStopsAndSaysSo) {
 
 TEST(RunCommand, VerbosePrintsTheModelKernelsThreadsAndCacheType) {
   MINFER_REQUIRE_TEST_DATA();
-  const CommandResult r = run(stories() + "-n 2 --temp 0 --verbose --cache-type f16");
+  const CommandResult r = run_minfer_run(stories() + "-n 2 --temp 0 --verbose --cache-type f16");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   for (const char* line :
        {"arch:         llama", "n_layer:      5", "n_vocab:      512",
@@ -216,8 +194,9 @@ TEST(RunCommand, BadFlagsAndFilesAreOneLineErrors) {
        {stories() + "--no-such-flag", stories() + "stray", stories() + "--cache-type f8",
         stories() + "--top-p 3", stories() + "--logit-bias 2x5", stories() + "-sys",
         std::string("-m /nonexistent.gguf -p hi"),
-        std::string("-m ") + quote(model_path("stories260K.gguf")), stories() + "-sys 'no chat'"}) {
-    const CommandResult r = run(args);
+        std::string("-m ") + shell_quote(model_path("stories260K.gguf")),
+        stories() + "-sys 'no chat'"}) {
+    const CommandResult r = run_minfer_run(args);
     EXPECT_EQ(r.exit_code, 1) << args;
     EXPECT_EQ(count_lines(r.err), 1u) << args << "\n" << r.err;
     EXPECT_EQ(r.out, "") << args;
@@ -231,12 +210,14 @@ const char* kQwen = "qwen2.5-qwentok-tiny-q8_0.gguf";
 // Token ids of what `minfer template` renders for `request`, via `minfer tokenize --special`.
 std::vector<int32_t> rendered_tokens(const test::TempDir& dir, const json& request) {
   std::ofstream(dir.file("req.json")) << request.dump();
-  const CommandResult t = run_command(minfer_binary() + " template -m " + quote(model_path(kQwen)) +
-                                      " -i " + quote(dir.file("req.json")));
+  const CommandResult t =
+      run_command(minfer_binary() + " template -m " + shell_quote(model_path(kQwen)) + " -i " +
+                  shell_quote(dir.file("req.json")));
   std::ofstream(dir.file("prompt.txt"), std::ios::binary) << t.out;
   EXPECT_EQ(t.exit_code, 0) << t.err;
-  const CommandResult k = run_command(minfer_binary() + " tokenize -m " + quote(model_path(kQwen)) +
-                                      " -f " + quote(dir.file("prompt.txt")) + " --special --ids");
+  const CommandResult k =
+      run_command(minfer_binary() + " tokenize -m " + shell_quote(model_path(kQwen)) + " -f " +
+                  shell_quote(dir.file("prompt.txt")) + " --special --ids");
   EXPECT_EQ(k.exit_code, 0) << k.err;
   const std::vector<int32_t> ids = json::parse(k.out).get<std::vector<int32_t>>();
   EXPECT_FALSE(ids.empty()) << request.dump() << "\n" << t.err << k.err;
@@ -275,9 +256,10 @@ std::vector<std::pair<int, int>> turn_reports(const std::string& err) {
 TEST(RunCommand, ChatRendersThePromptThroughTheTemplateWithASystemMessage) {
   MINFER_REQUIRE_TEST_DATA();
   test::TempDir dir;
-  const CommandResult r = run("-m " + quote(model_path(kQwen)) +
-                              " --chat -sys 'You are terse.' -p 'Hi there' -n 4 --temp 0 "
-                              "--verbose");
+  const CommandResult r =
+      run_minfer_run("-m " + shell_quote(model_path(kQwen)) +
+                     " --chat -sys 'You are terse.' -p 'Hi there' -n 4 --temp 0 "
+                     "--verbose");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::vector<int32_t> expected = rendered_tokens(
       dir, {{"messages",
@@ -295,13 +277,14 @@ TEST(ChatCommand, TheSecondTurnPrefillsOnlyItsNewTokens) {
   const std::string user1 = "Hello there";
   const std::string user2 = "How are you today?";
   // The first reply, from `run --chat` (the same template, prompt and greedy draw).
-  const CommandResult first =
-      run("-m " + quote(model_path(kQwen)) + " --chat -p " + quote(user1) + " -n 8 --temp 0");
+  const CommandResult first = run_minfer_run("-m " + shell_quote(model_path(kQwen)) +
+                                             " --chat -p " + shell_quote(user1) + " -n 8 --temp 0");
   ASSERT_EQ(first.exit_code, 0) << first.err;
   const std::string reply1 = first.out;
 
-  const CommandResult r = chat(user1 + "\n" + user2 + "\n",
-                               "-m " + quote(model_path(kQwen)) + " -n 8 --temp 0 --verbose");
+  const CommandResult r =
+      run_minfer_chat(user1 + "\n" + user2 + "\n",
+                      "-m " + shell_quote(model_path(kQwen)) + " -n 8 --temp 0 --verbose");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(starts_with(r.out, reply1 + "\n")) << r.out;
   const auto reports = turn_reports(r.err);
@@ -330,8 +313,9 @@ TEST(ChatCommand, TheSecondTurnPrefillsOnlyItsNewTokens) {
 
 TEST(ChatCommand, RegenAndClearReuseAndResetTheCache) {
   MINFER_REQUIRE_TEST_DATA();
-  const CommandResult r = chat("Hello\n/regen\n/help\n/clear\nHello\n/bogus\n",
-                               "-m " + quote(model_path(kQwen)) + " -n 6 --temp 0 --verbose");
+  const CommandResult r =
+      run_minfer_chat("Hello\n/regen\n/help\n/clear\nHello\n/bogus\n",
+                      "-m " + shell_quote(model_path(kQwen)) + " -n 6 --temp 0 --verbose");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto reports = turn_reports(r.err);
   ASSERT_EQ(reports.size(), 3u) << r.err;
@@ -353,9 +337,9 @@ TEST(ChatCommand, RegenAndClearReuseAndResetTheCache) {
 
 TEST(ChatCommand, AFullContextDropsTheOldestTurnWithAMessage) {
   MINFER_REQUIRE_TEST_DATA();
-  const CommandResult r =
-      chat("first message here\nsecond message here\nthird message here\nfourth message here\n",
-           "-m " + quote(model_path(kQwen)) + " -c 80 -n 8 --temp 0 --verbose");
+  const CommandResult r = run_minfer_chat(
+      "first message here\nsecond message here\nthird message here\nfourth message here\n",
+      "-m " + shell_quote(model_path(kQwen)) + " -c 80 -n 8 --temp 0 --verbose");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("dropped the oldest turn"), std::string::npos) << r.err;
   const auto reports = turn_reports(r.err);
@@ -376,8 +360,9 @@ TEST(ChatCommand, AMessageLongerThanTheContextIsRefusedNotFatal) {
   MINFER_REQUIRE_TEST_DATA();
   std::string long_message;
   for (int i = 0; i < 40; ++i) long_message += "lorem ipsum dolor ";
-  const CommandResult r = chat(long_message + "\nhi\n",
-                               "-m " + quote(model_path(kQwen)) + " -c 64 -n 4 --temp 0 --verbose");
+  const CommandResult r =
+      run_minfer_chat(long_message + "\nhi\n",
+                      "-m " + shell_quote(model_path(kQwen)) + " -c 64 -n 4 --temp 0 --verbose");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("does not fit the context"), std::string::npos) << r.err;
   EXPECT_EQ(turn_reports(r.err).size(), 1u) << r.err;
@@ -389,17 +374,17 @@ TEST(ChatCommand, CtrlCStopsTheReplyNotTheProgramAndTwiceAtThePromptLeaves) {
   // A reply that would run for minutes (a huge context, no -n) is interrupted once it has
   // started; then two interrupts at the prompt. stdin is a FIFO held open, so only the interrupts
   // can end the program. Each step waits for the output of the one before (no fixed sleeps).
-  const std::string fifo = quote(dir.file("in"));
-  const std::string out = quote(dir.file("out"));
-  const std::string err = quote(dir.file("err"));
+  const std::string fifo = shell_quote(dir.file("in"));
+  const std::string out = shell_quote(dir.file("out"));
+  const std::string err = shell_quote(dir.file("err"));
   auto wait_for = [&](const std::string& test) {
     return "i=0; until " + test + " || [ $i -ge 600 ]; do sleep 0.1; i=$((i+1)); done; ";
   };
   // The last wait is bounded too: a program that failed to leave is killed (exit 137).
   const std::string script =
       "mkfifo " + fifo + " && (" + minfer_binary() + " chat -t 1 -m " +
-      quote(model_path("stories260K.gguf")) + " -c 200000 --temp 0 --verbose < " + fifo + " > " +
-      out + " 2> " + err + " & pid=$!; exec 3>" + fifo + "; echo 'Once upon a time' >&3; " +
+      shell_quote(model_path("stories260K.gguf")) + " -c 200000 --temp 0 --verbose < " + fifo +
+      " > " + out + " 2> " + err + " & pid=$!; exec 3>" + fifo + "; echo 'Once upon a time' >&3; " +
       wait_for("[ -s " + out + " ]") + "kill -INT $pid; " +
       wait_for("grep -q 'reply stopped' " + err) + "kill -INT $pid; " +
       wait_for("grep -q 'Ctrl-C again' " + err) + "kill -INT $pid; " +
@@ -418,22 +403,22 @@ TEST(ChatCommand, CtrlCStopsTheReplyNotTheProgramAndTwiceAtThePromptLeaves) {
 // every draft is kept (q = p).
 TEST(ChatCommand, SpeculativeDecodingGivesThePlainGreedyReplies) {
   MINFER_REQUIRE_TEST_DATA();
-  const std::string model = "-m " + quote(model_path(kQwen)) + " -n 12 --temp 0 --verbose ";
+  const std::string model = "-m " + shell_quote(model_path(kQwen)) + " -n 12 --temp 0 --verbose ";
   const std::string lines = "Hello there\nSay it again\n";
-  const CommandResult plain = chat(lines, model);
+  const CommandResult plain = run_minfer_chat(lines, model);
   ASSERT_EQ(plain.exit_code, 0) << plain.err;
   EXPECT_EQ(plain.err.find("speculative"), std::string::npos) << plain.err;
-  for (const std::string& spec :
-       {std::string("--spec-ngram 1"), "-md " + quote(model_path(kQwen)) + " --draft-max 4"}) {
+  for (const std::string& spec : {std::string("--spec-ngram 1"),
+                                  "-md " + shell_quote(model_path(kQwen)) + " --draft-max 4"}) {
     SCOPED_TRACE(spec);
-    const CommandResult r = chat(lines, model + spec);
+    const CommandResult r = run_minfer_chat(lines, model + spec);
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(r.out, plain.out);
     EXPECT_EQ(turn_reports(r.err), turn_reports(plain.err));
   }
-  const CommandResult self =
-      chat(lines, "-m " + quote(model_path(kQwen)) + " -n 12 --temp 0.8 --seed 5 --verbose -md " +
-                      quote(model_path(kQwen)) + " --draft-max 4");
+  const CommandResult self = run_minfer_chat(
+      lines, "-m " + shell_quote(model_path(kQwen)) + " -n 12 --temp 0.8 --seed 5 --verbose -md " +
+                 shell_quote(model_path(kQwen)) + " --draft-max 4");
   ASSERT_EQ(self.exit_code, 0) << self.err;
   int turns = 0;
   std::istringstream err(self.err);

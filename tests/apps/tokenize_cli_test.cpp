@@ -8,20 +8,8 @@
 namespace minfer::test {
 namespace {
 
-std::string quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
-}
-
 std::string tokenize_cmd(const std::string& model, const std::string& args) {
-  return minfer_binary() + " tokenize -m " + quote(test_data_path(model)) + " " + args;
+  return minfer_binary() + " tokenize -m " + shell_quote(test_data_path(model)) + " " + args;
 }
 
 TEST(TokenizeCli, IdsAsOneJsonArray) {
@@ -34,13 +22,13 @@ TEST(TokenizeCli, IdsAsOneJsonArray) {
 
 TEST(TokenizeCli, IdAndPiecePerLine) {
   MINFER_REQUIRE_TEST_DATA();
-  const auto r = run_command(
-      tokenize_cmd("models/qwen3-vocab.gguf", "--special -p " + quote("<|im_start|>user\nhi")));
+  const auto r = run_command(tokenize_cmd("models/qwen3-vocab.gguf",
+                                          "--special -p " + shell_quote("<|im_start|>user\nhi")));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "151644\t<|im_start|>\n872\tuser\n198\t\\n\n6023\thi\n");
   // Without --special the markers are plain text.
-  const auto plain =
-      run_command(tokenize_cmd("models/qwen3-vocab.gguf", "--ids -p " + quote("<|im_start|>user")));
+  const auto plain = run_command(
+      tokenize_cmd("models/qwen3-vocab.gguf", "--ids -p " + shell_quote("<|im_start|>user")));
   ASSERT_EQ(plain.exit_code, 0) << plain.err;
   EXPECT_EQ(plain.out.find("151644"), std::string::npos) << plain.out;
 }
@@ -50,21 +38,21 @@ TEST(TokenizeCli, BosFileAndPartialCharacters) {
   TempDir dir;
   const std::string text = "Once upon a time \xE4\xB8\xAD";
   write_file_bytes(dir.file("in.txt"), std::vector<uint8_t>(text.begin(), text.end()));
-  const auto r =
-      run_command(tokenize_cmd("models/stories260K.gguf", "--ids -f " + quote(dir.file("in.txt"))));
+  const auto r = run_command(
+      tokenize_cmd("models/stories260K.gguf", "--ids -f " + shell_quote(dir.file("in.txt"))));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto ids = nlohmann::json::parse(r.out).get<std::vector<int32_t>>();
   EXPECT_EQ(ids, shared_tokenizer("models/stories260K.gguf")->encode(text, true, false));
   ASSERT_FALSE(ids.empty());
   EXPECT_EQ(ids.front(), 1);  // BOS, which this model adds
-  const auto no_bos = run_command(
-      tokenize_cmd("models/stories260K.gguf", "--ids --no-bos -f " + quote(dir.file("in.txt"))));
+  const auto no_bos = run_command(tokenize_cmd(
+      "models/stories260K.gguf", "--ids --no-bos -f " + shell_quote(dir.file("in.txt"))));
   ASSERT_EQ(no_bos.exit_code, 0) << no_bos.err;
   EXPECT_EQ(nlohmann::json::parse(no_bos.out).get<std::vector<int32_t>>(),
             std::vector<int32_t>(ids.begin() + 1, ids.end()));
   // 中 is three byte tokens here: each piece is half a character, shown as an escape.
-  const auto pieces =
-      run_command(tokenize_cmd("models/stories260K.gguf", "--no-bos -p " + quote("\xE4\xB8\xAD")));
+  const auto pieces = run_command(
+      tokenize_cmd("models/stories260K.gguf", "--no-bos -p " + shell_quote("\xE4\xB8\xAD")));
   ASSERT_EQ(pieces.exit_code, 0) << pieces.err;
   EXPECT_NE(pieces.out.find("\t\\xe4\n"), std::string::npos) << pieces.out;
   EXPECT_NE(pieces.out.find("\t\\xad\n"), std::string::npos) << pieces.out;

@@ -15,7 +15,7 @@
 namespace minfer {
 namespace {
 
-constexpr uintptr_t kHugePage = uintptr_t{2} << 20;
+constexpr uintptr_t kHugePageBytes = uintptr_t{2} << 20;
 
 std::vector<uint8_t> random_bytes(size_t n) {
   std::mt19937 rng(7);
@@ -39,7 +39,7 @@ TEST(MappedFile, ReadCopyHoldsTheFilesBytesOnAHugePageBoundary) {
   ASSERT_EQ((*mapped)->size(), bytes.size());
   EXPECT_EQ(std::memcmp((*copied)->bytes().data(), bytes.data(), bytes.size()), 0);
   EXPECT_EQ(std::memcmp((*mapped)->bytes().data(), bytes.data(), bytes.size()), 0);
-  EXPECT_EQ(reinterpret_cast<uintptr_t>((*copied)->bytes().data()) % kHugePage, 0u);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>((*copied)->bytes().data()) % kHugePageBytes, 0u);
   EXPECT_FALSE((*copied)->locked());  // not asked for
 }
 

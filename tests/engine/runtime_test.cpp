@@ -28,7 +28,7 @@ TEST(ResolveCacheType, FlagThenEnvironmentThenDefault) {
       << bad_env.status().message();
 }
 
-std::unique_ptr<Model> load_tiny() {
+std::unique_ptr<Model> load_tiny_f32() {
   auto model = Model::load(test::test_data_path("models/qwen2-tiny-f32.gguf"));
   EXPECT_TRUE(model.is_ok()) << model.status().message();
   return model.is_ok() ? std::move(model).value() : nullptr;
@@ -68,7 +68,7 @@ TEST(ResolveNCtx, TheTrainingContextReducedToTheKvBudget) {
 
 TEST(Runtime, BuildsWhatTheOptionsAsk) {
   MINFER_REQUIRE_TEST_DATA();
-  auto model = load_tiny();
+  auto model = load_tiny_f32();
   ASSERT_NE(model, nullptr);
   RuntimeOptions o;
   o.isa = "ref";
@@ -91,7 +91,7 @@ TEST(Runtime, BuildsWhatTheOptionsAsk) {
 
 TEST(Runtime, BadOptionsAreErrorsNamingThem) {
   MINFER_REQUIRE_TEST_DATA();
-  auto model = load_tiny();
+  auto model = load_tiny_f32();
   ASSERT_NE(model, nullptr);
   RuntimeOptions isa;
   isa.isa = "sse9";
@@ -157,7 +157,7 @@ TEST(StepRunner, AStepWithNoOutputRowsFillsTheCacheAndReturnsNothing) {
 
 TEST(StepRunner, GraphCacheIsBoundedAndEvictedShapesComputeTheSame) {
   MINFER_REQUIRE_TEST_DATA();
-  auto model = load_tiny();
+  auto model = load_tiny_f32();
   ASSERT_NE(model, nullptr);
   RuntimeOptions o;
   o.n_threads = 2;

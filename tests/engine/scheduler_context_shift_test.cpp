@@ -21,7 +21,7 @@ constexpr int64_t kCtx = 64;
 constexpr int64_t kMaxTokens = 150;  // more than twice the context
 constexpr int64_t kKeep = 4;
 
-struct Reply {
+struct ShiftReply {
   std::vector<int32_t> tokens;
   std::vector<float> logprobs;  // [n_generated] of the sampled tokens
   bool done = false;
@@ -60,8 +60,8 @@ TEST(SchedulerContextShift, RequestsGoOnPastTheContextAsASessionDoes) {
   o.block_size = 16;  // the prompt's first block, shared, ends before its last tokens
   auto sched = Scheduler::create(*l.model, *l.tokenizer, o);
   ASSERT_TRUE(sched.is_ok()) << sched.status().message();
-  Reply replies[2];
-  for (Reply& reply : replies) {
+  ShiftReply replies[2];
+  for (ShiftReply& reply : replies) {
     // The second request comes once the first has computed (and registered) its first block:
     // it attaches that block, which both then hold while they shift.
     if (&reply != &replies[0]) {
@@ -88,7 +88,7 @@ TEST(SchedulerContextShift, RequestsGoOnPastTheContextAsASessionDoes) {
     ASSERT_TRUE(handle.is_ok()) << handle.status().message();
   }
   ASSERT_TRUE((*sched)->run_until_idle().is_ok());
-  for (const Reply& reply : replies) {
+  for (const ShiftReply& reply : replies) {
     ASSERT_TRUE(reply.done);
     EXPECT_EQ(reply.finish, FinishReason::kLength);
     EXPECT_GE(reply.stats.n_shifts, 3);

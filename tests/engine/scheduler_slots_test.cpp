@@ -31,20 +31,20 @@ std::unique_ptr<Scheduler> make_scheduler(const Loaded& l, bool keep_slots) {
   return s.is_ok() ? std::move(s).value() : nullptr;
 }
 
-struct Reply {
+struct Generation {
   std::vector<int32_t> tokens;
   std::vector<float> logprobs;
   RequestStats stats;
 };
 
-Reply generate(Scheduler& s, const std::vector<int32_t>& prompt, int32_t slot) {
+Generation generate(Scheduler& s, const std::vector<int32_t>& prompt, int32_t slot) {
   RequestParams p;
   p.prompt = prompt;
   p.sampling.temperature = 0.0f;
   p.max_tokens = 6;
   p.top_logprobs = 0;
   p.slot = slot;
-  Reply r;
+  Generation r;
   auto handle = s.submit(std::move(p), [&r](RequestEvent&& e) {
     for (const SampledToken& t : e.tokens) {
       r.tokens.push_back(t.token);
@@ -80,10 +80,10 @@ TEST(SchedulerSlots, SaveEraseRestoreGivesTheSameTokensAndLogprobsBitForBit) {
   ASSERT_NE(s, nullptr);
   const std::vector<int32_t> prompt = prompt_of(l);
   const int64_t n_prompt = static_cast<int64_t>(prompt.size());
-  const Reply first = generate(*s, prompt, 0);
+  const Generation first = generate(*s, prompt, 0);
   // The slot keeps the cells: the pinned request reuses all but the last prompt token.
   EXPECT_GT(s->cache().n_blocks_used(), 0);
-  const Reply kept = generate(*s, prompt, 0);
+  const Generation kept = generate(*s, prompt, 0);
   EXPECT_EQ(kept.stats.n_cached, n_prompt - 1);
   EXPECT_EQ(kept.tokens, first.tokens);
 
@@ -101,7 +101,7 @@ TEST(SchedulerSlots, SaveEraseRestoreGivesTheSameTokensAndLogprobsBitForBit) {
   auto restored = act(*t, SlotAction::kRestore, 1, dir.file("slot.bin"));
   ASSERT_TRUE(restored.is_ok()) << restored.status().message();
   EXPECT_EQ(restored->n_tokens, saved->n_tokens);
-  const Reply again = generate(*t, prompt, 1);
+  const Generation again = generate(*t, prompt, 1);
   EXPECT_EQ(again.stats.n_cached, n_prompt - 1);
   EXPECT_EQ(again.tokens, first.tokens);
   ASSERT_EQ(again.logprobs.size(), first.logprobs.size());

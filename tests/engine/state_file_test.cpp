@@ -25,7 +25,7 @@ std::unique_ptr<Model> load_path(const std::string& path) {
   return model.is_ok() ? std::move(model).value() : nullptr;
 }
 
-std::unique_ptr<Model> load(const std::string& name) {
+std::unique_ptr<Model> load_model(const std::string& name) {
   return load_path(test::test_data_path("models/" + name));
 }
 
@@ -78,7 +78,7 @@ class StateCells : public ::testing::TestWithParam<GgmlType> {};
 
 TEST_P(StateCells, RestoredSessionContinuesBitForBitAsOneThatNeverStopped) {
   MINFER_REQUIRE_TEST_DATA();
-  auto model = load("qwen2-tiny-f32.gguf");
+  auto model = load_model("qwen2-tiny-f32.gguf");
   ASSERT_NE(model, nullptr);
   const std::vector<int32_t> prompt = some_tokens(45, model->config().n_vocab, 7);
   Ran a = run_greedy(*model, GetParam(), prompt, 6);
@@ -108,7 +108,7 @@ TEST_P(StateCells, RestoredSessionContinuesBitForBitAsOneThatNeverStopped) {
 
 TEST_P(StateCells, RestoredStateServesTheLongestCommonPrefixOfANewPrompt) {
   MINFER_REQUIRE_TEST_DATA();
-  auto model = load("qwen2-tiny-f32.gguf");
+  auto model = load_model("qwen2-tiny-f32.gguf");
   ASSERT_NE(model, nullptr);
   const int64_t n_vocab = model->config().n_vocab;
   const std::vector<int32_t> prompt = some_tokens(40, n_vocab, 3);
@@ -142,7 +142,7 @@ INSTANTIATE_TEST_SUITE_P(CellTypes, StateCells,
 
 TEST(StateFile, SlidingWindowModelRoundTripsBitForBit) {
   MINFER_REQUIRE_TEST_DATA();
-  auto model = load("gemma3-tiny-f32.gguf");
+  auto model = load_model("gemma3-tiny-f32.gguf");
   ASSERT_NE(model, nullptr);
   // Longer than the window (8), so some window blocks are released when the state is saved.
   const std::vector<int32_t> prompt = some_tokens(37, model->config().n_vocab, 5);
@@ -169,7 +169,7 @@ struct Saved {
 
 Saved saved_state() {
   Saved s;
-  s.model = load("qwen2-tiny-f32.gguf");
+  s.model = load_model("qwen2-tiny-f32.gguf");
   if (s.model == nullptr) return s;
   Ran a = run_greedy(*s.model, GgmlType::kF32, some_tokens(20, s.model->config().n_vocab, 1), 2);
   s.state = a.session->capture(model_fingerprint(*s.model));
@@ -189,12 +189,12 @@ TEST(StateFile, AnotherModelsStateIsRefusedNamingTheField) {
   ASSERT_NE(s.model, nullptr);
   EXPECT_EQ(refusal(s.state, *s.model, GgmlType::kF32), "");
   // Another architecture.
-  auto llama = load("llama-tiny-f32.gguf");
+  auto llama = load_model("llama-tiny-f32.gguf");
   ASSERT_NE(llama, nullptr);
   EXPECT_NE(refusal(s.state, *llama, GgmlType::kF32).find("architecture is qwen2 in the file"),
             std::string::npos);
   // The same shape with its weights in f16.
-  auto f16 = load("qwen2-tiny-f16.gguf");
+  auto f16 = load_model("qwen2-tiny-f16.gguf");
   ASSERT_NE(f16, nullptr);
   EXPECT_NE(refusal(s.state, *f16, GgmlType::kF32).find("tensor hash"), std::string::npos);
 }
@@ -208,7 +208,7 @@ TEST(StateFile, TwoModelsOfTheSameShapeAndTypesHaveDifferentFingerprints) {
     o.seed = 42 + static_cast<uint64_t>(i);
     o.n_threads = 2;
     o.progress = ProgressStyle::kQuiet;
-    o.output = dir.file("m" + std::to_string(i) + ".gguf");
+    o.output = dir.file(i == 0 ? "m0.gguf" : "m1.gguf");
     auto made = make_model(o);
     ASSERT_TRUE(made.is_ok()) << made.status().message();
     models[i] = load_path(o.output);

@@ -24,7 +24,7 @@ using test::simd_tables;
 
 constexpr GgmlType kCellTypes[] = {GgmlType::kF32, GgmlType::kF16, GgmlType::kQ8_0};
 
-size_t slot(GgmlType type) {
+size_t cell_slot(GgmlType type) {
   return static_cast<size_t>(type);
 }
 
@@ -84,11 +84,13 @@ std::vector<float> cell_inputs(GgmlType type, int64_t n, uint32_t seed) {
 TEST(KvCells, OnlyTheCellTypesHaveConverters) {
   for (const KernelTable* t : all_tables()) {
     for (const GgmlTypeInfo& info : ggml_types()) {
-      if (slot(info.type) >= static_cast<size_t>(kMatmulSlots)) continue;  // no slot at all
+      if (cell_slot(info.type) >= static_cast<size_t>(kMatmulSlots)) continue;  // no slot at all
       const bool cell = info.type == GgmlType::kF32 || info.type == GgmlType::kF16 ||
                         info.type == GgmlType::kQ8_0;
-      EXPECT_EQ(t->cells_from_f32[slot(info.type)] != nullptr, cell) << t->name << " " << info.name;
-      EXPECT_EQ(t->cells_to_f32[slot(info.type)] != nullptr, cell) << t->name << " " << info.name;
+      EXPECT_EQ(t->cells_from_f32[cell_slot(info.type)] != nullptr, cell)
+          << t->name << " " << info.name;
+      EXPECT_EQ(t->cells_to_f32[cell_slot(info.type)] != nullptr, cell)
+          << t->name << " " << info.name;
     }
   }
 }
@@ -101,9 +103,9 @@ TEST(KvCells, RefIsTheQuantRowArithmetic) {
       const int64_t n = row_elements(type, size);
       const std::vector<float> x = cell_inputs(type, n, 3 + static_cast<uint32_t>(size));
       std::vector<uint8_t> cells(row_bytes(type, n)), want(row_bytes(type, n));
-      ref_table.cells_from_f32[slot(type)](x.data(), cells.data(), n);
+      ref_table.cells_from_f32[cell_slot(type)](x.data(), cells.data(), n);
       std::vector<float> back(static_cast<size_t>(n)), want_back(static_cast<size_t>(n));
-      ref_table.cells_to_f32[slot(type)](cells.data(), back.data(), n);
+      ref_table.cells_to_f32[cell_slot(type)](cells.data(), back.data(), n);
       if (type == GgmlType::kF32) {
         std::memcpy(want.data(), x.data(), want.size());
         std::memcpy(want_back.data(), x.data(), want.size());
@@ -134,7 +136,7 @@ TEST(KvCells, Q8_0RoundsHalfwayCasesAwayFromZero) {
   const int8_t want[6] = {127, 3, -3, 1, 0, -127};
   for (const KernelTable* t : all_tables()) {
     BlockQ8_0 block;
-    t->cells_from_f32[slot(GgmlType::kQ8_0)](x.data(), &block, 32);
+    t->cells_from_f32[cell_slot(GgmlType::kQ8_0)](x.data(), &block, 32);
     EXPECT_EQ(fp16_to_fp32(block.d), 1.0f) << t->name;
     for (int j = 0; j < 6; ++j) EXPECT_EQ(block.qs[j], want[j]) << t->name << " j " << j;
   }
@@ -149,13 +151,13 @@ TEST(KvCells, SimdMatchesRefBitForBit) {
         const int64_t n = row_elements(type, size);
         const std::vector<float> x = cell_inputs(type, n, 5 + static_cast<uint32_t>(size));
         std::vector<uint8_t> cells(row_bytes(type, n)), want(row_bytes(type, n));
-        ref_table.cells_from_f32[slot(type)](x.data(), want.data(), n);
-        t->cells_from_f32[slot(type)](x.data(), cells.data(), n);
+        ref_table.cells_from_f32[cell_slot(type)](x.data(), want.data(), n);
+        t->cells_from_f32[cell_slot(type)](x.data(), cells.data(), n);
         EXPECT_EQ(cells, want) << t->name << " f32 -> " << name << " size " << size;
 
         std::vector<float> back(static_cast<size_t>(n)), want_back(static_cast<size_t>(n));
-        ref_table.cells_to_f32[slot(type)](want.data(), want_back.data(), n);
-        t->cells_to_f32[slot(type)](want.data(), back.data(), n);
+        ref_table.cells_to_f32[cell_slot(type)](want.data(), want_back.data(), n);
+        t->cells_to_f32[cell_slot(type)](want.data(), back.data(), n);
         EXPECT_EQ(0, std::memcmp(back.data(), want_back.data(), back.size() * sizeof(float)))
             << t->name << " " << name << " -> f32 size " << size;
       }

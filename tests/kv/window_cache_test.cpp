@@ -15,15 +15,15 @@ namespace {
 
 constexpr int64_t kWindow = 8;
 constexpr int64_t kBlock = 4;
-constexpr int64_t kHeadDim = 32;
+constexpr int64_t kWindowHeadDim = 32;
 
 // Layer 0 slides, layer 1 is global.
 KvCacheConfig window_config() {
   KvCacheConfig c;
   c.n_layer = 2;
   c.n_head_kv = 1;
-  c.head_dim = kHeadDim;
-  c.head_dim_v = kHeadDim;
+  c.head_dim = kWindowHeadDim;
+  c.head_dim_v = kWindowHeadDim;
   c.cell_type = GgmlType::kF32;
   c.block_size = kBlock;
   c.n_ctx = 200;
@@ -35,7 +35,8 @@ KvCacheConfig window_config() {
 
 // The row stored at (layer, pos): every element pos + 1000 · layer.
 std::vector<float> row_of(int64_t il, int64_t pos) {
-  return std::vector<float>(static_cast<size_t>(kHeadDim), static_cast<float>(pos + 1000 * il));
+  return std::vector<float>(static_cast<size_t>(kWindowHeadDim),
+                            static_cast<float>(pos + 1000 * il));
 }
 
 // Runs positions [from, to) of sequence seq one at a time as a forward step would: reserve,

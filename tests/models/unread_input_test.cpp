@@ -21,7 +21,7 @@ namespace {
 
 using test::edited_model;
 
-Result<std::unique_ptr<Model>> load(const std::vector<uint8_t>& image) {
+Result<std::unique_ptr<Model>> load_image(const std::vector<uint8_t>& image) {
   MINFER_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> file, GgufFile::parse(image, "x.gguf"));
   return Model::from_file(std::move(file));
 }
@@ -35,7 +35,7 @@ std::vector<uint8_t> f32_bytes(size_t n, float v) {
 
 void expect_refused(const std::vector<uint8_t>& image, ErrorCode code,
                     const std::vector<std::string>& parts) {
-  auto model = load(image);
+  auto model = load_image(image);
   ASSERT_FALSE(model.is_ok()) << "loaded, expected an error naming " << parts.front();
   EXPECT_EQ(model.status().code(), code) << model.status().message();
   for (const std::string& part : parts) {
@@ -96,7 +96,7 @@ TEST(UnreadInput, KeysThatDoNotChangeTheArithmeticLoad) {
     w.set_string("llama.tensor_data_layout", "Meta AI original pth");
     w.set_scalar<uint32_t>("llama.rope.scaling.original_context_length", 4096);
   });
-  auto model = load(image);
+  auto model = load_image(image);
   EXPECT_TRUE(model.is_ok()) << model.status().message();
 }
 
@@ -120,7 +120,7 @@ TEST(RopeScaling, YarnReadAsLlamaCppDefaultsIt) {
     w.set_scalar<float>("qwen2.rope.scaling.yarn_ext_factor", 0.5f);
     w.set_scalar<float>("qwen2.rope.scaling.attn_factor", 2.0f);
   });
-  auto edited = load(image);
+  auto edited = load_image(image);
   ASSERT_TRUE(edited.is_ok()) << edited.status().message();
   EXPECT_EQ((*edited)->config().rope_yarn_beta_fast, 16.0f);
   EXPECT_EQ((*edited)->config().rope_ext_factor, 0.5f);
@@ -132,7 +132,7 @@ TEST(RopeScaling, AFactorWithoutAKindIsLinearAsInLlamaCpp) {
   const auto image = edited_model("llama-tiny-f32.gguf", [](GgufWriter& w) {
     w.set_scalar<float>("llama.rope.scaling.factor", 2.0f);
   });
-  auto model = load(image);
+  auto model = load_image(image);
   ASSERT_TRUE(model.is_ok()) << model.status().message();
   EXPECT_EQ((*model)->config().rope_freq_scale, 0.5f);
   EXPECT_EQ((*model)->config().rope_ext_factor, 0.0f);
@@ -141,7 +141,7 @@ TEST(RopeScaling, AFactorWithoutAKindIsLinearAsInLlamaCpp) {
     w.set_string("llama.rope.scaling.type", "none");
     w.set_scalar<float>("llama.rope.scaling.factor", 2.0f);
   });
-  auto unscaled = load(none);
+  auto unscaled = load_image(none);
   ASSERT_TRUE(unscaled.is_ok()) << unscaled.status().message();
   EXPECT_EQ((*unscaled)->config().rope_freq_scale, 1.0f);
 }
