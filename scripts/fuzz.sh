@@ -9,8 +9,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:?usage: scripts/fuzz.sh SECONDS}
 
-cmake --preset fuzz >/dev/null
-cmake --build --preset fuzz -j 2 --target minfer_gguf_fuzz minfer_gguf_fuzz_seeds
+# MINFER_FUZZ_PREBUILT=1: the caller built the targets (CI builds both fuzzers once, then runs
+# them side by side; two configures of one build folder at once would race).
+if [ -z "${MINFER_FUZZ_PREBUILT:-}" ]; then
+  cmake --preset fuzz >/dev/null
+  cmake --build --preset fuzz -j 2 --target minfer_gguf_fuzz minfer_gguf_fuzz_seeds
+fi
 
 seeds=build-fuzz/seeds
 corpus=build-fuzz/corpus

@@ -10,8 +10,12 @@ cd "$(dirname "$0")/.."
 seconds=${1:?usage: scripts/fuzz_template.sh SECONDS}
 shared=${MINFER_TEST_DATA:-../shared}
 
-cmake --preset fuzz >/dev/null
-cmake --build --preset fuzz -j 2 --target minfer_template_fuzz minfer_template_fuzz_seeds
+# MINFER_FUZZ_PREBUILT=1: the caller built the targets (CI builds both fuzzers once, then runs
+# them side by side; two configures of one build folder at once would race).
+if [ -z "${MINFER_FUZZ_PREBUILT:-}" ]; then
+  cmake --preset fuzz >/dev/null
+  cmake --build --preset fuzz -j 2 --target minfer_template_fuzz minfer_template_fuzz_seeds
+fi
 
 seeds=build-fuzz/template-seeds
 corpus=build-fuzz/template-corpus
