@@ -148,9 +148,9 @@ struct BenchReport {
 };
 
 // The best of a few passes summing `bytes` of memory with the pool's threads, in bytes/s (STREAM
-// reports its best pass too).
-double measure_read_bandwidth(const kernels::KernelTable& table, kernels::ThreadPool& pool,
-                              int64_t bytes);
+// reports its best pass too). Plain loads, the same whatever kernel table runs: the memory's
+// rate, not a kernel's.
+double measure_read_bandwidth(kernels::ThreadPool& pool, int64_t bytes);
 
 // The one test set of options.n_prompt / n_gen / n_depth / n_threads.
 Result<BenchReport> run_bench(const Model& model, const std::string& model_filename,
