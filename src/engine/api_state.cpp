@@ -3,18 +3,11 @@
 #include <chrono>
 #include <filesystem>
 
+#include "core/elapsed.h"
 #include "engine/api_impl.h"
 #include "engine/state_file.h"
 
 namespace minfer {
-
-namespace {
-
-double ms_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
-
-}  // namespace
 
 Result<StateReply> LanguageModel::save_state(const std::string& path, std::string_view app_data) {
   MINFER_RETURN_IF_ERROR(impl_->need_session());
@@ -27,7 +20,7 @@ Result<StateReply> LanguageModel::save_state(const std::string& path, std::strin
                     .tokens = state.tokens,
                     .app_data = state.app_data,
                     .n_bytes = n_bytes,
-                    .ms = ms_since(t0)};
+                    .ms = ms_between(t0, std::chrono::steady_clock::now())};
 }
 
 Result<StateReply> LanguageModel::load_state(const std::string& path) {
@@ -43,7 +36,7 @@ Result<StateReply> LanguageModel::load_state(const std::string& path) {
                     .tokens = std::move(state.tokens),
                     .app_data = std::move(state.app_data),
                     .n_bytes = static_cast<int64_t>(std::filesystem::file_size(path, ec)),
-                    .ms = ms_since(t0)};
+                    .ms = ms_between(t0, std::chrono::steady_clock::now())};
 }
 
 }  // namespace minfer

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/check.h"
+#include "core/elapsed.h"
 
 namespace minfer::engine {
 
@@ -52,7 +53,7 @@ Status Session::run_chunk(std::span<const int32_t> tokens, ForwardTimes& times) 
   const auto t0 = std::chrono::steady_clock::now();
   MINFER_ASSIGN_OR_RETURN(std::span<const float> logits, runtime_->step(batch));
   const auto t1 = std::chrono::steady_clock::now();
-  times.add(std::chrono::duration<double, std::milli>(t1 - t0).count());
+  times.add(ms_between(t0, t1));
   MINFER_CHECK(logits.size() == logits_.size(), "forward returned a row of the wrong size");
   std::copy(logits.begin(), logits.end(), logits_.begin());
   tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
@@ -105,7 +106,7 @@ Result<std::span<const float>> Session::verify(std::span<const int32_t> tokens) 
   const auto t0 = std::chrono::steady_clock::now();
   MINFER_ASSIGN_OR_RETURN(std::span<const float> logits, runtime_->step(batch));
   const auto t1 = std::chrono::steady_clock::now();
-  decode_times_.add(std::chrono::duration<double, std::milli>(t1 - t0).count());
+  decode_times_.add(ms_between(t0, t1));
   MINFER_CHECK(logits.size() == static_cast<size_t>(n) * logits_.size(),
                "forward returned rows of the wrong size");
   verify_rows_.assign(logits.begin(), logits.end());
@@ -132,7 +133,7 @@ Result<std::span<const float>> Session::set_prompt(std::span<const int32_t> toke
   const auto t0 = std::chrono::steady_clock::now();
   auto logits = prefill(tokens.subspan(static_cast<size_t>(keep)));
   const auto t1 = std::chrono::steady_clock::now();
-  last_prefill_ = {n, keep, n - keep, std::chrono::duration<double, std::milli>(t1 - t0).count()};
+  last_prefill_ = {n, keep, n - keep, ms_between(t0, t1)};
   return logits;
 }
 

@@ -32,11 +32,7 @@ TEST(Viz, HeadlessChromiumLoadsATraceAndGraph) {
       "--disable-sync --user-data-dir=" +
       dir.file("chromium") + " --virtual-time-budget=5000 --dump-dom \"$url\" 2>/dev/null; " +
       "status=$?; kill $pid; wait $pid; exit $status";
-  const auto page = test::run_command("bash -c " + std::string("'") + [&] {
-    std::string quoted;
-    for (char c : script) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return quoted;
-  }() + "'");
+  const auto page = test::run_command("bash -c " + test::shell_quote(script));
   ASSERT_EQ(page.exit_code, 0) << page.err;
   // Four generated tokens: one prefill step and three decode steps; no script error.
   EXPECT_NE(page.out.find("data-steps=\"4\""), std::string::npos) << page.out.substr(0, 2000);
