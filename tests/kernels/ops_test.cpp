@@ -135,9 +135,12 @@ TEST(Ops, RowLoopsRepeatDotAndAxpyBitForBit) {
   for (const KernelTable* t : all_tables()) {
     for (int64_t n : {int64_t{1}, int64_t{8}, int64_t{31}, int64_t{64}, int64_t{80}, int64_t{128},
                       int64_t{130}, int64_t{256}}) {
-      // 37 rows: two groups of 16 (AVX-512 reduces 16 rows at once) and a tail; 5, 6, 7 or 9 x
-      // rows: groups of 4 (AVX-512 holds up to 4) and a tail of 1, 2 or 3 in one pass.
-      for (const int64_t n_x : {int64_t{5}, int64_t{6}, int64_t{7}, int64_t{9}}) {
+      // 37 rows: two groups of 16 (AVX-512 reduces 16 rows at once) and a tail. x rows: AVX-512
+      // takes up to 8 in one pass (2, 5, 6, 7, 8), more in groups held in registers (4 of 64
+      // floats, 2 of 128, 1 of 256) and the rest in one pass (9, 11); weighted sums take y rows 4
+      // at a time and 1 to 3 in one pass, a 128-float row in one pass over the rows for 1 or 2.
+      for (const int64_t n_x :
+           {int64_t{2}, int64_t{5}, int64_t{6}, int64_t{7}, int64_t{8}, int64_t{9}, int64_t{11}}) {
         const int64_t n_rows = 37;
         const int64_t stride = n + 3;
         const int64_t out_stride = n_rows + 2;
@@ -182,7 +185,7 @@ TEST(Ops, F16RowLoopsAreTheF32LoopsOnTheConvertedRows) {
     for (int64_t n : {int64_t{1}, int64_t{8}, int64_t{31}, int64_t{64}, int64_t{80}, int64_t{128},
                       int64_t{130}, int64_t{256}}) {
       for (const int64_t n_rows : {int64_t{7}, int64_t{32}, int64_t{37}}) {
-        for (const int64_t n_x : {int64_t{5}, int64_t{7}, int64_t{9}}) {
+        for (const int64_t n_x : {int64_t{2}, int64_t{5}, int64_t{7}, int64_t{8}, int64_t{11}}) {
           const int64_t stride = n + 3;
           const int64_t out_stride = n_rows + 2;
           std::vector<uint16_t> rows16(static_cast<size_t>(n_rows * stride));

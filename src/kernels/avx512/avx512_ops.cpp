@@ -284,8 +284,9 @@ void dot_rows_one(F32Rows rows, const float* x, int64_t n, float scale, float* o
   for (; j < rows.n; ++j) out[j] = dot_f32(rows.row(j), x, n) * scale;
 }
 
-// kX x's (n = 32 · kChunks floats each, held in registers) against sixteen rows at a time: each
-// row is loaded once for all of them, and each pair runs dot_lanes' operations in its order.
+// kX x's (n = 32 · kChunks floats each, held in registers where they fit, else read from L1)
+// against sixteen rows at a time: each row is loaded once for all of them, and each pair runs
+// dot_lanes' operations in its order.
 template <int kChunks, int kX, typename Rows>
 void dot_rows_held(Rows rows, int64_t n_rows, const float* x, int64_t x_stride, float scale,
                    float* out, int64_t out_stride) {
@@ -317,31 +318,41 @@ void dot_rows_held(Rows rows, int64_t n_rows, const float* x, int64_t x_stride, 
   }
 }
 
-// dot_rows_held for x.n x's, kMaxX at a time (kMaxX · 2 · kChunks = 16 registers of x).
+// dot_rows_held for n_x x's (1 <= n_x <= kX) in one pass over the rows.
+template <int kChunks, int kX, typename Rows>
+void dot_rows_pass(Rows rows, int64_t n_rows, int64_t n_x, const float* x, int64_t x_stride,
+                   float scale, float* out, int64_t out_stride) {
+  if constexpr (kX > 1) {
+    if (n_x < kX) {
+      dot_rows_pass<kChunks, kX - 1>(rows, n_rows, n_x, x, x_stride, scale, out, out_stride);
+      return;
+    }
+  }
+  dot_rows_held<kChunks, kX>(rows, n_rows, x, x_stride, scale, out, out_stride);
+}
+
+// dot_rows_held for x.n x's. Up to 8 (a decode step's query heads of one KV head: 7 for
+// Qwen2.5-0.5B, 6 for Qwen2.5-1.5B) in one pass, each row loaded and converted once, the x's that
+// do not fit the registers read from L1 by the multiply-adds; more (a prompt's rows), kMaxX at a
+// time held in registers (kMaxX · 2 · kChunks = 16 of them), the last x.n % kMaxX in one pass too.
 template <int kChunks, typename Rows>
 void dot_rows_chunks(Rows rows, int64_t n_rows, F32Rows x, float scale, float* out,
                      int64_t out_stride) {
+  constexpr int kOnePass = 8;
+  if (x.n <= kOnePass) {
+    dot_rows_pass<kChunks, kOnePass>(rows, n_rows, x.n, x.row(0), x.stride, scale, out, out_stride);
+    return;
+  }
   constexpr int kMaxX = 8 / kChunks;
   int64_t i = 0;
   for (; i + kMaxX <= x.n; i += kMaxX) {
     dot_rows_held<kChunks, kMaxX>(rows, n_rows, x.row(i), x.stride, scale, out + i * out_stride,
                                   out_stride);
   }
-  // The last x.n % kMaxX x's in one pass over the rows too (a decode step's 7 query heads of a
-  // KV head are 4 + 3), not one pass each.
-  const int64_t left = x.n - i;
-  const float* rest = x.row(i);
-  float* rest_out = out + i * out_stride;
-  if constexpr (kMaxX > 3) {
-    if (left == 3)
-      dot_rows_held<kChunks, 3>(rows, n_rows, rest, x.stride, scale, rest_out, out_stride);
+  if (i < x.n) {
+    dot_rows_pass<kChunks, kMaxX>(rows, n_rows, x.n - i, x.row(i), x.stride, scale,
+                                  out + i * out_stride, out_stride);
   }
-  if constexpr (kMaxX > 2) {
-    if (left == 2)
-      dot_rows_held<kChunks, 2>(rows, n_rows, rest, x.stride, scale, rest_out, out_stride);
-  }
-  if (left == 1)
-    dot_rows_held<kChunks, 1>(rows, n_rows, rest, x.stride, scale, rest_out, out_stride);
 }
 
 // dot_rows_chunks for the head sizes it holds in registers (64, 128, 256 floats): false for
@@ -399,15 +410,15 @@ void axpy_f32(float a, const float* x, int64_t n, float* y) {
 
 namespace {
 
-// kY rows of y stay in registers, 64 floats at a time, while every row is added with one fused
-// multiply-add per element in order of j: axpy_f32's arithmetic, each row loaded once for all
-// of them.
-template <int kY, typename Rows>
+// kY rows of y stay in registers, 16 · kVecs floats at a time, while every row is added with
+// one fused multiply-add per element in order of j: axpy_f32's arithmetic, each row loaded once
+// for all of them.
+template <int kY, int kVecs, typename Rows>
 void weighted_sum_held(F32Rows w, Rows rows, int64_t n, float* y, int64_t y_stride) {
-  for (int64_t c = 0; c < n; c += 64) {
-    __mmask16 m[4];
-    __m512 acc[kY][4];
-    for (int k = 0; k < 4; ++k) {
+  for (int64_t c = 0; c < n; c += 16 * kVecs) {
+    __mmask16 m[kVecs];
+    __m512 acc[kY][kVecs];
+    for (int k = 0; k < kVecs; ++k) {
       const int64_t left = n - c - 16 * k;
       m[k] = left > 0 ? lane_mask(left) : static_cast<__mmask16>(0);
       for (int i = 0; i < kY; ++i) {
@@ -416,18 +427,29 @@ void weighted_sum_held(F32Rows w, Rows rows, int64_t n, float* y, int64_t y_stri
     }
     for (int64_t j = 0; j < rows.rows.n; ++j) {
       if (c == 0) rows.prefetch(j, n);
-      __m512 rv[4];
-      for (int k = 0; k < 4; ++k) rv[k] = rows.load(j, c + 16 * k, m[k]);
+      __m512 rv[kVecs];
+      for (int k = 0; k < kVecs; ++k) rv[k] = rows.load(j, c + 16 * k, m[k]);
       for (int i = 0; i < kY; ++i) {
         const __m512 wj = _mm512_set1_ps(w.row(i)[j]);
-        for (int k = 0; k < 4; ++k) acc[i][k] = _mm512_fmadd_ps(wj, rv[k], acc[i][k]);
+        for (int k = 0; k < kVecs; ++k) acc[i][k] = _mm512_fmadd_ps(wj, rv[k], acc[i][k]);
       }
     }
     for (int i = 0; i < kY; ++i) {
-      for (int k = 0; k < 4; ++k) {
+      for (int k = 0; k < kVecs; ++k) {
         _mm512_mask_storeu_ps(y + i * y_stride + c + 16 * k, m[k], acc[i][k]);
       }
     }
+  }
+}
+
+// weighted_sum_held for kY rows of y: a 128-float row in one pass over the rows where its
+// accumulators fit the registers with the row's (kY <= 2: 24 of 32), else 64 floats a pass.
+template <int kY, typename Rows>
+void weighted_sum_y(F32Rows w, Rows rows, int64_t n, float* y, int64_t y_stride) {
+  if (kY <= 2 && n > 64 && n <= 128) {
+    weighted_sum_held<kY, 8>(w, rows, n, y, y_stride);
+  } else {
+    weighted_sum_held<kY, 4>(w, rows, n, y, y_stride);
   }
 }
 
@@ -436,19 +458,19 @@ void weighted_sum_rows(F32Rows w, Rows rows, int64_t n, float* y, int64_t y_stri
   constexpr int kMaxY = 4;  // 16 accumulators
   int64_t i = 0;
   for (; i + kMaxY <= w.n; i += kMaxY) {
-    weighted_sum_held<kMaxY>({w.row(i), kMaxY, w.stride}, rows, n, y + i * y_stride, y_stride);
+    weighted_sum_y<kMaxY>({w.row(i), kMaxY, w.stride}, rows, n, y + i * y_stride, y_stride);
   }
   // The last w.n % kMaxY rows in one pass over the rows too.
   float* rest = y + i * y_stride;
   switch (w.n - i) {
     case 3:
-      weighted_sum_held<3>({w.row(i), 3, w.stride}, rows, n, rest, y_stride);
+      weighted_sum_y<3>({w.row(i), 3, w.stride}, rows, n, rest, y_stride);
       break;
     case 2:
-      weighted_sum_held<2>({w.row(i), 2, w.stride}, rows, n, rest, y_stride);
+      weighted_sum_y<2>({w.row(i), 2, w.stride}, rows, n, rest, y_stride);
       break;
     case 1:
-      weighted_sum_held<1>({w.row(i), 1, w.stride}, rows, n, rest, y_stride);
+      weighted_sum_y<1>({w.row(i), 1, w.stride}, rows, n, rest, y_stride);
       break;
     default:
       break;
