@@ -84,10 +84,10 @@ void gemv(int64_t n_in, const uint8_t* w, size_t w_row_bytes, int64_t n_rows, co
   }
 }
 
-// A few tokens (2 to 4): gemv's loop, each group's blocks unpacked into registers and
-// used at once for every token, T accumulators a half. For a short prompt (or a batch of a
-// few sequences' decode steps) the weights are read as fast as for one token; the tile below
-// stores each unpacked chunk and every token's sums and loads them again.
+// A few tokens (2 to 16 under AVX-512, 8 under AVX2): gemv's loop, each group's blocks
+// unpacked into registers and used at once for every token, T accumulators a half. A short
+// prompt, or a batch of a few sequences' decode steps, reads the weights about as fast as one
+// token; the tile below stores each unpacked chunk and every token's sums and loads them again.
 template <class U, class Block, int T>
 void gemv_tokens(int64_t n_in, const uint8_t* w, size_t w_row_bytes, int64_t n_rows,
                  const uint8_t* act, size_t act_row_bytes, float* y, int64_t y_stride) {
@@ -110,11 +110,20 @@ void gemv_tokens(int64_t n_in, const uint8_t* w, size_t w_row_bytes, int64_t n_r
     }
     for (int64_t b = 0; b < n_blocks; b += kUnit) {
       prefetch.advance(group + static_cast<size_t>(b / kUnit + 1) * kUnitBytes<Block>);
-      typename K::Packed p[kUnit];
       for (int h = 0; h < kH; ++h) {
-        for (int64_t k = 0; k < kUnit; ++k) U::template unpack<Block>(group, b + k, h, p[k]);
-        for (int64_t k = 0; k < kUnit; ++k) {
-          for (int t = 0; t < T; ++t) qt::block_step<V, K>(p[k], a[t], b + k, acc[h][t]);
+        if constexpr (T <= qt::kTokGroup) {
+          typename K::Packed p[kUnit];
+          for (int64_t k = 0; k < kUnit; ++k) U::template unpack<Block>(group, b + k, h, p[k]);
+          for (int64_t k = 0; k < kUnit; ++k) {
+            for (int t = 0; t < T; ++t) qt::block_step<V, K>(p[k], a[t], b + k, acc[h][t]);
+          }
+        } else {
+          // More accumulators: one block unpacked at a time, to leave them the registers.
+          for (int64_t k = 0; k < kUnit; ++k) {
+            typename K::Packed p;
+            U::template unpack<Block>(group, b + k, h, p);
+            for (int t = 0; t < T; ++t) qt::block_step<V, K>(p, a[t], b + k, acc[h][t]);
+          }
         }
       }
     }
@@ -182,10 +191,11 @@ void tile(int64_t n_in, const uint8_t* w, size_t w_row_bytes, int64_t n_rows, co
   }
 }
 
-// MatmulTileFn (kernel_table.h) of the x16 layout on policy U. gemv_tokens up to 4 tokens: with
-// the blocks in registers it read qwen2.5-0.5B's weights for 2 and 4 tokens 1.2-1.35x as fast
-// as the tile (AVX-512 and AVX2, Zen 5 VM); for 6 tokens as fast, for 8 slower (its accumulators
-// and unpacked blocks no longer fit the registers).
+// MatmulTileFn (kernel_table.h) of the x16 layout on policy U. gemv_tokens while its
+// accumulators fit the registers beside a block (16 tokens with AVX-512's 32, 8 with AVX2's 16,
+// whose halves need two each), the tile from there. Against the tile (Zen 5 VM, alternating
+// runs, bench pp2 / pp4 / pp8 / pp16): qwen2.5-0.5B q8_0 1.25 / 1.32 / 1.31 / 1.11x, qwen3-0.6B
+// q4_k_m 1.51 / 1.45 / 1.38 / 1.39x; AVX2 pp4 / pp8: q8_0 1.38 / 1.27x, q4_k_m 1.34 / 1.16x.
 template <class U, class Block>
 void matmul(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows, const void* act,
             size_t act_row_bytes, int64_t n_tok, float* y, int64_t y_stride) {
@@ -194,13 +204,29 @@ void matmul(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows, con
   using GemvTokensFn = void (*)(int64_t, const uint8_t*, size_t, int64_t, const uint8_t*, size_t,
                                 float*, int64_t);
   static constexpr GemvTokensFn kFew[] = {
-      nullptr, nullptr, gemv_tokens<U, Block, 2>, gemv_tokens<U, Block, 3>,
-      gemv_tokens<U, Block, 4>};
+      nullptr,
+      nullptr,
+      gemv_tokens<U, Block, 2>,
+      gemv_tokens<U, Block, 3>,
+      gemv_tokens<U, Block, 4>,
+      gemv_tokens<U, Block, 5>,
+      gemv_tokens<U, Block, 6>,
+      gemv_tokens<U, Block, 7>,
+      gemv_tokens<U, Block, 8>,
+      gemv_tokens<U, Block, 9>,
+      gemv_tokens<U, Block, 10>,
+      gemv_tokens<U, Block, 11>,
+      gemv_tokens<U, Block, 12>,
+      gemv_tokens<U, Block, 13>,
+      gemv_tokens<U, Block, 14>,
+      gemv_tokens<U, Block, 15>,
+      gemv_tokens<U, Block, 16>};
   if (n_tok == 1) {
     gemv<U, Block>(n_in, w_bytes, w_row_bytes, n_rows, a_bytes, y);
     return;
   }
-  if (n_tok < static_cast<int64_t>(std::size(kFew))) {
+  constexpr int64_t kMaxFew = kHalves<typename U::V> == 1 ? 16 : 8;
+  if (n_tok <= kMaxFew) {
     kFew[n_tok](n_in, w_bytes, w_row_bytes, n_rows, a_bytes, act_row_bytes, y, y_stride);
     return;
   }

@@ -122,7 +122,7 @@ TEST(Interleave, X16TilesAreBitIdenticalToRefOnTheGgufLayout) {
       for (int64_t n_in : widths_of(type)) {
         for (int64_t n_out : row_counts()) {
           const Matrix m = make_matrix(type, n_in, n_out, static_cast<uint32_t>(n_in + n_out));
-          for (int64_t n_tokens : {1, 2, 3, 4, 5, 64, 70}) {
+          for (int64_t n_tokens : {1, 2, 3, 4, 5, 8, 9, 16, 17, 64, 70}) {
             const std::vector<float> x = test::random_floats(n_in * n_tokens, 11, -2.0f, 2.0f);
             const std::vector<float> want =
                 run(ref_table, pools[0], m, WeightLayout::kGguf, x, n_tokens);
