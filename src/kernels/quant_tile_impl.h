@@ -274,7 +274,15 @@ struct KindK4 {
         }
       }
     }
-    // The 12 packed scale bytes of every row, unpacked in the lanes (see BlockQ4K).
+    unpack_scales(s, p.sc, p.mins);
+    s.f16_pair(offsetof(Block, d), p.d, p.dmin);
+  }
+
+  // The 12 packed scale bytes of every row, unpacked in the lanes (see BlockQ4K): sc[j], and
+  // mins[j] in both int16 halves.
+  template <class Source>
+  static void unpack_scales(const Source& s, typename V::I sc[8], typename V::I mins[8]) {
+    const typename V::I low4 = V::set1_8(0x0f);
     typename V::I w[3];
     for (int i = 0; i < 3; ++i) w[i] = s.u32(offsetof(Block, scales) + 4 * i);
     const typename V::I low6 = V::set1(63);  // (low4, 0x0f in every byte, also fits the bytes)
@@ -288,27 +296,72 @@ struct KindK4 {
         scale = V::or_(V::and_(packed, low4), V::slli32(V::srli32(byte_of<V>(w, j - 4), 6), 4));
         min = V::or_(V::srli32(packed, 4), V::slli32(V::srli32(byte_of<V>(w, j), 6), 4));
       }
-      p.sc[j] = scale;
-      p.mins[j] = pair16_of<V>(min, min);
+      sc[j] = scale;
+      mins[j] = pair16_of<V>(min, min);
     }
-    s.f16_pair(offsetof(Block, d), p.d, p.dmin);
+  }
+
+  // block(pack_from(s)) for one token without the Packed in memory: a GEMV uses each block
+  // once, and the 4 KB of unpacked quants (AVX-512) went to L1 and back for that one use. The
+  // same sub-block sums (exact integers) and the same float steps: the same bits.
+  template <class Source>
+  static typename V::F block_from(const Source& s, const Act& a, int64_t b, typename V::F acc) {
+    const BlockQ8K& x = a.blocks[b];
+    const typename V::I low4 = V::set1_8(0x0f);
+    typename V::I qh[8];
+    if constexpr (kFifthBit) s.transpose32(offsetof(Block, qh), qh);
+    typename V::I sums[8];  // [sub-block j] Σ q_j · x_j
+    for (int c = 0; c < 4; ++c) {
+      typename V::I packed[8];
+      s.transpose32(offsetof(Block, qs) + 32 * c, packed);
+      typename V::I lo_sum = V::set1(0);
+      typename V::I hi_sum = V::set1(0);
+      for (int i = 0; i < 8; ++i) {
+        typename V::I lo = V::and_(packed[i], low4);
+        typename V::I hi = V::and_(V::srli16(packed[i], 4), low4);
+        if constexpr (kFifthBit) {
+          lo = V::or_(lo, move_bit<V>(qh[i], 2 * c, 4));
+          hi = V::or_(hi, move_bit<V>(qh[i], 2 * c + 1, 4));
+        }
+        lo_sum = V::dot(lo_sum, lo, V::bcast(x.qs + 32 * (2 * c) + 4 * i));
+        hi_sum = V::dot(hi_sum, hi, V::bcast(x.qs + 32 * (2 * c + 1) + 4 * i));
+      }
+      sums[2 * c] = lo_sum;
+      sums[2 * c + 1] = hi_sum;
+    }
+    typename V::I sc[8], mins[8];
+    unpack_scales(s, sc, mins);
+    typename V::F d, dmin;
+    s.f16_pair(offsetof(Block, d), d, dmin);
+    return finish_block(sums, sc, mins, d, dmin, x, acc);
   }
 
   // As ref dot_k4_superblock: isum = Σ_j sc_j · (q_j · x_j), summins = Σ_j m_j · (bsums of
   // sub-block j), acc + ((d dx) isum - (dmin dx) summins).
   static typename V::F block(const Packed& p, const Act& a, int64_t b, typename V::F acc) {
     const BlockQ8K& x = a.blocks[b];
-    typename V::I isum = V::set1(0);
+    typename V::I sums[8];
     for (int j = 0; j < 8; ++j) {
-      typename V::I s = V::set1(0);
-      for (int i = 0; i < 8; ++i) s = V::dot(s, p.q[j][i], V::bcast(x.qs + 32 * j + 4 * i));
-      isum = V::add(isum, V::mullo(s, p.sc[j]));
+      sums[j] = V::set1(0);
+      for (int i = 0; i < 8; ++i) {
+        sums[j] = V::dot(sums[j], p.q[j][i], V::bcast(x.qs + 32 * j + 4 * i));
+      }
     }
+    return finish_block(sums, p.sc, p.mins, p.d, p.dmin, x, acc);
+  }
+
+  // From the sub-block sums on: isum = Σ_j sc_j sums_j, summins = Σ_j m_j bsums_j, and the
+  // float steps.
+  static typename V::F finish_block(const typename V::I sums[8], const typename V::I sc[8],
+                                    const typename V::I mins[8], typename V::F d,
+                                    typename V::F dmin, const BlockQ8K& x, typename V::F acc) {
+    typename V::I isum = V::set1(0);
+    for (int j = 0; j < 8; ++j) isum = V::add(isum, V::mullo(sums[j], sc[j]));
     typename V::I summins = V::set1(0);
-    for (int j = 0; j < 8; ++j) summins = V::dot16(summins, p.mins[j], V::bcast(x.bsums + 2 * j));
+    for (int j = 0; j < 8; ++j) summins = V::dot16(summins, mins[j], V::bcast(x.bsums + 2 * j));
     const typename V::F dx = V::fset1(x.d);
-    const typename V::F pos = V::fmul(V::fmul(p.d, dx), V::cvt(isum));
-    const typename V::F neg = V::fmul(V::fmul(p.dmin, dx), V::cvt(summins));
+    const typename V::F pos = V::fmul(V::fmul(d, dx), V::cvt(isum));
+    const typename V::F neg = V::fmul(V::fmul(dmin, dx), V::cvt(summins));
     return V::fadd(acc, V::fsub(pos, neg));
   }
 };

@@ -57,6 +57,14 @@ constexpr int64_t kUnitBlocks = kIsK<Block> ? 1 : 2;
 template <class V>
 constexpr int kHalves = static_cast<int>(kInterleaveRows) / V::kLanes;
 
+// Kinds whose one-token step reads the block where it lies (K::block_from) instead of unpacking
+// it into a Packed first.
+template <class U, class Block>
+constexpr bool kFused = requires(const uint8_t* g, const typename KindOf<typename U::V, Block>::Act& a,
+                                 typename U::V::F acc) {
+  KindOf<typename U::V, Block>::block_from(U::template source<Block>(g, 0, 0), a, 0, acc);
+};
+
 // One token: each group's blocks unpacked (half by half) into registers and used at once. The
 // group is one forward run of memory, asked for ahead as the GGUF-layout GEMVs do.
 template <class U, class Block>
@@ -75,10 +83,14 @@ void gemv(int64_t n_in, const uint8_t* w, size_t w_row_bytes, int64_t n_rows, co
     for (auto& half : acc) half[0] = V::fset1(0.0f);
     for (int64_t b = 0; b < n_blocks; b += kUnit) {
       prefetch.advance(group + static_cast<size_t>(b / kUnit + 1) * kUnitBytes<Block>);
-      typename K::Packed p[kUnit];
       for (int h = 0; h < kH; ++h) {
-        for (int64_t k = 0; k < kUnit; ++k) U::template unpack<Block>(group, b + k, h, p[k]);
-        for (int64_t k = 0; k < kUnit; ++k) qt::block_step<V, K>(p[k], a, b + k, acc[h]);
+        if constexpr (kFused<U, Block>) {
+          acc[h][0] = K::block_from(U::template source<Block>(group, b, h), a, b, acc[h][0]);
+        } else {
+          typename K::Packed p[kUnit];
+          for (int64_t k = 0; k < kUnit; ++k) U::template unpack<Block>(group, b + k, h, p[k]);
+          for (int64_t k = 0; k < kUnit; ++k) qt::block_step<V, K>(p[k], a, b + k, acc[h]);
+        }
       }
     }
     for (int h = 0; h < kH; ++h) U::storeu(y + r0 + V::kLanes * h, acc[h][0]);

@@ -91,11 +91,16 @@ struct X16 {
   using V = Vec256;
   using Prefetch = GemvPrefetch;
 
+  // Half h of K-quant block b of the group where it lies.
+  template <class Block>
+  static X16Source source(const uint8_t* group, int64_t b, int h) {
+    return X16Source{group + static_cast<size_t>(b) * x16_tile::kUnitBytes<Block>,
+                     static_cast<size_t>(h)};
+  }
   template <class Block, class Packed>
   static void unpack(const uint8_t* group, int64_t b, int h, Packed& p) {
     if constexpr (x16_tile::kIsK<Block>) {
-      const uint8_t* blk = group + static_cast<size_t>(b) * x16_tile::kUnitBytes<Block>;
-      x16_tile::KindOf<V, Block>::pack_from(X16Source{blk, static_cast<size_t>(h)}, p);
+      x16_tile::KindOf<V, Block>::pack_from(source<Block>(group, b, h), p);
     } else {
       unpack_x16<Block>(group + static_cast<size_t>(b / 2) * x16_tile::kUnitBytes<Block>,
                         static_cast<int>(b % 2), h, p);

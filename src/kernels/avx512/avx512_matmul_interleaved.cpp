@@ -84,11 +84,15 @@ struct X16 {
   using V = Vec512;
   using Prefetch = GemvPrefetch;
 
+  // K-quant block b of the group where it lies.
+  template <class Block>
+  static X16Source source(const uint8_t* group, int64_t b, int /*h: always 0*/) {
+    return X16Source{group + static_cast<size_t>(b) * x16_tile::kUnitBytes<Block>};
+  }
   template <class Block, class Packed>
-  static void unpack(const uint8_t* group, int64_t b, int /*h: always 0*/, Packed& p) {
+  static void unpack(const uint8_t* group, int64_t b, int h, Packed& p) {
     if constexpr (x16_tile::kIsK<Block>) {
-      x16_tile::KindOf<V, Block>::pack_from(
-          X16Source{group + static_cast<size_t>(b) * x16_tile::kUnitBytes<Block>}, p);
+      x16_tile::KindOf<V, Block>::pack_from(source<Block>(group, b, h), p);
     } else {
       unpack_x16<Block>(group + static_cast<size_t>(b / 2) * x16_tile::kUnitBytes<Block>,
                         static_cast<int>(b % 2), p);
