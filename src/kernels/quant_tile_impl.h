@@ -242,6 +242,10 @@ struct PackedQ4K {
   typename V::F d, dmin;
 };
 
+// The K-quant kinds' pack_from and block_from stay out of line ([[gnu::noinline]]): a call per
+// 256-element block costs nothing, and GCC's own choice moved with the size of the translation
+// unit; inlined into the x16 GEMV loop, Q6_K's pack_from spilled (qwen3-0.6b q4_k_m decode
+// 0.82x).
 template <class V, class Block, bool kFifthBit>
 struct KindK4 {
   using Packed = PackedQ4K<V>;
@@ -256,7 +260,7 @@ struct KindK4 {
   // The block's words read through `s` (GroupSource, or another layout's source with the same
   // members).
   template <class Source>
-  static void pack_from(const Source& s, Packed& p) {
+  [[gnu::noinline]] static void pack_from(const Source& s, Packed& p) {
     const typename V::I low4 = V::set1_8(0x0f);
     typename V::I qh[8];
     if constexpr (kFifthBit) s.transpose32(offsetof(Block, qh), qh);
@@ -305,7 +309,8 @@ struct KindK4 {
   // once, and the 4 KB of unpacked quants (AVX-512) went to L1 and back for that one use. The
   // same sub-block sums (exact integers) and the same float steps: the same bits.
   template <class Source>
-  static typename V::F block_from(const Source& s, const Act& a, int64_t b, typename V::F acc) {
+  [[gnu::noinline]] static typename V::F block_from(const Source& s, const Act& a, int64_t b,
+                                                    typename V::F acc) {
     const BlockQ8K& x = a.blocks[b];
     const typename V::I low4 = V::set1_8(0x0f);
     typename V::I qh[8];
@@ -509,7 +514,7 @@ struct KindQ6K {
 
   // As KindK4::pack_from.
   template <class Source>
-  static void pack_from(const Source& s, Packed& p) {
+  [[gnu::noinline]] static void pack_from(const Source& s, Packed& p) {
     const typename V::I low4 = V::set1_8(0x0f);
     const typename V::I top2 = V::set1_8(0x30);
     for (int h = 0; h < 2; ++h) {
@@ -578,9 +583,12 @@ typename V::F finish(const typename V::F* acc) {
   }
 }
 
-// Runs blocks [b0, b0 + nbc) for T tokens, continuing from / saving to state.
+// Runs blocks [b0, b0 + nbc) for T tokens, continuing from / saving to state. Flattened: the
+// block steps must be inlined into this loop, and GCC's inliner stopped doing so for Q8_0's
+// once the translation unit grew (an unrelated kind's new code made qwen2.5-0.5b q8_0 pp512
+// 0.73x as fast, its time in an out-of-line KindQ8_0::block).
 template <class V, class K, int T>
-void run_tokens(const typename K::Packed* packed, int64_t b0, int64_t nbc, const uint8_t* act,
+[[gnu::flatten]] void run_tokens(const typename K::Packed* packed, int64_t b0, int64_t nbc, const uint8_t* act,
                 size_t act_row_bytes, int64_t n_blocks, float* state /* [T][kAccs][kLanes] */) {
   constexpr int kAccs = accs_of<K>();
   typename K::Act a[T];
