@@ -93,8 +93,8 @@ void BM_Attention(benchmark::State& state, Shape shape, GgmlType cells, int64_t 
   // The keys and values of every cell read, once per call.
   const double kv_bytes = static_cast<double>(n_layer * shape.n_head_kv * (depth + n_tokens)) *
                           static_cast<double>(cache->k_row_bytes() + cache->v_row_bytes());
-  state.counters["KV B/s"] = benchmark::Counter(
-      kv_bytes * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+  state.counters["KV B/s"] = benchmark::Counter(kv_bytes * static_cast<double>(state.iterations()),
+                                                benchmark::Counter::kIsRate);
 }
 
 void register_all() {
@@ -122,8 +122,8 @@ void register_all() {
                                  int64_t{1}, int64_t{1})
         ->Arg(4096)
         ->Unit(benchmark::kMicrosecond);
-    benchmark::RegisterBenchmark(("Qwen3/DecodeStep/" + cells).c_str(), BM_Attention, kQwen3,
-                                 type, int64_t{1}, kQwen3.n_layer)
+    benchmark::RegisterBenchmark(("Qwen3/DecodeStep/" + cells).c_str(), BM_Attention, kQwen3, type,
+                                 int64_t{1}, kQwen3.n_layer)
         ->Arg(4096)
         ->Unit(benchmark::kMicrosecond);
   }

@@ -588,8 +588,9 @@ typename V::F finish(const typename V::F* acc) {
 // once the translation unit grew (an unrelated kind's new code made qwen2.5-0.5b q8_0 pp512
 // 0.73x as fast, its time in an out-of-line KindQ8_0::block).
 template <class V, class K, int T>
-[[gnu::flatten]] void run_tokens(const typename K::Packed* packed, int64_t b0, int64_t nbc, const uint8_t* act,
-                size_t act_row_bytes, int64_t n_blocks, float* state /* [T][kAccs][kLanes] */) {
+[[gnu::flatten]] void run_tokens(const typename K::Packed* packed, int64_t b0, int64_t nbc,
+                                 const uint8_t* act, size_t act_row_bytes, int64_t n_blocks,
+                                 float* state /* [T][kAccs][kLanes] */) {
   constexpr int kAccs = accs_of<K>();
   typename K::Act a[T];
   typename V::F acc[T][kAccs];

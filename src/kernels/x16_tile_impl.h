@@ -15,8 +15,8 @@
 // quant_tile_impl.h).
 #pragma once
 
-#include <cstddef>
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <type_traits>
 #include <utility>
@@ -60,7 +60,8 @@ constexpr int kHalves = static_cast<int>(kInterleaveRows) / V::kLanes;
 // Kinds whose one-token step reads the block where it lies (K::block_from) instead of unpacking
 // it into a Packed first.
 template <class U, class Block>
-constexpr bool kFused = requires(const uint8_t* g, const typename KindOf<typename U::V, Block>::Act& a,
+constexpr bool kFused = requires(const uint8_t* g,
+                                 const typename KindOf<typename U::V, Block>::Act& a,
                                  typename U::V::F acc) {
   KindOf<typename U::V, Block>::block_from(U::template source<Block>(g, 0, 0), a, 0, acc);
 };
@@ -224,8 +225,8 @@ void tile(int64_t n_in, const uint8_t* w, size_t w_row_bytes, int64_t n_rows, co
 // gemv_tokens for 2 .. sizeof...(I) + 1 tokens, indexed by the count less two.
 template <class U, class Block, size_t... I>
 constexpr auto gemv_tokens_table(std::index_sequence<I...> /*counts*/) {
-  using Fn = void (*)(int64_t, const uint8_t*, size_t, int64_t, const uint8_t*, size_t, float*,
-                      int64_t);
+  using Fn =
+      void (*)(int64_t, const uint8_t*, size_t, int64_t, const uint8_t*, size_t, float*, int64_t);
   return std::array<Fn, sizeof...(I)>{gemv_tokens<U, Block, static_cast<int>(I) + 2>...};
 }
 
@@ -248,7 +249,7 @@ void matmul(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows, con
       gemv_tokens_table<U, Block>(std::make_index_sequence<kFew - 1>{});
   if (n_tok <= kFew) {
     kGemvTokens[static_cast<size_t>(n_tok - 2)](n_in, w_bytes, w_row_bytes, n_rows, a_bytes,
-                                                 act_row_bytes, y, y_stride);
+                                                act_row_bytes, y, y_stride);
     return;
   }
   tile<U, Block>(n_in, w_bytes, w_row_bytes, n_rows, a_bytes, act_row_bytes, n_tok, y, y_stride);
