@@ -261,7 +261,6 @@ struct KindK4 {
   // members).
   template <class Source>
   [[gnu::noinline]] static void pack_from(const Source& s, Packed& p) {
-    const typename V::I low4 = V::set1_8(0x0f);
     typename V::I qh[8];
     if constexpr (kFifthBit) s.transpose32(offsetof(Block, qh), qh);
     for (int c = 0; c < 4; ++c) {
@@ -269,17 +268,23 @@ struct KindK4 {
       // bit of sub-block j (element 32j + l) is bit j of qh[l].
       typename V::I packed[8];
       s.transpose32(offsetof(Block, qs) + 32 * c, packed);
-      for (int i = 0; i < 8; ++i) {
-        p.q[2 * c][i] = V::and_(packed[i], low4);
-        p.q[2 * c + 1][i] = V::and_(V::srli16(packed[i], 4), low4);
-        if constexpr (kFifthBit) {
-          p.q[2 * c][i] = V::or_(p.q[2 * c][i], move_bit<V>(qh[i], 2 * c, 4));
-          p.q[2 * c + 1][i] = V::or_(p.q[2 * c + 1][i], move_bit<V>(qh[i], 2 * c + 1, 4));
-        }
-      }
+      for (int i = 0; i < 8; ++i) quants(packed[i], qh[i], c, p.q[2 * c][i], p.q[2 * c + 1][i]);
     }
     unpack_scales(s, p.sc, p.mins);
     s.f16_pair(offsetof(Block, d), p.d, p.dmin);
+  }
+
+  // Dword i of chunk c: the quants of sub-blocks 2c (lo) and 2c + 1 (hi), the fifth bit from
+  // dword i of qh where the type has one.
+  static void quants(typename V::I packed, typename V::I qh, int c, typename V::I& lo,
+                     typename V::I& hi) {
+    const typename V::I low4 = V::set1_8(0x0f);
+    lo = V::and_(packed, low4);
+    hi = V::and_(V::srli16(packed, 4), low4);
+    if constexpr (kFifthBit) {
+      lo = V::or_(lo, move_bit<V>(qh, 2 * c, 4));
+      hi = V::or_(hi, move_bit<V>(qh, 2 * c + 1, 4));
+    }
   }
 
   // The 12 packed scale bytes of every row, unpacked in the lanes (see BlockQ4K): sc[j], and
@@ -312,7 +317,6 @@ struct KindK4 {
   [[gnu::noinline]] static typename V::F block_from(const Source& s, const Act& a, int64_t b,
                                                     typename V::F acc) {
     const BlockQ8K& x = a.blocks[b];
-    const typename V::I low4 = V::set1_8(0x0f);
     typename V::I qh[8];
     if constexpr (kFifthBit) s.transpose32(offsetof(Block, qh), qh);
     typename V::I sums[8];  // [sub-block j] Σ q_j · x_j
@@ -322,12 +326,8 @@ struct KindK4 {
       typename V::I lo_sum = V::set1(0);
       typename V::I hi_sum = V::set1(0);
       for (int i = 0; i < 8; ++i) {
-        typename V::I lo = V::and_(packed[i], low4);
-        typename V::I hi = V::and_(V::srli16(packed[i], 4), low4);
-        if constexpr (kFifthBit) {
-          lo = V::or_(lo, move_bit<V>(qh[i], 2 * c, 4));
-          hi = V::or_(hi, move_bit<V>(qh[i], 2 * c + 1, 4));
-        }
+        typename V::I lo, hi;
+        quants(packed[i], qh[i], c, lo, hi);
         lo_sum = V::dot(lo_sum, lo, V::bcast(x.qs + 32 * (2 * c) + 4 * i));
         hi_sum = V::dot(hi_sum, hi, V::bcast(x.qs + 32 * (2 * c + 1) + 4 * i));
       }

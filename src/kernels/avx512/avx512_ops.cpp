@@ -446,11 +446,13 @@ void weighted_sum_held(F32Rows w, Rows rows, int64_t n, float* y, int64_t y_stri
 // accumulators fit the registers with the row's (kY <= 2: 24 of 32), else 64 floats a pass.
 template <int kY, typename Rows>
 void weighted_sum_y(F32Rows w, Rows rows, int64_t n, float* y, int64_t y_stride) {
-  if (kY <= 2 && n > 64 && n <= 128) {
-    weighted_sum_held<kY, 8>(w, rows, n, y, y_stride);
-  } else {
-    weighted_sum_held<kY, 4>(w, rows, n, y, y_stride);
+  if constexpr (kY <= 2) {
+    if (n > 64 && n <= 128) {
+      weighted_sum_held<kY, 8>(w, rows, n, y, y_stride);
+      return;
+    }
   }
+  weighted_sum_held<kY, 4>(w, rows, n, y, y_stride);
 }
 
 template <typename Rows>
