@@ -13,7 +13,7 @@
 
 #include <fmt/format.h>
 
-#include "core/huge_region.h"
+#include "core/page_region.h"
 
 namespace minfer {
 
@@ -81,10 +81,10 @@ Status read_all(int fd, const std::string& path, uint8_t* out, size_t size) {
 }
 
 // The file's bytes in anonymous memory in 2 MiB pages (--no-mmap), read-only once read.
-Result<std::unique_ptr<HugePageRegion>> read_into_memory(int fd, const std::string& path,
-                                                         size_t size) {
-  MINFER_ASSIGN_OR_RETURN(std::unique_ptr<HugePageRegion> copy,
-                          HugePageRegion::create(size, false, fmt::format("[file] '{}'", path)));
+Result<std::unique_ptr<PageRegion>> read_into_memory(int fd, const std::string& path, size_t size) {
+  MINFER_ASSIGN_OR_RETURN(
+      std::unique_ptr<PageRegion> copy,
+      PageRegion::create(size, false, PageSize::kHuge, fmt::format("[file] '{}'", path)));
   MINFER_RETURN_IF_ERROR(read_all(fd, path, copy->data(), size));
   ::mprotect(copy->data(), copy->size(), PROT_READ);  // weights are never written, as in the map
   return copy;
@@ -116,7 +116,7 @@ Result<std::unique_ptr<MappedFile>> MappedFile::open(const std::string& path,
     return std::unique_ptr<MappedFile>(new MappedFile(path, nullptr, 0, nullptr, nullptr));
   }
   uint8_t* region = nullptr;
-  std::unique_ptr<HugePageRegion> copy;
+  std::unique_ptr<PageRegion> copy;
   if (options.use_mmap) {
     void* map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
     if (map == MAP_FAILED) {
@@ -131,7 +131,7 @@ Result<std::unique_ptr<MappedFile>> MappedFile::open(const std::string& path,
     // Collapsing reads the whole file in: only when mlock is about to do that anyway.
     if (options.use_mlock) advise(region, size, kAdviseCollapse);
   } else {
-    Result<std::unique_ptr<HugePageRegion>> read = read_into_memory(fd, path, size);
+    Result<std::unique_ptr<PageRegion>> read = read_into_memory(fd, path, size);
     if (!read.is_ok()) {
       ::close(fd);
       return read.status();

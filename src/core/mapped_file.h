@@ -9,8 +9,8 @@
 #include <span>
 #include <string>
 
-#include "core/huge_region.h"
 #include "core/non_copyable.h"
+#include "core/page_region.h"
 #include "core/status.h"
 
 namespace minfer {
@@ -45,14 +45,14 @@ class MappedFile : NonCopyable {
 
  private:
   MappedFile(std::string path, const uint8_t* data, size_t size, void* map,
-             std::unique_ptr<HugePageRegion> copy)
+             std::unique_ptr<PageRegion> copy)
       : path_(std::move(path)), data_(data), size_(size), map_(map), copy_(std::move(copy)) {}
 
   std::string path_;
   const uint8_t* data_;
   size_t size_;
-  void* map_;                             // the file's map (size_ bytes), or nullptr
-  std::unique_ptr<HugePageRegion> copy_;  // or the bytes read into memory (--no-mmap)
+  void* map_;                         // the file's map (size_ bytes), or nullptr
+  std::unique_ptr<PageRegion> copy_;  // or the bytes read into memory (--no-mmap)
   bool locked_ = false;
 };
 

@@ -249,6 +249,32 @@ const uint8_t* cells_at(const TileCells& tc, int64_t pos, int64_t n, bool keys) 
          (pos % bs) * static_cast<int64_t>(keys ? tc.cache.k_row_bytes() : tc.cache.v_row_bytes());
 }
 
+// Whether rows b begin where a's first n rows end (same kind of rows).
+bool rows_follow(const CellRows& a, int64_t n, const CellRows& b) {
+  const CellRows end = a.from(n);
+  return end.f32 == b.f32 && end.f16 == b.f16;
+}
+
+// Appends `next` to `last` when its cells follow last's in memory, keys and values (the next
+// block of a sequence is usually the next block of the pool, whose cells follow in each KV
+// head's stripe, and converted cells follow in the scratch): one kernel call then reads both.
+// The rows read ahead must follow too, else the merged piece reads none ahead. Each row's
+// arithmetic is the same in one call or two (the kernels' rows are independent, and values are
+// summed in order of the cells).
+bool extend_piece(ChunkPiece& last, const ChunkPiece& next) {
+  if (!rows_follow(last.keys, last.n, next.keys) ||
+      !rows_follow(last.values, last.n, next.values)) {
+    return false;
+  }
+  for (auto [rows, next_rows] : {std::pair{&last.keys, &next.keys}, {&last.values, &next.values}}) {
+    const bool ahead_follows = rows->f16_ahead != nullptr && next_rows->f16_ahead != nullptr &&
+                               rows->f16_ahead + last.n * rows->dim == next_rows->f16_ahead;
+    if (!ahead_follows) rows->f16_ahead = nullptr;
+  }
+  last.n += next.n;
+  return true;
+}
+
 // The pieces of cells [lo, hi) in sc.pieces, converted into the scratch where the kernels
 // cannot read the cells in place.
 void chunk_pieces(const TileCells& tc, int64_t lo, int64_t hi, TileScratch& sc) {
@@ -268,13 +294,15 @@ void chunk_pieces(const TileCells& tc, int64_t lo, int64_t hi, TileScratch& sc) 
     const int64_t from = std::max(lo, b * bs);
     const int64_t n = std::min(hi, (b + 1) * bs) - from;
     const int64_t ahead = from + kChunkCells;
-    sc.pieces.push_back({from, n,
-                         block_rows(tc.to_f32, tc.f16_in_place, cells_at(tc, from, n, true),
-                                    cells_at(tc, ahead, n, true), n, c.head_dim,
-                                    sc.k_tile.data() + (from - lo) * c.head_dim),
-                         block_rows(tc.to_f32, tc.f16_in_place, cells_at(tc, from, n, false),
-                                    cells_at(tc, ahead, n, false), n, c.head_dim_v,
-                                    sc.v_tile.data() + (from - lo) * c.head_dim_v)});
+    const ChunkPiece piece{from, n,
+                           block_rows(tc.to_f32, tc.f16_in_place, cells_at(tc, from, n, true),
+                                      cells_at(tc, ahead, n, true), n, c.head_dim,
+                                      sc.k_tile.data() + (from - lo) * c.head_dim),
+                           block_rows(tc.to_f32, tc.f16_in_place, cells_at(tc, from, n, false),
+                                      cells_at(tc, ahead, n, false), n, c.head_dim_v,
+                                      sc.v_tile.data() + (from - lo) * c.head_dim_v)};
+    if (!sc.pieces.empty() && extend_piece(sc.pieces.back(), piece)) continue;
+    sc.pieces.push_back(piece);
   }
 }
 

@@ -20,17 +20,17 @@ constexpr GgmlType kKvCellTypes[] = {GgmlType::kF32, GgmlType::kF16, GgmlType::k
 constexpr const char* kKvCellTypeNames = "f32, f16 or q8_0";  // for errors
 
 // The memory of a pool of n_blocks blocks (none when its blocks are empty).
-Result<std::unique_ptr<HugePageRegion>> reserve_pool(int64_t n_blocks, size_t block_bytes,
-                                                     std::string_view pool) {
-  if (block_bytes == 0) return std::unique_ptr<HugePageRegion>();
+Result<std::unique_ptr<PageRegion>> reserve_pool(int64_t n_blocks, size_t block_bytes,
+                                                 std::string_view pool) {
+  if (block_bytes == 0) return std::unique_ptr<PageRegion>();
   const auto n = static_cast<size_t>(n_blocks);
   if (n > SIZE_MAX / block_bytes) {
     return make_error(ErrorCode::kInvalidArgument,
                       "[kv] {} blocks of {} bytes are past the address space", n_blocks,
                       block_bytes);
   }
-  return HugePageRegion::create(
-      n * block_bytes, true,
+  return PageRegion::create(
+      n * block_bytes, true, PageSize::kSmall,
       fmt::format("[kv] the cache's {} pool ({} blocks of {} bytes)", pool, n_blocks, block_bytes));
 }
 
@@ -152,8 +152,8 @@ int64_t KvCache::n_window_blocks_free() const {
 
 int32_t KvCache::take_window_block() {
   if (!window_free_.empty()) {
-    const int32_t id = window_free_.back();
-    window_free_.pop_back();
+    const int32_t id = window_free_.top();
+    window_free_.pop();
     return id;
   }
   MINFER_CHECK(n_window_blocks_allocated() < config_.max_blocks, "KV window budget exceeded");
@@ -162,7 +162,7 @@ int32_t KvCache::take_window_block() {
 
 void KvCache::release_window_block(int32_t& block) {
   if (block < 0) return;
-  window_free_.push_back(block);
+  window_free_.push(block);
   block = -1;
 }
 
@@ -197,8 +197,8 @@ void KvCache::pop_block(Sequence& s) {
 int32_t KvCache::take_block() {
   int32_t id = -1;
   if (!free_.empty()) {
-    id = free_.back();
-    free_.pop_back();
+    id = free_.top();
+    free_.pop();
   } else if (n_blocks_allocated() < config_.max_blocks) {
     // Never used: it reads as zeros (fresh anonymous pages), never as stale memory.
     id = static_cast<int32_t>(info_.size());
@@ -221,7 +221,7 @@ void KvCache::release_block(int32_t block) {
   if (b.registered) {
     b.lru_pos = lru_.insert(lru_.end(), block);
   } else {
-    free_.push_back(block);
+    free_.push(block);
   }
 }
 
@@ -365,7 +365,7 @@ void KvCache::truncate(int32_t seq, int64_t n_positions) {
       unregister(last);
     } else if (n_blocks_free() > 0) {
       const int32_t copy = take_block();
-      std::memcpy(block_data(copy, false), block_data(last, false), block_bytes_);
+      copy_block(copy, last);
       release_block(last);
       table.back() = copy;
     } else {
@@ -398,7 +398,7 @@ Status KvCache::own_blocks(int32_t seq, Sequence& s, int64_t first, int64_t end,
       continue;
     }
     const int32_t copy = take_block();
-    std::memcpy(block_data(copy, false), block_data(block, false), block_bytes_);
+    copy_block(copy, block);
     release_block(block);
     block = copy;
   }
@@ -537,18 +537,38 @@ const std::vector<int32_t>& KvCache::block_table(int32_t seq, int64_t il) const 
   return it->second.window_blocks;
 }
 
-uint8_t* KvCache::block_data(int32_t block, bool window) const {
-  return window ? window_memory_->data() + static_cast<size_t>(block) * window_block_bytes_
-                : memory_->data() + static_cast<size_t>(block) * block_bytes_;
+uint8_t* KvCache::stripe_cells(bool window, int64_t layer_slot, bool is_v, int64_t h,
+                               int32_t block) const {
+  const PageRegion& pool = window ? *window_memory_ : *memory_;
+  const auto rows = static_cast<size_t>(config_.max_blocks * config_.block_size);  // per stripe
+  const auto n_head = static_cast<size_t>(config_.n_head_kv);
+  size_t offset = static_cast<size_t>(layer_slot) * rows * n_head * (k_row_bytes_ + v_row_bytes_);
+  if (is_v) offset += rows * n_head * k_row_bytes_;
+  const size_t row = is_v ? v_row_bytes_ : k_row_bytes_;
+  offset += (static_cast<size_t>(h) * rows +
+             static_cast<size_t>(block) * static_cast<size_t>(config_.block_size)) *
+            row;
+  return pool.data() + offset;
+}
+
+void KvCache::copy_block(int32_t to, int32_t from) {
+  const auto n_slots = static_cast<int64_t>(block_bytes_ / layer_bytes_);
+  for (int64_t s = 0; s < n_slots; ++s) {
+    for (const bool is_v : {false, true}) {
+      const size_t bytes =
+          static_cast<size_t>(config_.block_size) * (is_v ? v_row_bytes_ : k_row_bytes_);
+      for (int64_t h = 0; h < config_.n_head_kv; ++h) {
+        std::memcpy(stripe_cells(false, s, is_v, h, to), stripe_cells(false, s, is_v, h, from),
+                    bytes);
+      }
+    }
+  }
 }
 
 uint8_t* KvCache::cell(int32_t block, int64_t il, bool is_v, int64_t h, int64_t slot) {
-  const bool window = is_window_layer(il);
-  uint8_t* base = block_data(block, window);
-  uint8_t* layer = base + static_cast<size_t>(layer_slot_[static_cast<size_t>(il)]) * layer_bytes_;
-  const size_t slots = static_cast<size_t>(config_.n_head_kv * config_.block_size);
-  const size_t index = static_cast<size_t>(h * config_.block_size + slot);
-  return is_v ? layer + slots * k_row_bytes_ + index * v_row_bytes_ : layer + index * k_row_bytes_;
+  const size_t row = is_v ? v_row_bytes_ : k_row_bytes_;
+  return stripe_cells(is_window_layer(il), layer_slot_[static_cast<size_t>(il)], is_v, h, block) +
+         static_cast<size_t>(slot) * row;
 }
 
 const uint8_t* KvCache::k_block(int32_t block, int64_t il, int64_t h) const {

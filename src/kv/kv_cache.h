@@ -6,9 +6,16 @@
 // positions index the cache directly (invariant 1), so the causal window of a token at position
 // p is the cells 0..p of its own sequence (invariant 3).
 //
-// Layout of one block (every layer's K and V for block_size positions), per layer il:
-//   K: [n_head_kv][block_size][k_row_bytes]   V: [n_head_kv][block_size][v_row_bytes]
-// so one KV head's keys of a block are contiguous: attention walks them in place.
+// Layout: a pool holds, for each of its layers, the keys of every KV head then their values, each
+// head's cells in a stripe of max_blocks blocks:
+//   layer slot: K [n_head_kv][max_blocks][block_size][k_row_bytes], then V (v_row_bytes)
+// so one KV head's keys of a block are contiguous (attention walks them in place), and so are
+// those of consecutive blocks: a sequence's blocks, taken in ascending order, are one long run
+// per layer and head that attention reads in one kernel call per chunk and the hardware
+// prefetchers follow (a block-major layout, all layers of a block together, made every 4-8 KB
+// run a new stream: Qwen3-0.6B's decode attention at depth 4096 read at half the stream rate).
+// The pools take 4 KiB pages as cells are first written (PageSize::kSmall): with 2 MiB pages
+// each of the 2 · n_layer · n_head_kv stripes would take one at its first block.
 //
 // Prefix cache (DESIGN.md §4 "KV cache"): a block is ref-counted, so several sequences may hold
 // the same block in their tables. A full block whose cells are computed can be registered under
@@ -32,12 +39,13 @@
 #include <functional>
 #include <list>
 #include <memory>
+#include <queue>
 #include <span>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
-#include "core/huge_region.h"
+#include "core/page_region.h"
 #include "core/status.h"
 #include "kernels/kernel_table.h"
 #include "quant/ggml_type.h"
@@ -181,7 +189,11 @@ class KvCache {
 
  private:
   explicit KvCache(const KvCacheConfig& config);
-  uint8_t* block_data(int32_t block, bool window) const;
+  // The cells of one KV head of a block in one layer slot of the main (window false) or window
+  // pool: [block_size][row bytes].
+  uint8_t* stripe_cells(bool window, int64_t layer_slot, bool is_v, int64_t h, int32_t block) const;
+  // Copies main-pool block `from`'s cells, every layer and head, into block `to`.
+  void copy_block(int32_t to, int32_t from);
   uint8_t* cell(int32_t block, int64_t il, bool is_v, int64_t h, int64_t slot);
   // Calls copy(cells in a block, offset in the flat layout, bytes) for every run of one head's
   // rows within one block of positions [0, n_positions) of `seq` (read_cells' layout); cells is
@@ -201,11 +213,13 @@ class KvCache {
   size_t v_row_bytes_ = 0;
   size_t layer_bytes_ = 0;
   size_t block_bytes_ = 0;
-  // The main pool's max_blocks blocks, block i at i · block_bytes_; pages are taken as blocks are
-  // first used, 2 MiB at a time where the kernel allows (a layer's walk over thousands of
-  // positions then stays within a few TLB entries).
-  std::unique_ptr<HugePageRegion> memory_;
-  std::vector<int32_t> free_;  // ids of unregistered blocks no sequence holds
+  // The main pool's max_blocks blocks in stripes (the layout above); 4 KiB pages are taken as
+  // cells are first written.
+  std::unique_ptr<PageRegion> memory_;
+  // Ids of unregistered blocks no sequence holds, the lowest taken first: a sequence reserved
+  // after others were freed gets ascending ids, whose cells follow each other in the stripes.
+  using FreeIds = std::priority_queue<int32_t, std::vector<int32_t>, std::greater<>>;
+  FreeIds free_;
   struct BlockInfo {
     int32_t refs = 0;  // sequences whose table holds the block
     bool registered = false;
@@ -231,13 +245,13 @@ class KvCache {
   // when the pools are short.
   Status own_blocks(int32_t seq, Sequence& s, int64_t first, int64_t end, int64_t window_first);
 
-  // [n_layer] layer il's index among the layers of its pool: where its K and V sit in a block.
+  // [n_layer] layer il's index among the layers of its pool: where its stripes lie.
   std::vector<int64_t> layer_slot_;
-  std::vector<int64_t> window_layers_;             // the sliding layers, ascending
-  size_t window_block_bytes_ = 0;                  // every sliding layer's K and V of a block
-  std::unique_ptr<HugePageRegion> window_memory_;  // the window pool's blocks, as memory_
+  std::vector<int64_t> window_layers_;         // the sliding layers, ascending
+  size_t window_block_bytes_ = 0;              // every sliding layer's K and V of a block
+  std::unique_ptr<PageRegion> window_memory_;  // the window pool's blocks, as memory_
   int64_t n_window_blocks_allocated_ = 0;
-  std::vector<int32_t> window_free_;  // window pool ids no sequence holds
+  FreeIds window_free_;  // window pool ids no sequence holds
   std::unordered_map<int32_t, Sequence> seqs_;
 };
 

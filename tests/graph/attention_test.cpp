@@ -280,11 +280,19 @@ struct LongCache {
 };
 
 // Keys drawn with a scale that grows along the positions, so later chunks hold higher scores
-// and the running max rises chunk after chunk.
-LongCache long_cache(GgmlType type, const kernels::KernelTable& table) {
+// and the running max rises chunk after chunk. Reserved one sequence after the other, each
+// sequence's blocks are consecutive (one run per KV head, read in one call per chunk); with
+// `interleaved`, block by block in turn, sequence 0's first blocks are every other one.
+LongCache long_cache(GgmlType type, const kernels::KernelTable& table, bool interleaved = false) {
   auto cache = KvCache::create(cache_config(type, KvCacheConfig{}.block_size, 512));
   EXPECT_TRUE(cache.is_ok()) << cache.status().message();
   LongCache out{std::move(*cache), {}, {}};
+  const int64_t bs = out.cache->config().block_size;
+  for (int64_t n = bs; interleaved && n < kLongCells[0] + bs; n += bs) {
+    for (int32_t seq = 0; seq < 2; ++seq) {
+      EXPECT_TRUE(out.cache->reserve(seq, std::min(n, kLongCells[seq])).is_ok());
+    }
+  }
   for (int32_t seq = 0; seq < 2; ++seq) {
     const int64_t n = kLongCells[seq] * kNHeadKv * kHeadDim;
     std::vector<float>& k = out.k.emplace_back(kernels::test::random_floats(n, 10 + seq));
@@ -384,6 +392,28 @@ void check_long_window(GgmlType type, const kernels::KernelTable& table, int64_t
   }
   const std::vector<float> three = run_long(table, lc, tokens, q, 3, window);
   EXPECT_EQ(0, std::memcmp(three.data(), out.data(), out.size() * sizeof(float))) << table.name;
+}
+
+// Where a sequence's blocks lie in the pool changes no bit: the cells of consecutive blocks are
+// read in one call, of scattered ones in a call per block.
+TEST(Attention, ScatteredBlocksGiveTheBitsOfConsecutiveOnes) {
+  for (const GgmlType type : {GgmlType::kF32, GgmlType::kF16, GgmlType::kQ8_0}) {
+    for (const kernels::KernelTable* table : kernels::test::all_tables()) {
+      const LongCache consecutive = long_cache(type, *table);
+      const LongCache scattered = long_cache(type, *table, true);
+      ASSERT_EQ(scattered.cache->block_table(0)[1], 2);  // the blocks are scattered
+      ASSERT_EQ(consecutive.cache->block_table(0)[1], 1);
+      const std::vector<Token> tokens = long_batch();
+      const std::vector<float> q = kernels::test::random_floats(
+          static_cast<int64_t>(tokens.size()) * kLongNHead * kHeadDim, 3);
+      for (const int64_t window : {int64_t{0}, int64_t{100}}) {
+        const std::vector<float> want = run_long(*table, consecutive, tokens, q, 2, window);
+        const std::vector<float> got = run_long(*table, scattered, tokens, q, 2, window);
+        EXPECT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float)))
+            << table->name << " " << ggml_type_info(type).name << " window " << window;
+      }
+    }
+  }
 }
 
 TEST(Attention, LongWindowsAreTheSameHoweverTheBatchIsFormed) {

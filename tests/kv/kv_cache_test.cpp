@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -202,6 +203,38 @@ TEST(KvCache, BlocksAreTakenOnDemandAndReturnedOnFree) {
   kv.truncate(2, 20);
   EXPECT_EQ(kv.n_reserved(2), 32);
   EXPECT_EQ(kv.n_blocks_used(), 4);
+}
+
+// Each KV head's cells of one layer lie in a stripe: consecutive blocks follow each other, so a
+// sequence's blocks taken in ascending order are one run that attention reads in one call. Freed
+// blocks are taken again lowest first, so a sequence reserved after a free gets such a run too.
+TEST(KvCache, AHeadsBlocksFollowEachOtherAndFreedBlocksAreRetakenLowestFirst) {
+  auto cache = KvCache::create(small_config(GgmlType::kF16));
+  ASSERT_TRUE(cache.is_ok());
+  KvCache& kv = **cache;
+  ASSERT_TRUE(kv.reserve(0, 48).is_ok());
+  ASSERT_TRUE(kv.reserve(1, 48).is_ok());
+  EXPECT_EQ(kv.block_table(0), (std::vector<int32_t>{0, 1, 2}));
+  const size_t run = 16 * kv.k_row_bytes();  // one block of one head
+  std::vector<const uint8_t*> starts;
+  for (int64_t il = 0; il < 2; ++il) {
+    for (int64_t h = 0; h < 2; ++h) {
+      for (int32_t b = 0; b + 1 < 6; ++b) {
+        EXPECT_EQ(kv.k_block(b + 1, il, h), kv.k_block(b, il, h) + run) << il << " " << h;
+        EXPECT_EQ(kv.v_block(b + 1, il, h), kv.v_block(b, il, h) + run) << il << " " << h;
+      }
+      starts.push_back(kv.k_block(0, il, h));
+      starts.push_back(kv.v_block(0, il, h));
+    }
+  }
+  // The 8 stripes of 6 blocks each do not overlap.
+  std::sort(starts.begin(), starts.end());
+  for (size_t i = 0; i + 1 < starts.size(); ++i) EXPECT_GE(starts[i + 1] - starts[i], 6 * run);
+
+  kv.free_sequence(1);  // blocks 3, 4, 5
+  kv.free_sequence(0);  // 0, 1, 2
+  ASSERT_TRUE(kv.reserve(2, 64).is_ok());
+  EXPECT_EQ(kv.block_table(2), (std::vector<int32_t>{0, 1, 2, 3}));
 }
 
 // The pools' memory is reserved when the cache is made and taken as blocks are first used: a

@@ -1,4 +1,4 @@
-#include "core/huge_region.h"
+#include "core/page_region.h"
 
 #include <sys/mman.h>
 
@@ -13,8 +13,8 @@ constexpr size_t kHugePage = size_t{2} << 20;  // x86-64's PMD page
 
 }  // namespace
 
-Result<std::unique_ptr<HugePageRegion>> HugePageRegion::create(size_t size, bool lazy,
-                                                               std::string_view what) {
+Result<std::unique_ptr<PageRegion>> PageRegion::create(size_t size, bool lazy, PageSize pages,
+                                                       std::string_view what) {
   const size_t region_size = (size + kHugePage - 1) / kHugePage * kHugePage;
   const size_t reserve = region_size + kHugePage;  // room to slide to a boundary
   const int flags = MAP_PRIVATE | MAP_ANONYMOUS | (lazy ? MAP_NORESERVE : 0);
@@ -30,13 +30,16 @@ Result<std::unique_ptr<HugePageRegion>> HugePageRegion::create(size_t size, bool
   const size_t tail = start + reserve - (aligned + region_size);
   if (tail > 0) ::munmap(reinterpret_cast<void*>(aligned + region_size), tail);
   uint8_t* region = reinterpret_cast<uint8_t*>(aligned);
-#ifdef MADV_HUGEPAGE
-  (void)::madvise(region, region_size, MADV_HUGEPAGE);  // advice: errors leave 4 KiB pages
+#if defined(MADV_HUGEPAGE) && defined(MADV_NOHUGEPAGE)
+  // Advice: an error leaves the system's default pages.
+  (void)::madvise(region, region_size, pages == PageSize::kHuge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+#else
+  (void)pages;
 #endif
-  return std::unique_ptr<HugePageRegion>(new HugePageRegion(region, region_size));
+  return std::unique_ptr<PageRegion>(new PageRegion(region, region_size));
 }
 
-HugePageRegion::~HugePageRegion() {
+PageRegion::~PageRegion() {
   ::munmap(data_, size_);
 }
 
