@@ -128,7 +128,10 @@ Result<std::unique_ptr<LanguageModel>> LanguageModel::load(const std::string& pa
   }
   if (!options.draft_model.empty()) {
     MINFER_ASSIGN_OR_RETURN(impl->draft, load_draft(options.draft_model, o, impl->loaded));
+    impl->draft.model->drop_vocabulary();
   }
+  // The tokenizers and the chat template hold what they read of the vocabulary.
+  impl->loaded.model->drop_vocabulary();
   return std::unique_ptr<LanguageModel>(new LanguageModel(std::move(impl)));
 }
 

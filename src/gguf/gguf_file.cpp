@@ -410,6 +410,14 @@ const GgufValue* GgufFile::find(std::string_view key) const {
   return it == key_index_.end() ? nullptr : &metadata_[it->second].value;
 }
 
+void GgufFile::drop(std::string_view key) {
+  auto it = key_index_.find(std::string(key));
+  if (it == key_index_.end()) return;
+  metadata_.erase(metadata_.begin() + static_cast<std::ptrdiff_t>(it->second));
+  key_index_.clear();
+  for (size_t i = 0; i < metadata_.size(); ++i) key_index_.emplace(metadata_[i].key, i);
+}
+
 Status GgufFile::missing_key(std::string_view key) const {
   return make_error(ErrorCode::kNotFound, "[gguf] '{}': key '{}' is missing", name_, key);
 }

@@ -75,6 +75,9 @@ class GgufFile {
   uint64_t data_offset() const { return data_offset_; }
 
   const std::vector<GgufKeyValue>& metadata() const { return metadata_; }
+  // Forgets the key and its value (nothing when absent): for big values their reader has copied,
+  // such as a vocabulary the tokenizer holds. Readers of the key see it missing afterwards.
+  void drop(std::string_view key);
   const GgufValue* find(std::string_view key) const;
   bool has(std::string_view key) const { return find(key) != nullptr; }
 

@@ -58,6 +58,13 @@ Result<std::unique_ptr<Model>> Model::from_file(std::unique_ptr<GgufFile> file) 
   return model;
 }
 
+void Model::drop_vocabulary() {
+  for (const char* key : {"tokenizer.ggml.tokens", "tokenizer.ggml.merges",
+                          "tokenizer.ggml.token_type", "tokenizer.ggml.scores"}) {
+    file_->drop(key);
+  }
+}
+
 Graph Model::build_graph(int64_t n_tokens, int64_t n_outputs, bool hidden) const {
   GraphBuilder g(n_tokens, n_outputs);
   const NodeId out = build_decoder(g, config_, weights_, hidden);

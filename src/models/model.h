@@ -25,6 +25,10 @@ class Model {
   const ModelConfig& config() const { return config_; }
   const ModelWeights& weights() const { return weights_; }
   const GgufFile& file() const { return *file_; }
+  // Drops the file's vocabulary arrays (tokenizer.ggml.tokens, merges, token_type, scores) once
+  // the tokenizer and chat template are made from them: for a 151,936-token vocabulary they are
+  // ~10 MB that nothing reads again.
+  void drop_vocabulary();
   // The weights repacked at load (models/repack.h); null when none were.
   const RepackedWeights* repacked() const { return repacked_.get(); }
   // hash64 over every tensor's name, type, shape, byte count and three 1 KiB samples of its

@@ -359,6 +359,25 @@ TEST(GgufTypedAccess, MissingKeysAndFallbacks) {
   EXPECT_EQ(file->find("nope"), nullptr);
 }
 
+// A dropped key reads as missing; the keys after it keep their values (the index is rebuilt).
+TEST(GgufTypedAccess, ADroppedKeyIsMissingAndTheOthersStay) {
+  GgufWriter writer;
+  writer.set_scalar<uint32_t>("first", 1);
+  writer.set("big", GgufValue::string_array({"a", "b", "c"}));
+  writer.set_scalar<uint32_t>("last", 3);
+  auto file = parse_ok(*writer.serialize());
+  ASSERT_NE(file, nullptr);
+  file->drop("big");
+  file->drop("never there");
+  EXPECT_FALSE(file->has("big"));
+  const auto dropped = file->get_string_array("big");
+  ASSERT_FALSE(dropped.is_ok());
+  EXPECT_EQ(dropped.status().code(), ErrorCode::kNotFound);
+  EXPECT_EQ(*file->get<uint32_t>("first"), 1u);
+  EXPECT_EQ(*file->get<uint32_t>("last"), 3u);
+  EXPECT_EQ(file->metadata().size(), 2u);
+}
+
 // Names and scalar sizes of the spec's value types 0..12 (a table indexed by the id).
 TEST(GgufValueType, NamesAndScalarSizesFollowTheSpec) {
   struct Expected {
