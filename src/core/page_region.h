@@ -21,7 +21,7 @@ enum class PageSize {
   kSmall,  // MADV_NOHUGEPAGE: 4 KiB pages even where transparent huge pages are "always"
 };
 
-// A zero-filled anonymous region that starts on a 2 MiB boundary and is a whole number of 2 MiB
+// A zero-filled anonymous region that starts on a 2 MiB boundary and is a multiple of 2 MiB
 // long, advised for its page size before its first touch (the advice is only advice: where the
 // kernel ignores it the region works the same). Memory is taken only as pages are first touched;
 // with `lazy`, the region is not charged against the commit limit either (MAP_NORESERVE): a
