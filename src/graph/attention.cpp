@@ -267,9 +267,7 @@ bool extend_piece(ChunkPiece& last, const ChunkPiece& next) {
     return false;
   }
   for (auto [rows, next_rows] : {std::pair{&last.keys, &next.keys}, {&last.values, &next.values}}) {
-    const bool ahead_follows = rows->f16_ahead != nullptr && next_rows->f16_ahead != nullptr &&
-                               rows->f16_ahead + last.n * rows->dim == next_rows->f16_ahead;
-    if (!ahead_follows) rows->f16_ahead = nullptr;
+    if (rows->from(last.n).f16_ahead != next_rows->f16_ahead) rows->f16_ahead = nullptr;
   }
   last.n += next.n;
   return true;

@@ -541,9 +541,9 @@ uint8_t* KvCache::stripe_cells(bool window, int64_t layer_slot, bool is_v, int64
                                int32_t block) const {
   const PageRegion& pool = window ? *window_memory_ : *memory_;
   const auto rows = static_cast<size_t>(config_.max_blocks * config_.block_size);  // per stripe
-  const auto n_head = static_cast<size_t>(config_.n_head_kv);
-  size_t offset = static_cast<size_t>(layer_slot) * rows * n_head * (k_row_bytes_ + v_row_bytes_);
-  if (is_v) offset += rows * n_head * k_row_bytes_;
+  size_t offset =
+      static_cast<size_t>(layer_slot) * static_cast<size_t>(config_.max_blocks) * layer_bytes_;
+  if (is_v) offset += rows * static_cast<size_t>(config_.n_head_kv) * k_row_bytes_;
   const size_t row = is_v ? v_row_bytes_ : k_row_bytes_;
   offset += (static_cast<size_t>(h) * rows +
              static_cast<size_t>(block) * static_cast<size_t>(config_.block_size)) *
