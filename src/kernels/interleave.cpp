@@ -43,6 +43,19 @@ struct PairOffsets {
   }
 };
 
+// Q5_0's fifth bits between the GGUF order (bit e: element e) and the x16 plane order (bit
+// 8 (e % 4) + e / 4, interleave.h).
+uint32_t fifth_bits_to_planes(uint32_t qh) {
+  uint32_t out = 0;
+  for (uint32_t e = 0; e < 32; ++e) out |= ((qh >> e) & 1u) << (8 * (e % 4) + e / 4);
+  return out;
+}
+uint32_t fifth_bits_from_planes(uint32_t planes) {
+  uint32_t out = 0;
+  for (uint32_t e = 0; e < 32; ++e) out |= ((planes >> (8 * (e % 4) + e / 4)) & 1u) << e;
+  return out;
+}
+
 // Copies one block between its GGUF bytes and lane r, block k of an x16 pair (to_pair: GGUF →
 // pair).
 void move_block(const BlockParts& p, uint8_t* gguf, uint8_t* pair, int k, int r, bool to_pair) {
@@ -55,7 +68,18 @@ void move_block(const BlockParts& p, uint8_t* gguf, uint8_t* pair, int k, int r,
     }
   };
   move(0, o.d(k, r), 2);
-  if (p.qh_offset != 0) move(p.qh_offset, o.qh(k, r), 4);
+  if (p.qh_offset != 0) {
+    uint32_t qh = 0;
+    if (to_pair) {
+      std::memcpy(&qh, gguf + p.qh_offset, 4);
+      qh = fifth_bits_to_planes(qh);
+      std::memcpy(pair + o.qh(k, r), &qh, 4);
+    } else {
+      std::memcpy(&qh, pair + o.qh(k, r), 4);
+      qh = fifth_bits_from_planes(qh);
+      std::memcpy(gguf + p.qh_offset, &qh, 4);
+    }
+  }
   for (int j = 0; j < p.n_dwords; ++j)
     move(p.qs_offset + 4 * static_cast<size_t>(j), o.qs(k, j, r), 4);
 }

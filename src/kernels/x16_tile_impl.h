@@ -157,6 +157,17 @@ void prefetch_run(const uint8_t* next, size_t bytes, const uint8_t* end) {
   }
 }
 
+// Lane r: bytes b = 0..3 hold the fifth bit of element 4v + b of lane r as 0 or 0x10, from the
+// x16 layout's plane-ordered fifth bits (interleave.h: element e's at bit 8 (e % 4) + e / 4).
+// v: the quant vector (elements 4v..4v + 3; 0..3 the low nibbles, 4..7 the high).
+template <class V>
+typename V::I fifth_bits(typename V::I qh, int v) {
+  const typename V::I bit4 = V::set1_8(0x10);
+  if (v < 4) return V::and_(V::slli32(qh, 4 - v), bit4);
+  if (v > 4) return V::and_(V::srli32(qh, v - 4), bit4);
+  return V::and_(qh, bit4);
+}
+
 // Tokens whose accumulators live in registers together, beside one unpacked block: 16 with
 // AVX-512's 32 registers, 8 with AVX2's 16 (a half's). gemv_tokens takes up to this many; the
 // tile steps through its tokens this many at a time.

@@ -60,10 +60,7 @@ void unpack_x16(const uint8_t* pair, int k, int h, qt::PackedQ32<V>& p) {
     }
     if constexpr (kQ5) {
       const __m256i qh = load(64 + 64 * k);
-      for (int j = 0; j < 4; ++j) {
-        p.q[j] = _mm256_or_si256(p.q[j], qt::fifth_bits<V>(qh, 4 * j));
-        p.q[4 + j] = _mm256_or_si256(p.q[4 + j], qt::fifth_bits<V>(qh, 16 + 4 * j));
-      }
+      for (int j = 0; j < 8; ++j) p.q[j] = _mm256_or_si256(p.q[j], x16_tile::fifth_bits<V>(qh, j));
     }
   }
 }
