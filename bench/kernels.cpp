@@ -268,7 +268,7 @@ void register_layout_pair(const std::string& kind, GgmlType type, Isa isa, int64
   }
 }
 
-// The GGUF layout beside the x16 layout (kernels/interleave.h), AVX-512 and AVX2, at the
+// The GGUF layout beside the x16 layout (kernels/interleave.h), AVX-512, AVX-VNNI and AVX2, at the
 // Qwen2.5-0.5B and 1.5B shapes (K-quants: Qwen3-0.6B's and Qwen2.5-1.5B's):
 // BM_<Gemv|GemvHot|Gemm>Layout/<type>/<isa>/<gguf|x16>/<n_in>x<n_out>, each pair registered
 // together. Compare them within one run, e.g. with --benchmark_repetitions=5
@@ -285,7 +285,7 @@ void register_layout_pairs() {
     for (GgmlType type : {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ5_0, GgmlType::kQ4_K,
                           GgmlType::kQ5_K, GgmlType::kQ6_K}) {
       const bool k_quant = quant_traits(type)->block_size == kQKK;
-      for (Isa isa : {Isa::kAvx512, Isa::kAvx2}) {
+      for (Isa isa : {Isa::kAvx512, Isa::kAvxVnni, Isa::kAvx2}) {
         for (auto [n_in, n_out] : k_quant ? k_shapes : shapes) {
           if (!hot || n_out <= 8960) register_layout_pair(kind, type, isa, n_in, n_out);
         }
@@ -309,7 +309,7 @@ void register_all() {
     const bool hot = std::string(kind) == "GemvHot";
     const int64_t n_tokens = gemv ? 1 : kGemmTokens;
     for (GgmlType type : types) {
-      for (Isa isa : {Isa::kAvx512, Isa::kAvx2, Isa::kRef}) {
+      for (Isa isa : {Isa::kAvx512, Isa::kAvxVnni, Isa::kAvx2, Isa::kRef}) {
         for (auto [model_n_in, n_out] : shapes) {
           // K-quants need n_in % 256 == 0: 896 becomes 1024 for them (llama.cpp stores such
           // Qwen2.5-0.5B tensors in a 32-block type instead). The name shows the shape run.

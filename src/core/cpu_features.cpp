@@ -20,6 +20,7 @@ std::string cpu_feature_names(const CpuFeatures& f) {
   add(ymm && f.avx2, "avx2");
   add(ymm && f.fma, "fma");
   add(ymm && f.f16c, "f16c");
+  add(ymm && f.avxvnni, "avxvnni");
   add(zmm && f.avx512f, "avx512f");
   add(zmm && f.avx512dq, "avx512dq");
   add(zmm && f.avx512bw, "avx512bw");

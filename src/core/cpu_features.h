@@ -23,6 +23,7 @@ struct CpuFeatures {
   bool avx512vl = false;
   bool avx512vnni = false;
   bool avx512bf16 = false;
+  bool avxvnni = false;  // AVX-VNNI: vpdpbusd on ymm with a VEX encoding, no AVX-512 needed
   // XCR0: the OS saves YMM state (bits 1, 2) / opmask and ZMM state (bits 5, 6, 7).
   bool os_saves_ymm = false;
   bool os_saves_zmm = false;
@@ -32,8 +33,9 @@ struct CpuFeatures {
   bool i8mm = false;
 
   // What the kernels compiled for each ISA need (see src/kernels: avx2 is built with
-  // -mavx2 -mfma -mf16c, avx512 additionally with F/BW/VL/DQ/VNNI).
+  // -mavx2 -mfma -mf16c, avxvnni additionally with -mavxvnni, avx512 with F/BW/VL/DQ/VNNI).
   bool can_run_avx2() const { return avx2 && fma && f16c && os_saves_ymm; }
+  bool can_run_avxvnni() const { return can_run_avx2() && avxvnni; }
   bool can_run_avx512() const {
     return can_run_avx2() && avx512f && avx512dq && avx512bw && avx512vl && avx512vnni &&
            os_saves_zmm;

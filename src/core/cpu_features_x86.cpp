@@ -53,6 +53,7 @@ CpuFeatures detect_cpu_features() {
   f.avx512vl = bit(leaf7.ebx, 31);
   f.avx512vnni = bit(leaf7.ecx, 11);
   f.avx512bf16 = bit(leaf7_1.eax, 5);
+  f.avxvnni = bit(leaf7_1.eax, 4);
 
   if (osxsave && avx) {
     const uint64_t xcr0 = read_xcr0();

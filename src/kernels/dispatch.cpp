@@ -10,7 +10,7 @@ namespace minfer::kernels {
 
 std::span<const Isa> compiled_isas() {
 #if defined(__x86_64__)
-  static constexpr Isa kIsas[] = {Isa::kRef, Isa::kAvx2, Isa::kAvx512};
+  static constexpr Isa kIsas[] = {Isa::kRef, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512};
 #elif defined(__aarch64__)
   static constexpr Isa kIsas[] = {Isa::kRef, Isa::kNeon, Isa::kDotprod, Isa::kI8mm};
 #else
@@ -32,6 +32,8 @@ const KernelTable& table_for(Isa isa) {
   switch (isa) {
     case Isa::kAvx2:
       return avx2_table;
+    case Isa::kAvxVnni:
+      return avxvnni_table;
     case Isa::kAvx512:
       return avx512_table;
     default:
@@ -61,6 +63,8 @@ bool isa_available(Isa isa, const CpuFeatures& features) {
   switch (isa) {
     case Isa::kAvx2:
       return features.can_run_avx2();
+    case Isa::kAvxVnni:
+      return features.can_run_avxvnni();
     case Isa::kAvx512:
       return features.can_run_avx512();
     case Isa::kNeon:
@@ -87,7 +91,7 @@ Isa best_isa(const CpuFeatures& features) {
 
 namespace {
 
-// "ref, avx2, avx512": the names MINFER_FORCE_ISA accepts in this build.
+// "ref, avx2, avxvnni, avx512": the names MINFER_FORCE_ISA accepts in this build.
 std::string compiled_isa_names() {
   std::string out;
   for (Isa isa : compiled_isas()) {

@@ -1,6 +1,6 @@
-// The per-ISA kernel tables. Every ISA (ref = plain C++, avx2, avx512) fills the same table of
-// function pointers with the same signatures; ref defines the meaning and the SIMD tables are
-// tested against it. One table is chosen at start-up (dispatch.h).
+// The per-ISA kernel tables. Every ISA (ref = plain C++, avx2, avxvnni, avx512) fills the same
+// table of function pointers with the same signatures; ref defines the meaning and the SIMD tables
+// are tested against it. One table is chosen at start-up (dispatch.h).
 //
 // Preconditions shared by every kernel: pointers are valid for the stated element counts,
 // n >= 0, and outputs may alias inputs only where a comment says so. Kernels never allocate,
@@ -12,7 +12,15 @@
 
 namespace minfer::kernels {
 
-enum class Isa { kRef = 0, kAvx2 = 1, kAvx512 = 2, kNeon = 3, kDotprod = 4, kI8mm = 5 };
+enum class Isa {
+  kRef = 0,
+  kAvx2 = 1,
+  kAvx512 = 2,
+  kNeon = 3,
+  kDotprod = 4,
+  kI8mm = 5,
+  kAvxVnni = 6
+};
 
 enum class RopeStyle {
   kNeox,      // pairs (i, i + n_rot/2): Qwen, GPT-NeoX
@@ -73,7 +81,7 @@ struct F16Rows {
 
 struct KernelTable {
   Isa isa;
-  const char* name;  // "ref", "avx2", "avx512", "neon", "dotprod", "i8mm"
+  const char* name;  // "ref", "avx2", "avxvnni", "avx512", "neon", "dotprod", "i8mm"
 
   // y = x / sqrt(mean(x²) + eps) * w; the mean of squares accumulates in double. y may be x.
   void (*rms_norm)(const float* x, const float* w, float eps, int64_t n, float* y);
@@ -157,12 +165,13 @@ struct KernelTable {
 };
 
 // The tables themselves. Constant-initialized data: touching them runs no ISA-specific code,
-// but calling through avx2_table / avx512_table needs a CPU that has that ISA
-// (CpuFeatures::can_run_avx2 / can_run_avx512). neon_table, dotprod_table and i8mm_table exist
-// only in ARM64 builds (the x86 tables only in x86-64 builds); dotprod_table needs asimddp,
-// i8mm_table asimddp and i8mm.
+// but calling through avx2_table / avxvnni_table / avx512_table needs a CPU that has that ISA
+// (CpuFeatures::can_run_avx2 / can_run_avxvnni / can_run_avx512). neon_table, dotprod_table and
+// i8mm_table exist only in ARM64 builds (the x86 tables only in x86-64 builds); dotprod_table needs
+// asimddp, i8mm_table asimddp and i8mm.
 extern const KernelTable ref_table;
 extern const KernelTable avx2_table;
+extern const KernelTable avxvnni_table;
 extern const KernelTable avx512_table;
 extern const KernelTable neon_table;
 extern const KernelTable dotprod_table;

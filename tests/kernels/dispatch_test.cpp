@@ -40,6 +40,7 @@ TEST(CpuFeatures, AgreesWithProcCpuinfo) {
   EXPECT_EQ(f.avx512f && f.os_saves_zmm, has("avx512f"));
   EXPECT_EQ(f.avx512bw && f.os_saves_zmm, has("avx512bw"));
   EXPECT_EQ(f.avx512vnni && f.os_saves_zmm, has("avx512_vnni"));
+  EXPECT_EQ(f.avxvnni && f.os_saves_ymm, has("avx_vnni"));
 }
 #elif defined(__aarch64__)
 // Under qemu-user /proc/cpuinfo is the build machine's (no "Features" line): skipped there.
@@ -80,6 +81,7 @@ TEST(Dispatch, TablesNameTheirIsa) {
   }
 #if defined(__x86_64__)
   EXPECT_STREQ(table_for(Isa::kAvx2).name, "avx2");
+  EXPECT_STREQ(table_for(Isa::kAvxVnni).name, "avxvnni");
   EXPECT_STREQ(table_for(Isa::kAvx512).name, "avx512");
   EXPECT_EQ(table_for(Isa::kAvx512).isa, Isa::kAvx512);
 #else
@@ -91,6 +93,7 @@ TEST(Dispatch, TablesNameTheirIsa) {
 #endif
   // x86 tables are not built for other architectures, and no CPU features make them available.
   EXPECT_FALSE(isa_compiled(Isa::kAvx2));
+  EXPECT_FALSE(isa_compiled(Isa::kAvxVnni));
   EXPECT_FALSE(isa_compiled(Isa::kAvx512));
   CpuFeatures x86_like;
   x86_like.avx2 = x86_like.fma = x86_like.f16c = x86_like.os_saves_ymm = true;
@@ -112,6 +115,15 @@ TEST(Dispatch, EmptyNameSelectsBestAvailable) {
   ASSERT_TRUE(avx2.is_ok());
   EXPECT_EQ((*avx2)->isa, Isa::kAvx2);
 
+  CpuFeatures vnni = avx2_only;
+  vnni.avxvnni = true;
+  Result<const KernelTable*> avxvnni = select_table("", vnni);
+  ASSERT_TRUE(avxvnni.is_ok());
+  EXPECT_EQ((*avxvnni)->isa, Isa::kAvxVnni);
+  // AVX-VNNI without AVX2 (no such CPU, but the flags are separate) is not usable.
+  vnni.avx2 = false;
+  EXPECT_EQ(best_isa(vnni), Isa::kRef);
+
   CpuFeatures all = avx2_only;
   all.avx512f = all.avx512dq = all.avx512bw = all.avx512vl = all.avx512vnni = true;
   all.os_saves_zmm = true;
@@ -121,6 +133,10 @@ TEST(Dispatch, EmptyNameSelectsBestAvailable) {
   // AVX-512 in the CPU but not enabled by the OS is not usable.
   all.os_saves_zmm = false;
   EXPECT_EQ(best_isa(all), Isa::kAvx2);
+  // AVX-512 preferred to AVX-VNNI where both run.
+  all.os_saves_zmm = true;
+  all.avxvnni = true;
+  EXPECT_EQ(best_isa(all), Isa::kAvx512);
 }
 #elif defined(__aarch64__)
 TEST(Dispatch, EmptyNameSelectsBestAvailable) {
@@ -167,7 +183,7 @@ TEST(Dispatch, UnknownNameIsAnErrorNamingItAndTheCpu) {
   const std::string& msg = r.status().message();
   EXPECT_NE(msg.find("avx1024"), std::string::npos) << msg;
 #if defined(__x86_64__)
-  EXPECT_NE(msg.find("ref, avx2, avx512"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("ref, avx2, avxvnni, avx512"), std::string::npos) << msg;
 #elif defined(__aarch64__)
   EXPECT_NE(msg.find("ref, neon, dotprod, i8mm"), std::string::npos) << msg;
 #else

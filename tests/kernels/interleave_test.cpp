@@ -89,7 +89,8 @@ TEST(Interleave, ShapesThatCanTakeTheLayout) {
 // weights keep the GGUF layout, which the Interleave tests above check through the fallback).
 TEST(Interleave, EveryX86SimdTableHasX16Tiles) {
   for (const KernelTable* table : test::simd_tables()) {
-    if (table->isa != Isa::kAvx2 && table->isa != Isa::kAvx512) continue;
+    if (table->isa != Isa::kAvx2 && table->isa != Isa::kAvxVnni && table->isa != Isa::kAvx512)
+      continue;
     for (GgmlType type : kTypes) {
       EXPECT_TRUE(matmul_supports_layout(*table, type, WeightLayout::kRows16))
           << table->name << " " << ggml_type_info(type).name;

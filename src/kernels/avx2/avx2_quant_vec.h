@@ -160,5 +160,19 @@ struct Vec256 {
   static void store_rows(float* y, F v, const Group& g) { _mm256_maskstore_ps(y, g.store_mask, v); }
 };
 
+#if defined(__AVXVNNI__)
+// AVX2 with AVX-VNNI (avxvnni_table: Intel's cores since Alder Lake, AMD's since Zen 5): a
+// 4-product dot is one vpdpbusd, as on AVX-512 (avx512_quant_vec.h), and Q8_0's signed weights
+// take AVX-512's path, stored + 128 as u8 with the excess 128 Σx removed up front. The int32
+// sums are exact either way, so the results are Vec256's bit for bit.
+struct Vec256Vnni : Vec256 {
+  static I dot(I acc, I w, I x) { return _mm256_dpbusd_avx_epi32(acc, w, x); }
+  static I dot16(I acc, I a, I b) { return _mm256_dpwssd_avx_epi32(acc, a, b); }
+  static I q8_prep(I w) { return _mm256_xor_si256(w, _mm256_set1_epi8(static_cast<char>(0x80))); }
+  static I q8_init(int32_t sum_x) { return _mm256_set1_epi32(-128 * sum_x); }
+  static I q8_dot(I acc, I w, I x) { return _mm256_dpbusd_avx_epi32(acc, w, x); }
+};
+#endif
+
 }  // namespace
 }  // namespace minfer::kernels::avx2
