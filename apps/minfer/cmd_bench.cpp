@@ -122,7 +122,8 @@ void register_bench_command(CLI::App& app, CommandRegistry& registry) {
                   "llama-bench, run and serve)");
   cmd->add_flag("--roofline", opts->options.roofline,
                 "also measure the read bandwidth and report the decode roofline (weight bytes "
-                "per token / bandwidth)");
+                "per token / bandwidth), and beside it the roofline with each weight type at "
+                "min(bandwidth, its one-token matmul's rate on a cache-resident matrix)");
   cmd->add_option("--spec-ngram", opts->spec_ngram,
                   "also measure speculative decoding by prompt lookup of N tokens: each tg test "
                   "adds rows 'tg<n> plain' and 'tg<n> ngram<N>' (greedy after a prompt, "

@@ -392,6 +392,7 @@ Result<BenchReport> run_bench(const Model& model, const std::string& model_filen
   int64_t runs_done = 0;
   std::unique_ptr<Runtime> runtime;
   double read_bandwidth = 0.0;
+  HotRoofline hot;
   for (size_t i = 0; i < cases.size(); ++i) {
     if (i == 0 || cases[i].n_threads != cases[i - 1].n_threads) {
       if (runtime != nullptr) report.profile += runtime->profile_table();
@@ -403,6 +404,7 @@ Result<BenchReport> run_bench(const Model& model, const std::string& model_filen
       MINFER_ASSIGN_OR_RETURN(runtime, Runtime::create(model, runtime_options));
       if (o.roofline) {
         read_bandwidth = measure_read_bandwidth(runtime->pool(), o.roofline_bytes);
+        hot = measure_hot_roofline(runtime->kernels(), runtime->pool(), model.build_graph(1, 1));
       }
       if (i == 0) {
         report.isa = runtime->isa_name();
@@ -412,6 +414,7 @@ Result<BenchReport> run_bench(const Model& model, const std::string& model_filen
     }
     BenchRunner runner(*runtime, o, tokens, progress, runs_done);
     MINFER_ASSIGN_OR_RETURN(BenchTest test, runner.run(cases[i], read_bandwidth));
+    test.hot = hot;
     report.tests.push_back(std::move(test));
   }
   if (runtime != nullptr) {
@@ -532,6 +535,25 @@ Result<std::vector<BenchTest>> run_speculative_bench(const Model& model, const B
   return rows;
 }
 
+namespace {
+
+// "hot one-token matmul (2 threads): q5_0 41.20 GB/s for 231.40 MiB, ...; min(stream, hot
+// matmul) roofline 140.20 t/s".
+std::string hot_roofline_line(const BenchTest& t) {
+  std::string types;
+  for (const TypeRate& h : t.hot.types) {
+    if (!types.empty()) types += ", ";
+    types += fmt::format("{} {:.2f} GB/s for {:.2f} MiB", ggml_type_info(h.type).name,
+                         h.hot_rate / 1e9, static_cast<double>(h.bytes) / (1024.0 * 1024.0));
+  }
+  return fmt::format(
+      "hot one-token matmul ({} threads): {}; min(stream, hot matmul) roofline "
+      "{:.2f} t/s\n",
+      t.n_threads, types, t.hot.ts(t.read_bandwidth));
+}
+
+}  // namespace
+
 std::string bench_markdown(const BenchReport& r) {
   const double mib = static_cast<double>(r.model_size) / (1024.0 * 1024.0);
   const std::string size =
@@ -572,10 +594,12 @@ std::string bench_markdown(const BenchReport& r) {
           "threads): roofline {:.2f} t/s\n",
           static_cast<double>(r.decode_weight_bytes) / (1024.0 * 1024.0), t.read_bandwidth / 1e9,
           t.n_threads, r.roofline_ts(t.read_bandwidth));
+      out += hot_roofline_line(t);
     }
     if (t.n_gen > 0) {
-      out += fmt::format("{} reaches {:.2f} of the roofline\n", t.name,
-                         t.avg_ts / r.roofline_ts(t.read_bandwidth));
+      out += fmt::format("{} reaches {:.2f} of the roofline, {:.2f} of min(stream, hot matmul)\n",
+                         t.name, t.avg_ts / r.roofline_ts(t.read_bandwidth),
+                         t.avg_ts / t.hot.ts(t.read_bandwidth));
     }
   }
   return out;
@@ -616,6 +640,13 @@ std::string bench_json(const BenchReport& r) {
       array.back()["decode_weight_bytes"] = r.decode_weight_bytes;
       array.back()["read_bandwidth"] = t.read_bandwidth;
       array.back()["roofline_ts"] = r.roofline_ts(t.read_bandwidth);
+      array.back()["roofline_hot_ts"] = t.hot.ts(t.read_bandwidth);
+      nlohmann::json types = nlohmann::json::array();
+      for (const TypeRate& h : t.hot.types) {
+        types.push_back(
+            {{"type", ggml_type_info(h.type).name}, {"bytes", h.bytes}, {"hot_rate", h.hot_rate}});
+      }
+      array.back()["hot_matmul"] = types;
     }
   }
   return array.dump(2) + "\n";

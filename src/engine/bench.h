@@ -20,6 +20,7 @@
 
 #include "core/progress.h"
 #include "core/status.h"
+#include "engine/roofline.h"
 #include "engine/runtime.h"
 #include "models/model.h"
 
@@ -106,8 +107,10 @@ struct BenchTest {
   int64_t n_depth = 0;
   int n_threads = 0;
   std::vector<int32_t> tokens;  // tg: the tokens the last run generated; pp: empty
-  // With options.roofline: this thread count's read bandwidth (bytes/s); else 0.
+  // With options.roofline: this thread count's read bandwidth (bytes/s), and its hot one-token
+  // matmul rates (engine/roofline.h); else 0 and empty.
   double read_bandwidth = 0.0;
+  HotRoofline hot;
   std::vector<double> samples_ns;  // [repetitions] wall time of each run
   std::vector<double> samples_ts;  // [repetitions] tokens per second of each run
   double avg_ns = 0.0, stddev_ns = 0.0;

@@ -237,14 +237,14 @@ std::vector<std::vector<NodeId>> consumers_of(const Graph& graph) {
 
 }  // namespace
 
-uint64_t weight_bytes_read(const Graph& graph) {
-  uint64_t bytes = 0;
+std::vector<WeightRead> weight_reads(const Graph& graph) {
+  std::vector<WeightRead> reads;
   for (const Node& node : graph.nodes) {
     if (node.op == OpKind::kMoeFfn) {
       // Each token reads the matrices of its n_used experts: at most n_tokens · n_used of them.
       const int64_t n_read = std::min(node.rows * node.n_used, node.experts[0]->n_mats);
       for (const WeightTensor* e : node.experts) {
-        bytes += static_cast<uint64_t>(n_read * e->n_rows) * e->row_bytes;
+        reads.push_back({e, static_cast<uint64_t>(n_read * e->n_rows) * e->row_bytes, true});
       }
       continue;
     }
@@ -252,8 +252,14 @@ uint64_t weight_bytes_read(const Graph& graph) {
     if (w == nullptr) continue;
     // get_rows reads one row per token; every other op reads its whole weight.
     const int64_t rows = node.op == OpKind::kGetRows ? node.rows : w->n_rows;
-    bytes += static_cast<uint64_t>(rows) * w->row_bytes;
+    reads.push_back({w, static_cast<uint64_t>(rows) * w->row_bytes, node.op == OpKind::kMatmul});
   }
+  return reads;
+}
+
+uint64_t weight_bytes_read(const Graph& graph) {
+  uint64_t bytes = 0;
+  for (const WeightRead& r : weight_reads(graph)) bytes += r.bytes;
   return bytes;
 }
 

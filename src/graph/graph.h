@@ -115,6 +115,17 @@ class GraphBuilder {
 // `minfer bench`).
 uint64_t weight_bytes_read(const Graph& graph);
 
+// One weight of those weight_bytes_read counts: `bytes` of `weight` (an expert tensor: the
+// matrices of it the tokens use); `multiplied` when a matmul streams it (kMatmul, kMoeFfn's
+// experts), not when it is get_rows' rows or a norm's or bias's vector.
+struct WeightRead {
+  const WeightTensor* weight = nullptr;
+  uint64_t bytes = 0;
+  bool multiplied = false;
+};
+// Every weight one run of the graph reads, in node order (weight_bytes_read is their sum).
+std::vector<WeightRead> weight_reads(const Graph& graph);
+
 // Rewrites mul(silu(g), u) into swiglu(g, u) where silu(g) has no other consumer.
 void fuse_swiglu(Graph& graph);
 

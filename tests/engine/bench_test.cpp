@@ -140,12 +140,40 @@ TEST(Bench, RooflineFromTheDecodeGraphsWeightBytesAndTheReadBandwidth) {
     EXPECT_GT(report->read_bandwidth, 0.0);
     EXPECT_NEAR(report->roofline_ts(),
                 report->read_bandwidth / static_cast<double>(report->decode_weight_bytes), 1e-9);
+    // The hot roofline: every byte counted once, by type or as the rest; each type measured.
+    const engine::HotRoofline& hot = report->tests[0].hot;
+    ASSERT_FALSE(hot.types.empty()) << name;
+    uint64_t bytes = hot.other_bytes;
+    for (const engine::TypeRate& t : hot.types) {
+      bytes += t.bytes;
+      EXPECT_GT(t.hot_rate, 0.0) << name << " " << ggml_type_info(t.type).name;
+    }
+    EXPECT_EQ(bytes, report->decode_weight_bytes) << name;
+    const double hot_ts = hot.ts(report->read_bandwidth);
+    EXPECT_GT(hot_ts, 0.0);
+    EXPECT_LE(hot_ts, report->roofline_ts() * (1 + 1e-9));
     const std::string md = engine::bench_markdown(*report);
     EXPECT_NE(md.find("of weights per token"), std::string::npos) << md;
+    EXPECT_NE(md.find("min(stream, hot matmul) roofline"), std::string::npos) << md;
     EXPECT_NE(md.find("tg2 reaches "), std::string::npos) << md;
     const nlohmann::json j = nlohmann::json::parse(engine::bench_json(*report));
     EXPECT_EQ(j[0]["decode_weight_bytes"].get<uint64_t>(), report->decode_weight_bytes);
+    EXPECT_NEAR(j[0]["roofline_hot_ts"].get<double>(), hot_ts, 1e-9 * hot_ts);
+    EXPECT_EQ(j[0]["hot_matmul"].size(), hot.types.size());
   }
+}
+
+// Each type's bytes go at the slower of the stream and its hot rate, the rest at the stream.
+TEST(Bench, HotRooflineTakesTheSlowerRateOfEachType) {
+  engine::HotRoofline hot;
+  hot.types = {{GgmlType::kQ8_0, 100, 50.0}, {GgmlType::kQ5_0, 200, 400.0}};
+  hot.other_bytes = 10;
+  // 100 / 50 + 200 / 100 + 10 / 100 seconds.
+  EXPECT_DOUBLE_EQ(hot.ts(100.0), 1.0 / 4.1);
+  EXPECT_EQ(hot.ts(0.0), 0.0);
+  hot.types[1].hot_rate = 0.0;  // a type not measured: no roofline rather than a wrong one
+  EXPECT_EQ(hot.ts(100.0), 0.0);
+  EXPECT_EQ(engine::HotRoofline{}.ts(100.0), 0.0);
 }
 
 std::string make_test_model(const test::TempDir& dir, const std::string& arch) {
