@@ -317,6 +317,26 @@ void describe_model(const Model& model, BenchReport& report) {
                                   size_label(report.model_n_params), file_type_name(file_type));
 }
 
+// The roofline's rates for one thread count (options.roofline): taken before its tests and
+// again after them, keeping the higher of each, since this machine's speed can change in between;
+// the higher rates give the higher roofline, so the fractions reported are the lower ones.
+struct RooflineRates {
+  double read_bandwidth = 0.0;
+  HotRoofline hot;
+
+  static RooflineRates measure(Runtime& runtime, const Model& model, const BenchOptions& o) {
+    return {measure_read_bandwidth(runtime.pool(), o.roofline_bytes),
+            measure_hot_roofline(runtime.kernels(), runtime.pool(), model.build_graph(1, 1))};
+  }
+  // Both measured on the same graph: the same types in the same order.
+  void keep_best(const RooflineRates& later) {
+    read_bandwidth = std::max(read_bandwidth, later.read_bandwidth);
+    for (size_t i = 0; i < hot.types.size() && i < later.hot.types.size(); ++i) {
+      hot.types[i].hot_rate = std::max(hot.types[i].hot_rate, later.hot.types[i].hot_rate);
+    }
+  }
+};
+
 // Runs the tests of one runtime (one thread count): each a warm-up and o.repetitions timed runs
 // from a cache holding exactly its depth.
 class BenchRunner {
@@ -391,8 +411,8 @@ Result<BenchReport> run_bench(const Model& model, const std::string& model_filen
   Progress progress("bench", static_cast<int64_t>(cases.size()) * (o.repetitions + 1), o.progress);
   int64_t runs_done = 0;
   std::unique_ptr<Runtime> runtime;
-  double read_bandwidth = 0.0;
-  HotRoofline hot;
+  RooflineRates rates;
+  size_t first_test = 0;  // the first test of this thread count in report.tests
   for (size_t i = 0; i < cases.size(); ++i) {
     if (i == 0 || cases[i].n_threads != cases[i - 1].n_threads) {
       if (runtime != nullptr) report.profile += runtime->profile_table();
@@ -402,20 +422,26 @@ Result<BenchReport> run_bench(const Model& model, const std::string& model_filen
       runtime_options.n_ctx = n_ctx;
       runtime_options.n_ctx_total = n_ctx;
       MINFER_ASSIGN_OR_RETURN(runtime, Runtime::create(model, runtime_options));
-      if (o.roofline) {
-        read_bandwidth = measure_read_bandwidth(runtime->pool(), o.roofline_bytes);
-        hot = measure_hot_roofline(runtime->kernels(), runtime->pool(), model.build_graph(1, 1));
-      }
+      if (o.roofline) rates = RooflineRates::measure(*runtime, model, o);
       if (i == 0) {
         report.isa = runtime->isa_name();
         report.n_threads = runtime->n_threads();
-        report.read_bandwidth = read_bandwidth;
       }
+      first_test = report.tests.size();
     }
     BenchRunner runner(*runtime, o, tokens, progress, runs_done);
-    MINFER_ASSIGN_OR_RETURN(BenchTest test, runner.run(cases[i], read_bandwidth));
-    test.hot = hot;
+    MINFER_ASSIGN_OR_RETURN(BenchTest test, runner.run(cases[i], rates.read_bandwidth));
     report.tests.push_back(std::move(test));
+    const bool last_of_threads =
+        i + 1 == cases.size() || cases[i + 1].n_threads != cases[i].n_threads;
+    if (o.roofline && last_of_threads) {
+      rates.keep_best(RooflineRates::measure(*runtime, model, o));
+      for (size_t k = first_test; k < report.tests.size(); ++k) {
+        report.tests[k].read_bandwidth = rates.read_bandwidth;
+        report.tests[k].hot = rates.hot;
+      }
+      if (first_test == 0) report.read_bandwidth = rates.read_bandwidth;
+    }
   }
   if (runtime != nullptr) {
     runtime->cache().free_sequence(0);

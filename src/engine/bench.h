@@ -108,7 +108,8 @@ struct BenchTest {
   int n_threads = 0;
   std::vector<int32_t> tokens;  // tg: the tokens the last run generated; pp: empty
   // With options.roofline: this thread count's read bandwidth (bytes/s), and its hot one-token
-  // matmul rates (engine/roofline.h); else 0 and empty.
+  // matmul rates (engine/roofline.h), each the better of a measurement before and after the
+  // thread count's tests; else 0 and empty.
   double read_bandwidth = 0.0;
   HotRoofline hot;
   std::vector<double> samples_ns;  // [repetitions] wall time of each run

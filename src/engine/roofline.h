@@ -35,6 +35,7 @@ inline constexpr uint64_t kHotMatrixBytes = uint64_t{4} << 20;
 
 // Measures every multiplied weight type of `graph` (a one-token decode graph) with `table` and
 // `pool`: the best of a few passes of repeated one-token matmuls over the type's hot matrix.
+// (`minfer bench` measures before and after a thread count's tests and keeps the better.)
 HotRoofline measure_hot_roofline(const kernels::KernelTable& table, kernels::ThreadPool& pool,
                                  const Graph& graph);
 

@@ -163,6 +163,42 @@ TEST(Bench, RooflineFromTheDecodeGraphsWeightBytesAndTheReadBandwidth) {
   }
 }
 
+// A grid with two thread counts: each thread count's tests carry its own rates (the better of the
+// measurements before and after its tests), the report the first's bandwidth.
+TEST(Bench, EachThreadCountsTestsShareItsRooflineRates) {
+  MINFER_REQUIRE_TEST_DATA();
+  auto model = Model::load(test::test_data_path("models/qwen2-tiny-q8_0.gguf"));
+  ASSERT_TRUE(model.is_ok()) << model.status().message();
+  engine::BenchOptions o;
+  o.repetitions = 1;
+  o.progress = ProgressStyle::kQuiet;
+  o.roofline = true;
+  o.roofline_bytes = int64_t{16} << 20;
+  engine::BenchGrid grid;
+  grid.n_prompt = {4};
+  grid.n_gen = {2};
+  grid.n_depth = {0};
+  grid.n_threads = {1, 2};
+  auto report = engine::run_bench(**model, "tiny", o, grid);
+  ASSERT_TRUE(report.is_ok()) << report.status().message();
+  ASSERT_EQ(report->tests.size(), 4u);  // t1 pp4, t1 tg2, t2 pp4, t2 tg2
+  EXPECT_EQ(report->read_bandwidth, report->tests[0].read_bandwidth);
+  for (size_t first : {size_t{0}, size_t{2}}) {
+    const engine::BenchTest& a = report->tests[first];
+    const engine::BenchTest& b = report->tests[first + 1];
+    EXPECT_EQ(a.n_threads, b.n_threads);
+    EXPECT_GT(a.read_bandwidth, 0.0);
+    EXPECT_EQ(a.read_bandwidth, b.read_bandwidth);
+    ASSERT_EQ(a.hot.types.size(), b.hot.types.size());
+    ASSERT_FALSE(a.hot.types.empty());
+    for (size_t i = 0; i < a.hot.types.size(); ++i) {
+      EXPECT_GT(a.hot.types[i].hot_rate, 0.0);
+      EXPECT_EQ(a.hot.types[i].hot_rate, b.hot.types[i].hot_rate);
+    }
+  }
+  EXPECT_EQ(report->tests[2].n_threads, 2);
+}
+
 // Each type's bytes go at the slower of the stream and its hot rate, the rest at the stream.
 TEST(Bench, HotRooflineTakesTheSlowerRateOfEachType) {
   engine::HotRoofline hot;
