@@ -324,9 +324,10 @@ struct RooflineRates {
   double read_bandwidth = 0.0;
   HotRoofline hot;
 
-  static RooflineRates measure(Runtime& runtime, const Model& model, const BenchOptions& o) {
+  // `decode` is the model's one-token graph (Model::build_graph(1, 1)).
+  static RooflineRates measure(Runtime& runtime, const Graph& decode, const BenchOptions& o) {
     return {measure_read_bandwidth(runtime.pool(), o.roofline_bytes),
-            measure_hot_roofline(runtime.kernels(), runtime.pool(), model.build_graph(1, 1))};
+            measure_hot_roofline(runtime.kernels(), runtime.pool(), decode)};
   }
   // Both measured on the same graph: the same types in the same order.
   void keep_best(const RooflineRates& later) {
@@ -405,7 +406,8 @@ Result<BenchReport> run_bench(const Model& model, const std::string& model_filen
   describe_model(model, report);
   report.n_batch = o.n_batch;
   report.cache_type = kv_cell_type_name(o.cache_type);
-  report.decode_weight_bytes = weight_bytes_read(model.build_graph(1, 1));
+  const Graph decode = model.build_graph(1, 1);
+  report.decode_weight_bytes = weight_bytes_read(decode);
   const BenchTokens tokens = bench_tokens(o.seed, model.config().n_vocab, max_prompt, max_depth);
 
   Progress progress("bench", static_cast<int64_t>(cases.size()) * (o.repetitions + 1), o.progress);
@@ -422,7 +424,7 @@ Result<BenchReport> run_bench(const Model& model, const std::string& model_filen
       runtime_options.n_ctx = n_ctx;
       runtime_options.n_ctx_total = n_ctx;
       MINFER_ASSIGN_OR_RETURN(runtime, Runtime::create(model, runtime_options));
-      if (o.roofline) rates = RooflineRates::measure(*runtime, model, o);
+      if (o.roofline) rates = RooflineRates::measure(*runtime, decode, o);
       if (i == 0) {
         report.isa = runtime->isa_name();
         report.n_threads = runtime->n_threads();
@@ -435,7 +437,7 @@ Result<BenchReport> run_bench(const Model& model, const std::string& model_filen
     const bool last_of_threads =
         i + 1 == cases.size() || cases[i + 1].n_threads != cases[i].n_threads;
     if (o.roofline && last_of_threads) {
-      rates.keep_best(RooflineRates::measure(*runtime, model, o));
+      rates.keep_best(RooflineRates::measure(*runtime, decode, o));
       for (size_t k = first_test; k < report.tests.size(); ++k) {
         report.tests[k].read_bandwidth = rates.read_bandwidth;
         report.tests[k].hot = rates.hot;

@@ -39,37 +39,8 @@ void matmul_tile_bf16(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n
                       const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
                       int64_t y_stride);
 
-// Quantized tiles (kernels/quant_tile_impl.h; VNNI on AVX-512); bit-identical to the reference
-// tiles.
-void matmul_tile_q4_0(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
-                      const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
-                      int64_t y_stride);
-void matmul_tile_q4_1(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
-                      const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
-                      int64_t y_stride);
-void matmul_tile_q5_0(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
-                      const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
-                      int64_t y_stride);
-void matmul_tile_q5_1(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
-                      const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
-                      int64_t y_stride);
-void matmul_tile_q8_0(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
-                      const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
-                      int64_t y_stride);
-void matmul_tile_q2_K(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
-                      const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
-                      int64_t y_stride);
-void matmul_tile_q3_K(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
-                      const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
-                      int64_t y_stride);
-void matmul_tile_q4_K(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
-                      const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
-                      int64_t y_stride);
-void matmul_tile_q5_K(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
-                      const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
-                      int64_t y_stride);
-void matmul_tile_q6_K(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
-                      const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
-                      int64_t y_stride);
-
 }  // namespace minfer::kernels::MINFER_SIMD_KERNEL_NAMESPACE
+
+#define MINFER_QUANT_TILE_NAMESPACE MINFER_SIMD_KERNEL_NAMESPACE
+#include "kernels/quant_tiles_decl.h"
+#undef MINFER_QUANT_TILE_NAMESPACE

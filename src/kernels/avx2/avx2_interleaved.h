@@ -7,26 +7,20 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace minfer::kernels::avx2 {
-
 // Instantiated for BlockQ8_0, BlockQ4_0, BlockQ5_0, BlockQ4K, BlockQ5K and BlockQ6K
-// (quant/blocks.h).
-template <class Block>
-void matmul_tile_x16(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
-                     const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
-                     int64_t y_stride);
-
+// (quant/blocks.h); avxvnni::'s is the same with AVX-VNNI's dot.
+#define MINFER_DECLARE_X16_TILE                                                         \
+  template <class Block>                                                                \
+  void matmul_tile_x16(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows, \
+                       const void* act, size_t act_row_bytes, int64_t n_tok, float* y,  \
+                       int64_t y_stride);
+namespace minfer::kernels::avx2 {
+MINFER_DECLARE_X16_TILE
 }  // namespace minfer::kernels::avx2
-
 namespace minfer::kernels::avxvnni {
-
-// As avx2::matmul_tile_x16, for the same block types.
-template <class Block>
-void matmul_tile_x16(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
-                     const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
-                     int64_t y_stride);
-
+MINFER_DECLARE_X16_TILE
 }  // namespace minfer::kernels::avxvnni
+#undef MINFER_DECLARE_X16_TILE
 
 // The explicit instantiations of matmul_tile_x16 for its block types, written inside the
 // namespace of the translation unit that defines it.
