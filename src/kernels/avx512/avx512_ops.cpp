@@ -78,7 +78,19 @@ double exp_sum(const float* x, float shift, int64_t n, float* y) {
   const __m512 neg_inf = _mm512_set1_ps(-__builtin_inff());
   const __m512 vs = _mm512_set1_ps(shift);
   __m512d acc0 = _mm512_setzero_pd(), acc1 = _mm512_setzero_pd();
-  for (int64_t i = 0; i < n; i += 16) {
+  int64_t i = 0;
+  // Four vectors a step, summed in the same order: exp_ps is a long chain of dependent
+  // operations, and one vector at a time left the core waiting on it.
+  for (; i + 64 <= n; i += 64) {
+    __m512 e[4];
+    for (int k = 0; k < 4; ++k) e[k] = exp_ps(_mm512_sub_ps(_mm512_loadu_ps(x + i + 16 * k), vs));
+    for (int k = 0; k < 4; ++k) {
+      _mm512_storeu_ps(y + i + 16 * k, e[k]);
+      acc0 = _mm512_add_pd(acc0, _mm512_cvtps_pd(_mm512_castps512_ps256(e[k])));
+      acc1 = _mm512_add_pd(acc1, _mm512_cvtps_pd(_mm512_extractf32x8_ps(e[k], 1)));
+    }
+  }
+  for (; i < n; i += 16) {
     const __mmask16 m = lane_mask(n - i);
     // Masked-off lanes load -inf and so give exactly 0.
     const __m512 e = exp_ps(_mm512_sub_ps(_mm512_mask_loadu_ps(neg_inf, m, x + i), vs));
