@@ -124,6 +124,10 @@ void register_bench_command(CLI::App& app, CommandRegistry& registry) {
                 "also measure the read bandwidth and report the decode roofline (weight bytes "
                 "per token / bandwidth), and beside it the roofline with each weight type at "
                 "min(bandwidth, its one-token matmul's rate on a cache-resident matrix)");
+  cmd->add_flag("--interleave", opts->options.interleave,
+                "run each thread count's tests in rounds (every warm-up, then the first timed "
+                "run of each test, then the second, ...) instead of each test's runs together: on "
+                "a machine whose speed drifts, the tests' ratios hold");
   cmd->add_option("--spec-ngram", opts->spec_ngram,
                   "also measure speculative decoding by prompt lookup of N tokens: each tg test "
                   "adds rows 'tg<n> plain' and 'tg<n> ngram<N>' (greedy after a prompt, "

@@ -215,6 +215,20 @@ std::vector<BenchCase> bench_cases(const BenchGrid& grid) {
   return cases;
 }
 
+std::vector<BenchRun> bench_run_order(size_t n_tests, int repetitions, bool interleave) {
+  std::vector<BenchRun> order;
+  if (interleave) {
+    for (int r = 0; r <= repetitions; ++r) {
+      for (size_t t = 0; t < n_tests; ++t) order.push_back({t, r});
+    }
+  } else {
+    for (size_t t = 0; t < n_tests; ++t) {
+      for (int r = 0; r <= repetitions; ++r) order.push_back({t, r});
+    }
+  }
+  return order;
+}
+
 Result<std::vector<int64_t>> parse_bench_list(std::string_view text, std::string_view flag,
                                               int64_t min) {
   std::vector<int64_t> values;
@@ -339,30 +353,34 @@ struct RooflineRates {
 };
 
 // Runs the tests of one runtime (one thread count): each a warm-up and o.repetitions timed runs
-// from a cache holding exactly its depth.
+// from a cache holding exactly its depth, in bench_run_order.
 class BenchRunner {
  public:
   BenchRunner(Runtime& runtime, const BenchOptions& o, const BenchTokens& tokens,
               Progress& progress, int64_t& runs_done)
       : runtime_(runtime), o_(o), tokens_(tokens), progress_(progress), runs_done_(runs_done) {}
 
-  Result<BenchTest> run(const BenchCase& c, double read_bandwidth) {
-    BenchTest test;
-    test.name = bench_test_name(c.n_prompt, c.n_gen, c.n_depth);
-    test.n_prompt = c.n_prompt;
-    test.n_gen = c.n_gen;
-    test.n_depth = c.n_depth;
-    test.n_threads = runtime_.n_threads();
-    test.read_bandwidth = read_bandwidth;
-    const double n_tokens = static_cast<double>(c.n_prompt + c.n_gen);
-    for (int r = 0; r <= o_.repetitions; ++r) {  // r == 0: the warm-up
-      MINFER_ASSIGN_OR_RETURN(double ns, timed(c, test.tokens));
-      if (r == 0) continue;
-      test.samples_ns.push_back(ns);
-      test.samples_ts.push_back(n_tokens * 1e9 / ns);
+  Result<std::vector<BenchTest>> run(std::span<const BenchCase> cases, double read_bandwidth) {
+    std::vector<BenchTest> tests;
+    for (const BenchCase& c : cases) {
+      BenchTest& test = tests.emplace_back();
+      test.name = bench_test_name(c.n_prompt, c.n_gen, c.n_depth);
+      test.n_prompt = c.n_prompt;
+      test.n_gen = c.n_gen;
+      test.n_depth = c.n_depth;
+      test.n_threads = runtime_.n_threads();
+      test.read_bandwidth = read_bandwidth;
     }
-    summarize(test);
-    return test;
+    for (const BenchRun& run : bench_run_order(cases.size(), o_.repetitions, o_.interleave)) {
+      const BenchCase& c = cases[run.test];
+      BenchTest& test = tests[run.test];
+      MINFER_ASSIGN_OR_RETURN(double ns, timed(c, test.tokens));
+      if (run.round == 0) continue;  // the warm-up
+      test.samples_ns.push_back(ns);
+      test.samples_ts.push_back(static_cast<double>(c.n_prompt + c.n_gen) * 1e9 / ns);
+    }
+    for (BenchTest& test : tests) summarize(test);
+    return tests;
   }
 
  private:
@@ -413,37 +431,36 @@ Result<BenchReport> run_bench(const Model& model, const std::string& model_filen
   Progress progress("bench", static_cast<int64_t>(cases.size()) * (o.repetitions + 1), o.progress);
   int64_t runs_done = 0;
   std::unique_ptr<Runtime> runtime;
-  RooflineRates rates;
-  size_t first_test = 0;  // the first test of this thread count in report.tests
-  for (size_t i = 0; i < cases.size(); ++i) {
-    if (i == 0 || cases[i].n_threads != cases[i - 1].n_threads) {
-      if (runtime != nullptr) report.profile += runtime->profile_table();
-      runtime.reset();  // one pool at a time
-      RuntimeOptions runtime_options = o;
-      runtime_options.n_threads = cases[i].n_threads;
-      runtime_options.n_ctx = n_ctx;
-      runtime_options.n_ctx_total = n_ctx;
-      MINFER_ASSIGN_OR_RETURN(runtime, Runtime::create(model, runtime_options));
-      if (o.roofline) rates = RooflineRates::measure(*runtime, decode, o);
-      if (i == 0) {
-        report.isa = runtime->isa_name();
-        report.n_threads = runtime->n_threads();
-      }
-      first_test = report.tests.size();
+  // One runtime per thread count, for its tests cases[first, end).
+  for (size_t first = 0, end = 0; first < cases.size(); first = end) {
+    end = first;
+    while (end < cases.size() && cases[end].n_threads == cases[first].n_threads) ++end;
+    if (runtime != nullptr) report.profile += runtime->profile_table();
+    runtime.reset();  // one pool at a time
+    RuntimeOptions runtime_options = o;
+    runtime_options.n_threads = cases[first].n_threads;
+    runtime_options.n_ctx = n_ctx;
+    runtime_options.n_ctx_total = n_ctx;
+    MINFER_ASSIGN_OR_RETURN(runtime, Runtime::create(model, runtime_options));
+    if (first == 0) {
+      report.isa = runtime->isa_name();
+      report.n_threads = runtime->n_threads();
     }
+    RooflineRates rates;
+    if (o.roofline) rates = RooflineRates::measure(*runtime, decode, o);
     BenchRunner runner(*runtime, o, tokens, progress, runs_done);
-    MINFER_ASSIGN_OR_RETURN(BenchTest test, runner.run(cases[i], rates.read_bandwidth));
-    report.tests.push_back(std::move(test));
-    const bool last_of_threads =
-        i + 1 == cases.size() || cases[i + 1].n_threads != cases[i].n_threads;
-    if (o.roofline && last_of_threads) {
+    MINFER_ASSIGN_OR_RETURN(
+        std::vector<BenchTest> tests,
+        runner.run(std::span(cases).subspan(first, end - first), rates.read_bandwidth));
+    if (o.roofline) {
       rates.keep_best(RooflineRates::measure(*runtime, decode, o));
-      for (size_t k = first_test; k < report.tests.size(); ++k) {
-        report.tests[k].read_bandwidth = rates.read_bandwidth;
-        report.tests[k].hot = rates.hot;
+      for (BenchTest& t : tests) {
+        t.read_bandwidth = rates.read_bandwidth;
+        t.hot = rates.hot;
       }
-      if (first_test == 0) report.read_bandwidth = rates.read_bandwidth;
+      if (first == 0) report.read_bandwidth = rates.read_bandwidth;
     }
+    for (BenchTest& t : tests) report.tests.push_back(std::move(t));
   }
   if (runtime != nullptr) {
     runtime->cache().free_sequence(0);

@@ -57,6 +57,11 @@ struct BenchOptions : RuntimeOptions {
   // over a buffer of roofline_bytes (far larger than the caches).
   bool roofline = false;
   int64_t roofline_bytes = int64_t{512} << 20;
+  // Run each thread count's tests in rounds (bench_run_order): every warm-up, then the first
+  // timed run of each test, then the second, ...: a machine whose speed drifts (a VM's) slows
+  // every test alike, so their ratios (tg at depth 4096 ÷ tg at depth 0) hold. Off: llama-bench's
+  // order, each test's runs together.
+  bool interleave = false;
   BenchSpeculative speculative;  // off unless enabled()
 };
 
@@ -80,6 +85,18 @@ struct BenchCase {
 // The grid's tests in llama-bench's order: for each thread count, for each depth, the pp tests
 // (in -p's order, 0 skipped) then the tg tests (in -n's order, 0 skipped).
 std::vector<BenchCase> bench_cases(const BenchGrid& grid);
+
+// One run of a bench: test `test` (an index into one thread count's tests), round `round` (0: its
+// warm-up, 1..repetitions: the timed runs).
+struct BenchRun {
+  size_t test;
+  int round;
+  bool operator==(const BenchRun&) const = default;
+};
+
+// The order of one thread count's runs: each test's warm-up and repetitions together, or with
+// `interleave` round by round (every test's round 0, then every test's round 1, ...).
+std::vector<BenchRun> bench_run_order(size_t n_tests, int repetitions, bool interleave);
 
 // A comma list of integers, as llama-bench's -p/-n/-d/-t take them ("128,512" → {128, 512}).
 // Error, naming `flag` and the item: an empty list or item ("1,,2"), a non-number, a value

@@ -282,6 +282,52 @@ TEST(Bench, DepthRunDecodesAfterTheDepthTokensInTheCache) {
   EXPECT_NE(flat->tests[0].tokens, expected);
 }
 
+TEST(Bench, RunOrderKeepsEachTestsRunsTogetherOrGoesRoundByRound) {
+  using R = engine::BenchRun;
+  EXPECT_EQ(engine::bench_run_order(2, 2, false),
+            (std::vector<R>{{0, 0}, {0, 1}, {0, 2}, {1, 0}, {1, 1}, {1, 2}}));
+  EXPECT_EQ(engine::bench_run_order(2, 2, true),
+            (std::vector<R>{{0, 0}, {1, 0}, {0, 1}, {1, 1}, {0, 2}, {1, 2}}));
+  EXPECT_EQ(engine::bench_run_order(3, 0, true), (std::vector<R>{{0, 0}, {1, 0}, {2, 0}}));
+  EXPECT_TRUE(engine::bench_run_order(0, 3, true).empty());
+}
+
+// Interleaved, every test still runs from a cache holding exactly its own depth: tests at depth
+// 0 and 40 decode the tokens they decode run one after the other, with each test's repetitions.
+TEST(Bench, InterleavedTestsDecodeWhatTheyDecodeAlone) {
+  test::TempDir dir;
+  auto model = Model::load(make_test_model(dir, "qwen2"));
+  ASSERT_TRUE(model.is_ok()) << model.status().message();
+  engine::BenchOptions o;
+  o.n_batch = 16;
+  o.repetitions = 2;
+  o.progress = ProgressStyle::kQuiet;
+  engine::BenchGrid grid;
+  grid.n_prompt = {8};
+  grid.n_gen = {6};
+  grid.n_depth = {0, 40};
+  grid.n_threads = {2};
+  auto plain = engine::run_bench(**model, "m", o, grid);
+  ASSERT_TRUE(plain.is_ok()) << plain.status().message();
+  o.interleave = true;
+  auto rounds = engine::run_bench(**model, "m", o, grid);
+  ASSERT_TRUE(rounds.is_ok()) << rounds.status().message();
+  ASSERT_EQ(plain->tests.size(), 4u);
+  ASSERT_EQ(rounds->tests.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
+    const engine::BenchTest& a = plain->tests[i];
+    const engine::BenchTest& b = rounds->tests[i];
+    EXPECT_EQ(a.name, b.name);
+    EXPECT_EQ(b.samples_ts.size(), 2u) << b.name;
+    EXPECT_GT(b.avg_ts, 0.0) << b.name;
+    EXPECT_EQ(a.tokens, b.tokens) << b.name;
+  }
+  EXPECT_EQ(rounds->tests[1].name, "tg6");
+  EXPECT_EQ(rounds->tests[3].name, "tg6 @ d40");
+  EXPECT_EQ(rounds->tests[3].tokens.size(), 6u);
+  EXPECT_NE(rounds->tests[1].tokens, rounds->tests[3].tokens);  // the depth's cells matter
+}
+
 TEST(Bench, GridCasesInLlamaBenchOrder) {
   engine::BenchGrid grid;
   grid.n_prompt = {128, 0, 512};
@@ -352,7 +398,7 @@ TEST(Bench, CommandMeasuresTheGrid) {
   EXPECT_EQ(tests[11], "t2 tg4 @ d24 d24 p0 g4");
 
   const auto md = test::run_command(test::minfer_binary() + " bench -m " + model +
-                                    " -p 8 -n 4 -d 24 -t 1 -r 1");
+                                    " -p 8 -n 4 -d 24 -t 1 -r 1 --interleave");
   ASSERT_EQ(md.exit_code, 0) << md.err;
   EXPECT_NE(md.out.find(" pp8 @ d24 |"), std::string::npos) << md.out;
   EXPECT_NE(md.out.find(" tg4 @ d24 |"), std::string::npos) << md.out;
