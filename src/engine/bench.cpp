@@ -215,6 +215,12 @@ std::vector<BenchCase> bench_cases(const BenchGrid& grid) {
   return cases;
 }
 
+double BenchTest::cells_roofline_ts() const {
+  const double weights_ts = hot.ts(read_bandwidth);
+  if (weights_ts <= 0.0 || read_bandwidth <= 0.0) return 0.0;
+  return 1.0 / (1.0 / weights_ts + kv_bytes_per_token / read_bandwidth);
+}
+
 std::vector<BenchRun> bench_run_order(size_t n_tests, int repetitions, bool interleave) {
   std::vector<BenchRun> order;
   if (interleave) {
@@ -370,6 +376,10 @@ class BenchRunner {
       test.n_depth = c.n_depth;
       test.n_threads = runtime_.n_threads();
       test.read_bandwidth = read_bandwidth;
+      for (int64_t pos = c.n_depth; pos < c.n_depth + c.n_gen; ++pos) {
+        test.kv_bytes_per_token += static_cast<double>(runtime_.cache().seen_bytes(pos + 1)) /
+                                   static_cast<double>(c.n_gen);
+      }
     }
     for (const BenchRun& run : bench_run_order(cases.size(), o_.repetitions, o_.interleave)) {
       const BenchCase& c = cases[run.test];
@@ -642,9 +652,11 @@ std::string bench_markdown(const BenchReport& r) {
       out += hot_roofline_line(t);
     }
     if (t.n_gen > 0) {
-      out += fmt::format("{} reaches {:.2f} of the roofline, {:.2f} of min(stream, hot matmul)\n",
-                         t.name, t.avg_ts / r.roofline_ts(t.read_bandwidth),
-                         t.avg_ts / t.hot.ts(t.read_bandwidth));
+      out += fmt::format(
+          "{} reaches {:.2f} of the roofline, {:.2f} of min(stream, hot matmul), {:.2f} of the "
+          "latter with its {:.2f} MiB of KV cells a token read at the stream rate\n",
+          t.name, t.avg_ts / r.roofline_ts(t.read_bandwidth), t.avg_ts / t.hot.ts(t.read_bandwidth),
+          t.avg_ts / t.cells_roofline_ts(), t.kv_bytes_per_token / (1024.0 * 1024.0));
     }
   }
   return out;
@@ -686,6 +698,10 @@ std::string bench_json(const BenchReport& r) {
       array.back()["read_bandwidth"] = t.read_bandwidth;
       array.back()["roofline_ts"] = r.roofline_ts(t.read_bandwidth);
       array.back()["roofline_hot_ts"] = t.hot.ts(t.read_bandwidth);
+      if (t.n_gen > 0) {
+        array.back()["kv_bytes_per_token"] = t.kv_bytes_per_token;
+        array.back()["roofline_cells_ts"] = t.cells_roofline_ts();
+      }
       nlohmann::json types = nlohmann::json::array();
       for (const TypeRate& h : t.hot.types) {
         types.push_back(

@@ -129,6 +129,12 @@ struct BenchTest {
   // thread count's tests; else 0 and empty.
   double read_bandwidth = 0.0;
   HotRoofline hot;
+  // tg: the bytes of KV cells one of its decode steps reads, on average over its tokens
+  // (KvCache::seen_bytes of positions n_depth + 1 .. n_depth + n_gen); pp: 0.
+  double kv_bytes_per_token = 0.0;
+  // With options.roofline, for a tg test: the hot roofline (hot.ts) with each step's KV cells
+  // read at the bandwidth too, tokens/s.
+  double cells_roofline_ts() const;
   std::vector<double> samples_ns;  // [repetitions] wall time of each run
   std::vector<double> samples_ts;  // [repetitions] tokens per second of each run
   double avg_ns = 0.0, stddev_ns = 0.0;

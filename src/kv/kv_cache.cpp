@@ -470,6 +470,15 @@ Status KvCache::shift(const kernels::KernelTable& table, int32_t seq, int64_t n_
   return Status::ok();
 }
 
+size_t KvCache::seen_bytes(int64_t n_positions) const {
+  size_t rows = 0;
+  for (int64_t il = 0; il < config_.n_layer; ++il) {
+    const int64_t n = is_window_layer(il) ? std::min(n_positions, config_.window) : n_positions;
+    rows += static_cast<size_t>(config_.n_head_kv * n);
+  }
+  return rows * (k_row_bytes_ + v_row_bytes_);
+}
+
 size_t KvCache::cells_bytes(int64_t n_positions) const {
   const size_t rows = static_cast<size_t>(config_.n_layer * config_.n_head_kv * n_positions);
   return rows * (k_row_bytes_ + v_row_bytes_);

@@ -83,6 +83,10 @@ class KvCache {
   size_t k_row_bytes() const { return k_row_bytes_; }  // one head's key row in the cell type
   size_t v_row_bytes() const { return v_row_bytes_; }
   size_t block_bytes() const { return block_bytes_; }
+  // The bytes of cells attention reads for one token that sees positions [0, n_positions) of its
+  // sequence: each KV head's key and value rows of all of them in a global layer, of the last
+  // `window` in a sliding one (a decode step's memory traffic beside its weights).
+  size_t seen_bytes(int64_t n_positions) const;
   // The cells the budget may grow to: max_blocks of the main pool and of the window pool.
   size_t budget_bytes() const {
     return static_cast<size_t>(config_.max_blocks) * (block_bytes_ + window_block_bytes_);

@@ -134,6 +134,7 @@ TEST(Bench, RooflineFromTheDecodeGraphsWeightBytesAndTheReadBandwidth) {
     o.progress = ProgressStyle::kQuiet;
     o.roofline = true;
     o.roofline_bytes = int64_t{16} << 20;
+    o.cache_type = GgmlType::kF16;
     auto report = engine::run_bench(**model, name, o);
     ASSERT_TRUE(report.is_ok()) << report.status().message();
     EXPECT_EQ(report->decode_weight_bytes, expected_decode_bytes(**model)) << name;
@@ -160,6 +161,18 @@ TEST(Bench, RooflineFromTheDecodeGraphsWeightBytesAndTheReadBandwidth) {
     EXPECT_EQ(j[0]["decode_weight_bytes"].get<uint64_t>(), report->decode_weight_bytes);
     EXPECT_NEAR(j[0]["roofline_hot_ts"].get<double>(), hot_ts, 1e-9 * hot_ts);
     EXPECT_EQ(j[0]["hot_matmul"].size(), hot.types.size());
+    // With the KV cells: tg2 reads positions 0 and 0..1 of every layer (no depth), keys and
+    // values of each KV head.
+    const ModelConfig& mc = (*model)->config();
+    const double row_pair = static_cast<double>(mc.n_head_kv * (mc.head_dim + mc.head_dim_v) * 2 *
+                                                mc.n_layer);  // f16 cells, one position
+    EXPECT_DOUBLE_EQ(report->tests[0].kv_bytes_per_token, row_pair * (1 + 2) / 2) << name;
+    const double cells_ts = report->tests[0].cells_roofline_ts();
+    EXPECT_NEAR(1 / cells_ts,
+                1 / hot_ts + report->tests[0].kv_bytes_per_token / report->read_bandwidth,
+                1e-9 / cells_ts);
+    EXPECT_NE(md.find("of KV cells a token read at the stream rate"), std::string::npos) << md;
+    EXPECT_NEAR(j[0]["roofline_cells_ts"].get<double>(), cells_ts, 1e-9 * cells_ts);
   }
 }
 

@@ -79,6 +79,24 @@ TEST(WindowCache, SlidingLayerHoldsAtMostItsWindowOverATenTimesLongerSequence) {
   EXPECT_EQ(stored_key(kv, 0, 1, 0), 1000.0f);
 }
 
+// A token's attention reads every position of the global layer and the last kWindow of the
+// sliding one: 1 head, f32 rows of kWindowHeadDim floats, keys and values.
+TEST(WindowCache, SeenBytesCountTheWindowOfSlidingLayersOnly) {
+  auto cache = KvCache::create(window_config());
+  ASSERT_TRUE(cache.is_ok()) << cache.status().message();
+  const size_t row_pair = 2 * kWindowHeadDim * sizeof(float);
+  EXPECT_EQ((*cache)->seen_bytes(0), 0u);
+  EXPECT_EQ((*cache)->seen_bytes(5), (5 + 5) * row_pair);
+  EXPECT_EQ((*cache)->seen_bytes(kWindow), (kWindow + kWindow) * row_pair);
+  EXPECT_EQ((*cache)->seen_bytes(100), (kWindow + 100) * row_pair);
+  KvCacheConfig global = window_config();
+  global.swa_layers.clear();
+  global.window = 0;
+  auto flat = KvCache::create(global);
+  ASSERT_TRUE(flat.is_ok()) << flat.status().message();
+  EXPECT_EQ((*flat)->seen_bytes(100), 200 * row_pair);
+}
+
 TEST(WindowCache, TruncateIntoReleasedPositionsKeepsNothing) {
   auto cache = KvCache::create(window_config());
   ASSERT_TRUE(cache.is_ok());
