@@ -150,8 +150,11 @@ describe('chat page: conversations', { skip }, () => {
     assert.equal(n, (await listTitles(page)).length);
     assert.ok(n >= 2);
 
-    const importFile = (name, text) => page.setInputFiles('#import-file',
-      { name, mimeType: 'application/json', buffer: Buffer.from(text) });
+    // The page reads the file asynchronously: wait for the status that names it.
+    const importFile = async (name, text) => {
+      await page.setInputFiles('#import-file', { name, mimeType: 'application/json', buffer: Buffer.from(text) });
+      await page.waitForFunction(n => document.getElementById('import-status').textContent.includes(n), name);
+    };
     await importFile('bad.json', JSON.stringify({ conversations: [{ messages: [{ role: 'robot', content: 'x' }] }] }));
     assert.equal(await page.textContent('#import-status'),
       'Import of bad.json failed: conversations[0].messages[0].role: expected \'user\', \'assistant\' or ' +
