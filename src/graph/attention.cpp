@@ -1,12 +1,14 @@
 #include "graph/attention.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <memory>
 #include <utility>
 #include <vector>
 
+#include "core/aligned_vector.h"
 #include "core/check.h"
 #include "quant/fp16.h"
 
@@ -134,6 +136,24 @@ void flash_attn_f16_row(const KvCache& cache, const std::vector<int32_t>& blocks
   for (int64_t d = 0; d < head_dim_v; ++d) out[d] = fp16_to_fp32(vkq16[d]) * s_inv;
 }
 
+// Cells of the cache per softmax step: several blocks at once, on a grid fixed by the absolute
+// positions (chunk c holds positions [c·kChunkCells, (c+1)·kChunkCells)), so a row's steps do
+// not depend on which tokens share its tile. A step per block was a softmax step per row for
+// every 32 cells, whose fixed costs outweighed its arithmetic in a decode step at depth.
+constexpr int64_t kChunkCells = 128;
+
+// Cells per piece of a row's walk: on this grid of absolute positions (piece p holds positions
+// [p·kPieceCells, (p+1)·kPieceCells)) a row's online softmax starts afresh, and the pieces'
+// states are folded in order (fold_state). A row of one piece is computed as if there were no
+// pieces; a longer one the same way whether one thread walks its pieces in turn or several
+// threads take a piece each (split-KV, attention_split): the bits do not depend on which.
+constexpr int64_t kPieceCells = 4 * kChunkCells;
+
+// Token t of the tile sees cells first_of(pos(t)) .. pos(t): first = 0 unless the layer slides.
+int64_t first_cell(const AttentionArgs& args, int64_t pos) {
+  return args.window > 0 ? std::max<int64_t>(0, pos - args.window + 1) : int64_t{0};
+}
+
 // The query rows one task computes: tokens [t_begin, t_end) of one sequence at consecutive
 // positions, query heads [h_begin, h_end) of one KV head. Each cache block of the tile's window
 // is read (and converted, for f16 / q8_0 cells) once for all of them, instead of once per row.
@@ -144,11 +164,34 @@ struct QueryTile {
 
 constexpr int64_t kTileTokens = 16;
 
-// Runs of up to kTileTokens tokens of one sequence at consecutive positions, times the KV heads;
-// a KV head's query heads are split too when that is what gives every thread a task (one
-// token's decode step of a model with few KV heads).
-std::vector<QueryTile> plan_query_tiles(const Batch& batch, int64_t n_head, int64_t group,
-                                        int n_threads) {
+// The pieces [begin, end) whose cells some token of the tile sees (positions rise by one along
+// the tile).
+std::pair<int64_t, int64_t> tile_pieces(const Batch& batch, const AttentionArgs& args,
+                                        const QueryTile& tile) {
+  const int64_t pos0 = batch.positions[static_cast<size_t>(tile.t_begin)];
+  const int64_t pos_last = batch.positions[static_cast<size_t>(tile.t_end - 1)];
+  return {first_cell(args, pos0) / kPieceCells, pos_last / kPieceCells + 1};
+}
+
+// One piece of one tile: a task of split-KV.
+struct PieceTask {
+  size_t tile;
+  int64_t piece;
+  int64_t first_piece, n_pieces;  // the tile's pieces
+  size_t first_row;               // where the task's row states are kept (PieceStates)
+  int64_t work;                   // rows × cells: what the task costs
+};
+
+// How attention's work is dealt to the threads: query tiles, and with `split` each tile's
+// pieces as tasks of their own (split-KV), folded by whichever thread finishes a tile's last one.
+struct AttentionPlan {
+  std::vector<QueryTile> tiles;
+  bool split = false;
+  std::vector<PieceTask> tasks;  // with split: every tile's pieces, tile by tile
+};
+
+// Runs of up to kTileTokens tokens of one sequence at consecutive positions.
+std::vector<std::pair<int64_t, int64_t>> token_runs(const Batch& batch) {
   std::vector<std::pair<int64_t, int64_t>> runs;
   for (int64_t t = 0; t < batch.n_tokens(); ++t) {
     const auto i = static_cast<size_t>(t);
@@ -161,29 +204,105 @@ std::vector<QueryTile> plan_query_tiles(const Batch& batch, int64_t n_head, int6
       runs.emplace_back(t, t + 1);
     }
   }
-  const int64_t n_kv = n_head / group;
-  int64_t n_split = 1;
-  while (n_split < group && static_cast<int64_t>(runs.size()) * n_kv * n_split < n_threads) {
-    ++n_split;
+  return runs;
+}
+
+// The tasks of split-KV: every piece of every tile, with the cells each piece's tokens see.
+std::vector<PieceTask> piece_tasks(const Batch& batch, const AttentionArgs& args,
+                                   const std::vector<QueryTile>& tiles) {
+  std::vector<PieceTask> tasks;
+  size_t first_row = 0;
+  for (size_t i = 0; i < tiles.size(); ++i) {
+    const QueryTile& tile = tiles[i];
+    const auto [p_begin, p_end] = tile_pieces(batch, args, tile);
+    const int64_t lo = first_cell(args, batch.positions[static_cast<size_t>(tile.t_begin)]);
+    const int64_t hi = batch.positions[static_cast<size_t>(tile.t_end - 1)] + 1;
+    const int64_t rows = (tile.t_end - tile.t_begin) * (tile.h_end - tile.h_begin);
+    for (int64_t p = p_begin; p < p_end; ++p) {
+      const int64_t cells =
+          std::min(hi, (p + 1) * kPieceCells) - std::max(lo, p * kPieceCells);
+      tasks.push_back({i, p, p_begin, p_end - p_begin, first_row, rows * cells});
+      first_row += static_cast<size_t>(rows);
+    }
   }
+  return tasks;
+}
+
+// Tiles: the token runs times the KV heads. Where these are fewer than the threads (a decode
+// step of a model with fewer KV heads than threads), each tile is split along its cells into
+// pieces; only where that still leaves a thread without a task are a KV head's query heads split
+// too, as each head's tile then reads the head's cells again.
+AttentionPlan plan_attention(const Batch& batch, const AttentionArgs& args, int64_t group,
+                             int n_threads) {
+  const std::vector<std::pair<int64_t, int64_t>> runs = token_runs(batch);
+  const int64_t n_kv = args.n_head / group;
+  AttentionPlan plan;
+  plan.split = static_cast<int64_t>(runs.size()) * n_kv < n_threads;
+  int64_t pieces = 0;  // over the runs of one KV head
+  for (const auto& [t_begin, t_end] : runs) {
+    const auto [p_begin, p_end] = tile_pieces(batch, args, {t_begin, t_end, 0, 1});
+    pieces += plan.split ? p_end - p_begin : 1;
+  }
+  int64_t n_split = 1;
+  while (n_split < group && pieces * n_kv * n_split < n_threads) ++n_split;
   const int64_t heads_per_tile = (group + n_split - 1) / n_split;
-  std::vector<QueryTile> tiles;
   for (const auto& [t_begin, t_end] : runs) {
     for (int64_t kv = 0; kv < n_kv; ++kv) {
       const int64_t group_end = (kv + 1) * group;
       for (int64_t h = kv * group; h < group_end; h += heads_per_tile) {
-        tiles.push_back({t_begin, t_end, h, std::min(h + heads_per_tile, group_end)});
+        plan.tiles.push_back({t_begin, t_end, h, std::min(h + heads_per_tile, group_end)});
       }
     }
   }
-  return tiles;
+  if (plan.split) plan.tasks = piece_tasks(batch, args, plan.tiles);
+  // Tiles of one piece each need no folding across threads.
+  plan.split = plan.tasks.size() > plan.tiles.size();
+  return plan;
+}
+
+// Thread i's tasks of split-KV: [bounds[i], bounds[i + 1]), consecutive pieces (one thread's
+// pieces of a tile are adjacent cells, read as one stream), with as nearly equal work as whole
+// tasks allow: a task goes to the thread whose share holds the middle of its work.
+std::vector<size_t> thread_bounds(const std::vector<PieceTask>& tasks, int n_threads) {
+  int64_t total = 0;
+  for (const PieceTask& task : tasks) total += task.work;
+  std::vector<size_t> bounds(static_cast<size_t>(n_threads) + 1, tasks.size());
+  bounds[0] = 0;
+  int64_t before = 0;  // work of the tasks before task k
+  size_t k = 0;
+  for (int i = 1; i < n_threads; ++i) {
+    // Task k belongs to a thread before i while the middle of its work lies before i's share.
+    while (k < tasks.size() && 2 * before + tasks[k].work < 2 * total * i / n_threads) {
+      before += tasks[k].work;
+      ++k;
+    }
+    bounds[static_cast<size_t>(i)] = k;
+  }
+  return bounds;
 }
 
 // One query row's online softmax: the running max, the running sum and the output accumulator.
+// Empty (no cells yet): max -inf, sum 0, acc 0.
 struct RowState {
   float max_score;
   double sum;
   float* acc;  // [dv]
+};
+
+// Rows' states with their accumulators.
+struct RowStates {
+  std::vector<RowState> rows;  // [rows]
+  AlignedVector<float> acc;    // [rows, dv]
+
+  // n_rows empty states.
+  void reset(size_t n_rows, int64_t dv) {
+    acc.assign(n_rows * static_cast<size_t>(dv), 0.0f);
+    rows.resize(n_rows);
+    for (size_t r = 0; r < n_rows; ++r) {
+      rows[r] = {-std::numeric_limits<float>::infinity(), 0.0,
+                 acc.data() + r * static_cast<size_t>(dv)};
+    }
+  }
 };
 
 // A row's scores of a chunk ([n]) become its weights e^(score - max); the running max is raised
@@ -192,19 +311,15 @@ void softmax_step(const kernels::KernelTable& table, float* scores, int64_t n, i
                   RowState& row) {
   const float chunk_max = table.max_f32(scores, n, row.max_score);
   if (chunk_max > row.max_score) {
-    const float rescale = std::exp(row.max_score - chunk_max);  // 0 on the first chunk
-    row.sum *= rescale;
-    table.scale(row.acc, rescale, head_dim_v, row.acc);
+    if (row.sum > 0.0) {  // before the row's first cells there is nothing to rescale
+      const float rescale = std::exp(row.max_score - chunk_max);
+      row.sum *= rescale;
+      table.scale(row.acc, rescale, head_dim_v, row.acc);
+    }
     row.max_score = chunk_max;
   }
   row.sum += table.exp_sum(scores, row.max_score, n, scores);
 }
-
-// Cells of the cache per softmax step: several blocks at once, on a grid fixed by the absolute
-// positions (chunk c holds positions [c·kChunkCells, (c+1)·kChunkCells)), so a row's steps do
-// not depend on which tokens share its tile. A step per block was a softmax step per row for
-// every 32 cells, whose fixed costs outweighed its arithmetic in a decode step at depth.
-constexpr int64_t kChunkCells = 128;
 
 // One block's part of a chunk: cells [first, first + n) (positions) as the kernels read them.
 struct ChunkPiece {
@@ -216,13 +331,13 @@ struct ChunkPiece {
 struct TileScratch {
   // [kChunkCells, hd] / [kChunkCells, dv] converted cells; left uninitialized, as cells read in
   // place never touch them (zeroing them cost each thread 64 KB of stores a layer).
-  std::unique_ptr<float[]> k_tile;
-  std::unique_ptr<float[]> v_tile;
-  std::vector<float> q_tile;       // [rows, hd] the tile's query rows
-  std::vector<float> scores;       // [rows, kChunkCells]
-  std::vector<float> acc;          // [rows, dv]
-  std::vector<RowState> rows;      // [rows]
+  AlignedArray<float> k_tile;
+  AlignedArray<float> v_tile;
+  AlignedVector<float> q_tile;     // [rows, hd] the tile's query rows
+  AlignedVector<float> scores;     // [rows, kChunkCells]
+  RowStates state;                 // [rows] the rows' softmax over the walk so far
   std::vector<ChunkPiece> pieces;  // the chunk's blocks
+  std::vector<int64_t> seen;       // [tokens] cells of the chunk each token sees
 };
 
 // Where one tile reads the cache: its sequence's blocks in one layer, one KV head.
@@ -363,13 +478,13 @@ void attend_rows(const kernels::KernelTable& table, const RowRun& run, float sca
   for (int64_t r = 0; r < n_rows; ++r) {
     float* row = scores + r * kChunkCells;
     std::fill(row + run.seen[r / n_heads], row + run.n, -std::numeric_limits<float>::infinity());
-    softmax_step(table, row, run.n, dv, sc.rows[static_cast<size_t>(r_begin + r)]);
+    softmax_step(table, row, run.n, dv, sc.state.rows[static_cast<size_t>(r_begin + r)]);
   }
   for (const ChunkPiece& p : sc.pieces) {
     const auto [a, b] = overlap(p, run);
     if (a < b) {
       weighted_cells(table, {scores + (a - run.from), n_rows, kChunkCells},
-                     p.values.from(a - p.first), b - a, sc.acc.data() + r_begin * dv, dv);
+                     p.values.from(a - p.first), b - a, sc.state.acc.data() + r_begin * dv, dv);
     }
   }
 }
@@ -382,14 +497,10 @@ void start_rows(const AttentionArgs& args, const QueryTile& tile, int64_t hd, in
   // Row r = (t - t_begin) · n_heads + (h - h_begin): a token's heads are consecutive rows.
   sc.q_tile.resize(n_rows * static_cast<size_t>(hd));
   sc.scores.resize(n_rows * static_cast<size_t>(kChunkCells));
-  sc.acc.assign(n_rows * static_cast<size_t>(dv), 0.0f);
-  sc.rows.resize(n_rows);
+  sc.state.reset(n_rows, dv);
   for (int64_t t = tile.t_begin; t < tile.t_end; ++t) {
     const float* q = args.q + (t * args.n_head + tile.h_begin) * hd;
     std::copy(q, q + n_heads * hd, sc.q_tile.data() + (t - tile.t_begin) * n_heads * hd);
-  }
-  for (size_t r = 0; r < n_rows; ++r) {
-    sc.rows[r] = {-std::numeric_limits<float>::infinity(), 0.0, sc.acc.data() + r * dv};
   }
 }
 
@@ -397,8 +508,9 @@ void start_rows(const AttentionArgs& args, const QueryTile& tile, int64_t hd, in
 // first cell share one attend_rows. Token t sees the chunk's cells cells_of(t) = [from, to).
 template <typename CellsOf>
 void attend_chunk(const kernels::KernelTable& table, const QueryTile& tile, float scale,
-                  CellsOf cells_of, std::vector<int64_t>& seen, TileScratch& sc) {
+                  CellsOf cells_of, TileScratch& sc) {
   const int64_t n_heads = tile.h_end - tile.h_begin;
+  std::vector<int64_t>& seen = sc.seen;
   for (int64_t t = tile.t_begin; t < tile.t_end;) {
     const int64_t from = cells_of(t).first;
     int64_t t_run = t;
@@ -418,18 +530,13 @@ void attend_chunk(const kernels::KernelTable& table, const QueryTile& tile, floa
   }
 }
 
-void attend_tile(const kernels::KernelTable& table, const KvCache& cache, const Batch& batch,
-                 const AttentionArgs& args, kernels::DequantizeRowFn to_f32, const QueryTile& tile,
-                 TileScratch& sc) {
+// Every row's softmax state over the cells of piece `piece` (in sc.state; rows that see none of
+// them keep the empty state: max -inf, sum 0).
+void attend_piece(const kernels::KernelTable& table, const KvCache& cache, const Batch& batch,
+                  const AttentionArgs& args, kernels::DequantizeRowFn to_f32, const QueryTile& tile,
+                  int64_t piece, TileScratch& sc) {
   const KvCacheConfig& c = cache.config();
-  const int64_t dv = c.head_dim_v;
-  const int64_t n_heads = tile.h_end - tile.h_begin;
-  start_rows(args, tile, c.head_dim, dv, sc);
-  // Token t sees cells first(t) .. pos(t) (first = 0 unless the layer slides); positions rise
-  // by one along the tile.
-  auto first_of = [&](int64_t pos) {
-    return args.window > 0 ? std::max<int64_t>(0, pos - args.window + 1) : int64_t{0};
-  };
+  start_rows(args, tile, c.head_dim, c.head_dim_v, sc);
   const int64_t pos0 = batch.positions[static_cast<size_t>(tile.t_begin)];
   const int64_t pos_last = batch.positions[static_cast<size_t>(tile.t_end - 1)];
   const bool f16_in_place = c.cell_type == GgmlType::kF16 && table.dot_rows_f16 != nullptr &&
@@ -439,24 +546,77 @@ void attend_tile(const kernels::KernelTable& table, const KvCache& cache, const 
       args.il,     tile.h_begin / (args.n_head / c.n_head_kv),
       to_f32,      f16_in_place,
       pos_last + 1};
-  std::vector<int64_t> seen(static_cast<size_t>(tile.t_end - tile.t_begin));
-  for (int64_t c0 = first_of(pos0) / kChunkCells * kChunkCells; c0 <= pos_last; c0 += kChunkCells) {
+  sc.seen.resize(static_cast<size_t>(tile.t_end - tile.t_begin));
+  const int64_t lo = std::max(first_cell(args, pos0), piece * kPieceCells);
+  const int64_t hi = std::min(pos_last + 1, (piece + 1) * kPieceCells);
+  for (int64_t c0 = lo / kChunkCells * kChunkCells; c0 < hi; c0 += kChunkCells) {
     const int64_t c1 = c0 + kChunkCells;
     // The chunk's cells any token of the tile sees: [lo, hi).
-    chunk_pieces(tc, std::max(c0, first_of(pos0)), std::min(c1, pos_last + 1), sc);
+    chunk_pieces(tc, std::max(c0, lo), std::min(c1, hi), sc);
     auto cells_of = [&](int64_t t) {
       const int64_t pos = batch.positions[static_cast<size_t>(t)];
-      return std::pair{std::max(c0, first_of(pos)), std::min(c1, pos + 1)};
+      return std::pair{std::max(c0, first_cell(args, pos)), std::min(c1, pos + 1)};
     };
-    attend_chunk(table, tile, args.scale, cells_of, seen, sc);
+    attend_chunk(table, tile, args.scale, cells_of, sc);
   }
-  for (int64_t r = 0; r < static_cast<int64_t>(sc.rows.size()); ++r) {
-    const int64_t t = tile.t_begin + r / n_heads;
-    const int64_t h = tile.h_begin + r % n_heads;
-    const RowState& row = sc.rows[static_cast<size_t>(r)];
-    table.scale(row.acc, static_cast<float>(1.0 / row.sum), dv,
+}
+
+// Folds a piece's state of a row into `into` (the state of the row's pieces before it): the one
+// of the two with the lower max rescaled to the higher (the other's factor is exactly 1, so it is
+// left as it is). A piece with no cells for the row changes nothing; into the empty state the
+// piece is copied.
+void fold_state(const kernels::KernelTable& table, const RowState& piece, int64_t dv,
+                RowState& into) {
+  if (piece.sum == 0.0) return;
+  if (into.sum == 0.0) {
+    into.max_score = piece.max_score;
+    into.sum = piece.sum;
+    std::copy(piece.acc, piece.acc + dv, into.acc);
+  } else if (piece.max_score <= into.max_score) {
+    const float b = std::exp(piece.max_score - into.max_score);
+    into.sum += piece.sum * b;
+    table.axpy_f32(b, piece.acc, dv, into.acc);
+  } else {
+    const float a = std::exp(into.max_score - piece.max_score);
+    into.max_score = piece.max_score;
+    into.sum = into.sum * a + piece.sum;
+    table.scale(into.acc, a, dv, into.acc);
+    table.add(into.acc, piece.acc, dv, into.acc);
+  }
+}
+
+// The tile's output rows: each accumulator over its sum.
+void finish_rows(const kernels::KernelTable& table, const AttentionArgs& args,
+                 const QueryTile& tile, int64_t dv, const std::vector<RowState>& rows) {
+  const int64_t n_heads = tile.h_end - tile.h_begin;
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const int64_t t = tile.t_begin + static_cast<int64_t>(r) / n_heads;
+    const int64_t h = tile.h_begin + static_cast<int64_t>(r) % n_heads;
+    table.scale(rows[r].acc, static_cast<float>(1.0 / rows[r].sum), dv,
                 args.out + (t * args.n_head + h) * dv);
   }
+}
+
+// One thread walks every piece of the tile in turn, folding each into `folded`; a tile of one
+// piece is finished from the walk's own states.
+void attend_tile(const kernels::KernelTable& table, const KvCache& cache, const Batch& batch,
+                 const AttentionArgs& args, kernels::DequantizeRowFn to_f32, const QueryTile& tile,
+                 TileScratch& sc, RowStates& folded) {
+  const int64_t dv = cache.config().head_dim_v;
+  const auto [p_begin, p_end] = tile_pieces(batch, args, tile);
+  if (p_end - p_begin == 1) {
+    attend_piece(table, cache, batch, args, to_f32, tile, p_begin, sc);
+    finish_rows(table, args, tile, dv, sc.state.rows);
+    return;
+  }
+  const auto n_rows =
+      static_cast<size_t>((tile.t_end - tile.t_begin) * (tile.h_end - tile.h_begin));
+  folded.reset(n_rows, dv);
+  for (int64_t p = p_begin; p < p_end; ++p) {
+    attend_piece(table, cache, batch, args, to_f32, tile, p, sc);
+    for (size_t r = 0; r < n_rows; ++r) fold_state(table, sc.state.rows[r], dv, folded.rows[r]);
+  }
+  finish_rows(table, args, tile, dv, folded.rows);
 }
 
 // llama.cpp's flash-attention numerics over f16 cells, one (token, head) row per task.
@@ -482,6 +642,77 @@ void attention_flash_f16(kernels::ThreadPool& pool, const KvCache& cache, const 
   });
 }
 
+// The per-thread scratch of the tile walk.
+TileScratch make_scratch(const KvCacheConfig& c) {
+  TileScratch sc;
+  sc.k_tile = make_aligned_array_for_overwrite<float>(static_cast<size_t>(kChunkCells * c.head_dim));
+  sc.v_tile =
+      make_aligned_array_for_overwrite<float>(static_cast<size_t>(kChunkCells * c.head_dim_v));
+  return sc;
+}
+
+// Every task's rows' states over its piece (task k's rows from tasks[k].first_row on), kept
+// until the tile's last piece is done.
+struct PieceStates {
+  RowStates states;
+
+  PieceStates(const std::vector<PieceTask>& tasks, const std::vector<QueryTile>& tiles,
+              int64_t dv) {
+    const QueryTile& last = tiles[tasks.back().tile];
+    states.reset(tasks.back().first_row +
+                     static_cast<size_t>((last.t_end - last.t_begin) * (last.h_end - last.h_begin)),
+                 dv);
+  }
+
+  // Keeps the walk's states of a task.
+  void keep(const PieceTask& task, const RowStates& walk, int64_t dv) {
+    for (size_t r = 0; r < walk.rows.size(); ++r) {
+      RowState& kept = states.rows[task.first_row + r];
+      kept.max_score = walk.rows[r].max_score;
+      kept.sum = walk.rows[r].sum;
+      std::copy(walk.rows[r].acc, walk.rows[r].acc + dv, kept.acc);
+    }
+  }
+
+  // Folds tasks [first, first + n) (a tile's pieces, in order) into `into`.
+  void fold(const kernels::KernelTable& table, const PieceTask* first, int64_t n, int64_t dv,
+            RowStates& into) const {
+    for (const PieceTask* task = first; task < first + n; ++task) {
+      for (size_t r = 0; r < into.rows.size(); ++r) {
+        fold_state(table, states.rows[task->first_row + r], dv, into.rows[r]);
+      }
+    }
+  }
+};
+
+// Split-KV: each thread computes its share of the plan's tasks (thread_bounds); the thread that
+// finishes a tile's last piece folds the tile's pieces in order and writes its rows. Which thread
+// computes or folds a piece changes no bit.
+void attention_split(const kernels::KernelTable& table, kernels::ThreadPool& pool,
+                     const KvCache& cache, const Batch& batch, const AttentionArgs& args,
+                     kernels::DequantizeRowFn to_f32, const AttentionPlan& plan) {
+  const int64_t dv = cache.config().head_dim_v;
+  PieceStates states(plan.tasks, plan.tiles, dv);
+  const std::vector<size_t> bounds = thread_bounds(plan.tasks, pool.n_threads());
+  const auto done = std::make_unique<std::atomic<int64_t>[]>(plan.tiles.size());  // pieces done
+  pool.run([&](int thread_id, int /*n_threads*/) {
+    TileScratch sc = make_scratch(cache.config());
+    RowStates folded;
+    const auto id = static_cast<size_t>(thread_id);
+    for (size_t k = bounds[id]; k < bounds[id + 1]; ++k) {
+      const PieceTask& task = plan.tasks[k];
+      const QueryTile& tile = plan.tiles[task.tile];
+      attend_piece(table, cache, batch, args, to_f32, tile, task.piece, sc);
+      states.keep(task, sc.state, dv);
+      // The last piece's thread sees every other piece's states (acquire-release on `done`).
+      if (done[task.tile].fetch_add(1, std::memory_order_acq_rel) + 1 < task.n_pieces) continue;
+      folded.reset(sc.state.rows.size(), dv);
+      states.fold(table, &task - (task.piece - task.first_piece), task.n_pieces, dv, folded);
+      finish_rows(table, args, tile, dv, folded.rows);
+    }
+  });
+}
+
 }  // namespace
 
 void attention(const kernels::KernelTable& table, kernels::ThreadPool& pool, const KvCache& cache,
@@ -494,19 +725,20 @@ void attention(const kernels::KernelTable& table, kernels::ThreadPool& pool, con
   const kernels::DequantizeRowFn to_f32 =
       c.cell_type == GgmlType::kF32 ? nullptr
                                     : table.cells_to_f32[static_cast<size_t>(c.cell_type)];
-  const std::vector<QueryTile> tiles =
-      plan_query_tiles(batch, args.n_head, args.n_head / c.n_head_kv, pool.n_threads());
+  const AttentionPlan plan =
+      plan_attention(batch, args, args.n_head / c.n_head_kv, pool.n_threads());
+  if (plan.split) {
+    attention_split(table, pool, cache, batch, args, to_f32, plan);
+    return;
+  }
   pool.run([&](int thread_id, int n_threads) {
-    TileScratch sc;
-    sc.k_tile =
-        std::make_unique_for_overwrite<float[]>(static_cast<size_t>(kChunkCells * c.head_dim));
-    sc.v_tile =
-        std::make_unique_for_overwrite<float[]>(static_cast<size_t>(kChunkCells * c.head_dim_v));
+    TileScratch sc = make_scratch(c);
+    RowStates folded;
     // Tiles dealt round-robin: a causal prompt's later tiles see more cells, so contiguous
     // ranges would leave the last thread most of the work.
-    for (size_t i = static_cast<size_t>(thread_id); i < tiles.size();
+    for (size_t i = static_cast<size_t>(thread_id); i < plan.tiles.size();
          i += static_cast<size_t>(n_threads)) {
-      attend_tile(table, cache, batch, args, to_f32, tiles[i], sc);
+      attend_tile(table, cache, batch, args, to_f32, plan.tiles[i], sc, folded);
     }
   });
 }

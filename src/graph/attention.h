@@ -7,7 +7,9 @@
 // 2018): a running max m, a running sum l and an accumulator are rescaled when the max grows,
 // so no score buffer grows with the context. Cells are read in place through the block table;
 // f16 / q8_0 cells are converted one block at a time into a per-thread scratch tile by the kernel
-// table's cells_to_f32.
+// table's cells_to_f32. The walk starts afresh at every 512 positions (a piece), and the pieces'
+// states are folded in order: a decode step's pieces are tasks that the threads share (split-KV),
+// with the bits of one thread walking them all.
 //
 // f16 cells with AttentionOptions::flash_attn_numerics set take llama.cpp's CPU flash attention
 // instead (ggml_compute_forward_flash_attn_ext_f16_one_chunk): q rounded to f16, an f16 output
@@ -41,8 +43,9 @@ struct AttentionArgs {
   int64_t window = 0;
 };
 
-// Parallel over (token, head) pairs: each output head row is computed by one worker from the same
-// sequence of operations at any thread count (invariant 5).
+// Parallel over (token, head) pairs, and in a small batch over the pieces of each pair's cells:
+// each output head row is computed from the same sequence of operations at any thread count and
+// however the batch was formed (invariant 5).
 void attention(const kernels::KernelTable& table, kernels::ThreadPool& pool, const KvCache& cache,
                const Batch& batch, const AttentionArgs& args, const AttentionOptions& options = {});
 

@@ -265,13 +265,14 @@ TEST(Attention, SlidingWindowSeesOnlyTheLastWindowPositions) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Long windows: many cache blocks of the default size (32 positions) and three chunks of the
-// walk (128 cells each), so a softmax step spans blocks, the walk crosses chunk edges,
-// prefetches the block ahead and raises the running max in later chunks, and the tokens of one
-// tile share a chunk's call with their own last cells (the later cells masked).
+// Long windows: many cache blocks of the default size (32 positions), chunks of the walk (128
+// cells each) and three pieces (512 cells each), so a softmax step spans blocks, the walk crosses
+// chunk and piece edges, prefetches the block ahead and raises the running max in later chunks,
+// the tokens of one tile share a chunk's call with their own last cells (the later cells masked),
+// and a decode step's pieces go to several threads (split-KV) and are folded.
 // ---------------------------------------------------------------------------------------------
 
-constexpr int64_t kLongCells[] = {300, 100};  // positions stored per sequence
+constexpr int64_t kLongCells[] = {1100, 100};  // positions stored per sequence
 constexpr int64_t kLongNHead = 14;            // Qwen2.5-0.5B's grouping: 7 query heads per KV head
 
 struct LongCache {
@@ -284,7 +285,7 @@ struct LongCache {
 // sequence's blocks are consecutive (one run per KV head, read in one call per chunk); with
 // `interleaved`, block by block in turn, sequence 0's first blocks are every other one.
 LongCache long_cache(GgmlType type, const kernels::KernelTable& table, bool interleaved = false) {
-  auto cache = KvCache::create(cache_config(type, KvCacheConfig{}.block_size, 512));
+  auto cache = KvCache::create(cache_config(type, KvCacheConfig{}.block_size, 2048));
   EXPECT_TRUE(cache.is_ok()) << cache.status().message();
   LongCache out{std::move(*cache), {}, {}};
   const int64_t bs = out.cache->config().block_size;
@@ -297,7 +298,7 @@ LongCache long_cache(GgmlType type, const kernels::KernelTable& table, bool inte
     const int64_t n = kLongCells[seq] * kNHeadKv * kHeadDim;
     std::vector<float>& k = out.k.emplace_back(kernels::test::random_floats(n, 10 + seq));
     std::vector<float>& v = out.v.emplace_back(kernels::test::random_floats(n, 20 + seq));
-    for (int64_t i = 0; i < n; ++i) k[static_cast<size_t>(i)] *= 0.2f + 0.01f * (i / kHeadDim);
+    for (int64_t i = 0; i < n; ++i) k[static_cast<size_t>(i)] *= 0.2f + 0.004f * (i / kHeadDim);
     EXPECT_TRUE(out.cache->reserve(seq, kLongCells[seq]).is_ok());
     for (int32_t pos = 0; pos < kLongCells[seq]; ++pos) {
       const size_t row = static_cast<size_t>(pos * kNHeadKv * kHeadDim);
@@ -350,14 +351,14 @@ std::vector<double> long_reference(GgmlType type, const LongCache& lc, Token tok
   return out;
 }
 
-// A prompt chunk of sequence 0 (positions 230..299: three tiles of up to 16 tokens and a short
-// one, crossing blocks 7..9 and the chunk edge at 256) interleaved with sequence 1's last
-// positions 90..99.
+// A prompt chunk of sequence 0 (positions 1030..1099, crossing blocks 32..34 and the edge of the
+// third piece at 1024, in runs of up to 7 tokens) interleaved with sequence 1's last positions
+// 90..99.
 std::vector<Token> long_batch() {
   std::vector<Token> tokens;
-  for (int32_t pos = 230; pos < 300; ++pos) {
+  for (int32_t pos = 1030; pos < 1100; ++pos) {
     tokens.push_back({0, pos});
-    if (pos % 7 == 0 && 90 + (pos - 230) / 7 < 100) tokens.push_back({1, 90 + (pos - 230) / 7});
+    if (pos % 7 == 0 && 90 + (pos - 1030) / 7 < 100) tokens.push_back({1, 90 + (pos - 1030) / 7});
   }
   return tokens;
 }
