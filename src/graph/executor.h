@@ -6,6 +6,7 @@
 #include <span>
 #include <vector>
 
+#include "core/aligned_vector.h"
 #include "graph/attention.h"
 #include "graph/batch.h"
 #include "graph/graph.h"
@@ -48,8 +49,8 @@ class Executor {
 
   const kernels::KernelTable& table_;
   kernels::ThreadPool& pool_;
-  std::vector<std::vector<float>> slots_;  // activation buffers, by slot
-  std::vector<uint8_t> act_scratch_;       // activations converted for a matmul (bytes)
+  std::vector<AlignedVector<float>> slots_;  // activation buffers, by slot
+  AlignedVector<uint8_t> act_scratch_;       // activations converted for a matmul (bytes)
   MoeScratch moe_scratch_;                 // moe_ffn's routing and per-expert buffers
   NodeObserver observer_;
   AttentionOptions attention_options_;
