@@ -24,9 +24,9 @@ struct CacheLineAllocator {
   explicit CacheLineAllocator(const CacheLineAllocator<U>& /*other*/) {}
 
   T* allocate(std::size_t n) {
-    return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t{kCacheLine}));
+    return static_cast<T*>(::operator new (n * sizeof(T), std::align_val_t{kCacheLine}));
   }
-  void deallocate(T* p, std::size_t /*n*/) { ::operator delete(p, std::align_val_t{kCacheLine}); }
+  void deallocate(T* p, std::size_t /*n*/) { ::operator delete (p, std::align_val_t{kCacheLine}); }
 
   template <typename U>
   bool operator==(const CacheLineAllocator<U>& /*other*/) const {
@@ -38,7 +38,7 @@ template <typename T>
 using AlignedVector = std::vector<T, CacheLineAllocator<T>>;
 
 struct CacheLineDelete {
-  void operator()(void* p) const { ::operator delete(p, std::align_val_t{kCacheLine}); }
+  void operator()(void* p) const { ::operator delete (p, std::align_val_t{kCacheLine}); }
 };
 
 template <typename T>
@@ -49,7 +49,7 @@ template <typename T>
 AlignedArray<T> make_aligned_array_for_overwrite(std::size_t n) {
   static_assert(std::is_trivial_v<T>);
   return AlignedArray<T>(
-      static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t{kCacheLine})));
+      static_cast<T*>(::operator new (n * sizeof(T), std::align_val_t{kCacheLine})));
 }
 
 }  // namespace minfer

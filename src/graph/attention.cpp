@@ -219,8 +219,7 @@ std::vector<PieceTask> piece_tasks(const Batch& batch, const AttentionArgs& args
     const int64_t hi = batch.positions[static_cast<size_t>(tile.t_end - 1)] + 1;
     const int64_t rows = (tile.t_end - tile.t_begin) * (tile.h_end - tile.h_begin);
     for (int64_t p = p_begin; p < p_end; ++p) {
-      const int64_t cells =
-          std::min(hi, (p + 1) * kPieceCells) - std::max(lo, p * kPieceCells);
+      const int64_t cells = std::min(hi, (p + 1) * kPieceCells) - std::max(lo, p * kPieceCells);
       tasks.push_back({i, p, p_begin, p_end - p_begin, first_row, rows * cells});
       first_row += static_cast<size_t>(rows);
     }
@@ -645,7 +644,8 @@ void attention_flash_f16(kernels::ThreadPool& pool, const KvCache& cache, const 
 // The per-thread scratch of the tile walk.
 TileScratch make_scratch(const KvCacheConfig& c) {
   TileScratch sc;
-  sc.k_tile = make_aligned_array_for_overwrite<float>(static_cast<size_t>(kChunkCells * c.head_dim));
+  sc.k_tile =
+      make_aligned_array_for_overwrite<float>(static_cast<size_t>(kChunkCells * c.head_dim));
   sc.v_tile =
       make_aligned_array_for_overwrite<float>(static_cast<size_t>(kChunkCells * c.head_dim_v));
   return sc;

@@ -51,7 +51,7 @@ class Executor {
   kernels::ThreadPool& pool_;
   std::vector<AlignedVector<float>> slots_;  // activation buffers, by slot
   AlignedVector<uint8_t> act_scratch_;       // activations converted for a matmul (bytes)
-  MoeScratch moe_scratch_;                 // moe_ffn's routing and per-expert buffers
+  MoeScratch moe_scratch_;                   // moe_ffn's routing and per-expert buffers
   NodeObserver observer_;
   AttentionOptions attention_options_;
 };

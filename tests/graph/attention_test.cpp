@@ -273,7 +273,7 @@ TEST(Attention, SlidingWindowSeesOnlyTheLastWindowPositions) {
 // ---------------------------------------------------------------------------------------------
 
 constexpr int64_t kLongCells[] = {1100, 100};  // positions stored per sequence
-constexpr int64_t kLongNHead = 14;            // Qwen2.5-0.5B's grouping: 7 query heads per KV head
+constexpr int64_t kLongNHead = 14;             // Qwen2.5-0.5B's grouping: 7 query heads per KV head
 
 struct LongCache {
   std::unique_ptr<KvCache> cache;
