@@ -186,8 +186,10 @@ struct PieceTask {
 // pieces as tasks of their own (split-KV), folded by whichever thread finishes a tile's last one.
 struct AttentionPlan {
   std::vector<QueryTile> tiles;
-  bool split = false;
   std::vector<PieceTask> tasks;  // with split: every tile's pieces, tile by tile
+
+  // Tiles of one piece each need no folding across threads.
+  bool split() const { return tasks.size() > tiles.size(); }
 };
 
 // Runs of up to kTileTokens tokens of one sequence at consecutive positions.
@@ -236,11 +238,11 @@ AttentionPlan plan_attention(const Batch& batch, const AttentionArgs& args, int6
   const std::vector<std::pair<int64_t, int64_t>> runs = token_runs(batch);
   const int64_t n_kv = args.n_head / group;
   AttentionPlan plan;
-  plan.split = static_cast<int64_t>(runs.size()) * n_kv < n_threads;
+  const bool split = static_cast<int64_t>(runs.size()) * n_kv < n_threads;
   int64_t pieces = 0;  // over the runs of one KV head
   for (const auto& [t_begin, t_end] : runs) {
     const auto [p_begin, p_end] = tile_pieces(batch, args, {t_begin, t_end, 0, 1});
-    pieces += plan.split ? p_end - p_begin : 1;
+    pieces += split ? p_end - p_begin : 1;
   }
   int64_t n_split = 1;
   while (n_split < group && pieces * n_kv * n_split < n_threads) ++n_split;
@@ -253,9 +255,7 @@ AttentionPlan plan_attention(const Batch& batch, const AttentionArgs& args, int6
       }
     }
   }
-  if (plan.split) plan.tasks = piece_tasks(batch, args, plan.tiles);
-  // Tiles of one piece each need no folding across threads.
-  plan.split = plan.tasks.size() > plan.tiles.size();
+  if (split) plan.tasks = piece_tasks(batch, args, plan.tiles);
   return plan;
 }
 
@@ -727,7 +727,7 @@ void attention(const kernels::KernelTable& table, kernels::ThreadPool& pool, con
                                     : table.cells_to_f32[static_cast<size_t>(c.cell_type)];
   const AttentionPlan plan =
       plan_attention(batch, args, args.n_head / c.n_head_kv, pool.n_threads());
-  if (plan.split) {
+  if (plan.split()) {
     attention_split(table, pool, cache, batch, args, to_f32, plan);
     return;
   }
