@@ -1,6 +1,7 @@
 #include "kv/kv_cache.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -19,18 +20,32 @@ namespace {
 constexpr GgmlType kKvCellTypes[] = {GgmlType::kF32, GgmlType::kF16, GgmlType::kQ8_0};
 constexpr const char* kKvCellTypeNames = "f32, f16 or q8_0";  // for errors
 
-// The memory of a pool of n_blocks blocks (none when its blocks are empty).
-Result<std::unique_ptr<PageRegion>> reserve_pool(int64_t n_blocks, size_t block_bytes,
-                                                 std::string_view pool) {
+// A run of one KV head's keys (or values) of one layer in a full segment (kv_cache.h, "Layout")
+// is at least this long: the walk over shorter runs read Qwen3-0.6B's cells at depth 4096 up to
+// 15% slower (64 KiB runs), one over 256 KiB runs as fast as over unbroken stripes.
+constexpr size_t kSegmentRunBytes = size_t{256} << 10;
+
+// The blocks of a full segment for rows of `row_bytes` (the longer of a key's and a value's): a
+// power of two.
+size_t full_segment_blocks(const KvCacheConfig& c, size_t row_bytes) {
+  const size_t block_run = static_cast<size_t>(c.block_size) * row_bytes;
+  return std::bit_ceil((kSegmentRunBytes + block_run - 1) / block_run);
+}
+
+// The memory of a pool whose blocks, up to the end of the segment that holds its last one, are
+// block_bytes each (none when its blocks are empty).
+Result<std::unique_ptr<PageRegion>> reserve_pool(int64_t n_blocks, size_t full_segment,
+                                                 size_t block_bytes, std::string_view pool) {
   if (block_bytes == 0) return std::unique_ptr<PageRegion>();
-  const auto n = static_cast<size_t>(n_blocks);
+  const KvSegment last = kv_segment_of(static_cast<size_t>(n_blocks) - 1, full_segment);
+  const size_t n = last.first + last.size;
   if (n > SIZE_MAX / block_bytes) {
     return make_error(ErrorCode::kInvalidArgument,
                       "[kv] {} blocks of {} bytes are past the address space", n_blocks,
                       block_bytes);
   }
   return PageRegion::create(
-      n * block_bytes, true, PageSize::kSmall,
+      n * block_bytes, true, PageSize::kHuge,
       fmt::format("[kv] the cache's {} pool ({} blocks of {} bytes)", pool, n_blocks, block_bytes));
 }
 
@@ -47,6 +62,12 @@ Result<GgmlType> parse_kv_cell_type(std::string_view name) {
   }
   return make_error(ErrorCode::kInvalidArgument, "[kv] unknown cache type '{}' (expected {})", name,
                     kKvCellTypeNames);
+}
+
+KvSegment kv_segment_of(size_t block, size_t full) {
+  if (block >= full) return {block / full * full, full};
+  const size_t first = block == 0 ? 0 : std::bit_floor(block);
+  return {first, std::max<size_t>(first, 1)};
 }
 
 std::string_view kv_cell_type_name(GgmlType type) {
@@ -106,9 +127,12 @@ Result<std::unique_ptr<KvCache>> KvCache::create(const KvCacheConfig& c) {
   }
   cache->block_bytes_ = cache->layer_bytes_ * static_cast<size_t>(n_global);
   cache->window_block_bytes_ = cache->layer_bytes_ * cache->window_layers_.size();
-  MINFER_ASSIGN_OR_RETURN(cache->memory_, reserve_pool(c.max_blocks, cache->block_bytes_, "main"));
-  MINFER_ASSIGN_OR_RETURN(cache->window_memory_,
-                          reserve_pool(c.max_blocks, cache->window_block_bytes_, "window"));
+  cache->full_segment_ = full_segment_blocks(c, std::max(cache->k_row_bytes_, cache->v_row_bytes_));
+  MINFER_ASSIGN_OR_RETURN(cache->memory_, reserve_pool(c.max_blocks, cache->full_segment_,
+                                                       cache->block_bytes_, "main"));
+  MINFER_ASSIGN_OR_RETURN(
+      cache->window_memory_,
+      reserve_pool(c.max_blocks, cache->full_segment_, cache->window_block_bytes_, "window"));
   return cache;
 }
 
@@ -549,14 +573,15 @@ const std::vector<int32_t>& KvCache::block_table(int32_t seq, int64_t il) const 
 uint8_t* KvCache::stripe_cells(bool window, int64_t layer_slot, bool is_v, int64_t h,
                                int32_t block) const {
   const PageRegion& pool = window ? *window_memory_ : *memory_;
-  const auto rows = static_cast<size_t>(config_.max_blocks * config_.block_size);  // per stripe
-  size_t offset =
-      static_cast<size_t>(layer_slot) * static_cast<size_t>(config_.max_blocks) * layer_bytes_;
+  const KvSegment seg = kv_segment_of(static_cast<size_t>(block), full_segment_);
+  size_t offset = seg.first * (window ? window_block_bytes_ : block_bytes_);
+  offset += static_cast<size_t>(layer_slot) * seg.size * layer_bytes_;
+  const size_t rows = seg.size * static_cast<size_t>(config_.block_size);  // per run
   if (is_v) offset += rows * static_cast<size_t>(config_.n_head_kv) * k_row_bytes_;
   const size_t row = is_v ? v_row_bytes_ : k_row_bytes_;
-  offset += (static_cast<size_t>(h) * rows +
-             static_cast<size_t>(block) * static_cast<size_t>(config_.block_size)) *
-            row;
+  const size_t in_segment = static_cast<size_t>(block) - seg.first;
+  offset +=
+      (static_cast<size_t>(h) * rows + in_segment * static_cast<size_t>(config_.block_size)) * row;
   return pool.data() + offset;
 }
 

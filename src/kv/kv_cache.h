@@ -6,16 +6,21 @@
 // positions index the cache directly (invariant 1), so the causal window of a token at position
 // p is the cells 0..p of its own sequence (invariant 3).
 //
-// Layout: a pool holds, for each of its layers, the keys of every KV head then their values, each
-// head's cells in a stripe of max_blocks blocks:
-//   layer slot: K [n_head_kv][max_blocks][block_size][k_row_bytes], then V (v_row_bytes)
+// Layout: a pool's blocks are laid out in segments of consecutive block ids; a segment holds, for
+// each of the pool's layers, the keys of every KV head then their values, each head's cells of
+// the segment's blocks in one run:
+//   segment of S blocks, layer slot: K [n_head_kv][S][block_size][k_row_bytes], then V
 // so one KV head's keys of a block are contiguous (attention walks them in place), and so are
-// those of consecutive blocks: a sequence's blocks, taken in ascending order, are one long run
-// per layer and head that attention reads in one kernel call per chunk and the hardware
-// prefetchers follow (a block-major layout, all layers of a block together, made every 4-8 KB
-// run a new stream: Qwen3-0.6B's decode attention at depth 4096 read at half the stream rate).
-// The pools take 4 KiB pages as cells are first written (PageSize::kSmall): with 2 MiB pages
-// each of the 2 · n_layer · n_head_kv stripes would take one at its first block.
+// those of consecutive blocks of a segment: a sequence's blocks, taken in ascending order, are
+// long runs per layer and head that attention reads in one kernel call per chunk and the
+// hardware prefetchers follow (a block-major layout, all layers of a block together, made every
+// 4-8 KB run a new stream: Qwen3-0.6B's decode attention at depth 4096 read at half the stream
+// rate). Segments hold 1, 1, 2, 4, ... blocks, doubling up to a full segment, whose runs are at
+// least 256 KiB (kv_segment_of), then full segments: the pools take 2 MiB pages as cells are
+// first written (a stream through 4 KiB pages missed the TLB every few rows: Qwen3-0.6B's decode
+// attention at depth 4096 took 1.1-1.35x as long), and a segment's first block touches every page
+// of the segment, so a pool takes at most about twice the memory of the blocks it has handed out
+// (and a 2 MiB page), not a page per stripe (2 · n_layer · n_head_kv of them) at its first block.
 //
 // Prefix cache (DESIGN.md §4 "KV cache"): a block is ref-counted, so several sequences may hold
 // the same block in their tables. A full block whose cells are computed can be registered under
@@ -59,6 +64,17 @@ bool is_kv_cell_type(GgmlType type);
 Result<GgmlType> parse_kv_cell_type(std::string_view name);
 // The user-facing name of a cell type ("f32", "f16", "q8_0"; ggml's name for any type).
 std::string_view kv_cell_type_name(GgmlType type);
+
+// A segment of the pools' layout (above): block ids [first, first + size).
+struct KvSegment {
+  size_t first, size;
+};
+// The segment of `block` where full segments hold `full` blocks (a power of two): [0], [1],
+// [2, 4), [4, 8), ... up to [full / 2, full), then [k · full, (k + 1) · full). Segments start
+// on multiples of their size, a power of two, so neither a segment nor one of attention's
+// chunks of cells (4 blocks, on multiples of 4) straddles the other: the walk's read-ahead of
+// the next chunk lies in one run.
+KvSegment kv_segment_of(size_t block, size_t full);
 
 struct KvCacheConfig {
   int64_t n_layer = 0;
@@ -217,7 +233,8 @@ class KvCache {
   size_t v_row_bytes_ = 0;
   size_t layer_bytes_ = 0;
   size_t block_bytes_ = 0;
-  // The main pool's max_blocks blocks in stripes (the layout above); 4 KiB pages are taken as
+  size_t full_segment_ = 1;  // blocks of a full segment (the layout above)
+  // The main pool's max_blocks blocks in segments (the layout above); 2 MiB pages are taken as
   // cells are first written.
   std::unique_ptr<PageRegion> memory_;
   // Ids of unregistered blocks no sequence holds, the lowest taken first: a sequence reserved

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -205,36 +206,72 @@ TEST(KvCache, BlocksAreTakenOnDemandAndReturnedOnFree) {
   EXPECT_EQ(kv.n_blocks_used(), 4);
 }
 
-// Each KV head's cells of one layer lie in a stripe: consecutive blocks follow each other, so a
-// sequence's blocks taken in ascending order are one run that attention reads in one call. Freed
-// blocks are taken again lowest first, so a sequence reserved after a free gets such a run too.
-TEST(KvCache, AHeadsBlocksFollowEachOtherAndFreedBlocksAreRetakenLowestFirst) {
-  auto cache = KvCache::create(small_config(GgmlType::kF16));
-  ASSERT_TRUE(cache.is_ok());
-  KvCache& kv = **cache;
-  ASSERT_TRUE(kv.reserve(0, 48).is_ok());
-  ASSERT_TRUE(kv.reserve(1, 48).is_ok());
-  EXPECT_EQ(kv.block_table(0), (std::vector<int32_t>{0, 1, 2}));
-  const size_t run = 16 * kv.k_row_bytes();  // one block of one head
-  std::vector<const uint8_t*> starts;
-  for (int64_t il = 0; il < 2; ++il) {
-    for (int64_t h = 0; h < 2; ++h) {
-      for (int32_t b = 0; b + 1 < 6; ++b) {
-        EXPECT_EQ(kv.k_block(b + 1, il, h), kv.k_block(b, il, h) + run) << il << " " << h;
-        EXPECT_EQ(kv.v_block(b + 1, il, h), kv.v_block(b, il, h) + run) << il << " " << h;
+// Segments of the layout double from one block up to a full segment, then stay full: each block
+// lies in exactly one, they follow each other without gaps, and the memory up to a block's
+// segment end is at most about twice the blocks up to it (or one full segment more).
+TEST(KvCache, SegmentsDoubleUpToAFullSegment) {
+  for (const size_t full : {size_t{1}, size_t{2}, size_t{4}, size_t{64}}) {
+    size_t next_first = 0;  // where the next segment begins
+    for (size_t b = 0; b < 300; ++b) {
+      const KvSegment seg = kv_segment_of(b, full);
+      ASSERT_LE(seg.first, b) << full;
+      ASSERT_LT(b, seg.first + seg.size) << full;
+      if (seg.first == b) {
+        EXPECT_EQ(seg.first, next_first) << full << " " << b;
+        next_first = seg.first + seg.size;
       }
-      starts.push_back(kv.k_block(0, il, h));
-      starts.push_back(kv.v_block(0, il, h));
+      EXPECT_EQ(seg.size, std::min(full, std::max<size_t>(1, seg.first))) << full << " " << b;
+      EXPECT_EQ(seg.first % seg.size, 0u) << full << " " << b;
+      EXPECT_LE(seg.first + seg.size, std::max(2 * (b + 1), b + full)) << full << " " << b;
     }
   }
-  // The 8 stripes of 6 blocks each do not overlap.
-  std::sort(starts.begin(), starts.end());
-  for (size_t i = 0; i + 1 < starts.size(); ++i) EXPECT_GE(starts[i + 1] - starts[i], 6 * run);
+  EXPECT_EQ(kv_segment_of(0, 4).size, 1u);
+  EXPECT_EQ(kv_segment_of(1, 4).first, 1u);
+  EXPECT_EQ(kv_segment_of(3, 4).first, 2u);
+  EXPECT_EQ(kv_segment_of(7, 4).first, 4u);
+  EXPECT_EQ(kv_segment_of(8, 4).first, 8u);
+  EXPECT_EQ(kv_segment_of(10, 4).size, 4u);
+}
 
-  kv.free_sequence(1);  // blocks 3, 4, 5
-  kv.free_sequence(0);  // 0, 1, 2
-  ASSERT_TRUE(kv.reserve(2, 64).is_ok());
-  EXPECT_EQ(kv.block_table(2), (std::vector<int32_t>{0, 1, 2, 3}));
+// Each KV head's cells of one layer lie in one run per segment: consecutive blocks of a segment
+// follow each other, so a sequence's blocks taken in ascending order are long runs that attention
+// reads in one call; no two runs overlap. Freed blocks are taken again lowest first, so a sequence
+// reserved after a free gets such runs too.
+TEST(KvCache, AHeadsBlocksFollowEachOtherInASegmentAndFreedBlocksAreRetakenLowestFirst) {
+  KvCacheConfig c = small_config(GgmlType::kF32);
+  c.head_dim = c.head_dim_v = 1024;  // a block's run of one head: 16 rows of 4 KiB, 64 KiB
+  c.n_ctx = 512;
+  c.max_blocks = 12;  // segments [0], [1], [2, 3], [4, 7], [8, 11]: full ones of 4 blocks
+  auto cache = KvCache::create(c);
+  ASSERT_TRUE(cache.is_ok()) << cache.status().message();
+  KvCache& kv = **cache;
+  ASSERT_TRUE(kv.reserve(0, 96).is_ok());
+  ASSERT_TRUE(kv.reserve(1, 96).is_ok());
+  EXPECT_EQ(kv.block_table(0), (std::vector<int32_t>{0, 1, 2, 3, 4, 5}));
+  const size_t run = 16 * kv.k_row_bytes();  // one block of one head
+  std::vector<std::pair<const uint8_t*, const uint8_t*>> runs;
+  for (int32_t first : {0, 1, 2, 4, 8}) {
+    const KvSegment seg = kv_segment_of(static_cast<size_t>(first), 4);
+    ASSERT_EQ(seg.first, static_cast<size_t>(first));
+    for (int64_t il = 0; il < 2; ++il) {
+      for (int64_t h = 0; h < 2; ++h) {
+        for (int32_t b = first; b + 1 < first + static_cast<int32_t>(seg.size); ++b) {
+          EXPECT_EQ(kv.k_block(b + 1, il, h), kv.k_block(b, il, h) + run) << il << " " << h;
+          EXPECT_EQ(kv.v_block(b + 1, il, h), kv.v_block(b, il, h) + run) << il << " " << h;
+        }
+        for (const uint8_t* start : {kv.k_block(first, il, h), kv.v_block(first, il, h)}) {
+          runs.emplace_back(start, start + seg.size * run);
+        }
+      }
+    }
+  }
+  std::sort(runs.begin(), runs.end());
+  for (size_t i = 0; i + 1 < runs.size(); ++i) EXPECT_LE(runs[i].second, runs[i + 1].first) << i;
+
+  kv.free_sequence(1);  // blocks 6 .. 11
+  kv.free_sequence(0);  // 0 .. 5
+  ASSERT_TRUE(kv.reserve(2, 128).is_ok());
+  EXPECT_EQ(kv.block_table(2), (std::vector<int32_t>{0, 1, 2, 3, 4, 5, 6, 7}));
 }
 
 // The pools' memory is reserved when the cache is made and taken as blocks are first used: a
