@@ -16,34 +16,45 @@ namespace minfer {
 
 namespace {
 
-// One block's keys or values as the kernels read them: f32 rows, or f16 cells read in place
-// where the table has the f16 loops (KernelTable::dot_rows_f16), with the f16 rows the walk reads
-// next (f16_ahead, or null) asked for while these are read.
+// How the kernels read a block's keys or values: as f32 rows (f32 cells, or cells converted into
+// scratch), or f16 / q8_0 cells in place where the table has their loops
+// (KernelTable::dot_rows_f16, dot_rows_q8_0).
+enum class CellRead { kF32, kF16, kQ8_0 };
+
+// One block's keys or values as the kernels read them, with the rows the walk reads next (ahead,
+// or null; in place only) asked for while these are read.
 struct CellRows {
-  const float* f32;
-  const uint16_t* f16;
-  const uint16_t* f16_ahead;
-  int64_t dim;  // floats per row
+  CellRead read;
+  const uint8_t* data;
+  const uint8_t* ahead;
+  int64_t dim;        // floats per row
+  int64_t row_bytes;  // bytes per row as read
   // The rows from row `row` on.
   CellRows from(int64_t row) const {
-    if (f32 != nullptr) return {f32 + row * dim, nullptr, nullptr, dim};
-    return {nullptr, f16 + row * dim, f16_ahead != nullptr ? f16_ahead + row * dim : nullptr, dim};
+    const int64_t off = row * row_bytes;
+    return {read, data + off, ahead != nullptr ? ahead + off : nullptr, dim, row_bytes};
   }
-  kernels::F16Rows f16_rows(int64_t n) const { return {f16, n, dim, f16_ahead}; }
+  kernels::F32Rows f32_rows(int64_t n) const {
+    return {reinterpret_cast<const float*>(data), n, dim};
+  }
+  kernels::F16Rows f16_rows(int64_t n) const {
+    return {reinterpret_cast<const uint16_t*>(data), n, dim,
+            reinterpret_cast<const uint16_t*>(ahead)};
+  }
+  kernels::Q8Rows q8_rows(int64_t n) const { return {data, n, row_bytes, ahead}; }
 };
 
-// n_rows rows of one cache block: f32 cells and (with a table that reads them) f16 cells in
-// place, with `ahead` the cells read next; others converted into `scratch` by to_f32 (the
-// table's cells_to_f32 for the cell type).
-CellRows block_rows(kernels::DequantizeRowFn to_f32, bool f16_in_place, const uint8_t* cells,
-                    const uint8_t* ahead, int64_t n_rows, int64_t dim, float* scratch) {
-  if (f16_in_place) {
-    return {nullptr, reinterpret_cast<const uint16_t*>(cells),
-            reinterpret_cast<const uint16_t*>(ahead), dim};
-  }
-  if (to_f32 == nullptr) return {reinterpret_cast<const float*>(cells), nullptr, nullptr, dim};
+// n_rows rows of one cache block: f32 cells and cells read in place (`read`), with `ahead` the
+// cells read next; others converted into `scratch` by to_f32 (the table's cells_to_f32 for the
+// cell type).
+CellRows block_rows(kernels::DequantizeRowFn to_f32, CellRead read, const uint8_t* cells,
+                    const uint8_t* ahead, int64_t n_rows, int64_t dim, int64_t row_bytes,
+                    float* scratch) {
+  const auto f32_bytes = static_cast<int64_t>(sizeof(float)) * dim;
+  if (read != CellRead::kF32) return {read, cells, ahead, dim, row_bytes};
+  if (to_f32 == nullptr) return {read, cells, nullptr, dim, f32_bytes};
   to_f32(cells, scratch, n_rows * dim);
-  return {scratch, nullptr, nullptr, dim};
+  return {read, reinterpret_cast<const uint8_t*>(scratch), nullptr, dim, f32_bytes};
 }
 
 // Asks for a block's `bytes` of cells (one KV head's keys or values) into L2, a line at a time.
@@ -345,12 +356,12 @@ struct TileCells {
   const std::vector<int32_t>& blocks;
   int64_t il, kv_head;
   kernels::DequantizeRowFn to_f32;  // the table's cells_to_f32 for the cell type; null for f32
-  bool f16_in_place;                // f16 cells read where they lie (block_rows)
+  CellRead read;                    // how the kernels read the cells (block_rows)
   int64_t end;                      // 1 + the last cell any token of the tile sees
 };
 
-// Where the kernels read f16 cells in place, each piece's rows ask for the same rows one chunk
-// on while they are read (CellRows::f16_ahead), spread over the arithmetic. Otherwise the next
+// Where the kernels read cells in place, each piece's rows ask for the same rows one chunk
+// on while they are read (CellRows::ahead), spread over the arithmetic. Otherwise the next
 // block's cells are asked for at once (prefetch_cells) as each block is converted.
 //
 // The cells [pos, pos + n) of the walk, keys or values, where they lie in one block before the
@@ -369,7 +380,7 @@ const uint8_t* cells_at(const TileCells& tc, int64_t pos, int64_t n, bool keys) 
 // Whether rows b begin where a's first n rows end (same kind of rows).
 bool rows_follow(const CellRows& a, int64_t n, const CellRows& b) {
   const CellRows end = a.from(n);
-  return end.f32 == b.f32 && end.f16 == b.f16;
+  return end.data == b.data;
 }
 
 // Appends `next` to `last` when its cells follow last's in memory, keys and values (the next
@@ -384,7 +395,7 @@ bool extend_piece(ChunkPiece& last, const ChunkPiece& next) {
     return false;
   }
   for (auto [rows, next_rows] : {std::pair{&last.keys, &next.keys}, {&last.values, &next.values}}) {
-    if (rows->from(last.n).f16_ahead != next_rows->f16_ahead) rows->f16_ahead = nullptr;
+    if (rows->from(last.n).ahead != next_rows->ahead) rows->ahead = nullptr;
   }
   last.n += next.n;
   return true;
@@ -395,10 +406,12 @@ bool extend_piece(ChunkPiece& last, const ChunkPiece& next) {
 void chunk_pieces(const TileCells& tc, int64_t lo, int64_t hi, TileScratch& sc) {
   const KvCacheConfig& c = tc.cache.config();
   const int64_t bs = c.block_size;
+  const auto k_row = static_cast<int64_t>(tc.cache.k_row_bytes());
+  const auto v_row = static_cast<int64_t>(tc.cache.v_row_bytes());
   sc.pieces.clear();
   for (int64_t b = lo / bs; b * bs < hi; ++b) {
     MINFER_CHECK(tc.blocks[static_cast<size_t>(b)] >= 0, "attention reads a released KV block");
-    if (!tc.f16_in_place) {
+    if (tc.read == CellRead::kF32) {
       const int64_t next = (b + 1) * bs;
       for (const bool keys : {true, false}) {
         const uint8_t* cells = cells_at(tc, next, std::min(bs, tc.end - next), keys);
@@ -409,13 +422,12 @@ void chunk_pieces(const TileCells& tc, int64_t lo, int64_t hi, TileScratch& sc) 
     const int64_t from = std::max(lo, b * bs);
     const int64_t n = std::min(hi, (b + 1) * bs) - from;
     const int64_t ahead = from + kChunkCells;
-    const ChunkPiece piece{from, n,
-                           block_rows(tc.to_f32, tc.f16_in_place, cells_at(tc, from, n, true),
-                                      cells_at(tc, ahead, n, true), n, c.head_dim,
-                                      sc.k_tile.get() + (from - lo) * c.head_dim),
-                           block_rows(tc.to_f32, tc.f16_in_place, cells_at(tc, from, n, false),
-                                      cells_at(tc, ahead, n, false), n, c.head_dim_v,
-                                      sc.v_tile.get() + (from - lo) * c.head_dim_v)};
+    const ChunkPiece piece{
+        from, n,
+        block_rows(tc.to_f32, tc.read, cells_at(tc, from, n, true), cells_at(tc, ahead, n, true), n,
+                   c.head_dim, k_row, sc.k_tile.get() + (from - lo) * c.head_dim),
+        block_rows(tc.to_f32, tc.read, cells_at(tc, from, n, false), cells_at(tc, ahead, n, false),
+                   n, c.head_dim_v, v_row, sc.v_tile.get() + (from - lo) * c.head_dim_v)};
     if (!sc.pieces.empty() && extend_piece(sc.pieces.back(), piece)) continue;
     sc.pieces.push_back(piece);
   }
@@ -436,23 +448,36 @@ std::pair<int64_t, int64_t> overlap(const ChunkPiece& p, const RowRun& run) {
   return {std::max(p.first, run.from), std::min(p.first + p.n, run.from + run.n)};
 }
 
-// out[i · out_stride + j] = x_i · keys_j · scale for n keys (dot_rows_f32 / dot_rows_f16).
+// out[i · out_stride + j] = x_i · keys_j · scale for n keys (the table's dot_rows for how they are
+// read).
 void dot_cells(const kernels::KernelTable& table, CellRows keys, int64_t n, kernels::F32Rows x,
                float scale, float* out, int64_t out_stride) {
-  if (keys.f16 != nullptr) {
-    table.dot_rows_f16(keys.f16_rows(n), x, keys.dim, scale, out, out_stride);
-  } else {
-    table.dot_rows_f32({keys.f32, n, keys.dim}, x, keys.dim, scale, out, out_stride);
+  switch (keys.read) {
+    case CellRead::kF16:
+      table.dot_rows_f16(keys.f16_rows(n), x, keys.dim, scale, out, out_stride);
+      return;
+    case CellRead::kQ8_0:
+      table.dot_rows_q8_0(keys.q8_rows(n), x, keys.dim, scale, out, out_stride);
+      return;
+    case CellRead::kF32:
+      table.dot_rows_f32(keys.f32_rows(n), x, keys.dim, scale, out, out_stride);
+      return;
   }
 }
 
-// y_i += Σ_j w_i[j] · values_j for n values (weighted_sum_f32 / weighted_sum_f16).
+// y_i += Σ_j w_i[j] · values_j for n values (its weighted_sum for how they are read).
 void weighted_cells(const kernels::KernelTable& table, kernels::F32Rows w, CellRows values,
                     int64_t n, float* y, int64_t y_stride) {
-  if (values.f16 != nullptr) {
-    table.weighted_sum_f16(w, values.f16_rows(n), values.dim, y, y_stride);
-  } else {
-    table.weighted_sum_f32(w, {values.f32, n, values.dim}, values.dim, y, y_stride);
+  switch (values.read) {
+    case CellRead::kF16:
+      table.weighted_sum_f16(w, values.f16_rows(n), values.dim, y, y_stride);
+      return;
+    case CellRead::kQ8_0:
+      table.weighted_sum_q8_0(w, values.q8_rows(n), values.dim, y, y_stride);
+      return;
+    case CellRead::kF32:
+      table.weighted_sum_f32(w, values.f32_rows(n), values.dim, y, y_stride);
+      return;
   }
 }
 
@@ -529,6 +554,26 @@ void attend_chunk(const kernels::KernelTable& table, const QueryTile& tile, floa
   }
 }
 
+// Query rows up to which a tile reads q8_0 cells in place: the loops convert a row once per pass
+// over the x's, and a prompt tile's rows (16 tokens × the group) take many passes, where
+// converting each block once into scratch is faster (minfer_bench_attention Prefill/q8_0/4096,
+// Zen 5: 7.26 ms in place, 4.92 converted). A decode step's query heads of one KV head take one.
+constexpr int64_t kQ8InPlaceRows = 8;
+
+// How `table` reads cells of `type` for a tile of n_rows query rows: in place where it has the
+// loops for them (and, for q8_0, the tile is a decode step's). The bits are the same either way.
+CellRead cell_read(const kernels::KernelTable& table, GgmlType type, int64_t n_rows) {
+  if (type == GgmlType::kF16 && table.dot_rows_f16 != nullptr &&
+      table.weighted_sum_f16 != nullptr) {
+    return CellRead::kF16;
+  }
+  if (type == GgmlType::kQ8_0 && table.dot_rows_q8_0 != nullptr &&
+      table.weighted_sum_q8_0 != nullptr && n_rows <= kQ8InPlaceRows) {
+    return CellRead::kQ8_0;
+  }
+  return CellRead::kF32;
+}
+
 // Every row's softmax state over the cells of piece `piece` (in sc.state; rows that see none of
 // them keep the empty state: max -inf, sum 0).
 void attend_piece(const kernels::KernelTable& table, const KvCache& cache, const Batch& batch,
@@ -538,12 +583,12 @@ void attend_piece(const kernels::KernelTable& table, const KvCache& cache, const
   start_rows(args, tile, c.head_dim, c.head_dim_v, sc);
   const int64_t pos0 = batch.positions[static_cast<size_t>(tile.t_begin)];
   const int64_t pos_last = batch.positions[static_cast<size_t>(tile.t_end - 1)];
-  const bool f16_in_place = c.cell_type == GgmlType::kF16 && table.dot_rows_f16 != nullptr &&
-                            table.weighted_sum_f16 != nullptr;
+  const CellRead read =
+      cell_read(table, c.cell_type, (tile.t_end - tile.t_begin) * (tile.h_end - tile.h_begin));
   const TileCells tc{
       cache,       cache.block_table(batch.seq_ids[static_cast<size_t>(tile.t_begin)], args.il),
       args.il,     tile.h_begin / (args.n_head / c.n_head_kv),
-      to_f32,      f16_in_place,
+      to_f32,      read,
       pos_last + 1};
   sc.seen.resize(static_cast<size_t>(tile.t_end - tile.t_begin));
   const int64_t lo = std::max(first_cell(args, pos0), piece * kPieceCells);

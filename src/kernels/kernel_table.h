@@ -79,6 +79,17 @@ struct F16Rows {
   const uint16_t* row(int64_t i) const { return data + i * stride; }
 };
 
+// Rows of q8_0 cells: 34-byte blocks of 32 values (an f16 scale d, then 32 int8 quants q; the
+// value is d · q), row i at data + i · stride bytes; as F16Rows, with the rows asked for while
+// these are read.
+struct Q8Rows {
+  const uint8_t* data;
+  int64_t n;
+  int64_t stride;  // bytes
+  const uint8_t* prefetch = nullptr;
+  const uint8_t* row(int64_t i) const { return data + i * stride; }
+};
+
 struct KernelTable {
   Isa isa;
   const char* name;  // "ref", "avx2", "avxvnni", "avx512", "neon", "dotprod", "i8mm"
@@ -129,6 +140,11 @@ struct KernelTable {
   void (*dot_rows_f16)(F16Rows rows, F32Rows x, int64_t n, float scale, float* out,
                        int64_t out_stride);
   void (*weighted_sum_f16)(F32Rows w, F16Rows rows, int64_t n, float* y, int64_t y_stride);
+  // The same two over rows of q8_0 cells read in place (n a multiple of 32): bit for bit what the
+  // f32 entries give on the rows converted (d · q is exact in f32). nullptr as for f16.
+  void (*dot_rows_q8_0)(Q8Rows rows, F32Rows x, int64_t n, float scale, float* out,
+                        int64_t out_stride);
+  void (*weighted_sum_q8_0)(F32Rows w, Q8Rows rows, int64_t n, float* y, int64_t y_stride);
   // IEEE half / bfloat16 <-> f32, round to nearest even; bf16 NaNs stay NaN (quiet).
   void (*f16_to_f32)(const uint16_t* x, int64_t n, float* y);
   void (*f32_to_f16)(const float* x, int64_t n, uint16_t* y);

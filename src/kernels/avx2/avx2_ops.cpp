@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "kernels/avx2/avx2_kernels.h"
@@ -307,6 +308,41 @@ struct F16Loader {
   __m256 load(int64_t j, int64_t off, __m256i /*full*/) const { return load(j, off); }
 };
 
+// Rows of q8_0 cells, n a multiple of 32 (no masked loads): d · q, exact in f32, as
+// cells_to_f32 gives.
+struct Q8Loader {
+  Q8Rows rows;
+  // Asks for row j of rows.prefetch (n values), when set.
+  void prefetch(int64_t j, int64_t n) const {
+    if (rows.prefetch == nullptr) return;
+    const auto* row = reinterpret_cast<const char*>(rows.prefetch + j * rows.stride);
+    for (int64_t off = 0; off < n / 32 * kQ8Block; off += 64) _mm_prefetch(row + off, _MM_HINT_T0);
+  }
+  __m256 load(int64_t j, int64_t off) const {
+    const uint8_t* block = rows.row(j) + off / 32 * kQ8Block;
+    uint16_t d_bits;
+    std::memcpy(&d_bits, block, sizeof d_bits);
+    const __m256 d = _mm256_cvtph_ps(_mm_set1_epi16(static_cast<int16_t>(d_bits)));
+    const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(block + 2 + off % 32));
+    return _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)));
+  }
+  __m256 load(int64_t j, int64_t off, __m256i /*full*/) const { return load(j, off); }
+
+  static constexpr int64_t kQ8Block = 34;  // bytes per 32 values
+};
+
+// Rows [begin, end) of q8_0 cells (n values each), converted to f32 ([end - begin, n]).
+std::vector<float> rows_to_f32(Q8Rows rows, int64_t begin, int64_t end, int64_t n) {
+  const Q8Loader loader{rows};
+  std::vector<float> out(static_cast<size_t>((end - begin) * n));
+  for (int64_t j = begin; j < end; ++j) {
+    for (int64_t off = 0; off < n; off += 8) {
+      _mm256_storeu_ps(out.data() + (j - begin) * n + off, loader.load(j, off));
+    }
+  }
+  return out;
+}
+
 // Rows [begin, end) of n cells each, converted to f32 ([end - begin, n]).
 std::vector<float> rows_to_f32(F16Rows rows, int64_t begin, int64_t end, int64_t n) {
   std::vector<float> out(static_cast<size_t>((end - begin) * n));
@@ -501,6 +537,15 @@ void dot_rows_f16(F16Rows rows, F32Rows x, int64_t n, float scale, float* out, i
   dot_rows_f32({tail.data(), rows.n - whole, n}, x, n, scale, out + whole, out_stride);
 }
 
+void dot_rows_q8_0(Q8Rows rows, F32Rows x, int64_t n, float scale, float* out, int64_t out_stride) {
+  const int64_t whole = rows.n & ~int64_t{7};
+  dot_rows_x(Q8Loader{rows}, whole, x, n, scale, out, out_stride);
+  // The rows after the last eight, as f32 (dot_f32 runs dot_lanes' operations too).
+  if (whole == rows.n) return;
+  const std::vector<float> tail = rows_to_f32(rows, whole, rows.n, n);
+  dot_rows_f32({tail.data(), rows.n - whole, n}, x, n, scale, out + whole, out_stride);
+}
+
 void weighted_sum_f32(F32Rows w, F32Rows rows, int64_t n, float* y, int64_t y_stride) {
   weighted_sum_rows(w, F32Loader{rows}, n, y, y_stride);
 }
@@ -512,6 +557,10 @@ void weighted_sum_f16(F32Rows w, F16Rows rows, int64_t n, float* y, int64_t y_st
     return;
   }
   weighted_sum_rows(w, F16Loader{rows}, n, y, y_stride);
+}
+
+void weighted_sum_q8_0(F32Rows w, Q8Rows rows, int64_t n, float* y, int64_t y_stride) {
+  weighted_sum_rows(w, Q8Loader{rows}, n, y, y_stride);
 }
 
 void f16_to_f32(const uint16_t* x, int64_t n, float* y) {

@@ -13,6 +13,7 @@
 #include <cmath>
 
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "kernels/avx512/avx512_kernels.h"
@@ -275,6 +276,43 @@ struct F16Loader {
   }
 };
 
+// Rows of q8_0 cells (n a multiple of 32, so a masked load is of a whole half-block or none):
+// d · q, exact in f32, as cells_to_f32 gives.
+struct Q8Loader {
+  Q8Rows rows;
+  // Asks for row j of rows.prefetch (n values), when set.
+  void prefetch(int64_t j, int64_t n) const {
+    if (rows.prefetch == nullptr) return;
+    const auto* row = reinterpret_cast<const char*>(rows.prefetch + j * rows.stride);
+    for (int64_t off = 0; off < n / 32 * kQ8Block; off += 64) _mm_prefetch(row + off, _MM_HINT_T0);
+  }
+  __m512 load(int64_t j, int64_t off) const {
+    const uint8_t* block = rows.row(j) + off / 32 * kQ8Block;
+    uint16_t d_bits;
+    std::memcpy(&d_bits, block, sizeof d_bits);
+    const __m512 d = _mm512_cvtph_ps(_mm256_set1_epi16(static_cast<int16_t>(d_bits)));
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 2 + off % 32));
+    return _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)));
+  }
+  __m512 load(int64_t j, int64_t off, __mmask16 m) const {
+    return m == 0 ? _mm512_setzero_ps() : load(j, off);
+  }
+
+  static constexpr int64_t kQ8Block = 34;  // bytes per 32 values
+};
+
+// Rows [begin, end) of n values each, converted to f32 ([end - begin, n]).
+template <typename Loader>
+std::vector<float> loaded_rows(Loader rows, int64_t begin, int64_t end, int64_t n) {
+  std::vector<float> out(static_cast<size_t>((end - begin) * n));
+  for (int64_t j = begin; j < end; ++j) {
+    for (int64_t off = 0; off < n; off += 16) {
+      _mm512_storeu_ps(out.data() + (j - begin) * n + off, rows.load(j, off));
+    }
+  }
+  return out;
+}
+
 // Rows [begin, end) of n cells each, converted to f32 ([end - begin, n]).
 std::vector<float> rows_to_f32(F16Rows rows, int64_t begin, int64_t end, int64_t n) {
   std::vector<float> out(static_cast<size_t>((end - begin) * n));
@@ -415,6 +453,19 @@ void dot_rows_f16(F16Rows rows, F32Rows x, int64_t n, float scale, float* out, i
   dot_rows_f32({tail.data(), rows.n - whole, n}, x, n, scale, out + whole, out_stride);
 }
 
+void dot_rows_q8_0(Q8Rows rows, F32Rows x, int64_t n, float scale, float* out, int64_t out_stride) {
+  const int64_t whole = rows.n & ~int64_t{15};
+  if (!dot_rows_held_sizes(Q8Loader{rows}, whole, x, n, scale, out, out_stride)) {
+    const std::vector<float> f32 = loaded_rows(Q8Loader{rows}, 0, rows.n, n);
+    dot_rows_f32({f32.data(), rows.n, n}, x, n, scale, out, out_stride);
+    return;
+  }
+  // The rows after the last sixteen, as f32.
+  if (whole == rows.n) return;
+  const std::vector<float> tail = loaded_rows(Q8Loader{rows}, whole, rows.n, n);
+  dot_rows_f32({tail.data(), rows.n - whole, n}, x, n, scale, out + whole, out_stride);
+}
+
 void axpy_f32(float a, const float* x, int64_t n, float* y) {
   const __m512 va = _mm512_set1_ps(a);
   map2(x, y, n, y, [va](__m512 xv, __m512 yv) { return _mm512_fmadd_ps(va, xv, yv); });
@@ -499,6 +550,10 @@ void weighted_sum_f32(F32Rows w, F32Rows rows, int64_t n, float* y, int64_t y_st
 
 void weighted_sum_f16(F32Rows w, F16Rows rows, int64_t n, float* y, int64_t y_stride) {
   weighted_sum_rows(w, F16Loader{rows}, n, y, y_stride);
+}
+
+void weighted_sum_q8_0(F32Rows w, Q8Rows rows, int64_t n, float* y, int64_t y_stride) {
+  weighted_sum_rows(w, Q8Loader{rows}, n, y, y_stride);
 }
 
 void f16_to_f32(const uint16_t* x, int64_t n, float* y) {

@@ -14,6 +14,8 @@ namespace {
 constexpr KernelTable with_x86_kernels(KernelTable t) {
   t.dot_rows_f16 = avx512::dot_rows_f16;
   t.weighted_sum_f16 = avx512::weighted_sum_f16;
+  t.dot_rows_q8_0 = avx512::dot_rows_q8_0;
+  t.weighted_sum_q8_0 = avx512::weighted_sum_q8_0;
   t.matmul_tile_x16[static_cast<int>(GgmlType::kQ8_0)] = avx512::matmul_tile_x16<BlockQ8_0>;
   t.matmul_tile_x16[static_cast<int>(GgmlType::kQ4_0)] = avx512::matmul_tile_x16<BlockQ4_0>;
   t.matmul_tile_x16[static_cast<int>(GgmlType::kQ5_0)] = avx512::matmul_tile_x16<BlockQ5_0>;
