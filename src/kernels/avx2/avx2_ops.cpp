@@ -13,6 +13,7 @@
 #include "kernels/avx2/avx2_kernels.h"
 #include "kernels/avx2/avx2_math.h"
 #include "kernels/gelu_table.h"
+#include "quant/blocks.h"
 
 namespace minfer::kernels::avx2 {
 namespace {
@@ -316,19 +317,16 @@ struct Q8Loader {
   void prefetch(int64_t j, int64_t n) const {
     if (rows.prefetch == nullptr) return;
     const auto* row = reinterpret_cast<const char*>(rows.prefetch + j * rows.stride);
-    for (int64_t off = 0; off < n / 32 * kQ8Block; off += 64) _mm_prefetch(row + off, _MM_HINT_T0);
+    for (int64_t off = 0; off < n / 32 * static_cast<int64_t>(sizeof(BlockQ8_0)); off += 64)
+      _mm_prefetch(row + off, _MM_HINT_T0);
   }
   __m256 load(int64_t j, int64_t off) const {
-    const uint8_t* block = rows.row(j) + off / 32 * kQ8Block;
-    uint16_t d_bits;
-    std::memcpy(&d_bits, block, sizeof d_bits);
-    const __m256 d = _mm256_cvtph_ps(_mm_set1_epi16(static_cast<int16_t>(d_bits)));
-    const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(block + 2 + off % 32));
+    const BlockQ8_0& block = reinterpret_cast<const BlockQ8_0*>(rows.row(j))[off / 32];
+    const __m256 d = _mm256_cvtph_ps(_mm_set1_epi16(static_cast<int16_t>(block.d)));
+    const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(block.qs + off % 32));
     return _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)));
   }
   __m256 load(int64_t j, int64_t off, __m256i /*full*/) const { return load(j, off); }
-
-  static constexpr int64_t kQ8Block = 34;  // bytes per 32 values
 };
 
 // Rows [begin, end) of q8_0 cells (n values each), converted to f32 ([end - begin, n]).

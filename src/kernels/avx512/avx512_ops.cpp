@@ -19,6 +19,7 @@
 #include "kernels/avx512/avx512_kernels.h"
 #include "kernels/avx512/avx512_math.h"
 #include "kernels/gelu_table.h"
+#include "quant/blocks.h"
 
 namespace minfer::kernels::avx512 {
 namespace {
@@ -284,21 +285,18 @@ struct Q8Loader {
   void prefetch(int64_t j, int64_t n) const {
     if (rows.prefetch == nullptr) return;
     const auto* row = reinterpret_cast<const char*>(rows.prefetch + j * rows.stride);
-    for (int64_t off = 0; off < n / 32 * kQ8Block; off += 64) _mm_prefetch(row + off, _MM_HINT_T0);
+    for (int64_t off = 0; off < n / 32 * static_cast<int64_t>(sizeof(BlockQ8_0)); off += 64)
+      _mm_prefetch(row + off, _MM_HINT_T0);
   }
   __m512 load(int64_t j, int64_t off) const {
-    const uint8_t* block = rows.row(j) + off / 32 * kQ8Block;
-    uint16_t d_bits;
-    std::memcpy(&d_bits, block, sizeof d_bits);
-    const __m512 d = _mm512_cvtph_ps(_mm256_set1_epi16(static_cast<int16_t>(d_bits)));
-    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 2 + off % 32));
+    const BlockQ8_0& block = reinterpret_cast<const BlockQ8_0*>(rows.row(j))[off / 32];
+    const __m512 d = _mm512_cvtph_ps(_mm256_set1_epi16(static_cast<int16_t>(block.d)));
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block.qs + off % 32));
     return _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)));
   }
   __m512 load(int64_t j, int64_t off, __mmask16 m) const {
     return m == 0 ? _mm512_setzero_ps() : load(j, off);
   }
-
-  static constexpr int64_t kQ8Block = 34;  // bytes per 32 values
 };
 
 // Rows [begin, end) of n values each, converted to f32 ([end - begin, n]).
