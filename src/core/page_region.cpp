@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -10,6 +11,7 @@ namespace minfer {
 namespace {
 
 constexpr size_t kHugePage = size_t{2} << 20;  // x86-64's PMD page
+constexpr size_t kSmallPage = size_t{4} << 10;
 
 }  // namespace
 
@@ -37,6 +39,21 @@ Result<std::unique_ptr<PageRegion>> PageRegion::create(size_t size, bool lazy, P
   (void)pages;
 #endif
   return std::unique_ptr<PageRegion>(new PageRegion(region, region_size));
+}
+
+void PageRegion::populate(size_t offset, size_t length) const {
+  if (offset >= size_) return;
+  const size_t end = offset + std::min(length, size_ - offset);
+  const size_t first_page = offset / kSmallPage * kSmallPage;
+#ifdef MADV_POPULATE_WRITE
+  if (::madvise(data_ + first_page, end - first_page, MADV_POPULATE_WRITE) == 0) return;
+  if (errno != EINVAL) return;  // out of memory (ENOMEM) or interrupted: left to the first touch
+#endif
+  // A kernel without MADV_POPULATE_WRITE: a write to each page, of the byte it holds.
+  for (size_t at = offset; at < end; at = (at / kSmallPage + 1) * kSmallPage) {
+    volatile uint8_t* byte = data_ + at;
+    *byte = *byte;
+  }
 }
 
 PageRegion::~PageRegion() {

@@ -1,8 +1,6 @@
 // Anonymous memory for the big buffers that kernels stream through: weights read in with
-// --no-mmap (2 MiB pages: with 4 KiB pages a stream through them misses the TLB on every page, a
-// 2 MiB page covers 512 of them), and the KV cache's pools (4 KiB pages: its cells are laid out
-// in one stripe per layer and KV head, and a 2 MiB page in each stripe would take hundreds of MB
-// before the first token; see kv/kv_cache.h).
+// --no-mmap and the KV cache's pools (2 MiB pages: with 4 KiB pages a stream through them misses
+// the TLB on every page, a 2 MiB page covers 512 of them; see kv/kv_cache.h for the pools).
 #pragma once
 
 #include <cstddef>
@@ -36,6 +34,12 @@ class PageRegion : NonCopyable {
 
   uint8_t* data() const { return data_; }
   size_t size() const { return size_; }  // at least the size asked for
+
+  // Takes the memory of the pages that hold bytes [offset, offset + length) now (clamped to the
+  // region), instead of at their first touch; their contents are unchanged. No other thread may
+  // write those bytes meanwhile (without MADV_POPULATE_WRITE, Linux < 5.14, each page is touched
+  // by writing back one of its bytes). Memory the system cannot give is left to the first touch.
+  void populate(size_t offset, size_t length) const;
 
  private:
   PageRegion(uint8_t* data, size_t size) : data_(data), size_(size) {}

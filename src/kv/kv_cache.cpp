@@ -49,6 +49,15 @@ Result<std::unique_ptr<PageRegion>> reserve_pool(int64_t n_blocks, size_t full_s
       fmt::format("[kv] the cache's {} pool ({} blocks of {} bytes)", pool, n_blocks, block_bytes));
 }
 
+// The end of the share of the segment after `block`'s that `block` stands for in its own segment
+// (1 / its size of the next one), in bytes of its pool.
+size_t share_ahead_end(size_t block, size_t full_segment, size_t block_bytes) {
+  const KvSegment own = kv_segment_of(block, full_segment);
+  const KvSegment next = kv_segment_of(own.first + own.size, full_segment);
+  const size_t share = next.size * block_bytes / own.size;  // next.size is own.size or twice it
+  return next.first * block_bytes + (block - own.first + 1) * share;
+}
+
 }  // namespace
 
 bool is_kv_cell_type(GgmlType type) {
@@ -154,8 +163,26 @@ int64_t KvCache::length(int32_t seq) const {
 
 void KvCache::set_length(int32_t seq, int64_t length) {
   MINFER_CHECK(length <= n_reserved(seq), "KV length past the reserved positions");
+  const int64_t added = length - seqs_[seq].length;
   seqs_[seq].length = length;
   if (has_window()) release_outside_window(seq);
+  if (added > 0) {
+    populate_ahead(memory_.get(), block_bytes_, config_.block_size, added, ahead_);
+    populate_ahead(window_memory_.get(), window_block_bytes_, config_.block_size, added,
+                   window_ahead_);
+  }
+}
+
+void KvCache::populate_ahead(const PageRegion* pool, size_t block_bytes, int64_t block_size,
+                             int64_t added, PopulateAhead& ahead) {
+  if (pool == nullptr || ahead.done >= ahead.due) return;
+  // Two positions' bytes a position: the shares of a segment's blocks (up to two blocks each)
+  // are taken while its positions are written.
+  const size_t bytes =
+      static_cast<size_t>(added) * 2 * block_bytes / static_cast<size_t>(block_size);
+  const size_t end = std::min(ahead.due, ahead.done + bytes);
+  pool->populate(ahead.done, end - ahead.done);
+  ahead.done = end;
 }
 
 bool KvCache::is_window_layer(int64_t il) const {
@@ -181,7 +208,9 @@ int32_t KvCache::take_window_block() {
     return id;
   }
   MINFER_CHECK(n_window_blocks_allocated() < config_.max_blocks, "KV window budget exceeded");
-  return static_cast<int32_t>(n_window_blocks_allocated_++);
+  const auto id = static_cast<int32_t>(n_window_blocks_allocated_++);
+  window_ahead_.due = share_ahead_end(static_cast<size_t>(id), full_segment_, window_block_bytes_);
+  return id;
 }
 
 void KvCache::release_window_block(int32_t& block) {
@@ -227,6 +256,7 @@ int32_t KvCache::take_block() {
     // Never used: it reads as zeros (fresh anonymous pages), never as stale memory.
     id = static_cast<int32_t>(info_.size());
     info_.emplace_back();
+    ahead_.due = share_ahead_end(static_cast<size_t>(id), full_segment_, block_bytes_);
   } else {
     // Evict the least recently used cached prefix block.
     MINFER_CHECK(!lru_.empty(), "KV block budget exceeded");

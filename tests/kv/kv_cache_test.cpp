@@ -1,9 +1,11 @@
 #include "kv/kv_cache.h"
 
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <bit>
+#include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -272,6 +274,57 @@ TEST(KvCache, AHeadsBlocksFollowEachOtherInASegmentAndFreedBlocksAreRetakenLowes
   kv.free_sequence(0);  // 0 .. 5
   ASSERT_TRUE(kv.reserve(2, 128).is_ok());
   EXPECT_EQ(kv.block_table(2), (std::vector<int32_t>{0, 1, 2, 3, 4, 5, 6, 7}));
+}
+
+// The fraction of the 4 KiB pages of [begin, end) (page-aligned) that hold memory.
+double resident_fraction(const uint8_t* begin, const uint8_t* end) {
+  constexpr size_t kPage = 4096;
+  std::vector<unsigned char> pages(static_cast<size_t>(end - begin) / kPage);
+  EXPECT_EQ(0, ::mincore(const_cast<uint8_t*>(begin), pages.size() * kPage, pages.data()))
+      << std::strerror(errno);
+  const auto resident =
+      std::count_if(pages.begin(), pages.end(), [](unsigned char p) { return (p & 1) != 0; });
+  return static_cast<double>(resident) / static_cast<double>(pages.size());
+}
+
+// A segment's first block touches every page of the segment, so the pool takes the next segment's
+// memory ahead, while the positions of the segment before it are written: each new block makes
+// its share of the next segment due, and each position written takes some of it. The next segment
+// is whole when its first block is reached, and nothing past it is taken. (Only set_length writes
+// here: no cell is stored, so every resident page was taken ahead.)
+TEST(KvCache, ThePoolTakesTheNextSegmentsMemoryWhileThePositionsBeforeItAreWritten) {
+  KvCacheConfig c = small_config(GgmlType::kF32);
+  c.n_layer = 16;
+  c.head_dim = c.head_dim_v = 1024;  // a block's run of one head: 16 rows of 4 KiB, 64 KiB
+  c.n_ctx = 256;
+  c.max_blocks = 16;  // 4 MiB blocks; segments [0], [1], [2, 4), then 16 MiB: [4, 8), [8, 12), …
+  auto cache = KvCache::create(c);
+  ASSERT_TRUE(cache.is_ok()) << cache.status().message();
+  KvCache& kv = **cache;
+  const uint8_t* seg4 = kv.k_block(4, 0, 0);  // where segments [4, 8), [8, 12), [12, 16) begin
+  const uint8_t* seg8 = kv.k_block(8, 0, 0);
+  const uint8_t* seg12 = kv.k_block(12, 0, 0);
+  ASSERT_EQ(seg12 - seg8, seg8 - seg4);
+  ASSERT_EQ(seg8 - seg4, 16 << 20);
+  EXPECT_EQ(resident_fraction(seg4, seg12 + (seg8 - seg4)), 0.0);  // nothing taken yet
+
+  ASSERT_TRUE(kv.reserve(0, 64).is_ok());  // blocks 0 .. 3: the segments before [4, 8)
+  kv.set_length(0, 64);
+  EXPECT_EQ(resident_fraction(seg4, seg8), 1.0);
+  EXPECT_EQ(resident_fraction(seg8, seg12), 0.0);
+
+  ASSERT_TRUE(kv.reserve(0, 65).is_ok());  // block 4, the first of [4, 8)
+  kv.set_length(0, 65);
+  const double first_share = resident_fraction(seg8, seg12);
+  // Block 4's share is a quarter of [8, 12), taken a position at a time: 512 KiB of it so far
+  // (1/32; a 2 MiB page, 1/8, with transparent huge pages).
+  EXPECT_GT(first_share, 0.0);
+  EXPECT_LT(first_share, 0.2);
+
+  ASSERT_TRUE(kv.reserve(0, 128).is_ok());  // blocks 5 .. 7: the rest of [4, 8)
+  kv.set_length(0, 128);
+  EXPECT_EQ(resident_fraction(seg8, seg12), 1.0);
+  EXPECT_EQ(resident_fraction(seg12, seg12 + (seg8 - seg4)), 0.0);
 }
 
 // The pools' memory is reserved when the cache is made and taken as blocks are first used: a
