@@ -1,10 +1,11 @@
 #!/usr/bin/env node
 // Load generator for `minfer serve`: total generated tok/s, each stream's decode rate after its
-// first token, and time to first token (p50/p99) at several numbers of concurrent clients.
+// first token, time to first token (p50/p99) and the gaps between a stream's tokens (p99/max) at
+// several numbers of concurrent clients.
 //
 //   node bench/serve/load.mjs --model M.gguf [--bin build/minfer] [--threads 2]
 //        [--concurrency 1,4,8,16] [--max-tokens 64] [--rounds 2] [--stream 1]
-//        [--url http://host:port]
+//        [--ctx-per-seq 1024] [--url http://host:port]
 //
 // Without --url it starts `minfer serve` itself (-np = the largest concurrency). Each client sends
 // `rounds` requests one after another (greedy, a distinct short prompt each, exactly max-tokens
@@ -13,9 +14,11 @@
 // is the median over requests of (tokens - 1) / (time of the last chunk - time of the first): one
 // stream's rate after its first token, the figure to set beside `minfer bench -n N` tg on the same
 // model and thread count; "server decode/stream" is the same rate by the server's own clock (its
-// `timings`), so a gap between the two is delivery, not the steps. The client runs on the
-// server's machine, so it is kept light (node:http, not fetch). --stream 0 asks for whole
-// replies (no TTFT nor decode/stream then).
+// `timings`), so a gap between the two is delivery, not the steps. "ITL" (inter-token latency) is
+// the time between two consecutive chunks of text of one stream, over every stream of the level:
+// its max shows a step that stalls every stream (e.g. memory taken all at once). The client runs
+// on the server's machine, so it is kept light (node:http, not fetch). --stream 0 asks for whole
+// replies (no TTFT, decode/stream nor ITL then).
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
@@ -41,7 +44,8 @@ async function start() {
   const np = Math.max(...levels);
   const bin = args.bin || 'build/minfer';
   const proc = spawn(bin, ['serve', '-m', args.model, '--port', '0', '-t', String(args.threads || 2),
-    '--parallel', String(np), '--ctx-per-seq', '1024', '--no-prefix-cache'], { stdio: ['ignore', 'ignore', 'pipe'] });
+    '--parallel', String(np), '--ctx-per-seq', String(args['ctx-per-seq'] || 1024),
+    '--no-prefix-cache', ...(args['block-size'] ? ['--block-size', args['block-size']] : [])], { stdio: ['ignore', 'ignore', 'pipe'] });
   let err = '';
   const url = await new Promise((resolve, reject) => {
     proc.stderr.on('data', (d) => {
@@ -79,13 +83,14 @@ async function one(url, prompt) {
   let buffer = '';
   if (!stream) {
     await post(url, body, (d) => { buffer += d; });
-    return { ttft: null, decode: null, serverDecode: null,
+    return { ttft: null, decode: null, serverDecode: null, gaps: [],
       tokens: JSON.parse(buffer).usage.completion_tokens };
   }
   let ttft = null;
   let tLast = null;
   let tokens = 0;
   let timings = null;
+  const gaps = [];  // ms between consecutive chunks of text
   await post(url, body, (d) => {
     buffer += d;
     let cut;
@@ -95,7 +100,9 @@ async function one(url, prompt) {
       if (!line.startsWith('data: ') || line === 'data: [DONE]') continue;
       const chunk = JSON.parse(line.slice(6));
       if (chunk.choices?.[0]?.text) {
-        tLast = performance.now() - t0;
+        const t = performance.now() - t0;
+        if (tLast !== null) gaps.push(t - tLast);
+        tLast = t;
         if (ttft === null) ttft = tLast;
       }
       if (chunk.usage) tokens = chunk.usage.completion_tokens;
@@ -107,7 +114,7 @@ async function one(url, prompt) {
   const serverDecode = timings && timings.predicted_ms > 0
     ? (timings.predicted_n - 1) / (timings.predicted_ms / 1000) : null;
   return { ttft: ttft ?? performance.now() - t0, decode: span ? (tokens - 1) / span : null,
-    serverDecode, tokens };
+    serverDecode, tokens, gaps };
 }
 
 const pct = (xs, p) => {
@@ -131,15 +138,17 @@ for (const c of levels) {
   const ttfts = flat.map((r) => r.ttft).filter((t) => t !== null);
   const decodes = flat.map((r) => r.decode).filter((d) => d !== null);
   const serverDecodes = flat.map((r) => r.serverDecode).filter((d) => d !== null);
+  const gaps = flat.flatMap((r) => r.gaps);
   rows.push({ c, tokens, secs, rate: tokens / secs, decode: decodes.length ? pct(decodes, 50) : NaN,
     serverDecode: serverDecodes.length ? pct(serverDecodes, 50) : NaN,
-    p50: ttfts.length ? pct(ttfts, 50) : NaN, p99: ttfts.length ? pct(ttfts, 99) : NaN });
+    p50: ttfts.length ? pct(ttfts, 50) : NaN, p99: ttfts.length ? pct(ttfts, 99) : NaN,
+    itl99: gaps.length ? pct(gaps, 99) : NaN, itlMax: gaps.length ? Math.max(...gaps) : NaN });
   console.error(`streams ${c}: ${tokens} tokens in ${secs.toFixed(1)} s`);
 }
 await server.stop();
 const base = rows[0].rate;
-console.log('| streams | generated tok/s | vs 1 stream | decode/stream tok/s | server decode/stream | TTFT p50 (ms) | TTFT p99 (ms) |');
-console.log('|---:|---:|---:|---:|---:|---:|---:|');
+console.log('| streams | generated tok/s | vs 1 stream | decode/stream tok/s | server decode/stream | TTFT p50 (ms) | TTFT p99 (ms) | ITL p99 (ms) | ITL max (ms) |');
+console.log('|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
 for (const r of rows) {
-  console.log(`| ${r.c} | ${r.rate.toFixed(1)} | ${(r.rate / base).toFixed(2)}x | ${r.decode.toFixed(1)} | ${r.serverDecode.toFixed(1)} | ${r.p50.toFixed(0)} | ${r.p99.toFixed(0)} |`);
+  console.log(`| ${r.c} | ${r.rate.toFixed(1)} | ${(r.rate / base).toFixed(2)}x | ${r.decode.toFixed(1)} | ${r.serverDecode.toFixed(1)} | ${r.p50.toFixed(0)} | ${r.p99.toFixed(0)} | ${r.itl99.toFixed(1)} | ${r.itlMax.toFixed(1)} |`);
 }
