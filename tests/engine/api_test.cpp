@@ -3,6 +3,8 @@
 // example binary; tokenize/detokenize; chat rendering; errors as Status.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <atomic>
 #include <cmath>
 #include <filesystem>
@@ -323,6 +325,26 @@ TEST(Api, ExampleProgramPrintsTheStory) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, g.prompt + reply->text + "\n");
   const test::CommandResult usage = test::run_command(example);
+  EXPECT_EQ(usage.exit_code, 1);
+  EXPECT_NE(usage.err.find("usage:"), std::string::npos);
+}
+
+// examples/step_times.cpp times every chunk of a generation: one gap per token after the first
+// (stories260K's pieces are whole characters), summarized, with the slowest steps' positions.
+TEST(Api, StepTimesExampleTimesEveryToken) {
+  MINFER_REQUIRE_TEST_DATA();
+  const std::string example = (std::filesystem::path(test::minfer_binary()).parent_path() /
+                               "examples" / "minfer-step-times")
+                                  .string();
+  const test::CommandResult r = test::run_command(
+      example + " -m " + test::test_data_path("models/stories260K.gguf") + " -n 24");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("24 tokens, 23 gaps between chunks: median ", 0), 0u) << r.out;
+  const size_t slowest = r.out.find("\nslowest: ");
+  ASSERT_NE(slowest, std::string::npos) << r.out;
+  EXPECT_EQ(std::count(r.out.begin() + static_cast<std::ptrdiff_t>(slowest), r.out.end(), ','), 7)
+      << r.out;  // the 8 slowest steps
+  const test::CommandResult usage = test::run_command(example + " -m x.gguf");  // no -n
   EXPECT_EQ(usage.exit_code, 1);
   EXPECT_NE(usage.err.find("usage:"), std::string::npos);
 }
