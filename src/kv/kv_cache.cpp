@@ -49,13 +49,24 @@ Result<std::unique_ptr<PageRegion>> reserve_pool(int64_t n_blocks, size_t full_s
       fmt::format("[kv] the cache's {} pool ({} blocks of {} bytes)", pool, n_blocks, block_bytes));
 }
 
-// The end of the share of the segment after `block`'s that `block` stands for in its own segment
-// (1 / its size of the next one), in bytes of its pool.
-size_t share_ahead_end(size_t block, size_t full_segment, size_t block_bytes) {
-  const KvSegment own = kv_segment_of(block, full_segment);
+// Takes more of a pool's memory ahead of its first touch (kv_cache.h, `populated_ahead_`) for
+// `added` positions written: two positions' bytes each, up to the end of the share of the segment
+// after its newest block that this block stands for in its own segment (1 / its size of the next
+// one; up to two blocks). Returns how far the pool is now taken ahead, from `done`.
+size_t populate_ahead(const PageRegion* pool, size_t full_segment, size_t block_bytes,
+                      int64_t block_size, int64_t n_allocated, int64_t added, size_t done) {
+  if (pool == nullptr || n_allocated == 0) return done;
+  const auto newest = static_cast<size_t>(n_allocated - 1);
+  const KvSegment own = kv_segment_of(newest, full_segment);
   const KvSegment next = kv_segment_of(own.first + own.size, full_segment);
   const size_t share = next.size * block_bytes / own.size;  // next.size is own.size or twice it
-  return next.first * block_bytes + (block - own.first + 1) * share;
+  const size_t due = next.first * block_bytes + (newest - own.first + 1) * share;
+  if (done >= due) return done;
+  const size_t bytes =
+      static_cast<size_t>(added) * 2 * block_bytes / static_cast<size_t>(block_size);
+  const size_t end = std::min(due, done + bytes);
+  pool->populate(done, end - done);
+  return end;
 }
 
 }  // namespace
@@ -167,22 +178,13 @@ void KvCache::set_length(int32_t seq, int64_t length) {
   seqs_[seq].length = length;
   if (has_window()) release_outside_window(seq);
   if (added > 0) {
-    populate_ahead(memory_.get(), block_bytes_, config_.block_size, added, ahead_);
-    populate_ahead(window_memory_.get(), window_block_bytes_, config_.block_size, added,
-                   window_ahead_);
+    populated_ahead_ =
+        populate_ahead(memory_.get(), full_segment_, block_bytes_, config_.block_size,
+                       n_blocks_allocated(), added, populated_ahead_);
+    window_populated_ahead_ =
+        populate_ahead(window_memory_.get(), full_segment_, window_block_bytes_, config_.block_size,
+                       n_window_blocks_allocated(), added, window_populated_ahead_);
   }
-}
-
-void KvCache::populate_ahead(const PageRegion* pool, size_t block_bytes, int64_t block_size,
-                             int64_t added, PopulateAhead& ahead) {
-  if (pool == nullptr || ahead.done >= ahead.due) return;
-  // Two positions' bytes a position: the shares of a segment's blocks (up to two blocks each)
-  // are taken while its positions are written.
-  const size_t bytes =
-      static_cast<size_t>(added) * 2 * block_bytes / static_cast<size_t>(block_size);
-  const size_t end = std::min(ahead.due, ahead.done + bytes);
-  pool->populate(ahead.done, end - ahead.done);
-  ahead.done = end;
 }
 
 bool KvCache::is_window_layer(int64_t il) const {
@@ -208,9 +210,7 @@ int32_t KvCache::take_window_block() {
     return id;
   }
   MINFER_CHECK(n_window_blocks_allocated() < config_.max_blocks, "KV window budget exceeded");
-  const auto id = static_cast<int32_t>(n_window_blocks_allocated_++);
-  window_ahead_.due = share_ahead_end(static_cast<size_t>(id), full_segment_, window_block_bytes_);
-  return id;
+  return static_cast<int32_t>(n_window_blocks_allocated_++);
 }
 
 void KvCache::release_window_block(int32_t& block) {
@@ -256,7 +256,6 @@ int32_t KvCache::take_block() {
     // Never used: it reads as zeros (fresh anonymous pages), never as stale memory.
     id = static_cast<int32_t>(info_.size());
     info_.emplace_back();
-    ahead_.due = share_ahead_end(static_cast<size_t>(id), full_segment_, block_bytes_);
   } else {
     // Evict the least recently used cached prefix block.
     MINFER_CHECK(!lru_.empty(), "KV block budget exceeded");

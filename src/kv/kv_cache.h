@@ -21,8 +21,8 @@
 // attention at depth 4096 took 1.1-1.35x as long), and a segment's first block touches every page
 // of the segment, so a pool takes at most about twice the memory of the blocks it has handed out
 // (and a 2 MiB page), not a page per stripe (2 · n_layer · n_head_kv of them) at its first block;
-// the next segment's memory is taken ahead while the positions before it are written (PopulateAhead
-// below), not all in the step that reaches it.
+// the next segment's memory is taken ahead while the positions before it are written
+// (populated_ahead_ below), not all in the step that reaches it.
 //
 // Prefix cache (DESIGN.md §4 "KV cache"): a block is ref-counted, so several sequences may hold
 // the same block in their tables. A full block whose cells are computed can be registered under
@@ -273,15 +273,11 @@ class KvCache {
   // that block — Qwen3-0.6B's f16 cells, 117 MB, made one decode step in 1,024 take 200-270 ms
   // instead of about 12 on a Zen 5 VM. Instead, each new block of a segment makes its share of the
   // next segment due (1 / the segment's size of it), and each position written takes two positions'
-  // bytes of what is due (populate_ahead): the next segment is ready when its first block is
-  // written, and a pool holds at most one segment more than it would.
-  struct PopulateAhead {
-    size_t done = 0;  // bytes of the pool taken ahead so far
-    size_t due = 0;   // up to the share of the newest block
-  };
-  static void populate_ahead(const PageRegion* pool, size_t block_bytes, int64_t block_size,
-                             int64_t added, PopulateAhead& ahead);
-  PopulateAhead ahead_, window_ahead_;
+  // bytes of what is due (populate_ahead in kv_cache.cpp): the next segment is ready when its first
+  // block is written, and a pool holds at most one segment more than it would. Bytes of each pool
+  // taken ahead so far:
+  size_t populated_ahead_ = 0;
+  size_t window_populated_ahead_ = 0;
 
   // [n_layer] layer il's index among the layers of its pool: where its stripes lie.
   std::vector<int64_t> layer_slot_;
