@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/input_limits.h"
+#include "core/json_nesting.h"
 #include "engine/api_impl.h"
 #include "engine/generate.h"
 #include "engine/speculative.h"
@@ -14,6 +16,17 @@
 namespace minfer {
 
 namespace {
+
+// `text` parsed as JSON (discarded when it is not JSON), after checking that it nests no deeper
+// than the JSON depth limit (`what` names it in the error).
+Result<nlohmann::ordered_json> parse_json(std::string_view text, std::string_view what) {
+  if (const auto at = json_too_deep(text, limits::kMaxJsonDepth)) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "{} nests arrays and objects deeper than the limit of {} levels (at byte {})",
+                      what, limits::kMaxJsonDepth, *at);
+  }
+  return nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
+}
 
 GenerateReply reply_of(engine::GenerateResult r) {
   const engine::GenerationMetrics& m = r.metrics;
@@ -160,8 +173,8 @@ Result<std::vector<int32_t>> LanguageModel::tokenize_chat(
 
 Result<std::string> LanguageModel::render_chat_request(std::string_view request_json) const {
   MINFER_RETURN_IF_ERROR(impl_->chat_template.status());
-  const nlohmann::ordered_json request =
-      nlohmann::ordered_json::parse(request_json, nullptr, /*allow_exceptions=*/false);
+  MINFER_ASSIGN_OR_RETURN(const nlohmann::ordered_json request,
+                          parse_json(request_json, "[api] the chat request"));
   if (request.is_discarded() || !request.is_object()) {
     return make_error(ErrorCode::kInvalidArgument,
                       "[api] a chat request must be a JSON object with 'messages'");
@@ -195,7 +208,8 @@ Status check_grammar(std::string_view gbnf) {
 }
 
 Result<std::string> json_schema_grammar(std::string_view schema) {
-  nlohmann::ordered_json parsed = nlohmann::ordered_json::parse(schema, nullptr, false);
+  MINFER_ASSIGN_OR_RETURN(const nlohmann::ordered_json parsed,
+                          parse_json(schema, "[json_schema] the schema"));
   if (parsed.is_discarded()) {
     return make_error(ErrorCode::kInvalidArgument, "[json_schema] the schema is not valid JSON");
   }
@@ -346,7 +360,8 @@ std::string Chat::messages_json() const {
 }
 
 Status Chat::set_messages_json(std::string_view json) {
-  const nlohmann::ordered_json parsed = nlohmann::ordered_json::parse(json, nullptr, false);
+  MINFER_ASSIGN_OR_RETURN(const nlohmann::ordered_json parsed,
+                          parse_json(json, "[chat] the messages"));
   if (parsed.is_discarded()) {
     return make_error(ErrorCode::kInvalidArgument, "[chat] the messages are not valid JSON");
   }

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/input_limits.h"
+#include "core/json_nesting.h"
 #include "grammar/json_schema.h"
 #include "grammar/json_schema_parts.h"
 
@@ -19,9 +21,19 @@ struct CallTarget {
 
 // The functions of `tools` the choice allows, their argument rules appended to `rules`.
 Result<std::vector<CallTarget>> call_targets(const ReplyRequest& reply, std::string& rules) {
+  if (const auto at = json_too_deep(reply.tools, limits::kMaxJsonDepth)) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "[tools] the tools nest arrays and objects deeper than the limit of {} "
+                      "levels (at byte {})",
+                      limits::kMaxJsonDepth, *at);
+  }
   const Json tools = Json::parse(reply.tools, nullptr, false);
   if (!tools.is_array()) {
     return make_error(ErrorCode::kInvalidArgument, "[tools] expected an array of tools");
+  }
+  if (tools.size() > limits::kMaxTools) {
+    return make_error(ErrorCode::kInvalidArgument, "[tools] {} tools; the limit is {}",
+                      tools.size(), limits::kMaxTools);
   }
   std::vector<CallTarget> targets;
   for (const Json& tool : tools) {

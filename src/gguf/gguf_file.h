@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/input_limits.h"
 #include "core/mapped_file.h"
 #include "core/status.h"
 #include "gguf/gguf_value.h"
@@ -30,7 +31,7 @@ inline constexpr uint64_t kGgufMaxStringLength = 64ull << 20;  // the longest ch
 inline constexpr uint64_t kGgufMaxArrayLength = 1ull << 26;    // vocabularies reach ~260 K entries
 // Per-key caps, far above real files: a chat template (tokenizer.chat_template[.NAME]) and an
 // identifier (general.architecture, general.type, tokenizer.ggml.model, tokenizer.ggml.pre).
-inline constexpr uint64_t kGgufMaxChatTemplateLength = 4ull << 20;
+inline constexpr uint64_t kGgufMaxChatTemplateLength = limits::kMaxTemplateBytes;
 inline constexpr uint64_t kGgufMaxIdentifierLength = 256;
 inline constexpr uint32_t kGgufMaxAlignment = 1u << 20;
 inline constexpr int kGgufMaxArrayDepth = 2;

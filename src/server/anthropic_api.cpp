@@ -5,6 +5,9 @@
 
 #include <fmt/format.h>
 
+#include "core/input_limits.h"
+#include "core/json_nesting.h"
+
 namespace minfer::server {
 
 namespace {
@@ -259,9 +262,10 @@ std::optional<ApiError> translate_stop(const Json& stops, Json& chat) {
   for (const Json& s : stops) {
     if (!s.is_string()) return wrong_type("stop_sequences[]", "a string", s);
   }
-  if (stops.size() > 16) {
-    return bad_request("[server] 'stop_sequences' may hold at most 16 strings", "stop_sequences",
-                       "invalid_value");
+  if (stops.size() > limits::kMaxStopStrings) {
+    return bad_request(fmt::format("[server] 'stop_sequences' may hold at most {} strings",
+                                   limits::kMaxStopStrings),
+                       "stop_sequences", "invalid_value");
   }
   chat["stop"] = stops;
   return std::nullopt;
@@ -367,8 +371,9 @@ Json anthropic_usage(const RequestStats& s) {
 }
 
 // A tool call's arguments as the tool_use block's input: the JSON the model wrote, or the text
-// itself when it is not JSON.
+// itself when it is not JSON or nests deeper than the JSON depth limit.
 Json tool_input(const std::string& arguments) {
+  if (json_too_deep(arguments, limits::kMaxJsonDepth)) return Json(arguments);
   Json input = Json::parse(arguments, nullptr, /*allow_exceptions=*/false);
   return input.is_discarded() ? Json(arguments) : input;
 }

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include "core/input_limits.h"
+#include "core/json_nesting.h"
+
 namespace minfer::server {
 
 ApiError api_error(int status, std::string message, std::string type, std::string code) {
@@ -19,6 +22,12 @@ ApiError model_loading() {
 }
 
 std::optional<ApiError> parse_body(const HttpRequest& req, Json& body) {
+  if (const auto at = json_too_deep(req.body, limits::kMaxJsonDepth)) {
+    return bad_request(fmt::format("[server] the body nests arrays and objects deeper than the "
+                                   "limit of {} levels (at byte {})",
+                                   limits::kMaxJsonDepth, *at),
+                       "", "json_too_deep");
+  }
   try {
     body = Json::parse(req.body);
   } catch (const Json::parse_error& e) {

@@ -35,8 +35,9 @@ void answer_bodies_full(HttpResponse& res, size_t max_total) {
   res.set_header("Retry-After", "1");
 }
 
-// Error statuses without a body (404 from routing, 400 and 413 from the transport) get one.
-void answer_http_error(const HttpRequest& req, HttpResponse& res) {
+// Error statuses without a body (404 from routing, 400 and 413 from the transport) get one;
+// `max_body_bytes`: the limit a 413 names.
+void answer_http_error(const HttpRequest& req, HttpResponse& res, size_t max_body_bytes) {
   if (!res.body.empty()) return;
   std::string message = fmt::format("[server] HTTP {}", res.status);
   std::string code;
@@ -44,7 +45,8 @@ void answer_http_error(const HttpRequest& req, HttpResponse& res) {
     message = fmt::format("[server] no such endpoint: {} {}", req.method, req.path);
     code = "not_found";
   } else if (res.status == 413) {
-    message = "[server] request body too large";
+    message = fmt::format("[server] the request body is over the limit of {} bytes (--max-body)",
+                          max_body_bytes);
     code = "payload_too_large";
   } else if (res.status == 405) {
     message = fmt::format("[server] method {} not allowed on {}", req.method, req.path);
@@ -99,7 +101,7 @@ HttpServer::HttpServer(ServerOptions options)
                                 answer_bodies_full(res, std::max(options_.max_body_bytes_total,
                                                                  options_.max_body_bytes));
                               }
-                              answer_http_error(req, res);
+                              answer_http_error(req, res, options_.max_body_bytes);
                               metrics_.on_http_status(res.status);
                             }}) {
   install_routes();
@@ -284,7 +286,7 @@ void HttpServer::dispatch(HttpRequest& req, HttpResponse& res) {
   } catch (...) {
     answer_exception(res, std::current_exception());
   }
-  if (res.status >= 400) answer_http_error(req, res);
+  if (res.status >= 400) answer_http_error(req, res, options_.max_body_bytes);
   metrics_.on_http_status(res.status);
 }
 

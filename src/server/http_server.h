@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "core/input_limits.h"
 #include "core/non_copyable.h"
 #include "core/status.h"
 #include "minfer/minfer.h"
@@ -34,14 +35,14 @@ struct WireApi;
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
-  int port = 8080;                   // 0: any free port (see port())
-  std::string api_key;               // empty: no authentication
-  size_t max_body_bytes = 8u << 20;  // larger bodies get 413
-  int read_timeout_s = 10;           // deadline for a request's head, and again for its body
-  int write_timeout_s = 10;          // a client that stops reading is dropped after it
-  int keep_alive_timeout_s = 5;      // an idle kept-alive connection is closed after it
-  int max_connections = 4096;        // past it new connections are closed at once
-  int n_http_threads = 64;           // requests handled at once (the rest wait their turn)
+  int port = 8080;                                // 0: any free port (see port())
+  std::string api_key;                            // empty: no authentication
+  size_t max_body_bytes = limits::kMaxBodyBytes;  // larger bodies get 413
+  int read_timeout_s = 10;       // deadline for a request's head, and again for its body
+  int write_timeout_s = 10;      // a client that stops reading is dropped after it
+  int keep_alive_timeout_s = 5;  // an idle kept-alive connection is closed after it
+  int max_connections = 4096;    // past it new connections are closed at once
+  int n_http_threads = 64;       // requests handled at once (the rest wait their turn)
   // Bytes of request bodies held at once across connections (at least max_body_bytes); a body
   // that would pass it gets 503 server_busy.
   size_t max_body_bytes_total = 256u << 20;

@@ -6,6 +6,9 @@
 
 #include <fmt/format.h>
 
+#include "core/input_limits.h"
+#include "core/json_nesting.h"
+
 namespace minfer::server {
 
 Json ApiError::to_json() const {
@@ -130,6 +133,15 @@ std::optional<ApiError> normalise_tool_calls(const Json& calls, const std::strin
     Json call = c;
     Json& arguments = call["function"]["arguments"];
     if (arguments.is_string()) {
+      // The arguments stand 7 levels down the body (body, messages, message, tool_calls, call,
+      // function): parsed, they must leave the whole within the body's depth limit.
+      constexpr int kDepth = limits::kMaxJsonDepth - 7;
+      if (const auto at = json_too_deep(arguments.get_ref<const std::string&>(), kDepth)) {
+        return bad_request(fmt::format("[server] '{}.function.arguments' nests arrays and "
+                                       "objects deeper than the limit of {} levels (at byte {})",
+                                       call_field, kDepth, *at),
+                           call_field, "json_too_deep");
+      }
       Json parsed = Json::parse(arguments.get<std::string>(), nullptr, /*allow_exceptions=*/false);
       if (!parsed.is_discarded()) arguments = std::move(parsed);
     } else if (arguments.is_null()) {
@@ -334,21 +346,30 @@ std::optional<ApiError> parse_sampling(const Json& body, int32_t n_vocab, Genera
   return std::nullopt;
 }
 
-// stop: a string or a list of at most 16 strings.
+// stop: a string or a list of at most kMaxStopStrings strings of at most kMaxStopBytes each.
 std::optional<ApiError> parse_stop(const Json& body, std::vector<std::string>& stops) {
   auto it = body.find("stop");
   if (it == body.end() || it->is_null()) return std::nullopt;
-  if (it->is_string()) {
-    stops.push_back(it->get<std::string>());
+  auto add = [&](const Json& s) -> std::optional<ApiError> {
+    if (!s.is_string()) return wrong_type("stop[]", "a string", s);
+    const std::string& text = s.get_ref<const std::string&>();
+    if (text.size() > limits::kMaxStopBytes) {
+      return bad_request(fmt::format("[server] a 'stop' string of {} bytes is over the limit of {}",
+                                     text.size(), limits::kMaxStopBytes),
+                         "stop", "invalid_value");
+    }
+    stops.push_back(text);
     return std::nullopt;
-  }
+  };
+  if (it->is_string()) return add(*it);
   if (!it->is_array()) return wrong_type("stop", "a string or an array of strings", *it);
-  if (it->size() > 16) {
-    return bad_request("[server] 'stop' may hold at most 16 strings", "stop", "invalid_value");
+  if (it->size() > limits::kMaxStopStrings) {
+    return bad_request(
+        fmt::format("[server] 'stop' may hold at most {} strings", limits::kMaxStopStrings), "stop",
+        "invalid_value");
   }
   for (const Json& s : *it) {
-    if (!s.is_string()) return wrong_type("stop[]", "a string", s);
-    stops.push_back(s.get<std::string>());
+    if (auto e = add(s)) return e;
   }
   return std::nullopt;
 }
@@ -497,6 +518,11 @@ std::optional<ApiError> parse_stream(const Json& body, ParsedRequest& out) {
 // tools: [{"type": "function", "function": {"name": string, ...}}]; their names are returned.
 std::optional<ApiError> parse_tool_list(const Json& tools, std::vector<std::string>& names) {
   if (!tools.is_array()) return wrong_type("tools", "an array of tools", tools);
+  if (tools.size() > limits::kMaxTools) {
+    return bad_request(fmt::format("[server] 'tools' holds {} tools; the limit is {}", tools.size(),
+                                   limits::kMaxTools),
+                       "tools", "invalid_value");
+  }
   for (size_t i = 0; i < tools.size(); ++i) {
     const Json& t = tools[i];
     const std::string field = fmt::format("tools[{}]", i);
