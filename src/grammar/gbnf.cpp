@@ -56,6 +56,10 @@ class GbnfParser {
   GbnfParser(std::string_view text, const GbnfLimits& limits) : text_(text), limits_(limits) {}
 
   Grammar parse() {
+    if (text_.size() > limits_.max_bytes) {
+      throw ParseError{0, fmt::format("the grammar is {} bytes, over the limit of {}", text_.size(),
+                                      limits_.max_bytes)};
+    }
     skip_space(true);
     while (pos_ < text_.size()) {
       parse_rule();
@@ -94,6 +98,11 @@ class GbnfParser {
   uint32_t rule_id(const std::string& name, size_t at) {
     auto [it, inserted] = ids_.emplace(name, static_cast<uint32_t>(rules_.size()));
     if (inserted) {
+      if (rules_.size() >= limits_.max_rules) {
+        throw ParseError{at, fmt::format("the grammar has more than {} rules (named and made by "
+                                         "groups and repetitions)",
+                                         limits_.max_rules)};
+      }
       rules_.emplace_back();
       names_.push_back(name);
       defined_.push_back(false);
@@ -195,8 +204,13 @@ class GbnfParser {
         seq.push_back(add_class(CharClass{{}, true}));
       } else if (c == '(') {
         const size_t open = pos_++;
+        if (++nesting_ > limits_.max_nesting) {
+          throw ParseError{
+              open, fmt::format("groups nested deeper than the limit of {}", limits_.max_nesting)};
+        }
         skip_space(true);
         std::vector<Sequence> alternatives = parse_alternates(true);
+        --nesting_;
         skip_space(true);
         if (peek() != ')') {
           throw ParseError{
@@ -448,24 +462,48 @@ class GbnfParser {
  private:
   // A rule that can reach itself through references each preceded only by nullable elements
   // would be expanded for ever by a top-down matcher.
-  void check_left_recursion() const {
+  // The rules that can match the empty string, found in time linear in the grammar's size: an
+  // alternative waits for each rule it references; the last one to turn nullable makes its rule
+  // nullable (a fixpoint by repeated passes would be quadratic on a long chain of rules).
+  std::vector<bool> nullable_rules() const {
     const size_t n = rules_.size();
     std::vector<bool> nullable(n, false);
-    for (bool changed = true; changed;) {
-      changed = false;
-      for (size_t r = 0; r < n; ++r) {
-        if (nullable[r]) continue;
-        for (const Sequence& s : rules_[r]) {
-          if (std::all_of(s.begin(), s.end(), [&](const GrammarElement& e) {
-                return e.kind == GrammarElement::Kind::kRule && nullable[e.value];
-              })) {
-            nullable[r] = true;
-            changed = true;
-            break;
-          }
-        }
+    std::vector<uint32_t> alt_rule;  // [n_alternatives] the rule it belongs to
+    std::vector<size_t> waiting;     // [n_alternatives] references not yet nullable
+    std::vector<std::vector<uint32_t>> referrers(n);  // alternatives referencing each rule
+    std::vector<uint32_t> ready;                      // rules found nullable, to propagate
+    auto found = [&](uint32_t r) {
+      if (!nullable[r]) {
+        nullable[r] = true;
+        ready.push_back(r);
+      }
+    };
+    for (size_t r = 0; r < n; ++r) {
+      for (const Sequence& s : rules_[r]) {
+        const bool has_chars = std::any_of(s.begin(), s.end(), [](const GrammarElement& e) {
+          return e.kind != GrammarElement::Kind::kRule;
+        });
+        if (has_chars) continue;  // never empty
+        const auto alt = static_cast<uint32_t>(alt_rule.size());
+        alt_rule.push_back(static_cast<uint32_t>(r));
+        waiting.push_back(s.size());
+        for (const GrammarElement& e : s) referrers[e.value].push_back(alt);
+        if (s.empty()) found(static_cast<uint32_t>(r));
       }
     }
+    while (!ready.empty()) {
+      const uint32_t r = ready.back();
+      ready.pop_back();
+      for (const uint32_t alt : referrers[r]) {
+        if (--waiting[alt] == 0) found(alt_rule[alt]);
+      }
+    }
+    return nullable;
+  }
+
+  void check_left_recursion() const {
+    const size_t n = rules_.size();
+    const std::vector<bool> nullable = nullable_rules();
     std::vector<std::vector<uint32_t>> left(n);  // rules reachable at the left edge of r
     for (size_t r = 0; r < n; ++r) {
       for (const Sequence& s : rules_[r]) {
@@ -476,33 +514,54 @@ class GbnfParser {
         }
       }
     }
-    // Depth-first search for a cycle; 0 unvisited, 1 on the path, 2 done.
+    // Depth-first search for a cycle, with an explicit stack (a chain of rules can be as long
+    // as max_rules); 0 unvisited, 1 on the path, 2 done.
     std::vector<uint8_t> mark(n, 0);
-    std::vector<uint32_t> path;
     for (size_t start = 0; start < n; ++start) {
-      if (mark[start] == 0) find_cycle(static_cast<uint32_t>(start), left, mark, path);
+      if (mark[start] == 0) find_cycle(static_cast<uint32_t>(start), left, mark);
     }
   }
 
-  void find_cycle(uint32_t r, const std::vector<std::vector<uint32_t>>& left,
-                  std::vector<uint8_t>& mark, std::vector<uint32_t>& path) const {
-    mark[r] = 1;
-    path.push_back(r);
-    for (const uint32_t next : left[r]) {
-      if (mark[next] == 1) {
-        std::string chain;
-        auto it = std::find(path.begin(), path.end(), next);
-        for (; it != path.end(); ++it) chain += names_[*it] + " -> ";
-        chain += names_[next];
-        throw ParseError{defined_at_[next],
-                         fmt::format("rule '{}' is left-recursive ({}) without consuming a "
-                                     "character",
-                                     names_[next], chain)};
+  // The path from `start`: each rule on it with the index of the next edge to follow.
+  void find_cycle(uint32_t start, const std::vector<std::vector<uint32_t>>& left,
+                  std::vector<uint8_t>& mark) const {
+    std::vector<std::pair<uint32_t, size_t>> path = {{start, 0}};
+    mark[start] = 1;
+    while (!path.empty()) {
+      auto& [r, edge] = path.back();
+      if (edge == left[r].size()) {
+        mark[r] = 2;
+        path.pop_back();
+        continue;
       }
-      if (mark[next] == 0) find_cycle(next, left, mark, path);
+      const uint32_t next = left[r][edge++];
+      if (mark[next] == 1) throw_left_recursion(next, path);
+      if (mark[next] == 0) {
+        mark[next] = 1;
+        path.emplace_back(next, 0);
+      }
     }
-    path.pop_back();
-    mark[r] = 2;
+  }
+
+  [[noreturn]] void throw_left_recursion(
+      uint32_t rule, const std::vector<std::pair<uint32_t, size_t>>& path) const {
+    // The cycle's rules, its middle left out past a dozen (a chain can hold thousands).
+    constexpr ptrdiff_t kShown = 6;
+    auto it =
+        std::find_if(path.begin(), path.end(), [&](const auto& p) { return p.first == rule; });
+    const ptrdiff_t n = path.end() - it;
+    std::string chain;
+    for (ptrdiff_t i = 0; i < n; ++i) {
+      if (i == kShown && n > 2 * kShown) {
+        chain += fmt::format("… ({} more) -> ", n - 2 * kShown);
+        i = n - kShown;
+      }
+      chain += names_[it[i].first] + " -> ";
+    }
+    chain += names_[rule];
+    throw ParseError{defined_at_[rule],
+                     fmt::format("rule '{}' is left-recursive ({}) without consuming a character",
+                                 names_[rule], chain)};
   }
 
   Grammar flatten(uint32_t root) {
@@ -525,6 +584,7 @@ class GbnfParser {
   GbnfLimits limits_;
   size_t pos_ = 0;
   size_t n_elements_ = 0;
+  int nesting_ = 0;      // groups open at pos_
   std::string current_;  // the rule being parsed: generated rules are named after it
   std::map<std::string, uint32_t, std::less<>> ids_;
   std::vector<std::vector<Sequence>> rules_;  // [n_rules] alternatives of each rule

@@ -15,7 +15,8 @@
 // alternative. Errors say where and what was expected: "[grammar] gbnf:3:14: expected ']' to close
 // the character class". An undefined rule, a missing `root` and left recursion (a rule that can
 // reach itself without consuming a character, which a top-down matcher would expand for ever)
-// are errors.
+// are errors, and so is a grammar past one of GbnfLimits (checked before the parser recurses or
+// allocates for it).
 #pragma once
 
 #include <cstdint>
@@ -25,6 +26,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/input_limits.h"
 #include "core/status.h"
 
 namespace minfer::grammar {
@@ -56,10 +58,13 @@ struct Grammar {
   uint32_t root = 0;
 };
 
-// Limits on what a grammar may expand to (repetition counts make rules).
+// What a grammar may hold and expand to (core/input_limits.h); repetition counts make rules.
 struct GbnfLimits {
-  size_t max_elements = 1u << 20;   // elements after repetitions are expanded
-  uint32_t max_repetition = 10000;  // m and n of {m,n}
+  size_t max_bytes = limits::kMaxGbnfBytes;              // the text
+  size_t max_rules = limits::kMaxGbnfRules;              // named and generated rules
+  int max_nesting = limits::kMaxGbnfNesting;             // groups open at once
+  size_t max_elements = limits::kMaxGbnfElements;        // after repetitions are expanded
+  uint32_t max_repetition = limits::kMaxGbnfRepetition;  // m and n of {m,n}
 };
 
 Result<std::shared_ptr<const Grammar>> parse_gbnf(std::string_view text,

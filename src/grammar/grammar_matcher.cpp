@@ -41,32 +41,49 @@ GrammarMatcher::GrammarMatcher(std::shared_ptr<const Grammar> grammar, const Mat
 
 bool GrammarMatcher::expand(Stack& stack, std::vector<Stack>& out, StepStats* stats) const {
   const Grammar& g = *grammar_;
+  // The rules whose alternatives are being tried, innermost last: the stack each alternative
+  // continues and the next one to try. A loop over this list, not recursion: the chain of
+  // references met before a character can be as long as the grammar has rules (a path that
+  // meets a rule twice is left recursion, refused when the grammar was parsed).
+  struct Pending {
+    Stack base;
+    uint32_t rule;
+    size_t next;
+  };
+  std::vector<Pending> pending;
+  Stack s = std::move(stack);
   while (true) {
-    if (stack.empty()) {
-      out.emplace_back();
-      return true;
+    // Walk s to a character class, the root's end or a reference.
+    while (true) {
+      if (s.empty()) {
+        out.emplace_back();
+        break;
+      }
+      const uint32_t pos = s.back();
+      const GrammarElement& e = g.elements[pos];
+      if (e.kind == GrammarElement::Kind::kChars) {
+        // Bounds the work before duplicates are removed too.
+        if (out.size() >= limits_.max_stacks * 8) return false;
+        out.push_back(s);
+        break;
+      }
+      s.pop_back();
+      if (e.kind == GrammarElement::Kind::kEnd) continue;
+      // A reference: return to the next element (unless the alternative ends there: a tail
+      // call, so right recursion does not grow the stack), then each alternative of the rule.
+      if (g.elements[pos + 1].kind != GrammarElement::Kind::kEnd) s.push_back(pos + 1);
+      if (stats != nullptr) stats->max_depth = std::max(stats->max_depth, s.size() + 1);
+      if (s.size() + 1 > limits_.max_stack_depth) return false;
+      pending.push_back({std::move(s), e.value, 0});
+      break;
     }
-    const uint32_t pos = stack.back();
-    const GrammarElement& e = g.elements[pos];
-    if (e.kind == GrammarElement::Kind::kChars) {
-      // Bounds the work before duplicates are removed too.
-      if (out.size() >= limits_.max_stacks * 8) return false;
-      out.push_back(stack);
-      return true;
+    while (!pending.empty() && pending.back().next == g.alternatives[pending.back().rule].size()) {
+      pending.pop_back();
     }
-    stack.pop_back();
-    if (e.kind == GrammarElement::Kind::kEnd) continue;
-    // A reference: return to the next element (unless the alternative ends there: a tail call,
-    // so right recursion does not grow the stack), then start each alternative of the rule.
-    if (g.elements[pos + 1].kind != GrammarElement::Kind::kEnd) stack.push_back(pos + 1);
-    if (stats != nullptr) stats->max_depth = std::max(stats->max_depth, stack.size() + 1);
-    if (stack.size() + 1 > limits_.max_stack_depth) return false;
-    for (const uint32_t start : g.alternatives[e.value]) {
-      Stack s = stack;
-      s.push_back(start);
-      if (!expand(s, out, stats)) return false;
-    }
-    return true;
+    if (pending.empty()) return true;
+    Pending& p = pending.back();
+    s = p.base;
+    s.push_back(g.alternatives[p.rule][p.next++]);
   }
 }
 

@@ -72,8 +72,8 @@ class GrammarMatcher {
   const MatcherLimits& limits() const { return limits_; }
 
  private:
-  // Adds to `out` every stack that `stack` expands to with a character class on top (or the
-  // empty stack); false when a limit is passed.
+  // Adds to `out` every stack that `stack` (moved from) expands to with a character class on top
+  // (or the empty stack); false when a limit is passed.
   bool expand(std::vector<uint32_t>& stack, std::vector<std::vector<uint32_t>>& out,
               StepStats* stats = nullptr) const;
   StepResult finish(std::vector<std::vector<uint32_t>>& stacks, MatchState& out) const;

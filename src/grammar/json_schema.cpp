@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "core/input_limits.h"
 #include "grammar/json_schema_parts.h"
 
 namespace minfer::grammar {
@@ -42,7 +43,7 @@ constexpr std::string_view kKeywords[] = {"type",
                                           "maximum",
                                           "exclusiveMinimum",
                                           "exclusiveMaximum"};
-constexpr int kMaxDepth = 64;
+constexpr int kMaxDepth = limits::kMaxSchemaDepth;
 
 bool one_of(std::string_view key, std::span<const std::string_view> set) {
   return std::find(set.begin(), set.end(), key) != set.end();
@@ -115,7 +116,8 @@ class Converter {
   }
 
   Result<std::string> expr(const Json& s, const std::string& path, int depth) {
-    if (depth > kMaxDepth) return error(path, fmt::format("nesting deeper than {}", kMaxDepth));
+    if (depth > kMaxDepth)
+      return error(path, fmt::format("nesting deeper than the limit of {}", kMaxDepth));
     if (s.is_boolean()) {
       if (s.get<bool>()) return std::string("value");
       return error(path, "the schema 'false' (no document is valid)");

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "core/input_limits.h"
 #include "core/utf8.h"
 
 namespace minfer::grammar {
@@ -294,6 +295,10 @@ class PatternReader {
   }
 
   Result<std::string> group() {
+    if (++nesting_ > limits::kMaxPatternNesting) {
+      return error(
+          fmt::format("groups nested deeper than the limit of {}", limits::kMaxPatternNesting));
+    }
     if (!at_end() && peek() == '?') {
       if (pos_ + 1 < end_ && p_[pos_ + 1] == ':') {
         pos_ += 2;
@@ -305,6 +310,7 @@ class PatternReader {
     if (!inner.is_ok()) return inner;
     if (at_end() || peek() != ')') return error("expected ')'");
     ++pos_;
+    --nesting_;
     return "( " + *inner + " )";
   }
 
@@ -461,6 +467,7 @@ class PatternReader {
   std::vector<uint32_t> p_;
   size_t pos_ = 0;
   size_t end_ = 0;
+  int nesting_ = 0;  // groups open at pos_
 };
 
 // A trie of property names, for the keys that are none of them.

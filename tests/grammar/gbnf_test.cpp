@@ -11,6 +11,9 @@
 #include <utility>
 #include <vector>
 
+#include <fmt/format.h>
+
+#include "core/input_limits.h"
 #include "grammar/grammar_matcher.h"
 
 namespace minfer::grammar {
@@ -208,6 +211,74 @@ TEST(Gbnf, StackExplosionIsAnErrorNotAHang) {
   MatchState out;
   EXPECT_EQ(md.advance(s, std::string(50, '('), out), StepResult::kOk);
   EXPECT_EQ(md.advance(s, std::string(100, '('), out), StepResult::kTooManyStacks);
+}
+
+std::string repeated(std::string_view piece, size_t n) {
+  std::string out;
+  for (size_t i = 0; i < n; ++i) out += piece;
+  return out;
+}
+
+// The hostile grammars: each is refused naming its limit, quickly (no recursion per
+// group, no pass per rule).
+TEST(Gbnf, HostileGrammarsAreRefusedNamingTheLimit) {
+  const std::string deep = "root ::= " + repeated("(", 50000) + "\"a\"" + repeated(")", 50000);
+  EXPECT_EQ(error_of(deep), fmt::format("[grammar] gbnf:1:{}: groups nested deeper than the "
+                                        "limit of {}",
+                                        10 + limits::kMaxGbnfNesting, limits::kMaxGbnfNesting));
+  // 100,000 groups in 600 KB: each makes a rule.
+  const std::string many = "root ::= " + repeated("(\"a\") ", 100000);
+  EXPECT_NE(error_of(many).find(fmt::format("the grammar has more than {} rules (named and made "
+                                            "by groups and repetitions)",
+                                            limits::kMaxGbnfRules)),
+            std::string::npos)
+      << error_of(many);
+  const std::string big = "root ::= \"" + std::string(limits::kMaxGbnfBytes, 'a') + "\"";
+  EXPECT_EQ(error_of(big), fmt::format("[grammar] gbnf:1:1: the grammar is {} bytes, over the "
+                                       "limit of {}",
+                                       big.size(), limits::kMaxGbnfBytes));
+}
+
+TEST(Gbnf, NestingUpToTheLimitParsesAndMatches) {
+  const int n = limits::kMaxGbnfNesting;
+  const std::string gbnf = "root ::= " + repeated("(", n) + "\"a\"" + repeated(")", n);
+  expect_sentences(gbnf, {"a"}, {"", "aa"});
+}
+
+// A chain of rules as long as the rule limit allows, each reaching the next at its left edge:
+// the nullable and left-recursion checks and the matcher's expansion walk it without recursing
+// (and in linear time), and a cycle closed at its far end is still found.
+TEST(Gbnf, LongRuleChainsAreWalkedWithoutRecursion) {
+  const size_t n = limits::kMaxGbnfRules - 1;
+  std::string chain = "root ::= r0\n";
+  for (size_t i = 0; i + 1 < n; ++i) chain += fmt::format("r{} ::= r{}\n", i, i + 1);
+  GbnfLimits roomy;  // the chain's text is over the size limit
+  roomy.max_bytes = 2 * chain.size();
+  auto g = parse_gbnf(chain + fmt::format("r{} ::= \"a\" | \"\"\n", n - 1), roomy);
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  GrammarMatcher m(g.value(), MatcherLimits{});
+  MatchState s;
+  MatchState out;
+  ASSERT_EQ(m.initial(s), StepResult::kOk);
+  EXPECT_TRUE(GrammarMatcher::can_end(s));
+  ASSERT_EQ(m.advance(s, "a", out), StepResult::kOk);
+  EXPECT_TRUE(GrammarMatcher::only_end(out));
+
+  auto cycle = parse_gbnf(chain + fmt::format("r{} ::= \"a\" | root\n", n - 1), roomy);
+  ASSERT_FALSE(cycle.is_ok());
+  EXPECT_NE(cycle.status().message().find(fmt::format(
+                "is left-recursive (root -> r0 -> r1 -> r2 -> r3 -> r4 -> … ({} more) -> r{} -> "
+                "r{} -> r{} -> r{} -> r{} -> r{} -> root) without consuming a character",
+                n + 1 - 12, n - 6, n - 5, n - 4, n - 3, n - 2, n - 1)),
+            std::string::npos)
+      << cycle.status().message().substr(0, 300);
+
+  // Each rule of the chain also offers a character: the matcher stops at its stack bound.
+  std::string wide = "root ::= r0\n";
+  for (size_t i = 0; i + 1 < n; ++i) wide += fmt::format("r{} ::= r{} | \"a\"\n", i, i + 1);
+  auto w = parse_gbnf(wide + fmt::format("r{} ::= \"a\"\n", n - 1), roomy);
+  ASSERT_TRUE(w.is_ok()) << w.status().message();
+  EXPECT_EQ(GrammarMatcher(w.value(), MatcherLimits{}).initial(s), StepResult::kTooManyStacks);
 }
 
 }  // namespace

@@ -13,6 +13,9 @@
 #include <regex>
 #include <string>
 
+#include <fmt/format.h>
+
+#include "core/input_limits.h"
 #include "grammar/gbnf.h"
 #include "grammar/grammar_matcher.h"
 #include "grammar/json_schema_parts.h"
@@ -87,6 +90,39 @@ TEST(JsonSchemaPattern, ConstructsOutsideTheSubsetAreNamed) {
     EXPECT_NE(r.status().message().find(what), std::string::npos)
         << pattern << ": " << r.status().message();
   }
+}
+
+TEST(JsonSchemaPattern, GroupsNestedPastTheLimitAreAnError) {
+  const int n = limits::kMaxPatternNesting;
+  EXPECT_TRUE(pattern_to_gbnf(std::string(n, '(') + "a" + std::string(n, ')')).is_ok());
+  for (const int depth : {n + 1, 100000}) {
+    Result<std::string> r =
+        pattern_to_gbnf(std::string(depth, '(') + "a" + std::string(depth, ')'));
+    ASSERT_FALSE(r.is_ok());
+    EXPECT_EQ(
+        r.status().message(),
+        fmt::format("pattern: groups nested deeper than the limit of {} at offset {}", n, n + 1));
+  }
+}
+
+// The deepest schema the limit allows compiles, and its grammar (with a pattern as deep as its
+// limit at the bottom) stays within the GBNF nesting limit.
+TEST(JsonSchemaErrors, TheDeepestSchemaAndPatternCompile) {
+  const int n = limits::kMaxSchemaDepth;
+  const std::string leaf = fmt::format(R"({{"type":"string","pattern":"^{}a{}$"}})",
+                                       std::string(limits::kMaxPatternNesting, '('),
+                                       std::string(limits::kMaxPatternNesting, ')'));
+  std::string schema = leaf;
+  for (int i = 0; i < n; ++i) schema = R"({"type":"array","items":)" + schema + "}";
+  Result<std::string> gbnf = json_schema_to_gbnf(Json::parse(schema));
+  ASSERT_TRUE(gbnf.is_ok()) << gbnf.status().message();
+  auto g = parse_gbnf(*gbnf);
+  EXPECT_TRUE(g.is_ok()) << g.status().message();
+  schema = R"({"type":"array","items":)" + schema + "}";
+  Result<std::string> deeper = json_schema_to_gbnf(Json::parse(schema));
+  ASSERT_FALSE(deeper.is_ok());
+  EXPECT_NE(deeper.status().message().find(fmt::format("nesting deeper than the limit of {}", n)),
+            std::string::npos);
 }
 
 TEST(JsonSchemaErrors, UnsupportedKeywordsAreNamedWithTheirPlace) {
