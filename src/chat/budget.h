@@ -16,6 +16,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/input_limits.h"
+
 namespace minfer::chat {
 
 class Value;
@@ -33,6 +35,10 @@ struct RenderLimits {
   uint64_t max_value_bytes = uint64_t{16} << 20;
   // The largest text a render (or a macro or block inside it) may print.
   uint64_t max_output_bytes = uint64_t{16} << 20;
+  // Statements and expressions being run within each other, across macro calls: each level is a
+  // few C++ frames, so this bounds the stack a render takes (a macro recursing through a deep
+  // expression multiplies the two nestings the parser and kMaxMacroDepth bound one by one).
+  int max_depth = limits::kMaxRenderDepth;
 };
 
 // Copying (or scanning) this many bytes of a string costs one step; of list items (sizeof(Value)

@@ -12,6 +12,7 @@
 #include "chat/ast.h"
 #include "chat/interpreter.h"
 #include "chat/parser.h"
+#include "core/input_limits.h"
 
 namespace minfer::chat {
 
@@ -125,6 +126,11 @@ Result<ChatTemplate> ChatTemplate::create(const std::string& source, std::string
   t.source_ = source;
   t.bos_token_ = std::move(bos_token);
   t.eos_token_ = std::move(eos_token);
+  if (source.size() > limits::kMaxTemplateBytes) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "[chat] template: {} bytes, over the limit of {} bytes", source.size(),
+                      limits::kMaxTemplateBytes);
+  }
   try {
     t.program_ = std::make_shared<const StmtList>(parse_template(source));
   } catch (const TemplateError& e) {

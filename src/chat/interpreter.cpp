@@ -215,6 +215,7 @@ class Interpreter {
   // Runs one statement; an error raised without a line (by a budget check deep in a filter, or
   // a global function) gets the statement's.
   Flow exec(const Stmt& s, Scope& scope, std::string& out) {
+    const Deeper deeper(*this, s.line);
     try {
       return exec_stmt(s, scope, out);
     } catch (const TemplateError& err) {
@@ -226,7 +227,7 @@ class Interpreter {
   // Each statement and expression kind with locals of its own runs in a function of its own
   // (kept out of line), so that a nesting level's stack frame holds only what its kind needs:
   // one switch over every kind's locals made a frame of ~9 KB under ASan, and templates nest
-  // up to RenderLimits::max_nesting deep.
+  // up to RenderLimits::max_depth deep.
   Flow exec_stmt(const Stmt& s, Scope& scope, std::string& out) {
     switch (s.kind) {
       case Stmt::Kind::kText:
@@ -454,6 +455,7 @@ class Interpreter {
   }
 
   Value eval(const Expr& e, Scope& scope) {
+    const Deeper deeper(*this, e.line);
     switch (e.kind) {
       case Expr::Kind::kConst:
         return e.constant;
@@ -662,8 +664,31 @@ class Interpreter {
   // of 1000 frames allows roughly this many Jinja2 macro levels).
   static constexpr int kMaxMacroDepth = 250;
 
+  // One more statement or expression being run inside the others (RenderLimits::max_depth).
+  class Deeper {
+   public:
+    Deeper(Interpreter& in, int line) : depth_(in.depth_) {
+      const RenderLimits* limits = current_limits();
+      if (limits != nullptr && depth_ >= limits->max_depth) {
+        throw TemplateError(line,
+                            fmt::format("statements and expressions run within each other (macro "
+                                        "calls included) deeper than the depth budget of {}",
+                                        limits->max_depth),
+                            /*over_budget=*/true);
+      }
+      ++depth_;
+    }
+    ~Deeper() { --depth_; }
+    Deeper(const Deeper&) = delete;
+    Deeper& operator=(const Deeper&) = delete;
+
+   private:
+    int& depth_;
+  };
+
   Scope* root_;
   int macro_depth_ = 0;
+  int depth_ = 0;  // Deeper's count
 };
 
 }  // namespace

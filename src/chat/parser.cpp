@@ -8,6 +8,7 @@
 #include "chat/builtins.h"
 #include "chat/lexer.h"
 #include "core/enum_names.h"
+#include "core/input_limits.h"
 
 namespace minfer::chat {
 namespace {
@@ -21,6 +22,30 @@ std::string describe(const Token& t) {
   const char* name = enum_name(kNames, t.type, nullptr);
   return name != nullptr ? std::string(name) : fmt::format("'{}'", t.value);
 }
+
+// The levels of nesting one parse function adds to the tree — by recursing, or by each link of
+// an operator chain (`a + b + c` is a tree as deep as it has links) — counted against
+// kMaxTemplateNesting before the tree grows, and given back when the function returns.
+class Nesting {
+ public:
+  explicit Nesting(int& depth) : depth_(depth) {}
+  ~Nesting() { depth_ -= added_; }
+  Nesting(const Nesting&) = delete;
+  Nesting& operator=(const Nesting&) = delete;
+
+  void add(int line) {
+    ++added_;
+    if (++depth_ > limits::kMaxTemplateNesting) {
+      throw TemplateError(line, fmt::format("expressions and statements nested deeper than the "
+                                            "limit of {}",
+                                            limits::kMaxTemplateNesting));
+    }
+  }
+
+ private:
+  int& depth_;
+  int added_ = 0;
+};
 
 class Parser {
  public:
@@ -119,6 +144,8 @@ class Parser {
     const Token& t = current();
     const std::string name = t.value;
     int line = t.line;
+    Nesting nesting(nesting_);
+    nesting.add(line);
     next();
     auto s = std::make_unique<Stmt>();
     s->line = line;
@@ -316,13 +343,17 @@ class Parser {
   }
 
   ExprPtr parse_expression(bool with_condexpr) {
+    Nesting nesting(nesting_);
+    nesting.add(current().line);
     return with_condexpr ? parse_condexpr() : parse_or();
   }
 
   ExprPtr parse_condexpr() {
     ExprPtr expr1 = parse_or();
+    Nesting nesting(nesting_);
     while (is_name("if")) {
       int line = next().line;
+      nesting.add(line);
       auto e = make(Expr::Kind::kCondExpr, line);
       ExprPtr test = parse_or();
       ExprPtr otherwise;
@@ -351,10 +382,12 @@ class Parser {
   template <typename AtOperator, typename Operand>
   ExprPtr left_assoc(AtOperator at_operator, Operand operand) {
     ExprPtr left = operand();
+    Nesting nesting(nesting_);
     while (at_operator()) {
       const Token& t = next();
       std::string op = t.value;
       const int line = t.line;
+      nesting.add(line);
       left = binary(op, std::move(left), operand(), line);
     }
     return left;
@@ -383,6 +416,8 @@ class Parser {
   ExprPtr parse_not() {
     if (is_name("not")) {
       int line = next().line;
+      Nesting nesting(nesting_);
+      nesting.add(line);
       auto e = make(Expr::Kind::kUnary, line);
       e->name = "not";
       e->target = parse_not();
@@ -442,6 +477,8 @@ class Parser {
     ExprPtr node;
     if (is_op("-") || is_op("+")) {
       const Token& t = next();
+      Nesting nesting(nesting_);
+      nesting.add(t.line);
       node = make(Expr::Kind::kUnary, t.line);
       node->name = t.value;
       node->target = parse_unary(false);
@@ -514,7 +551,9 @@ class Parser {
   }
 
   ExprPtr parse_postfix(ExprPtr node) {
+    Nesting nesting(nesting_);
     while (true) {
+      if (is_op(".") || is_op("[") || is_op("(")) nesting.add(current().line);
       if (is_op(".")) {
         int line = next().line;
         if (current().type == TokenType::kName) {
@@ -627,12 +666,15 @@ class Parser {
   }
 
   ExprPtr parse_filter_expr(ExprPtr node) {
+    Nesting nesting(nesting_);
     while (true) {
       if (is_op("|")) {
-        node = parse_filter(std::move(node), false);
+        node = parse_filter(std::move(node), false);  // counts its own links
       } else if (is_name("is")) {
+        nesting.add(current().line);
         node = parse_test(std::move(node));
       } else if (is_op("(")) {
+        nesting.add(current().line);
         node = parse_call(std::move(node));
       } else {
         return node;
@@ -642,10 +684,12 @@ class Parser {
 
   // `| name(args) | name2 ...`; with start_inline the first '|' is absent (filter blocks).
   ExprPtr parse_filter(ExprPtr node, bool start_inline) {
+    Nesting nesting(nesting_);
     while (is_op("|") || start_inline) {
       if (!start_inline) next();
       start_inline = false;
       int line = current().line;
+      nesting.add(line);
       std::string name = expect_name();
       while (is_op(".")) {
         next();
@@ -702,6 +746,7 @@ class Parser {
   std::vector<Token> tokens_;
   size_t pos_ = 0;
   int loop_depth_ = 0;
+  int nesting_ = 0;  // levels of the tree above what is being parsed (Nesting)
   std::set<std::string> assigned_names_;
   std::vector<std::pair<std::string, int>> called_names_;
 };

@@ -8,10 +8,12 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "apps/child_process.h"
 #include "chat/hostile_templates.h"
+#include "core/input_limits.h"
 #include "edited_model.h"
 #include "test_util.h"
 
@@ -154,6 +156,18 @@ TEST(UntrustedTemplate, ServerAnswersHostileRendersWith500AndKeepsServing) {
       hostile_templates().size(), slowest, largest_growth, server.peak_rss_kb());
 }
 
+// A server whose model's template failed at load: a chat request gets `status` with a
+// template_error naming `why`; a completion of a raw prompt still runs.
+void expect_chat_refused_and_completions_served(int port, int status, const std::string& why) {
+  HttpReply chat = http_request(port, "POST", "/v1/chat/completions", chat_body("Hi"));
+  EXPECT_EQ(chat.status, status) << chat.body;
+  EXPECT_NE(chat.body.find("\"code\":\"template_error\""), std::string::npos) << chat.body;
+  EXPECT_NE(chat.body.find(why), std::string::npos) << chat.body;
+  HttpReply completion = http_request(port, "POST", "/v1/completions",
+                                      R"({"prompt": "Once upon a time", "max_tokens": 2})");
+  EXPECT_EQ(completion.status, 200) << completion.body;
+}
+
 TEST(UntrustedTemplate, ServerRefusesChatForATemplateThatFailedAtLoadButCompletes) {
   MINFER_REQUIRE_TEST_DATA();
   TempDir dir;
@@ -168,12 +182,56 @@ TEST(UntrustedTemplate, ServerRefusesChatForATemplateThatFailedAtLoadButComplete
                                       "check"),
             std::string::npos)
       << server.stderr_text();
-  HttpReply chat = http_request(server.port(), "POST", "/v1/chat/completions", chat_body("Hi"));
-  EXPECT_EQ(chat.status, 500) << chat.body;
-  EXPECT_NE(chat.body.find("step budget"), std::string::npos) << chat.body;
-  HttpReply completion = http_request(server.port(), "POST", "/v1/completions",
-                                      R"({"prompt": "Once upon a time", "max_tokens": 2})");
-  EXPECT_EQ(completion.status, 200) << completion.body;
+  expect_chat_refused_and_completions_served(server.port(), 500, "step budget");
+}
+
+// The issue's file: 1,040,000 `not`s (4.16 MB, under the GGUF cap) made `minfer info` recurse
+// until it crashed. Now the template is refused at load, naming the nesting limit and its line;
+// info and serve go on (serve still completes raw prompts), and each deep shape is refused alike.
+TEST(UntrustedTemplate, DeepTemplatesAreRefusedAtLoadAndTheProcessesGoOn) {
+  MINFER_REQUIRE_TEST_DATA();
+  TempDir dir;
+  const std::string expected =
+      fmt::format("template line 1: expressions and statements nested deeper than the limit of {}",
+                  limits::kMaxTemplateNesting);
+  for (size_t i = 0; i < chat::test::deep_templates().size(); ++i) {
+    const chat::test::DeepTemplate& d = chat::test::deep_templates()[i];
+    SCOPED_TRACE(d.source.substr(0, 60));
+    const std::string model = model_with_template(dir, "deep.gguf", d.source);
+    ChildRun r = run_child({minfer_binary(), "info", model});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find(fmt::format("template line {}: expressions and statements nested deeper "
+                                     "than the limit",
+                                     d.line)),
+              std::string::npos)
+        << r.out;
+    if (kCheckCosts) {
+      EXPECT_LT(r.seconds, 2.0);
+    }
+    if (i != 0) continue;  // one server is enough
+    ServeChild server(model);
+    ASSERT_NE(server.port(), 0) << server.stderr_text();
+    expect_chat_refused_and_completions_served(server.port(), 400, expected);
+  }
+}
+
+// A template past the size cap (5 MB) makes the file itself refused, naming the cap.
+TEST(UntrustedTemplate, ATemplatePastTheSizeCapIsRefusedWithTheFile) {
+  MINFER_REQUIRE_TEST_DATA();
+  TempDir dir;
+  const std::string model = model_with_template(dir, "big.gguf", std::string(5'000'000, 'x'));
+  for (const char* command : {"info", "serve"}) {
+    SCOPED_TRACE(command);
+    std::vector<std::string> args = {minfer_binary(), command};
+    if (std::string(command) == "serve") args.insert(args.end(), {"--port", "0", "-m"});
+    args.push_back(model);
+    ChildRun r = run_child(args);
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_NE(r.err.find(fmt::format("a chat template of 5000000 bytes exceeds the cap of {} bytes",
+                                     limits::kMaxTemplateBytes)),
+              std::string::npos)
+        << r.err;
+  }
 }
 
 }  // namespace

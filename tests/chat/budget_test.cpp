@@ -1,7 +1,5 @@
 // The render budgets (chat/budget.h): hostile templates stop fast with an error naming the
 // budget and line; the limits can be lowered; real templates stay far inside them.
-#include <time.h>
-
 #include "chat/chat_template.h"
 #include "chat/value.h"
 #include "chat_test_util.h"
@@ -17,12 +15,6 @@ Result<std::string> render(const std::string& source, const RenderLimits& limits
   t->set_limits(limits);
   return t->render(ojson::parse(R"([{"role": "user", "content": "hello"}])"), nullptr, true,
                    ojson::object());
-}
-
-double thread_seconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
 TEST(RenderBudget, HostileTemplatesStopWithinASecondNamingTheBudget) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <time.h>
 
 #include <filesystem>
 #include <fstream>
@@ -19,6 +20,13 @@
 namespace minfer::chat::test {
 
 using ojson = nlohmann::ordered_json;
+
+// CPU time of this thread: what a parse or render costs, whatever else the test machine runs.
+inline double thread_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
 
 inline std::string repo_root() {
   // The source tree, as CMake knows it (__FILE__ may be relative, e.g. under ccache's base_dir).

@@ -90,9 +90,52 @@ inline const std::vector<HostileTemplate>& hostile_templates() {
        "{% endfor %}{{ ns.l }}",
        "nesting limit"},
       {"{% set ns = namespace() %}{% set ns.me = ns %}{{ ns }}", "namespace nested in itself"},
+      // A macro recursing through a deep expression: each nesting within its own limit, the
+      // two together past the stack were it not for the depth budget.
+      {"{% macro m(n) %}{{ [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[ m(n - 1) if n > 0 else 0 "
+       "]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]] }}{% endmacro %}{{ m(240) }}",
+       "deeper than the depth budget of 1024"},
       {"{% set d = dict(range(100000)|map('string')|batch(2)) %}{% for i in range(100000) %}"
        "{{ d['x'] }}{% endfor %}",
        "budget"},
+  };
+  return kTemplates;
+}
+
+// `piece` n times.
+inline std::string repeated(const std::string& piece, size_t n) {
+  std::string out;
+  out.reserve(piece.size() * n);
+  for (size_t i = 0; i < n; ++i) out += piece;
+  return out;
+}
+
+// Templates whose parse alone would recurse (or build a tree) hundreds of thousands of levels
+// deep: refused when the file is loaded, naming the nesting limit and the line. The first is the
+// issue's: 1,040,000 `not`s, 4.16 MB, under the 4 MiB cap of a GGUF template.
+struct DeepTemplate {
+  std::string source;
+  int line;  // where the error points
+};
+
+inline const std::vector<DeepTemplate>& deep_templates() {
+  static const std::vector<DeepTemplate> kTemplates = {
+      {"{{ " + repeated("not ", 1040000) + "true }}", 1},
+      {"line 1\n{{ " + repeated("(", 100000) + "1" + repeated(")", 100000) + " }}", 2},
+      {"{{ 1" + repeated(" + 1", 200000) + " }}", 1},
+      {"{{ 'a'" + repeated(" ~ 'a'", 200000) + " }}", 1},
+      {"{{ x" + repeated(".a", 200000) + " }}", 1},
+      {"{{ x" + repeated("[0]", 200000) + " }}", 1},
+      {"{{ x" + repeated("()", 200000) + " }}", 1},
+      {"{{ 'a'" + repeated("|e", 200000) + " }}", 1},
+      {"{{ 1" + repeated(" is number", 1) + repeated(" and 1", 200000) + " }}", 1},
+      {"{{ " + repeated("-", 200000) + "1 }}", 1},
+      {"{{ " + repeated("[", 100000) + repeated("]", 100000) + " }}", 1},
+      {"{{ " + repeated("{'a': ", 100000) + "1" + repeated("}", 100000) + " }}", 1},
+      {"{{ " + repeated("1 if 1 else ", 200000) + "1 }}", 1},
+      {repeated("{% if true %}", 100000) + repeated("{% endif %}", 100000), 1},
+      {repeated("{% for x in [1] %}", 100000) + repeated("{% endfor %}", 100000), 1},
+      {repeated("{% macro m() %}", 100000) + repeated("{% endmacro %}", 100000), 1},
   };
   return kTemplates;
 }
