@@ -151,8 +151,7 @@ Result<std::unique_ptr<Runtime>> Runtime::create(const Model& model,
                                   .max_blocks = (o.n_ctx_total + o.block_size - 1) / o.block_size,
                                   .swa_layers = c.swa_layers,
                                   .window = c.n_swa}));
-  r->pool_ = std::make_unique<kernels::ThreadPool>(
-      o.n_threads > 0 ? o.n_threads : kernels::default_thread_count());
+  MINFER_ASSIGN_OR_RETURN(r->pool_, kernels::ThreadPool::create(std::max(o.n_threads, 0)));
   r->runner_ = std::make_unique<StepRunner>(model, *r->cache_, *r->table_, *r->pool_);
   r->runner_->executor().set_attention_options(o.attention);
   MINFER_RETURN_IF_ERROR(r->open_observers());

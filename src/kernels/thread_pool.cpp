@@ -2,7 +2,10 @@
 
 #include <sched.h>
 
+#include <system_error>
+
 #include "core/check.h"
+#include "core/input_limits.h"
 
 namespace minfer::kernels {
 namespace {
@@ -25,15 +28,52 @@ inline void cpu_relax() {
 
 ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads) {
   MINFER_CHECK(n_threads >= 1, "ThreadPool needs at least one thread");
-  workers_.reserve(static_cast<size_t>(n_threads - 1));
-  for (int i = 1; i < n_threads; ++i) workers_.emplace_back([this, i] { worker_main(i); });
+  const Status started = start_workers();
+  MINFER_CHECK(started.is_ok(), started.message().c_str());
 }
 
-ThreadPool::~ThreadPool() {
+ThreadPool::ThreadPool(int n_threads, Unstarted) : n_threads_(n_threads) {}
+
+Result<std::unique_ptr<ThreadPool>> ThreadPool::create(int n_threads) {
+  if (n_threads == 0) n_threads = default_thread_count();
+  if (n_threads < 1 || n_threads > max_thread_count()) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "[threads] {} threads asked for; this process may run on {} cores, and the "
+                      "limit is 1 to {} ({} a core)",
+                      n_threads, default_thread_count(), max_thread_count(),
+                      limits::kMaxThreadsPerCore);
+  }
+  std::unique_ptr<ThreadPool> pool(new ThreadPool(n_threads, Unstarted{}));
+  MINFER_RETURN_IF_ERROR(pool->start_workers());
+  return pool;
+}
+
+Status ThreadPool::start_workers() {
+  workers_.reserve(static_cast<size_t>(n_threads_ - 1));
+  for (int i = 1; i < n_threads_; ++i) {
+    try {
+      workers_.emplace_back([this, i] { worker_main(i); });
+    } catch (const std::system_error& e) {
+      stop_workers();
+      return make_error(ErrorCode::kResourceExhausted,
+                        "[threads] could not start thread {} of {}: {} (the system's limit on "
+                        "threads or memory)",
+                        i + 1, n_threads_, e.what());
+    }
+  }
+  return Status::ok();
+}
+
+void ThreadPool::stop_workers() {
   stop_.store(true, std::memory_order_relaxed);
   generation_.fetch_add(1, std::memory_order_release);
   generation_.notify_all();
   for (std::thread& t : workers_) t.join();
+  workers_.clear();
+}
+
+ThreadPool::~ThreadPool() {
+  stop_workers();
 }
 
 ThreadPool::TaskRange ThreadPool::task_range(int64_t n_tasks, int thread_id, int n_threads) {
@@ -83,6 +123,10 @@ void ThreadPool::worker_main(int thread_id) {
     job_fn_(job_ctx_, thread_id, n_threads_);
     if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) pending_.notify_one();
   }
+}
+
+int max_thread_count() {
+  return default_thread_count() * limits::kMaxThreadsPerCore;
 }
 
 int default_thread_count() {

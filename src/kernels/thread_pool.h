@@ -10,18 +10,25 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <thread>
 #include <vector>
 
 #include "core/non_copyable.h"
+#include "core/status.h"
 
 namespace minfer::kernels {
 
 class ThreadPool : NonCopyable {
  public:
-  // n_threads >= 1 counts the calling thread: ThreadPool(1) starts no worker.
+  // n_threads >= 1 counts the calling thread: ThreadPool(1) starts no worker. A worker that
+  // cannot start ends the process with a message (MINFER_CHECK); programs call create().
   explicit ThreadPool(int n_threads);
   ~ThreadPool();
+
+  // A pool of n_threads (0: default_thread_count()). Error: n_threads past max_thread_count(),
+  // or a worker the system could not start (its limit on threads, or memory for the stack).
+  static Result<std::unique_ptr<ThreadPool>> create(int n_threads);
 
   int n_threads() const { return n_threads_; }
   // How many jobs have woken the workers so far (a one-thread pool wakes none): each costs a
@@ -63,6 +70,11 @@ class ThreadPool : NonCopyable {
  private:
   using JobFn = void (*)(void* ctx, int thread_id, int n_threads);
 
+  struct Unstarted {};
+  ThreadPool(int n_threads, Unstarted);
+  // Starts workers 1 .. n_threads - 1; on a failure, stops those started and says which failed.
+  Status start_workers();
+  void stop_workers();
   void dispatch(JobFn fn, void* ctx);
   void worker_main(int thread_id);
 
@@ -80,5 +92,7 @@ class ThreadPool : NonCopyable {
 
 // The number of CPU cores this process may run on (at least 1): the default thread count.
 int default_thread_count();
+// The most threads a pool may have: limits::kMaxThreadsPerCore per core this process may run on.
+int max_thread_count();
 
 }  // namespace minfer::kernels

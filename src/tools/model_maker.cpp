@@ -212,13 +212,14 @@ Result<MakeModelReport> make_model(const MakeModelOptions& o) {
   MINFER_ASSIGN_OR_RETURN(Prepared p, prepare(o));
   const std::vector<TensorSpec>& specs = p.specs;
   const std::vector<GgufStreamWriter::TensorLayout> layout = p.layout.tensors;
+  MINFER_ASSIGN_OR_RETURN(std::unique_ptr<kernels::ThreadPool> pool,
+                          kernels::ThreadPool::create(std::max(o.n_threads, 0)));
   MINFER_ASSIGN_OR_RETURN(GgufStreamWriter out, GgufStreamWriter::create(o.output, p.meta, layout));
 
   MakeModelReport report;
   report.n_vocab = p.layout.n_vocab;
   report.n_tensors = static_cast<int64_t>(specs.size());
   for (const TensorSpec& spec : specs) report.n_params += spec.n_cols * spec.total_rows();
-  kernels::ThreadPool pool(o.n_threads > 0 ? o.n_threads : kernels::default_thread_count());
   Progress progress("make-model", report.n_params, o.progress);
   int64_t done = 0;
   std::vector<float> values;       // [n_rows, n_per_row] of the tensor being made
@@ -229,7 +230,7 @@ Result<MakeModelReport> make_model(const MakeModelOptions& o) {
     const int64_t n_rows = spec.total_rows();  // every expert's rows of a 3-D tensor
     values.resize(static_cast<size_t>(n_per_row * n_rows));
     const uint64_t tensor_seed = o.seed ^ fnv1a(spec.name);
-    pool.parallel_for(n_rows, [&](int64_t begin, int64_t end) {
+    pool->parallel_for(n_rows, [&](int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r) {
         float* row = values.data() + r * n_per_row;
         if (spec.role == TensorRole::kNorm) {
@@ -245,7 +246,7 @@ Result<MakeModelReport> make_model(const MakeModelOptions& o) {
     });
     const std::span<const uint8_t> f32_bytes(reinterpret_cast<const uint8_t*>(values.data()),
                                              values.size() * sizeof(float));
-    convert_tensor(GgmlType::kF32, f32_bytes, layout[k].type, n_per_row, n_rows, pool, converted);
+    convert_tensor(GgmlType::kF32, f32_bytes, layout[k].type, n_per_row, n_rows, *pool, converted);
     MINFER_RETURN_IF_ERROR(out.write_next(converted));
     report.n_tensor_bytes += converted.size();
     done += n_per_row * n_rows;

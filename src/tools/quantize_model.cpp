@@ -306,13 +306,14 @@ Result<QuantizeReport> quantize_model(const QuantizeOptions& o) {
   for (size_t k = 0; k < ordered.size(); ++k) {
     layout.push_back({ordered[k].name, plan.types[k], ordered[k].shape});
   }
+  MINFER_ASSIGN_OR_RETURN(std::unique_ptr<kernels::ThreadPool> pool,
+                          kernels::ThreadPool::create(std::max(o.n_threads, 0)));
   MINFER_ASSIGN_OR_RETURN(GgufStreamWriter out,
                           GgufStreamWriter::create(o.output, metadata, std::move(layout)));
 
   QuantizeReport report;
   report.n_tensors = static_cast<int64_t>(ordered.size());
   report.n_fallback = plan.n_fallback;
-  kernels::ThreadPool pool(o.n_threads > 0 ? o.n_threads : kernels::default_thread_count());
   uint64_t total_elements = 0;
   for (const GgufTensorInfo& t : in->tensors()) total_elements += t.n_elements;
   Progress progress("quantize", static_cast<int64_t>(total_elements), o.progress);
@@ -327,7 +328,7 @@ Result<QuantizeReport> quantize_model(const QuantizeOptions& o) {
                         t.shape[0], ggml_type_info(t.type).name, ggml_type_info(target).name);
     }
     convert_tensor(t.type, in->tensor_data(t), target, static_cast<int64_t>(t.shape[0]),
-                   static_cast<int64_t>(t.n_rows()), pool, converted);
+                   static_cast<int64_t>(t.n_rows()), *pool, converted);
     MINFER_RETURN_IF_ERROR(out.write_next(converted));
     report.bytes_in += t.n_bytes;
     report.bytes_out += converted.size();

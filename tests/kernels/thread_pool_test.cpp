@@ -3,9 +3,21 @@
 #include <thread>
 #include <vector>
 
+#include <pthread.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "core/input_limits.h"
 #include "kernels/thread_pool.h"
+#include "test_util.h"
 
 namespace minfer::kernels {
 namespace {
@@ -87,6 +99,60 @@ TEST(ThreadPool, SurvivesIdlePeriodsBetweenDispatches) {
     pool.run([&](int, int) { total.fetch_add(1); });
   }
   EXPECT_EQ(total.load(), 6);
+}
+
+TEST(ThreadPool, CreateRefusesMoreThreadsThanTheLimitAndDefaultsToTheCores) {
+  auto fine = ThreadPool::create(0);
+  ASSERT_TRUE(fine.is_ok()) << fine.status().message();
+  EXPECT_EQ((*fine)->n_threads(), default_thread_count());
+  EXPECT_TRUE(ThreadPool::create(max_thread_count()).is_ok());
+  for (const int n : {max_thread_count() + 1, 100000, -1}) {
+    auto r = ThreadPool::create(n);
+    ASSERT_FALSE(r.is_ok());
+    EXPECT_EQ(
+        r.status().message(),
+        fmt::format("[threads] {} threads asked for; this process may run on {} cores, and "
+                    "the limit is 1 to {} ({} a core)",
+                    n, default_thread_count(), max_thread_count(), limits::kMaxThreadsPerCore));
+  }
+}
+
+// A worker the system cannot start (no address space left for its stack): create() says which,
+// having joined the workers it started, and the process goes on. In a child process whose
+// address space is capped just above what it uses.
+TEST(ThreadPool, CreateReportsAThreadTheSystemCannotStart) {
+#if defined(MINFER_TEST_ASAN)
+  GTEST_SKIP() << "ASan reserves terabytes of address space: RLIMIT_AS cannot be capped";
+#endif
+  if (std::getenv("MINFER_TEST_EMULATED") != nullptr) {
+    GTEST_SKIP() << "qemu-user reserves the guest's address space: RLIMIT_AS cannot be capped";
+  }
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    long pages = 0;
+    std::FILE* statm = std::fopen("/proc/self/statm", "r");
+    if (statm == nullptr || std::fscanf(statm, "%ld", &pages) != 1) _exit(2);
+    std::fclose(statm);
+    const rlim_t cap =
+        static_cast<rlim_t>(pages) * static_cast<rlim_t>(sysconf(_SC_PAGESIZE)) + (rlim_t{2} << 20);
+    const rlimit limit{cap, cap};
+    if (setrlimit(RLIMIT_AS, &limit) != 0) _exit(3);
+    // Threads get stacks larger than those glibc keeps from earlier tests' pools (it reuses a
+    // cached stack without asking for memory).
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, size_t{64} << 20);
+    if (pthread_setattr_default_np(&attr) != 0) _exit(5);
+    auto pool = ThreadPool::create(std::max(2, max_thread_count()));
+    const bool named =
+        !pool.is_ok() && pool.status().message().find("[threads] could not start thread 2 of") == 0;
+    _exit(named ? 0 : 4);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << "the child did not exit: status " << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
 }  // namespace
