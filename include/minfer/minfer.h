@@ -317,6 +317,8 @@ struct BatchStats {
   std::string kv_cell_type;
   int64_t n_steps = 0;
   int64_t n_preemptions = 0;
+  // Exceptions caught in steps: each failed its own requests (or the step's), not the generator.
+  int64_t n_step_errors = 0;
   // Speculative decoding, all requests together (vLLM's spec_decode counters): sequences' steps
   // that verified drafts, tokens drafted, and of those sampled as drafted.
   int64_t n_spec_steps = 0;

@@ -844,15 +844,53 @@ void Scheduler::apply_step(const std::vector<Fed>& fed, std::span<const float> l
     const size_t n_rows = 1 + seq.drafts.size();
     const std::span<const float> rows =
         logits.subspan(static_cast<size_t>(f.first_row) * n_vocab, n_rows * n_vocab);
-    if (seq.drafts.empty()) {
-      on_logits(seq, rows);
-    } else {
-      verify_drafts(seq, rows);
+    try {
+      if (fault_hook_) fault_hook_(seq.id);
+      if (seq.drafts.empty()) {
+        on_logits(seq, rows);
+      } else {
+        verify_drafts(seq, rows);
+      }
+    } catch (const std::exception& e) {
+      ++n_step_errors_;
+      fail(seq, e.what());
     }
   }
 }
 
+void Scheduler::fail(Sequence& seq, std::string_view what) {
+  const Status error =
+      make_error(ErrorCode::kInternal, "[scheduler] request {} failed: {}", seq.id, what);
+  try {
+    finish(seq, FinishReason::kCancelled, error);
+  } catch (...) {
+    seq.finished = true;  // its sink threw again: the request ends without its last event
+  }
+}
+
+void Scheduler::fail_step(std::string_view what) {
+  ++n_step_errors_;
+  if (in_step_.empty()) {
+    for (auto& seq : running_) in_step_.push_back(seq.get());
+  }
+  for (Sequence* seq : in_step_) fail(*seq, what);
+  in_step_.clear();
+  std::erase_if(running_, [](const std::unique_ptr<Sequence>& s) { return s->finished; });
+  publish_stats();
+}
+
 Result<bool> Scheduler::step() {
+  try {
+    return run_step();
+  } catch (const std::exception& e) {
+    fail_step(e.what());
+  } catch (...) {
+    fail_step("an exception of unknown type");
+  }
+  return true;
+}
+
+Result<bool> Scheduler::run_step() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     take_incoming();
@@ -870,16 +908,20 @@ Result<bool> Scheduler::step() {
   run_draft_model();
   std::vector<Fed> fed;
   const Batch batch = plan_batch(fed);
+  for (const Fed& f : fed) in_step_.push_back(f.seq);
+  if (fault_hook_) fault_hook_(-1);
   Result<std::span<const float>> logits = runtime_->step(batch);
   ++n_steps_;
   last_step_tokens_ = batch.n_tokens();
   if (!logits.is_ok()) {
+    in_step_.clear();
     for (const Fed& f : fed) finish(*f.seq, FinishReason::kCancelled, logits.status());
     std::erase_if(running_, [](const std::unique_ptr<Sequence>& s) { return s->finished; });
     publish_stats();
     return logits.status();
   }
   apply_step(fed, logits.value());
+  in_step_.clear();
   std::erase_if(running_, [](const std::unique_ptr<Sequence>& s) { return s->finished; });
   publish_stats();
   return true;
@@ -929,6 +971,7 @@ void Scheduler::publish_stats() {
   stats_.kv_cell_type = std::string(kv_cell_type_name(kv().config().cell_type));
   stats_.n_steps = n_steps_;
   stats_.n_preemptions = n_preemptions_;
+  stats_.n_step_errors = n_step_errors_;
   stats_.n_spec_steps = n_spec_steps_;
   stats_.n_draft_tokens = n_draft_tokens_;
   stats_.n_draft_accepted = n_draft_accepted_;

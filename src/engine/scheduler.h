@@ -26,10 +26,12 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <span>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -94,6 +96,9 @@ class Scheduler : NonCopyable {
 
   // Without start(): runs one step on the calling thread (false when there was nothing to do),
   // or steps until no request is left. For tests and tools.
+  // A step never throws: an exception while one sequence's logits are applied fails that
+  // request; one anywhere else fails the requests in the step (all running ones when it came
+  // before the batch was planned). Each gets an error event; their blocks are freed.
   Result<bool> step();
   Status run_until_idle();
 
@@ -110,6 +115,13 @@ class Scheduler : NonCopyable {
   const Runtime& runtime() const { return *runtime_; }
   // Tokens computed by the last step (decode tokens and prefill chunks together).
   int64_t last_step_tokens() const { return last_step_tokens_; }
+
+  // Tests: called with a request's id before its logits are applied, and with -1 before each
+  // forward, on the stepping thread; what it throws stands for a failure of that part of the
+  // step. Set before the first request.
+  void set_fault_hook(std::function<void(int64_t request_id)> hook) {
+    fault_hook_ = std::move(hook);
+  }
 
  private:
   struct Sequence;
@@ -204,6 +216,12 @@ class Scheduler : NonCopyable {
   // its n_keep (Runtime::shift_context); its history follows.
   Status shift_context(Sequence& seq);
   void finish(Sequence& seq, FinishReason reason, Status error = Status::ok());
+  // The step itself (step() guards it).
+  Result<bool> run_step();
+  // Ends seq with an internal error naming `what` (an exception caught in a step).
+  void fail(Sequence& seq, std::string_view what);
+  // After an exception outside one sequence's logits: fails the requests in the step.
+  void fail_step(std::string_view what);
   // Samples from one row of logits and feeds the token to the request.
   // `draft`: the draft model's proposal for this row (the accept/resample rule), or null.
   void on_logits(Sequence& seq, std::span<const float> logits,
@@ -241,6 +259,9 @@ class Scheduler : NonCopyable {
   int64_t n_draft_tokens_ = 0;
   int64_t n_draft_accepted_ = 0;
   int64_t last_step_tokens_ = 0;
+  int64_t n_step_errors_ = 0;       // exceptions caught in steps (BatchStats)
+  std::vector<Sequence*> in_step_;  // the sequences of the step being run, once planned
+  std::function<void(int64_t)> fault_hook_;
   std::thread thread_;
 };
 

@@ -90,6 +90,9 @@ std::string Metrics::format(const BatchStats& sched) const {
          "Prompt tokens taken from the prefix cache instead of computed.", cached_prompt_tokens_);
   metric("vllm:num_preemptions_total", "counter",
          "Times a running request gave its KV blocks back to be recomputed.", sched.n_preemptions);
+  metric("minfer_step_errors_total", "counter",
+         "Exceptions caught in scheduler steps; each failed its own requests, not the server.",
+         sched.n_step_errors);
   out +=
       "# HELP vllm:request_success_total Finished requests by finish reason.\n"
       "# TYPE vllm:request_success_total counter\n";

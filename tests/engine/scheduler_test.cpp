@@ -21,15 +21,6 @@
 namespace minfer::engine {
 namespace {
 
-RequestParams greedy(std::vector<int32_t> prompt, int64_t max_tokens) {
-  RequestParams p;
-  p.prompt = std::move(prompt);
-  p.sampling.temperature = 0.0f;
-  p.max_tokens = max_tokens;
-  p.top_logprobs = 0;  // the sampled token's logprob: a bit-exact view of the logits
-  return p;
-}
-
 std::vector<std::vector<int32_t>> prompts(const Tokenizer& tok) {
   const char* texts[] = {
       "Hello there, how are you today?",
@@ -54,7 +45,7 @@ Collected run_alone(const Loaded& l, const std::vector<int32_t>& prompt, int64_t
   auto sched = Scheduler::create(*l.model, *l.tokenizer, o);
   EXPECT_TRUE(sched.is_ok()) << sched.status().message();
   Collected c;
-  EXPECT_TRUE((*sched)->submit(greedy(prompt, max_tokens), collect_into(c)).is_ok());
+  EXPECT_TRUE((*sched)->submit(greedy_request(prompt, max_tokens), collect_into(c)).is_ok());
   EXPECT_TRUE((*sched)->run_until_idle().is_ok());
   EXPECT_TRUE(c.done);
   return c;
@@ -77,7 +68,7 @@ TEST(Scheduler, ManySequencesInOneBatchGiveWhatEachGivesAlone) {
   ASSERT_TRUE(sched.is_ok()) << sched.status().message();
   std::vector<Collected> together(ps.size());
   for (size_t i = 0; i < ps.size(); ++i) {
-    ASSERT_TRUE((*sched)->submit(greedy(ps[i], 20), collect_into(together[i])).is_ok());
+    ASSERT_TRUE((*sched)->submit(greedy_request(ps[i], 20), collect_into(together[i])).is_ok());
   }
   int64_t max_step = 0;
   while (true) {
@@ -114,8 +105,8 @@ TEST(Scheduler, CancellationEndsTheRequestAndFreesItsBlocks) {
   auto sched = two_slots(l);
   ASSERT_TRUE(sched.is_ok());
   Collected a, b;
-  auto ha = (*sched)->submit(greedy(prompts(*l.tokenizer)[3], 400), collect_into(a));
-  auto hb = (*sched)->submit(greedy(prompts(*l.tokenizer)[1], 400), collect_into(b));
+  auto ha = (*sched)->submit(greedy_request(prompts(*l.tokenizer)[3], 400), collect_into(a));
+  auto hb = (*sched)->submit(greedy_request(prompts(*l.tokenizer)[1], 400), collect_into(b));
   ASSERT_TRUE(ha.is_ok() && hb.is_ok());
   for (int i = 0; i < 5; ++i) ASSERT_TRUE((*sched)->step().is_ok());
   EXPECT_GT((*sched)->cache().n_blocks_used(), 0);
@@ -138,7 +129,7 @@ TEST(Scheduler, SlotStatesAndKvBytesFollowTheRunningRequest) {
   ASSERT_TRUE(sched.is_ok());
   const std::vector<int32_t> prompt = prompts(*l.tokenizer)[3];
   Collected a;
-  auto ha = (*sched)->submit(greedy(prompt, 400), collect_into(a));
+  auto ha = (*sched)->submit(greedy_request(prompt, 400), collect_into(a));
   ASSERT_TRUE(ha.is_ok());
   for (int i = 0; i < 3; ++i) ASSERT_TRUE((*sched)->step().is_ok());
   const std::vector<SlotState> slots = (*sched)->slots();
@@ -183,12 +174,12 @@ TEST(Scheduler, PrefixReuseSkipsCachedBlocksAndKeepsTheOutput) {
   auto sched = Scheduler::create(*l.model, *l.tokenizer, o);
   ASSERT_TRUE(sched.is_ok());
   Collected a, b;
-  ASSERT_TRUE((*sched)->submit(greedy(first, 16), collect_into(a)).is_ok());
+  ASSERT_TRUE((*sched)->submit(greedy_request(first, 16), collect_into(a)).is_ok());
   ASSERT_TRUE((*sched)->run_until_idle().is_ok());
   EXPECT_EQ(a.stats.n_cached, 0);
   EXPECT_GT((*sched)->cache().n_blocks_cached(), 0);  // kept after the request left
 
-  ASSERT_TRUE((*sched)->submit(greedy(second, 16), collect_into(b)).is_ok());
+  ASSERT_TRUE((*sched)->submit(greedy_request(second, 16), collect_into(b)).is_ok());
   int64_t computed = 0;
   while (true) {
     auto worked = (*sched)->step();
@@ -208,7 +199,7 @@ TEST(Scheduler, PrefixReuseSkipsCachedBlocksAndKeepsTheOutput) {
 
   // The same prompt again: everything but the block holding the last token is reused.
   Collected c;
-  ASSERT_TRUE((*sched)->submit(greedy(second, 16), collect_into(c)).is_ok());
+  ASSERT_TRUE((*sched)->submit(greedy_request(second, 16), collect_into(c)).is_ok());
   ASSERT_TRUE((*sched)->run_until_idle().is_ok());
   EXPECT_EQ(c.stats.n_cached, static_cast<int64_t>((second.size() - 1) / 16 * 16));
   EXPECT_EQ(c.tokens, expected.tokens);
@@ -230,7 +221,7 @@ TEST(Scheduler, PreemptedSequencesAreRecomputedWithTheSameOutput) {
   ASSERT_TRUE(sched.is_ok());
   std::vector<Collected> together(3);
   for (size_t i = 0; i < 3; ++i) {
-    ASSERT_TRUE((*sched)->submit(greedy(ps[i], 40), collect_into(together[i])).is_ok());
+    ASSERT_TRUE((*sched)->submit(greedy_request(ps[i], 40), collect_into(together[i])).is_ok());
   }
   ASSERT_TRUE((*sched)->run_until_idle().is_ok());
   EXPECT_GT((*sched)->stats().n_preemptions, 0);
@@ -252,18 +243,18 @@ TEST(Scheduler, RefusesPastTheQueueAndBadRequests) {
   auto sched = Scheduler::create(*l.model, *l.tokenizer, o);
   ASSERT_TRUE(sched.is_ok());
   Collected a, b, c;
-  EXPECT_TRUE((*sched)->submit(greedy({1, 2, 3}, 4), collect_into(a)).is_ok());  // runs
-  EXPECT_TRUE((*sched)->submit(greedy({1, 2, 3}, 4), collect_into(b)).is_ok());  // waits
-  auto refused = (*sched)->submit(greedy({1, 2, 3}, 4), collect_into(c));
+  EXPECT_TRUE((*sched)->submit(greedy_request({1, 2, 3}, 4), collect_into(a)).is_ok());  // runs
+  EXPECT_TRUE((*sched)->submit(greedy_request({1, 2, 3}, 4), collect_into(b)).is_ok());  // waits
+  auto refused = (*sched)->submit(greedy_request({1, 2, 3}, 4), collect_into(c));
   ASSERT_FALSE(refused.is_ok());
   EXPECT_EQ(refused.status().code(), ErrorCode::kResourceExhausted);
   EXPECT_EQ((*sched)->stats().n_waiting, 2);
 
-  auto empty = (*sched)->submit(greedy({}, 4), nullptr);
+  auto empty = (*sched)->submit(greedy_request({}, 4), nullptr);
   EXPECT_EQ(empty.status().code(), ErrorCode::kInvalidArgument);
-  auto bad_id = (*sched)->submit(greedy({-1}, 4), nullptr);
+  auto bad_id = (*sched)->submit(greedy_request({-1}, 4), nullptr);
   EXPECT_EQ(bad_id.status().code(), ErrorCode::kInvalidArgument);
-  auto too_long = (*sched)->submit(greedy(std::vector<int32_t>(31, 5), 4), nullptr);
+  auto too_long = (*sched)->submit(greedy_request(std::vector<int32_t>(31, 5), 4), nullptr);
   EXPECT_EQ(too_long.status().code(), ErrorCode::kOutOfRange);
 
   ASSERT_TRUE((*sched)->run_until_idle().is_ok());
@@ -298,7 +289,7 @@ TEST(Scheduler, ThreadedLoopServesConcurrentSubmissions) {
         cv.notify_all();
       }
     };
-    ASSERT_TRUE((*sched)->submit(greedy(ps[0], 12), sink).is_ok());
+    ASSERT_TRUE((*sched)->submit(greedy_request(ps[0], 12), sink).is_ok());
   }
   std::unique_lock<std::mutex> lock(mu);
   ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(60), [&] { return n_done == 8; }));

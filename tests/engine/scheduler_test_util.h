@@ -42,6 +42,16 @@ inline EventSink collect_into(Collected& c) {
   };
 }
 
+// A greedy request of `max_tokens` tokens at most.
+inline RequestParams greedy_request(std::vector<int32_t> prompt, int64_t max_tokens) {
+  RequestParams p;
+  p.prompt = std::move(prompt);
+  p.sampling.temperature = 0.0f;
+  p.max_tokens = max_tokens;
+  p.top_logprobs = 0;  // the sampled token's logprob: a bit-exact view of the logits
+  return p;
+}
+
 // Greedy, end-of-generation tokens banned: only max_tokens ends a reply.
 inline SamplerParams greedy_without_eog(const Tokenizer& tokenizer, int64_t n_vocab) {
   SamplerParams s;
