@@ -6,6 +6,7 @@
 #include <string>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
@@ -50,6 +51,7 @@ ordered_json summary_json(const GgufSummary& s, const GgufFile& file, bool with_
   h["head_dim"] = json_or_null(s.head_dim);
   h["head_dim_from_key"] = s.head_dim_from_key;
   h["n_ff"] = json_or_null(s.n_ff);
+  for (const auto& [name, values] : s.per_layer) h[name + "_per_layer"] = values;
   h["n_ctx_train"] = json_or_null(s.n_ctx_train);
   h["n_rot"] = json_or_null(s.n_rot);
   h["rope_freq_base"] = json_or_null(s.rope_freq_base);
@@ -147,13 +149,21 @@ void print_text(const GgufSummary& s, const GgufFile& file, bool with_tensors, c
   line("name", text_or_absent(s.name));
   line("n_embd", or_absent(s.n_embd));
   line("n_layer", or_absent(s.n_layer));
-  line("n_head", or_absent(s.n_head));
-  line("n_head_kv", or_absent(s.n_head_kv));
+  // A count given per layer: the largest, then each layer's.
+  auto count = [&](const std::string& name, const std::optional<int64_t>& value) {
+    auto it = s.per_layer.find(name);
+    line(name,
+         or_absent(value) + (it == s.per_layer.end()
+                                 ? ""
+                                 : fmt::format(" (per layer: {})", fmt::join(it->second, " "))));
+  };
+  count("n_head", s.n_head);
+  count("n_head_kv", s.n_head_kv);
   std::string head_dim = or_absent(s.head_dim);
   if (s.head_dim)
     head_dim += s.head_dim_from_key ? " (attention.key_length)" : " (n_embd / n_head)";
   line("head_dim", head_dim);
-  line("n_ff", or_absent(s.n_ff));
+  count("n_ff", s.n_ff);
   line("n_ctx_train", or_absent(s.n_ctx_train));
   line("n_rot", or_absent(s.n_rot));
   line("rope_freq_base", or_absent(s.rope_freq_base));

@@ -1,5 +1,6 @@
 #include "gguf/gguf_summary.h"
 
+#include <algorithm>
 #include <map>
 
 namespace minfer {
@@ -26,6 +27,27 @@ Result<std::optional<int64_t>> optional_count(const GgufFile& file, const std::s
   return std::optional<int64_t>(value);
 }
 
+// A count a file may give per layer (llama.cpp reads attention.head_count, head_count_kv and
+// feed_forward_length as one integer or an array of one per layer, as Gemma 4's files do): the
+// largest; each layer's into `per_layer` when given so.
+Result<std::optional<int64_t>> optional_layer_count(const GgufFile& file, const std::string& key,
+                                                    std::vector<int64_t>& per_layer) {
+  const GgufValue* v = file.find(key);
+  if (v == nullptr || !v->is_array()) return optional_count(file, key);
+  std::vector<int64_t> values;
+  if (const auto i32 = v->array_as<int32_t>()) values.assign(i32->begin(), i32->end());
+  if (const auto u32 = v->array_as<uint32_t>()) values.assign(u32->begin(), u32->end());
+  if (values.empty() ||
+      std::any_of(values.begin(), values.end(), [](int64_t x) { return x < 0; })) {
+    return make_error(ErrorCode::kCorrupt,
+                      "[gguf] '{}': key '{}' holds {}, expected a non-negative integer or a "
+                      "non-empty array of them (one per layer)",
+                      file.name(), key, v->describe());
+  }
+  per_layer = std::move(values);
+  return std::optional<int64_t>(*std::max_element(per_layer.begin(), per_layer.end()));
+}
+
 Result<std::optional<double>> optional_floating(const GgufFile& file, const std::string& key) {
   if (!file.has(key)) return std::optional<double>();
   MINFER_ASSIGN_OR_RETURN(double value, file.get_floating(key));
@@ -36,14 +58,18 @@ Status read_hparams(const GgufFile& file, const std::string& arch, GgufSummary& 
   const std::string p = arch + ".";
   MINFER_ASSIGN_OR_RETURN(s.n_embd, optional_count(file, p + "embedding_length"));
   MINFER_ASSIGN_OR_RETURN(s.n_layer, optional_count(file, p + "block_count"));
-  MINFER_ASSIGN_OR_RETURN(s.n_head, optional_count(file, p + "attention.head_count"));
-  MINFER_ASSIGN_OR_RETURN(s.n_head_kv, optional_count(file, p + "attention.head_count_kv"));
+  MINFER_ASSIGN_OR_RETURN(
+      s.n_head, optional_layer_count(file, p + "attention.head_count", s.per_layer["n_head"]));
+  MINFER_ASSIGN_OR_RETURN(s.n_head_kv, optional_layer_count(file, p + "attention.head_count_kv",
+                                                            s.per_layer["n_head_kv"]));
   MINFER_ASSIGN_OR_RETURN(s.head_dim, optional_count(file, p + "attention.key_length"));
   s.head_dim_from_key = s.head_dim.has_value();
   // Without attention.key_length, llama.cpp takes head_dim = n_embd / n_head (Qwen3 sets the key
   // because its head_dim differs from that).
   if (!s.head_dim && s.n_embd && s.n_head && *s.n_head > 0) s.head_dim = *s.n_embd / *s.n_head;
-  MINFER_ASSIGN_OR_RETURN(s.n_ff, optional_count(file, p + "feed_forward_length"));
+  MINFER_ASSIGN_OR_RETURN(
+      s.n_ff, optional_layer_count(file, p + "feed_forward_length", s.per_layer["n_ff"]));
+  std::erase_if(s.per_layer, [](const auto& kv) { return kv.second.empty(); });
   MINFER_ASSIGN_OR_RETURN(s.n_ctx_train, optional_count(file, p + "context_length"));
   MINFER_ASSIGN_OR_RETURN(s.n_rot, optional_count(file, p + "rope.dimension_count"));
   MINFER_ASSIGN_OR_RETURN(s.rope_freq_base, optional_floating(file, p + "rope.freq_base"));

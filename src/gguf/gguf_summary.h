@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -42,13 +43,16 @@ struct GgufSummary {
   std::optional<std::string> name;          // general.name
 
   // Hyperparameters (<arch>.* keys; absent when the architecture is unknown).
-  std::optional<int64_t> n_embd;         // embedding_length
-  std::optional<int64_t> n_layer;        // block_count
-  std::optional<int64_t> n_head;         // attention.head_count
-  std::optional<int64_t> n_head_kv;      // attention.head_count_kv
-  std::optional<int64_t> head_dim;       // attention.key_length, else n_embd / n_head
-  bool head_dim_from_key = false;        // true when attention.key_length gave head_dim
-  std::optional<int64_t> n_ff;           // feed_forward_length
+  std::optional<int64_t> n_embd;   // embedding_length
+  std::optional<int64_t> n_layer;  // block_count
+  // n_head, n_head_kv and n_ff may be given per layer: then these hold the largest, and
+  // per_layer each layer's under the field's name ("n_head_kv").
+  std::optional<int64_t> n_head;     // attention.head_count
+  std::optional<int64_t> n_head_kv;  // attention.head_count_kv
+  std::optional<int64_t> head_dim;   // attention.key_length, else n_embd / n_head
+  bool head_dim_from_key = false;    // true when attention.key_length gave head_dim
+  std::optional<int64_t> n_ff;       // feed_forward_length
+  std::map<std::string, std::vector<int64_t>> per_layer;
   std::optional<int64_t> n_ctx_train;    // context_length
   std::optional<int64_t> n_rot;          // rope.dimension_count
   std::optional<double> rope_freq_base;  // rope.freq_base

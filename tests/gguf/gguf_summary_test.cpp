@@ -167,5 +167,37 @@ TEST(GgufSummary, WrongTypesAndNegativeCountsAreErrors) {
   }
 }
 
+// Gemma 4's files give head_count_kv and feed_forward_length per layer (arrays, as llama.cpp
+// reads them): the summary holds the largest and each layer's; an empty or negative array is
+// named.
+TEST(GgufSummary, CountsGivenPerLayerKeepTheLargestAndEachLayers) {
+  GgufWriter w = llama_like();
+  w.set("llama.attention.head_count_kv", GgufValue::array<int32_t>({2, 1}));
+  w.set("llama.feed_forward_length", GgufValue::array<uint32_t>({128, 256}));
+  std::unique_ptr<GgufFile> file;
+  std::vector<uint8_t> image;
+  Result<GgufSummary> r = summarize(w, file, image);
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  EXPECT_EQ(r->n_head_kv, 2);
+  EXPECT_EQ(r->n_ff, 256);
+  EXPECT_EQ(r->n_head, 6);
+  const std::map<std::string, std::vector<int64_t>> expected = {{"n_head_kv", {2, 1}},
+                                                                {"n_ff", {128, 256}}};
+  EXPECT_EQ(r->per_layer, expected);
+  for (const GgufValue& bad : {GgufValue::array<int32_t>({}), GgufValue::array<int32_t>({2, -1})}) {
+    GgufWriter b = llama_like();
+    b.set("llama.attention.head_count", bad);
+    std::unique_ptr<GgufFile> f;
+    std::vector<uint8_t> img;
+    Result<GgufSummary> e = summarize(b, f, img);
+    ASSERT_FALSE(e.is_ok());
+    EXPECT_NE(e.status().message().find("key 'llama.attention.head_count' holds"),
+              std::string::npos)
+        << e.status().message();
+    EXPECT_NE(e.status().message().find("or a non-empty array of them (one per layer)"),
+              std::string::npos);
+  }
+}
+
 }  // namespace
 }  // namespace minfer
