@@ -22,6 +22,7 @@
 #include "kernels/dispatch.h"
 #include "kernels/thread_pool.h"
 #include "kv/kv_cache.h"
+#include "minfer/defaults.h"
 
 namespace minfer {
 namespace {
@@ -44,6 +45,7 @@ std::unique_ptr<KvCache> filled_cache(const kernels::KernelTable& table, const S
   c.head_dim_v = shape.head_dim;
   c.cell_type = cells;
   c.n_ctx = n_positions;
+  c.block_size = kDefaultBlockSize;  // what a runtime uses
   c.max_blocks = n_positions / c.block_size + 1;
   auto cache = KvCache::create(c);
   if (!cache.is_ok() || !(*cache)->reserve(0, n_positions).is_ok()) return nullptr;

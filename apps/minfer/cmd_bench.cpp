@@ -65,7 +65,7 @@ Status run_bench_command(BenchCli& o) {
   }
   MINFER_ASSIGN_OR_RETURN(engine::BenchGrid grid, grid_from_flags(o));
   engine::BenchOptions options = o.options;
-  MINFER_RETURN_IF_ERROR(engine::apply_user_options(options, o.cache_type, GgmlType::kF16));
+  MINFER_RETURN_IF_ERROR(engine::apply_user_options(options, o.cache_type));
   MINFER_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::load(o.model, o.map));
   std::unique_ptr<Model> draft;
   if (!o.draft_model.empty()) {

@@ -38,7 +38,7 @@ Status run_perplexity(PerplexityCli& o) {
   engine::PerplexityOptions options = o.options;
   // As llama-perplexity by default: f16 cells and flash attention (llama.cpp's "auto" is on for
   // the CPU), reproduced operation for operation; --cache-type or MINFER_CACHE_TYPE override.
-  MINFER_RETURN_IF_ERROR(engine::apply_user_options(options, o.cache_type, GgmlType::kF16));
+  MINFER_RETURN_IF_ERROR(engine::apply_user_options(options, o.cache_type));
   if (o.flash_attn != "on" && o.flash_attn != "off") {
     return make_error(ErrorCode::kInvalidArgument,
                       "[perplexity] --flash-attn: expected on or off, got '{}'", o.flash_attn);

@@ -70,11 +70,12 @@ void add_generation_flags(CLI::App* cmd, GenerationFlags& flags) {
                   "context size in tokens (default: the model's training context, reduced to fit "
                   "its KV cells in 1/4 of RAM; --verbose says which)");
   cmd->add_option("-b,--batch-size", model.n_batch,
-                  "most prompt tokens per forward (default 2048)");
+                  fmt::format("most prompt tokens per forward (default {})", kDefaultBatch));
   cmd->add_option("-t,--threads", model.n_threads, "threads (default: all cores)");
   cmd->add_option(
       "--cache-type", model.cache_type,
-      "KV cell type: f32, f16, q8_0 (default MINFER_CACHE_TYPE, else f16 as llama.cpp)");
+      fmt::format("KV cell type: f32, f16, q8_0 (default MINFER_CACHE_TYPE, else {} as llama.cpp)",
+                  kDefaultCacheType));
   GenerateParams& s = flags.generate;
   cmd->add_option("-n,--n-predict", s.max_tokens,
                   "tokens to generate (-1: until end of generation or a full context)");

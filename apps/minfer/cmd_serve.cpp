@@ -301,6 +301,25 @@ int run_serve(ServeFlags& f) {
   return exit_code;
 }
 
+// The batch generator's flags: sequences, context, token budget, blocks, cells.
+void add_batch_flags(CLI::App* cmd, ServeFlags& f) {
+  cmd->add_option(
+      "--parallel", f.batch.n_parallel,
+      fmt::format("sequences decoded together (default {}; also -np N)", kDefaultParallel));
+  cmd->add_option("-c,--ctx-size", f.batch.n_ctx_total,
+                  "KV budget in positions for all sequences (default: parallel x per-sequence)");
+  cmd->add_option("--ctx-per-seq", f.batch.n_ctx,
+                  "positions one sequence may use (default: the model's training context, reduced "
+                  "to fit the KV cells of all sequences in 1/4 of RAM)");
+  cmd->add_option("-b,--batch-size", f.batch.token_budget,
+                  fmt::format("most tokens one step computes (default {})", kDefaultTokenBudget));
+  cmd->add_option("--block-size", f.batch.block_size,
+                  fmt::format("KV positions per block (default {})", kDefaultBlockSize));
+  cmd->add_option("--cache-type", f.load.cache_type,
+                  fmt::format("KV cell type: f32, f16, q8_0 (default MINFER_CACHE_TYPE, else {})",
+                              kDefaultCacheType));
+}
+
 }  // namespace
 
 void register_serve_command(CLI::App& app, CommandRegistry& registry) {
@@ -325,25 +344,15 @@ void register_serve_command(CLI::App& app, CommandRegistry& registry) {
                 "also serve every GGUF in the Hugging Face cache, named REPO:STEM");
   cmd->add_option("--host", f.http.host, "address to listen on (default 127.0.0.1)");
   cmd->add_option("--port", f.http.port, "port (default 8080; 0: any free port)");
-  cmd->add_option("--parallel", f.batch.n_parallel,
-                  "sequences decoded together (default 4; also -np N)");
-  cmd->add_option("-c,--ctx-size", f.batch.n_ctx_total,
-                  "KV budget in positions for all sequences (default: parallel x per-sequence)");
-  cmd->add_option("--ctx-per-seq", f.batch.n_ctx,
-                  "positions one sequence may use (default: the model's training context, reduced "
-                  "to fit the KV cells of all sequences in 1/4 of RAM)");
-  cmd->add_option("-b,--batch-size", f.batch.token_budget,
-                  "most tokens one step computes (default 512)");
-  cmd->add_option("--block-size", f.batch.block_size, "KV positions per block (default 16)");
-  cmd->add_option("--cache-type", f.load.cache_type,
-                  "KV cell type: f32, f16, q8_0 (default MINFER_CACHE_TYPE, else f16)");
+  add_batch_flags(cmd, f);
   cmd->add_option("-t,--threads", f.load.n_threads, "threads (default: all cores)");
   cmd->add_option("--api-key", f.http.api_key, "require 'Authorization: Bearer KEY'");
   cmd->add_option("--cors-origin", f.http.cors_origins,
                   "an origin whose browser pages may call the server, with credentials "
                   "(repeatable; default: any origin, without credentials)");
-  cmd->add_option("--max-queue", f.batch.max_queue,
-                  "requests that may wait beyond the running ones (default 64)");
+  cmd->add_option(
+      "--max-queue", f.batch.max_queue,
+      fmt::format("requests that may wait beyond the running ones (default {})", kDefaultMaxQueue));
   cmd->add_flag("--no-prefix-cache", f.no_prefix_cache, "do not reuse cached prompt prefixes");
   cmd->add_option("--slot-save-path", f.http.slot_save_path,
                   "folder for POST /slots/{id}?action=save|restore state files; slots then keep "

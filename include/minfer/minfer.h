@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "minfer/defaults.h"
 #include "sampling/sampler_params.h"
 
 namespace minfer {
@@ -106,9 +107,9 @@ struct LoadOptions {
   // Positions a sequence may use; 0: the model's training context, reduced to what fits its KV
   // cells in a quarter of physical memory (describe() says which and why).
   int64_t n_ctx = 0;
-  int64_t n_batch = 2048;  // most prompt tokens per forward
-  int n_threads = 0;       // ≤ 0: every core
-  std::string cache_type;  // "f32", "f16", "q8_0"; empty: MINFER_CACHE_TYPE, else f16
+  int64_t n_batch = kDefaultBatch;  // most prompt tokens per forward
+  int n_threads = 0;                // ≤ 0: every core
+  std::string cache_type;           // "f32", "f16", "q8_0"; empty: MINFER_CACHE_TYPE, else f16
   // Looking inside (each also from the environment: MINFER_TRACE, MINFER_DUMP_DIR).
   std::string trace_path;  // one JSON line per forward step; empty: MINFER_TRACE, else none
   std::string dump_graph;  // write the prefill and decode graphs here (.dot or .json)
@@ -328,16 +329,16 @@ struct BatchStats {
 
 // The batch generator's threads and cell type are the model's (LoadOptions).
 struct BatchOptions {
-  int n_parallel = 4;  // sequences decoded together
+  int n_parallel = kDefaultParallel;  // sequences decoded together
   // Positions one sequence may use; 0: the model's training context reduced to fit the KV cells
   // of n_parallel sequences in a quarter of physical memory (n_ctx_reason), at least 2, at most
   // n_ctx_total.
   int64_t n_ctx = 0;
-  int64_t n_ctx_total = 0;     // KV budget for all sequences; 0: n_parallel * n_ctx
-  int64_t token_budget = 512;  // most tokens one step computes
-  int64_t block_size = 16;     // KV positions per block
-  int64_t max_queue = 64;      // requests waiting beyond it are refused; < 0: no limit
-  bool prefix_cache = true;    // requests sharing a prompt prefix share its cache blocks
+  int64_t n_ctx_total = 0;                     // KV budget for all sequences; 0: n_parallel * n_ctx
+  int64_t token_budget = kDefaultTokenBudget;  // most tokens one step computes
+  int64_t block_size = kDefaultBlockSize;      // KV positions per block
+  int64_t max_queue = kDefaultMaxQueue;  // requests waiting beyond it are refused; < 0: no limit
+  bool prefix_cache = true;              // requests sharing a prompt prefix share its cache blocks
   // A slot (0..n_parallel-1) is where a request runs; with keep_slots, a finished request's KV
   // cells stay in its slot, for the next request there (the longest common prefix is reused) and
   // for slot_action's save. They go when the pool needs their blocks.

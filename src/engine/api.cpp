@@ -1,6 +1,6 @@
 // The public API (include/minfer/minfer.h) over the engine: LanguageModel holds the model, its
-// tokenizer, chat template and a Session; Chat wraps a Conversation. BatchGenerator is in
-// api_batch.cpp.
+// tokenizer, chat template and its one sequence (generation: api_generate.cpp; state files:
+// api_state.cpp); Chat wraps a Conversation. BatchGenerator is in api_batch.cpp.
 #include <array>
 
 #include <nlohmann/json.hpp>
@@ -8,7 +8,6 @@
 #include "core/input_limits.h"
 #include "core/json_nesting.h"
 #include "engine/api_impl.h"
-#include "engine/generate.h"
 #include "engine/speculative.h"
 #include "grammar/json_schema.h"
 #include "models/model_config.h"
@@ -26,29 +25,6 @@ Result<nlohmann::ordered_json> parse_json(std::string_view text, std::string_vie
                       what, limits::kMaxJsonDepth, *at);
   }
   return nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
-}
-
-GenerateReply reply_of(engine::GenerateResult r) {
-  const engine::GenerationMetrics& m = r.metrics;
-  GenerateReply reply;
-  reply.text = std::move(r.text);
-  reply.reasoning = std::move(r.reasoning);
-  reply.tool_calls = std::move(r.tool_calls);
-  reply.tokens = std::move(r.tokens);
-  reply.finish_reason = engine::finish_reason_name(r.finish);
-  reply.finish_text = engine::finish_reason_text(r.finish);
-  reply.stop = std::move(r.stop);
-  reply.n_prompt = m.n_prompt;
-  reply.n_cached = m.n_reused;
-  reply.n_prefilled = m.n_prefilled;
-  reply.n_generated = m.n_generated;
-  reply.n_shifts = m.n_shifts;
-  reply.n_drafted = m.speculative.n_drafted;
-  reply.n_accepted = m.speculative.n_accepted;
-  reply.prefill_tok_s = m.prefill_tok_s();
-  reply.decode_tok_s = m.decode_tok_s();
-  reply.metrics = engine::format_metrics(m);
-  return reply;
 }
 
 nlohmann::ordered_json messages_json(const std::vector<ChatMessage>& messages) {
@@ -99,19 +75,34 @@ LanguageModel::~LanguageModel() = default;
 
 namespace {
 
-// A draft model with the target's context, threads and cache type, and its vocabulary. Without
-// the target's own sequence the draft has none either: batch generators run it on caches of
-// their own (SchedulerOptions::draft_model).
+// A draft model and its vocabulary, which must be the target's. The schedulers that draft with it
+// (SchedulerOptions::draft_model) give it a runtime of their own with their context, threads and
+// cache type.
 Result<engine::LoadedModel> load_draft(const std::string& path, engine::ModelOptions options,
                                        const engine::LoadedModel& target) {
   options.path = path;
-  if (target.session != nullptr) options.n_ctx = target.session->n_ctx();
+  options.n_ctx = target.runtime.n_ctx;
   options.observe = {};
   MINFER_ASSIGN_OR_RETURN(engine::LoadedModel draft, engine::load_for_generation(options));
   if (Status s = engine::check_draft_vocabulary(*target.tokenizer, *draft.tokenizer); !s.is_ok()) {
     return make_error(s.code(), "{} ('{}')", s.message(), path);
   }
   return draft;
+}
+
+// The model's one sequence: a scheduler of one slot whose cells stay between requests (only the
+// prefix a new prompt shares with them is kept), prompts computed in chunks of n_batch.
+Result<std::unique_ptr<engine::Scheduler>> one_sequence(const engine::LoadedModel& loaded,
+                                                        const Model* draft_model) {
+  engine::SchedulerOptions o;
+  static_cast<engine::RuntimeOptions&>(o) = loaded.runtime;
+  o.n_parallel = 1;
+  o.n_ctx_total = o.n_ctx;
+  o.token_budget = loaded.n_batch;
+  o.keep_slots = true;
+  o.prefix_cache = false;  // the slot keeps what a next prompt can share
+  o.draft_model = draft_model;
+  return engine::Scheduler::create(*loaded.model, *loaded.tokenizer, o);
 }
 
 }  // namespace
@@ -127,21 +118,29 @@ Result<std::unique_ptr<LanguageModel>> LanguageModel::load(const std::string& pa
   o.observe.trace_path = options.trace_path;
   o.observe.dump_graph = options.dump_graph;
   o.observe.profile = options.profile;
-  o.with_session = options.single_sequence;
   o.map.use_mmap = options.use_mmap;
   o.map.use_mlock = options.use_mlock;
   MINFER_ASSIGN_OR_RETURN(engine::LoadedModel loaded, engine::load_for_generation(o));
   MINFER_ASSIGN_OR_RETURN(SamplerParams sampling, read_sampling_defaults(loaded.model->file()));
   Result<chat::ChatTemplate> tmpl = engine::load_chat_template(loaded.model->file());
   auto grammars = std::make_shared<grammar::RequestGrammars>(*loaded.tokenizer);
-  auto impl = std::make_unique<Impl>(Impl{
-      std::move(loaded), std::move(tmpl), path, std::move(grammars), {}, std::move(sampling), {}});
+  auto impl = std::make_unique<Impl>(Impl{std::move(loaded),
+                                          std::move(tmpl),
+                                          path,
+                                          std::move(grammars),
+                                          {},
+                                          std::move(sampling),
+                                          {},
+                                          {}});
   if (impl->chat_template.is_ok()) {
     impl->reply_format = chat::detect_reply_format(impl->chat_template->source());
   }
   if (!options.draft_model.empty()) {
     MINFER_ASSIGN_OR_RETURN(impl->draft, load_draft(options.draft_model, o, impl->loaded));
     impl->draft.model->drop_vocabulary();
+  }
+  if (options.single_sequence) {
+    MINFER_ASSIGN_OR_RETURN(impl->sequence, one_sequence(impl->loaded, impl->draft.model.get()));
   }
   // The tokenizers and the chat template hold what they read of the vocabulary.
   impl->loaded.model->drop_vocabulary();
@@ -216,70 +215,12 @@ Result<std::string> json_schema_grammar(std::string_view schema) {
   return grammar::json_schema_to_gbnf(parsed);
 }
 
-Result<GenerateReply> LanguageModel::generate(std::span<const int32_t> prompt,
-                                              const GenerateParams& params,
-                                              const TextCallback& on_text) {
-  ReplyCallback on_reply;
-  if (on_text) {
-    on_reply = [&on_text](const ReplyDelta& delta) {
-      return delta.content.empty() || on_text(delta.content);
-    };
-  }
-  return generate_reply(prompt, params, on_reply);
-}
-
-Result<GenerateReply> LanguageModel::generate_reply(std::span<const int32_t> prompt,
-                                                    const GenerateParams& params,
-                                                    const ReplyCallback& on_reply) {
-  MINFER_RETURN_IF_ERROR(impl_->need_session());
-  engine::GenerateOptions options;
-  options.sampling = params;  // the sampler's part of the request
-  options.n_predict = params.max_tokens;
-  options.stops = params.stop;
-  options.trace = impl_->loaded.session->runtime().trace();
-  options.cancel = params.cancel;
-  MINFER_ASSIGN_OR_RETURN(std::shared_ptr<TokenConstraint> constraint,
-                          impl_->grammars->constraint(params.json_object, params.grammar));
-  options.constraint = constraint.get();
-  const engine::ReplyRequest reply = reply_request(params, impl_->reply_format);
-  options.reply = reply.parser_options();
-  options.reasoning_budget = reply.reasoning_budget;
-  options.context_shift = params.context_shift;
-  options.n_keep = params.n_keep;
-  if (params.spec_ngram > 0 && impl_->draft.session != nullptr) {
-    return make_error(ErrorCode::kInvalidArgument,
-                      "[api] speculative decoding drafts by prompt lookup (spec_ngram) or by the "
-                      "draft model, not both");
-  }
-  options.speculative = {.ngram = params.spec_ngram,
-                         .draft = impl_->draft.session.get(),
-                         .draft_max = params.draft_max,
-                         .draft_min = params.draft_min,
-                         .draft_p_min = params.draft_p_min};
-  MINFER_ASSIGN_OR_RETURN(engine::GenerateResult r,
-                          engine::generate_reply(*impl_->loaded.session, *impl_->loaded.tokenizer,
-                                                 prompt, options, on_reply));
-  return reply_of(std::move(r));
-}
-
-Result<PrefillReply> LanguageModel::prefill(std::span<const int32_t> tokens) {
-  MINFER_RETURN_IF_ERROR(impl_->need_session());
-  engine::Session& session = *impl_->loaded.session;
-  MINFER_RETURN_IF_ERROR(session.set_prompt(tokens).status());
-  return PrefillReply{.n_reused = session.last_prefill().n_reused,
-                      .n_prefilled = session.last_prefill().n_prefilled};
-}
-
 std::string LanguageModel::tool_call_format() const {
   return chat::tool_call_format_name(impl_->reply_format.tool_calls);
 }
 
 bool LanguageModel::has_reasoning_format() const {
   return impl_->reply_format.reasoning;
-}
-
-void LanguageModel::clear() {
-  if (impl_->loaded.session != nullptr) impl_->loaded.session->clear();
 }
 
 int64_t LanguageModel::n_vocab() const {
@@ -301,12 +242,13 @@ GenerateParams LanguageModel::default_params() const {
 }
 
 std::string LanguageModel::describe() const {
-  return engine::describe_setup(impl_->loaded, impl_->path);
+  return engine::describe_setup(impl_->loaded, impl_->path,
+                                impl_->sequence != nullptr ? &impl_->sequence->runtime() : nullptr);
 }
 
 std::string LanguageModel::profile_table() const {
-  if (impl_->loaded.session == nullptr) return "";
-  return impl_->loaded.session->runtime().profile_table();
+  if (impl_->sequence == nullptr) return "";
+  return impl_->sequence->runtime().profile_table();
 }
 
 struct Chat::Impl {

@@ -4,7 +4,6 @@
 
 #include "engine/api_impl.h"
 #include "engine/scheduler.h"
-#include "engine/tool_grammar.h"
 
 namespace minfer {
 
@@ -48,7 +47,7 @@ Result<std::unique_ptr<BatchGenerator>> LanguageModel::batch_generator(
   engine::SchedulerOptions o;
   // The model's threads, cell type and (with no sequence of its own) observers.
   static_cast<engine::RuntimeOptions&>(o) = loaded.runtime;
-  if (loaded.session != nullptr) o.observe = {};
+  if (impl_->sequence != nullptr) o.observe = {};  // the one sequence's runtime has them
   o.n_parallel = options.n_parallel;
   // A default context fits the KV cells of every sequence in the budget, unless the caller gave
   // the budget in positions.
@@ -82,33 +81,9 @@ Result<std::unique_ptr<BatchGenerator>> LanguageModel::batch_generator(
 Result<std::shared_ptr<RequestHandle>> BatchGenerator::submit(
     std::span<const int32_t> prompt, const GenerateParams& params,
     std::function<void(const BatchEvent&)> on_event) {
-  engine::RequestParams request;
-  request.prompt.assign(prompt.begin(), prompt.end());
-  request.sampling = params;  // the sampler's part of the request
-  request.max_tokens = params.max_tokens;
-  request.stops = params.stop;
-  request.top_logprobs = params.top_logprobs;
-  request.render_special = params.render_special;
-  request.slot = params.id_slot;
-  request.context_shift = params.context_shift;
-  request.n_keep = params.n_keep;
-  request.spec_ngram = params.spec_ngram;
-  request.draft_max = params.draft_max;
-  request.draft_min = params.draft_min;
-  request.draft_p_min = params.draft_p_min;
-  // With a draft model every request drafts by it unless it asks for prompt lookup
-  // (spec_ngram > 0) or turns speculation off (draft_max 0).
-  request.spec_draft_model =
-      impl_->scheduler->has_draft_model() && params.spec_ngram == 0 && params.draft_max > 0;
-  // Each request gets its own matcher state over the shared compiled grammar.
-  MINFER_ASSIGN_OR_RETURN(request.constraint,
-                          impl_->grammars->constraint(params.json_object, params.grammar));
-  request.reply = reply_request(params, impl_->reply_format);
-  // Tool calls follow the tools' schemas unless the request constrains its text otherwise.
-  if (request.constraint == nullptr) {
-    MINFER_ASSIGN_OR_RETURN(request.constraint,
-                            engine::tool_call_constraint(*impl_->grammars, request.reply));
-  }
+  MINFER_ASSIGN_OR_RETURN(engine::RequestParams request,
+                          engine_request(prompt, params, *impl_->grammars, impl_->reply_format,
+                                         impl_->scheduler->has_draft_model()));
   auto sink = [on_event = std::move(on_event)](engine::RequestEvent&& e) {
     if (on_event) on_event(batch_event(std::move(e)));
   };

@@ -1,7 +1,12 @@
-// What the public API's LanguageModel holds (include/minfer/minfer.h): shared by api.cpp
-// (generation on one sequence, chat) and api_batch.cpp (the batch generator).
+// What the public API's LanguageModel holds (include/minfer/minfer.h): shared by api.cpp (the
+// model, chat), api_generate.cpp (generation on its one sequence), api_state.cpp (state files)
+// and api_batch.cpp (the batch generator). Every way of generating goes through a Scheduler
+// (DESIGN.md invariant 11): the one sequence is a scheduler of one slot stepped on the caller's
+// thread.
 #pragma once
 
+#include <memory>
+#include <span>
 #include <string>
 
 #include "chat/chat_template.h"
@@ -9,6 +14,7 @@
 #include "core/status.h"
 #include "engine/conversation.h"
 #include "engine/request.h"
+#include "engine/scheduler.h"
 #include "engine/setup.h"
 #include "grammar/request_grammars.h"
 #include "minfer/minfer.h"
@@ -27,12 +33,15 @@ struct LanguageModel::Impl {
   chat::ReplyFormat reply_format;
   // The file's general.sampling.* over llama.cpp's defaults (LanguageModel::default_params).
   SamplerParams sampling_defaults;
-  // LoadOptions::draft_model's model and session (none: no session).
+  // LoadOptions::draft_model's model and tokenizer (none: no model).
   engine::LoadedModel draft;
+  // generate(), prefill() and the state files' one sequence: a scheduler of one slot that keeps
+  // its cells between calls; null when loaded with single_sequence false.
+  std::unique_ptr<engine::Scheduler> sequence;
 
   // Error for generate() / prefill() on a model loaded without its own sequence.
-  Status need_session() const {
-    if (loaded.session != nullptr) return Status::ok();
+  Status need_sequence() const {
+    if (sequence != nullptr) return Status::ok();
     return make_error(ErrorCode::kInvalidArgument,
                       "[api] '{}' was loaded without a sequence of its own "
                       "(LoadOptions::single_sequence false): use a batch generator",
@@ -40,14 +49,13 @@ struct LanguageModel::Impl {
   }
 };
 
-// A request's reply settings over the model's formats.
-inline engine::ReplyRequest reply_request(const GenerateParams& params,
-                                          const chat::ReplyFormat& format) {
-  engine::ReplyRequest r;
-  static_cast<ReplyParams&>(r) = params;
-  r.format = format;
-  r.parse_tool_calls = params.parse_tool_calls && params.tool_choice != ToolChoice::kNone;
-  return r;
-}
+// The engine's request for a public one — the one translation every way of generating shares:
+// sampling, limits, stops, speculation (with a draft model every request drafts by it unless it
+// asks for prompt lookup or turns speculation off), the constraint (json_object, a grammar, else
+// the tools' calls) and the reply's split.
+Result<engine::RequestParams> engine_request(std::span<const int32_t> prompt,
+                                             const GenerateParams& params,
+                                             grammar::RequestGrammars& grammars,
+                                             const chat::ReplyFormat& format, bool has_draft_model);
 
 }  // namespace minfer

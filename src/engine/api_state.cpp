@@ -1,5 +1,5 @@
 // The public API's state files (include/minfer/minfer.h: LanguageModel::save_state, load_state)
-// over engine/state_file.h and the model's one Session.
+// over engine/state_file.h and the model's one sequence (a scheduler slot).
 #include <chrono>
 #include <filesystem>
 
@@ -10,11 +10,9 @@
 namespace minfer {
 
 Result<StateReply> LanguageModel::save_state(const std::string& path, std::string_view app_data) {
-  MINFER_RETURN_IF_ERROR(impl_->need_session());
+  MINFER_RETURN_IF_ERROR(impl_->need_sequence());
   const auto t0 = std::chrono::steady_clock::now();
-  const engine::Session& session = *impl_->loaded.session;
-  const engine::KvState state =
-      session.capture(engine::model_fingerprint(session.model()), std::string(app_data));
+  const engine::KvState state = impl_->sequence->slot_table().capture(0, std::string(app_data));
   MINFER_ASSIGN_OR_RETURN(const int64_t n_bytes, engine::write_state_file(path, state));
   return StateReply{.n_tokens = state.n_tokens(),
                     .tokens = state.tokens,
@@ -24,13 +22,10 @@ Result<StateReply> LanguageModel::save_state(const std::string& path, std::strin
 }
 
 Result<StateReply> LanguageModel::load_state(const std::string& path) {
-  MINFER_RETURN_IF_ERROR(impl_->need_session());
+  MINFER_RETURN_IF_ERROR(impl_->need_sequence());
   const auto t0 = std::chrono::steady_clock::now();
-  engine::Session& session = *impl_->loaded.session;
   MINFER_ASSIGN_OR_RETURN(engine::KvState state, engine::read_state_file(path));
-  MINFER_RETURN_IF_ERROR(engine::check_state_fits(state, engine::model_fingerprint(session.model()),
-                                                  session.cache(), path));
-  MINFER_RETURN_IF_ERROR(session.restore(state));
+  MINFER_RETURN_IF_ERROR(impl_->sequence->slot_table().restore(0, state, path));
   std::error_code ec;
   return StateReply{.n_tokens = state.n_tokens(),
                     .tokens = std::move(state.tokens),

@@ -13,8 +13,7 @@
 
 #include "core/check.h"
 #include "core/cpu_features.h"
-#include "engine/generate.h"
-#include "engine/session.h"
+#include "engine/scheduler.h"
 #include "engine/speculative.h"
 #include "tokenizer/tokenizer.h"
 
@@ -476,7 +475,7 @@ Result<BenchReport> run_bench(const Model& model, const std::string& model_filen
     runtime->cache().free_sequence(0);
     report.profile += runtime->profile_table();
   }
-  runtime.reset();  // the speculative rows' sessions have pools of their own
+  runtime.reset();  // the speculative rows' schedulers have pools of their own
   progress.finish();
   if (o.speculative.enabled()) {
     for (const BenchCase& c : cases) {
@@ -505,39 +504,60 @@ std::vector<int32_t> speculative_prompt(const BenchOptions& o, const Tokenizer& 
   return prompt;
 }
 
-Result<std::unique_ptr<Session>> bench_session(const Model& model, const BenchOptions& o,
-                                               int n_threads, int64_t n_ctx) {
-  SessionOptions options;
-  static_cast<RuntimeOptions&>(options) = o;
-  options.n_threads = n_threads;
-  options.n_ctx = n_ctx;
-  options.n_ctx_total = n_ctx;
-  options.n_batch = o.n_batch;
-  options.observe = {};  // the traces and dumps are the tests' runtime's
-  return Session::create(model, options);
+// A scheduler of one slot for the speculative rows: the prompt, the tokens and the drafts of the
+// last forward fit its context; the slot keeps the prompt between runs.
+Result<std::unique_ptr<Scheduler>> bench_scheduler(const Model& model, const Tokenizer& tokenizer,
+                                                   const BenchOptions& o, int n_threads,
+                                                   int64_t n_ctx) {
+  SchedulerOptions s;
+  static_cast<RuntimeOptions&>(s) = o;
+  s.n_threads = n_threads;
+  s.n_ctx = n_ctx;
+  s.n_ctx_total = n_ctx;
+  s.n_parallel = 1;
+  s.token_budget = o.n_batch;
+  s.keep_slots = true;
+  s.prefix_cache = false;
+  s.draft_model = o.speculative.draft;
+  s.observe = {};  // the traces and dumps are the tests' runtime's
+  return Scheduler::create(model, tokenizer, s);
 }
 
-// One row: a warm-up and o.repetitions timed generations after `prompt`.
-Result<BenchTest> speculative_row(Session& session, Session* draft, const Tokenizer& tokenizer,
-                                  std::span<const int32_t> prompt, const GenerateOptions& g,
+// One generation through the scheduler, stepped here: its tokens and its final event.
+struct Generated {
+  std::vector<int32_t> tokens;
+  RequestEvent last;
+};
+
+Result<Generated> generate_once(Scheduler& scheduler, RequestParams request) {
+  Generated g;
+  auto sink = [&g](RequestEvent&& e) {
+    for (const SampledToken& t : e.tokens) g.tokens.push_back(t.token);
+    if (e.done) g.last = std::move(e);
+  };
+  MINFER_RETURN_IF_ERROR(scheduler.submit(std::move(request), sink).status());
+  MINFER_RETURN_IF_ERROR(scheduler.run_until_idle());
+  MINFER_RETURN_IF_ERROR(g.last.error);
+  return g;
+}
+
+// One row: a warm-up and o.repetitions timed generations after the prompt, which the slot holds
+// from the first on (only its last token is computed again).
+Result<BenchTest> speculative_row(Scheduler& scheduler, const RequestParams& request,
                                   const BenchOptions& o) {
   BenchTest t;
-  t.n_gen = g.n_predict;
-  t.n_depth = static_cast<int64_t>(prompt.size());
-  t.n_threads = session.n_threads();
+  t.n_gen = request.max_tokens;
+  t.n_depth = static_cast<int64_t>(request.prompt.size());
+  t.n_threads = scheduler.runtime().n_threads();
   for (int r = 0; r <= o.repetitions; ++r) {  // r == 0: the warm-up
-    // The prompt is prefilled once (generate() keeps the prefix the session holds); the draft
-    // holds it too before the clock starts.
-    if (draft != nullptr) MINFER_RETURN_IF_ERROR(draft->set_prompt(prompt).status());
-    MINFER_ASSIGN_OR_RETURN(GenerateResult result,
-                            generate(session, tokenizer, prompt, g, nullptr));
+    MINFER_ASSIGN_OR_RETURN(Generated result, generate_once(scheduler, request));
     if (r == 0) continue;
-    const GenerationMetrics& m = result.metrics;
-    const double ns = m.decode_ms * 1e6;
+    const RequestStats& st = result.last.stats;
+    const double ns = std::max(0.0, st.total_ms - st.ttft_ms) * 1e6;
     t.samples_ns.push_back(ns);
-    t.samples_ts.push_back(ns > 0.0 ? static_cast<double>(m.n_generated - 1) * 1e9 / ns : 0.0);
-    t.n_drafted += m.speculative.n_drafted;
-    t.n_accepted += m.speculative.n_accepted;
+    t.samples_ts.push_back(ns > 0.0 ? static_cast<double>(st.n_generated - 1) * 1e9 / ns : 0.0);
+    t.n_drafted += st.n_drafted;
+    t.n_accepted += st.n_draft_accepted;
     t.tokens = std::move(result.tokens);
   }
   summarize(t);
@@ -552,38 +572,35 @@ Result<std::vector<BenchTest>> run_speculative_bench(const Model& model, const B
   MINFER_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tokenizer, Tokenizer::from_gguf(model.file()));
   const std::vector<int32_t> prompt = speculative_prompt(o, *tokenizer);
   MINFER_RETURN_IF_ERROR(tokenizer->check_ids(prompt));
-  // The prompt, the tokens and the drafts of the last forward.
-  const int64_t n_ctx = static_cast<int64_t>(prompt.size()) + n_gen + spec.draft_max + 1;
-  MINFER_ASSIGN_OR_RETURN(std::unique_ptr<Session> session,
-                          bench_session(model, o, n_threads, n_ctx));
-  std::unique_ptr<Session> draft;
   if (spec.draft != nullptr) {
     MINFER_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> draft_tokenizer,
                             Tokenizer::from_gguf(spec.draft->file()));
     MINFER_RETURN_IF_ERROR(check_draft_vocabulary(*tokenizer, *draft_tokenizer));
-    MINFER_ASSIGN_OR_RETURN(draft, bench_session(*spec.draft, o, n_threads, n_ctx));
   }
-  GenerateOptions g;
-  g.sampling.temperature = 0.0f;  // greedy: both rows generate the same tokens
-  g.n_predict = n_gen;
+  // The prompt, the tokens and the drafts of the last forward.
+  const int64_t n_ctx = static_cast<int64_t>(prompt.size()) + n_gen + spec.draft_max + 2;
+  MINFER_ASSIGN_OR_RETURN(std::unique_ptr<Scheduler> scheduler,
+                          bench_scheduler(model, *tokenizer, o, n_threads, n_ctx));
+  RequestParams request;
+  request.prompt = prompt;
+  request.sampling.temperature = 0.0f;  // greedy: both rows generate the same tokens
+  request.max_tokens = n_gen;
   for (int32_t id = 0; id < tokenizer->n_vocab(); ++id) {
     if (tokenizer->is_eog(id)) {
-      g.sampling.logit_bias.emplace_back(id, -std::numeric_limits<float>::infinity());
+      request.sampling.logit_bias.emplace_back(id, -std::numeric_limits<float>::infinity());
     }
   }
   std::vector<BenchTest> rows;
   for (const bool speculate : {false, true}) {
     if (speculate) {
-      g.speculative.ngram = spec.ngram;
-      g.speculative.draft = draft.get();
-      g.speculative.draft_max = spec.draft_max;
+      request.spec_ngram = spec.draft != nullptr ? 0 : spec.ngram;
+      request.spec_draft_model = spec.draft != nullptr;
+      request.draft_max = spec.draft_max;
     }
-    MINFER_ASSIGN_OR_RETURN(
-        BenchTest t,
-        speculative_row(*session, speculate ? draft.get() : nullptr, *tokenizer, prompt, g, o));
-    t.speculative = !speculate         ? "plain"
-                    : draft != nullptr ? "draft"
-                                       : fmt::format("ngram{}", spec.ngram);
+    MINFER_ASSIGN_OR_RETURN(BenchTest t, speculative_row(*scheduler, request, o));
+    t.speculative = !speculate              ? "plain"
+                    : spec.draft != nullptr ? "draft"
+                                            : fmt::format("ngram{}", spec.ngram);
     t.name = fmt::format("tg{} {}", n_gen, t.speculative);
     rows.push_back(std::move(t));
   }

@@ -1,6 +1,6 @@
 // A multi-turn conversation rendered through the model's chat template (DESIGN.md §4 "Chat
 // templates", "Engine"): the messages, their tokens, and dropping the oldest turns when the
-// context fills. Each turn is rendered whole; the Session compares token prefixes to find what
+// context fills. Each turn is rendered whole; the scheduler compares token prefixes to find what
 // the cache already holds, so nothing here assumes how a template joins turns.
 #pragma once
 

@@ -43,8 +43,8 @@ void l2_normalize(std::span<float> v);
 struct EmbedderOptions {
   Pooling pooling = Pooling::kLast;  // mean, cls or last
   bool normalize = true;
-  int64_t n_batch = 2048;  // most tokens per forward step
-  int n_seq = 16;          // most inputs per forward step
+  int64_t n_batch = kDefaultBatch;  // most tokens per forward step
+  int n_seq = 16;                   // most inputs per forward step
 };
 
 class Embedder : NonCopyable {

@@ -11,9 +11,11 @@
 
 #include "chat/reply_format.h"
 #include "core/status.h"
+#include "engine/forward_times.h"
 #include "engine/token_pipeline.h"
 #include "sampling/constraint.h"
 #include "sampling/sampler.h"
+#include "tokenizer/tokenizer.h"
 
 namespace minfer::engine {
 
@@ -41,7 +43,9 @@ struct ReplyRequest : ReplyParams {
 struct RequestParams {
   std::vector<int32_t> prompt;  // [n_prompt] ≥ 1 token, every id < n_vocab
   SamplerParams sampling;
-  int64_t max_tokens = -1;         // < 0: until an eog token, a stop string or a full context
+  // < 0: until an eog token, a stop string or a full context; 0: the prompt is computed (its
+  // cells stay in the slot with keep_slots) and the request ends kLength with no token sampled.
+  int64_t max_tokens = -1;
   std::vector<std::string> stops;  // empty strings are ignored
   bool render_special = false;     // emit the text of control tokens
   // < 0: no logprobs; else the sampled token's log-probability plus this many alternatives
@@ -69,7 +73,33 @@ struct RequestParams {
   // rule), stopping before a token whose probability is below draft_p_min.
   bool spec_draft_model = false;
   float draft_p_min = 0.0f;
+  // Checked before each step when set (not owned): raised, the request ends kCancelled, as its
+  // handle's cancel() does (GenerateParams::cancel).
+  const std::atomic<bool>* cancel = nullptr;
 };
+
+// The forwards a request took part in: a batch of one's are its own (`minfer run`'s figures).
+struct RequestForwards {
+  ForwardTimes prefill;    // steps before its first token was sampled
+  ForwardTimes decode;     // steps after it
+  int64_t n_verified = 0;  // steps that verified its drafts
+};
+
+// What a request is checked against: the model's vocabulary, the context, the slots, whether a
+// draft model is loaded and the model's sliding window (speculation needs none).
+struct RequestBounds {
+  int32_t n_vocab = 0;
+  int64_t n_ctx = 0;
+  int n_slots = 0;
+  bool has_draft_model = false;
+  int64_t n_swa = 0;
+};
+
+// Ok when the request can be queued. Errors: an empty prompt, bad ids or sampling parameters,
+// top_logprobs past kMaxTopLogprobs, a slot that does not exist, bad context-shift or speculative
+// settings (kInvalidArgument); a prompt longer than n_ctx (kOutOfRange).
+Status check_request(const RequestParams& params, const Tokenizer& tokenizer,
+                     const RequestBounds& bounds);
 
 // What the scheduler streams to a request, on the scheduler's thread: one event per sampled
 // token, then one final event with done set. Sinks must be quick and must not call the scheduler
@@ -85,6 +115,7 @@ struct RequestEvent {
   std::string stop;  // the stop string that matched (kStop)
   Status error;      // not ok when the request failed inside the engine
   RequestStats stats;
+  RequestForwards forwards;
 };
 
 using EventSink = std::function<void(RequestEvent&&)>;

@@ -38,10 +38,13 @@ Result<GgmlType> resolve_cache_type(std::string_view flag, const char* env, Ggml
 }
 
 Status apply_user_options(RuntimeOptions& options, std::string_view cache_type_flag,
-                          GgmlType fallback) {
+                          std::optional<GgmlType> fallback) {
+  if (!fallback) {
+    MINFER_ASSIGN_OR_RETURN(fallback, parse_kv_cell_type(kDefaultCacheType));
+  }
   MINFER_ASSIGN_OR_RETURN(
       options.cache_type,
-      resolve_cache_type(cache_type_flag, std::getenv(kCacheTypeEnv), fallback));
+      resolve_cache_type(cache_type_flag, std::getenv(kCacheTypeEnv), *fallback));
   options.observe = observe_options_with_env(options.observe);
   return Status::ok();
 }

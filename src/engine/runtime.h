@@ -1,6 +1,6 @@
 // The runtime (DESIGN.md §2 "engine"): what running a model needs, built once from one options
 // struct — the kernel table, the thread pool, the paged KV cache, the step runner and the
-// observers (traces, profiles, dumps). Sessions, the scheduler, bench, perplexity and the
+// observers (traces, profiles, dumps). The scheduler, bench, perplexity and the
 // `logits` command all run their steps through one.
 //
 //   RuntimeOptions options;
@@ -25,6 +25,7 @@
 #include "kernels/kernel_table.h"
 #include "kernels/thread_pool.h"
 #include "kv/kv_cache.h"
+#include "minfer/defaults.h"
 #include "models/model.h"
 
 namespace minfer::engine {
@@ -53,10 +54,11 @@ Result<GgmlType> resolve_cache_type(std::string_view flag, const char* env, Ggml
 struct RuntimeOptions;
 
 // What every command that builds a runtime applies after parsing its flags: the cell type from
-// `cache_type_flag`, else MINFER_CACHE_TYPE, else `fallback`; and options.observe completed with
-// MINFER_TRACE / MINFER_DUMP_DIR.
+// `cache_type_flag`, else MINFER_CACHE_TYPE, else the command's `fallback` (none:
+// kDefaultCacheType; `logits` keeps f32 cells); and options.observe completed with MINFER_TRACE /
+// MINFER_DUMP_DIR.
 Status apply_user_options(RuntimeOptions& options, std::string_view cache_type_flag,
-                          GgmlType fallback);
+                          std::optional<GgmlType> fallback = std::nullopt);
 
 // The context chosen for a run and why, in words (run/chat --verbose and serve print it).
 struct ContextChoice {
@@ -76,9 +78,9 @@ struct RuntimeOptions {
   const kernels::KernelTable* kernels = nullptr;  // a table of one's own (tests); overrides isa
   int n_threads = 0;                              // ≤ 0: kernels::default_thread_count()
   GgmlType cache_type = GgmlType::kF32;
-  int64_t n_ctx = 4096;     // positions one sequence may use
-  int64_t n_ctx_total = 0;  // KV budget in positions for all sequences; ≤ 0: n_ctx
-  int64_t block_size = 32;  // KV positions per block
+  int64_t n_ctx = 4096;                    // positions one sequence may use
+  int64_t n_ctx_total = 0;                 // KV budget in positions for all sequences; ≤ 0: n_ctx
+  int64_t block_size = kDefaultBlockSize;  // KV positions per block
   // e.g. with f16 cells, attention in llama.cpp's CPU flash-attention arithmetic (what
   // llama-perplexity runs by default; graph/attention.h).
   AttentionOptions attention;

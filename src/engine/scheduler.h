@@ -1,19 +1,19 @@
-// The Scheduler (DESIGN.md §4 "Engine"): many sequences over one model, one KV cache and one
-// forward. Each step builds one Batch under a token budget in which every running sequence that
-// is decoding contributes its one new token and sequences still prefilling contribute chunks of
+// The Scheduler (DESIGN.md §4 "Engine", invariant 11): the one generation loop. Many sequences
+// over one model, one KV cache and one forward; the public API's generate() is a scheduler of
+// one slot stepped on the caller's thread, the server's batch generator one with a loop thread.
+// Each step builds one Batch under a token budget in which every running sequence that is
+// decoding contributes its one new token and sequences still prefilling contribute chunks of
 // their prompt (chunked prefill), so all sequences decode together and each weight is read once
 // per step. Requests join between steps, leave when finished or cancelled (their blocks go back
 // to the pool, full blocks stay cached for prefix reuse), wait in a queue while n_parallel
 // sequences run or KV blocks are short, and are refused past max_queue.
-// A request with speculative decoding (RequestParams::spec_ngram) feeds its decode token and
-// its drafts in the same step; the rows after drafts it does not sample are never used, and
-// their cells are dropped before the next step.
-// With a draft model (SchedulerOptions::draft_model) each step first runs the draft: it keeps one
-// draft sequence per running sequence in a paged cache of its own (same slots, context and block
-// size; prompts prefilled into it in batches, full blocks shared by prefix), proposes up to
-// draft_max tokens for every decoding sequence that asks for it (RequestParams::spec_draft_model),
-// one batched draft forward per drafted token, and the target verifies them as above; the draft's
-// cells of rejected drafts are dropped at the next step.
+// Speculative decoding (RequestParams::spec_ngram, or the draft model's engine/drafter.h): a
+// decoding sequence feeds its drafts after its token in the same step; the rows after drafts it
+// does not sample are never used, and their cells are dropped before the next step.
+// Its parts: scheduler.cpp (admission, batch planning, preemption, applying a step, finishing),
+// scheduler_speculation.cpp (drafts and their verification), scheduler_loop.cpp (the loop thread,
+// slot actions, stats, the guard around each step), engine/slot_table.h (the slots),
+// engine/drafter.h (the draft model), engine/request.h (what a request must satisfy).
 //
 //   SchedulerOptions options;
 //   options.n_parallel = 8;
@@ -38,22 +38,22 @@
 
 #include "core/non_copyable.h"
 #include "core/status.h"
+#include "engine/drafter.h"
 #include "engine/request.h"
 #include "engine/runtime.h"
+#include "engine/slot_table.h"
 #include "engine/state_file.h"
 #include "models/model.h"
 #include "tokenizer/tokenizer.h"
 
 namespace minfer::engine {
 
-// The runtime's options — n_ctx: positions one sequence may use; n_ctx_total: the KV budget for
-// all sequences (≤ 0: n_parallel * n_ctx); block_size the runtime's 32 (the prefix cache shares
-// whole blocks; attention's kernels take a block's positions per call, and with 16-position
-// blocks a decode step's attention at depth 4096 took 1.24× as long) — and the scheduling policy.
+// The runtime's options (n_ctx: positions one sequence may use; n_ctx_total: the KV budget for
+// all sequences, ≤ 0: n_parallel * n_ctx) and the scheduling policy.
 struct SchedulerOptions : RuntimeOptions {
-  int n_parallel = 4;          // sequences running at once
-  int64_t token_budget = 512;  // most tokens one step computes
-  int64_t max_queue = 64;      // requests waiting beyond it are refused; < 0: no limit
+  int n_parallel = kDefaultParallel;           // sequences running at once
+  int64_t token_budget = kDefaultTokenBudget;  // most tokens one step computes
+  int64_t max_queue = kDefaultMaxQueue;  // requests waiting beyond it are refused; < 0: no limit
   bool prefix_cache = true;
   // A finished request's cells stay in its slot (BatchOptions::keep_slots).
   bool keep_slots = false;
@@ -102,6 +102,10 @@ class Scheduler : NonCopyable {
   Result<bool> step();
   Status run_until_idle();
 
+  // The slots (engine/slot_table.h), on the stepping thread or while no loop runs: the public
+  // API's one sequence saves and loads its state files through them.
+  SlotTable& slot_table() { return *slots_; }
+
   SchedulerStats stats() const;
   // Every slot's state as of the last step.
   std::vector<SlotState> slots() const;
@@ -109,9 +113,9 @@ class Scheduler : NonCopyable {
   // Logit rows per token: the bound of token ids in prompts and logit_bias.
   int64_t n_vocab() const { return runtime_->n_vocab(); }
   const KvCache& cache() const { return runtime_->cache(); }
-  bool has_draft_model() const { return draft_runtime_ != nullptr; }
+  bool has_draft_model() const { return drafter_ != nullptr; }
   // The draft model's cache (has_draft_model() only).
-  const KvCache& draft_cache() const { return draft_runtime_->cache(); }
+  const KvCache& draft_cache() const { return drafter_->cache(); }
   const Runtime& runtime() const { return *runtime_; }
   // Tokens computed by the last step (decode tokens and prefill chunks together).
   int64_t last_step_tokens() const { return last_step_tokens_; }
@@ -126,12 +130,6 @@ class Scheduler : NonCopyable {
  private:
   struct Sequence;
   using Clock = std::chrono::steady_clock;
-  // A slot: where one running request lives. Its KV sequence id is its index; with keep_slots
-  // it keeps the cells of the last request that ran in it (tokens: what they hold).
-  struct Slot {
-    bool busy = false;
-    std::vector<int32_t> tokens;
-  };
   // One sequence's part of a step's batch.
   struct Fed {
     Sequence* seq;
@@ -146,26 +144,15 @@ class Scheduler : NonCopyable {
   };
 
   Scheduler(const Model& model, const Tokenizer& tokenizer, const SchedulerOptions& options);
-  // Errors: speculative settings out of range, or speculation on a sliding-window model.
-  Status check_speculative(const RequestParams& params) const;
   void loop();
   // Moves submitted requests into the waiting queue and ends cancelled ones. Caller holds mu_.
   void take_incoming();
   void end_cancelled();
   void admit();
-  // The free slot a waiting request goes to: its pinned one, else the one whose held tokens share
-  // the longest prefix with it, else an empty one; -1 when none can take it now.
-  int32_t pick_slot(const Sequence& seq) const;
-  // Puts seq into `slot`: the slot's cells kept up to their common prefix with seq's tokens, else
-  // the prefix cache's blocks. Returns the positions already computed.
-  int64_t attach_slot(Sequence& seq, int32_t slot);
-  // Frees the cells held by idle slots other than `except`; false when none held any.
-  bool drop_idle_slots(int32_t except);
   // The request leaves its slot: its cells stay there (keep) or go.
   void leave_slot(Sequence& seq, bool keep);
   // Runs the queued slot actions whose slot is idle (stepping thread).
   void run_slot_actions();
-  Result<SlotReply> run_slot_action(const PendingSlotAction& a);
   void preempt(Sequence& seq);
   // Every sequence whose next token is its last gets the block for it; when the pool is short,
   // the newest sequences give their blocks back (recomputed later).
@@ -180,27 +167,8 @@ class Scheduler : NonCopyable {
   // context and before max_tokens.
   int64_t draft_limit(const Sequence& seq, int64_t max_drafts) const;
   bool uses_draft_model(const Sequence& seq) const;
-  // The draft model's part of a step: each speculating sequence's draft sequence catches up with
-  // its tokens (within the token budget), then the decoding ones draft, one batched forward per
-  // drafted token (Sequence::model_drafts).
+  // The draft model's part of a step (engine/drafter.h) for the running sequences that use it.
   void run_draft_model();
-  // A sequence drafting this step and the most drafts it may make.
-  struct Drafting {
-    Sequence* seq;
-    int64_t limit;
-  };
-  // Adds to `batch` the tokens of each speculating sequence that the draft cache lacks (decoding
-  // sequences first, within the token budget), the last one with its row for the decoding
-  // sequences that draft: those are returned, in row order.
-  std::vector<Drafting> plan_draft_catch_up(Batch& batch);
-  // Runs the draft model's batched forwards: each row gives its sequence's next draft, and each
-  // sequence still drafting feeds it for the next row.
-  void draft_rounds(std::vector<Drafting>& drafting, std::span<const float> rows);
-  // The draft model's token from one of its rows ([n_vocab]); false when the draft stops there.
-  bool propose(Sequence& seq, std::span<const float> row);
-  // Forgets the draft cells past what the sequence's tokens hold; a sequence with none first
-  // takes the draft cache's prefix blocks.
-  void sync_draft(Sequence& seq);
   // After a step: the sequences' computed positions, the prefix cache, then each row sampled.
   void apply_step(const std::vector<Fed>& fed, std::span<const float> logits);
   // Samples from the rows [1 + drafts, n_vocab] of a sequence that verified drafts: row j only
@@ -229,13 +197,12 @@ class Scheduler : NonCopyable {
   void remove_finished();
   void publish_stats();
   KvCache& kv() { return runtime_->cache(); }
-  KvCache& draft_kv() { return draft_runtime_->cache(); }
 
   const Model& model_;
   const Tokenizer& tokenizer_;
   SchedulerOptions options_;
   std::unique_ptr<Runtime> runtime_;
-  std::unique_ptr<Runtime> draft_runtime_;  // the draft model's; null: none
+  std::unique_ptr<Drafter> drafter_;  // the draft model's; null: none
 
   // Shared with submitting threads, under mu_.
   mutable std::mutex mu_;
@@ -251,8 +218,7 @@ class Scheduler : NonCopyable {
   // Owned by the stepping thread.
   std::deque<std::unique_ptr<Sequence>> waiting_;   // admission order: front first
   std::vector<std::unique_ptr<Sequence>> running_;  // admission order
-  std::vector<Slot> slots_;                         // [n_parallel]
-  std::optional<ModelFingerprint> fingerprint_;     // computed at the first slot action
+  std::unique_ptr<SlotTable> slots_;
   int64_t n_steps_ = 0;
   int64_t n_preemptions_ = 0;
   int64_t n_spec_steps_ = 0;  // BatchStats::n_spec_steps, n_draft_tokens, n_draft_accepted
@@ -260,6 +226,7 @@ class Scheduler : NonCopyable {
   int64_t n_draft_accepted_ = 0;
   int64_t last_step_tokens_ = 0;
   int64_t n_step_errors_ = 0;       // exceptions caught in steps (BatchStats)
+  bool step_traced_ = false;        // the step's trace line was ended (on_logits)
   std::vector<Sequence*> in_step_;  // the sequences of the step being run, once planned
   std::function<void(int64_t)> fault_hook_;
   std::thread thread_;

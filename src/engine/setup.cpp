@@ -1,39 +1,57 @@
 #include "engine/setup.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 namespace minfer::engine {
 
 Result<LoadedModel> load_for_generation(const ModelOptions& options) {
-  SessionOptions session;
-  session.observe = options.observe;
-  MINFER_RETURN_IF_ERROR(apply_user_options(session, options.cache_type, GgmlType::kF16));
+  RuntimeOptions runtime;
+  runtime.observe = options.observe;
+  MINFER_RETURN_IF_ERROR(apply_user_options(runtime, options.cache_type));
   LoadedModel loaded;
   MINFER_ASSIGN_OR_RETURN(loaded.model, Model::load(options.path, options.map));
   MINFER_ASSIGN_OR_RETURN(loaded.tokenizer, Tokenizer::from_gguf(loaded.model->file()));
   MINFER_ASSIGN_OR_RETURN(ContextChoice ctx,
-                          resolve_n_ctx(*loaded.model, options.n_ctx, session.cache_type));
-  session.n_ctx = ctx.n_ctx;
+                          resolve_n_ctx(*loaded.model, options.n_ctx, runtime.cache_type));
+  runtime.n_ctx = ctx.n_ctx;
+  runtime.n_threads = options.n_threads;
+  loaded.runtime = runtime;
+  loaded.n_batch = options.n_batch;
   loaded.n_ctx_why = std::move(ctx.why);
-  session.n_batch = options.n_batch;
-  session.n_threads = options.n_threads;
-  loaded.runtime = session;
-  if (options.with_session) {
-    MINFER_ASSIGN_OR_RETURN(loaded.session, Session::create(*loaded.model, session));
-  }
   return loaded;
 }
 
-std::string describe_setup(const LoadedModel& loaded, const std::string& path) {
+std::string describe_model(const Model& model) {
+  const ModelConfig& c = model.config();
+  std::string out;
+  out += fmt::format("arch:         {}\n", c.arch);
+  out += fmt::format("n_layer:      {}\n", c.n_layer);
+  out += fmt::format("n_embd:       {}\n", c.n_embd);
+  out += fmt::format("n_head:       {} (n_head_kv {})\n", c.n_head, c.n_head_kv);
+  out += fmt::format("head_dim:     {}\n", c.head_dim);
+  out += fmt::format("n_ff:         {}\n", c.n_ff);
+  out += fmt::format("n_vocab:      {}\n", c.n_vocab);
+  out += fmt::format("n_ctx_train:  {}\n", c.n_ctx_train);
+  if (c.n_swa > 0) {
+    const auto n_sliding = std::count(c.swa_layers.begin(), c.swa_layers.end(), true);
+    out += fmt::format("n_swa:        {} ({} of {} layers slide, rope base {})\n", c.n_swa,
+                       n_sliding, c.n_layer, c.rope_freq_base_swa);
+  }
+  return out;
+}
+
+std::string describe_setup(const LoadedModel& loaded, const std::string& path,
+                           const Runtime* runtime) {
   std::string out = fmt::format("model:        {}\n", path);
   out += describe_model(*loaded.model);
-  if (loaded.session == nullptr) return out;
-  const Session& s = *loaded.session;
-  out += fmt::format("kernels:      {}\n", s.runtime().isa_name());
-  out += fmt::format("threads:      {}\n", s.n_threads());
-  out += fmt::format("cache type:   {}\n", kv_cell_type_name(s.cache_type()));
-  out +=
-      fmt::format("n_ctx:        {} (n_batch {}): {}\n", s.n_ctx(), s.n_batch(), loaded.n_ctx_why);
+  if (runtime == nullptr) return out;
+  out += fmt::format("kernels:      {}\n", runtime->isa_name());
+  out += fmt::format("threads:      {}\n", runtime->n_threads());
+  out += fmt::format("cache type:   {}\n", kv_cell_type_name(loaded.runtime.cache_type));
+  out += fmt::format("n_ctx:        {} (n_batch {}): {}\n", loaded.runtime.n_ctx, loaded.n_batch,
+                     loaded.n_ctx_why);
   return out;
 }
 

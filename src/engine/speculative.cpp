@@ -52,25 +52,6 @@ int32_t argmax_token(std::span<const float> logits) {
   return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
 }
 
-// The draft model's tokens after `history`: greedy without a sampler, else drawn by it (each
-// with its distribution into `proposals`).
-Result<std::vector<int32_t>> draft_tokens(Session& draft, std::span<const int32_t> history,
-                                          int max_draft, float p_min, Sampler* sampler,
-                                          std::vector<DraftProposal>* proposals) {
-  std::vector<int32_t> out;
-  if (max_draft <= 0 || history.empty()) return out;
-  if (sampler != nullptr) prime_draft_sampler(*sampler, history);
-  MINFER_ASSIGN_OR_RETURN(std::span<const float> logits, draft.set_prompt(history));
-  while (true) {
-    const int32_t token = propose_draft_token(logits, p_min, sampler, proposals);
-    if (token < 0) break;
-    out.push_back(token);
-    if (static_cast<int>(out.size()) >= max_draft || draft.n_past() >= draft.n_ctx()) break;
-    MINFER_ASSIGN_OR_RETURN(logits, draft.decode(token));
-  }
-  return out;
-}
-
 }  // namespace
 
 std::unique_ptr<Sampler> make_draft_sampler(const SamplerParams& sampling, int32_t n_vocab) {
@@ -106,79 +87,6 @@ int32_t propose_draft_token(std::span<const float> logits, float p_min, Sampler*
             [](const Candidate& a, const Candidate& b) { return a.id < b.id; });
   proposals->push_back(std::move(proposal));
   return token;
-}
-
-Result<std::vector<int32_t>> model_draft(Session& draft, std::span<const int32_t> history,
-                                         int max_draft, float p_min) {
-  return draft_tokens(draft, history, max_draft, p_min, nullptr, nullptr);
-}
-
-Result<std::vector<DraftProposal>> sample_model_draft(Session& draft,
-                                                      std::span<const int32_t> history,
-                                                      int max_draft, float p_min,
-                                                      Sampler& sampler) {
-  std::vector<DraftProposal> proposals;
-  MINFER_RETURN_IF_ERROR(
-      draft_tokens(draft, history, max_draft, p_min, &sampler, &proposals).status());
-  return proposals;
-}
-
-SpeculativeDecoder::SpeculativeDecoder(Session& session, const SpeculativeOptions& options,
-                                       const SamplerParams* sampling)
-    : session_(session), options_(options) {
-  if (options.draft == nullptr || sampling == nullptr) return;
-  draft_sampler_ =
-      make_draft_sampler(*sampling, static_cast<int32_t>(options.draft->model().config().n_vocab));
-}
-
-const DraftProposal* SpeculativeDecoder::proposal() const {
-  if (rows_.empty() || next_row_ == 0 || next_row_ > proposals_.size()) return nullptr;
-  return &proposals_[next_row_ - 1];
-}
-
-void SpeculativeDecoder::settle() {
-  if (rows_.empty()) return;
-  session_.truncate(base_ + static_cast<int64_t>(next_row_));
-  rows_ = {};
-  drafts_.clear();
-  proposals_.clear();
-}
-
-Result<std::span<const float>> SpeculativeDecoder::advance(int32_t token) {
-  const auto n_vocab = static_cast<size_t>(session_.model().config().n_vocab);
-  if (!rows_.empty() && next_row_ <= drafts_.size() && drafts_[next_row_ - 1] == token) {
-    ++stats_.n_accepted;
-    return rows_.subspan(next_row_++ * n_vocab, n_vocab);
-  }
-  settle();
-  std::vector<int32_t> history = session_.tokens();
-  history.push_back(token);
-  // Room for the token and its drafts.
-  const int64_t room = session_.n_ctx() - session_.n_past() - 1;
-  const int max_draft = static_cast<int>(
-      std::min<int64_t>({int64_t{options_.draft_max}, room, session_.n_batch() - 1}));
-  std::vector<int32_t> drafts;
-  proposals_.clear();
-  if (options_.draft != nullptr) {
-    MINFER_ASSIGN_OR_RETURN(drafts,
-                            draft_tokens(*options_.draft, history, max_draft, options_.draft_p_min,
-                                         draft_sampler_.get(), &proposals_));
-  } else {
-    drafts = lookup_draft(history, options_.ngram, max_draft);
-  }
-  if (drafts.empty() || static_cast<int>(drafts.size()) < options_.draft_min) {
-    proposals_.clear();  // none is verified
-    return session_.decode(token);
-  }
-  std::vector<int32_t> batch = {token};
-  batch.insert(batch.end(), drafts.begin(), drafts.end());
-  base_ = session_.n_past();
-  MINFER_ASSIGN_OR_RETURN(rows_, session_.verify(batch));
-  drafts_ = std::move(drafts);
-  next_row_ = 1;
-  ++stats_.n_verified;
-  stats_.n_drafted += static_cast<int64_t>(drafts_.size());
-  return rows_.subspan(0, n_vocab);
 }
 
 }  // namespace minfer::engine

@@ -1,15 +1,15 @@
-// The token pipeline (DESIGN.md §4 "Sampler", "Engine"): what turns one row of logits into text,
-// once for the CLI's loop (engine/generate.h) and the server's (engine/scheduler.h):
+// The token pipeline (DESIGN.md §4 "Sampler", "Engine"): what the Scheduler does with one row of
+// logits of one request:
 //
 //   logits → sampler (+ constraint) → logprobs → eog? → streaming UTF-8 decoder → stop strings
 //          → reply parser (reasoning / content / tool calls) → finish reason;  at the end: flush
 //          (an unfinished character as U+FFFD, which may still complete a stop string, then the
 //          text held back).
 //
-// The loops keep their own policy: when to stop before sampling (cancellation, a full context)
-// and what to do with the text. The pipeline ends generation for what is the same in both: an
-// end-of-generation token (never decoded), a stop string (it and what follows never emitted), a
-// complete constraint (ends as kEog without sampling the eog token), and the token limit.
+// The scheduler keeps the policy of when to stop before sampling (cancellation, a full context).
+// The pipeline ends generation for what a token itself decides: an end-of-generation token
+// (never decoded), a stop string (it and what follows never emitted), a complete constraint
+// (ends as kEog without sampling the eog token), and the token limit.
 #pragma once
 
 #include <cstdint>

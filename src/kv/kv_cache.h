@@ -84,7 +84,7 @@ struct KvCacheConfig {
   int64_t head_dim = 0;                 // key row length per head
   int64_t head_dim_v = 0;               // value row length per head
   GgmlType cell_type = GgmlType::kF32;  // one of is_kv_cell_type's
-  int64_t block_size = 32;              // positions per block
+  int64_t block_size = 0;               // positions per block (RuntimeOptions::block_size)
   int64_t n_ctx = 0;                    // positions per sequence (the context length)
   int64_t max_blocks = 0;               // budget: blocks the pool may hold in all
   // Sliding-window layers: swa_layers[il] set means layer il sees only the last `window`

@@ -27,7 +27,8 @@ struct ChildRun {
   std::string out;
   std::string err;
   double seconds = 0;
-  long max_rss_kb = 0;  // the child's peak resident set
+  double cpu_seconds = 0;  // the child's user and system time: its work, whatever else runs
+  long max_rss_kb = 0;     // the child's peak resident set
 };
 
 inline std::string slurp_file(const std::string& path) {
@@ -59,6 +60,10 @@ inline ChildRun run_child(const std::vector<std::string>& args) {
   if (pid > 0 && ::wait4(pid, &status, 0, &usage) == pid) {
     r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     r.max_rss_kb = usage.ru_maxrss;
+    auto seconds_of = [](const timeval& t) {
+      return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6;
+    };
+    r.cpu_seconds = seconds_of(usage.ru_utime) + seconds_of(usage.ru_stime);
   }
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   r.out = slurp_file(out_path);

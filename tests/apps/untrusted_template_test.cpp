@@ -69,9 +69,9 @@ TEST(UntrustedTemplate, TemplateCommandStopsEveryHostileTemplateFastInBoundedMem
     EXPECT_NE(r.err.find("failed its load-time check"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find(h.error), std::string::npos) << r.err;
     // The render itself stops within a second (RenderBudget's test); this is the whole process,
-    // start and model file included, on a busy test machine.
+    // start and model file included: its CPU time, whatever else the test machine runs.
     if (kCheckCosts) {
-      EXPECT_LT(r.seconds, 2.0);
+      EXPECT_LT(r.cpu_seconds, 2.0);
       EXPECT_LT(r.max_rss_kb, kMaxRssKb);
     }
     slowest = std::max(slowest, r.seconds);
@@ -206,7 +206,7 @@ TEST(UntrustedTemplate, DeepTemplatesAreRefusedAtLoadAndTheProcessesGoOn) {
               std::string::npos)
         << r.out;
     if (kCheckCosts) {
-      EXPECT_LT(r.seconds, 2.0);
+      EXPECT_LT(r.cpu_seconds, 2.0);  // the whole process's work
     }
     if (i != 0) continue;  // one server is enough
     ServeChild server(model);

@@ -1,11 +1,14 @@
-// Context shift (Session::shift_context, Runtime::shift_context): the shifted cache against a
-// fresh prefill of the kept tokens at their new positions, and generation past n_ctx.
+// Context shift (Runtime::shift_context, the Scheduler's --context-shift): the shifted cache
+// against a fresh prefill of the kept tokens at their new positions; requests that run past n_ctx
+// go on to max_tokens, alone or two sharing a prefix block (copied before a shift writes into
+// it), bit for bit; without the flag they end at the context; a keep that leaves nothing to shift
+// is refused at submit.
 //
-// The comparison is exact in exact arithmetic only where a token's K and V depend on nothing but
-// the token and its position: the first layer. Deeper layers' cells also saw the discarded tokens
-// (that is what a context shift gives up), so the models here are the shared tiny models cut to
-// their first layer; their rope (plain NeoX, Llama 3 factors with adjacent pairs, YaRN, Gemma 3's
-// sliding layer with its own base) is unchanged.
+// The cache comparison is exact in exact arithmetic only where a token's K and V depend on
+// nothing but the token and its position: the first layer. Deeper layers' cells also saw the
+// discarded tokens (that is what a context shift gives up), so the models there are the shared
+// tiny models cut to their first layer; their rope (plain NeoX, Llama 3 factors with adjacent
+// pairs, YaRN, Gemma 3's sliding layer with its own base) is unchanged.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -17,11 +20,12 @@
 #include <vector>
 
 #include "edited_model.h"
-#include "engine/generate.h"
-#include "engine/session.h"
+#include "engine/runtime.h"
+#include "engine/scheduler.h"
 #include "engine_test_util.h"
 #include "gguf/gguf_file.h"
 #include "kv/kv_cache.h"
+#include "scheduler_test_util.h"
 #include "test_util.h"
 
 namespace minfer::engine {
@@ -57,21 +61,32 @@ OneLayer one_layer(const ShiftCase& c) {
   return out;
 }
 
-std::unique_ptr<Session> session_of(const Model& model, GgmlType cell) {
-  SessionOptions o;
+std::unique_ptr<Runtime> runtime_of(const Model& model, GgmlType cell) {
+  RuntimeOptions o;
   o.n_ctx = 64;
   o.block_size = 8;
   o.cache_type = cell;
   o.n_threads = 1;
-  auto s = Session::create(model, o);
-  EXPECT_TRUE(s.is_ok()) << s.status().message();
-  return s.is_ok() ? std::move(s).value() : nullptr;
+  auto r = Runtime::create(model, o);
+  EXPECT_TRUE(r.is_ok()) << r.status().message();
+  return r.is_ok() ? std::move(r).value() : nullptr;
+}
+
+// Feeds `tokens` to sequence 0 at positions first..; the logits after the last ([n_vocab]).
+std::vector<float> feed(Runtime& runtime, const std::vector<int32_t>& tokens, int32_t first) {
+  Batch batch;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    batch.add(tokens[i], first + static_cast<int32_t>(i), 0, i + 1 == tokens.size());
+  }
+  auto logits = runtime.step(batch);
+  EXPECT_TRUE(logits.is_ok()) << logits.status().message();
+  return logits.is_ok() ? std::vector<float>(logits->begin(), logits->end()) : std::vector<float>{};
 }
 
 class ShiftedCache : public ::testing::TestWithParam<ShiftCase> {};
 
 // A full context of 64 tokens shifted keeping 5 (29 discarded, 35 left), then one token decoded:
-// its logits against a session that prefilled the 35 kept tokens at positions 0..34 and decoded
+// its logits against a runtime that prefilled the 35 kept tokens at positions 0..34 and decoded
 // the same token. Every kept key sits in a block cut at the kept boundary or moved across blocks.
 TEST_P(ShiftedCache, NextLogitsMatchAFreshPrefillOfTheKeptTokens) {
   const ShiftCase& c = GetParam();
@@ -81,31 +96,26 @@ TEST_P(ShiftedCache, NextLogitsMatchAFreshPrefillOfTheKeptTokens) {
   const std::vector<int32_t> tokens = some_tokens(64, n_vocab, 11);
   const int32_t next = some_tokens(1, n_vocab, 12)[0];
 
-  auto shifted = session_of(*m.model, c.cell);
+  auto shifted = runtime_of(*m.model, c.cell);
   ASSERT_NE(shifted, nullptr);
-  ASSERT_TRUE(shifted->set_prompt(tokens).is_ok());
-  auto discarded = shifted->shift_context(5);
-  ASSERT_TRUE(discarded.is_ok()) << discarded.status().message();
-  EXPECT_EQ(discarded.value(), 29);
-  ASSERT_EQ(shifted->n_past(), 35);
+  feed(*shifted, tokens, 0);
+  ASSERT_TRUE(shifted->shift_context(0, 5, 29).is_ok());
+  ASSERT_EQ(shifted->cache().length(0), 35);
   std::vector<int32_t> kept(tokens.begin(), tokens.begin() + 5);
   kept.insert(kept.end(), tokens.begin() + 34, tokens.end());
-  EXPECT_EQ(shifted->tokens(), kept);
-  auto a = shifted->decode(next);
-  ASSERT_TRUE(a.is_ok()) << a.status().message();
-  const std::vector<float> after_shift(a.value().begin(), a.value().end());
+  const std::vector<float> after_shift = feed(*shifted, {next}, 35);
 
-  auto fresh = session_of(*m.model, c.cell);
+  auto fresh = runtime_of(*m.model, c.cell);
   ASSERT_NE(fresh, nullptr);
-  ASSERT_TRUE(fresh->set_prompt(kept).is_ok());
-  auto b = fresh->decode(next);
-  ASSERT_TRUE(b.is_ok()) << b.status().message();
+  feed(*fresh, kept, 0);
+  const std::vector<float> expected = feed(*fresh, {next}, 35);
+  ASSERT_EQ(after_shift.size(), expected.size());
 
   float max_diff = 0.0f;
   float max_abs = 0.0f;
   for (size_t i = 0; i < after_shift.size(); ++i) {
-    max_diff = std::max(max_diff, std::fabs(after_shift[i] - b.value()[i]));
-    max_abs = std::max(max_abs, std::fabs(b.value()[i]));
+    max_diff = std::max(max_diff, std::fabs(after_shift[i] - expected[i]));
+    max_abs = std::max(max_abs, std::fabs(expected[i]));
   }
   std::printf("[ shift    ] %s %s: max |d| %.3g (max |logit| %.3g)\n", c.model,
               std::string(kv_cell_type_name(c.cell)).c_str(), max_diff, max_abs);
@@ -133,63 +143,123 @@ INSTANTIATE_TEST_SUITE_P(
                       ShiftCase{"qwen2-yarn-tiny-f32.gguf", "qwen2", GgmlType::kQ8_0, 1e-1f},
                       ShiftCase{"gemma3-tiny-f32.gguf", "gemma3", GgmlType::kQ8_0, 1e-1f}));
 
-TEST(ContextShift, RefusesAKeepThatLeavesNothingToDiscard) {
-  auto model = Model::load(test::test_data_path("models/qwen2-tiny-f32.gguf"));
-  ASSERT_TRUE(model.is_ok()) << model.status().message();
-  auto session = session_of(**model, GgmlType::kF32);
-  ASSERT_NE(session, nullptr);
-  ASSERT_TRUE(session->set_prompt(some_tokens(10, 1000, 3)).is_ok());
-  for (const int64_t keep : {-1, 9, 10, 100}) {
-    auto r = session->shift_context(keep);
-    ASSERT_FALSE(r.is_ok()) << keep;
-    EXPECT_EQ(r.status().code(), ErrorCode::kInvalidArgument);
-    EXPECT_NE(r.status().message().find("context shift keeping"), std::string::npos)
-        << r.status().message();
-  }
-  EXPECT_EQ(session->n_past(), 10);
-  auto r = session->shift_context(8);  // 2 after the kept: 1 discarded
-  ASSERT_TRUE(r.is_ok()) << r.status().message();
-  EXPECT_EQ(r.value(), 1);
-  EXPECT_EQ(session->n_past(), 9);
+constexpr int64_t kCtx = 64;
+constexpr int64_t kMaxTokens = 150;  // more than twice the context
+constexpr int64_t kKeep = 4;
+
+// What one request streamed.
+struct ShiftReply {
+  std::vector<int32_t> tokens;
+  std::vector<float> logprobs;  // [n_generated] of the sampled tokens
+  bool done = false;
+  FinishReason finish = FinishReason::kCancelled;
+  RequestStats stats;
+};
+
+RequestParams shifting(const std::vector<int32_t>& prompt, const SamplerParams& sampling) {
+  RequestParams p;
+  p.prompt = prompt;
+  p.sampling = sampling;
+  p.max_tokens = kMaxTokens;
+  p.context_shift = true;
+  p.n_keep = kKeep;
+  p.top_logprobs = 0;  // the sampled token's logprob: a bit-exact view of the logits
+  return p;
 }
 
-// Three times the context, end-of-generation tokens banned: every token comes, with a shift each
-// time the context fills (the 3-layer model, f16 cells as by default).
-TEST(ContextShift, GenerationGoesOnPastTheContextAndChecksTheKeep) {
+EventSink collect(ShiftReply& reply) {
+  return [&reply](RequestEvent&& e) {
+    for (const SampledToken& t : e.tokens) {
+      reply.tokens.push_back(t.token);
+      reply.logprobs.push_back(t.logprob);
+    }
+    if (e.done) {
+      reply.done = true;
+      reply.finish = e.finish;
+      reply.stats = e.stats;
+    }
+  };
+}
+
+std::unique_ptr<Scheduler> shift_scheduler(const Loaded& l, int n_parallel) {
+  SchedulerOptions o;
+  o.n_parallel = n_parallel;
+  o.n_ctx = kCtx;
+  o.n_threads = 1;
+  o.cache_type = GgmlType::kF32;
+  o.block_size = 16;  // the prompt's first block, shared, ends before its last tokens
+  auto sched = Scheduler::create(*l.model, *l.tokenizer, o);
+  EXPECT_TRUE(sched.is_ok()) << sched.status().message();
+  return sched.is_ok() ? std::move(sched).value() : nullptr;
+}
+
+// Past twice the context, alone and two at once sharing the prompt's first block: the same tokens
+// and log-probabilities bit for bit (the first request's shift did not write into the block the
+// second still reads); without the flag the reply ends at the context.
+TEST(SchedulerContextShift, RequestsGoOnPastTheContextAloneOrSharingABlock) {
   const Loaded l = load_tiny();
   ASSERT_NE(l.model, nullptr);
-  auto session = session_of(*l.model, GgmlType::kF16);
-  ASSERT_NE(session, nullptr);
-  GenerateOptions g;
-  g.sampling.temperature = 0.0f;
-  for (int32_t id = 0; id < static_cast<int32_t>(l.model->config().n_vocab); ++id) {
-    if (l.tokenizer->is_eog(id)) g.sampling.logit_bias.emplace_back(id, -INFINITY);
+  const int64_t n_vocab = l.model->config().n_vocab;
+  const SamplerParams sampling = greedy_without_eog(*l.tokenizer, n_vocab);
+  // 20 tokens: the first block of 16 is shared by the two requests through the prefix cache.
+  const std::vector<int32_t> prompt = some_tokens(20, 1000, 5);
+
+  std::unique_ptr<Scheduler> one = shift_scheduler(l, 1);
+  ASSERT_NE(one, nullptr);
+  ShiftReply alone;
+  ASSERT_TRUE(one->submit(shifting(prompt, sampling), collect(alone)).is_ok());
+  ASSERT_TRUE(one->run_until_idle().is_ok());
+  ASSERT_EQ(alone.tokens.size(), static_cast<size_t>(kMaxTokens));
+  EXPECT_GE(alone.stats.n_shifts, 3);
+
+  std::unique_ptr<Scheduler> sched = shift_scheduler(l, 2);
+  ASSERT_NE(sched, nullptr);
+  ShiftReply replies[2];
+  for (ShiftReply& reply : replies) {
+    // The second request comes once the first has computed (and registered) its first block:
+    // it attaches that block, which both then hold while they shift.
+    if (&reply != &replies[0]) {
+      for (int i = 0; i < 3; ++i) ASSERT_TRUE(sched->step().is_ok());
+    }
+    ASSERT_TRUE(sched->submit(shifting(prompt, sampling), collect(reply)).is_ok());
   }
-  g.n_predict = 192;
-  g.context_shift = true;
-  g.n_keep = 4;
-  const std::vector<int32_t> prompt = l.tokenizer->encode("Once upon a time", true, false);
-  auto r = generate(*session, *l.tokenizer, prompt, g, nullptr);
-  ASSERT_TRUE(r.is_ok()) << r.status().message();
-  EXPECT_EQ(r.value().finish, FinishReason::kLength);
-  EXPECT_EQ(r.value().metrics.n_generated, 192);
-  EXPECT_GE(r.value().metrics.n_shifts, 5);
-  EXPECT_LE(session->n_past(), 64);
-  // The kept prompt tokens are still at the start of what the session holds.
-  EXPECT_TRUE(std::equal(prompt.begin(), prompt.begin() + 4, session->tokens().begin()));
+  ASSERT_TRUE(sched->run_until_idle().is_ok());
+  for (const ShiftReply& reply : replies) {
+    ASSERT_TRUE(reply.done);
+    EXPECT_EQ(reply.finish, FinishReason::kLength);
+    EXPECT_EQ(reply.stats.n_shifts, alone.stats.n_shifts);
+    EXPECT_EQ(reply.tokens, alone.tokens);
+    EXPECT_EQ(reply.logprobs, alone.logprobs);
+  }
+  EXPECT_EQ(replies[1].stats.n_cached, 16);
+  EXPECT_EQ(sched->cache().n_blocks_used(), 0);
 
-  // Without the flag the same run ends at the context.
-  g.context_shift = false;
-  auto stopped = generate(*session, *l.tokenizer, prompt, g, nullptr);
-  ASSERT_TRUE(stopped.is_ok()) << stopped.status().message();
-  EXPECT_EQ(stopped.value().finish, FinishReason::kContext);
-  EXPECT_EQ(stopped.value().metrics.n_shifts, 0);
+  RequestParams plain = shifting(prompt, sampling);
+  plain.context_shift = false;
+  ShiftReply stopped;
+  ASSERT_TRUE(one->submit(plain, collect(stopped)).is_ok());
+  ASSERT_TRUE(one->run_until_idle().is_ok());
+  EXPECT_EQ(stopped.finish, FinishReason::kContext);
+  EXPECT_EQ(stopped.stats.n_shifts, 0);
+  EXPECT_EQ(stopped.tokens.size(), static_cast<size_t>(kCtx) - prompt.size());
+}
 
-  // A keep that leaves no 2 positions of the context to shift is an error before anything runs.
-  g.context_shift = true;
-  g.n_keep = 63;
-  auto refused = generate(*session, *l.tokenizer, prompt, g, nullptr);
+TEST(SchedulerContextShift, AKeepBeyondTheContextIsRefusedAtSubmit) {
+  const Loaded l = load_tiny();
+  ASSERT_NE(l.model, nullptr);
+  SchedulerOptions o;
+  o.n_parallel = 1;
+  o.n_ctx = kCtx;
+  o.n_threads = 1;
+  auto sched = Scheduler::create(*l.model, *l.tokenizer, o);
+  ASSERT_TRUE(sched.is_ok()) << sched.status().message();
+  RequestParams p;
+  p.prompt = some_tokens(8, 1000, 5);
+  p.context_shift = true;
+  p.n_keep = kCtx - 1;
+  auto refused = (*sched)->submit(p, nullptr);
   ASSERT_FALSE(refused.is_ok());
+  EXPECT_EQ(refused.status().code(), ErrorCode::kInvalidArgument);
   EXPECT_NE(refused.status().message().find("expected at most 62"), std::string::npos)
       << refused.status().message();
 }

@@ -1,13 +1,17 @@
 // The runtime: one options struct builds kernels, pool, KV cache, step runner and observers; the
 // cache-type rule (flag, else MINFER_CACHE_TYPE, else the command's default) lives in one place;
-// the step runner's graph cache is bounded and an evicted shape computes the same logits again.
+// the step runner's graph cache is bounded and an evicted shape computes the same logits again;
+// a prompt gives the same logits whatever the steps it is cut into.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "engine/runtime.h"
+#include "engine_test_util.h"
 #include "models/model.h"
 #include "test_util.h"
 
@@ -154,6 +158,57 @@ TEST(StepRunner, AStepWithNoOutputRowsFillsTheCacheAndReturnsNothing) {
     EXPECT_EQ(chunked, std::vector<float>(all->begin(), all->end())) << name;
   }
 }
+
+// The logits after the last of `tokens`, fed to a fresh runtime's sequence 0 in steps of `chunk`
+// tokens (each wanting only its last row's logits).
+std::vector<float> logits_in_chunks(const Model& model, const std::vector<int32_t>& tokens,
+                                    size_t chunk) {
+  RuntimeOptions o;
+  o.n_threads = 2;
+  o.n_ctx = 64;
+  auto runtime = Runtime::create(model, o);
+  EXPECT_TRUE(runtime.is_ok()) << runtime.status().message();
+  if (!runtime.is_ok()) return {};
+  std::vector<float> last;
+  for (size_t begin = 0; begin < tokens.size(); begin += chunk) {
+    const size_t end = std::min(tokens.size(), begin + chunk);
+    Batch batch;
+    for (size_t p = begin; p < end; ++p) {
+      batch.add(tokens[p], static_cast<int32_t>(p), 0, p + 1 == end);
+    }
+    auto logits = (*runtime)->step(batch);
+    EXPECT_TRUE(logits.is_ok()) << logits.status().message();
+    if (!logits.is_ok()) return {};
+    last.assign(logits->begin(), logits->end());
+  }
+  return last;
+}
+
+// A prompt computed in chunks, in one step or a token at a time gives the same logits bit for
+// bit: the scheduler's token budget (n_batch for `run`) never changes a reply.
+class ChunkedPrompts : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(ChunkedPrompts, GiveTheLogitsOfOneStep) {
+  MINFER_REQUIRE_TEST_DATA();
+  auto model = Model::load(test::test_data_path(std::string("models/") + GetParam()));
+  ASSERT_TRUE(model.is_ok()) << model.status().message();
+  const std::vector<int32_t> p = some_tokens(37, (*model)->config().n_vocab, 6);
+  const std::vector<float> whole = logits_in_chunks(**model, p, p.size());
+  ASSERT_FALSE(whole.empty());
+  EXPECT_EQ(logits_in_chunks(**model, p, 8), whole);  // 8 + 8 + 8 + 8 + 5
+  EXPECT_EQ(logits_in_chunks(**model, p, 1), whole);
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, ChunkedPrompts,
+                         ::testing::Values("stories260K.gguf", "qwen2-tiny-q8_0.gguf",
+                                           "qwen3-tiny-q4_k_m.gguf", "llama-tiny-f32.gguf"),
+                         [](const auto& param_info) {
+                           std::string name = param_info.param;
+                           for (char& c : name) {
+                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+                           }
+                           return name;
+                         });
 
 TEST(StepRunner, GraphCacheIsBoundedAndEvictedShapesComputeTheSame) {
   MINFER_REQUIRE_TEST_DATA();

@@ -232,6 +232,26 @@ TEST(Scheduler, PreemptedSequencesAreRecomputedWithTheSameOutput) {
   }
 }
 
+// Options a runtime cannot take (too many threads, a budget below one context) are errors from
+// create(), and the half-made scheduler goes away cleanly.
+TEST(Scheduler, BadOptionsAreErrorsNotCrashes) {
+  MINFER_REQUIRE_TEST_DATA();
+  const Loaded l = load_tiny();
+  SchedulerOptions threads;
+  threads.n_ctx = 32;
+  threads.n_threads = 100000;
+  auto r = Scheduler::create(*l.model, *l.tokenizer, threads);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("[threads] 100000 threads asked for"), std::string::npos)
+      << r.status().message();
+  SchedulerOptions budget;
+  budget.n_ctx = 64;
+  budget.n_ctx_total = 32;
+  r = Scheduler::create(*l.model, *l.tokenizer, budget);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("smaller than one sequence's context"), std::string::npos);
+}
+
 TEST(Scheduler, RefusesPastTheQueueAndBadRequests) {
   MINFER_REQUIRE_TEST_DATA();
   const Loaded l = load_tiny();
@@ -254,7 +274,7 @@ TEST(Scheduler, RefusesPastTheQueueAndBadRequests) {
   EXPECT_EQ(empty.status().code(), ErrorCode::kInvalidArgument);
   auto bad_id = (*sched)->submit(greedy_request({-1}, 4), nullptr);
   EXPECT_EQ(bad_id.status().code(), ErrorCode::kInvalidArgument);
-  auto too_long = (*sched)->submit(greedy_request(std::vector<int32_t>(31, 5), 4), nullptr);
+  auto too_long = (*sched)->submit(greedy_request(std::vector<int32_t>(33, 5), 4), nullptr);
   EXPECT_EQ(too_long.status().code(), ErrorCode::kOutOfRange);
 
   ASSERT_TRUE((*sched)->run_until_idle().is_ok());

@@ -1,7 +1,12 @@
-// Speculative decoding: the prompt-lookup draft, the draft model's vocabulary check, and
-// generation with either giving exactly the tokens of plain decoding — greedy and sampled, on
-// stories260K and the shared Qwen/Llama models, with drafts accepted and rejected, up to a full
-// context.
+// Speculative decoding: the prompt-lookup draft, a draft model's token and its distribution,
+// the draft model's vocabulary check; sampled decoding with a draft model distributed as plain
+// decoding (chi-square); and in the Scheduler, a request that verifies prompt-lookup drafts in
+// the batch it shares with other sequences gives exactly the tokens (and log-probabilities, bit
+// for bit) of plain decoding — greedy and sampled, on the shared tiny models, with drafts
+// accepted and rejected — while the other sequence of the batch gives what it gives without it;
+// stop strings, max_tokens, a full context, context shift, kept slots and cancellation still
+// hold, the token budget counts the drafts, and no draft cell outlives its step. (The draft
+// model in the scheduler: scheduler_draft_model_test.cpp.)
 #include "engine/speculative.h"
 
 #include <gtest/gtest.h>
@@ -9,13 +14,19 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "chi_square.h"
-#include "engine/generate.h"
+#include "engine/runtime.h"
+#include "engine/scheduler.h"
 #include "engine/setup.h"
+#include "engine_test_util.h"
+#include "models/model.h"
+#include "scheduler_test_util.h"
 #include "test_util.h"
+#include "tokenizer/tokenizer.h"
 
 namespace minfer::engine {
 namespace {
@@ -31,155 +42,72 @@ TEST(Speculative, LookupDraftsWhatFollowedTheLastEarlierOccurrence) {
   EXPECT_EQ(lookup_draft({h.data(), 2}, 2, 4), (std::vector<int32_t>{}));  // nothing before
 }
 
-LoadedModel load(const std::string& file, int64_t n_ctx, int n_threads = 2) {
-  ModelOptions options;
-  options.path = test::test_data_path("models/" + file);
-  options.n_ctx = n_ctx;
-  options.n_threads = n_threads;
-  auto loaded = load_for_generation(options);
-  EXPECT_TRUE(loaded.is_ok()) << loaded.status().message();
-  return loaded.is_ok() ? std::move(loaded).value() : LoadedModel{};
+// Logits that favour the low ids: softmax(−id / 4) over n_vocab.
+std::vector<float> falling_logits(int n_vocab) {
+  std::vector<float> logits(static_cast<size_t>(n_vocab));
+  for (int i = 0; i < n_vocab; ++i) logits[static_cast<size_t>(i)] = -static_cast<float>(i) / 4;
+  return logits;
 }
 
-GenerateResult run(LoadedModel& m, const std::vector<int32_t>& prompt, float temperature, int ngram,
-                   int64_t n_predict, Session* draft = nullptr, float p_min = 0.0f) {
-  GenerateOptions o;
-  o.sampling.temperature = temperature;
-  o.sampling.seed = 1234;
-  o.n_predict = n_predict;
-  o.speculative.ngram = ngram;
-  o.speculative.draft = draft;
-  o.speculative.draft_max = 6;
-  o.speculative.draft_p_min = p_min;
-  m.session->clear();
-  auto r = generate(*m.session, *m.tokenizer, prompt, o, nullptr);
-  EXPECT_TRUE(r.is_ok()) << r.status().message();
-  return r.is_ok() ? std::move(r).value() : GenerateResult{};
-}
-
-// A prompt that the reply tends to repeat: the same sentence several times.
-std::vector<int32_t> repeating_prompt(const LoadedModel& m) {
-  std::string text;
-  for (int i = 0; i < 4; ++i) text += "Once upon a time there was a little cat. ";
-  return m.tokenizer->encode(text, /*add_special=*/true, /*parse_special=*/false);
-}
-
-TEST(Speculative, GivesThePlainTokensGreedyAndSampled) {
-  MINFER_REQUIRE_TEST_DATA();
-  int64_t accepted = 0;
-  int64_t rejected = 0;
-  for (const char* file : {"stories260K.gguf", "qwen2-tiny-q4_k_m.gguf", "llama3-tiny-q4_k_m.gguf",
-                           "qwen3-tiny-f32.gguf"}) {
-    LoadedModel m = load(file, 256);
-    ASSERT_NE(m.session, nullptr) << file;
-    const std::vector<int32_t> prompt = repeating_prompt(m);
-    for (float temperature : {0.0f, 0.9f}) {
-      for (int ngram : {1, 2}) {
-        SCOPED_TRACE(std::string(file) + " temperature " + std::to_string(temperature) + " ngram " +
-                     std::to_string(ngram));
-        const GenerateResult plain = run(m, prompt, temperature, 0, 60);
-        const GenerateResult spec = run(m, prompt, temperature, ngram, 60);
-        EXPECT_EQ(spec.tokens, plain.tokens);
-        EXPECT_EQ(spec.text, plain.text);
-        EXPECT_EQ(spec.finish, plain.finish);
-        // The session holds what plain decoding leaves: no draft cells remain.
-        EXPECT_EQ(m.session->n_past(),
-                  static_cast<int64_t>(prompt.size() + plain.tokens.size()) - 1);
-        const SpeculativeStats& st = spec.metrics.speculative;
-        EXPECT_LE(st.n_accepted, st.n_drafted);
-        accepted += st.n_accepted;
-        rejected += st.n_drafted - st.n_accepted;
-      }
-    }
+// A draft token: greedy, the argmax; sampled, drawn with the distribution it came from (sorted by
+// id, the token in it, summing to 1); none when the top token's probability is below p_min.
+TEST(Speculative, ADraftTokenCarriesItsDistributionOrStopsBelowPMin) {
+  const std::vector<float> logits = falling_logits(64);
+  EXPECT_EQ(propose_draft_token(logits, 0.0f, nullptr, nullptr), 0);
+  SamplerParams params;
+  params.seed = 3;
+  params.top_k = 0;
+  params.top_p = 1.0f;
+  params.min_p = 0.0f;
+  Sampler sampler(params, 64);
+  std::vector<DraftProposal> proposals;
+  for (int i = 0; i < 5; ++i) {
+    const int32_t token = propose_draft_token(logits, 0.0f, &sampler, &proposals);
+    ASSERT_GE(token, 0);
+    ASSERT_EQ(proposals.size(), static_cast<size_t>(i) + 1);
+    const DraftProposal& d = proposals.back();
+    EXPECT_EQ(d.token, token);
+    EXPECT_TRUE(std::is_sorted(d.q.begin(), d.q.end(),
+                               [](const Candidate& a, const Candidate& b) { return a.id < b.id; }));
+    EXPECT_GT(probability_of(d.q, d.token), 0.0);
+    double total = 0.0;
+    for (const Candidate& c : d.q) total += c.p;
+    EXPECT_NEAR(total, 1.0, 1e-5);
   }
-  // Both paths were taken: drafts sampled as drafted, and drafts dropped.
-  EXPECT_GT(accepted, 0);
-  EXPECT_GT(rejected, 0);
+  EXPECT_EQ(propose_draft_token(logits, 1.0f, &sampler, &proposals), -1);
+  EXPECT_EQ(proposals.size(), 5u);
 }
 
-TEST(Speculative, StopsAtAFullContextAsPlainDecodingDoes) {
+TEST(Speculative, ADraftModelOfAnotherVocabularyIsRefused) {
   MINFER_REQUIRE_TEST_DATA();
-  LoadedModel m = load("stories260K.gguf", 64);
-  ASSERT_NE(m.session, nullptr);
-  const std::vector<int32_t> prompt = repeating_prompt(m);
-  const GenerateResult plain = run(m, prompt, 0.0f, 0, -1);
-  const GenerateResult spec = run(m, prompt, 0.0f, 1, -1);
-  EXPECT_EQ(spec.tokens, plain.tokens);
-  EXPECT_EQ(spec.finish, plain.finish);
-}
-
-TEST(Speculative, RefusesContextShiftAndSlidingWindows) {
-  MINFER_REQUIRE_TEST_DATA();
-  LoadedModel m = load("gemma3-tiny-q8_0.gguf", 128);
-  ASSERT_NE(m.session, nullptr);
-  GenerateOptions o;
-  o.speculative.ngram = 2;
-  auto r = generate(*m.session, *m.tokenizer, repeating_prompt(m), o, nullptr);
-  ASSERT_FALSE(r.is_ok());
-  EXPECT_NE(r.status().message().find("sliding-window"), std::string::npos);
-  LoadedModel s = load("stories260K.gguf", 128);
-  o.context_shift = true;
-  auto shifted = generate(*s.session, *s.tokenizer, repeating_prompt(s), o, nullptr);
-  ASSERT_FALSE(shifted.is_ok());
-  EXPECT_NE(shifted.status().message().find("context shift"), std::string::npos);
-}
-
-// A draft model: a quantized copy of the target (same vocabulary), and the target itself (every
-// greedy draft is the target's own token: the mechanism's ceiling).
-TEST(Speculative, ADraftModelGivesThePlainTokensAndItselfIsAlwaysAccepted) {
-  MINFER_REQUIRE_TEST_DATA();
-  LoadedModel target = load("qwen2-tiny-f32.gguf", 256);
-  LoadedModel quantized = load("qwen2-tiny-q4_k_m.gguf", 256);
-  LoadedModel itself = load("qwen2-tiny-f32.gguf", 256);
-  ASSERT_NE(target.session, nullptr);
-  ASSERT_NE(quantized.session, nullptr);
-  ASSERT_NE(itself.session, nullptr);
-  ASSERT_TRUE(check_draft_vocabulary(*target.tokenizer, *quantized.tokenizer).is_ok());
-  const std::vector<int32_t> prompt = repeating_prompt(target);
-  for (float temperature : {0.0f, 0.9f}) {
-    SCOPED_TRACE("temperature " + std::to_string(temperature));
-    const GenerateResult plain = run(target, prompt, temperature, 0, 60);
-    for (LoadedModel* draft : {&quantized, &itself}) {
-      const GenerateResult spec = run(target, prompt, temperature, 0, 60, draft->session.get());
-      if (temperature == 0.0f) {
-        EXPECT_EQ(spec.tokens, plain.tokens);
-      } else {
-        // Sampled with a draft model: the accept/resample rule gives the target's distribution
-        // (SampledTokensFollowTheTargetsDistribution), not plain decoding's tokens; the first
-        // token comes before any draft, and the same seed gives the same tokens.
-        ASSERT_FALSE(spec.tokens.empty());
-        EXPECT_EQ(spec.tokens.front(), plain.tokens.front());
-        EXPECT_EQ(run(target, prompt, temperature, 0, 60, draft->session.get()).tokens,
-                  spec.tokens);
-      }
-      EXPECT_EQ(target.session->n_past(),
-                static_cast<int64_t>(prompt.size() + spec.tokens.size()) - 1);
-      const SpeculativeStats& st = spec.metrics.speculative;
-      EXPECT_GT(st.n_verified, 0);
-      if (draft == &itself) {
-        // Every draft but those past the 60th token is the token sampled: greedy, the target's
-        // own argmax; sampled, q = p at every row (the same logits, settings and history), so
-        // the rule accepts each draft.
-        EXPECT_GE(st.n_accepted, st.n_drafted - 6) << st.n_accepted << " of " << st.n_drafted;
-      }
-    }
-  }
-  // A draft that stops below probability 1 drafts nothing here: plain forwards only.
-  const GenerateResult none = run(target, prompt, 0.0f, 0, 20, quantized.session.get(), 1.0f);
-  EXPECT_EQ(none.metrics.speculative.n_verified, 0);
-  EXPECT_EQ(none.tokens, run(target, prompt, 0.0f, 0, 20).tokens);
+  const Loaded qwen = load_model_file("qwen2-tiny-q4_k_m.gguf");
+  const Loaded stories = load_model_file("stories260K.gguf");
+  ASSERT_NE(qwen.tokenizer, nullptr);
+  ASSERT_NE(stories.tokenizer, nullptr);
+  const Status s = check_draft_vocabulary(*qwen.tokenizer, *stories.tokenizer);
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("vocabulary"), std::string::npos) << s.message();
+  EXPECT_TRUE(check_draft_vocabulary(*qwen.tokenizer, *qwen.tokenizer).is_ok());
 }
 
 // The first two tokens sampled after `prompt` under `params`, exactly: p(t1) · p(t2 | t1) from
 // the sampler chain's distributions on the model's logits (index t1 * n_vocab + t2).
-std::map<int64_t, double> exact_pairs(LoadedModel& m, const std::vector<int32_t>& prompt,
+std::map<int64_t, double> exact_pairs(const Loaded& m, const std::vector<int32_t>& prompt,
                                       const SamplerParams& params) {
   const int32_t n_vocab = m.tokenizer->n_vocab();
   auto distribution = [&](const std::vector<int32_t>& history) {
     Sampler s(params, n_vocab);
     for (int32_t t : history) s.accept(t);
-    m.session->clear();
-    auto logits = m.session->set_prompt(history);
+    RuntimeOptions o;
+    o.n_ctx = 64;
+    o.n_threads = 1;
+    auto runtime = Runtime::create(*m.model, o);
+    EXPECT_TRUE(runtime.is_ok());
+    Batch batch;
+    for (size_t p = 0; p < history.size(); ++p) {
+      batch.add(history[p], static_cast<int32_t>(p), 0, p + 1 == history.size());
+    }
+    auto logits = (*runtime)->step(batch);
     EXPECT_TRUE(logits.is_ok());
     s.sample(logits.value());
     return s.last_candidates();
@@ -195,29 +123,44 @@ std::map<int64_t, double> exact_pairs(LoadedModel& m, const std::vector<int32_t>
   return pairs;
 }
 
-// n seeded runs of three tokens (the second sampled from the verify forward's first row, through
-// the accept/resample rule when a draft model drafts), against the exact distribution.
-test::ChiSquare pair_fit(LoadedModel& m, const std::vector<int32_t>& prompt,
-                         const SamplerParams& params, Session* draft, int n,
-                         SpeculativeStats& stats) {
+// n seeded requests of three tokens (the second sampled from the verify forward's first row,
+// through the accept/resample rule when a draft model drafts), eight at a time, against the
+// exact distribution; `stats` gets the scheduler's draft counts.
+test::ChiSquare pair_fit(const Loaded& m, const std::vector<int32_t>& prompt,
+                         const SamplerParams& params, const Model* draft, int n,
+                         SchedulerStats& stats) {
   const std::map<int64_t, double> exact = exact_pairs(m, prompt, params);
+  SchedulerOptions o;
+  o.n_parallel = 8;
+  o.n_ctx = 64;
+  o.n_threads = 1;  // thousands of tiny forwards: no barrier to wait at on a busy machine
+  o.draft_model = draft;
+  o.max_queue = -1;  // every request queued at once
+  auto sched = Scheduler::create(*m.model, *m.tokenizer, o);
+  EXPECT_TRUE(sched.is_ok()) << sched.status().message();
+  if (!sched.is_ok()) return {};
+  std::vector<RequestParams> requests;
+  for (int i = 0; i < n; ++i) {
+    RequestParams r;
+    r.prompt = prompt;
+    r.sampling = params;
+    r.sampling.seed = static_cast<uint64_t>(i) + 1;
+    r.max_tokens = 3;  // the third token is drawn after the first draft is accepted or not
+    r.spec_draft_model = draft != nullptr;
+    r.draft_max = 3;
+    requests.push_back(std::move(r));
+  }
+  std::vector<Collected> out = submit_collecting(**sched, std::move(requests));
+  EXPECT_TRUE((*sched)->run_until_idle().is_ok());
+  stats = (*sched)->stats();
   std::map<int64_t, int64_t> counts;
   int64_t outside = 0;
-  for (int i = 0; i < n; ++i) {
-    GenerateOptions o;
-    o.sampling = params;
-    o.sampling.seed = static_cast<uint64_t>(i) + 1;
-    o.n_predict = 3;  // the third token is drawn after the first draft is accepted or not
-    o.speculative.draft = draft;
-    o.speculative.draft_max = 3;
-    auto r = generate(*m.session, *m.tokenizer, prompt, o, nullptr);
-    EXPECT_TRUE(r.is_ok()) << r.status().message();
-    if (!r.is_ok() || r->tokens.size() != 3) return {};
-    const int64_t pair = int64_t{r->tokens[0]} * m.tokenizer->n_vocab() + r->tokens[1];
+  for (const Collected& c : out) {
+    EXPECT_EQ(c.tokens.size(), 3u);
+    if (c.tokens.size() != 3) return {};
+    const int64_t pair = int64_t{c.tokens[0]} * m.tokenizer->n_vocab() + c.tokens[1];
     if (exact.count(pair) == 0) ++outside;
     ++counts[pair];
-    stats.n_drafted += r->metrics.speculative.n_drafted;
-    stats.n_accepted += r->metrics.speculative.n_accepted;
   }
   std::vector<int64_t> observed = {outside};  // bin 0: pairs of probability 0
   std::vector<double> expected = {0.0};
@@ -234,11 +177,10 @@ test::ChiSquare pair_fit(LoadedModel& m, const std::vector<int32_t>& prompt,
 // accepted and rejected, with penalties and truncation in the chain.
 TEST(Speculative, SampledTokensFollowTheTargetsDistribution) {
   MINFER_REQUIRE_TEST_DATA();
-  // One thread: thousands of tiny forwards, no barrier to wait at on a busy machine.
-  LoadedModel target = load("qwen2-tiny-f32.gguf", 64, 1);
-  LoadedModel draft = load("qwen2-tiny-q2_k.gguf", 64, 1);
-  ASSERT_NE(target.session, nullptr);
-  ASSERT_NE(draft.session, nullptr);
+  const Loaded target = load_model_file("qwen2-tiny-f32.gguf");
+  const Loaded draft = load_model_file("qwen2-tiny-q2_k.gguf");
+  ASSERT_NE(target.tokenizer, nullptr);
+  ASSERT_NE(draft.model, nullptr);
   const std::vector<int32_t> prompt = target.tokenizer->encode("Once upon a time", true, false);
   SamplerParams params;
   params.temperature = 1.0f;
@@ -250,56 +192,275 @@ TEST(Speculative, SampledTokensFollowTheTargetsDistribution) {
     if (target.tokenizer->is_eog(id)) params.logit_bias.emplace_back(id, -INFINITY);
   }
   constexpr int kRuns = 800;
-  SpeculativeStats none, spec;
+  SchedulerStats none, spec;
   const test::ChiSquare plain_fit = pair_fit(target, prompt, params, nullptr, kRuns, none);
   EXPECT_TRUE(plain_fit.fits()) << plain_fit.statistic << " > " << plain_fit.critical;
-  const test::ChiSquare spec_fit =
-      pair_fit(target, prompt, params, draft.session.get(), kRuns, spec);
+  const test::ChiSquare spec_fit = pair_fit(target, prompt, params, draft.model.get(), kRuns, spec);
   EXPECT_TRUE(spec_fit.fits()) << spec_fit.statistic << " > " << spec_fit.critical;
   EXPECT_GE(spec_fit.df, 3);
 
   // Both paths of the rule were taken.
-  EXPECT_GT(spec.n_accepted, kRuns / 10) << spec.n_accepted << " of " << spec.n_drafted;
-  EXPECT_LT(spec.n_accepted, spec.n_drafted) << spec.n_accepted << " of " << spec.n_drafted;
+  EXPECT_GT(spec.n_draft_accepted, kRuns / 10)
+      << spec.n_draft_accepted << " of " << spec.n_draft_tokens;
+  EXPECT_LT(spec.n_draft_accepted, spec.n_draft_tokens)
+      << spec.n_draft_accepted << " of " << spec.n_draft_tokens;
 }
 
-// A sampled draft: each token with the distribution it was drawn from (sorted by id, the token
-// in it); a confidence threshold no token reaches drafts nothing.
-TEST(Speculative, ASampledDraftCarriesItsDistribution) {
-  MINFER_REQUIRE_TEST_DATA();
-  LoadedModel m = load("stories260K.gguf", 128);
-  ASSERT_NE(m.session, nullptr);
-  SamplerParams params;
-  params.seed = 3;
-  Sampler sampler(params, m.tokenizer->n_vocab());
-  const std::vector<int32_t> history = repeating_prompt(m);
-  auto drafts = sample_model_draft(*m.session, history, 5, 0.0f, sampler);
-  ASSERT_TRUE(drafts.is_ok()) << drafts.status().message();
-  ASSERT_EQ(drafts->size(), 5u);
-  for (const DraftProposal& d : *drafts) {
-    EXPECT_TRUE(std::is_sorted(d.q.begin(), d.q.end(),
-                               [](const Candidate& a, const Candidate& b) { return a.id < b.id; }));
-    EXPECT_GT(probability_of(d.q, d.token), 0.0);
-    double total = 0.0;
-    for (const Candidate& c : d.q) total += c.p;
-    EXPECT_NEAR(total, 1.0, 1e-5);
+// Random weights whose greedy reply to repeating_prompt soon loops: prompt lookup drafts are
+// accepted.
+constexpr const char* kLooping = "qwen2.5-qwentok-tiny-q8_0.gguf";
+
+// A prompt that replies tend to repeat: one sentence four times.
+std::vector<int32_t> repeating_prompt(const Tokenizer& tok) {
+  std::string text;
+  for (int i = 0; i < 4; ++i) text += "Once upon a time there was a little cat. ";
+  return tok.encode(text, /*add_special=*/true, /*parse_special=*/false);
+}
+
+RequestParams request(std::vector<int32_t> prompt, float temperature, int64_t max_tokens,
+                      int32_t spec_ngram) {
+  RequestParams p;
+  p.prompt = std::move(prompt);
+  p.sampling.temperature = temperature;
+  p.sampling.seed = 1234;
+  p.max_tokens = max_tokens;
+  p.top_logprobs = 0;
+  p.spec_ngram = spec_ngram;
+  p.draft_max = 6;
+  return p;
+}
+
+SchedulerOptions options(int n_parallel, int64_t n_ctx) {
+  SchedulerOptions o;
+  o.n_parallel = n_parallel;
+  o.n_ctx = n_ctx;
+  o.n_threads = 2;
+  return o;
+}
+
+// A model and a scheduler of options(1, 256) over it (null when either fails).
+struct OneSequence {
+  Loaded l;
+  std::unique_ptr<Scheduler> sched;  // destroyed before the model it holds
+};
+
+OneSequence one_sequence(const char* file) {
+  OneSequence s{load_model_file(file), nullptr};
+  if (s.l.tokenizer == nullptr) return s;
+  auto sched = Scheduler::create(*s.l.model, *s.l.tokenizer, options(1, 256));
+  EXPECT_TRUE(sched.is_ok()) << sched.status().message();
+  if (sched.is_ok()) s.sched = std::move(sched).value();
+  return s;
+}
+
+// Runs the requests together to the end; returns what each streamed, and the largest step.
+std::vector<Collected> run_together(const Loaded& l, const SchedulerOptions& o,
+                                    std::vector<RequestParams> requests, int64_t* max_step,
+                                    SchedulerStats* stats = nullptr) {
+  auto sched = Scheduler::create(*l.model, *l.tokenizer, o);
+  EXPECT_TRUE(sched.is_ok()) << sched.status().message();
+  if (!sched.is_ok()) return std::vector<Collected>(requests.size());
+  std::vector<Collected> out = submit_collecting(**sched, std::move(requests));
+  *max_step = 0;
+  while (true) {
+    auto worked = (*sched)->step();
+    EXPECT_TRUE(worked.is_ok()) << worked.status().message();
+    if (!worked.is_ok() || !worked.value()) break;
+    *max_step = std::max(*max_step, (*sched)->last_step_tokens());
+    // No draft cell outlives its step: a sequence holds the cells of its prompt and sampled
+    // tokens but the last (computed by the next step), fewer after a context shift.
+    for (const SlotState& s : (*sched)->slots()) {
+      if (s.busy) {
+        EXPECT_LT(s.n_cached, s.n_prompt + std::max<int64_t>(s.n_generated, 1));
+      }
+    }
   }
-  // The session holds the history and the drafts but the last.
-  EXPECT_EQ(m.session->n_past(), static_cast<int64_t>(history.size()) + 4);
-  auto none = sample_model_draft(*m.session, history, 5, 1.0f, sampler);
-  ASSERT_TRUE(none.is_ok());
-  EXPECT_TRUE(none->empty());
+  expect_all_done(**sched, out, stats);
+  return out;
 }
 
-TEST(Speculative, ADraftModelOfAnotherVocabularyIsRefused) {
+TEST(SchedulerSpeculative, GivesPlainDecodingsTokensAndLeavesTheOtherSequenceAlone) {
   MINFER_REQUIRE_TEST_DATA();
-  LoadedModel qwen = load("qwen2-tiny-q4_k_m.gguf", 64);
-  LoadedModel stories = load("stories260K.gguf", 64);
-  ASSERT_NE(qwen.tokenizer, nullptr);
-  ASSERT_NE(stories.tokenizer, nullptr);
-  const Status s = check_draft_vocabulary(*qwen.tokenizer, *stories.tokenizer);
-  ASSERT_FALSE(s.is_ok());
-  EXPECT_NE(s.message().find("vocabulary"), std::string::npos) << s.message();
+  int64_t accepted = 0;
+  int64_t rejected = 0;
+  int64_t widest = 0;
+  for (const char* file : {"stories260K.gguf", "qwen2.5-qwentok-tiny-q8_0.gguf",
+                           "qwen2-tiny-q4_k_m.gguf", "llama3-tiny-q4_k_m.gguf"}) {
+    const Loaded l = load_model_file(file);
+    ASSERT_NE(l.tokenizer, nullptr) << file;
+    const std::vector<int32_t> prompt = repeating_prompt(*l.tokenizer);
+    const std::vector<int32_t> other = l.tokenizer->encode("The sea and the stars", true, false);
+    for (float temperature : {0.0f, 0.9f}) {
+      for (int64_t budget : {int64_t{512}, int64_t{5}}) {
+        SCOPED_TRACE(std::string(file) + " temperature " + std::to_string(temperature) +
+                     " budget " + std::to_string(budget));
+        SchedulerOptions o = options(2, 256);
+        o.token_budget = budget;
+        int64_t max_step = 0;
+        // The other request alone, then both plain, then the first speculating.
+        const auto alone = run_together(l, o, {request(other, temperature, 40, 0)}, &max_step);
+        const auto plain = run_together(
+            l, o, {request(prompt, temperature, 60, 0), request(other, temperature, 40, 0)},
+            &max_step);
+        SchedulerStats stats;
+        const auto spec = run_together(
+            l, o, {request(prompt, temperature, 60, 2), request(other, temperature, 40, 0)},
+            &max_step, &stats);
+        EXPECT_LE(max_step, budget);  // the drafts count in the budget
+        widest = std::max(widest, max_step);
+        expect_same_reply(spec[0], plain[0]);
+        expect_same_reply(spec[1], plain[1]);
+        expect_same_reply(spec[1], alone[0]);
+        const RequestStats& st = spec[0].stats;
+        EXPECT_LE(st.n_draft_accepted, st.n_drafted);
+        EXPECT_EQ(spec[1].stats.n_drafted, 0);
+        EXPECT_EQ(stats.n_draft_tokens, st.n_drafted);
+        EXPECT_EQ(stats.n_draft_accepted, st.n_draft_accepted);
+        EXPECT_EQ(stats.n_spec_steps > 0, st.n_drafted > 0);
+        accepted += st.n_draft_accepted;
+        rejected += st.n_drafted - st.n_draft_accepted;
+      }
+    }
+  }
+  // Both paths were taken, and drafts were batched beside the other sequence's token.
+  EXPECT_GT(accepted, 0);
+  EXPECT_GT(rejected, 0);
+  EXPECT_GT(widest, 3);
+}
+
+TEST(SchedulerSpeculative, StopStringsMaxTokensAndAFullContextEndAsInPlainDecoding) {
+  MINFER_REQUIRE_TEST_DATA();
+  const Loaded l = load_model_file("stories260K.gguf");
+  ASSERT_NE(l.tokenizer, nullptr);
+  const std::vector<int32_t> prompt = repeating_prompt(*l.tokenizer);
+  int64_t max_step = 0;
+  // A full context (64 positions), no max_tokens, on a model whose reply soon loops (its drafts
+  // are accepted up to the end).
+  const Loaded q = load_model_file(kLooping);
+  ASSERT_NE(q.tokenizer, nullptr);
+  const std::vector<int32_t> q_prompt = repeating_prompt(*q.tokenizer);
+  const SchedulerOptions small = options(1, 64);
+  const auto plain_ctx = run_together(q, small, {request(q_prompt, 0.0f, -1, 0)}, &max_step);
+  const auto spec_ctx = run_together(q, small, {request(q_prompt, 0.0f, -1, 1)}, &max_step);
+  expect_same_reply(spec_ctx[0], plain_ctx[0]);
+  EXPECT_EQ(spec_ctx[0].finish, FinishReason::kContext);
+  EXPECT_GT(spec_ctx[0].stats.n_draft_accepted, 0);
+  // max_tokens in the middle of what the drafts would give.
+  const SchedulerOptions o = options(1, 256);
+  for (int64_t max_tokens : {1, 2, 7, 23}) {
+    const auto plain = run_together(l, o, {request(prompt, 0.0f, max_tokens, 0)}, &max_step);
+    const auto spec = run_together(l, o, {request(prompt, 0.0f, max_tokens, 1)}, &max_step);
+    expect_same_reply(spec[0], plain[0]);
+    EXPECT_EQ(static_cast<int64_t>(spec[0].tokens.size()), max_tokens);
+  }
+  // A stop string from the reply (which repeats itself: drafts are accepted around it).
+  const auto full = run_together(l, o, {request(prompt, 0.0f, 60, 0)}, &max_step);
+  ASSERT_GT(full[0].text.size(), 40u);
+  const std::string stop = full[0].text.substr(30, 6);
+  RequestParams p = request(prompt, 0.0f, 60, 0);
+  p.stops = {stop};
+  const auto plain_stop = run_together(l, o, {p}, &max_step);
+  p.spec_ngram = 1;
+  const auto spec_stop = run_together(l, o, {p}, &max_step);
+  expect_same_reply(spec_stop[0], plain_stop[0]);
+  EXPECT_EQ(spec_stop[0].finish, FinishReason::kStop);
+  EXPECT_EQ(spec_stop[0].stop, stop);
+}
+
+TEST(SchedulerSpeculative, ContextShiftGoesOnAsInPlainDecoding) {
+  MINFER_REQUIRE_TEST_DATA();
+  const Loaded l = load_model_file("stories260K.gguf");
+  ASSERT_NE(l.tokenizer, nullptr);
+  SchedulerOptions o = options(2, 64);
+  o.cache_type = GgmlType::kF32;
+  auto shifting = [&](int32_t ngram) {
+    RequestParams p = request(repeating_prompt(*l.tokenizer), 0.0f, 150, ngram);
+    p.sampling = greedy_without_eog(*l.tokenizer, l.model->config().n_vocab);
+    p.context_shift = true;
+    p.n_keep = 4;
+    return p;
+  };
+  int64_t max_step = 0;
+  const auto plain = run_together(l, o, {shifting(0)}, &max_step);
+  const auto spec = run_together(l, o, {shifting(2)}, &max_step);
+  expect_same_reply(spec[0], plain[0]);
+  EXPECT_EQ(spec[0].tokens.size(), 150u);
+  EXPECT_GT(spec[0].stats.n_shifts, 0);
+  EXPECT_EQ(spec[0].stats.n_shifts, plain[0].stats.n_shifts);
+  EXPECT_GT(spec[0].stats.n_draft_accepted, 0);
+}
+
+TEST(SchedulerSpeculative, AKeptSlotHoldsOnlyTheSampledTokensCells) {
+  MINFER_REQUIRE_TEST_DATA();
+  const Loaded l = load_model_file(kLooping);
+  ASSERT_NE(l.tokenizer, nullptr);
+  const std::vector<int32_t> prompt = repeating_prompt(*l.tokenizer);
+  std::vector<SlotState> kept[2];
+  for (int32_t ngram : {0, 1}) {
+    SchedulerOptions o = options(1, 256);
+    o.keep_slots = true;
+    auto sched = Scheduler::create(*l.model, *l.tokenizer, o);
+    ASSERT_TRUE(sched.is_ok()) << sched.status().message();
+    Collected c;
+    ASSERT_TRUE((*sched)->submit(request(prompt, 0.0f, 30, ngram), collect_into(c)).is_ok());
+    ASSERT_TRUE((*sched)->run_until_idle().is_ok());
+    ASSERT_TRUE(c.done);
+    if (ngram > 0) {
+      EXPECT_GT(c.stats.n_draft_accepted, 0);
+    }
+    kept[ngram] = (*sched)->slots();
+  }
+  ASSERT_EQ(kept[0].size(), 1u);
+  ASSERT_EQ(kept[1].size(), 1u);
+  EXPECT_GT(kept[1][0].n_cached, 0);
+  EXPECT_EQ(kept[1][0].n_cached, kept[0][0].n_cached);
+}
+
+TEST(SchedulerSpeculative, CancellationFreesTheBlocksOfASpeculatingRequest) {
+  MINFER_REQUIRE_TEST_DATA();
+  OneSequence one = one_sequence("stories260K.gguf");
+  ASSERT_NE(one.sched, nullptr);
+  Scheduler& sched = *one.sched;
+  Collected c;
+  auto h = sched.submit(request(repeating_prompt(*one.l.tokenizer), 0.0f, 100, 1), collect_into(c));
+  ASSERT_TRUE(h.is_ok()) << h.status().message();
+  for (int i = 0; i < 6; ++i) ASSERT_TRUE(sched.step().is_ok());
+  EXPECT_GT(sched.cache().n_blocks_used(), 0);
+  (*h)->cancel();
+  ASSERT_TRUE(sched.run_until_idle().is_ok());
+  EXPECT_TRUE(c.done);
+  EXPECT_EQ(c.finish, FinishReason::kCancelled);
+  EXPECT_EQ(sched.cache().n_blocks_used(), 0);
+}
+
+TEST(SchedulerSpeculative, RefusesBadSettingsAndSlidingWindowModels) {
+  MINFER_REQUIRE_TEST_DATA();
+  OneSequence one = one_sequence("stories260K.gguf");
+  ASSERT_NE(one.sched, nullptr);
+  const std::vector<int32_t> prompt = repeating_prompt(*one.l.tokenizer);
+  Scheduler& sched = *one.sched;
+  auto refused = [&](RequestParams p, const char* expected) {
+    auto h = sched.submit(std::move(p), nullptr);
+    ASSERT_FALSE(h.is_ok());
+    EXPECT_EQ(h.status().code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(h.status().message().find(expected), std::string::npos) << h.status().message();
+  };
+  RequestParams p = request(prompt, 0.0f, 10, kMaxSpecNgram + 1);
+  refused(p, "spec_ngram");
+  p = request(prompt, 0.0f, 10, 2);
+  p.draft_max = 0;
+  refused(p, "draft_max");
+  p = request(prompt, 0.0f, 10, 2);
+  p.draft_min = 7;  // draft_max 6
+  refused(p, "draft_min");
+
+  const Loaded g = load_model_file("gemma3-tiny-q8_0.gguf");
+  ASSERT_NE(g.tokenizer, nullptr);
+  auto windowed = Scheduler::create(*g.model, *g.tokenizer, options(1, 128));
+  ASSERT_TRUE(windowed.is_ok()) << windowed.status().message();
+  auto h = (*windowed)->submit(request(repeating_prompt(*g.tokenizer), 0.0f, 10, 2), nullptr);
+  ASSERT_FALSE(h.is_ok());
+  EXPECT_NE(h.status().message().find("sliding-window"), std::string::npos);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
-// KV state files (engine/state_file.h): a restored session continues bit for bit as one that never
-// stopped (f32, f16 and q8_0 cells), the longest common prefix is reused, and a state from another
-// model or cell type, a corrupt, truncated or foreign file is refused with an error naming why.
+// KV state files (engine/state_file.h): a restored sequence continues bit for bit as one that
+// never stopped (f32, f16 and q8_0 cells), a scheduler slot restored from a state serves the
+// longest common prefix of a new prompt, and a state from another model or cell type, a corrupt,
+// truncated or foreign file is refused with an error naming why.
 #include "engine/state_file.h"
 
 #include <gtest/gtest.h>
@@ -10,9 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "engine/session.h"
+#include "engine/runtime.h"
+#include "engine/scheduler.h"
 #include "engine_test_util.h"
 #include "models/model.h"
+#include "scheduler_test_util.h"
 #include "test_util.h"
 #include "tools/model_maker.h"
 
@@ -29,109 +32,139 @@ std::unique_ptr<Model> load_model(const std::string& name) {
   return load_path(test::test_data_path("models/" + name));
 }
 
-std::unique_ptr<Session> make_session(const Model& model, GgmlType cells, int64_t n_ctx = 256) {
-  SessionOptions options;
+// One sequence (id 0) over a runtime of its own: the tokens its cells hold.
+struct Sequence {
+  std::unique_ptr<Runtime> runtime;
+  std::vector<int32_t> tokens;
+
+  // Appends `more` in one step; the logits after the last ([n_vocab]).
+  std::vector<float> feed(const std::vector<int32_t>& more) {
+    Batch batch;
+    for (size_t i = 0; i < more.size(); ++i) {
+      batch.add(more[i], static_cast<int32_t>(tokens.size() + i), 0, i + 1 == more.size());
+    }
+    auto logits = runtime->step(batch);
+    EXPECT_TRUE(logits.is_ok()) << logits.status().message();
+    tokens.insert(tokens.end(), more.begin(), more.end());
+    return logits.is_ok() ? std::vector<float>(logits->begin(), logits->end())
+                          : std::vector<float>{};
+  }
+  KvState capture(std::string app_data = {}) const {
+    return capture_state(model_fingerprint(runtime->model()), runtime->cache(), 0, tokens,
+                         std::move(app_data));
+  }
+  Status restore(const KvState& state) {
+    MINFER_RETURN_IF_ERROR(restore_state(runtime->cache(), 0, state));
+    tokens = state.tokens;
+    return Status::ok();
+  }
+};
+
+Sequence make_sequence(const Model& model, GgmlType cells, int64_t n_ctx = 256) {
+  RuntimeOptions options;
   options.n_threads = 2;
   options.n_ctx = n_ctx;
   options.cache_type = cells;
-  auto session = Session::create(model, options);
-  EXPECT_TRUE(session.is_ok()) << session.status().message();
-  return session.is_ok() ? std::move(session).value() : nullptr;
+  auto runtime = Runtime::create(model, options);
+  EXPECT_TRUE(runtime.is_ok()) << runtime.status().message();
+  return {runtime.is_ok() ? std::move(runtime).value() : nullptr, {}};
 }
 
 int32_t argmax(std::span<const float> logits) {
   return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
 }
 
-bool bit_identical(std::span<const float> a, std::span<const float> b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
-
-// A session that prefilled `prompt` and decoded `n_decode` greedy tokens; `next` is the token
-// it would feed next.
+// A sequence that took `prompt` and decoded `n_decode` greedy tokens; `next` is the token it
+// would feed next.
 struct Ran {
-  std::unique_ptr<Session> session;
+  Sequence seq;
   int32_t next = 0;
 };
 
 Ran run_greedy(const Model& model, GgmlType cells, const std::vector<int32_t>& prompt,
                int n_decode) {
-  Ran r{make_session(model, cells), 0};
-  auto logits = r.session->set_prompt(prompt);
-  EXPECT_TRUE(logits.is_ok()) << logits.status().message();
-  r.next = argmax(*logits);
-  for (int i = 0; i < n_decode; ++i) {
-    logits = r.session->decode(r.next);
-    EXPECT_TRUE(logits.is_ok()) << logits.status().message();
-    r.next = argmax(*logits);
-  }
+  Ran r{make_sequence(model, cells), 0};
+  r.next = argmax(r.seq.feed(prompt));
+  for (int i = 0; i < n_decode; ++i) r.next = argmax(r.seq.feed({r.next}));
   return r;
 }
 
-Result<KvState> save_and_read(const Session& session, const std::string& path) {
-  const KvState state = session.capture(model_fingerprint(session.model()), "app");
-  MINFER_RETURN_IF_ERROR(write_state_file(path, state).status());
+Result<KvState> save_and_read(const Sequence& seq, const std::string& path) {
+  MINFER_RETURN_IF_ERROR(write_state_file(path, seq.capture("app")).status());
   return read_state_file(path);
 }
 
 class StateCells : public ::testing::TestWithParam<GgmlType> {};
 
-TEST_P(StateCells, RestoredSessionContinuesBitForBitAsOneThatNeverStopped) {
+TEST_P(StateCells, ARestoredSequenceContinuesBitForBitAsOneThatNeverStopped) {
   MINFER_REQUIRE_TEST_DATA();
   auto model = load_model("qwen2-tiny-f32.gguf");
   ASSERT_NE(model, nullptr);
   const std::vector<int32_t> prompt = some_tokens(45, model->config().n_vocab, 7);
   Ran a = run_greedy(*model, GetParam(), prompt, 6);
   test::TempDir dir;
-  auto state = save_and_read(*a.session, dir.file("s.state"));
+  auto state = save_and_read(a.seq, dir.file("s.state"));
   ASSERT_TRUE(state.is_ok()) << state.status().message();
-  EXPECT_EQ(state->tokens, a.session->tokens());
+  EXPECT_EQ(state->tokens, a.seq.tokens);
   EXPECT_EQ(state->app_data, "app");
   EXPECT_FALSE(std::filesystem::exists(dir.file("s.state.tmp")));
 
-  // A new session (as after a restart) with the state restored decodes what the first one does.
-  auto b = make_session(*model, GetParam());
-  ASSERT_TRUE(check_state_fits(*state, model_fingerprint(*model), b->cache(), "s").is_ok());
-  ASSERT_TRUE(b->restore(*state).is_ok());
-  EXPECT_EQ(b->tokens(), a.session->tokens());
+  // A new sequence (as after a restart) with the state restored decodes what the first one does.
+  Sequence b = make_sequence(*model, GetParam());
+  ASSERT_TRUE(check_state_fits(*state, model_fingerprint(*model), b.runtime->cache(), "s").is_ok());
+  ASSERT_TRUE(b.restore(*state).is_ok());
   int32_t next = a.next;
   for (int step = 0; step < 4; ++step) {
-    auto la = a.session->decode(next);
-    ASSERT_TRUE(la.is_ok());
-    const std::vector<float> expected(la->begin(), la->end());
-    auto lb = b->decode(next);
-    ASSERT_TRUE(lb.is_ok());
-    ASSERT_TRUE(bit_identical(expected, *lb)) << "step " << step;
+    const std::vector<float> expected = a.seq.feed({next});
+    ASSERT_TRUE(b.feed({next}) == expected) << "step " << step;
     next = argmax(expected);
   }
 }
 
-TEST_P(StateCells, RestoredStateServesTheLongestCommonPrefixOfANewPrompt) {
+// A slot restored from a state keeps the prefix a new prompt shares with it: 30 tokens, then it
+// diverges; the reply is a fresh scheduler's, log-probabilities bit for bit.
+TEST_P(StateCells, ARestoredSlotServesTheLongestCommonPrefixOfANewPrompt) {
   MINFER_REQUIRE_TEST_DATA();
   auto model = load_model("qwen2-tiny-f32.gguf");
   ASSERT_NE(model, nullptr);
+  auto tokenizer = Tokenizer::from_gguf(model->file());
+  ASSERT_TRUE(tokenizer.is_ok());
   const int64_t n_vocab = model->config().n_vocab;
   const std::vector<int32_t> prompt = some_tokens(40, n_vocab, 3);
-  Ran a = run_greedy(*model, GetParam(), prompt, 0);
-  test::TempDir dir;
-  auto state = save_and_read(*a.session, dir.file("s.state"));
-  ASSERT_TRUE(state.is_ok()) << state.status().message();
-
-  // The new prompt shares 30 tokens with the state, then diverges.
+  const KvState state = run_greedy(*model, GetParam(), prompt, 0).seq.capture();
   std::vector<int32_t> diverging(prompt.begin(), prompt.begin() + 30);
   for (int32_t t : some_tokens(12, n_vocab, 99)) diverging.push_back(t);
-  auto fresh = make_session(*model, GetParam());
-  auto expected = fresh->set_prompt(diverging);
-  ASSERT_TRUE(expected.is_ok());
-  const std::vector<float> want(expected->begin(), expected->end());
 
-  auto b = make_session(*model, GetParam());
-  ASSERT_TRUE(b->restore(*state).is_ok());
-  auto got = b->set_prompt(diverging);
-  ASSERT_TRUE(got.is_ok());
-  EXPECT_EQ(b->last_prefill().n_reused, 30);
-  EXPECT_EQ(b->last_prefill().n_prefilled, 12);
-  EXPECT_TRUE(bit_identical(want, *got));
+  SchedulerOptions o;
+  o.n_parallel = 1;
+  o.n_ctx = 256;
+  o.n_threads = 2;
+  o.cache_type = GetParam();
+  o.keep_slots = true;
+  o.prefix_cache = false;
+  std::vector<Collected> replies;
+  std::vector<RequestStats> stats;
+  for (const bool restored : {false, true}) {
+    auto sched = Scheduler::create(*model, **tokenizer, o);
+    ASSERT_TRUE(sched.is_ok()) << sched.status().message();
+    if (restored) {
+      ASSERT_TRUE((*sched)->slot_table().restore(0, state, "s").is_ok());
+    }
+    replies.emplace_back();
+    stats.emplace_back();
+    EventSink collect = collect_into(replies.back());
+    ASSERT_TRUE((*sched)
+                    ->submit(greedy_request(diverging, 4),
+                             [&, collect](RequestEvent&& e) {
+                               if (e.done) stats.back() = e.stats;
+                               collect(std::move(e));
+                             })
+                    .is_ok());
+    ASSERT_TRUE((*sched)->run_until_idle().is_ok());
+  }
+  EXPECT_EQ(stats[0].n_cached, 0);
+  EXPECT_EQ(stats[1].n_cached, 30);
+  expect_same_reply(replies[1], replies[0]);
 }
 
 INSTANTIATE_TEST_SUITE_P(CellTypes, StateCells,
@@ -148,16 +181,11 @@ TEST(StateFile, SlidingWindowModelRoundTripsBitForBit) {
   const std::vector<int32_t> prompt = some_tokens(37, model->config().n_vocab, 5);
   Ran a = run_greedy(*model, GgmlType::kF32, prompt, 3);
   test::TempDir dir;
-  auto state = save_and_read(*a.session, dir.file("g.state"));
+  auto state = save_and_read(a.seq, dir.file("g.state"));
   ASSERT_TRUE(state.is_ok()) << state.status().message();
-  auto b = make_session(*model, GgmlType::kF32);
-  ASSERT_TRUE(b->restore(*state).is_ok());
-  auto la = a.session->decode(a.next);
-  ASSERT_TRUE(la.is_ok());
-  const std::vector<float> expected(la->begin(), la->end());
-  auto lb = b->decode(a.next);
-  ASSERT_TRUE(lb.is_ok());
-  EXPECT_TRUE(bit_identical(expected, *lb));
+  Sequence b = make_sequence(*model, GgmlType::kF32);
+  ASSERT_TRUE(b.restore(*state).is_ok());
+  EXPECT_TRUE(b.feed({a.next}) == a.seq.feed({a.next}));
 }
 
 // A saved state of qwen2-tiny-f32 (f32 cells) and its file's bytes.
@@ -172,14 +200,14 @@ Saved saved_state() {
   s.model = load_model("qwen2-tiny-f32.gguf");
   if (s.model == nullptr) return s;
   Ran a = run_greedy(*s.model, GgmlType::kF32, some_tokens(20, s.model->config().n_vocab, 1), 2);
-  s.state = a.session->capture(model_fingerprint(*s.model));
+  s.state = a.seq.capture();
   s.bytes = encode_state(s.state);
   return s;
 }
 
 std::string refusal(const KvState& state, const Model& model, GgmlType cells) {
-  auto session = make_session(model, cells);
-  const Status st = check_state_fits(state, model_fingerprint(model), session->cache(), "s");
+  const Sequence seq = make_sequence(model, cells);
+  const Status st = check_state_fits(state, model_fingerprint(model), seq.runtime->cache(), "s");
   return st.is_ok() ? "" : st.message();
 }
 
@@ -220,7 +248,7 @@ TEST(StateFile, TwoModelsOfTheSameShapeAndTypesHaveDifferentFingerprints) {
   EXPECT_NE(a.tensor_hash, b.tensor_hash);
   EXPECT_EQ(a.tensor_hash, model_fingerprint(*models[0]).tensor_hash);  // deterministic
   Ran r = run_greedy(*models[0], GgmlType::kF16, {5, 6, 7, 8}, 0);
-  const KvState state = r.session->capture(a);
+  const KvState state = r.seq.capture();
   EXPECT_NE(refusal(state, *models[1], GgmlType::kF16).find("tensor hash"), std::string::npos);
 }
 
@@ -238,7 +266,7 @@ TEST(StateFile, FingerprintIsTheSameMappedOrReadIntoMemory) {
   const ModelFingerprint a = model_fingerprint(**mapped);
   EXPECT_EQ(a.tensor_hash, model_fingerprint(**read).tensor_hash);
   Ran r = run_greedy(**read, GgmlType::kF16, {5, 6, 7, 8}, 0);
-  const KvState state = r.session->capture(model_fingerprint(**read));
+  const KvState state = r.seq.capture();
   EXPECT_EQ(refusal(state, **mapped, GgmlType::kF16), "");
 }
 
@@ -299,8 +327,9 @@ TEST(StateFile, AStateLongerThanTheContextIsRefused) {
   MINFER_REQUIRE_TEST_DATA();
   Saved s = saved_state();
   ASSERT_NE(s.model, nullptr);
-  auto small = make_session(*s.model, GgmlType::kF32, /*n_ctx=*/8);
-  const Status st = check_state_fits(s.state, model_fingerprint(*s.model), small->cache(), "s");
+  const Sequence small = make_sequence(*s.model, GgmlType::kF32, /*n_ctx=*/8);
+  const Status st =
+      check_state_fits(s.state, model_fingerprint(*s.model), small.runtime->cache(), "s");
   EXPECT_NE(st.message().find("past this context of 8"), std::string::npos) << st.message();
 }
 

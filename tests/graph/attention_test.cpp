@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "kernels/kernel_test_util.h"
+#include "minfer/defaults.h"
 #include "quant/fp16.h"
 #include "quant/quantize.h"
 
@@ -285,7 +286,7 @@ struct LongCache {
 // sequence's blocks are consecutive (one run per KV head, read in one call per chunk); with
 // `interleaved`, block by block in turn, sequence 0's first blocks are every other one.
 LongCache long_cache(GgmlType type, const kernels::KernelTable& table, bool interleaved = false) {
-  auto cache = KvCache::create(cache_config(type, KvCacheConfig{}.block_size, 2048));
+  auto cache = KvCache::create(cache_config(type, kDefaultBlockSize, 2048));
   EXPECT_TRUE(cache.is_ok()) << cache.status().message();
   LongCache out{std::move(*cache), {}, {}};
   const int64_t bs = out.cache->config().block_size;

@@ -1,0 +1,69 @@
+// The Scheduler's private part shared by its translation units (scheduler.cpp: admission, batch
+// planning, preemption, applying a step, finishing; scheduler_speculation.cpp: the drafts a
+// sequence verifies and what their rows give): one request's sequence.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <vector>
+
+#include "engine/request.h"
+#include "engine/scheduler.h"
+#include "engine/token_pipeline.h"
+
+namespace minfer::engine {
+
+inline TokenPipelineOptions pipeline_options(const RequestParams& params) {
+  return {.sampling = params.sampling,
+          .stops = params.stops,
+          .render_special = params.render_special,
+          .max_tokens = params.max_tokens,
+          .top_logprobs = params.top_logprobs,
+          .constraint = params.constraint.get(),
+          .reply = params.reply.parser_options(),
+          .reasoning_budget = params.reply.reasoning_budget};
+}
+
+struct Scheduler::Sequence {
+  Sequence(int32_t seq_id, RequestParams p, EventSink s, const Tokenizer& tokenizer,
+           int32_t n_vocab)
+      : id(seq_id),
+        handle(std::make_shared<RequestHandle>(seq_id)),
+        params(std::move(p)),
+        sink(std::move(s)),
+        pipeline(tokenizer, n_vocab, pipeline_options(params), params.prompt),
+        tokens(params.prompt),
+        n_keep(params.n_keep < 0 ? static_cast<int64_t>(params.prompt.size()) : params.n_keep) {}
+
+  int32_t id;
+  int32_t slot = -1;  // while running: its slot, also its KV sequence id
+  std::shared_ptr<RequestHandle> handle;
+  RequestParams params;
+  EventSink sink;
+  TokenPipeline pipeline;  // sampler, constraint, decoder, stop strings, logprobs
+  // [n_prompt + tokens fed back] what the sequence's positions hold or will hold; the last one
+  // is computed by the next step that includes this sequence.
+  std::vector<int32_t> tokens;
+  int64_t n_computed = 0;  // positions whose K and V are in the cache
+  int64_t n_keep = 0;      // tokens a context shift keeps (params.n_keep, < 0 resolved)
+  bool admitted = false;   // once admitted (stats.n_cached counts the first admission)
+  bool finished = false;
+  // The drafts the current step verifies after the last token (prompt lookup or the draft
+  // model), at positions tokens.size() onwards, with the draft model's distribution of each when
+  // it sampled them; empty between steps. draft_base: positions computed before.
+  std::vector<int32_t> drafts;
+  std::vector<DraftProposal> proposals;
+  int64_t draft_base = 0;
+  RequestStats stats;
+  RequestForwards forwards;
+  Clock::time_point t_submit;
+  Clock::time_point t_first;
+
+  // Its handle's cancel(), or its own flag (RequestParams::cancel).
+  bool cancelled() const {
+    return handle->cancelled() ||
+           (params.cancel != nullptr && params.cancel->load(std::memory_order_relaxed));
+  }
+};
+
+}  // namespace minfer::engine
