@@ -27,15 +27,16 @@ corpus=build-fuzz/request-corpus
 crashes=build-fuzz/request-crashes
 mkdir -p "$corpus" "$crashes"
 
-# -max_len 1 MiB: the hostile seeds (100,000-deep arrays, 50,000 nested parentheses) fit;
-# -timeout: an input slower than 10 s is a failure (generation is cut at 250 ms per request, so
-# only a parser or compiler can be that slow); -rss_limit_mb: three models, their KV caches and
-# ASan's shadow stay far below it. The handlers run on the main thread with an 8 MiB stack, what
-# a server's worker threads get under the usual limit (glibc sizes thread stacks by it; .ci/run's
-# ASan step raises it for the unit tests): a recursion that overflows it is a finding.
+# -dict: the APIs' field names, JSON Schema keywords and GBNF pieces; -max_len 1 MiB: the hostile
+# seeds (100,000-deep arrays, 50,000 nested parentheses) fit; -timeout: an input slower than 10 s
+# is a failure (generation is cut at 250 ms per request, so only a parser or compiler can be that
+# slow); -rss_limit_mb: three models, their KV caches and ASan's shadow stay far below it. The
+# handlers run on the main thread with an 8 MiB stack, what a server's worker threads get under
+# the usual limit (glibc sizes thread stacks by it; .ci/run's ASan step raises it for the unit
+# tests): a recursion that overflows it is a finding.
 ulimit -s 8192
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
   MINFER_FUZZ_MODELS="$shared/models" \
   ./build-fuzz/fuzz/minfer_request_fuzz "$corpus" fuzz/corpus/requests \
-  -max_total_time="$seconds" -rss_limit_mb=4096 -max_len=1048576 -timeout=10 \
-  -artifact_prefix="$crashes/" -print_final_stats=1 "$@"
+  -dict=fuzz/request.dict -max_total_time="$seconds" -rss_limit_mb=4096 -max_len=1048576 \
+  -timeout=10 -artifact_prefix="$crashes/" -print_final_stats=1 "$@"
