@@ -10,12 +10,14 @@
 // restored by the next. Every input ends with its slots erased and the slot folder emptied, so
 // the next starts as the first did (but for the prefix cache, which changes no reply).
 //
-// Caps, so that an input stays well under a second: each generator has 2 sequences of
-// kCtx positions (a longer prompt is a 400; without context shift a reply ends at the context's
-// end), one thread, and each request's client "disconnects" (its ConnectionState closes, as the
-// transport's does when a socket goes) kGenerationBudget after it was sent, which cancels what
-// is still generating within a scheduler step. The embedders take inputs of at most kCtx
-// tokens.
+// Caps, so that an input stays well under a second of generation: each generator has 2
+// sequences of kCtx positions (a longer prompt is a 400; without context shift a reply ends at
+// the context's end) and one thread, and the input's clients "disconnect" kGenerationBudget after
+// it began (their ConnectionStates close, as the transport's do when a socket goes): what is
+// still generating is cancelled within a scheduler step, and a request that comes later is parsed,
+// checked and submitted, then cancelled at once. The embedders take inputs of at most kCtx tokens.
+// Parsing, template rendering and grammar compiling are not cut: they are bounded by their own
+// budgets, and the fuzzer's -timeout catches them when they are not.
 //
 // Properties checked on every request:
 //  - nothing crashes, leaks or trips a sanitizer;
@@ -61,7 +63,7 @@ using minfer::server::HttpServer;
 
 constexpr int64_t kCtx = 256;  // positions per sequence
 constexpr int kParallel = 2;   // sequences (slots) per generator
-constexpr auto kGenerationBudget = std::chrono::milliseconds(250);
+constexpr auto kGenerationBudget = std::chrono::milliseconds(500);  // per input
 
 [[noreturn]] void property_failed(const char* what, const std::string& detail) {
   std::fprintf(stderr, "request_fuzz: %s: %.2000s\n", what, detail.c_str());
@@ -73,41 +75,56 @@ constexpr auto kGenerationBudget = std::chrono::milliseconds(250);
   std::exit(2);
 }
 
-// Closes a request's connection once its budget has passed (the client went away): one thread
-// for the whole run, armed for one request at a time.
+// The input's clients leave once its generation budget has passed: every request of the input
+// gets its connection from here, and at the deadline all of them close (a request that comes
+// later starts closed). One thread for the whole run.
 class Deadline {
  public:
   Deadline() : thread_([this] { run(); }) { thread_.detach(); }
 
-  void arm(std::shared_ptr<ConnectionState> connection) {
+  // A new input: its budget starts now.
+  void start_input() {
     std::lock_guard<std::mutex> lock(mu_);
-    connection_ = std::move(connection);
+    connections_.clear();
+    expired_ = false;
+    armed_ = true;
     at_ = std::chrono::steady_clock::now() + kGenerationBudget;
     cv_.notify_all();
   }
-  void disarm() {
+  void end_input() {
     std::lock_guard<std::mutex> lock(mu_);
-    connection_.reset();
+    connections_.clear();
+    armed_ = false;
+  }
+  // A connection for the input's next request; closed already when the budget is spent.
+  std::shared_ptr<ConnectionState> connect() {
+    auto connection = std::make_shared<ConnectionState>();
+    std::lock_guard<std::mutex> lock(mu_);
+    if (expired_) connection->mark_closed();
+    connections_.push_back(connection);
+    return connection;
   }
 
  private:
   void run() {
     std::unique_lock<std::mutex> lock(mu_);
     while (true) {
-      if (connection_ == nullptr) {
+      if (!armed_ || expired_) {
         cv_.wait(lock);
-      } else if (cv_.wait_until(lock, at_) == std::cv_status::timeout && connection_ != nullptr &&
+      } else if (cv_.wait_until(lock, at_) == std::cv_status::timeout && armed_ &&
                  std::chrono::steady_clock::now() >= at_) {
-        connection_->mark_closed();
-        connection_.reset();
+        expired_ = true;
+        for (const auto& c : connections_) c->mark_closed();
       }
     }
   }
 
   std::mutex mu_;
   std::condition_variable cv_;
-  std::shared_ptr<ConnectionState> connection_;  // under mu_
-  std::chrono::steady_clock::time_point at_;     // under mu_
+  bool armed_ = false;                                         // under mu_
+  bool expired_ = false;                                       // under mu_
+  std::chrono::steady_clock::time_point at_;                   // under mu_
+  std::vector<std::shared_ptr<ConnectionState>> connections_;  // under mu_
   std::thread thread_;
 };
 
@@ -248,19 +265,17 @@ void run_request(std::string_view part) {
   if (q != std::string_view::npos) req.params = minfer::server::parse_query(target.substr(q + 1));
   req.headers.emplace("Content-Type", "application/json");
   req.body = std::string(part.substr(3));
-  auto connection = std::make_shared<ConnectionState>();
+  std::shared_ptr<ConnectionState> connection = g_world->deadline.connect();
   req.connection = connection;
   const std::string where = std::string(route.method) + " " + std::string(route.target);
 
   HttpResponse res;
-  g_world->deadline.arm(connection);
   server.handle(req, res);
   if (res.stream) {
     drive_stream(res, *connection, where);
   } else {
     check_json_reply(res, where);
   }
-  g_world->deadline.disarm();
 }
 
 // Every slot emptied and the slot folder cleared: what one input leaves, the next does not see.
@@ -296,6 +311,26 @@ void check_idle() {
   }
 }
 
+// What every model builds once, on its first request of a kind (the grammar vocabularies over
+// 151,936 tokens, the template's first render): done before fuzzing, so that an input's time is
+// its own and the first grammar request is not a second slower than the same request later.
+void warm_up() {
+  constexpr const char* kWarmUps[] = {
+      R"({"messages":[{"role":"user","content":"hi"}],"max_tokens":1,)"
+      R"("response_format":{"type":"json_object"}})",
+      R"({"prompt":"hi","max_tokens":1,"grammar":"root ::= \"a\""})",
+  };
+  for (size_t model = 0; model < kModelCount; ++model) {
+    for (size_t i = 0; i < 2; ++i) {
+      const std::string request{static_cast<char>(i), static_cast<char>(model), '\0'};
+      g_world->deadline.start_input();
+      run_request(request + kWarmUps[i]);
+      g_world->deadline.end_input();
+    }
+  }
+  reset_slots();
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
@@ -316,11 +351,13 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
     fs::remove_all(g_world->slot_dir, ec);
   });
   for (size_t i = 0; i < kModelCount; ++i) load_model(models, i, *g_world);
+  warm_up();
   return 0;
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view input(reinterpret_cast<const char*>(data), size);
+  g_world->deadline.start_input();
   size_t start = 0;
   for (size_t n = 0; n < minfer::fuzz::kMaxRequests && start < input.size(); ++n) {
     size_t end = input.find('\0', start);
@@ -328,6 +365,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (end - start >= 3) run_request(input.substr(start, end - start));
     start = end + 1;
   }
+  g_world->deadline.end_input();
   reset_slots();
   check_idle();
   return 0;
