@@ -2,7 +2,8 @@
 // request bodies of the node tests (tests/server/node/*.test.js) for every endpoint, on the
 // models the tests use, some as pairs (a slot saved then restored), and the hostile requests of
 // issue #44 (a 100,000-deep array, a grammar of 50,000 nested parentheses, deep JSON Schemas and
-// tools, huge stop and logit_bias lists), each kept at most kMaxSeedBytes (CI's -max_len).
+// tools, huge stop and logit_bias lists, an object of 90,000 keys), each kept at most
+// kMaxSeedBytes (CI's -max_len).
 // Usage: minfer_request_fuzz_seeds OUT_DIR
 #include <cstdio>
 #include <cstring>
@@ -374,6 +375,11 @@ void hostile_seeds(const fs::path& d) {
   for (int i = 0; i < 20'000; ++i) stops += (i ? ",\"" : "\"") + std::to_string(i) + "\"";
   write(d, "hostile-stop-strings",
         {kCompletions, kStories, R"({"prompt":"a","max_tokens":4,"stop":[)" + stops + "]}"});
+  // An object of 90,000 keys in a field no handler reads: the body's parse alone.
+  std::string keys;
+  for (int i = 0; i < 90'000; ++i) keys += (i ? ",\"k" : "\"k") + std::to_string(i) + "\":0";
+  write(d, "hostile-object-many-keys",
+        {kChat, kStories, chat(R"("max_tokens":2,"x":{)" + keys + "}")});
   std::string bias;
   for (int i = 0; i < 40'000; ++i) bias += (i ? ",\"" : "\"") + std::to_string(i) + "\":1";
   write(d, "hostile-logit-bias",
