@@ -10,8 +10,8 @@ cd "$(dirname "$0")/.."
 seconds=${1:?usage: scripts/fuzz_template.sh SECONDS}
 shared=${MINFER_TEST_DATA:-../shared}
 
-# MINFER_FUZZ_PREBUILT=1: the caller built the targets (CI builds both fuzzers once, then runs
-# them side by side; two configures of one build folder at once would race).
+# MINFER_FUZZ_PREBUILT=1: the caller built the targets (CI builds the three fuzzers once, then
+# runs them side by side; two configures of one build folder at once would race).
 if [ -z "${MINFER_FUZZ_PREBUILT:-}" ]; then
   cmake --preset fuzz >/dev/null
   cmake --build --preset fuzz -j 2 --target minfer_template_fuzz minfer_template_fuzz_seeds
@@ -24,9 +24,10 @@ rm -rf "$seeds"
 mkdir -p "$seeds" "$corpus" "$crashes"
 ./build-fuzz/fuzz/minfer_template_fuzz_seeds "$seeds" tests/chat/templates "$shared/models"
 
-# -timeout: any input slower than 10 s is a failure (the lowered budgets keep each in
-# milliseconds); -rss_limit_mb: the budgets keep a render far below it.
+# -max_len 1 MiB: templates as long as the hostile ones of the budget tests; -timeout: any input
+# slower than 10 s is a failure (the lowered budgets keep each in milliseconds); -rss_limit_mb:
+# the budgets keep a render far below it.
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ./build-fuzz/fuzz/minfer_template_fuzz "$corpus" "$seeds" \
-  -max_total_time="$seconds" -rss_limit_mb=2048 -max_len=16384 -timeout=10 \
+  -max_total_time="$seconds" -rss_limit_mb=2048 -max_len=1048576 -timeout=10 \
   -artifact_prefix="$crashes/" -print_final_stats=1

@@ -116,6 +116,13 @@ class HttpServer : NonCopyable {
   // Stops accepting and makes serve() return once connections are done.
   void stop();
 
+  // Runs one request through the dispatch a connection's requests go through (CORS, the API key,
+  // the route's handler, an error body, the status counted), on the calling thread and with no
+  // socket: the seam of the request fuzzer (fuzz/request_fuzz.cpp). `req` needs its method,
+  // path, query params and body (what the transport parses); a streamed reply is left in
+  // res.stream for the caller to drive (and res.stream_ended to call once it is over).
+  void handle(HttpRequest& req, HttpResponse& res) { dispatch(req, res); }
+
   Metrics& metrics() { return metrics_; }
   // Connections open now.
   int n_connections() const { return transport_.n_connections(); }
