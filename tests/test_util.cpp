@@ -15,13 +15,38 @@ namespace minfer::test {
 
 namespace fs = std::filesystem;
 
-std::string test_data_dir() {
+namespace {
+
+// The shared test data folder, or why there is none.
+struct TestDataLookup {
+  std::string dir;
+  std::string missing;
+};
+
+TestDataLookup look_up_test_data() {
   if (const char* env = std::getenv("MINFER_TEST_DATA"); env != nullptr && *env != '\0') {
-    return fs::is_directory(env) ? std::string(env) : std::string();
+    if (fs::is_directory(env)) return {env, ""};
+    return {"", "MINFER_TEST_DATA=" + std::string(env) + " is not a directory"};
   }
   const fs::path fallback(MINFER_DEFAULT_TEST_DATA);
-  return fs::is_directory(fallback / "models") ? fs::weakly_canonical(fallback).string()
-                                               : std::string();
+  if (fs::is_directory(fallback / "models")) return {fs::weakly_canonical(fallback).string(), ""};
+  return {"", (fallback / "models").string() +
+                  " is not a directory (set MINFER_TEST_DATA or provide ../shared)"};
+}
+
+}  // namespace
+
+std::string test_data_dir() {
+  return look_up_test_data().dir;
+}
+
+std::string test_data_missing() {
+  return look_up_test_data().missing;
+}
+
+bool in_ci() {
+  const char* ci = std::getenv("CI");
+  return ci != nullptr && std::string(ci) == "true";
 }
 
 std::string test_data_path(const std::string& relative) {

@@ -25,6 +25,13 @@ namespace minfer::test {
 // Empty when neither exists.
 std::string test_data_dir();
 
+// Why test_data_dir() is empty, naming the path it looked for; "" when the folder exists.
+std::string test_data_missing();
+
+// True in CI (CI=true, which .ci/run exports). There a missing prerequisite fails the test
+// instead of skipping it: a skipped test checks nothing, and CI must not pass for it.
+bool in_ci();
+
 // Path of a file under the shared test data folder (no existence check).
 std::string test_data_path(const std::string& relative);
 
@@ -69,10 +76,21 @@ void write_file_bytes(const std::string& path, const std::vector<uint8_t>& bytes
 
 }  // namespace minfer::test
 
-// Skips the test, visibly, when the shared test data is missing.
-#define MINFER_REQUIRE_TEST_DATA()                                                              \
-  do {                                                                                          \
-    if (::minfer::test::test_data_dir().empty()) {                                              \
-      GTEST_SKIP() << "shared test data not found (set MINFER_TEST_DATA or provide ../shared)"; \
-    }                                                                                           \
+// Skips the test with `message` (streamed, as after GTEST_SKIP()); in CI, fails it instead.
+#define MINFER_SKIP_OR_FAIL(message)                                                        \
+  do {                                                                                      \
+    if (::minfer::test::in_ci()) {                                                          \
+      GTEST_FAIL() << "CI=true: " << message                                                \
+                   << " (a missing prerequisite fails in CI instead of skipping the test)"; \
+    }                                                                                       \
+    GTEST_SKIP() << message;                                                                \
+  } while (0)
+
+// Skips the test, visibly, when the shared test data is missing; fails it in CI.
+#define MINFER_REQUIRE_TEST_DATA()                                               \
+  do {                                                                           \
+    if (const std::string minfer_missing_ = ::minfer::test::test_data_missing(); \
+        !minfer_missing_.empty()) {                                              \
+      MINFER_SKIP_OR_FAIL("shared test data not found: " << minfer_missing_);    \
+    }                                                                            \
   } while (0)

@@ -12,7 +12,7 @@ namespace {
 TEST(Viz, HeadlessChromiumLoadsATraceAndGraph) {
   MINFER_REQUIRE_TEST_DATA();
   if (!std::filesystem::exists("/usr/bin/chromium")) {
-    GTEST_SKIP() << "/usr/bin/chromium is not installed (scripts/setup.sh installs it)";
+    MINFER_SKIP_OR_FAIL("/usr/bin/chromium is not installed (scripts/setup.sh installs it)");
   }
   test::TempDir dir;
   const std::string bin = test::minfer_binary();

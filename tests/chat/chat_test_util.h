@@ -49,13 +49,14 @@ inline std::string python_unavailable_reason() {
   return reason;
 }
 
-#define MINFER_REQUIRE_PYTHON_JINJA2()                                                    \
-  do {                                                                                    \
-    std::string minfer_reason_ = ::minfer::chat::test::python_unavailable_reason();       \
-    if (!minfer_reason_.empty()) {                                                        \
-      GTEST_SKIP() << "reference renderer unavailable (" << minfer_reason_                \
-                   << "); install Debian's python3-jinja2 to compare with Python Jinja2"; \
-    }                                                                                     \
+#define MINFER_REQUIRE_PYTHON_JINJA2()                                                            \
+  do {                                                                                            \
+    std::string minfer_reason_ = ::minfer::chat::test::python_unavailable_reason();               \
+    if (!minfer_reason_.empty()) {                                                                \
+      MINFER_SKIP_OR_FAIL("reference renderer unavailable ("                                      \
+                          << minfer_reason_                                                       \
+                          << "); install Debian's python3-jinja2 to compare with Python Jinja2"); \
+    }                                                                                             \
   } while (0)
 
 struct Case {

@@ -326,7 +326,7 @@ std::unique_ptr<Tokenizer> qwen_tokenizer() {
 TEST(GrammarConstraint, QwenVocabularyMasksEqualBruteForce) {
   MINFER_REQUIRE_TEST_DATA();
   if (!std::filesystem::exists(test::test_data_path("models/qwen3-vocab.gguf"))) {
-    GTEST_SKIP() << "needs models/qwen3-vocab.gguf";
+    MINFER_SKIP_OR_FAIL("needs " << test::test_data_path("models/qwen3-vocab.gguf"));
   }
   const std::unique_ptr<Tokenizer> tokenizer = qwen_tokenizer();
   ASSERT_NE(tokenizer, nullptr);

@@ -102,9 +102,7 @@ class HubServer {
 class HubTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (test::test_data_dir().empty()) {
-      GTEST_SKIP() << "shared test data not found (set MINFER_TEST_DATA or provide ../shared)";
-    }
+    MINFER_REQUIRE_TEST_DATA();
     server_ = std::make_unique<HubServer>();
     options_.endpoint = server_->endpoint();
     options_.cache = cache_.path();

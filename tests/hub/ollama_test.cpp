@@ -21,9 +21,7 @@ constexpr const char* kDigest = "11111111111111111111111111111111111111111111111
 class OllamaTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (test::test_data_dir().empty()) {
-      GTEST_SKIP() << "shared test data not found (set MINFER_TEST_DATA or provide ../shared)";
-    }
+    MINFER_REQUIRE_TEST_DATA();
     fs::create_directories(store_.file("blobs"));
     fs::copy_file(test::test_data_path("models/stories260K.gguf"), blob());
     write_manifest("registry.ollama.ai/library/stories/latest",

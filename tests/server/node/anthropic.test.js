@@ -7,17 +7,16 @@
 // `grammar` (llama-server's extension, passed through); tool_choice any / tool makes the model's
 // own calls, held to the tools' schemas by the tool-call grammar.
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { before, describe, test } from 'node:test';
 
 import Anthropic from '@anthropic-ai/sdk';
 import Ajv from 'ajv';
 
-import { minferBin, postJson, suiteServer, testData } from './helpers.js';
+import { minferBin, needs, postJson, suiteServer, testData } from './helpers.js';
 
 const qwen3Path = path.join(testData, 'models', 'qwen3-qwentok-tiny-q8_0.gguf');
-const skip = existsSync(qwen3Path) && existsSync(minferBin) ? false : `needs ${minferBin} and ${qwen3Path}`;
+const skip = needs(minferBin, qwen3Path);
 
 const key = 'anthropic-key';
 const tools = [

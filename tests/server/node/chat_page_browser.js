@@ -1,13 +1,15 @@
 // Debian's headless chromium driven by playwright-core, for the chat page tests
 // (chat_page*.test.js). CHROMIUM_PATH: the browser (default /usr/bin/chromium).
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
 import { chromium } from 'playwright-core';
 
+import { needs } from './helpers.js';
+
 export const chromiumPath = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
-export const browserSkip = existsSync(chromiumPath) ? false : `needs ${chromiumPath}`;
+export const browserSkip = needs(chromiumPath);
 
 // A browser with a fresh profile (playwright passes it as --user-data-dir); close() ends it and
 // removes the profile.

@@ -1,6 +1,6 @@
 // Starts a real `minfer serve` on a free loopback port for the tests in this folder.
 // MINFER_BIN: the binary (default <repo>/build/minfer); MINFER_TEST_DATA: the shared data folder
-// (default <repo>/../shared). Tests skip when the model is missing.
+// (default <repo>/../shared). Tests skip when the model is missing, except in CI (see skipOrFail).
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -14,8 +14,24 @@ const repo = path.resolve(here, '../../..');
 export const minferBin = process.env.MINFER_BIN || path.join(repo, 'build', 'minfer');
 export const testData = process.env.MINFER_TEST_DATA || path.resolve(repo, '..', 'shared');
 export const modelPath = path.join(testData, 'models', 'qwen2.5-qwentok-tiny-q8_0.gguf');
-export const haveModel = existsSync(modelPath) && existsSync(minferBin);
-export const skipReason = haveModel ? false : `needs ${minferBin} and ${modelPath}`;
+
+// In CI (CI=true, which .ci/run exports) a missing prerequisite fails: a suite that skips checks
+// nothing, and CI must not pass for it. skipOrFail(reason) returns the reason (for a test's
+// `skip`) locally, and in CI throws it, which fails the test file that asked, naming what is
+// missing.
+export const inCI = process.env.CI === 'true';
+export function skipOrFail(reason) {
+  if (inCI) throw new Error(`CI=true: ${reason}; missing prerequisites fail in CI instead of skipping`);
+  return reason;
+}
+
+// false when every path exists, else skipOrFail('needs <the missing paths>').
+export function needs(...paths) {
+  const missing = paths.filter((p) => !existsSync(p));
+  return missing.length === 0 ? false : skipOrFail(`needs ${missing.join(' and ')}`);
+}
+
+export const skipReason = needs(minferBin, modelPath);
 
 // Spawns the server and resolves once /health would answer 200. `env`: extra environment
 // variables for the server process; `model`: another GGUF file to serve (null: no -m, for

@@ -8,14 +8,13 @@
 // value, so requests give '}' a logit bias of +10 to let objects close within max_tokens; the
 // constraint alone decides what is valid (the bias cannot make '}' appear where it is not).
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
-import { minferBin, postJson, readSse, startServer, testData } from './helpers.js';
+import { minferBin, needs, postJson, readSse, startServer, testData } from './helpers.js';
 
 const storiesPath = path.join(testData, 'models', 'stories260K.gguf');
-const skip = existsSync(storiesPath) && existsSync(minferBin) ? false : `needs ${minferBin} and ${storiesPath}`;
+const skip = needs(minferBin, storiesPath);
 
 const jsonObject = { type: 'json_object' };
 const ask = [

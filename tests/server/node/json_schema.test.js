@@ -6,7 +6,6 @@
 //
 // The model is stories260K (a real trained model) so the text inside the constraints is its own.
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
@@ -16,10 +15,10 @@ import OpenAI from 'openai';
 import { zodResponseFormat } from 'openai/helpers/zod';
 import { z } from 'zod';
 
-import { minferBin, postJson, readSse, startServer, testData } from './helpers.js';
+import { minferBin, needs, postJson, readSse, startServer, testData } from './helpers.js';
 
 const storiesPath = path.join(testData, 'models', 'stories260K.gguf');
-const skip = existsSync(storiesPath) && existsSync(minferBin) ? false : `needs ${minferBin} and ${storiesPath}`;
+const skip = needs(minferBin, storiesPath);
 
 const messages = [
   { role: 'system', content: 'You answer in JSON.' },

@@ -3,16 +3,16 @@
 // --models-max), each answers as a server on that file alone does, an unknown model is a 404 in
 // OpenAI's format, and /models/load and /models/unload control what is loaded.
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
-import { minferBin, postJson, startServer, testData } from './helpers.js';
+import { minferBin, needs, postJson, startServer, testData } from './helpers.js';
 
 const files = ['qwen3-qwentok-tiny-q8_0.gguf', 'stories260K.gguf'].map((f) => path.join(testData, 'models', f));
 const ids = ['qwen3-qwentok-tiny-q8_0', 'stories260K'];
-const skip = files.every(existsSync) && existsSync(minferBin) ? false : `needs ${minferBin} and ${files.join(', ')}`;
+const skip = needs(minferBin, ...files);
 
 const request = (model) => ({ model, prompt: 'Once upon a time', max_tokens: 12, temperature: 0 });
 

@@ -3,7 +3,7 @@
 // headless chromium calling the API with an Authorization header.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
@@ -11,7 +11,7 @@ import { after, before, describe, test } from 'node:test';
 
 import { chromium } from 'playwright-core';
 
-import { minferBin, modelPath, postJson, skipReason, startServer } from './helpers.js';
+import { minferBin, modelPath, needs, postJson, skipReason, startServer } from './helpers.js';
 
 const chromiumPath = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
 const key = 'sk-test-cors';
@@ -111,7 +111,7 @@ describe('CORS', { skip: skipReason }, () => {
     }
   });
 
-  const browserSkip = skipReason || (existsSync(chromiumPath) ? false : `needs ${chromiumPath}`);
+  const browserSkip = skipReason || needs(chromiumPath);
   test('a page on another origin calls the API with its key in headless chromium', { skip: browserSkip }, async () => {
     const server = await startServer(['--api-key', key]);
     // The page's own origin: another port of 127.0.0.1.

@@ -12,7 +12,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 
-import { postJson, readSse, skipReason, startServer, waitFor } from './helpers.js';
+import { postJson, readSse, skipOrFail, skipReason, startServer, waitFor } from './helpers.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const deploy = path.resolve(here, '../../../deploy');
@@ -29,7 +29,7 @@ function findNginx() {
   return null;
 }
 const nginx = findNginx();
-const skip = skipReason || (nginx ? false : 'needs nginx');
+const skip = skipReason || (nginx ? false : skipOrFail('needs nginx (/usr/sbin/nginx or /usr/bin/nginx)'));
 
 function freePort() {
   return new Promise((resolve) => {

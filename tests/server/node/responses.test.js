@@ -3,17 +3,16 @@
 // plain, streamed (the output_text deltas make the final text), a function tool call, a
 // text.format json_schema, and what a stateless server refuses.
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { before, describe, test } from 'node:test';
 
 import Ajv from 'ajv';
 import OpenAI from 'openai';
 
-import { minferBin, postJson, suiteServer, testData } from './helpers.js';
+import { minferBin, needs, postJson, suiteServer, testData } from './helpers.js';
 
 const qwen3Path = path.join(testData, 'models', 'qwen3-qwentok-tiny-q8_0.gguf');
-const skip = existsSync(qwen3Path) && existsSync(minferBin) ? false : `needs ${minferBin} and ${qwen3Path}`;
+const skip = needs(minferBin, qwen3Path);
 
 const tools = [
   {

@@ -8,17 +8,16 @@
 // (tests/engine/reply_parser_test.cpp, reply_pipeline_test.cpp, tests/server/tool_reply_test.cpp,
 // tests/engine/tool_grammar_test.cpp).
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import Ajv from 'ajv';
 import OpenAI from 'openai';
 
-import { minferBin, postJson, readSse, startServer, testData } from './helpers.js';
+import { minferBin, needs, postJson, readSse, startServer, testData } from './helpers.js';
 
 const qwen3Path = path.join(testData, 'models', 'qwen3-qwentok-tiny-q8_0.gguf');
-const skip = existsSync(qwen3Path) && existsSync(minferBin) ? false : `needs ${minferBin} and ${qwen3Path}`;
+const skip = needs(minferBin, qwen3Path);
 
 const tools = [
   {
