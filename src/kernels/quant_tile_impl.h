@@ -14,8 +14,9 @@
 // code.
 //
 // Every float step per (row, token) is the reference's (kernels/ref/ref_dot*.cpp) in the same
-// order with separate multiplies and adds, and the integer sums are exact, so these tiles give
-// the reference's result bit for bit at any tile shape, thread count or token count.
+// order with separate multiplies and adds (fused where the reference fuses, Q4_1 / Q5_1 / Q6_K),
+// and the integer sums are exact, so these tiles give the reference's result bit for bit at any
+// tile shape, thread count or token count.
 //
 // The integer products need one unsigned operand: the weight quants are stored unsigned
 // (0..63 at most, so AVX2's 16-bit pair sums cannot saturate), and the offsets of the signed
@@ -73,6 +74,15 @@ typename V::I sbyte_of(const typename V::I* w, int k) {
 template <class V>
 typename V::I pair16_of(typename V::I a, typename V::I b) {
   return V::or_(V::and_(a, V::set1(0xffff)), V::slli32(b, 16));
+}
+
+// llama.cpp's hsum_float_8 order (ref::hsum_float_8) over 8 accumulators, lane by lane:
+// ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7)).
+template <class V>
+typename V::F hsum8(const typename V::F* acc) {
+  const typename V::F lo = V::fadd(V::fadd(acc[0], acc[4]), V::fadd(acc[2], acc[6]));
+  const typename V::F hi = V::fadd(V::fadd(acc[1], acc[5]), V::fadd(acc[3], acc[7]));
+  return V::fadd(lo, hi);
 }
 
 // Two int16 values in one int32 lane (for V::dot16 against a pair of bsums).
@@ -214,9 +224,7 @@ struct KindQ32 {
   // The result from the accumulators: llama.cpp's hsum_float_8 order, then + Σ m s.
   static typename V::F finish(const typename V::F* acc) {
     if constexpr (kMin) {
-      const typename V::F lo = V::fadd(V::fadd(acc[0], acc[4]), V::fadd(acc[2], acc[6]));
-      const typename V::F hi = V::fadd(V::fadd(acc[1], acc[5]), V::fadd(acc[3], acc[7]));
-      return V::fadd(V::fadd(lo, hi), acc[8]);
+      return V::fadd(hsum8<V>(acc), acc[8]);
     } else {
       return acc[0];
     }
@@ -381,8 +389,9 @@ using KindQ5K = KindK4<V, BlockQ5K, true>;
 template <class V>
 struct PackedK16 {
   typename V::I q[16][4];    // [sub-block of 16][dword] lanes = rows: unsigned quants as u8
-  typename V::I sc[16];      // [sub-block] scale
-  typename V::I sc_pair[8];  // [i] Q3_K / Q6_K: scales 2i, 2i + 1; Q2_K: mins; int16 halves
+  typename V::I sc[16];      // [sub-block] scale (Q6_K: as V::scale_operand)
+  typename V::I sc_pair[8];  // [i] Q3_K: scales 2i, 2i + 1 (Q6_K: -32 times them); Q2_K: mins;
+                             // int16 halves
   typename V::F d, dmin;
 };
 
@@ -536,18 +545,51 @@ struct KindQ6K {
     // 16 signed 8-bit scales (see BlockQ6K).
     typename V::I w[4];
     for (int i = 0; i < 4; ++i) w[i] = s.u32(offsetof(BlockQ6K, scales) + 4 * i);
-    for (int j = 0; j < 16; ++j) p.sc[j] = sbyte_of<V>(w, j);
-    for (int i = 0; i < 8; ++i) p.sc_pair[i] = pair16_of<V>(p.sc[2 * i], p.sc[2 * i + 1]);
+    // sc_pair[i]: -32 sc_2i and -32 sc_2i+1, the offset's factors (|.| <= 4096).
+    const typename V::I minus32 = V::set1(-32);
+    for (int i = 0; i < 8; ++i) {
+      p.sc_pair[i] = pair16_of<V>(V::mullo(sbyte_of<V>(w, 2 * i), minus32),
+                                  V::mullo(sbyte_of<V>(w, 2 * i + 1), minus32));
+    }
+    for (int j = 0; j < 16; ++j) p.sc[j] = V::scale_operand(sbyte_of<V>(w, j));
     p.d = s.f16_last(offsetof(BlockQ6K, d));
   }
 
-  // As ref vec_dot_q6_K_q8_K: isum = Σ_j sc_j ((q_j - 32) · x_j), the -32 applied as
-  // -32 Σ_j sc_j bsums_j; acc + (d dx) isum.
-  static typename V::F block(const Packed& p, const Act& a, int64_t b, typename V::F acc) {
+  // 8 accumulators per (row, token), as llama.cpp's x86 ggml_vec_dot_q6_K_q8_K (ref
+  // vec_dot_q6_K_q8_K): lane l of a block sums sc_j (q_j · x_j) over dword l % 4 of the
+  // sub-blocks j of parity l / 4 (elements 4l..4l+3 of each 32-element group), less
+  // 32 (sc_2l bsums_2l + sc_2l+1 bsums_2l+1); acc_l = fma(d dx, lane_l, acc_l).
+  static constexpr int kAccs = 8;
+  // One token at a time: its 8 accumulators and 4 lane sums fill the registers.
+  static constexpr int kTokGroup = 1;
+
+  static void block(const Packed& p, const Act& a, int64_t b, typename V::F* acc) {
     const BlockQ8K& x = a.blocks[b];
-    typename V::I isum = sub_block_dots<V>(p, x);
-    isum = V::sub(isum, V::slli32(pair_bsums<V>(p, x), 5));
-    return V::fadd(acc, V::fmul(V::fmul(p.d, V::fset1(x.d)), V::cvt(isum)));
+    const typename V::F d = V::fmul(p.d, V::fset1(x.d));
+    // Lanes 0-3 (the even sub-blocks), then 4-7 (the odd): 4 integer sums live at a time, each
+    // from its offset, at constant indices so that they stay in registers; the loop over the
+    // sub-blocks stays a loop (unrolled, GCC computed every product first and spilled them).
+    for (int parity = 0; parity < 2; ++parity) {
+      typename V::I lane[4];
+      for (int i = 0; i < 4; ++i) {
+        const int l = 4 * parity + i;
+        lane[i] = V::dot16(V::set1(0), p.sc_pair[l], V::bcast(x.bsums + 2 * l));
+      }
+#pragma GCC unroll 1
+      for (int j = parity; j < 16; j += 2) {
+        for (int i = 0; i < 4; ++i) {
+          lane[i] = V::dot_scaled(lane[i], p.q[j][i], V::bcast(x.qs + 16 * j + 4 * i), p.sc[j]);
+        }
+      }
+      for (int i = 0; i < 4; ++i) {
+        acc[4 * parity + i] = V::fmadd(d, V::cvt(lane[i]), acc[4 * parity + i]);
+      }
+    }
+  }
+
+  // The result from the accumulators: llama.cpp's hsum_float_8 order.
+  static typename V::F finish(const typename V::F* acc) {
+    return hsum8<V>(acc);
   }
 };
 
@@ -561,6 +603,22 @@ constexpr int accs_of() {
     return K::kAccs;
   } else {
     return 1;
+  }
+}
+
+// Tokens a tile runs together (their accumulators in registers): kTokGroup unless the kind
+// names its own (K::kTokGroup).
+template <class K>
+constexpr bool kHasTokGroup = requires {
+  K::kTokGroup;
+};
+
+template <class K>
+constexpr int tok_group_of() {
+  if constexpr (kHasTokGroup<K>) {
+    return K::kTokGroup;
+  } else {
+    return kTokGroup;
   }
 }
 
@@ -656,8 +714,8 @@ void tile(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows, const
           }
         }
         for (int64_t b = 0; b < nbc; ++b) K::pack(g, b0 + b, packed[b]);
-        for (int64_t t = 0; t < nt; t += kTokGroup) {
-          const int64_t ng = nt - t < kTokGroup ? nt - t : kTokGroup;
+        for (int64_t t = 0; t < nt; t += tok_group_of<K>()) {
+          const int64_t ng = nt - t < tok_group_of<K>() ? nt - t : tok_group_of<K>();
           kRun[ng - 1](packed, b0, nbc, a_bytes + (t0 + t) * act_row_bytes, act_row_bytes, n_blocks,
                        state[t][0]);
         }

@@ -73,6 +73,7 @@ void gemv(int64_t n_in, const uint8_t* w, size_t w_row_bytes, int64_t n_rows, co
           float* y) {
   using V = typename U::V;
   using K = KindOf<V, Block>;
+  constexpr int kAccs = qt::accs_of<K>();
   constexpr int64_t kUnit = kUnitBlocks<Block>;
   constexpr int kH = kHalves<V>;
   const int64_t n_blocks = n_in / K::kBlock;
@@ -80,12 +81,15 @@ void gemv(int64_t n_in, const uint8_t* w, size_t w_row_bytes, int64_t n_rows, co
   typename U::Prefetch prefetch(w, static_cast<size_t>(n_rows) * w_row_bytes);
   for (int64_t r0 = 0; r0 < n_rows; r0 += kInterleaveRows) {
     const uint8_t* group = w + static_cast<size_t>(r0) * w_row_bytes;
-    typename V::F acc[kH][1];
-    for (auto& half : acc) half[0] = V::fset1(0.0f);
+    typename V::F acc[kH][kAccs];
+    for (auto& half : acc) {
+      for (auto& v : half) v = V::fset1(0.0f);
+    }
     for (int64_t b = 0; b < n_blocks; b += kUnit) {
       prefetch.advance(group + static_cast<size_t>(b / kUnit + 1) * kUnitBytes<Block>);
       for (int h = 0; h < kH; ++h) {
         if constexpr (kFused<U, Block>) {
+          static_assert(kAccs == 1, "a fused kind keeps one accumulator");
           acc[h][0] = K::block_from(U::template source<Block>(group, b, h), a, b, acc[h][0]);
         } else {
           typename K::Packed p[kUnit];
@@ -94,7 +98,7 @@ void gemv(int64_t n_in, const uint8_t* w, size_t w_row_bytes, int64_t n_rows, co
         }
       }
     }
-    for (int h = 0; h < kH; ++h) U::storeu(y + r0 + V::kLanes * h, acc[h][0]);
+    for (int h = 0; h < kH; ++h) U::storeu(y + r0 + V::kLanes * h, qt::finish<V, K>(acc[h]));
   }
 }
 
@@ -193,22 +197,27 @@ void tile(int64_t n_in, const uint8_t* w, size_t w_row_bytes, int64_t n_rows, co
   using V = typename U::V;
   using K = KindOf<V, Block>;
   // Q8_0 keeps the GGUF tiles' 4: 8 and 16 measured 0.92x and 0.94x of it (qwen2.5-0.5b
-  // q8_0 pp512), where the other types gained (below).
-  constexpr int kGroup = std::is_same_v<Block, BlockQ8_0> ? qt::kTokGroup : kTokRegs<V>;
+  // q8_0 pp512), where the other types gained (below); a kind that names its own group keeps it.
+  constexpr int kGroup = std::is_same_v<Block, BlockQ8_0> ? qt::kTokGroup
+                         : qt::kHasTokGroup<K>            ? qt::tok_group_of<K>()
+                                                          : kTokRegs<V>;
   static constexpr auto kRun = run_tokens_table<V, K>(std::make_index_sequence<kGroup>{});
+  constexpr int kAccs = qt::accs_of<K>();
   constexpr int64_t kChunk = K::kChunk;  // a multiple of kUnitBlocks
   constexpr int64_t kUnit = kUnitBlocks<Block>;
   constexpr int kH = kHalves<V>;
   const int64_t n_blocks = n_in / K::kBlock;
   const uint8_t* w_end = w + static_cast<size_t>(n_rows) * w_row_bytes;
   alignas(64) typename K::Packed packed[kChunk];
-  alignas(64) float state[kH][qt::kMaxTok][V::kLanes];  // [half][token][row]
+  alignas(64) float state[kH][qt::kMaxTok][kAccs][V::kLanes];  // [half][token][acc][row]
   for (int64_t r0 = 0; r0 < n_rows; r0 += kInterleaveRows) {
     const uint8_t* group = w + static_cast<size_t>(r0) * w_row_bytes;
     for (int64_t t0 = 0; t0 < n_tok; t0 += qt::kMaxTok) {
       const int64_t nt = n_tok - t0 < qt::kMaxTok ? n_tok - t0 : qt::kMaxTok;
       for (int h = 0; h < kH; ++h) {
-        for (int64_t t = 0; t < nt; ++t) V::fstore(state[h][t], V::fset1(0.0f));
+        for (int64_t t = 0; t < nt; ++t) {
+          for (int k = 0; k < kAccs; ++k) V::fstore(state[h][t][k], V::fset1(0.0f));
+        }
       }
       for (int64_t b0 = 0; b0 < n_blocks; b0 += kChunk) {
         const int64_t nbc = n_blocks - b0 < kChunk ? n_blocks - b0 : kChunk;
@@ -220,13 +229,15 @@ void tile(int64_t n_in, const uint8_t* w, size_t w_row_bytes, int64_t n_rows, co
           for (int64_t t = 0; t < nt; t += kGroup) {
             const int64_t ng = nt - t < kGroup ? nt - t : kGroup;
             kRun[ng - 1](packed, b0, nbc, act + (t0 + t) * act_row_bytes, act_row_bytes, n_blocks,
-                         state[h][t]);
+                         state[h][t][0]);
           }
         }
       }
       for (int64_t t = 0; t < nt; ++t) {
         for (int h = 0; h < kH; ++h) {
-          U::storeu(y + (t0 + t) * y_stride + r0 + V::kLanes * h, V::fload(state[h][t]));
+          typename V::F acc[kAccs];
+          for (int k = 0; k < kAccs; ++k) acc[k] = V::fload(state[h][t][k]);
+          U::storeu(y + (t0 + t) * y_stride + r0 + V::kLanes * h, qt::finish<V, K>(acc));
         }
       }
     }

@@ -45,6 +45,8 @@ Golden load_golden(const std::string& name) {
   g.n_vocab = j.at("n_vocab").get<int64_t>();
   g.first_row = j.value("logits_first_row", int64_t{0});
   g.n_rows = j.at("logits_shape").at(0).get<int64_t>();
+  g.cache_type = j.value("cache_type", std::string("f32"));
+  g.llama_self_shift_mean_kl = j.value("llama_self_shift_mean_kl", 0.0);
   const std::vector<uint8_t> bytes =
       read_file_bytes(test_data_path(folder + j.at("logits_file").get<std::string>()));
   if (bytes.size() != static_cast<size_t>(g.n_rows * g.n_vocab) * 4) {

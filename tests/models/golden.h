@@ -18,6 +18,10 @@ struct Golden {
   int64_t first_row = 0;      // row r holds the logits after the token at first_row + r
   std::vector<float> logits;  // [n_rows, n_vocab]
   int64_t n_rows = 0;
+  // KV cells llama.cpp ran with ("f32" unless the JSON says: golden/arch/kv/ has f16 and q8_0),
+  // and its own mean KL between its f32-cell and these cells' logits on the file (0 if absent).
+  std::string cache_type = "f32";
+  double llama_self_shift_mean_kl = 0.0;
 
   std::vector<int32_t> all_tokens() const;
 };

@@ -165,6 +165,9 @@ struct NeonVecBase {
   // Signed Q8_0 weights need nothing special (every dot is signed × signed).
   static I q8_prep(I w) { return w; }
   static I q8_init(int32_t) { return vdupq_n_s32(0); }
+
+  // A per-lane scale in the form the policies' dot_scaled takes: the int32 itself.
+  static I scale_operand(I sc) { return sc; }
 };
 
 // ARMv8.0: the 4-product dot from widening multiplies and pairwise adds.
@@ -179,6 +182,10 @@ struct NeonVec : NeonVecBase {
     return vaddq_s32(acc, vpaddq_s32(lo, hi));
   }
   static I q8_dot(I acc, I w, I x) { return dot(acc, w, x); }
+  // acc + sc · Σ of 4 products per lane (sc from scale_operand).
+  static I dot_scaled(I acc, I w, I x, I sc) {
+    return vmlaq_s32(acc, dot(vdupq_n_s32(0), w, x), sc);
+  }
 };
 
 #if defined(__ARM_FEATURE_DOTPROD)
@@ -188,6 +195,9 @@ struct DotprodVec : NeonVecBase {
     return vdotq_s32(acc, vreinterpretq_s8_s32(w), vreinterpretq_s8_s32(x));
   }
   static I q8_dot(I acc, I w, I x) { return dot(acc, w, x); }
+  static I dot_scaled(I acc, I w, I x, I sc) {
+    return vmlaq_s32(acc, dot(vdupq_n_s32(0), w, x), sc);
+  }
 };
 #endif
 

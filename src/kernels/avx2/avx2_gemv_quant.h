@@ -374,20 +374,26 @@ inline void k16_quants(const BlockQ2K& w, int h, __m256i q[4]) {
   }
 }
 
-// Q6_K / Q3_K (ref vec_dot_q6_K_q8_K / q3_K): isum = Σ_j sc_j ((u_j - 32 / 4) · x_j), the
-// offset applied through the bsums; acc + (d dx) isum. Q2_K (ref vec_dot_q2_K_q8_K): isum =
-// Σ_j sc_j (q_j · x_j), summins = Σ_j m_j bsums_j; acc + ((dx d) isum - (dx dmin) summins).
+// Q3_K (ref vec_dot_q3_K_q8_K): isum = Σ_j sc_j ((u_j - 4) · x_j), the offset applied through
+// the bsums; acc + (d dx) isum. Q2_K (ref vec_dot_q2_K_q8_K): isum = Σ_j sc_j (q_j · x_j),
+// summins = Σ_j m_j bsums_j; acc + ((dx d) isum - (dx dmin) summins). Q6_K (ref
+// vec_dot_q6_K_q8_K, llama.cpp's x86 order): a row's 8 partial sums are that dot's 8 integer
+// lanes already (dword l: elements 4l..4l+3 of every 32-element group, less the -32 offset of
+// sub-blocks 2l and 2l + 1), so 8 rows are transposed instead of folded and each lane feeds its
+// own accumulator by fma(d dx, lane, acc_l); the result is the tile's (KindQ6K::finish).
 template <class B>
-struct GemvK16 : OneAcc {
+struct GemvK16 {
   using Block = B;
   using Act = const BlockQ8K*;
   using XPrep = NoPrep;
   static constexpr bool kQ2 = std::is_same_v<B, BlockQ2K>;
+  static constexpr bool kQ6 = std::is_same_v<B, BlockQ6K>;
   static constexpr int kBlock = kQKK;
   static constexpr int64_t kChunk = 8;  // 1680 / 880 / 672 bytes of a row per run
+  static constexpr int kAccs = kQ6 ? 8 : 1;
 
   struct Partial {
-    __m256i sums;     // lanes sum to isum
+    __m256i sums;     // lanes sum to isum (Q6_K: lane l is the dot's lane l)
     __m256i summins;  // Q2_K: lanes sum to summins
     uint16_t d, dmin;
   };
@@ -429,10 +435,20 @@ struct GemvK16 : OneAcc {
   }
 
   static void block(const Partial (&p)[8], const Act& x, int64_t b, __m256* acc) {
-    const __m256i isum = fold_8_rows([&](int r) { return p[r].sums; });
     uint16_t d_bits[8];
     for (int r = 0; r < 8; ++r) d_bits[r] = p[r].d;
     const __m256 dx = _mm256_set1_ps(x[b].d);
+    if constexpr (kQ6) {
+      // lanes[l] lane r: lane l of row r (the tile's transpose, from the stack).
+      Vec256::Group rows;
+      for (int r = 0; r < 8; ++r) rows.row[r] = reinterpret_cast<const uint8_t*>(&p[r].sums);
+      __m256i lanes[8];
+      Vec256::transpose32(rows, 0, lanes);
+      const __m256 d = _mm256_mul_ps(f16_of_rows(d_bits), dx);
+      for (int l = 0; l < 8; ++l) acc[l] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(lanes[l]), acc[l]);
+      return;
+    }
+    const __m256i isum = fold_8_rows([&](int r) { return p[r].sums; });
     if constexpr (kQ2) {
       const __m256i summins = fold_8_rows([&](int r) { return p[r].summins; });
       uint16_t dmin_bits[8];
@@ -445,6 +461,14 @@ struct GemvK16 : OneAcc {
     } else {
       acc[0] = _mm256_add_ps(
           acc[0], _mm256_mul_ps(_mm256_mul_ps(f16_of_rows(d_bits), dx), _mm256_cvtepi32_ps(isum)));
+    }
+  }
+
+  static __m256 finish(const __m256* acc) {
+    if constexpr (kQ6) {
+      return quant_tile::hsum8<Vec256>(acc);
+    } else {
+      return acc[0];
     }
   }
 };

@@ -140,6 +140,16 @@ struct Vec256 {
   }
   // acc + Σ of 2 products int16 × int16 per lane.
   static I dot16(I acc, I a, I b) { return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b)); }
+  // A per-lane scale (int32, |sc| <= 128) in the form dot_scaled takes: (sc, sc) as int16.
+  static I scale_operand(I sc) {
+    return _mm256_or_si256(_mm256_and_si256(sc, _mm256_set1_epi32(0xffff)),
+                           _mm256_slli_epi32(sc, 16));
+  }
+  // acc + sc · Σ of 4 products u8 (w, at most 63) × s8 (x) per lane, sc from scale_operand:
+  // the int16 pair sums (exact, see the file comment) times sc, in int32.
+  static I dot_scaled(I acc, I w, I x, I sc) {
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(w, x), sc));
+  }
   // Signed Q8_0 weights stay signed: |w| × (x with w's sign) has the products w · x.
   static I q8_prep(I w) { return w; }
   static I q8_init(int32_t) { return _mm256_setzero_si256(); }
@@ -168,6 +178,9 @@ struct Vec256 {
 struct Vec256Vnni : Vec256 {
   static I dot(I acc, I w, I x) { return _mm256_dpbusd_avx_epi32(acc, w, x); }
   static I dot16(I acc, I a, I b) { return _mm256_dpwssd_avx_epi32(acc, a, b); }
+  static I dot_scaled(I acc, I w, I x, I sc) {
+    return _mm256_dpwssd_avx_epi32(acc, _mm256_maddubs_epi16(w, x), sc);
+  }
   static I q8_prep(I w) { return _mm256_xor_si256(w, _mm256_set1_epi8(static_cast<char>(0x80))); }
   static I q8_init(int32_t sum_x) { return _mm256_set1_epi32(-128 * sum_x); }
   static I q8_dot(I acc, I w, I x) { return _mm256_dpbusd_avx_epi32(acc, w, x); }

@@ -22,6 +22,7 @@
 #include "kernels/avx512/avx512_gemv_prefetch.h"
 #include "kernels/avx512/avx512_quant_vec.h"
 #include "kernels/kquant_scales.h"
+#include "kernels/quant_tile_impl.h"
 #include "quant/blocks.h"
 
 namespace minfer::kernels::avx512 {
@@ -120,14 +121,31 @@ __m512i k16_row_sums(const Block& w, const Q6KActivation& x, __m256i& summins) {
   }
 }
 
-// y[r] = Σ_b (d_r,b d_x,b) isum_r,b for n_rows rows of Q6_K / Q3_K against one Q8_K activation
-// row, in the reference's float order (ref vec_dot_q6_K_q8_K: acc + (d dx) isum per block); Q2_K:
-// acc + ((dx d) isum - (dx dmin) summins). Each row's blocks of a chunk are read in one run, as
-// gemv_q32 does.
+// Q6_K: the 8 integer lanes of llama.cpp's x86 dot (ref vec_dot_q6_K_q8_K) for each of 16 rows,
+// from its 16 partial sums (lane l: partial sums l and l + 8, the elements 4l..4l+3 of each
+// 32-element group; the -32 offsets of sub-blocks 2l, 2l + 1 are in partial sum l), transposed:
+// lanes[l] lane r is lane l of row r. Row r's partial sums at partial[r].
+inline void q6k_lanes(const __m512i* partial, __m512i lanes[8]) {
+  alignas(32) __m256i row_lanes[16];  // [row] 8 int32
+  GemvRows rows;
+  for (int r = 0; r < 16; ++r) {
+    row_lanes[r] = _mm256_add_epi32(_mm512_castsi512_si256(partial[r]),
+                                    _mm512_extracti64x4_epi64(partial[r], 1));
+    rows.row[r] = reinterpret_cast<const uint8_t*>(&row_lanes[r]);
+  }
+  Vec512::transpose32(rows, 0, lanes);
+}
+
+// y[r] = Σ_b (d_r,b d_x,b) isum_r,b for n_rows rows of Q3_K against one Q8_K activation row, in
+// the reference's float order (ref vec_dot_q3_K_q8_K: acc + (d dx) isum per block); Q2_K:
+// acc + ((dx d) isum - (dx dmin) summins); Q6_K: the tile's 8 accumulators, acc_l + (d dx) lane_l
+// fused (KindQ6K). Each row's blocks of a chunk are read in one run, as gemv_q32 does.
 template <class Block>
 void gemv_k16(int64_t n_in, const uint8_t* w, size_t w_row_bytes, int64_t n_rows, const BlockQ8K* x,
               float* y) {
   constexpr bool kQ2 = std::is_same_v<Block, BlockQ2K>;
+  constexpr bool kQ6 = std::is_same_v<Block, BlockQ6K>;
+  constexpr int kAccs = kQ6 ? 8 : 1;
   constexpr int64_t kChunk = 8;  // blocks: 1680 / 880 / 672 bytes of a row per run
   const int64_t n_blocks = n_in / kQKK;
   alignas(64) __m512i partial[kChunk][16];       // [block of the chunk][row] 8 KB
@@ -136,7 +154,8 @@ void gemv_k16(int64_t n_in, const uint8_t* w, size_t w_row_bytes, int64_t n_rows
   for (int64_t r0 = 0; r0 < n_rows; r0 += 16) {
     const int64_t rows = n_rows - r0 < 16 ? n_rows - r0 : 16;
     const GemvRows g = Vec512::make_group(w + r0 * w_row_bytes, w_row_bytes, rows);
-    __m512 acc = _mm512_setzero_ps();
+    __m512 acc[kAccs];  // lanes = rows
+    for (__m512& a : acc) a = _mm512_setzero_ps();
     for (int64_t c0 = 0; c0 < n_blocks; c0 += kChunk) {
       const int64_t nbc = n_blocks - c0 < kChunk ? n_blocks - c0 : kChunk;
       for (int r = 0; r < 16; ++r) {
@@ -154,9 +173,19 @@ void gemv_k16(int64_t n_in, const uint8_t* w, size_t w_row_bytes, int64_t n_rows
       }
       for (int64_t k = 0; k < nbc; ++k) {
         const int64_t b = c0 + k;
-        const __m512i isum = fold_16_rows([&](int r) { return partial[k][r]; });
         const size_t off = static_cast<size_t>(b) * sizeof(Block);
         const __m512 dx = _mm512_set1_ps(x[b].d);
+        if constexpr (kQ6) {
+          __m512i lanes[8];
+          q6k_lanes(partial[k], lanes);
+          const __m512 d = Vec512::gather_f16(g, off + offsetof(Block, d) - 2, true);
+          const __m512 ddx = _mm512_mul_ps(d, dx);
+          for (int l = 0; l < 8; ++l) {
+            acc[l] = _mm512_fmadd_ps(ddx, _mm512_cvtepi32_ps(lanes[l]), acc[l]);
+          }
+          continue;
+        }
+        const __m512i isum = fold_16_rows([&](int r) { return partial[k][r]; });
         if constexpr (kQ2) {
           const __m512i summins =
               fold_16_rows([&](int r) { return _mm512_zextsi256_si512(partial_mins[k][r]); });
@@ -164,15 +193,20 @@ void gemv_k16(int64_t n_in, const uint8_t* w, size_t w_row_bytes, int64_t n_rows
           Vec512::gather_f16_pair(g, off + offsetof(BlockQ2K, d), d, dmin);
           const __m512 pos = _mm512_mul_ps(_mm512_mul_ps(dx, d), _mm512_cvtepi32_ps(isum));
           const __m512 neg = _mm512_mul_ps(_mm512_mul_ps(dx, dmin), _mm512_cvtepi32_ps(summins));
-          acc = _mm512_add_ps(acc, _mm512_sub_ps(pos, neg));
+          acc[0] = _mm512_add_ps(acc[0], _mm512_sub_ps(pos, neg));
         } else {
           // d is the block's last 2 bytes: gather the 4 ending there (high half).
           const __m512 d = Vec512::gather_f16(g, off + offsetof(Block, d) - 2, true);
-          acc = _mm512_add_ps(acc, _mm512_mul_ps(_mm512_mul_ps(d, dx), _mm512_cvtepi32_ps(isum)));
+          acc[0] =
+              _mm512_add_ps(acc[0], _mm512_mul_ps(_mm512_mul_ps(d, dx), _mm512_cvtepi32_ps(isum)));
         }
       }
     }
-    _mm512_mask_storeu_ps(y + r0, g.store_mask, acc);
+    if constexpr (kQ6) {
+      _mm512_mask_storeu_ps(y + r0, g.store_mask, quant_tile::hsum8<Vec512>(acc));
+    } else {
+      _mm512_mask_storeu_ps(y + r0, g.store_mask, acc[0]);
+    }
   }
 }
 

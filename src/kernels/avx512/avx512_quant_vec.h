@@ -138,6 +138,16 @@ struct Vec512 {
   static I dot(I acc, I w, I x) { return _mm512_dpbusd_epi32(acc, w, x); }
   // acc + Σ of 2 products int16 × int16 per lane: exact for our operands (|sum| < 2^31).
   static I dot16(I acc, I a, I b) { return _mm512_dpwssd_epi32(acc, a, b); }
+  // A per-lane scale (int32, |sc| <= 128) in the form dot_scaled takes: (sc, sc) as int16.
+  static I scale_operand(I sc) {
+    return _mm512_or_si512(_mm512_and_si512(sc, _mm512_set1_epi32(0xffff)),
+                           _mm512_slli_epi32(sc, 16));
+  }
+  // acc + sc · Σ of 4 products u8 (w, at most 63) × s8 (x) per lane, sc from scale_operand:
+  // int16 pair sums (|2 · 63 · 128| < 2^15, exact) times sc, added in int32.
+  static I dot_scaled(I acc, I w, I x, I sc) {
+    return _mm512_dpwssd_epi32(acc, _mm512_maddubs_epi16(w, x), sc);
+  }
   // Signed Q8_0 weights: stored + 128 as u8; the excess 128 Σx is removed up front.
   static I q8_prep(I w) { return _mm512_xor_si512(w, _mm512_set1_epi8(static_cast<char>(0x80))); }
   static I q8_init(int32_t sum_x) { return _mm512_set1_epi32(-128 * sum_x); }

@@ -73,11 +73,7 @@ namespace {
 struct MinDotState {
   float lane[8] = {};
   float summs = 0.0f;
-  float result() const {
-    const float lo = (lane[0] + lane[4]) + (lane[2] + lane[6]);
-    const float hi = (lane[1] + lane[5]) + (lane[3] + lane[7]);
-    return (lo + hi) + summs;
-  }
+  float result() const { return hsum_float_8(lane) + summs; }
 };
 
 }  // namespace

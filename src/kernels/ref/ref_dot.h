@@ -6,9 +6,12 @@
 //   Q4_1, Q5_1 x Q8_1                          integer sums of 4 elements fma'd into 8 float
 //                                              lanes by d_x d_y, m_x * s_y summed apart, as
 //                                              llama.cpp's x86 dots (ref_dot.cpp)
-//   Q2_K … Q6_K x Q8_K                         integer sums per sub-block times the integer
+//   Q2_K … Q5_K x Q8_K                         integer sums per sub-block times the integer
 //                                              sub-block scales, summed per super-block, then
 //                                              * d_x d_y (minus dmin_x d_y * sum(bsums * mins))
+//   Q6_K x Q8_K                                8 integer lanes per super-block fma'd into 8
+//                                              float lanes by d_x d_y, as llama.cpp's x86 dot
+//                                              (ref_dot_k.cpp)
 // Signature: n elements (a multiple of both types' block size: a precondition, unchecked),
 // *s receives the dot product, x and y point at n elements' worth of blocks. No allocation, no
 // I/O, no throwing.
@@ -19,6 +22,15 @@
 namespace minfer::ref {
 
 using VecDotFn = void (*)(int n, float* s, const void* x, const void* y);
+
+// The sum of 8 float lanes in the order of llama.cpp's x86 hsum_float_8 (arch/x86/quants.c: the
+// 128-bit halves added, then their high pair onto the low, then lane 1 onto lane 0):
+// ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)). The dots that keep 8 lanes end with it.
+inline float hsum_float_8(const float lane[8]) {
+  const float lo = (lane[0] + lane[4]) + (lane[2] + lane[6]);
+  const float hi = (lane[1] + lane[5]) + (lane[3] + lane[7]);
+  return lo + hi;
+}
 
 void vec_dot_f32(int n, float* s, const void* x, const void* y);   // float[n] . float[n]
 void vec_dot_f16(int n, float* s, const void* x, const void* y);   // f16[n] . f16[n]
