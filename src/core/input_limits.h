@@ -17,6 +17,9 @@ namespace minfer::limits {
 // client sends or the model writes: arrays and objects open at once. Every recursive walk of a
 // document (copy, dump, the template's JSON values) stays within this many frames.
 inline constexpr int kMaxJsonDepth = 512;
+// Keys in one JSON object (OpenAI allows 300 in logit_bias): the parser's ordered objects insert
+// each key after a linear search, so an object's cost grows with the square of its keys.
+inline constexpr size_t kMaxJsonObjectKeys = 4096;
 
 // A request body, in bytes (serve --max-body): larger ones get 413.
 inline constexpr size_t kMaxBodyBytes = size_t{8} << 20;
@@ -42,10 +45,12 @@ inline constexpr int kMaxTemplateNesting = 256;
 // A render: statements and expressions being run within each other, macro calls included.
 inline constexpr int kMaxRenderDepth = 1024;
 
-// A request's own lists: stop strings (and the bytes of each), tools.
+// A request's own lists: stop strings (and the bytes of each), tools, embedding inputs.
 inline constexpr size_t kMaxStopStrings = 16;
 inline constexpr size_t kMaxStopBytes = 4096;
 inline constexpr size_t kMaxTools = 512;
+// Inputs of one embeddings request (OpenAI's limit).
+inline constexpr size_t kMaxEmbeddingInputs = 2048;
 
 // Threads a process may be asked for (-t), per core the machine has: beyond a few per core
 // threads only wait for each other.

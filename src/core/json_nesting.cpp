@@ -1,9 +1,16 @@
 #include "core/json_nesting.h"
 
+#include <vector>
+
+#include <fmt/format.h>
+
 namespace minfer {
 
-std::optional<size_t> json_too_deep(std::string_view text, int max_depth) {
-  int depth = 0;
+std::optional<JsonShapeExcess> json_shape_excess(std::string_view text,
+                                                 const JsonShapeLimits& limits) {
+  // The keys of each open container (npos for an array), innermost last.
+  std::vector<size_t> keys;
+  constexpr size_t kArray = static_cast<size_t>(-1);
   bool in_string = false;
   for (size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
@@ -16,12 +23,28 @@ std::optional<size_t> json_too_deep(std::string_view text, int max_depth) {
     } else if (c == '"') {
       in_string = true;
     } else if (c == '[' || c == '{') {
-      if (++depth > max_depth) return i;
-    } else if ((c == ']' || c == '}') && depth > 0) {
-      --depth;
+      if (static_cast<int64_t>(keys.size()) >= limits.max_depth) {
+        return JsonShapeExcess{i, true};
+      }
+      keys.push_back(c == '[' ? kArray : 0);
+    } else if ((c == ']' || c == '}') && !keys.empty()) {
+      keys.pop_back();
+    } else if (c == ':' && !keys.empty() && keys.back() != kArray) {
+      if (++keys.back() > limits.max_keys) return JsonShapeExcess{i, false};
     }
   }
   return std::nullopt;
+}
+
+std::optional<std::string> json_shape_error(std::string_view text, const JsonShapeLimits& limits) {
+  const std::optional<JsonShapeExcess> excess = json_shape_excess(text, limits);
+  if (!excess) return std::nullopt;
+  if (excess->too_deep) {
+    return fmt::format("nests arrays and objects deeper than the limit of {} levels (at byte {})",
+                       limits.max_depth, excess->offset);
+  }
+  return fmt::format("holds an object of more than {} keys, the limit (at byte {})",
+                     limits.max_keys, excess->offset);
 }
 
 }  // namespace minfer

@@ -5,7 +5,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/input_limits.h"
 #include "core/json_nesting.h"
 #include "engine/api_impl.h"
 #include "engine/speculative.h"
@@ -16,13 +15,11 @@ namespace minfer {
 
 namespace {
 
-// `text` parsed as JSON (discarded when it is not JSON), after checking that it nests no deeper
-// than the JSON depth limit (`what` names it in the error).
+// `text` parsed as JSON (discarded when it is not JSON), after checking its shape against the
+// JSON limits (`what` names it in the error).
 Result<nlohmann::ordered_json> parse_json(std::string_view text, std::string_view what) {
-  if (const auto at = json_too_deep(text, limits::kMaxJsonDepth)) {
-    return make_error(ErrorCode::kInvalidArgument,
-                      "{} nests arrays and objects deeper than the limit of {} levels (at byte {})",
-                      what, limits::kMaxJsonDepth, *at);
+  if (const auto why = json_shape_error(text)) {
+    return make_error(ErrorCode::kInvalidArgument, "{} {}", what, *why);
   }
   return nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
 }

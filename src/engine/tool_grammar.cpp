@@ -21,11 +21,8 @@ struct CallTarget {
 
 // The functions of `tools` the choice allows, their argument rules appended to `rules`.
 Result<std::vector<CallTarget>> call_targets(const ReplyRequest& reply, std::string& rules) {
-  if (const auto at = json_too_deep(reply.tools, limits::kMaxJsonDepth)) {
-    return make_error(ErrorCode::kInvalidArgument,
-                      "[tools] the tools nest arrays and objects deeper than the limit of {} "
-                      "levels (at byte {})",
-                      limits::kMaxJsonDepth, *at);
+  if (const auto why = json_shape_error(reply.tools)) {
+    return make_error(ErrorCode::kInvalidArgument, "[tools] the tools {}", *why);
   }
   const Json tools = Json::parse(reply.tools, nullptr, false);
   if (!tools.is_array()) {

@@ -371,9 +371,9 @@ Json anthropic_usage(const RequestStats& s) {
 }
 
 // A tool call's arguments as the tool_use block's input: the JSON the model wrote, or the text
-// itself when it is not JSON or nests deeper than the JSON depth limit.
+// itself when it is not JSON or passes the JSON shape limits (core/json_nesting.h).
 Json tool_input(const std::string& arguments) {
-  if (json_too_deep(arguments, limits::kMaxJsonDepth)) return Json(arguments);
+  if (json_shape_excess(arguments)) return Json(arguments);
   Json input = Json::parse(arguments, nullptr, /*allow_exceptions=*/false);
   return input.is_discarded() ? Json(arguments) : input;
 }

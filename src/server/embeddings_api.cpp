@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "core/input_limits.h"
+
 namespace minfer::server {
 
 namespace {
@@ -38,6 +40,11 @@ std::optional<ApiError> parse_input(const Json& input, EmbeddingRequest& out) {
   if (input[0].is_number()) {
     out.token_inputs.emplace_back();
     return parse_ids(input, "input", out.token_inputs.back());
+  }
+  if (input.size() > limits::kMaxEmbeddingInputs) {
+    return bad_request(fmt::format("[server] 'input' holds {} inputs; the limit is {}",
+                                   input.size(), limits::kMaxEmbeddingInputs),
+                       "input", "invalid_value");
   }
   for (size_t i = 0; i < input.size(); ++i) {
     const Json& item = input[i];

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include "core/input_limits.h"
 #include "core/json_nesting.h"
 
 namespace minfer::server {
@@ -22,11 +21,9 @@ ApiError model_loading() {
 }
 
 std::optional<ApiError> parse_body(const HttpRequest& req, Json& body) {
-  if (const auto at = json_too_deep(req.body, limits::kMaxJsonDepth)) {
-    return bad_request(fmt::format("[server] the body nests arrays and objects deeper than the "
-                                   "limit of {} levels (at byte {})",
-                                   limits::kMaxJsonDepth, *at),
-                       "", "json_too_deep");
+  if (const auto excess = json_shape_excess(req.body)) {
+    return bad_request("[server] the body " + *json_shape_error(req.body), "",
+                       excess->too_deep ? "json_too_deep" : "json_too_many_keys");
   }
   try {
     body = Json::parse(req.body);

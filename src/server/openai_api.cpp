@@ -135,12 +135,10 @@ std::optional<ApiError> normalise_tool_calls(const Json& calls, const std::strin
     if (arguments.is_string()) {
       // The arguments stand 7 levels down the body (body, messages, message, tool_calls, call,
       // function): parsed, they must leave the whole within the body's depth limit.
-      constexpr int kDepth = limits::kMaxJsonDepth - 7;
-      if (const auto at = json_too_deep(arguments.get_ref<const std::string&>(), kDepth)) {
-        return bad_request(fmt::format("[server] '{}.function.arguments' nests arrays and "
-                                       "objects deeper than the limit of {} levels (at byte {})",
-                                       call_field, kDepth, *at),
-                           call_field, "json_too_deep");
+      const JsonShapeLimits room{.max_depth = limits::kMaxJsonDepth - 7};
+      if (const auto why = json_shape_error(arguments.get_ref<const std::string&>(), room)) {
+        return bad_request(fmt::format("[server] '{}.function.arguments' {}", call_field, *why),
+                           call_field, "invalid_json");
       }
       Json parsed = Json::parse(arguments.get<std::string>(), nullptr, /*allow_exceptions=*/false);
       if (!parsed.is_discarded()) arguments = std::move(parsed);

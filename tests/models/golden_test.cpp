@@ -13,7 +13,9 @@
 
 #include "core/cpu_features.h"
 #include "engine/runtime.h"
+#include "gguf/gguf_file.h"
 #include "golden.h"
+#include "models/architectures.h"
 #include "models/model.h"
 #include "quant/ggml_type.h"
 #include "test_util.h"
@@ -225,9 +227,24 @@ void check_smaller_cells(const Model& model, const Golden& g) {
   }
 }
 
+// The architecture of a golden's model when minfer does not run it yet (../shared holds the
+// goldens of Qwen3.5, Gemma 4 and gpt-oss ahead of their issues, #46 and #47); nullopt when it
+// runs.
+std::optional<std::string> architecture_not_run_yet(const std::string& model) {
+  auto file = GgufFile::open(test::test_data_path("models/" + model));
+  if (!file.is_ok()) return std::nullopt;  // the load below says why
+  auto arch = (*file)->get_string("general.architecture");
+  if (!arch.is_ok() || find_arch(*arch).is_ok()) return std::nullopt;
+  return *arch;
+}
+
 TEST_P(GoldenTest, MatchesLlamaCppLogits) {
   MINFER_REQUIRE_TEST_DATA();
   const Golden g = test::load_golden(GetParam());
+  if (const auto arch = architecture_not_run_yet(g.model)) {
+    GTEST_SKIP() << "architecture '" << *arch << "' of " << g.model
+                 << " is not run yet (issues #46, #47): its llama.cpp golden waits for it";
+  }
   auto model = Model::load(test::test_data_path("models/" + g.model));
   ASSERT_TRUE(model.is_ok()) << model.status().message();
   ASSERT_EQ((*model)->config().n_vocab, g.n_vocab);
