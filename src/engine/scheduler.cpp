@@ -286,7 +286,7 @@ void Scheduler::reserve_decodes() {
   }
 }
 
-Batch Scheduler::plan_batch(std::vector<Fed>& fed) {
+Batch Scheduler::plan_batch(std::vector<StepPart>& fed) {
   Batch batch;
   int64_t budget = options_.token_budget;
   int64_t n_rows = 0;
@@ -339,8 +339,8 @@ void Scheduler::commit_blocks(Sequence& seq, int64_t n_before) {
   kv().commit_prefix(seq.slot, std::span(seq.tokens).first(n_shared));
 }
 
-void Scheduler::apply_step(const std::vector<Fed>& fed, std::span<const float> logits) {
-  for (const Fed& f : fed) {
+void Scheduler::apply_step(const std::vector<StepPart>& fed, std::span<const float> logits) {
+  for (const StepPart& f : fed) {
     Sequence& seq = *f.seq;
     const int64_t before = seq.n_computed;
     // Draft cells count once sampled (verify_drafts).
@@ -348,7 +348,7 @@ void Scheduler::apply_step(const std::vector<Fed>& fed, std::span<const float> l
     if (seq.drafts.empty()) commit_blocks(seq, before);
   }
   const auto n_vocab = static_cast<size_t>(model_.config().n_vocab);
-  for (const Fed& f : fed) {
+  for (const StepPart& f : fed) {
     if (f.first_row < 0) continue;
     Sequence& seq = *f.seq;
     const size_t n_rows = 1 + seq.drafts.size();
@@ -384,15 +384,15 @@ Result<bool> Scheduler::run_step() {
   }
   reserve_decodes();
   run_draft_model();
-  std::vector<Fed> fed;
+  std::vector<StepPart> fed;
   const Batch batch = plan_batch(fed);
-  for (const Fed& f : fed) in_step_.push_back(f.seq);
+  for (const StepPart& f : fed) in_step_.push_back(f.seq);
   if (fault_hook_) fault_hook_(-1);
   step_traced_ = false;
   const auto t_forward = Clock::now();
   Result<std::span<const float>> logits = runtime_->step(batch);
   const double forward_ms = ms_between(t_forward, Clock::now());
-  for (const Fed& f : fed) {
+  for (const StepPart& f : fed) {
     RequestForwards& w = f.seq->forwards;
     (f.seq->stats.n_generated == 0 ? w.prefill : w.decode).add(forward_ms);
   }
@@ -400,7 +400,7 @@ Result<bool> Scheduler::run_step() {
   last_step_tokens_ = batch.n_tokens();
   if (!logits.is_ok()) {
     in_step_.clear();
-    for (const Fed& f : fed) finish(*f.seq, FinishReason::kCancelled, logits.status());
+    for (const StepPart& f : fed) finish(*f.seq, FinishReason::kCancelled, logits.status());
     std::erase_if(running_, [](const std::unique_ptr<Sequence>& s) { return s->finished; });
     publish_stats();
     return logits.status();

@@ -131,7 +131,7 @@ class Scheduler : NonCopyable {
   struct Sequence;
   using Clock = std::chrono::steady_clock;
   // One sequence's part of a step's batch.
-  struct Fed {
+  struct StepPart {
     Sequence* seq;
     int64_t n_tokens;   // tokens it computes, its drafts included
     int64_t first_row;  // its first logits row (1 + its drafts); -1: none (a prefill chunk)
@@ -159,7 +159,7 @@ class Scheduler : NonCopyable {
   void reserve_decodes();
   // The step's batch under the token budget: decode tokens (with their drafts) first, then
   // prefill chunks, oldest request first. `fed` gets each sequence's part.
-  Batch plan_batch(std::vector<Fed>& fed);
+  Batch plan_batch(std::vector<StepPart>& fed);
   // The drafts a decoding sequence verifies this step, at most max_drafts, their cells reserved
   // (none when the pool is short: drafts never take blocks from other sequences).
   std::vector<int32_t> plan_drafts(Sequence& seq, int64_t max_drafts);
@@ -170,7 +170,7 @@ class Scheduler : NonCopyable {
   // The draft model's part of a step (engine/drafter.h) for the running sequences that use it.
   void run_draft_model();
   // After a step: the sequences' computed positions, the prefix cache, then each row sampled.
-  void apply_step(const std::vector<Fed>& fed, std::span<const float> logits);
+  void apply_step(const std::vector<StepPart>& fed, std::span<const float> logits);
   // Samples from the rows [1 + drafts, n_vocab] of a sequence that verified drafts: row j only
   // while every token sampled before it is the draft that row followed, as plain decoding would.
   void verify_drafts(Sequence& seq, std::span<const float> rows);

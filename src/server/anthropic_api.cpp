@@ -382,7 +382,7 @@ Json stop_sequence_of(const BatchEvent& e) {
   return e.finish == FinishReason::kStop && !e.stop.empty() ? Json(e.stop) : Json();
 }
 
-class AnthropicFormat : public ReplyFormat {
+class AnthropicFormat : public WireFormat {
  public:
   AnthropicFormat(ReplyInfo info, int64_t n_prompt) : info_(std::move(info)), n_prompt_(n_prompt) {}
 
@@ -508,7 +508,7 @@ class AnthropicFormat : public ReplyFormat {
 
 }  // namespace
 
-std::unique_ptr<ReplyFormat> anthropic_format(const ReplyInfo& info, int64_t n_prompt) {
+std::unique_ptr<WireFormat> anthropic_format(const ReplyInfo& info, int64_t n_prompt) {
   return std::make_unique<AnthropicFormat>(info, n_prompt);
 }
 

@@ -12,7 +12,7 @@
 
 #include "minfer/minfer.h"
 #include "server/openai_api.h"
-#include "server/reply_format.h"
+#include "server/wire_format.h"
 
 namespace minfer::server {
 
@@ -36,6 +36,6 @@ std::string anthropic_error_body(int status, const std::string& openai_body);
 // The Messages reply: a Message object, or message_start, ping, content_block_start / _delta /
 // _stop per block (thinking, text, tool_use), message_delta (stop reason, usage), message_stop.
 // info.id is the message's id; n_prompt the prompt's tokens (message_start's input_tokens).
-std::unique_ptr<ReplyFormat> anthropic_format(const ReplyInfo& info, int64_t n_prompt);
+std::unique_ptr<WireFormat> anthropic_format(const ReplyInfo& info, int64_t n_prompt);
 
 }  // namespace minfer::server

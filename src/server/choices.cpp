@@ -27,11 +27,11 @@ struct FirstEvent {
 };
 
 // Choice i's events into the call, tagged, the choices' ends joined.
-std::function<void(const BatchEvent&)> choice_sink(std::shared_ptr<Call> call,
+std::function<void(const BatchEvent&)> choice_sink(std::shared_ptr<PendingReply> call,
                                                    std::shared_ptr<ChoiceJoin> join,
                                                    std::shared_ptr<FirstEvent> first, int32_t i) {
-  return [sink = Call::sink(std::move(call)), join = std::move(join), first = std::move(first),
-          i](const BatchEvent& e) {
+  return [sink = PendingReply::sink(std::move(call)), join = std::move(join),
+          first = std::move(first), i](const BatchEvent& e) {
     BatchEvent c = e;
     c.index = i;
     if (c.done) {
@@ -71,7 +71,7 @@ std::function<void(const BatchEvent&)> choice_sink(std::shared_ptr<Call> call,
 Result<Choices> submit_choices(BatchGenerator& generator, std::span<const int32_t> prompt,
                                const GenerateParams& params, int32_t n, Metrics& metrics) {
   Choices out;
-  out.call = std::make_shared<Call>(metrics);
+  out.call = std::make_shared<PendingReply>(metrics);
   out.join = std::make_shared<ChoiceJoin>();
   out.join->remaining = n;
   out.join->cached.assign(static_cast<size_t>(n), 0);
@@ -108,7 +108,7 @@ Json& with_index(Json& chunk, int32_t index) {
   return chunk;
 }
 
-class OpenAiChoicesFormat : public ReplyFormat {
+class OpenAiChoicesFormat : public WireFormat {
  public:
   OpenAiChoicesFormat(Reply reply, std::shared_ptr<ChoiceJoin> join, int32_t n)
       : reply_(std::move(reply)),
@@ -184,13 +184,13 @@ struct ChoiceParts {
 
 }  // namespace
 
-std::unique_ptr<ReplyFormat> openai_choices_format(Reply reply, std::shared_ptr<ChoiceJoin> join,
-                                                   int32_t n) {
+std::unique_ptr<WireFormat> openai_choices_format(Reply reply, std::shared_ptr<ChoiceJoin> join,
+                                                  int32_t n) {
   return std::make_unique<OpenAiChoicesFormat>(std::move(reply), std::move(join), n);
 }
 
-void write_blocking_choices(HttpResponse& res, Call& call, const Reply& reply, ChoiceJoin& join,
-                            int32_t n, const std::function<void()>& release) {
+void write_blocking_choices(HttpResponse& res, PendingReply& call, const Reply& reply,
+                            ChoiceJoin& join, int32_t n, const std::function<void()>& release) {
   std::vector<ChoiceParts> choices(static_cast<size_t>(n));  // [n]
   std::optional<BatchEvent> last;                            // the final event, once it came
   std::deque<BatchEvent> events;

@@ -1,5 +1,5 @@
 // A request answered with n > 1 choices ('n' of chat/completions): n generation requests with
-// seeds seed..seed+n-1, their events joined into one Call, each tagged with its choice
+// seeds seed..seed+n-1, their events joined into one PendingReply, each tagged with its choice
 // (BatchEvent::index). The 2nd..nth are submitted once the first has sampled (its prompt
 // computed), so their prompt's full blocks come from the prefix cache instead of being
 // prefilled again. Only the last choice to end sends a final event (done); a choice that ends
@@ -18,8 +18,8 @@
 
 #include "minfer/minfer.h"
 #include "server/openai_reply.h"
-#include "server/reply_format.h"
 #include "server/reply_writer.h"
+#include "server/wire_format.h"
 
 namespace minfer::server {
 
@@ -36,7 +36,7 @@ struct ChoiceJoin {
 };
 
 struct Choices {
-  std::shared_ptr<Call> call;
+  std::shared_ptr<PendingReply> call;
   std::shared_ptr<ChoiceJoin> join;
 };
 
@@ -47,12 +47,12 @@ Result<Choices> submit_choices(BatchGenerator& generator, std::span<const int32_
 
 // OpenAI's streamed chunks of n choices: each carries its choice's index; each choice gets its
 // finish chunk as it ends; the usage chunk (include_usage) and [DONE] after the last.
-std::unique_ptr<ReplyFormat> openai_choices_format(Reply reply, std::shared_ptr<ChoiceJoin> join,
-                                                   int32_t n);
+std::unique_ptr<WireFormat> openai_choices_format(Reply reply, std::shared_ptr<ChoiceJoin> join,
+                                                  int32_t n);
 
 // Waits for every choice, calls `release`, and answers with one reply holding the n choices (or
 // the first engine error as a 500).
-void write_blocking_choices(HttpResponse& res, Call& call, const Reply& reply, ChoiceJoin& join,
-                            int32_t n, const std::function<void()>& release);
+void write_blocking_choices(HttpResponse& res, PendingReply& call, const Reply& reply,
+                            ChoiceJoin& join, int32_t n, const std::function<void()>& release);
 
 }  // namespace minfer::server

@@ -170,7 +170,7 @@ class HttpServer : NonCopyable {
   void handle_slots_list(const HttpRequest& req, HttpResponse& res);
   // Both generation endpoints: parse, build the prompt, submit, hand the reply to its writer.
   void generate(const HttpRequest& req, HttpResponse& res, Endpoint endpoint);
-  // The same for another API over the chat path (server/reply_format.h), and the prompt tokens
+  // The same for another API over the chat path (server/wire_format.h), and the prompt tokens
   // of its request ({"input_tokens": n}).
   void generate_as(const HttpRequest& req, HttpResponse& res, Endpoint endpoint,
                    const WireApi& api);

@@ -193,9 +193,9 @@ std::string reply_head(const HttpResponse& res, bool keep_alive, int keep_alive_
   return out;
 }
 
-class Session;
+class Connection;
 
-// What the loop, its sessions and stop() share. Everything but the atomics, the worker pool and
+// What the loop, its connections and stop() share. Everything but the atomics, the worker pool and
 // the options belongs to the loop thread.
 struct TransportCore {
   TransportCore(TransportOptions o, TransportHandlers h)
@@ -206,7 +206,7 @@ struct TransportCore {
   void accept();
   void on_accept(const beast::error_code& ec, tcp::socket socket);
   void begin_stop();
-  void on_session_closed(Session* session);
+  void on_connection_closed(Connection* connection);
 
   TransportOptions options;
   TransportHandlers handlers;
@@ -216,20 +216,20 @@ struct TransportCore {
   asio::steady_timer stop_timer{io};
   WorkerPool workers;
   BodyBudget body_budget;
-  // Where bodies refused unread are read away; one for all sessions (the loop reads one at a
+  // Where bodies refused unread are read away; one for all connections (the loop reads one at a
   // time, and the bytes are thrown away).
   std::vector<char> discard_buffer = std::vector<char>(64u << 10);
   std::atomic<int> n_connections{0};
   std::atomic<bool> stop_requested{false};
   bool stopping = false;
-  std::unordered_map<Session*, std::weak_ptr<Session>> sessions;
+  std::unordered_map<Connection*, std::weak_ptr<Connection>> connections;
 };
 
 // One connection: its requests one after another (read, handled on a worker, written), and the
 // client watched while a request runs so that a departed client is seen at once.
-class Session : public std::enable_shared_from_this<Session> {
+class Connection : public std::enable_shared_from_this<Connection> {
  public:
-  Session(TransportCore& core, tcp::socket socket)
+  Connection(TransportCore& core, tcp::socket socket)
       : core_(core),
         stream_(std::move(socket)),
         state_(std::make_shared<ConnectionState>()),
@@ -294,7 +294,7 @@ class Session : public std::enable_shared_from_this<Session> {
   uint64_t n_requests_ = 0;  // requests taken, and the watch's generation
 };
 
-void Session::read_head() {
+void Connection::read_head() {
   parser_.emplace();
   parser_->header_limit(kHeaderLimit);
   parser_->on_chunk_header(on_chunk_header_);
@@ -313,14 +313,14 @@ void Session::read_head() {
                           });
 }
 
-void Session::read_head_within_deadline() {
+void Connection::read_head_within_deadline() {
   stream_.expires_after(std::chrono::seconds(core_.options.read_timeout_s));
   http::async_read_header(
       stream_, buffer_, *parser_,
       [self = shared_from_this()](beast::error_code ec, size_t) { self->on_head(ec); });
 }
 
-void Session::on_head(const beast::error_code& ec) {
+void Connection::on_head(const beast::error_code& ec) {
   if (ec) return is_disconnect(ec) ? close() : refuse(400);
   const boost::optional<uint64_t> length = parser_->content_length();
   const bool expect_continue = beast::iequals(parser_->get()[http::field::expect], "100-continue");
@@ -348,7 +348,7 @@ void Session::on_head(const beast::error_code& ec) {
   read_body();
 }
 
-void Session::read_body() {
+void Connection::read_body() {
   stream_.expires_after(std::chrono::seconds(core_.options.read_timeout_s));
   http::async_read(stream_, buffer_, *parser_,
                    [self = shared_from_this()](beast::error_code ec, size_t) {
@@ -360,7 +360,7 @@ void Session::read_body() {
 }
 
 // A chunked body's bytes are taken as each chunk's header announces them.
-void Session::take_body_bytes(uint64_t n, beast::error_code& ec) {
+void Connection::take_body_bytes(uint64_t n, beast::error_code& ec) {
   if (body_lease_.grow(core_.body_budget, static_cast<size_t>(n))) return;
   over_budget_ = true;
   ec = http::error::body_limit;
@@ -369,7 +369,7 @@ void Session::take_body_bytes(uint64_t n, beast::error_code& ec) {
 // A body refused unread (over the limit, or over the bodies' total) is read away (within the
 // body's deadline) before the answer, so that the client, still sending, sees it rather than a
 // reset connection.
-void Session::discard_body(uint64_t remaining, int status) {
+void Connection::discard_body(uint64_t remaining, int status) {
   const uint64_t buffered = std::min<uint64_t>(remaining, buffer_.size());
   buffer_.consume(buffered);
   remaining -= buffered;
@@ -388,7 +388,7 @@ void Session::discard_body(uint64_t remaining, int status) {
   });
 }
 
-HttpRequest Session::request_from_parser() {
+HttpRequest Connection::request_from_parser() {
   HttpRequest req;
   if (parser_ && parser_->is_header_done()) {
     http::request<http::string_body> msg = parser_->release();
@@ -413,7 +413,7 @@ HttpRequest Session::request_from_parser() {
   return req;
 }
 
-void Session::refuse(int status) {
+void Connection::refuse(int status) {
   body_lease_.release();
   HttpRequest req = request_from_parser();
   HttpResponse res;
@@ -425,7 +425,7 @@ void Session::refuse(int status) {
   enqueue(reply_head(res, false, 0, &length) + res.body, ReplyEnd::kClose);
 }
 
-void Session::dispatch() {
+void Connection::dispatch() {
   auto req = std::make_shared<HttpRequest>(request_from_parser());
   auto lease = std::make_shared<BodyLease>(std::move(body_lease_));
   busy_ = true;
@@ -436,7 +436,7 @@ void Session::dispatch() {
 
 // While a request runs, the client should send nothing: readable means it closed its end (or
 // sent its next request early, which ends the watch).
-void Session::watch_peer() {
+void Connection::watch_peer() {
   watching_ = true;
   stream_.socket().async_wait(
       tcp::socket::wait_read, [self = shared_from_this(), n = n_requests_](beast::error_code ec) {
@@ -456,14 +456,14 @@ void Session::watch_peer() {
       });
 }
 
-void Session::stop_watching() {
+void Connection::stop_watching() {
   if (!watching_) return;
   watching_ = false;
   beast::error_code ec;
   stream_.socket().cancel(ec);  // nothing else is pending between two requests
 }
 
-void Session::answer(HttpRequest& req, BodyLease& body_lease) {
+void Connection::answer(HttpRequest& req, BodyLease& body_lease) {
   HttpResponse res;
   core_.handlers.handle(req, res);
   // The handler has read the body (a streamed reply keeps what it parsed, not the bytes).
@@ -478,10 +478,10 @@ void Session::answer(HttpRequest& req, BodyLease& body_lease) {
   post(std::move(bytes), keep_alive ? ReplyEnd::kKeepAlive : ReplyEnd::kClose);
 }
 
-// A streamed reply's sink on the worker thread: chunks go to the session's queue.
+// A streamed reply's sink on the worker thread: chunks go to the connection's queue.
 class StreamSink : public ChunkSink {
  public:
-  explicit StreamSink(Session& session) : session_(session) {}
+  explicit StreamSink(Connection& connection) : session_(connection) {}
   bool write(const char* data, size_t size) override {
     if (broken_ || finished_ || session_.state().closed()) return !(broken_ = true);
     if (size == 0) return true;
@@ -493,12 +493,12 @@ class StreamSink : public ChunkSink {
   bool broken() const { return broken_; }
 
  private:
-  Session& session_;
+  Connection& session_;
   bool finished_ = false;
   bool broken_ = false;
 };
 
-void Session::stream_reply(HttpResponse& res, bool keep_alive) {
+void Connection::stream_reply(HttpResponse& res, bool keep_alive) {
   post(reply_head(res, keep_alive, core_.options.keep_alive_timeout_s, nullptr), ReplyEnd::kMore);
   StreamSink sink(*this);
   try {
@@ -514,7 +514,7 @@ void Session::stream_reply(HttpResponse& res, bool keep_alive) {
   if (res.stream_ended) res.stream_ended();
 }
 
-bool Session::queue_chunk(const char* data, size_t size) {
+bool Connection::queue_chunk(const char* data, size_t size) {
   if (queued_bytes_.load() + size > core_.options.max_stream_queue_bytes) return false;
   std::string framed = fmt::format("{:x}\r\n", size);
   framed.append(data, size);
@@ -523,14 +523,14 @@ bool Session::queue_chunk(const char* data, size_t size) {
   return true;
 }
 
-void Session::post(std::string bytes, ReplyEnd end) {
+void Connection::post(std::string bytes, ReplyEnd end) {
   queued_bytes_ += bytes.size();
   asio::post(core_.io, [self = shared_from_this(), bytes = std::move(bytes), end]() mutable {
     self->enqueue(std::move(bytes), end);
   });
 }
 
-void Session::enqueue(std::string bytes, ReplyEnd end) {
+void Connection::enqueue(std::string bytes, ReplyEnd end) {
   if (closed_ || end == ReplyEnd::kDrop) {
     queued_bytes_ -= bytes.size();
     return close();
@@ -543,7 +543,7 @@ void Session::enqueue(std::string bytes, ReplyEnd end) {
 }
 
 // Everything queued goes out in one gathered write, under the write deadline.
-void Session::write_queued() {
+void Connection::write_queued() {
   if (closed_) return;
   if (out_.empty()) {
     writing_ = false;
@@ -569,7 +569,7 @@ void Session::write_queued() {
       });
 }
 
-void Session::finish_reply() {
+void Connection::finish_reply() {
   const ReplyEnd end = reply_end_;
   reply_end_ = ReplyEnd::kMore;
   busy_ = false;
@@ -580,13 +580,13 @@ void Session::finish_reply() {
   close();
 }
 
-void Session::close() {
+void Connection::close() {
   if (closed_) return;
   closed_ = true;
   body_lease_.release();
   state_->mark_closed();
   stream_.close();
-  core_.on_session_closed(this);
+  core_.on_connection_closed(this);
 }
 
 void TransportCore::accept() {
@@ -609,18 +609,18 @@ void TransportCore::on_accept(const beast::error_code& ec, tcp::socket socket) {
   } else {
     socket.set_option(tcp::no_delay(true), ignored);
     socket.set_option(asio::socket_base::send_buffer_size(kSendBuffer), ignored);
-    auto session = std::make_shared<Session>(*this, std::move(socket));
-    sessions.emplace(session.get(), session);
+    auto connection = std::make_shared<Connection>(*this, std::move(socket));
+    connections.emplace(connection.get(), connection);
     n_connections.fetch_add(1);
-    session->start();
+    connection->start();
   }
   accept();
 }
 
-void TransportCore::on_session_closed(Session* session) {
-  sessions.erase(session);
+void TransportCore::on_connection_closed(Connection* connection) {
+  connections.erase(connection);
   n_connections.fetch_sub(1);
-  if (stopping && sessions.empty()) stop_timer.cancel();
+  if (stopping && connections.empty()) stop_timer.cancel();
 }
 
 void TransportCore::begin_stop() {
@@ -630,14 +630,14 @@ void TransportCore::begin_stop() {
   acceptor.close(ignored);
   accept_retry.cancel();
   auto live = [this] {
-    std::vector<std::shared_ptr<Session>> out;
-    for (auto& [ptr, weak] : sessions) {
+    std::vector<std::shared_ptr<Connection>> out;
+    for (auto& [ptr, weak] : connections) {
       if (auto s = weak.lock()) out.push_back(std::move(s));
     }
     return out;
   };
   for (const auto& s : live()) s->stop_if_idle();
-  if (sessions.empty()) return;
+  if (connections.empty()) return;
   stop_timer.expires_after(std::chrono::seconds(options.stop_grace_s));
   stop_timer.async_wait([live](beast::error_code ec) {
     if (ec) return;

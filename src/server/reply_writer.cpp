@@ -14,13 +14,13 @@ constexpr auto kPollInterval = std::chrono::milliseconds(10);
 
 }  // namespace
 
-Call::Call(Metrics& metrics) : metrics_(metrics), t_submit_(Clock::now()) {}
+PendingReply::PendingReply(Metrics& metrics) : metrics_(metrics), t_submit_(Clock::now()) {}
 
-std::function<void(const BatchEvent&)> Call::sink(std::shared_ptr<Call> call) {
+std::function<void(const BatchEvent&)> PendingReply::sink(std::shared_ptr<PendingReply> call) {
   return [call = std::move(call)](const BatchEvent& event) { call->on_event(event); };
 }
 
-void Call::on_event(const BatchEvent& event) {
+void PendingReply::on_event(const BatchEvent& event) {
   const auto now = Clock::now();
   std::lock_guard<std::mutex> lock(mu_);
   if (!event.tokens.empty()) {
@@ -44,8 +44,8 @@ void Call::on_event(const BatchEvent& event) {
   cv_.notify_all();
 }
 
-void Call::attach(std::shared_ptr<RequestHandle> handle,
-                  std::shared_ptr<const ConnectionState> connection) {
+void PendingReply::attach(std::shared_ptr<RequestHandle> handle,
+                          std::shared_ptr<const ConnectionState> connection) {
   handle_ = std::move(handle);
   connection_ = std::move(connection);
 }
@@ -53,7 +53,7 @@ void Call::attach(std::shared_ptr<RequestHandle> handle,
 // The connection is checked on every call, even while tokens keep coming: a fast model never
 // leaves the queue empty, and a departed client's request would run to the end. The transport
 // marks the state closed the moment the client's socket says so.
-bool Call::take_events(std::deque<BatchEvent>& out) {
+bool PendingReply::take_events(std::deque<BatchEvent>& out) {
   std::unique_lock<std::mutex> lock(mu_);
   cv_.wait_for(lock, kPollInterval, [&] { return !events_.empty(); });
   out.swap(events_);
@@ -65,7 +65,7 @@ bool Call::take_events(std::deque<BatchEvent>& out) {
   return true;
 }
 
-void write_blocking(HttpResponse& res, Call& call, const ReplyFormat& format,
+void write_blocking(HttpResponse& res, PendingReply& call, const WireFormat& format,
                     const std::function<void()>& release) {
   ReplyParts parts;
   std::vector<SampledToken> tokens;
@@ -97,7 +97,7 @@ namespace {
 // The state of one SSE reply across the calls of its content provider.
 class EventStream {
  public:
-  EventStream(std::shared_ptr<Call> call, std::unique_ptr<ReplyFormat> format)
+  EventStream(std::shared_ptr<PendingReply> call, std::unique_ptr<WireFormat> format)
       : call_(std::move(call)), format_(std::move(format)) {}
 
   // Writes what arrived; false stops the stream (the client left).
@@ -131,15 +131,15 @@ class EventStream {
     return false;
   }
 
-  std::shared_ptr<Call> call_;
-  std::unique_ptr<ReplyFormat> format_;
+  std::shared_ptr<PendingReply> call_;
+  std::unique_ptr<WireFormat> format_;
   bool opened_ = false;
 };
 
 }  // namespace
 
-void write_stream(HttpResponse& res, std::shared_ptr<Call> call,
-                  std::unique_ptr<ReplyFormat> format, std::function<void()> release) {
+void write_stream(HttpResponse& res, std::shared_ptr<PendingReply> call,
+                  std::unique_ptr<WireFormat> format, std::function<void()> release) {
   auto stream = std::make_shared<EventStream>(std::move(call), std::move(format));
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");

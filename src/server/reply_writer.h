@@ -1,7 +1,7 @@
-// A generation request in flight (Call: events passed from the generator's thread to the
+// A generation request in flight (PendingReply: events passed from the generator's thread to the
 // handler's, the client's connection state watched so a departed client's request is cancelled),
 // and the two writers of its reply: one JSON object, or server-sent events (SSE). Both take their
-// text from the API's ReplyFormat (server/reply_format.h).
+// text from the API's WireFormat (server/wire_format.h).
 #pragma once
 
 #include <chrono>
@@ -17,18 +17,18 @@
 #include "server/http_message.h"
 #include "server/metrics.h"
 #include "server/openai_reply.h"
-#include "server/reply_format.h"
+#include "server/wire_format.h"
 
 namespace minfer::server {
 
 // One generation request between its handler thread and the scheduler thread.
-class Call {
+class PendingReply {
  public:
   // `metrics` (first-token and inter-token times, finished requests) must outlive the call.
-  explicit Call(Metrics& metrics);
+  explicit PendingReply(Metrics& metrics);
 
   // The sink to submit the request with; it holds the call until the scheduler drops it.
-  static std::function<void(const BatchEvent&)> sink(std::shared_ptr<Call> call);
+  static std::function<void(const BatchEvent&)> sink(std::shared_ptr<PendingReply> call);
   // After a successful submit: the request's handle and the state of the client's connection
   // (null: not watched).
   void attach(std::shared_ptr<RequestHandle> handle,
@@ -64,12 +64,12 @@ class Call {
 
 // Waits for the request to end, calls `release`, and answers with the whole reply as one JSON
 // object, or with the engine's error as a 500.
-void write_blocking(HttpResponse& res, Call& call, const ReplyFormat& format,
+void write_blocking(HttpResponse& res, PendingReply& call, const WireFormat& format,
                     const std::function<void()>& release);
 
 // Answers with server-sent events as tokens arrive: the format's opening frames, the frames of
 // each event, its closing frames. `release` runs once the stream ended or the client left.
-void write_stream(HttpResponse& res, std::shared_ptr<Call> call,
-                  std::unique_ptr<ReplyFormat> format, std::function<void()> release);
+void write_stream(HttpResponse& res, std::shared_ptr<PendingReply> call,
+                  std::unique_ptr<WireFormat> format, std::function<void()> release);
 
 }  // namespace minfer::server

@@ -309,7 +309,7 @@ struct OutputItem {
   }
 };
 
-class ResponsesFormat : public ReplyFormat {
+class ResponsesFormat : public WireFormat {
  public:
   explicit ResponsesFormat(ReplyInfo info) : info_(std::move(info)) {}
 
@@ -481,7 +481,7 @@ class ResponsesFormat : public ReplyFormat {
 
 }  // namespace
 
-std::unique_ptr<ReplyFormat> responses_format(const ReplyInfo& info, int64_t) {
+std::unique_ptr<WireFormat> responses_format(const ReplyInfo& info, int64_t) {
   return std::make_unique<ResponsesFormat>(info);
 }
 

@@ -12,7 +12,7 @@
 
 #include "minfer/minfer.h"
 #include "server/openai_api.h"
-#include "server/reply_format.h"
+#include "server/wire_format.h"
 
 namespace minfer::server {
 
@@ -24,6 +24,6 @@ std::optional<ApiError> responses_to_chat(const Json& body, ChatTranslation& out
 // response.output_item.added, its parts and deltas (output_text, reasoning_text,
 // function_call_arguments) and response.output_item.done, then response.completed (or
 // response.incomplete), every event with its sequence_number.
-std::unique_ptr<ReplyFormat> responses_format(const ReplyInfo& info, int64_t n_prompt);
+std::unique_ptr<WireFormat> responses_format(const ReplyInfo& info, int64_t n_prompt);
 
 }  // namespace minfer::server

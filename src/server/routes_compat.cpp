@@ -6,8 +6,8 @@
 #include "server/anthropic_api.h"
 #include "server/http_io.h"
 #include "server/http_server.h"
-#include "server/reply_format.h"
 #include "server/responses_api.h"
+#include "server/wire_format.h"
 
 namespace minfer::server {
 

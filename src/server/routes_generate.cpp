@@ -11,8 +11,8 @@
 #include "server/http_io.h"
 #include "server/http_server.h"
 #include "server/openai_reply.h"
-#include "server/reply_format.h"
 #include "server/reply_writer.h"
+#include "server/wire_format.h"
 
 namespace minfer::server {
 
@@ -167,7 +167,7 @@ void HttpServer::generate_as(const HttpRequest& req, HttpResponse& res, Endpoint
   if (auto e = build_request(body, *b, options_, endpoint, parsed, prompt, reasoning_budget))
     return send_error(res, *e);
 
-  auto call = std::make_shared<Call>(metrics_);
+  auto call = std::make_shared<PendingReply>(metrics_);
   std::shared_ptr<ChoiceJoin> join;  // n > 1: the choices (server/choices.h)
   if (parsed.n > 1) {
     Result<Choices> choices =
@@ -178,7 +178,7 @@ void HttpServer::generate_as(const HttpRequest& req, HttpResponse& res, Endpoint
     call->attach(call->handle(), req.connection);
   } else {
     Result<std::shared_ptr<RequestHandle>> handle =
-        b->generator->submit(prompt, parsed.params, Call::sink(call));
+        b->generator->submit(prompt, parsed.params, PendingReply::sink(call));
     if (!handle.is_ok()) return send_error(res, submit_error(handle.status()));
     call->attach(handle.value(), req.connection);
   }
@@ -212,7 +212,7 @@ void HttpServer::generate_as(const HttpRequest& req, HttpResponse& res, Endpoint
     }
     return;
   }
-  std::unique_ptr<ReplyFormat> format =
+  std::unique_ptr<WireFormat> format =
       api.make_format ? api.make_format(info, static_cast<int64_t>(prompt.size()))
                       : openai_format(Reply(*b->model, std::move(info)));
   if (parsed.stream) {

@@ -10,7 +10,7 @@
 
 #include "server/anthropic_api.h"
 #include "server/openai_api.h"
-#include "server/reply_format_test_util.h"
+#include "server/wire_format_test_util.h"
 
 namespace minfer::server {
 namespace {

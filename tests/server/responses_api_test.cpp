@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "server/openai_api.h"
-#include "server/reply_format_test_util.h"
 #include "server/responses_api.h"
+#include "server/wire_format_test_util.h"
 
 namespace minfer::server {
 namespace {

@@ -1,4 +1,4 @@
-#include "server/reply_format.h"
+#include "server/wire_format.h"
 
 #include <utility>
 
@@ -17,7 +17,7 @@ std::string sse_frame(std::string_view event, const Json& data) {
 
 namespace {
 
-class OpenAiFormat : public ReplyFormat {
+class OpenAiFormat : public WireFormat {
  public:
   explicit OpenAiFormat(Reply reply) : reply_(std::move(reply)) {}
 
@@ -60,7 +60,7 @@ class OpenAiFormat : public ReplyFormat {
 
 }  // namespace
 
-std::unique_ptr<ReplyFormat> openai_format(Reply reply) {
+std::unique_ptr<WireFormat> openai_format(Reply reply) {
   return std::make_unique<OpenAiFormat>(std::move(reply));
 }
 

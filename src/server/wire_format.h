@@ -19,9 +19,9 @@
 
 namespace minfer::server {
 
-class ReplyFormat {
+class WireFormat {
  public:
-  virtual ~ReplyFormat() = default;
+  virtual ~WireFormat() = default;
 
   // Streamed: the frames sent before any event (chat's role chunk, Anthropic's message_start).
   virtual std::vector<std::string> stream_open() = 0;
@@ -40,7 +40,7 @@ std::string sse_frame(const Json& data);
 std::string sse_frame(std::string_view event, const Json& data);
 
 // OpenAI's chat/completions replies (the Reply's chunks; "data: [DONE]" last).
-std::unique_ptr<ReplyFormat> openai_format(Reply reply);
+std::unique_ptr<WireFormat> openai_format(Reply reply);
 
 // Another API's request as the chat request the OpenAI path builds.
 struct ChatTranslation {
@@ -57,7 +57,7 @@ struct WireApi {
   std::string id_prefix;  // of ReplyInfo::id: "msg_", "resp_"
   std::function<std::optional<ApiError>(const Json& body, ChatTranslation& out)> translate;
   // info: the request's id, model, created and seed; n_prompt: its prompt tokens.
-  std::function<std::unique_ptr<ReplyFormat>(const ReplyInfo& info, int64_t n_prompt)> make_format;
+  std::function<std::unique_ptr<WireFormat>(const ReplyInfo& info, int64_t n_prompt)> make_format;
 };
 
 }  // namespace minfer::server

@@ -1,4 +1,4 @@
-// Streams for the reply-format tests (server/reply_format.h): a reply's events as one format
+// Streams for the reply-format tests (server/wire_format.h): a reply's events as one format
 // writes them.
 #pragma once
 
@@ -7,13 +7,13 @@
 #include <vector>
 
 #include "server/openai_reply.h"
-#include "server/reply_format.h"
+#include "server/wire_format.h"
 
 namespace minfer::server {
 
 // The frames of a whole stream (the opening ones, then each event's), and the events' parts put
 // together as the blocking writer does.
-inline std::vector<std::string> stream_all(ReplyFormat& format,
+inline std::vector<std::string> stream_all(WireFormat& format,
                                            const std::vector<BatchEvent>& events,
                                            ReplyParts& parts) {
   std::vector<std::string> frames = format.stream_open();
