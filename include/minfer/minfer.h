@@ -158,11 +158,11 @@ struct ReplyParams {
 struct GenerateParams : SamplerParams, ReplyParams {
   int64_t max_tokens = -1;        // < 0: until an end-of-generation token or a full context
   std::vector<std::string> stop;  // strings that end generation; never part of the text
-  // generate() only: checked between tokens when set; raising it ends with "cancelled".
+  // Checked before each step when set (not owned): raising it ends the request with
+  // "cancelled", as a BatchGenerator handle's cancel() does.
   const std::atomic<bool>* cancel = nullptr;
-  // Batched requests only:
   // < 0: no logprobs; else each sampled token's log-probability plus this many alternatives
-  // (≤ kMaxTopLogprobs), in BatchEvent::tokens.
+  // (≤ kMaxTopLogprobs), reported in BatchEvent::tokens (GenerateReply carries none).
   int32_t top_logprobs = -1;
   bool render_special = false;  // emit the text of control tokens
   // Only tokens that continue one JSON object are sampled, and the request ends as soon as it is
@@ -173,8 +173,8 @@ struct GenerateParams : SamplerParams, ReplyParams {
   // Not together with json_object. A grammar that does not parse is an error naming line and
   // column.
   std::string grammar;
-  // Batched requests only: < 0 any free slot; else the request waits for slot id_slot
-  // (0..n_parallel-1) and starts from what that slot holds (BatchOptions::keep_slots), e.g. a
+  // < 0 any free slot; else the request waits for slot id_slot (0..n_parallel-1; generate()
+  // has the one slot 0) and starts from what that slot holds (BatchOptions::keep_slots), e.g. a
   // state restored into it.
   int32_t id_slot = -1;
   // Context shift (llama.cpp's --context-shift): when the sequence has no position left, the
@@ -189,8 +189,7 @@ struct GenerateParams : SamplerParams, ReplyParams {
   // each token, the tokens that followed the last earlier occurrence of the last spec_ngram
   // tokens (prompt and reply) are drafted, up to draft_max, and verified in one forward. The
   // output is exactly what plain decoding gives; 0: off. Not with sliding-window models (an
-  // error); generate() also not with context_shift. Batched requests verify their drafts in the
-  // step they share with the other sequences (BatchGenerator::submit).
+  // error). Drafts are verified in the step a sequence shares with the other sequences.
   int32_t spec_ngram = 0;
   int32_t draft_max = 16;
   // With a draft model (LoadOptions::draft_model): fewer drafts than draft_min are not verified

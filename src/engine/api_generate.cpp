@@ -9,19 +9,6 @@
 
 namespace minfer {
 
-namespace {
-
-// A request's reply settings over the model's formats.
-engine::ReplyRequest reply_request(const GenerateParams& params, const chat::ReplyFormat& format) {
-  engine::ReplyRequest r;
-  static_cast<ReplyParams&>(r) = params;
-  r.format = format;
-  r.parse_tool_calls = params.parse_tool_calls && params.tool_choice != ToolChoice::kNone;
-  return r;
-}
-
-}  // namespace
-
 Result<engine::RequestParams> engine_request(std::span<const int32_t> prompt,
                                              const GenerateParams& params,
                                              grammar::RequestGrammars& grammars,
@@ -29,28 +16,16 @@ Result<engine::RequestParams> engine_request(std::span<const int32_t> prompt,
                                              bool has_draft_model) {
   engine::RequestParams request;
   request.prompt.assign(prompt.begin(), prompt.end());
-  request.sampling = params;  // the sampler's part of the request
-  request.max_tokens = params.max_tokens;
-  request.stops = params.stop;
-  request.top_logprobs = params.top_logprobs;
-  request.render_special = params.render_special;
-  request.slot = params.id_slot;
-  request.context_shift = params.context_shift;
-  request.n_keep = params.n_keep;
-  request.spec_ngram = params.spec_ngram;
-  request.draft_max = params.draft_max;
-  request.draft_min = params.draft_min;
-  request.draft_p_min = params.draft_p_min;
+  request.generate = params;
+  request.format = format;
   request.spec_draft_model = has_draft_model && params.spec_ngram == 0 && params.draft_max > 0;
-  request.cancel = params.cancel;
   // Each request gets its own matcher state over the shared compiled grammar.
   MINFER_ASSIGN_OR_RETURN(request.constraint,
                           grammars.constraint(params.json_object, params.grammar));
-  request.reply = reply_request(params, format);
   // Tool calls follow the tools' schemas unless the request constrains its text otherwise.
   if (request.constraint == nullptr) {
     MINFER_ASSIGN_OR_RETURN(request.constraint,
-                            engine::tool_call_constraint(grammars, request.reply));
+                            engine::tool_call_constraint(grammars, request.reply()));
   }
   return request;
 }
@@ -149,7 +124,7 @@ Result<PrefillReply> LanguageModel::prefill(std::span<const int32_t> tokens) {
   MINFER_RETURN_IF_ERROR(impl_->need_sequence());
   engine::RequestParams request;
   request.prompt.assign(tokens.begin(), tokens.end());
-  request.max_tokens = 0;  // the prompt alone: its cells stay in the slot
+  request.generate.max_tokens = 0;  // the prompt alone: its cells stay in the slot
   RequestStats stats;
   Status error;
   MINFER_RETURN_IF_ERROR(impl_->sequence

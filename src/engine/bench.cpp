@@ -546,7 +546,7 @@ Result<Generated> generate_once(Scheduler& scheduler, RequestParams request) {
 Result<BenchTest> speculative_row(Scheduler& scheduler, const RequestParams& request,
                                   const BenchOptions& o) {
   BenchTest t;
-  t.n_gen = request.max_tokens;
+  t.n_gen = request.generate.max_tokens;
   t.n_depth = static_cast<int64_t>(request.prompt.size());
   t.n_threads = scheduler.runtime().n_threads();
   for (int r = 0; r <= o.repetitions; ++r) {  // r == 0: the warm-up
@@ -583,19 +583,19 @@ Result<std::vector<BenchTest>> run_speculative_bench(const Model& model, const B
                           bench_scheduler(model, *tokenizer, o, n_threads, n_ctx));
   RequestParams request;
   request.prompt = prompt;
-  request.sampling.temperature = 0.0f;  // greedy: both rows generate the same tokens
-  request.max_tokens = n_gen;
+  request.generate.temperature = 0.0f;  // greedy: both rows generate the same tokens
+  request.generate.max_tokens = n_gen;
   for (int32_t id = 0; id < tokenizer->n_vocab(); ++id) {
     if (tokenizer->is_eog(id)) {
-      request.sampling.logit_bias.emplace_back(id, -std::numeric_limits<float>::infinity());
+      request.generate.logit_bias.emplace_back(id, -std::numeric_limits<float>::infinity());
     }
   }
   std::vector<BenchTest> rows;
   for (const bool speculate : {false, true}) {
     if (speculate) {
-      request.spec_ngram = spec.draft != nullptr ? 0 : spec.ngram;
+      request.generate.spec_ngram = spec.draft != nullptr ? 0 : spec.ngram;
       request.spec_draft_model = spec.draft != nullptr;
-      request.draft_max = spec.draft_max;
+      request.generate.draft_max = spec.draft_max;
     }
     MINFER_ASSIGN_OR_RETURN(BenchTest t, speculative_row(*scheduler, request, o));
     t.speculative = !speculate              ? "plain"

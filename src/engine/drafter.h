@@ -32,7 +32,7 @@ struct DraftTarget {
   std::span<const int32_t> tokens;  // what its positions hold or will hold
   bool decoding;                    // the step feeds its last token (and may verify drafts)
   int64_t max_drafts;               // the most drafts it may verify after this step
-  float p_min;                      // RequestParams::draft_p_min
+  float p_min;                      // GenerateParams::draft_p_min
 };
 
 class Drafter : NonCopyable {

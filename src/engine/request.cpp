@@ -5,35 +5,36 @@ namespace minfer::engine {
 namespace {
 
 Status check_speculative(const RequestParams& params, const RequestBounds& b) {
-  if (params.spec_ngram < 0 || params.spec_ngram > kMaxSpecNgram) {
+  if (params.generate.spec_ngram < 0 || params.generate.spec_ngram > kMaxSpecNgram) {
     return make_error(ErrorCode::kInvalidArgument,
                       "[scheduler] spec_ngram must be in 0..{}, got {}", kMaxSpecNgram,
-                      params.spec_ngram);
+                      params.generate.spec_ngram);
   }
   if (params.spec_draft_model && !b.has_draft_model) {
     return make_error(ErrorCode::kInvalidArgument,
                       "[scheduler] a request asks for the draft model, but none is loaded");
   }
-  if (params.spec_draft_model && params.spec_ngram > 0) {
+  if (params.spec_draft_model && params.generate.spec_ngram > 0) {
     return make_error(ErrorCode::kInvalidArgument,
                       "[scheduler] speculative decoding drafts by prompt lookup (spec_ngram {}) or "
                       "by the draft model, not both",
-                      params.spec_ngram);
+                      params.generate.spec_ngram);
   }
-  if (!(params.draft_p_min >= 0.0f && params.draft_p_min <= 1.0f)) {
+  if (!(params.generate.draft_p_min >= 0.0f && params.generate.draft_p_min <= 1.0f)) {
     return make_error(ErrorCode::kInvalidArgument,
-                      "[scheduler] draft_p_min must be in 0..1, got {}", params.draft_p_min);
+                      "[scheduler] draft_p_min must be in 0..1, got {}",
+                      params.generate.draft_p_min);
   }
-  if (params.spec_ngram == 0 && !params.spec_draft_model) return Status::ok();
-  if (params.draft_max < 1 || params.draft_max > kMaxDraft) {
+  if (params.generate.spec_ngram == 0 && !params.spec_draft_model) return Status::ok();
+  if (params.generate.draft_max < 1 || params.generate.draft_max > kMaxDraft) {
     return make_error(ErrorCode::kInvalidArgument,
                       "[scheduler] draft_max must be in 1..{} with speculative decoding, got {}",
-                      kMaxDraft, params.draft_max);
+                      kMaxDraft, params.generate.draft_max);
   }
-  if (params.draft_min < 0 || params.draft_min > params.draft_max) {
+  if (params.generate.draft_min < 0 || params.generate.draft_min > params.generate.draft_max) {
     return make_error(ErrorCode::kInvalidArgument,
                       "[scheduler] draft_min must be in 0..draft_max ({}), got {}",
-                      params.draft_max, params.draft_min);
+                      params.generate.draft_max, params.generate.draft_min);
   }
   if (b.n_swa > 0) {
     // Drafts past the window would return cells the sequence still needs once they are dropped.
@@ -60,17 +61,17 @@ Status check_request(const RequestParams& params, const Tokenizer& tokenizer,
                         b.n_vocab - 1);
     }
   }
-  MINFER_RETURN_IF_ERROR(validate(params.sampling, b.n_vocab));
-  if (params.top_logprobs > kMaxTopLogprobs) {
+  MINFER_RETURN_IF_ERROR(validate(params.generate, b.n_vocab));
+  if (params.generate.top_logprobs > kMaxTopLogprobs) {
     return make_error(ErrorCode::kInvalidArgument,
                       "[scheduler] top_logprobs must be at most {}, got {}", kMaxTopLogprobs,
-                      params.top_logprobs);
+                      params.generate.top_logprobs);
   }
   const int64_t n_prompt = static_cast<int64_t>(params.prompt.size());
-  if (params.slot >= b.n_slots) {
+  if (params.generate.id_slot >= b.n_slots) {
     return make_error(ErrorCode::kInvalidArgument,
                       "[scheduler] slot {} does not exist: expected 0..{} (n_parallel {})",
-                      params.slot, b.n_slots - 1, b.n_slots);
+                      params.generate.id_slot, b.n_slots - 1, b.n_slots);
   }
   if (n_prompt > b.n_ctx) {
     return make_error(ErrorCode::kOutOfRange,
@@ -78,8 +79,8 @@ Status check_request(const RequestParams& params, const Tokenizer& tokenizer,
                       "most n_ctx {}",
                       n_prompt, b.n_ctx);
   }
-  const int64_t n_keep = params.n_keep < 0 ? n_prompt : params.n_keep;
-  if (params.context_shift && n_keep + 2 > b.n_ctx) {
+  const int64_t n_keep = params.generate.n_keep < 0 ? n_prompt : params.generate.n_keep;
+  if (params.generate.context_shift && n_keep + 2 > b.n_ctx) {
     return make_error(ErrorCode::kInvalidArgument,
                       "[scheduler] context shift keeps {} tokens: expected at most {} (n_ctx {} "
                       "less 2 positions to shift)",

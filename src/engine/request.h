@@ -19,6 +19,7 @@
 
 namespace minfer::engine {
 
+using minfer::GenerateParams;
 using minfer::kMaxTopLogprobs;
 using minfer::ReplyParams;
 using minfer::RequestHandle;
@@ -40,42 +41,32 @@ struct ReplyRequest : ReplyParams {
   }
 };
 
+// One request: its prompt and the public request as given (GenerateParams: sampling, limits,
+// stops, logprobs, slot, context shift, speculation, how the reply is split) — read where the
+// engine needs each field, never restated — with what the engine made of it.
+//  * generate.max_tokens 0: the prompt is computed (its cells stay in the slot with keep_slots)
+//    and the request ends kLength with no token sampled.
+//  * generate.json_object / grammar / tools: compiled into `constraint` by whoever submits (one
+//    per request: it holds the request's matcher state); the engine reads only the constraint.
+//  * generate.cancel, when set, is checked before each step, as the handle's cancel() is.
+//  * Speculation: prompt lookup by generate.spec_ngram, or the scheduler's draft model when
+//    spec_draft_model (SchedulerOptions::draft_model; not with spec_ngram): engine/speculative.h.
 struct RequestParams {
   std::vector<int32_t> prompt;  // [n_prompt] ≥ 1 token, every id < n_vocab
-  SamplerParams sampling;
-  // < 0: until an eog token, a stop string or a full context; 0: the prompt is computed (its
-  // cells stay in the slot with keep_slots) and the request ends kLength with no token sampled.
-  int64_t max_tokens = -1;
-  std::vector<std::string> stops;  // empty strings are ignored
-  bool render_special = false;     // emit the text of control tokens
-  // < 0: no logprobs; else the sampled token's log-probability plus this many alternatives
-  // (≤ kMaxTopLogprobs), from the model's distribution before the sampler chain.
-  int32_t top_logprobs = -1;
-  // When set, only tokens it allows are sampled (e.g. grammar::JsonConstraint for json_object),
-  // and the request ends with kEog as soon as it is complete. One per request: it holds that
-  // request's state.
+  GenerateParams generate;
+  chat::ReplyFormat format;  // the model's reply formats, from its chat template
   std::shared_ptr<TokenConstraint> constraint;
-  ReplyRequest reply;
-  int32_t slot = -1;  // < 0: any free slot; else wait for that one (GenerateParams::id_slot)
-  // GenerateParams::context_shift, n_keep (< 0: the whole prompt).
-  bool context_shift = false;
-  int64_t n_keep = 0;
-  // Speculative decoding by prompt lookup (GenerateParams::spec_ngram; 0: off): in each step a
-  // decoding sequence also feeds the tokens that followed the last earlier occurrence of its last
-  // spec_ngram tokens (engine/speculative.h lookup_draft), at most draft_max, none when fewer than
-  // draft_min, and samples from their rows while each is the token sampled before it.
-  int32_t spec_ngram = 0;
-  int32_t draft_max = 16;
-  int32_t draft_min = 0;
-  // Speculative decoding by the scheduler's draft model (SchedulerOptions::draft_model; not with
-  // spec_ngram): in each step the draft model proposes up to draft_max tokens after the
-  // sequence's last one (greedy, or sampled with these settings and kept by the accept/resample
-  // rule), stopping before a token whose probability is below draft_p_min.
   bool spec_draft_model = false;
-  float draft_p_min = 0.0f;
-  // Checked before each step when set (not owned): raised, the request ends kCancelled, as its
-  // handle's cancel() does (GenerateParams::cancel).
-  const std::atomic<bool>* cancel = nullptr;
+
+  // The reply settings over the model's formats (tool calls parsed only when a tool may be
+  // called).
+  ReplyRequest reply() const {
+    ReplyRequest r;
+    static_cast<ReplyParams&>(r) = generate;
+    r.format = format;
+    r.parse_tool_calls = generate.parse_tool_calls && generate.tool_choice != ToolChoice::kNone;
+    return r;
+  }
 };
 
 // The forwards a request took part in: a batch of one's are its own (`minfer run`'s figures).

@@ -137,7 +137,7 @@ void Scheduler::end_cancelled() {
 void Scheduler::admit() {
   while (static_cast<int>(running_.size()) < options_.n_parallel && !waiting_.empty()) {
     Sequence& seq = *waiting_.front();
-    const int32_t slot = slots_->pick(seq.tokens, seq.params.slot);
+    const int32_t slot = slots_->pick(seq.tokens, seq.params.generate.id_slot);
     if (slot < 0) break;  // its slot is busy: wait, in order
     const int64_t n_tokens = static_cast<int64_t>(seq.tokens.size());
     const int64_t n_cached = slots_->attach(slot, seq.tokens);
@@ -155,7 +155,7 @@ void Scheduler::admit() {
     if (!seq.admitted) {
       seq.admitted = true;
       if (drafter_ != nullptr && seq.params.spec_draft_model) {
-        drafter_->begin(seq.id, seq.params.sampling);
+        drafter_->begin(seq.id, seq.params.generate);
       }
       seq.stats.n_cached = n_cached;
       seq.stats.queue_ms = ms_between(seq.t_submit, Clock::now());
@@ -186,12 +186,13 @@ void Scheduler::preempt(Sequence& seq) {
 
 void Scheduler::on_logits(Sequence& seq, std::span<const float> logits,
                           const DraftProposal* draft) {
-  if (seq.params.max_tokens == 0) {
-    finish(seq, FinishReason::kLength);  // the prompt alone (RequestParams::max_tokens)
+  if (seq.params.generate.max_tokens == 0) {
+    finish(seq, FinishReason::kLength);  // the prompt alone (GenerateParams::max_tokens 0)
     return;
   }
   // A sampled token sits at the position after the last: none is left (without a shift).
-  if (static_cast<int64_t>(seq.tokens.size()) >= options_.n_ctx && !seq.params.context_shift) {
+  if (static_cast<int64_t>(seq.tokens.size()) >= options_.n_ctx &&
+      !seq.params.generate.context_shift) {
     finish(seq, FinishReason::kContext);
     return;
   }
@@ -221,7 +222,7 @@ void Scheduler::on_logits(Sequence& seq, std::span<const float> logits,
     // An end-of-generation token, a stop string, a complete constraint or max_tokens.
     finish(seq, *step.finish);
   } else if (static_cast<int64_t>(seq.tokens.size()) + 1 >= options_.n_ctx &&
-             !seq.params.context_shift) {
+             !seq.params.generate.context_shift) {
     // The token would be fed back at position tokens.size(), and what it gives sampled at the
     // next: there must be room for both.
     finish(seq, FinishReason::kContext);

@@ -7,7 +7,7 @@
 // per step. Requests join between steps, leave when finished or cancelled (their blocks go back
 // to the pool, full blocks stay cached for prefix reuse), wait in a queue while n_parallel
 // sequences run or KV blocks are short, and are refused past max_queue.
-// Speculative decoding (RequestParams::spec_ngram, or the draft model's engine/drafter.h): a
+// Speculative decoding (GenerateParams::spec_ngram, or the draft model's engine/drafter.h): a
 // decoding sequence feeds its drafts after its token in the same step; the rows after drafts it
 // does not sample are never used, and their cells are dropped before the next step.
 // Its parts: scheduler.cpp (admission, batch planning, preemption, applying a step, finishing),

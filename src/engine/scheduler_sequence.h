@@ -14,14 +14,15 @@
 namespace minfer::engine {
 
 inline TokenPipelineOptions pipeline_options(const RequestParams& params) {
-  return {.sampling = params.sampling,
-          .stops = params.stops,
-          .render_special = params.render_special,
-          .max_tokens = params.max_tokens,
-          .top_logprobs = params.top_logprobs,
+  const GenerateParams& g = params.generate;
+  return {.sampling = g,
+          .stops = g.stop,
+          .render_special = g.render_special,
+          .max_tokens = g.max_tokens,
+          .top_logprobs = g.top_logprobs,
           .constraint = params.constraint.get(),
-          .reply = params.reply.parser_options(),
-          .reasoning_budget = params.reply.reasoning_budget};
+          .reply = params.reply().parser_options(),
+          .reasoning_budget = g.reasoning_budget};
 }
 
 struct Scheduler::Sequence {
@@ -33,7 +34,8 @@ struct Scheduler::Sequence {
         sink(std::move(s)),
         pipeline(tokenizer, n_vocab, pipeline_options(params), params.prompt),
         tokens(params.prompt),
-        n_keep(params.n_keep < 0 ? static_cast<int64_t>(params.prompt.size()) : params.n_keep) {}
+        n_keep(params.generate.n_keep < 0 ? static_cast<int64_t>(params.prompt.size())
+                                          : params.generate.n_keep) {}
 
   int32_t id;
   int32_t slot = -1;  // while running: its slot, also its KV sequence id
@@ -45,7 +47,7 @@ struct Scheduler::Sequence {
   // is computed by the next step that includes this sequence.
   std::vector<int32_t> tokens;
   int64_t n_computed = 0;  // positions whose K and V are in the cache
-  int64_t n_keep = 0;      // tokens a context shift keeps (params.n_keep, < 0 resolved)
+  int64_t n_keep = 0;      // tokens a context shift keeps (generate.n_keep, < 0 resolved)
   bool admitted = false;   // once admitted (stats.n_cached counts the first admission)
   bool finished = false;
   // The drafts the current step verifies after the last token (prompt lookup or the draft
@@ -59,10 +61,10 @@ struct Scheduler::Sequence {
   Clock::time_point t_submit;
   Clock::time_point t_first;
 
-  // Its handle's cancel(), or its own flag (RequestParams::cancel).
+  // Its handle's cancel(), or its own flag (GenerateParams::cancel).
   bool cancelled() const {
-    return handle->cancelled() ||
-           (params.cancel != nullptr && params.cancel->load(std::memory_order_relaxed));
+    return handle->cancelled() || (params.generate.cancel != nullptr &&
+                                   params.generate.cancel->load(std::memory_order_relaxed));
   }
 };
 

@@ -17,9 +17,9 @@ int64_t Scheduler::draft_limit(const Sequence& seq, int64_t max_drafts) const {
   // Every draft has a position, and a row that could be sampled: the last token is fed at
   // n_tokens - 1 and what its rows give is sampled at the positions after it, so the drafts stop
   // one short of the context (a context shift never falls among them), and before max_tokens.
-  max_drafts = std::min<int64_t>({max_drafts, p.draft_max, options_.n_ctx - 1 - n_tokens});
-  if (p.max_tokens >= 0) {
-    max_drafts = std::min(max_drafts, p.max_tokens - seq.stats.n_generated - 1);
+  max_drafts = std::min<int64_t>({max_drafts, p.generate.draft_max, options_.n_ctx - 1 - n_tokens});
+  if (p.generate.max_tokens >= 0) {
+    max_drafts = std::min(max_drafts, p.generate.max_tokens - seq.stats.n_generated - 1);
   }
   return max_drafts;
 }
@@ -31,24 +31,24 @@ bool Scheduler::uses_draft_model(const Sequence& seq) const {
 std::vector<int32_t> Scheduler::plan_drafts(Sequence& seq, int64_t max_drafts) {
   const RequestParams& p = seq.params;
   const bool by_model = uses_draft_model(seq);
-  if (p.spec_ngram <= 0 && !by_model) return {};
+  if (p.generate.spec_ngram <= 0 && !by_model) return {};
   std::vector<DraftProposal> proposals;
   std::vector<int32_t> model_drafts;
   if (by_model) model_drafts = drafter_->take(seq.id, proposals);
   max_drafts = draft_limit(seq, max_drafts);
   std::vector<int32_t> drafts;
-  if (max_drafts > 0 && max_drafts >= p.draft_min) {
+  if (max_drafts > 0 && max_drafts >= p.generate.draft_min) {
     if (by_model) {
       drafts = std::move(model_drafts);
       if (static_cast<int64_t>(drafts.size()) > max_drafts) {
         drafts.resize(static_cast<size_t>(max_drafts));
       }
     } else {
-      drafts = lookup_draft(seq.tokens, p.spec_ngram, static_cast<int>(max_drafts));
+      drafts = lookup_draft(seq.tokens, p.generate.spec_ngram, static_cast<int>(max_drafts));
     }
   }
   const int64_t end = static_cast<int64_t>(seq.tokens.size() + drafts.size());
-  if (drafts.empty() || static_cast<int64_t>(drafts.size()) < p.draft_min ||
+  if (drafts.empty() || static_cast<int64_t>(drafts.size()) < p.generate.draft_min ||
       !kv().reserve(seq.slot, end).is_ok()) {
     return {};
   }
@@ -66,7 +66,7 @@ void Scheduler::run_draft_model() {
     const bool decoding = static_cast<int64_t>(seq.tokens.size()) - seq.n_computed == 1;
     targets.push_back({seq.id, seq.slot, seq.tokens, decoding,
                        decoding ? draft_limit(seq, options_.token_budget) : 0,
-                       seq.params.draft_p_min});
+                       seq.params.generate.draft_p_min});
   }
   drafter_->run(targets, options_.token_budget);
 }

@@ -241,8 +241,8 @@ void Sampler::run_distribution(std::span<const float> logits, std::span<const ui
   MINFER_CHECK(logits.size() == static_cast<size_t>(n_vocab_), "logits row size != n_vocab");
   MINFER_CHECK(allowed.empty() || allowed.size() == logits.size(), "mask size != n_vocab");
   if (plain_greedy(allowed)) {
-    // Nothing changes a logit: the candidate argmax would pick, read off the row itself (a
-    // decode step's sampling was 0.26 ms of candidates for a 151,936-token vocabulary).
+    // Nothing changes a logit: the candidate argmax would pick, read off the row itself rather
+    // than built as a full candidate list of the vocabulary.
     const size_t best = argmax_logits(logits);
     candidates_.assign(1, {static_cast<int32_t>(best), logits[best], 1.0f});
     return;

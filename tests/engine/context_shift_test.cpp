@@ -159,11 +159,11 @@ struct ShiftReply {
 RequestParams shifting(const std::vector<int32_t>& prompt, const SamplerParams& sampling) {
   RequestParams p;
   p.prompt = prompt;
-  p.sampling = sampling;
-  p.max_tokens = kMaxTokens;
-  p.context_shift = true;
-  p.n_keep = kKeep;
-  p.top_logprobs = 0;  // the sampled token's logprob: a bit-exact view of the logits
+  static_cast<SamplerParams&>(p.generate) = sampling;
+  p.generate.max_tokens = kMaxTokens;
+  p.generate.context_shift = true;
+  p.generate.n_keep = kKeep;
+  p.generate.top_logprobs = 0;  // the sampled token's logprob: a bit-exact view of the logits
   return p;
 }
 
@@ -235,7 +235,7 @@ TEST(SchedulerContextShift, RequestsGoOnPastTheContextAloneOrSharingABlock) {
   EXPECT_EQ(sched->cache().n_blocks_used(), 0);
 
   RequestParams plain = shifting(prompt, sampling);
-  plain.context_shift = false;
+  plain.generate.context_shift = false;
   ShiftReply stopped;
   ASSERT_TRUE(one->submit(plain, collect(stopped)).is_ok());
   ASSERT_TRUE(one->run_until_idle().is_ok());
@@ -255,8 +255,8 @@ TEST(SchedulerContextShift, AKeepBeyondTheContextIsRefusedAtSubmit) {
   ASSERT_TRUE(sched.is_ok()) << sched.status().message();
   RequestParams p;
   p.prompt = some_tokens(8, 1000, 5);
-  p.context_shift = true;
-  p.n_keep = kCtx - 1;
+  p.generate.context_shift = true;
+  p.generate.n_keep = kCtx - 1;
   auto refused = (*sched)->submit(p, nullptr);
   ASSERT_FALSE(refused.is_ok());
   EXPECT_EQ(refused.status().code(), ErrorCode::kInvalidArgument);

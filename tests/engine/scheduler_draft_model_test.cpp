@@ -33,12 +33,12 @@ RequestParams request(const Loaded& l, std::vector<int32_t> prompt, float temper
   sampling.temperature = temperature;
   sampling.seed = 99;
   RequestParams p;
-  p.sampling = std::move(sampling);
+  static_cast<SamplerParams&>(p.generate) = std::move(sampling);
   p.prompt = std::move(prompt);
-  p.max_tokens = max_tokens;
-  p.top_logprobs = 0;  // log-probabilities compared bit for bit
+  p.generate.max_tokens = max_tokens;
+  p.generate.top_logprobs = 0;  // log-probabilities compared bit for bit
   p.spec_draft_model = draft;
-  p.draft_max = 5;
+  p.generate.draft_max = 5;
   return p;
 }
 
@@ -144,7 +144,7 @@ TEST(SchedulerDraftModel, StopsMaxTokensAFullContextAndContextShiftAsInPlainDeco
   const auto full = run_together(l, o, {request(l, prompt, 0.0f, 60, false)});
   ASSERT_GT(full[0].text.size(), 40u);
   RequestParams p = request(l, prompt, 0.0f, 60, false);
-  p.stops = {full[0].text.substr(30, 6)};
+  p.generate.stop = {full[0].text.substr(30, 6)};
   const auto plain_stop = run_together(l, o, {p});
   p.spec_draft_model = true;
   const auto spec_stop = run_together(l, o, {p});
@@ -158,8 +158,8 @@ TEST(SchedulerDraftModel, StopsMaxTokensAFullContextAndContextShiftAsInPlainDeco
   EXPECT_EQ(spec_ctx[0].finish, FinishReason::kContext);
   auto shifting = [&](bool draft) {
     RequestParams s = request(l, prompt, 0.0f, 150, draft);
-    s.context_shift = true;
-    s.n_keep = 4;
+    s.generate.context_shift = true;
+    s.generate.n_keep = 4;
     return s;
   };
   const auto plain_shift = run_together(l, small, {shifting(false)});
@@ -238,12 +238,12 @@ TEST(SchedulerDraftModel, RefusesAnotherVocabularyAndMixedOrMissingDrafts) {
   auto with = Scheduler::create(*l.model, *l.tokenizer, options(1, 128, l.model.get()));
   ASSERT_TRUE(with.is_ok());
   RequestParams both = request(l, prompt, 0.0f, 10, true);
-  both.spec_ngram = 2;
+  both.generate.spec_ngram = 2;
   h = (*with)->submit(both, nullptr);
   ASSERT_FALSE(h.is_ok());
   EXPECT_NE(h.status().message().find("not both"), std::string::npos);
   RequestParams p_min = request(l, prompt, 0.0f, 10, true);
-  p_min.draft_p_min = 1.5f;
+  p_min.generate.draft_p_min = 1.5f;
   h = (*with)->submit(p_min, nullptr);
   ASSERT_FALSE(h.is_ok());
   EXPECT_NE(h.status().message().find("draft_p_min"), std::string::npos);

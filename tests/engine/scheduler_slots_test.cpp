@@ -40,10 +40,10 @@ struct Generation {
 Generation generate(Scheduler& s, const std::vector<int32_t>& prompt, int32_t slot) {
   RequestParams p;
   p.prompt = prompt;
-  p.sampling.temperature = 0.0f;
-  p.max_tokens = 6;
-  p.top_logprobs = 0;
-  p.slot = slot;
+  p.generate.temperature = 0.0f;
+  p.generate.max_tokens = 6;
+  p.generate.top_logprobs = 0;
+  p.generate.id_slot = slot;
   Generation r;
   auto handle = s.submit(std::move(p), [&r](RequestEvent&& e) {
     for (const SampledToken& t : e.tokens) {
@@ -131,7 +131,7 @@ TEST(SchedulerSlots, ActionsNeedKeepSlotsAnExistingSlotAndAUsableFile) {
   EXPECT_EQ(r.status().code(), ErrorCode::kNotFound);
   RequestParams p;
   p.prompt = {1, 2, 3};
-  p.slot = 2;
+  p.generate.id_slot = 2;
   auto submitted = s->submit(std::move(p), {});
   ASSERT_FALSE(submitted.is_ok());
   EXPECT_EQ(submitted.status().code(), ErrorCode::kInvalidArgument);

@@ -46,9 +46,9 @@ inline EventSink collect_into(Collected& c) {
 inline RequestParams greedy_request(std::vector<int32_t> prompt, int64_t max_tokens) {
   RequestParams p;
   p.prompt = std::move(prompt);
-  p.sampling.temperature = 0.0f;
-  p.max_tokens = max_tokens;
-  p.top_logprobs = 0;  // the sampled token's logprob: a bit-exact view of the logits
+  p.generate.temperature = 0.0f;
+  p.generate.max_tokens = max_tokens;
+  p.generate.top_logprobs = 0;  // the sampled token's logprob: a bit-exact view of the logits
   return p;
 }
 

@@ -83,9 +83,9 @@ TEST(SlidingWindow, LayerCacheStaysWithinItsWindowAndLogitsMatchAFullCache) {
 RequestParams greedy_window(std::vector<int32_t> prompt, int64_t max_tokens = 30) {
   RequestParams p;
   p.prompt = std::move(prompt);
-  p.sampling.temperature = 0.0f;
-  p.max_tokens = max_tokens;
-  p.top_logprobs = 0;
+  p.generate.temperature = 0.0f;
+  p.generate.max_tokens = max_tokens;
+  p.generate.top_logprobs = 0;
   return p;
 }
 

@@ -143,11 +143,11 @@ test::ChiSquare pair_fit(const Loaded& m, const std::vector<int32_t>& prompt,
   for (int i = 0; i < n; ++i) {
     RequestParams r;
     r.prompt = prompt;
-    r.sampling = params;
-    r.sampling.seed = static_cast<uint64_t>(i) + 1;
-    r.max_tokens = 3;  // the third token is drawn after the first draft is accepted or not
+    static_cast<SamplerParams&>(r.generate) = params;
+    r.generate.seed = static_cast<uint64_t>(i) + 1;
+    r.generate.max_tokens = 3;  // the third token is drawn after the first draft is accepted or not
     r.spec_draft_model = draft != nullptr;
-    r.draft_max = 3;
+    r.generate.draft_max = 3;
     requests.push_back(std::move(r));
   }
   std::vector<Collected> out = submit_collecting(**sched, std::move(requests));
@@ -221,12 +221,12 @@ RequestParams request(std::vector<int32_t> prompt, float temperature, int64_t ma
                       int32_t spec_ngram) {
   RequestParams p;
   p.prompt = std::move(prompt);
-  p.sampling.temperature = temperature;
-  p.sampling.seed = 1234;
-  p.max_tokens = max_tokens;
-  p.top_logprobs = 0;
-  p.spec_ngram = spec_ngram;
-  p.draft_max = 6;
+  p.generate.temperature = temperature;
+  p.generate.seed = 1234;
+  p.generate.max_tokens = max_tokens;
+  p.generate.top_logprobs = 0;
+  p.generate.spec_ngram = spec_ngram;
+  p.generate.draft_max = 6;
   return p;
 }
 
@@ -358,9 +358,9 @@ TEST(SchedulerSpeculative, StopStringsMaxTokensAndAFullContextEndAsInPlainDecodi
   ASSERT_GT(full[0].text.size(), 40u);
   const std::string stop = full[0].text.substr(30, 6);
   RequestParams p = request(prompt, 0.0f, 60, 0);
-  p.stops = {stop};
+  p.generate.stop = {stop};
   const auto plain_stop = run_together(l, o, {p}, &max_step);
-  p.spec_ngram = 1;
+  p.generate.spec_ngram = 1;
   const auto spec_stop = run_together(l, o, {p}, &max_step);
   expect_same_reply(spec_stop[0], plain_stop[0]);
   EXPECT_EQ(spec_stop[0].finish, FinishReason::kStop);
@@ -375,9 +375,10 @@ TEST(SchedulerSpeculative, ContextShiftGoesOnAsInPlainDecoding) {
   o.cache_type = GgmlType::kF32;
   auto shifting = [&](int32_t ngram) {
     RequestParams p = request(repeating_prompt(*l.tokenizer), 0.0f, 150, ngram);
-    p.sampling = greedy_without_eog(*l.tokenizer, l.model->config().n_vocab);
-    p.context_shift = true;
-    p.n_keep = 4;
+    static_cast<SamplerParams&>(p.generate) =
+        greedy_without_eog(*l.tokenizer, l.model->config().n_vocab);
+    p.generate.context_shift = true;
+    p.generate.n_keep = 4;
     return p;
   };
   int64_t max_step = 0;
@@ -448,10 +449,10 @@ TEST(SchedulerSpeculative, RefusesBadSettingsAndSlidingWindowModels) {
   RequestParams p = request(prompt, 0.0f, 10, kMaxSpecNgram + 1);
   refused(p, "spec_ngram");
   p = request(prompt, 0.0f, 10, 2);
-  p.draft_max = 0;
+  p.generate.draft_max = 0;
   refused(p, "draft_max");
   p = request(prompt, 0.0f, 10, 2);
-  p.draft_min = 7;  // draft_max 6
+  p.generate.draft_min = 7;  // draft_max 6
   refused(p, "draft_min");
 
   const Loaded g = load_model_file("gemma3-tiny-q8_0.gguf");
