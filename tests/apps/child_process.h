@@ -14,7 +14,9 @@
 
 #include <chrono>
 #include <fstream>
+#include <iterator>
 #include <regex>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -198,6 +200,20 @@ class ServeChild {
   int port() const { return port_; }
   pid_t pid() const { return pid_; }
   std::string stderr_text() const { return slurp_file(err_path_); }
+  // The server's user and system time so far (/proc/PID/stat utime + stime): its work, whatever
+  // else runs on the machine.
+  double cpu_seconds() const {
+    std::ifstream in("/proc/" + std::to_string(pid_) + "/stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    // Fields after the command name (which may hold spaces) start at field 3, the state.
+    std::istringstream fields(stat.substr(stat.rfind(')') + 2));
+    std::string field;
+    unsigned long long ticks = 0;
+    for (int i = 3; i <= 15 && fields >> field; ++i) {
+      if (i >= 14) ticks += std::stoull(field);  // utime, stime
+    }
+    return static_cast<double>(ticks) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+  }
   // The server's peak resident set so far (VmHWM), in KiB.
   long peak_rss_kb() const {
     std::ifstream in("/proc/" + std::to_string(pid_) + "/status");

@@ -121,11 +121,12 @@ TEST(UntrustedTemplate, ServerAnswersHostileRendersWith500AndKeepsServing) {
   for (size_t i = 0; i < hostile_templates().size(); ++i) {
     SCOPED_TRACE(hostile_templates()[i].source);
     const long rss_before = server.peak_rss_kb();
-    const auto start = std::chrono::steady_clock::now();
+    const double cpu_before = server.cpu_seconds();
     HttpReply r = http_request(server.port(), "POST", "/v1/chat/completions",
                                chat_body("hostile-" + std::to_string(i)));
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    // The server's work for the request (CPU time: wall time also counts whatever else the
+    // machine runs).
+    const double seconds = server.cpu_seconds() - cpu_before;
     slowest = std::max(slowest, seconds);
     if (kCheckCosts) {
       EXPECT_LT(seconds, 2.0);
@@ -151,7 +152,7 @@ TEST(UntrustedTemplate, ServerAnswersHostileRendersWith500AndKeepsServing) {
     EXPECT_LT(server.peak_rss_kb(), kMaxRssKb);
   }
   std::printf(
-      "serve over %zu hostile requests: slowest %.3f s, largest peak RSS growth of one "
+      "serve over %zu hostile requests: slowest %.3f s of CPU, largest peak RSS growth of one "
       "request %ld KiB, server peak RSS after all %ld KiB\n",
       hostile_templates().size(), slowest, largest_growth, server.peak_rss_kb());
 }
