@@ -1,9 +1,9 @@
-// minfer gguf-split: split a GGUF model into parts that load together (tools/gguf_split_model.h).
+// minfer gguf-split: split a GGUF model into parts that load together (split_gguf, minfer/tools.h).
 #include <cstdio>
 #include <memory>
 
 #include "commands.h"
-#include "tools/gguf_split_model.h"
+#include "minfer/tools.h"
 
 namespace minfer::app {
 

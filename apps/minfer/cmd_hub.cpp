@@ -1,4 +1,5 @@
-// minfer pull / ls / rm: models from the Hugging Face Hub in the shared cache (hub/hub_cache.h).
+// minfer pull / ls / rm: models from the Hugging Face Hub in the shared cache (hub_pull,
+// hub_cached_models, hub_remove: minfer/tools.h).
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -7,8 +8,7 @@
 #include <fmt/format.h>
 
 #include "commands.h"
-#include "hub/hub_cache.h"
-#include "hub/hub_download.h"
+#include "minfer/tools.h"
 
 namespace minfer::app {
 
@@ -31,10 +31,7 @@ struct PullFlags {
 };
 
 Status pull(const PullFlags& f) {
-  MINFER_ASSIGN_OR_RETURN(const hub::HubModelRef ref, hub::parse_hub_model_ref(f.model));
-  MINFER_ASSIGN_OR_RETURN(hub::HubOptions options, hub::hub_options_from_env());
-  options.offline = options.offline || f.offline;
-  MINFER_ASSIGN_OR_RETURN(const hub::HubModel m, hub::fetch_hub_model(ref, options));
+  MINFER_ASSIGN_OR_RETURN(const HubPullReport m, hub_pull(f.model, f.offline));
   const std::string parts =
       m.files.size() > 1 ? fmt::format(" ({} parts)", m.files.size()) : std::string();
   fmt::print(stderr, "{} {}{}, {}: {}\n", m.cached ? "already in the cache:" : "downloaded",
@@ -43,31 +40,27 @@ Status pull(const PullFlags& f) {
 }
 
 Status list() {
-  const std::string cache = hub::hub_cache_dir();
-  const std::vector<hub::CachedFile> files = hub::list_cached_gguf(cache);
+  const std::vector<CachedModel> files = hub_cached_models();
   if (files.empty()) {
-    fmt::print(stderr, "no .gguf models in {}\n", cache);
+    fmt::print(stderr, "no .gguf models in {}\n", hub_cache_dir());
     return Status::ok();
   }
   size_t repo_width = 4;
   size_t file_width = 4;
-  for (const hub::CachedFile& f : files) {
+  for (const CachedModel& f : files) {
     repo_width = std::max(repo_width, f.repo.size());
-    file_width = std::max(file_width, f.path.size());
+    file_width = std::max(file_width, f.file.size());
   }
   fmt::print("{:<{}}  {:<{}}  {:>10}\n", "REPO", repo_width, "FILE", file_width, "SIZE");
-  for (const hub::CachedFile& f : files) {
-    fmt::print("{:<{}}  {:<{}}  {:>10}\n", f.repo, repo_width, f.path, file_width,
+  for (const CachedModel& f : files) {
+    fmt::print("{:<{}}  {:<{}}  {:>10}\n", f.repo, repo_width, f.file, file_width,
                human_bytes(f.size));
   }
   return Status::ok();
 }
 
 Status remove(const std::string& model) {
-  MINFER_ASSIGN_OR_RETURN(const hub::HubModelRef ref, hub::parse_hub_model_ref(model));
-  const std::string cache = hub::hub_cache_dir();
-  MINFER_ASSIGN_OR_RETURN(const std::vector<std::string> removed,
-                          hub::remove_cached(cache, ref.repo, ref.quant));
+  MINFER_ASSIGN_OR_RETURN(const std::vector<std::string> removed, hub_remove(model));
   for (const std::string& r : removed) fmt::print(stderr, "removed {}\n", r);
   return Status::ok();
 }

@@ -3,9 +3,7 @@
 #include <memory>
 
 #include "commands.h"
-#include "tools/model_maker.h"
-#include "tools/presets.h"
-#include "tools/quantize_model.h"
+#include "minfer/tools.h"
 
 namespace minfer::app {
 

@@ -1,4 +1,5 @@
-// minfer perplexity: llama.cpp's perplexity over a text file (engine/perplexity.h).
+// minfer perplexity: llama.cpp's perplexity over a text file (compute_perplexity,
+// minfer/tools.h).
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -7,43 +8,32 @@
 
 #include "commands.h"
 #include "core/progress.h"
-#include "engine/perplexity.h"
+#include "minfer/tools.h"
 #include "model_source.h"
 #include "observe_options.h"
-#include "tokenizer/tokenizer.h"
 
 namespace minfer::app {
 
 namespace {
 
 struct PerplexityCli {
-  std::string model;
+  PerplexityOptions options;
   ModelSourceFlags source;
   std::string file;
-  engine::PerplexityOptions options;
-  std::string cache_type;
   std::string flash_attn = "on";
-  MapOptions map;
 };
 
 Status run_perplexity(PerplexityCli& o) {
-  MINFER_RETURN_IF_ERROR(resolve_model_path(o.model, o.source, "perplexity"));
+  MINFER_RETURN_IF_ERROR(resolve_model_path(o.options.model, o.source, "perplexity"));
   std::ifstream in(o.file, std::ios::binary);
   if (!in) return make_error(ErrorCode::kNotFound, "[perplexity] cannot read '{}'", o.file);
   std::stringstream text;
   text << in.rdbuf();
-  MINFER_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::load(o.model, o.map));
-  MINFER_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tokenizer,
-                          Tokenizer::from_gguf(model->file()));
-  engine::PerplexityOptions options = o.options;
-  // As llama-perplexity by default: f16 cells and flash attention (llama.cpp's "auto" is on for
-  // the CPU), reproduced operation for operation; --cache-type or MINFER_CACHE_TYPE override.
-  MINFER_RETURN_IF_ERROR(engine::apply_user_options(options, o.cache_type));
   if (o.flash_attn != "on" && o.flash_attn != "off") {
     return make_error(ErrorCode::kInvalidArgument,
                       "[perplexity] --flash-attn: expected on or off, got '{}'", o.flash_attn);
   }
-  options.attention.flash_attn_numerics = o.flash_attn == "on";
+  o.options.flash_attn = o.flash_attn == "on";
   // The running values go to stdout as llama-perplexity prints them: "[1]12.3456,[2]…".
   std::unique_ptr<Progress> progress;
   auto on_chunk = [&](int64_t chunk, int64_t n_chunks, double running) {
@@ -52,15 +42,13 @@ Status run_perplexity(PerplexityCli& o) {
     std::fflush(stdout);
     progress->update(chunk);
   };
-  MINFER_ASSIGN_OR_RETURN(
-      engine::PerplexityResult r,
-      engine::compute_perplexity(*model, *tokenizer, text.str(), options, on_chunk));
+  MINFER_ASSIGN_OR_RETURN(const PerplexityReport r,
+                          compute_perplexity(o.options, text.str(), on_chunk));
   if (progress) progress->finish();
   std::printf("\nFinal estimate: PPL = %.4f +/- %.5f\n", r.ppl, r.ppl_error);
   std::fprintf(stderr, "perplexity: %lld tokens, %lld chunks of %lld, %lld scored, %.2f s\n",
                static_cast<long long>(r.n_tokens), static_cast<long long>(r.n_chunks),
-               static_cast<long long>(options.n_ctx), static_cast<long long>(r.n_scored),
-               r.seconds);
+               static_cast<long long>(r.n_ctx), static_cast<long long>(r.n_scored), r.seconds);
   std::fputs(r.profile.c_str(), stderr);
   return Status::ok();
 }
@@ -72,9 +60,9 @@ void register_perplexity_command(CLI::App& app, CommandRegistry& registry) {
       app, "perplexity",
       "Perplexity of a model over a text file, by llama-perplexity's method (chunks of n_ctx "
       "tokens starting with BOS, second half of each chunk scored)");
-  cmd->add_option("-m,--model", opts->model, "GGUF model (or ollama:NAME[:TAG])");
+  cmd->add_option("-m,--model", opts->options.model, "GGUF model (or ollama:NAME[:TAG])");
   add_model_source_flags(cmd, opts->source);
-  add_weight_memory_flags(cmd, opts->map.use_mmap, opts->map.use_mlock);
+  add_weight_memory_flags(cmd, opts->options.map.use_mmap, opts->options.map.use_mlock);
   cmd->add_option("-f,--file", opts->file, "text file")->required();
   cmd->add_option("-c,--ctx-size", opts->options.n_ctx, "tokens per chunk")->capture_default_str();
   cmd->add_option("-b,--batch-size", opts->options.n_batch, "tokens per forward (≤ n_ctx)")
@@ -82,7 +70,7 @@ void register_perplexity_command(CLI::App& app, CommandRegistry& registry) {
   cmd->add_option("--chunks", opts->options.max_chunks, "at most this many chunks (-1: all)")
       ->capture_default_str();
   cmd->add_option("-t,--threads", opts->options.n_threads, "threads (default: all cores)");
-  cmd->add_option("--cache-type", opts->cache_type,
+  cmd->add_option("--cache-type", opts->options.cache_type,
                   "KV cell type: f16 (default, as llama-perplexity), f32, q8_0");
   cmd->add_option("--flash-attn", opts->flash_attn,
                   "on: with f16 cells, attention in llama.cpp's CPU flash-attention arithmetic "

@@ -1,10 +1,10 @@
 // minfer quantize: convert a model file's weights to another type with llama.cpp's per-tensor
-// choices (tools/quantize_model.h).
+// choices (quantize_model, minfer/tools.h).
 #include <cstdio>
 #include <memory>
 
 #include "commands.h"
-#include "tools/quantize_model.h"
+#include "minfer/tools.h"
 
 namespace minfer::app {
 

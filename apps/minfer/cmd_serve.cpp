@@ -35,8 +35,8 @@
 
 #include "commands.h"
 #include "generation_flags.h"
-#include "hub/hub_cache.h"
 #include "minfer/minfer.h"
+#include "minfer/tools.h"
 #include "model_source.h"
 #include "observe_options.h"
 #include "server/http_server.h"
@@ -121,19 +121,16 @@ Result<Loaded> load(ServeFlags& f, const std::string& model_path) {
 // cannot be read, or -m cannot be resolved.
 // --models-hf-cache: every GGUF of the Hugging Face cache, named REPO:STEM (what -hf takes).
 std::vector<server::ModelEntry> hf_cache_models() {
-  const std::string cache = hub::hub_cache_dir();
   std::vector<server::ModelEntry> out;
-  for (const hub::CachedFile& c : hub::list_cached_gguf(cache)) {
+  for (const CachedModel& c : hub_cached_models()) {
     const std::optional<std::string> stem =
-        server::model_name_of_file(std::filesystem::path(c.path).filename().string());
+        server::model_name_of_file(std::filesystem::path(c.file).filename().string());
     if (!stem) continue;
     const std::string name = c.repo + ":" + *stem;
-    const std::string path =
-        hub::snapshot_path(hub::repo_cache_dir(cache, c.repo), c.commit, c.path);
     if (!out.empty() && out.back().name == name) {
-      out.back().path = path;  // another snapshot of the same file
+      out.back().path = c.local_path;  // another snapshot of the same file
     } else {
-      out.push_back({name, path});
+      out.push_back({name, c.local_path});
     }
   }
   return out;

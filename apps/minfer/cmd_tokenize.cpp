@@ -6,53 +6,12 @@
 #include <sstream>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "commands.h"
-#include "gguf/gguf_file.h"
-#include "tokenizer/tokenizer.h"
-#include "tokenizer/utf8.h"
+#include "minfer/tools.h"
 
 namespace minfer::app {
-
-namespace {
-
-// Control characters, backslashes and bytes that are not part of a valid UTF-8 character (a
-// token may hold half of one) are written as escapes; everything else is printed as is.
-std::string escape_piece(std::string_view piece) {
-  std::string out;
-  for (size_t i = 0; i < piece.size();) {
-    const auto c = static_cast<uint8_t>(piece[i]);
-    const size_t n = utf8::valid_sequence_length(piece.substr(i));
-    if (c >= 0x80 && n > 0) {
-      out.append(piece.substr(i, n));
-      i += n;
-      continue;
-    }
-    switch (c) {
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      default:
-        if (c < 0x20 || c >= 0x7F) {
-          out += fmt::format("\\x{:02x}", c);
-        } else {
-          out.push_back(static_cast<char>(c));
-        }
-    }
-    ++i;
-  }
-  return out;
-}
-
-}  // namespace
 
 void register_tokenize_command(CLI::App& app, CommandRegistry& registry) {
   struct Options {
@@ -87,17 +46,18 @@ void register_tokenize_command(CLI::App& app, CommandRegistry& registry) {
       ss << in.rdbuf();
       text = ss.str();
     }
-    MINFER_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> file, GgufFile::open(opts->model));
-    MINFER_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tok, Tokenizer::from_gguf(*file));
-    const std::vector<int32_t> ids = tok->encode(text, !opts->no_bos, opts->special);
+    MINFER_ASSIGN_OR_RETURN(const std::vector<TokenPiece> tokens,
+                            tokenize_text({opts->model, text, !opts->no_bos, opts->special}));
     std::string out;
     if (opts->ids) {
       out = "[";
-      for (size_t i = 0; i < ids.size(); ++i) out += fmt::format("{}{}", i ? ", " : "", ids[i]);
+      for (size_t i = 0; i < tokens.size(); ++i) {
+        out += fmt::format("{}{}", i ? ", " : "", tokens[i].id);
+      }
       out += "]\n";
     } else {
-      for (int32_t id : ids) {
-        out += fmt::format("{}\t{}\n", id, escape_piece(tok->token_to_piece(id, true)));
+      for (const TokenPiece& t : tokens) {
+        out += fmt::format("{}\t{}\n", t.id, printable_piece(t.piece));
       }
     }
     std::fwrite(out.data(), 1, out.size(), stdout);

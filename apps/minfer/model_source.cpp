@@ -5,8 +5,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "hub/hub_download.h"
-#include "hub/ollama.h"
+#include "minfer/tools.h"
 
 namespace minfer::app {
 
@@ -56,14 +55,7 @@ Status resolve_model_path(std::string& model, const ModelSourceFlags& flags, con
     return make_error(ErrorCode::kInvalidArgument, "[{}] give either -m {} or -hf {}, not both",
                       command, model, flags.hf_repo);
   }
-  if (model.starts_with(hub::kOllamaPrefix)) {
-    MINFER_ASSIGN_OR_RETURN(
-        model, hub::resolve_ollama_model(std::string_view(model).substr(hub::kOllamaPrefix.size()),
-                                         hub::ollama_models_dir()));
-    return Status::ok();
-  }
-  if (!model.empty()) return Status::ok();
-  if (flags.hf_repo.empty()) {
+  if (model.empty() && flags.hf_repo.empty()) {
     const std::string example_args =
         std::strcmp(command, "run") == 0 ? " -p \"Once upon a time\" -n 64" : "";
     if (isatty(STDIN_FILENO) != 0 && isatty(STDERR_FILENO) != 0) {
@@ -74,11 +66,7 @@ Status resolve_model_path(std::string& model, const ModelSourceFlags& flags, con
                       "[{}] no model: give -m FILE.gguf, -m ollama:NAME[:TAG] or -hf REPO[:QUANT]",
                       command);
   }
-  MINFER_ASSIGN_OR_RETURN(const hub::HubModelRef ref, hub::parse_hub_model_ref(flags.hf_repo));
-  MINFER_ASSIGN_OR_RETURN(hub::HubOptions options, hub::hub_options_from_env());
-  options.offline = options.offline || flags.offline;
-  MINFER_ASSIGN_OR_RETURN(const hub::HubModel m, hub::fetch_hub_model(ref, options));
-  model = m.path;
+  MINFER_ASSIGN_OR_RETURN(model, resolve_model_source({model, flags.hf_repo, flags.offline}));
   return Status::ok();
 }
 

@@ -1,7 +1,5 @@
 #include "observe_options.h"
 
-#include "engine/runtime.h"
-
 namespace minfer::app {
 
 namespace {
@@ -16,7 +14,7 @@ void add_flags(CLI::App& cmd, std::string& trace_path, std::string& dump_graph, 
 
 }  // namespace
 
-void add_observe_flags(CLI::App& cmd, engine::ObserveOptions& options) {
+void add_observe_flags(CLI::App& cmd, ObserveOptions& options) {
   add_flags(cmd, options.trace_path, options.dump_graph, options.profile);
 }
 

@@ -18,6 +18,11 @@ inline constexpr int64_t kDefaultTokenBudget = 512;
 inline constexpr int64_t kDefaultBatch = 2048;
 // Requests that may wait beyond the running ones before new ones are refused.
 inline constexpr int64_t kDefaultMaxQueue = 64;
+// Perplexity's tokens per chunk (llama-perplexity's -c).
+inline constexpr int64_t kDefaultPerplexityContext = 512;
+// Bench's tokens per prompt forward and timed runs per test (llama-bench's -b and -r).
+inline constexpr int64_t kDefaultBenchBatch = 512;
+inline constexpr int kDefaultBenchRepetitions = 3;
 // The KV cell type when neither a flag nor MINFER_CACHE_TYPE names one (llama.cpp's f16).
 inline constexpr const char* kDefaultCacheType = "f16";
 

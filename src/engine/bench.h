@@ -49,8 +49,8 @@ struct BenchOptions : RuntimeOptions {
   int64_t n_prompt = 512;  // 0: no pp test
   int64_t n_gen = 128;     // 0: no tg test
   int64_t n_depth = 0;     // tokens already in the cache when each test begins
-  int64_t n_batch = 512;
-  int repetitions = 3;
+  int64_t n_batch = kDefaultBenchBatch;
+  int repetitions = kDefaultBenchRepetitions;
   uint64_t seed = 42;  // for the random prompt ids
   ProgressStyle progress = ProgressStyle::kAuto;
   // Also measure the machine's read bandwidth and report the decode roofline (BenchReport),

@@ -28,9 +28,9 @@ namespace minfer::engine {
 
 // The runtime's options (n_ctx: tokens per chunk, 512 unless set) and the chunking.
 struct PerplexityOptions : RuntimeOptions {
-  PerplexityOptions() { n_ctx = 512; }
-  int64_t n_batch = 2048;   // tokens per forward; capped at n_ctx (as llama.cpp does)
-  int64_t max_chunks = -1;  // < 0: every chunk
+  PerplexityOptions() { n_ctx = kDefaultPerplexityContext; }
+  int64_t n_batch = kDefaultBatch;  // tokens per forward; capped at n_ctx (as llama.cpp does)
+  int64_t max_chunks = -1;          // < 0: every chunk
 };
 
 struct PerplexityResult {

@@ -26,32 +26,11 @@
 #include <string>
 #include <vector>
 
-#include "core/progress.h"
 #include "core/status.h"
 #include "tools/gguf_stream_writer.h"
+#include "tools/offline_tools.h"
 
 namespace minfer {
-
-struct MakeModelOptions {
-  std::string arch;             // qwen2, qwen3, qwen3moe, llama, gemma3
-  std::string preset = "tiny";  // tools/presets.h
-  std::string type = "f32";     // a quantize mix name (f32, f16, q8_0, q4_k_m, …)
-  std::string tokenizer_from;   // a GGUF file whose tokenizer.* keys are copied; empty: built-in
-  int64_t n_layer = 0;  // 0: the preset's; else its first n_layer blocks (a shortened model)
-  uint64_t seed = 42;
-  std::string output;
-  int n_threads = 0;  // 0: all cores
-  ProgressStyle progress = ProgressStyle::kAuto;
-};
-
-struct MakeModelReport {
-  int64_t n_tensors = 0;
-  int64_t n_params = 0;
-  uint64_t n_tensor_bytes = 0;
-  int64_t n_vocab = 0;
-};
-
-Result<MakeModelReport> make_model(const MakeModelOptions& options);
 
 // What make_model would write, without making weights: the tensors (file order, target types,
 // shapes) and the vocabulary size. `output` is not used.

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "core/status.h"
+#include "tools/offline_tools.h"
 
 namespace minfer {
 
@@ -58,7 +59,5 @@ SlidingWindowPreset preset_sliding_window(const ModelPreset& p);
 // must belong to `arch` (qwen2.5-* → qwen2, qwen3-* → qwen3, qwen3-30b-a3b → qwen3moe,
 // llama-3.2-1b → llama, gemma-3-* → gemma3).
 Result<ModelPreset> find_preset(std::string_view arch, std::string_view name);
-// "tiny, qwen2.5-0.5b, …" for help texts.
-std::string preset_names();
 
 }  // namespace minfer

@@ -49,6 +49,7 @@
 #include "kernels/thread_pool.h"
 #include "models/tensor_spec.h"
 #include "quant/ggml_type.h"
+#include "tools/offline_tools.h"
 
 namespace minfer {
 
@@ -62,9 +63,6 @@ struct QuantMix {
 
 // The mix for a name (case-insensitive), or an error listing the supported ones.
 Result<QuantMix> find_quant_mix(std::string_view name);
-// "f32, f16, bf16, q8_0, …" for help texts.
-std::string quant_mix_names();
-
 struct TensorDesc {
   std::string name;
   GgmlType type;                // the type it has now (source)
@@ -97,23 +95,5 @@ TypePlan plan_tensor_types(const QuantMix& mix, std::span<const TensorDesc> tens
 void convert_tensor(GgmlType src_type, std::span<const uint8_t> src, GgmlType dst_type,
                     int64_t n_per_row, int64_t n_rows, kernels::ThreadPool& pool,
                     std::vector<uint8_t>& dst);
-
-struct QuantizeOptions {
-  std::string input;
-  std::string output;
-  std::string type;   // a mix name
-  int n_threads = 0;  // 0: all cores
-  ProgressStyle progress = ProgressStyle::kAuto;
-};
-
-struct QuantizeReport {
-  int64_t n_tensors = 0;
-  int64_t n_converted = 0;  // tensors whose type changed
-  int64_t n_fallback = 0;
-  uint64_t bytes_in = 0;  // tensor bytes
-  uint64_t bytes_out = 0;
-};
-
-Result<QuantizeReport> quantize_model(const QuantizeOptions& options);
 
 }  // namespace minfer
