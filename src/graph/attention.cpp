@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cmath>
 #include <limits>
 #include <memory>
 #include <utility>
@@ -10,142 +9,17 @@
 
 #include "core/aligned_vector.h"
 #include "core/check.h"
-#include "quant/fp16.h"
+#include "kernels/attention_rows.h"
+#include "kernels/ref/flash_attn_f16.h"
 
 namespace minfer {
 
 namespace {
 
-// How the kernels read a block's keys or values: as f32 rows (f32 cells, or cells converted into
-// scratch), or f16 / q8_0 cells in place where the table has their loops
-// (KernelTable::dot_rows_f16, dot_rows_q8_0).
-enum class CellRead { kF32, kF16, kQ8_0 };
-
-// One block's keys or values as the kernels read them, with the rows the walk reads next (ahead,
-// or null; in place only) asked for while these are read.
-struct CellRows {
-  CellRead read;
-  const uint8_t* data;
-  const uint8_t* ahead;
-  int64_t dim;        // floats per row
-  int64_t row_bytes;  // bytes per row as read
-  // The rows from row `row` on.
-  CellRows from(int64_t row) const {
-    const int64_t off = row * row_bytes;
-    return {read, data + off, ahead != nullptr ? ahead + off : nullptr, dim, row_bytes};
-  }
-  kernels::F32Rows f32_rows(int64_t n) const {
-    return {reinterpret_cast<const float*>(data), n, dim};
-  }
-  kernels::F16Rows f16_rows(int64_t n) const {
-    return {reinterpret_cast<const uint16_t*>(data), n, dim,
-            reinterpret_cast<const uint16_t*>(ahead)};
-  }
-  kernels::Q8Rows q8_rows(int64_t n) const { return {data, n, row_bytes, ahead}; }
-};
-
-// n_rows rows of one cache block: f32 cells and cells read in place (`read`), with `ahead` the
-// cells read next; others converted into `scratch` by to_f32 (the table's cells_to_f32 for the
-// cell type).
-CellRows block_rows(kernels::DequantizeRowFn to_f32, CellRead read, const uint8_t* cells,
-                    const uint8_t* ahead, int64_t n_rows, int64_t dim, int64_t row_bytes,
-                    float* scratch) {
-  const auto f32_bytes = static_cast<int64_t>(sizeof(float)) * dim;
-  if (read != CellRead::kF32) return {read, cells, ahead, dim, row_bytes};
-  if (to_f32 == nullptr) return {read, cells, nullptr, dim, f32_bytes};
-  to_f32(cells, scratch, n_rows * dim);
-  return {read, reinterpret_cast<const uint8_t*>(scratch), nullptr, dim, f32_bytes};
-}
-
-// Asks for a block's `bytes` of cells (one KV head's keys or values) into L2, a line at a time.
-// A sequence's blocks lie apart in the pool, and one layer's cells of a block are a few KB
-// between other layers' cells: the hardware prefetchers start again at every block, and a
-// long window's walk waited on memory at each one. Asked for one block ahead, they arrive
-// while the block before is computed. Changes no arithmetic.
-void prefetch_cells(const uint8_t* cells, int64_t bytes) {
-  for (int64_t off = 0; off < bytes; off += 64) __builtin_prefetch(cells + off, 0, 2);
-}
-
-// ---------------------------------------------------------------------------------------------
-// llama.cpp's CPU flash attention on an AVX-512 machine, operation for operation.
-// ---------------------------------------------------------------------------------------------
-constexpr int64_t kLanes = 16;  // floats per AVX-512 vector: the unit of every sum below
-
-// Σ of 16 lanes in _mm512_reduce_add_ps's order: halves added pairwise (8, 4, 2, 1).
-float lane_sum(const float* x) {
-  float a[8];
-  for (int i = 0; i < 8; ++i) a[i] = x[i + 8] + x[i];
-  float b[4];
-  for (int i = 0; i < 4; ++i) b[i] = a[i + 4] + a[i];
-  return (b[0] + b[2]) + (b[1] + b[3]);
-}
-
-// ggml_vec_dot_f16 on AVX-512 (f16 · f16): steps of 64 in 4 accumulators of 16 f32 lanes,
-// reduced (0+2)+(1+3) then across lanes into a double; the tail adds each exact f32 product in
-// double. One rounding to float at the end.
-float dot_f16_ggml(const uint16_t* x, const uint16_t* y, int64_t n) {
-  const int64_t np = n & ~int64_t{63};
-  double sum = 0.0;
-  if (np > 0) {
-    float acc[4][kLanes] = {};
-    for (int64_t i = 0; i < np; i += 64) {
-      for (int j = 0; j < 4; ++j) {
-        for (int l = 0; l < kLanes; ++l) {
-          const int64_t k = i + j * kLanes + l;
-          acc[j][l] = std::fma(fp16_to_fp32(x[k]), fp16_to_fp32(y[k]), acc[j][l]);
-        }
-      }
-    }
-    float s[kLanes];
-    for (int l = 0; l < kLanes; ++l) s[l] = (acc[0][l] + acc[2][l]) + (acc[1][l] + acc[3][l]);
-    sum = static_cast<double>(lane_sum(s));
-  }
-  for (int64_t k = np; k < n; ++k) {
-    sum += static_cast<double>(fp16_to_fp32(x[k]) * fp16_to_fp32(y[k]));
-  }
-  return static_cast<float>(sum);
-}
-
-// llama.cpp's CPU flash attention for f16 cells, one query row
-// (ggml_compute_forward_flash_attn_ext_f16_one_chunk): q rounded to f16; cells first..n_cells-1
-// walked in order, masked cells skipped; online softmax with expf, the f16 accumulator rescaled by
-// ggml_vec_scale_f16 and updated by ggml_vec_mad_f16 (one fused multiply-add in f32, rounded
-// to f16); S = S·ms + vs fused in float; at the end VKQ (as f32) times 1/S.
-void flash_attn_f16_row(const KvCache& cache, const std::vector<int32_t>& blocks, int64_t il,
-                        int64_t kv_head, const float* q, int64_t first, int64_t n_cells,
-                        float scale, float* out, uint16_t* q16, uint16_t* vkq16) {
-  const KvCacheConfig& c = cache.config();
-  const int64_t head_dim = c.head_dim;
-  const int64_t head_dim_v = c.head_dim_v;
-  for (int64_t d = 0; d < head_dim; ++d) q16[d] = fp32_to_fp16(q[d]);
-  std::fill(vkq16, vkq16 + head_dim_v, uint16_t{0});
-  float S = 0.0f;
-  float M = -std::numeric_limits<float>::infinity();
-  for (int64_t j = first; j < n_cells; ++j) {
-    const int32_t block = blocks[static_cast<size_t>(j / c.block_size)];
-    const auto* key = reinterpret_cast<const uint16_t*>(cache.k_block(block, il, kv_head)) +
-                      (j % c.block_size) * head_dim;
-    const auto* value = reinterpret_cast<const uint16_t*>(cache.v_block(block, il, kv_head)) +
-                        (j % c.block_size) * head_dim_v;
-    const float s = dot_f16_ggml(key, q16, head_dim) * scale;
-    float ms = 1.0f;
-    float vs = 1.0f;
-    if (s > M) {
-      const float m_old = M;
-      M = s;
-      ms = std::exp(m_old - M);
-      for (int64_t d = 0; d < head_dim_v; ++d) vkq16[d] = fp32_to_fp16(fp16_to_fp32(vkq16[d]) * ms);
-    } else {
-      vs = std::exp(s - M);
-    }
-    for (int64_t d = 0; d < head_dim_v; ++d) {
-      vkq16[d] = fp32_to_fp16(std::fma(fp16_to_fp32(value[d]), vs, fp16_to_fp32(vkq16[d])));
-    }
-    S = std::fma(S, ms, vs);
-  }
-  const float s_inv = S == 0.0f ? 0.0f : 1.0f / S;
-  for (int64_t d = 0; d < head_dim_v; ++d) out[d] = fp16_to_fp32(vkq16[d]) * s_inv;
-}
+using kernels::CellPiece;
+using kernels::CellRead;
+using kernels::CellRows;
+using kernels::RowState;
 
 // Cells of the cache per softmax step: several blocks at once, on a grid fixed by the absolute
 // positions (chunk c holds positions [c·kChunkCells, (c+1)·kChunkCells)), so a row's steps do
@@ -291,14 +165,6 @@ std::vector<size_t> thread_bounds(const std::vector<PieceTask>& tasks, int n_thr
   return bounds;
 }
 
-// One query row's online softmax: the running max, the running sum and the output accumulator.
-// Empty (no cells yet): max -inf, sum 0, acc 0.
-struct RowState {
-  float max_score;
-  double sum;
-  float* acc;  // [dv]
-};
-
 // Rows' states with their accumulators.
 struct RowStates {
   std::vector<RowState> rows;  // [rows]
@@ -315,39 +181,17 @@ struct RowStates {
   }
 };
 
-// A row's scores of a chunk ([n]) become its weights e^(score - max); the running max is raised
-// first if the chunk holds a higher score, rescaling what the row has summed so far.
-void softmax_step(const kernels::KernelTable& table, float* scores, int64_t n, int64_t head_dim_v,
-                  RowState& row) {
-  const float chunk_max = table.max_f32(scores, n, row.max_score);
-  if (chunk_max > row.max_score) {
-    if (row.sum > 0.0) {  // before the row's first cells there is nothing to rescale
-      const float rescale = std::exp(row.max_score - chunk_max);
-      row.sum *= rescale;
-      table.scale(row.acc, rescale, head_dim_v, row.acc);
-    }
-    row.max_score = chunk_max;
-  }
-  row.sum += table.exp_sum(scores, row.max_score, n, scores);
-}
-
-// One block's part of a chunk: cells [first, first + n) (positions) as the kernels read them.
-struct ChunkPiece {
-  int64_t first, n;
-  CellRows keys, values;
-};
-
 // Per-thread buffers of attend_tile.
 struct TileScratch {
   // [kChunkCells, hd] / [kChunkCells, dv] converted cells; left uninitialized, as cells read in
   // place never touch them (zeroing them cost each thread 64 KB of stores a layer).
   AlignedArray<float> k_tile;
   AlignedArray<float> v_tile;
-  AlignedVector<float> q_tile;     // [rows, hd] the tile's query rows
-  AlignedVector<float> scores;     // [rows, kChunkCells]
-  RowStates state;                 // [rows] the rows' softmax over the walk so far
-  std::vector<ChunkPiece> pieces;  // the chunk's blocks
-  std::vector<int64_t> seen;       // [tokens] cells of the chunk each token sees
+  AlignedVector<float> q_tile;    // [rows, hd] the tile's query rows
+  AlignedVector<float> scores;    // [rows, kChunkCells]
+  RowStates state;                // [rows] the rows' softmax over the walk so far
+  std::vector<CellPiece> pieces;  // the chunk's blocks
+  std::vector<int64_t> seen;      // [tokens] cells of the chunk each token sees
 };
 
 // Where one tile reads the cache: its sequence's blocks in one layer, one KV head.
@@ -389,7 +233,7 @@ bool rows_follow(const CellRows& a, int64_t n, const CellRows& b) {
 // The rows read ahead must follow too, else the merged piece reads none ahead. Each row's
 // arithmetic is the same in one call or two (the kernels' rows are independent, and values are
 // summed in order of the cells).
-bool extend_piece(ChunkPiece& last, const ChunkPiece& next) {
+bool extend_piece(CellPiece& last, const CellPiece& next) {
   if (!rows_follow(last.keys, last.n, next.keys) ||
       !rows_follow(last.values, last.n, next.values)) {
     return false;
@@ -416,100 +260,21 @@ void chunk_pieces(const TileCells& tc, int64_t lo, int64_t hi, TileScratch& sc) 
       for (const bool keys : {true, false}) {
         const uint8_t* cells = cells_at(tc, next, std::min(bs, tc.end - next), keys);
         const auto row_bytes = keys ? tc.cache.k_row_bytes() : tc.cache.v_row_bytes();
-        if (cells != nullptr) prefetch_cells(cells, bs * static_cast<int64_t>(row_bytes));
+        if (cells != nullptr) kernels::prefetch_cells(cells, bs * static_cast<int64_t>(row_bytes));
       }
     }
     const int64_t from = std::max(lo, b * bs);
     const int64_t n = std::min(hi, (b + 1) * bs) - from;
     const int64_t ahead = from + kChunkCells;
-    const ChunkPiece piece{
-        from, n,
-        block_rows(tc.to_f32, tc.read, cells_at(tc, from, n, true), cells_at(tc, ahead, n, true), n,
-                   c.head_dim, k_row, sc.k_tile.get() + (from - lo) * c.head_dim),
-        block_rows(tc.to_f32, tc.read, cells_at(tc, from, n, false), cells_at(tc, ahead, n, false),
-                   n, c.head_dim_v, v_row, sc.v_tile.get() + (from - lo) * c.head_dim_v)};
+    const CellPiece piece{from, n,
+                          kernels::block_rows(tc.to_f32, tc.read, cells_at(tc, from, n, true),
+                                              cells_at(tc, ahead, n, true), n, c.head_dim, k_row,
+                                              sc.k_tile.get() + (from - lo) * c.head_dim),
+                          kernels::block_rows(tc.to_f32, tc.read, cells_at(tc, from, n, false),
+                                              cells_at(tc, ahead, n, false), n, c.head_dim_v, v_row,
+                                              sc.v_tile.get() + (from - lo) * c.head_dim_v)};
     if (!sc.pieces.empty() && extend_piece(sc.pieces.back(), piece)) continue;
     sc.pieces.push_back(piece);
-  }
-}
-
-// The rows of tokens [t_begin, t_end) of a tile (n_heads rows each) that see the same first
-// cell of a chunk, `from`, and n cells on. Token t sees seen[t - t_begin] of them (at least 1):
-// its scores past those are set to -inf, so their weights are exactly 0 and the row's arithmetic
-// is that of its own cells alone, whatever tokens share the call.
-struct RowRun {
-  int64_t from, n;
-  int64_t t_begin, t_end;
-  const int64_t* seen;
-};
-
-// The part [a, b) of a piece that a run's cells [from, from + n) cover (empty: a >= b).
-std::pair<int64_t, int64_t> overlap(const ChunkPiece& p, const RowRun& run) {
-  return {std::max(p.first, run.from), std::min(p.first + p.n, run.from + run.n)};
-}
-
-// out[i · out_stride + j] = x_i · keys_j · scale for n keys (the table's dot_rows for how they are
-// read).
-void dot_cells(const kernels::KernelTable& table, CellRows keys, int64_t n, kernels::F32Rows x,
-               float scale, float* out, int64_t out_stride) {
-  switch (keys.read) {
-    case CellRead::kF16:
-      table.dot_rows_f16(keys.f16_rows(n), x, keys.dim, scale, out, out_stride);
-      return;
-    case CellRead::kQ8_0:
-      table.dot_rows_q8_0(keys.q8_rows(n), x, keys.dim, scale, out, out_stride);
-      return;
-    case CellRead::kF32:
-      table.dot_rows_f32(keys.f32_rows(n), x, keys.dim, scale, out, out_stride);
-      return;
-  }
-}
-
-// y_i += Σ_j w_i[j] · values_j for n values (its weighted_sum for how they are read).
-void weighted_cells(const kernels::KernelTable& table, kernels::F32Rows w, CellRows values,
-                    int64_t n, float* y, int64_t y_stride) {
-  switch (values.read) {
-    case CellRead::kF16:
-      table.weighted_sum_f16(w, values.f16_rows(n), values.dim, y, y_stride);
-      return;
-    case CellRead::kQ8_0:
-      table.weighted_sum_q8_0(w, values.q8_rows(n), values.dim, y, y_stride);
-      return;
-    case CellRead::kF32:
-      table.weighted_sum_f32(w, values.f32_rows(n), values.dim, y, y_stride);
-      return;
-  }
-}
-
-// Adds a run's cells to its rows: every row's scores (a call per piece), each row's softmax
-// step, then every row's weighted values (a call per piece, in order of the cells, so each
-// row's sum is the one a single call would make).
-void attend_rows(const kernels::KernelTable& table, const RowRun& run, float scale, int64_t n_heads,
-                 TileScratch& sc) {
-  const int64_t hd = sc.pieces.front().keys.dim;
-  const int64_t dv = sc.pieces.front().values.dim;
-  const int64_t r_begin = run.t_begin * n_heads;
-  const int64_t n_rows = (run.t_end - run.t_begin) * n_heads;
-  float* scores = sc.scores.data() + r_begin * kChunkCells;
-  const kernels::F32Rows q{sc.q_tile.data() + r_begin * hd, n_rows, hd};
-  for (const ChunkPiece& p : sc.pieces) {
-    const auto [a, b] = overlap(p, run);
-    if (a < b) {
-      dot_cells(table, p.keys.from(a - p.first), b - a, q, scale, scores + (a - run.from),
-                kChunkCells);
-    }
-  }
-  for (int64_t r = 0; r < n_rows; ++r) {
-    float* row = scores + r * kChunkCells;
-    std::fill(row + run.seen[r / n_heads], row + run.n, -std::numeric_limits<float>::infinity());
-    softmax_step(table, row, run.n, dv, sc.state.rows[static_cast<size_t>(r_begin + r)]);
-  }
-  for (const ChunkPiece& p : sc.pieces) {
-    const auto [a, b] = overlap(p, run);
-    if (a < b) {
-      weighted_cells(table, {scores + (a - run.from), n_rows, kChunkCells},
-                     p.values.from(a - p.first), b - a, sc.state.acc.data() + r_begin * dv, dv);
-    }
   }
 }
 
@@ -547,31 +312,13 @@ void attend_chunk(const kernels::KernelTable& table, const QueryTile& tile, floa
       continue;
     }
     const int64_t n = cells_of(t_run - 1).second - from;  // ends rise along the tile
-    attend_rows(table,
-                {from, n, t - tile.t_begin, t_run - tile.t_begin, seen.data() + (t - tile.t_begin)},
-                scale, n_heads, sc);
+    kernels::attend_rows(
+        table, {from, n, t - tile.t_begin, t_run - tile.t_begin, seen.data() + (t - tile.t_begin)},
+        scale, n_heads,
+        {sc.pieces, sc.q_tile.data(), sc.scores.data(), kChunkCells, sc.state.rows.data(),
+         sc.state.acc.data()});
     t = t_run;
   }
-}
-
-// Query rows up to which a tile reads q8_0 cells in place: the loops convert a row once per pass
-// over the x's, and a prompt tile's rows (16 tokens × the group) take many passes, where
-// converting each block once into scratch is faster (minfer_bench_attention Prefill/q8_0/4096,
-// Zen 5: 7.26 ms in place, 4.92 converted). A decode step's query heads of one KV head take one.
-constexpr int64_t kQ8InPlaceRows = 8;
-
-// How `table` reads cells of `type` for a tile of n_rows query rows: in place where it has the
-// loops for them (and, for q8_0, the tile is a decode step's). The bits are the same either way.
-CellRead cell_read(const kernels::KernelTable& table, GgmlType type, int64_t n_rows) {
-  if (type == GgmlType::kF16 && table.dot_rows_f16 != nullptr &&
-      table.weighted_sum_f16 != nullptr) {
-    return CellRead::kF16;
-  }
-  if (type == GgmlType::kQ8_0 && table.dot_rows_q8_0 != nullptr &&
-      table.weighted_sum_q8_0 != nullptr && n_rows <= kQ8InPlaceRows) {
-    return CellRead::kQ8_0;
-  }
-  return CellRead::kF32;
 }
 
 // Every row's softmax state over the cells of piece `piece` (in sc.state; rows that see none of
@@ -583,8 +330,8 @@ void attend_piece(const kernels::KernelTable& table, const KvCache& cache, const
   start_rows(args, tile, c.head_dim, c.head_dim_v, sc);
   const int64_t pos0 = batch.positions[static_cast<size_t>(tile.t_begin)];
   const int64_t pos_last = batch.positions[static_cast<size_t>(tile.t_end - 1)];
-  const CellRead read =
-      cell_read(table, c.cell_type, (tile.t_end - tile.t_begin) * (tile.h_end - tile.h_begin));
+  const CellRead read = kernels::cell_read(
+      table, c.cell_type, (tile.t_end - tile.t_begin) * (tile.h_end - tile.h_begin));
   const TileCells tc{
       cache,       cache.block_table(batch.seq_ids[static_cast<size_t>(tile.t_begin)], args.il),
       args.il,     tile.h_begin / (args.n_head / c.n_head_kv),
@@ -602,30 +349,6 @@ void attend_piece(const kernels::KernelTable& table, const KvCache& cache, const
       return std::pair{std::max(c0, first_cell(args, pos)), std::min(c1, pos + 1)};
     };
     attend_chunk(table, tile, args.scale, cells_of, sc);
-  }
-}
-
-// Folds a piece's state of a row into `into` (the state of the row's pieces before it): the one
-// of the two with the lower max rescaled to the higher (the other's factor is exactly 1, so it is
-// left as it is). A piece with no cells for the row changes nothing; into the empty state the
-// piece is copied.
-void fold_state(const kernels::KernelTable& table, const RowState& piece, int64_t dv,
-                RowState& into) {
-  if (piece.sum == 0.0) return;
-  if (into.sum == 0.0) {
-    into.max_score = piece.max_score;
-    into.sum = piece.sum;
-    std::copy(piece.acc, piece.acc + dv, into.acc);
-  } else if (piece.max_score <= into.max_score) {
-    const float b = std::exp(piece.max_score - into.max_score);
-    into.sum += piece.sum * b;
-    table.axpy_f32(b, piece.acc, dv, into.acc);
-  } else {
-    const float a = std::exp(into.max_score - piece.max_score);
-    into.max_score = piece.max_score;
-    into.sum = into.sum * a + piece.sum;
-    table.scale(into.acc, a, dv, into.acc);
-    table.add(into.acc, piece.acc, dv, into.acc);
   }
 }
 
@@ -658,30 +381,44 @@ void attend_tile(const kernels::KernelTable& table, const KvCache& cache, const 
   folded.reset(n_rows, dv);
   for (int64_t p = p_begin; p < p_end; ++p) {
     attend_piece(table, cache, batch, args, to_f32, tile, p, sc);
-    for (size_t r = 0; r < n_rows; ++r) fold_state(table, sc.state.rows[r], dv, folded.rows[r]);
+    for (size_t r = 0; r < n_rows; ++r)
+      kernels::fold_state(table, sc.state.rows[r], dv, folded.rows[r]);
   }
   finish_rows(table, args, tile, dv, folded.rows);
 }
 
-// llama.cpp's flash-attention numerics over f16 cells, one (token, head) row per task.
+// llama.cpp's flash-attention numerics over f16 cells (kernels/ref/flash_attn_f16.h), one
+// (token, head) row per task, walked a block's run of cells at a time.
 void attention_flash_f16(kernels::ThreadPool& pool, const KvCache& cache, const Batch& batch,
                          const AttentionArgs& args) {
   const KvCacheConfig& c = cache.config();
   const int64_t group = args.n_head / c.n_head_kv;
+  const int64_t bs = c.block_size;
   pool.run([&](int thread_id, int n_threads) {
     std::vector<uint16_t> q16(static_cast<size_t>(c.head_dim));      // [hd] f16
     std::vector<uint16_t> vkq16(static_cast<size_t>(c.head_dim_v));  // [dv] f16
+    kernels::ref::FlashRowF16 row{q16.data(), vkq16.data(), c.head_dim, c.head_dim_v,
+                                  args.scale, 0.0f,         0.0f};
     const auto range =
         kernels::ThreadPool::task_range(batch.n_tokens() * args.n_head, thread_id, n_threads);
     for (int64_t task = range.begin; task < range.end; ++task) {
       const int64_t t = task / args.n_head;
-      const int64_t h = task % args.n_head;
+      const int64_t kv_head = task % args.n_head / group;
       const int64_t pos = batch.positions[static_cast<size_t>(t)];
-      const int64_t first = args.window > 0 ? std::max<int64_t>(0, pos - args.window + 1) : 0;
-      flash_attn_f16_row(cache, cache.block_table(batch.seq_ids[static_cast<size_t>(t)], args.il),
-                         args.il, h / group, args.q + (t * args.n_head + h) * c.head_dim, first,
-                         pos + 1, args.scale, args.out + (t * args.n_head + h) * c.head_dim_v,
-                         q16.data(), vkq16.data());
+      const std::vector<int32_t>& blocks =
+          cache.block_table(batch.seq_ids[static_cast<size_t>(t)], args.il);
+      kernels::ref::flash_f16_start(row, args.q + task * c.head_dim);
+      for (int64_t j = first_cell(args, pos); j <= pos; j = (j / bs + 1) * bs) {
+        const int32_t block = blocks[static_cast<size_t>(j / bs)];
+        const int64_t n = std::min(pos + 1, (j / bs + 1) * bs) - j;
+        const auto* keys =
+            reinterpret_cast<const uint16_t*>(cache.k_block(block, args.il, kv_head));
+        const auto* values =
+            reinterpret_cast<const uint16_t*>(cache.v_block(block, args.il, kv_head));
+        kernels::ref::flash_f16_cells(row, keys + j % bs * c.head_dim,
+                                      values + j % bs * c.head_dim_v, n);
+      }
+      kernels::ref::flash_f16_finish(row, args.out + task * c.head_dim_v);
     }
   });
 }
@@ -724,7 +461,7 @@ struct PieceStates {
             RowStates& into) const {
     for (const PieceTask* task = first; task < first + n; ++task) {
       for (size_t r = 0; r < into.rows.size(); ++r) {
-        fold_state(table, states.rows[task->first_row + r], dv, into.rows[r]);
+        kernels::fold_state(table, states.rows[task->first_row + r], dv, into.rows[r]);
       }
     }
   }

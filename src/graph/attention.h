@@ -3,17 +3,14 @@
 // invariant 3), and > position - window in a sliding-window layer (AttentionArgs::window). Query
 // head h reads KV head h / (n_head / n_head_kv) (grouped-query attention).
 //
-// The window is walked one cache block at a time with an online softmax (Milakov & Gimelshein
-// 2018): a running max m, a running sum l and an accumulator are rescaled when the max grows,
-// so no score buffer grows with the context. Cells are read in place through the block table;
-// f16 / q8_0 cells are converted one block at a time into a per-thread scratch tile by the kernel
-// table's cells_to_f32. The walk starts afresh at every 512 positions (a piece), and the pieces'
-// states are folded in order: a decode step's pieces are tasks that the threads share (split-KV),
-// with the bits of one thread walking them all.
+// The window is walked one cache block at a time with an online softmax: the row arithmetic
+// (scores, softmax steps, weighted values, folding pieces, how cells are read) is the kernels'
+// (kernels/attention_rows.h); this file plans it. The walk starts afresh at every 512 positions
+// (a piece), and the pieces' states are folded in order: a decode step's pieces are tasks that
+// the threads share (split-KV), with the bits of one thread walking them all.
 //
 // f16 cells with AttentionOptions::flash_attn_numerics set take llama.cpp's CPU flash attention
-// instead (ggml_compute_forward_flash_attn_ext_f16_one_chunk): q rounded to f16, an f16 output
-// accumulator, expf, cells walked one at a time — what llama-perplexity runs by default.
+// instead (kernels/ref/flash_attn_f16.h) — what llama-perplexity runs by default.
 #pragma once
 
 #include <cstdint>

@@ -1,0 +1,122 @@
+// Attention's arithmetic over rows of KV cells, apart from the planning that deals it out
+// (graph/attention.cpp: token runs, tiles, pieces, threads). A query row's online softmax
+// (Milakov & Gimelshein 2018) keeps a running max, a running sum and an accumulator, rescaled
+// when the max grows; the cells of one cache block are read in place by the table's row loops
+// where it has them for the cell type, else converted into scratch by its cells_to_f32.
+// Everything here takes plain pointers, strides and spans: no cache, no allocation.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "kernels/kernel_table.h"
+#include "quant/ggml_type.h"
+
+namespace minfer::kernels {
+
+// How the kernels read a block's keys or values: as f32 rows (f32 cells, or cells converted into
+// scratch), or f16 / q8_0 cells in place where the table has their loops
+// (KernelTable::dot_rows_f16, dot_rows_q8_0).
+enum class CellRead { kF32, kF16, kQ8_0 };
+
+// How `table` reads cells of `type` for a tile of n_rows query rows: in place where it has the
+// loops for them (and, for q8_0, the tile is a decode step's). The bits are the same either way.
+CellRead cell_read(const KernelTable& table, GgmlType type, int64_t n_rows);
+
+// One block's keys or values as the kernels read them, with the rows the walk reads next (ahead,
+// or null; in place only) asked for while these are read.
+struct CellRows {
+  CellRead read;
+  const uint8_t* data;
+  const uint8_t* ahead;
+  int64_t dim;        // floats per row
+  int64_t row_bytes;  // bytes per row as read
+  // The rows from row `row` on.
+  CellRows from(int64_t row) const {
+    const int64_t off = row * row_bytes;
+    return {read, data + off, ahead != nullptr ? ahead + off : nullptr, dim, row_bytes};
+  }
+  F32Rows f32_rows(int64_t n) const { return {reinterpret_cast<const float*>(data), n, dim}; }
+  F16Rows f16_rows(int64_t n) const {
+    return {reinterpret_cast<const uint16_t*>(data), n, dim,
+            reinterpret_cast<const uint16_t*>(ahead)};
+  }
+  Q8Rows q8_rows(int64_t n) const { return {data, n, row_bytes, ahead}; }
+};
+
+// n_rows rows of one cache block: f32 cells and cells read in place (`read`), with `ahead` the
+// cells read next; others converted into `scratch` ([n_rows, dim]) by to_f32 (the table's
+// cells_to_f32 for the cell type).
+CellRows block_rows(DequantizeRowFn to_f32, CellRead read, const uint8_t* cells,
+                    const uint8_t* ahead, int64_t n_rows, int64_t dim, int64_t row_bytes,
+                    float* scratch);
+
+// Asks for `bytes` of cells (one KV head's keys or values of a block) into L2, a line at a time.
+// A sequence's blocks lie apart in the pool, and one layer's cells of a block are a few KB
+// between other layers' cells: the hardware prefetchers start again at every block, and a
+// long window's walk waited on memory at each one. Asked for one block ahead, they arrive
+// while the block before is computed. Changes no arithmetic.
+void prefetch_cells(const uint8_t* cells, int64_t bytes);
+
+// out[i · out_stride + j] = x_i · keys_j · scale for n keys (the table's dot_rows for how they are
+// read).
+void dot_cells(const KernelTable& table, CellRows keys, int64_t n, F32Rows x, float scale,
+               float* out, int64_t out_stride);
+
+// y_i += Σ_j w_i[j] · values_j for n values (its weighted_sum for how they are read).
+void weighted_cells(const KernelTable& table, F32Rows w, CellRows values, int64_t n, float* y,
+                    int64_t y_stride);
+
+// One query row's online softmax: the running max, the running sum and the output accumulator.
+// Empty (no cells yet): max -inf, sum 0, acc 0.
+struct RowState {
+  float max_score;
+  double sum;
+  float* acc;  // [dv]
+};
+
+// A row's scores of a chunk ([n]) become its weights e^(score - max); the running max is raised
+// first if the chunk holds a higher score, rescaling what the row has summed so far.
+void softmax_step(const KernelTable& table, float* scores, int64_t n, int64_t head_dim_v,
+                  RowState& row);
+
+// Folds a piece's state of a row into `into` (the state of the row's pieces before it): the one
+// of the two with the lower max rescaled to the higher (the other's factor is exactly 1, so it is
+// left as it is). A piece with no cells for the row changes nothing; into the empty state the
+// piece is copied.
+void fold_state(const KernelTable& table, const RowState& piece, int64_t dv, RowState& into);
+
+// One block's part of a chunk: cells [first, first + n) (positions) as the kernels read them.
+struct CellPiece {
+  int64_t first, n;
+  CellRows keys, values;
+};
+
+// The rows of tokens [t_begin, t_end) of a tile (n_heads rows each) that see the same first
+// cell of a chunk, `from`, and n cells on. Token t sees seen[t - t_begin] of them (at least 1):
+// its scores past those are set to -inf, so their weights are exactly 0 and the row's arithmetic
+// is that of its own cells alone, whatever tokens share the call.
+struct RowRun {
+  int64_t from, n;
+  int64_t t_begin, t_end;
+  const int64_t* seen;
+};
+
+// What attend_rows reads and updates: a chunk's pieces, the tile's query rows ([rows, hd], a
+// token's heads consecutive), its score rows ([rows, scores_stride]) and its rows' states.
+struct RowRunData {
+  std::span<const CellPiece> pieces;
+  const float* q;
+  float* scores;
+  int64_t scores_stride;
+  RowState* states;
+  float* acc;  // [rows, dv] the states' accumulators
+};
+
+// Adds a run's cells to its rows: every row's scores (a call per piece), each row's softmax
+// step, then every row's weighted values (a call per piece, in order of the cells, so each
+// row's sum is the one a single call would make).
+void attend_rows(const KernelTable& table, const RowRun& run, float scale, int64_t n_heads,
+                 const RowRunData& data);
+
+}  // namespace minfer::kernels
