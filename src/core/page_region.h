@@ -1,6 +1,6 @@
 // Anonymous memory for the big buffers that kernels stream through: weights read in with
 // --no-mmap and the KV cache's pools (2 MiB pages: with 4 KiB pages a stream through them misses
-// the TLB on every page, a 2 MiB page covers 512 of them; see kv/kv_cache.h for the pools).
+// the TLB on every page, a 2 MiB page covers 512 of them; see kv/block_pool.h for the pools).
 #pragma once
 
 #include <cstddef>

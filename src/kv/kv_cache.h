@@ -6,30 +6,22 @@
 // positions index the cache directly (invariant 1), so the causal window of a token at position
 // p is the cells 0..p of its own sequence (invariant 3).
 //
-// Layout: a pool's blocks are laid out in segments of consecutive block ids; a segment holds, for
-// each of the pool's layers, the keys of every KV head then their values, each head's cells of
-// the segment's blocks in one run:
-//   segment of S blocks, layer slot: K [n_head_kv][S][block_size][k_row_bytes], then V
-// so one KV head's keys of a block are contiguous (attention walks them in place), and so are
-// those of consecutive blocks of a segment: a sequence's blocks, taken in ascending order, are
-// long runs per layer and head that attention reads in one kernel call per chunk and the
-// hardware prefetchers follow (a block-major layout, all layers of a block together, made every
-// 4-8 KB run a new stream: Qwen3-0.6B's decode attention at depth 4096 read at half the stream
-// rate). Segments hold 1, 1, 2, 4, ... blocks, doubling up to a full segment, whose runs are at
-// least 256 KiB (kv_segment_of), then full segments: the pools take 2 MiB pages as cells are
-// first written (a stream through 4 KiB pages missed the TLB every few rows: Qwen3-0.6B's decode
-// attention at depth 4096 took 1.1-1.35x as long), and a segment's first block touches every page
-// of the segment, so a pool takes at most about twice the memory of the blocks it has handed out
-// (and a 2 MiB page), not a page per stripe (2 · n_layer · n_head_kv of them) at its first block;
-// the next segment's memory is taken ahead while the positions before it are written
-// (populated_ahead_ below), not all in the step that reaches it.
+// KvCache is the facade its callers use; it composes focused parts and keeps the rules that span
+// them (a block's life from pool to table to prefix cache and back, shift, cell I/O):
+//   KvLayout       kv/kv_layout.h     the config, which pool and slot each layer's cells take
+//   KvBlockPool    kv/block_pool.h    one pool's memory in segments, free ids, holds, budget;
+//                                     main_ for global layers, window_ for sliding ones
+//   KvBlockTables  kv/block_tables.h  each sequence's tables and length (KvSequence)
+//   PrefixCache    kv/prefix_cache.h  hashes of registered full blocks, LRU of parked ones
+// Per-sequence state that is not paged KV (issue #46's recurrent state) joins as a further part
+// beside tables_, handled in the same sequence operations (kv/block_tables.h says where).
 //
-// Prefix cache (DESIGN.md §4 "KV cache"): a block is ref-counted, so several sequences may hold
-// the same block in their tables. A full block whose cells are computed can be registered under
-// the hash of the whole token prefix it ends (commit_prefix); a new sequence whose tokens begin
-// with registered blocks attaches them (match_prefix) instead of computing them again. A
-// registered block that no sequence holds stays cached until the pool needs it back, least
-// recently used first. Registered blocks are read-only: nothing stores into them again.
+// Prefix cache: a main-pool block is held by every sequence whose table has it. A full block
+// whose cells are computed can be registered under the hash of the whole token prefix it ends
+// (commit_prefix); a new sequence whose tokens begin with registered blocks attaches them
+// (match_prefix) instead of computing them again. A registered block that no sequence holds
+// stays parked until the pool needs it, least recently used first. Registered blocks are
+// read-only: nothing stores into them again.
 //
 // Sliding-window layers (KvCacheConfig::swa_layers, e.g. Gemma 3's local layers): a token at
 // position p of such a layer sees only positions > p - window, so those layers' cells live in a
@@ -44,70 +36,34 @@
 
 #include <cstdint>
 #include <functional>
-#include <list>
 #include <memory>
-#include <queue>
 #include <span>
-#include <string_view>
-#include <unordered_map>
 #include <vector>
 
-#include "core/page_region.h"
 #include "core/status.h"
 #include "kernels/kernel_table.h"
-#include "quant/ggml_type.h"
+#include "kv/block_pool.h"
+#include "kv/block_tables.h"
+#include "kv/kv_layout.h"
+#include "kv/prefix_cache.h"
 
 namespace minfer {
-
-// The cell types a cache can hold: GgmlType::kF32, kF16 and kQ8_0.
-bool is_kv_cell_type(GgmlType type);
-// "f32", "f16", "q8_0" → the type; anything else (other ggml types included) is an error naming
-// it and the allowed names.
-Result<GgmlType> parse_kv_cell_type(std::string_view name);
-// The user-facing name of a cell type ("f32", "f16", "q8_0"; ggml's name for any type).
-std::string_view kv_cell_type_name(GgmlType type);
-
-// A segment of the pools' layout (above): block ids [first, first + size).
-struct KvSegment {
-  size_t first, size;
-};
-// The segment of `block` where full segments hold `full` blocks (a power of two): [0], [1],
-// [2, 4), [4, 8), ... up to [full / 2, full), then [k · full, (k + 1) · full). Segments start
-// on multiples of their size, a power of two, so neither a segment nor one of attention's
-// chunks of cells (4 blocks, on multiples of 4) straddles the other: the walk's read-ahead of
-// the next chunk lies in one run.
-KvSegment kv_segment_of(size_t block, size_t full);
-
-struct KvCacheConfig {
-  int64_t n_layer = 0;
-  int64_t n_head_kv = 0;
-  int64_t head_dim = 0;                 // key row length per head
-  int64_t head_dim_v = 0;               // value row length per head
-  GgmlType cell_type = GgmlType::kF32;  // one of is_kv_cell_type's
-  int64_t block_size = 0;               // positions per block (RuntimeOptions::block_size)
-  int64_t n_ctx = 0;                    // positions per sequence (the context length)
-  int64_t max_blocks = 0;               // budget: blocks the pool may hold in all
-  // Sliding-window layers: swa_layers[il] set means layer il sees only the last `window`
-  // positions. Empty (or window 0): every layer is global.
-  std::vector<bool> swa_layers;  // [n_layer] or empty
-  int64_t window = 0;
-};
 
 class KvCache {
  public:
   static Result<std::unique_ptr<KvCache>> create(const KvCacheConfig& config);
 
-  const KvCacheConfig& config() const { return config_; }
-  size_t k_row_bytes() const { return k_row_bytes_; }  // one head's key row in the cell type
-  size_t v_row_bytes() const { return v_row_bytes_; }
-  size_t block_bytes() const { return block_bytes_; }
+  const KvCacheConfig& config() const { return layout_.config; }
+  size_t k_row_bytes() const { return layout_.k_row_bytes; }  // one head's key row in the cell type
+  size_t v_row_bytes() const { return layout_.v_row_bytes; }
+  size_t block_bytes() const { return main_.block_bytes(); }
   // The bytes of cells attention reads for one token that sees positions [0, n_positions) of its
   // sequence: each KV head's key and value rows of all of them in a global layer, of the last
   // `window` in a sliding one (a decode step's memory traffic beside its weights).
   size_t seen_bytes(int64_t n_positions) const;
   // The cells the budget may grow to: max_blocks of the main pool and of the window pool.
   size_t budget_bytes() const {
-    return static_cast<size_t>(config_.max_blocks) * (block_bytes_ + window_block_bytes_);
+    return static_cast<size_t>(config().max_blocks) * (main_.block_bytes() + window_.block_bytes());
   }
 
   // Makes room for positions [0, n_positions) of `seq`, taking blocks from the pool. Fails, with
@@ -130,13 +86,13 @@ class KvCache {
   // 0..tokens.size()-1 (only the first length(seq) count). A block whose prefix is already
   // registered under another block is left as it is.
   void commit_prefix(int32_t seq, std::span<const int32_t> tokens);
-  bool has_sequence(int32_t seq) const { return seqs_.count(seq) != 0; }
+  bool has_sequence(int32_t seq) const { return tables_.contains(seq); }
   // Positions reserved for the sequence (0 when unknown).
-  int64_t n_reserved(int32_t seq) const;
+  int64_t n_reserved(int32_t seq) const { return tables_.n_reserved(seq); }
   // Positions [0, length) of the sequence hold computed K and V (0 when unknown). The forward
   // step advances it; truncate lowers it. Advancing it returns to the window pool the sliding
   // layers' blocks that no token at a position >= length can see.
-  int64_t length(int32_t seq) const;
+  int64_t length(int32_t seq) const { return tables_.length(seq); }
   void set_length(int32_t seq, int64_t length);
 
   // Writes one token's K and V for layer il at (seq, pos); pos must be reserved.
@@ -180,113 +136,73 @@ class KvCache {
   const std::vector<int32_t>& block_table(int32_t seq) const;
   // The table that holds layer il's cells: block_table(seq), or for a sliding-window layer the
   // window table (window pool ids in position order, -1 where released).
-  const std::vector<int32_t>& block_table(int32_t seq, int64_t il) const;
-  bool has_window() const { return !window_layers_.empty(); }
-  bool is_window_layer(int64_t il) const;
+  const std::vector<int32_t>& block_table(int32_t seq, int64_t il) const {
+    return tables_.table(seq, il);
+  }
+  bool has_window() const { return layout_.has_window(); }
+  bool is_window_layer(int64_t il) const { return layout_.is_window_layer(il); }
   // Keys of layer il, KV head h in block `block` of the layer's pool (block_table(seq, il)):
   // [block_size][k_row_bytes] in the cell type.
-  const uint8_t* k_block(int32_t block, int64_t il, int64_t h) const;
-  const uint8_t* v_block(int32_t block, int64_t il, int64_t h) const;
+  const uint8_t* k_block(int32_t block, int64_t il, int64_t h) const {
+    return cell(block, il, false, h, 0);
+  }
+  const uint8_t* v_block(int32_t block, int64_t il, int64_t h) const {
+    return cell(block, il, true, h, 0);
+  }
 
   // Pool accounting.
-  int64_t n_blocks_allocated() const { return static_cast<int64_t>(info_.size()); }
-  int64_t n_blocks_free() const;  // free in the pool + not yet allocated within the budget
+  int64_t n_blocks_allocated() const { return main_.n_allocated(); }
+  // Free in the pool + not yet allocated within the budget + parked prefix blocks.
+  int64_t n_blocks_free() const { return main_.n_free() + prefix_.n_parked(); }
   // Held by at least one sequence.
-  int64_t n_blocks_used() const {
-    return n_blocks_allocated() - static_cast<int64_t>(free_.size() + lru_.size());
-  }
+  int64_t n_blocks_used() const { return main_.n_held(); }
   // Held by no sequence but kept for their registered prefix (counted as free too).
-  int64_t n_blocks_cached() const { return static_cast<int64_t>(lru_.size()); }
+  int64_t n_blocks_cached() const { return prefix_.n_parked(); }
   // Registered blocks, held or not.
-  int64_t n_blocks_registered() const { return static_cast<int64_t>(registered_.size()); }
+  int64_t n_blocks_registered() const { return prefix_.n_registered(); }
   // Window pool: blocks the sequence's sliding layers hold, and blocks ever allocated.
-  int64_t n_window_blocks_held(int32_t seq) const;
-  int64_t n_window_blocks_allocated() const { return n_window_blocks_allocated_; }
+  int64_t n_window_blocks_held(int32_t seq) const { return tables_.n_window_blocks_held(seq); }
+  int64_t n_window_blocks_allocated() const { return window_.n_allocated(); }
   // The cells of the blocks sequences hold, both pools.
   size_t bytes_in_use() const {
-    const size_t window_used =
-        static_cast<size_t>(n_window_blocks_allocated_) - window_free_.size();
-    return static_cast<size_t>(n_blocks_used()) * block_bytes_ + window_used * window_block_bytes_;
+    return static_cast<size_t>(main_.n_held()) * main_.block_bytes() +
+           static_cast<size_t>(window_.n_held()) * window_.block_bytes();
   }
 
  private:
-  explicit KvCache(const KvCacheConfig& config);
-  // The cells of one KV head of a block in one layer slot of the main (window false) or window
-  // pool: [block_size][row bytes].
-  uint8_t* stripe_cells(bool window, int64_t layer_slot, bool is_v, int64_t h, int32_t block) const;
-  // Copies main-pool block `from`'s cells, every layer and head, into block `to`.
-  void copy_block(int32_t to, int32_t from);
-  uint8_t* cell(int32_t block, int64_t il, bool is_v, int64_t h, int64_t slot);
+  KvCache(KvLayout layout, KvBlockPool main, KvBlockPool window);
+  // The pool that holds layer il's cells.
+  const KvBlockPool& pool_of(int64_t il) const { return is_window_layer(il) ? window_ : main_; }
+  // One position's key (or value) row of KV head h, layer il, slot `slot` of `block` in the
+  // layer's pool.
+  uint8_t* cell(int32_t block, int64_t il, bool is_v, int64_t h, int64_t slot) const {
+    const size_t row = is_v ? layout_.v_row_bytes : layout_.k_row_bytes;
+    return pool_of(il).cells(layout_.layer_slot[static_cast<size_t>(il)], is_v, h, block) +
+           static_cast<size_t>(slot) * row;
+  }
   // Calls copy(cells in a block, offset in the flat layout, bytes) for every run of one head's
   // rows within one block of positions [0, n_positions) of `seq` (read_cells' layout); cells is
   // null for a released window block.
   template <typename Fn>
-  void for_each_run(int32_t seq, int64_t n_positions, Fn&& copy);
+  void for_each_run(int32_t seq, int64_t n_positions, Fn&& copy) const;
+  // A main-pool block held once: a free one, else the least recently used parked one.
   int32_t take_block();
+  // Drops one hold; a block no one holds is parked when registered, else freed.
   void release_block(int32_t block);
-  void unregister(int32_t block);
-  int64_t n_window_blocks_free() const;
-  int32_t take_window_block();
   void release_window_block(int32_t& block);  // sets it to -1; -1 is ignored
-  void release_outside_window(int32_t seq);
-
-  KvCacheConfig config_;
-  size_t k_row_bytes_ = 0;
-  size_t v_row_bytes_ = 0;
-  size_t layer_bytes_ = 0;
-  size_t block_bytes_ = 0;
-  size_t full_segment_ = 1;  // blocks of a full segment (the layout above)
-  // The main pool's max_blocks blocks in segments (the layout above); 2 MiB pages are taken as
-  // cells are first written.
-  std::unique_ptr<PageRegion> memory_;
-  // Ids of unregistered blocks no sequence holds, the lowest taken first: a sequence reserved
-  // after others were freed gets ascending ids, whose cells follow each other in the stripes.
-  using FreeIds = std::priority_queue<int32_t, std::vector<int32_t>, std::greater<>>;
-  FreeIds free_;
-  struct BlockInfo {
-    int32_t refs = 0;  // sequences whose table holds the block
-    bool registered = false;
-    uint64_t hash = 0;                     // of the token prefix the block ends
-    uint64_t parent_hash = 0;              // of the prefix before it (0 for the first block)
-    std::vector<int32_t> tokens;           // [block_size] when registered
-    std::list<int32_t>::iterator lru_pos;  // in lru_ when registered and refs == 0
-  };
-  std::vector<BlockInfo> info_;  // one per block handed out so far (n_blocks_allocated)
-  std::unordered_map<uint64_t, int32_t> registered_;  // prefix hash → block
-  std::list<int32_t> lru_;  // registered blocks no sequence holds, least recently used first
-  struct Sequence {
-    std::vector<int32_t> blocks;         // the block table
-    std::vector<int32_t> window_blocks;  // the window table (has_window), -1 where released
-    int64_t length = 0;
-  };
-  // Whether positions [0, n_positions) of s, kept, would be followed by a token whose window
-  // reaches released blocks.
-  bool window_lost(const Sequence& s, int64_t n_positions) const;
-  void pop_block(Sequence& s);
+  void release_outside_window(KvSequence& s);
+  // Drops the last block of both tables.
+  void pop_block(KvSequence& s);
   // shift's preparation: the blocks of main-table indices [first, end) made the sequence's own,
   // and window blocks for window-table indices [window_first, end); fails, changing nothing,
   // when the pools are short.
-  Status own_blocks(int32_t seq, Sequence& s, int64_t first, int64_t end, int64_t window_first);
+  Status own_blocks(int32_t seq, KvSequence& s, int64_t first, int64_t end, int64_t window_first);
 
-  // A pool's memory taken ahead of its first touch: a segment's first block touches every page of
-  // the segment (each of its runs starts one), so a full segment was taken in the step that wrote
-  // that block — Qwen3-0.6B's f16 cells, 117 MB, made one decode step in 1,024 take 200-270 ms
-  // instead of about 12 on a Zen 5 VM. Instead, each new block of a segment makes its share of the
-  // next segment due (1 / the segment's size of it), and each position written takes two positions'
-  // bytes of what is due (populate_ahead in kv_cache.cpp): the next segment is ready when its first
-  // block is written, and a pool holds at most one segment more than it would. Bytes of each pool
-  // taken ahead so far:
-  size_t populated_ahead_ = 0;
-  size_t window_populated_ahead_ = 0;
-
-  // [n_layer] layer il's index among the layers of its pool: where its stripes lie.
-  std::vector<int64_t> layer_slot_;
-  std::vector<int64_t> window_layers_;         // the sliding layers, ascending
-  size_t window_block_bytes_ = 0;              // every sliding layer's K and V of a block
-  std::unique_ptr<PageRegion> window_memory_;  // the window pool's blocks, as memory_
-  int64_t n_window_blocks_allocated_ = 0;
-  FreeIds window_free_;  // window pool ids no sequence holds
-  std::unordered_map<int32_t, Sequence> seqs_;
+  KvLayout layout_;
+  KvBlockPool main_;    // the global layers' blocks
+  KvBlockPool window_;  // the sliding-window layers' blocks (empty without such layers)
+  PrefixCache prefix_;  // main-pool blocks registered under their token prefix
+  KvBlockTables tables_;
 };
 
 }  // namespace minfer

@@ -1,0 +1,80 @@
+// A KV cache's shape (kv/kv_cache.h): its config, the cell types it may hold, and how the config
+// lays cells out — which pool each layer's cells live in (the main pool for global layers, the
+// window pool for sliding-window ones), the layer's slot among that pool's layers, the row sizes
+// in the cell type, and the segments both pools are laid out in (KvBlockPool, kv/block_pool.h).
+#pragma once
+
+#include <algorithm>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "quant/ggml_type.h"
+
+namespace minfer {
+
+// The cell types a cache can hold: GgmlType::kF32, kF16 and kQ8_0.
+bool is_kv_cell_type(GgmlType type);
+// "f32", "f16", "q8_0" → the type; anything else (other ggml types included) is an error naming
+// it and the allowed names.
+Result<GgmlType> parse_kv_cell_type(std::string_view name);
+// The user-facing name of a cell type ("f32", "f16", "q8_0"; ggml's name for any type).
+std::string_view kv_cell_type_name(GgmlType type);
+
+// A segment of the pools' layout (kv/block_pool.h): block ids [first, first + size).
+struct KvSegment {
+  size_t first, size;
+};
+// The segment of `block` where full segments hold `full` blocks (a power of two): [0], [1],
+// [2, 4), [4, 8), ... up to [full / 2, full), then [k · full, (k + 1) · full). Segments start
+// on multiples of their size, a power of two, so neither a segment nor one of attention's
+// chunks of cells (4 blocks, on multiples of 4) straddles the other: the walk's read-ahead of
+// the next chunk lies in one run.
+inline KvSegment kv_segment_of(size_t block, size_t full) {
+  if (block >= full) return {block / full * full, full};
+  const size_t first = block == 0 ? 0 : std::bit_floor(block);
+  return {first, std::max<size_t>(first, 1)};
+}
+
+struct KvCacheConfig {
+  int64_t n_layer = 0;
+  int64_t n_head_kv = 0;
+  int64_t head_dim = 0;                 // key row length per head
+  int64_t head_dim_v = 0;               // value row length per head
+  GgmlType cell_type = GgmlType::kF32;  // one of is_kv_cell_type's
+  int64_t block_size = 0;               // positions per block (RuntimeOptions::block_size)
+  int64_t n_ctx = 0;                    // positions per sequence (the context length)
+  int64_t max_blocks = 0;               // budget: blocks the pool may hold in all
+  // Sliding-window layers: swa_layers[il] set means layer il sees only the last `window`
+  // positions. Empty (or window 0): every layer is global.
+  std::vector<bool> swa_layers;  // [n_layer] or empty
+  int64_t window = 0;
+};
+
+struct KvLayout {
+  // Checks the config (shape > 0, a cell type whose blocks divide the head dims, one swa entry
+  // per layer) and derives the layout.
+  static Result<KvLayout> create(const KvCacheConfig& config);
+
+  bool has_window() const { return !window_layers.empty(); }
+  bool is_window_layer(int64_t il) const {
+    return has_window() && config.swa_layers[static_cast<size_t>(il)];
+  }
+  // Layers whose cells the main pool's blocks hold.
+  int64_t n_global_layers() const {
+    return config.n_layer - static_cast<int64_t>(window_layers.size());
+  }
+
+  KvCacheConfig config;
+  size_t k_row_bytes = 0;  // one head's key row in the cell type
+  size_t v_row_bytes = 0;
+  size_t full_segment = 1;  // blocks of a full segment (kv/block_pool.h)
+  // [n_layer] layer il's index among the layers of its pool: where its cells lie in a block.
+  std::vector<int64_t> layer_slot;
+  std::vector<int64_t> window_layers;  // the sliding layers, ascending
+};
+
+}  // namespace minfer
