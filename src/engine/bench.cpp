@@ -161,9 +161,9 @@ std::string file_type_name(int64_t file_type) {
 namespace {
 
 // The sum of n words in eight independent chains, so the loads and not the adds set its pace.
-// Measured with this rather than a kernel: AVX-512's dot_f32 (x · x) read 40 GB/s on the Zen 5
-// VM, where this (SSE2 loads or AVX2) and the kernels bench's StreamRead read 58-61 GB/s, so
-// rooflines built on it came out below the measured decode rates.
+// Measured with this rather than a kernel: AVX-512's dot_f32 (x · x) reads memory markedly slower
+// than plain loads on some machines (Zen 5), and rooflines built on it came out below the measured
+// decode rates.
 uint64_t sum_words(const uint64_t* p, size_t n) {
   uint64_t s[8] = {};
   for (size_t i = 0; i + 8 <= n; i += 8) {

@@ -10,8 +10,8 @@ namespace {
 
 // Query rows up to which a tile reads q8_0 cells in place: the loops convert a row once per pass
 // over the x's, and a prompt tile's rows (16 tokens × the group) take many passes, where
-// converting each block once into scratch is faster (minfer_bench_attention Prefill/q8_0/4096,
-// Zen 5: 7.26 ms in place, 4.92 converted). A decode step's query heads of one KV head take one.
+// converting each block once into scratch is faster (minfer_bench_attention Prefill/q8_0/4096
+// measures it). A decode step's query heads of one KV head take one pass.
 constexpr int64_t kQ8InPlaceRows = 8;
 
 // The part [a, b) of a piece that a run's cells [from, from + n) cover (empty: a >= b).

@@ -252,8 +252,7 @@ struct PackedQ4K {
 
 // The K-quant kinds' pack_from and block_from stay out of line ([[gnu::noinline]]): a call per
 // 256-element block costs nothing, and GCC's own choice moved with the size of the translation
-// unit; inlined into the x16 GEMV loop, Q6_K's pack_from spilled (qwen3-0.6b q4_k_m decode
-// 0.82x).
+// unit; inlined into the x16 GEMV loop, Q6_K's pack_from spilled registers and decode slowed.
 template <class V, class Block, bool kFifthBit>
 struct KindK4 {
   using Packed = PackedQ4K<V>;
@@ -643,8 +642,8 @@ typename V::F finish(const typename V::F* acc) {
 
 // Runs blocks [b0, b0 + nbc) for T tokens, continuing from / saving to state. Flattened: the
 // block steps must be inlined into this loop, and GCC's inliner stopped doing so for Q8_0's
-// once the translation unit grew (an unrelated kind's new code made qwen2.5-0.5b q8_0 pp512
-// 0.73x as fast, its time in an out-of-line KindQ8_0::block).
+// once the translation unit grew (an unrelated kind's new code left KindQ8_0::block out of line
+// and Q8_0 prefill markedly slower).
 template <class V, class K, int T>
 [[gnu::flatten]] void run_tokens(const typename K::Packed* packed, int64_t b0, int64_t nbc,
                                  const uint8_t* act, size_t act_row_bytes, int64_t n_blocks,

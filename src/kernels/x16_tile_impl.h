@@ -188,16 +188,14 @@ constexpr auto run_tokens_table(std::index_sequence<I...> /*counts*/) {
 
 // More tokens: the blocks of a chunk are unpacked once (per half) and serve every token (the
 // tiles' loop, reading the x16 layout), kTokRegs tokens at a time: each unpacked block is read
-// from L1 once for that many tokens. 16 rather than the GGUF tiles' 4 under AVX-512 (bench pp512,
-// Zen 5 VM, alternating): qwen2.5-0.5b q4_k_m (mostly Q5_0) 1.39x, qwen2.5-1.5b q4_k_m 1.14x,
-// qwen3-0.6b q4_k_m 1.11x; AVX2's 8 measured even with its 4.
+// from L1 once for that many tokens (kTokRegs: chosen by measurement, see its commit).
 template <class U, class Block>
 void tile(int64_t n_in, const uint8_t* w, size_t w_row_bytes, int64_t n_rows, const uint8_t* act,
           size_t act_row_bytes, int64_t n_tok, float* y, int64_t y_stride) {
   using V = typename U::V;
   using K = KindOf<V, Block>;
-  // Q8_0 keeps the GGUF tiles' 4: 8 and 16 measured 0.92x and 0.94x of it (qwen2.5-0.5b
-  // q8_0 pp512), where the other types gained (below); a kind that names its own group keeps it.
+  // Q8_0 keeps the GGUF tiles' 4 (8 and 16 measured slower for it); a kind that names its own
+  // group keeps it.
   constexpr int kGroup = std::is_same_v<Block, BlockQ8_0> ? qt::kTokGroup
                          : qt::kHasTokGroup<K>            ? qt::tok_group_of<K>()
                                                           : kTokRegs<V>;
@@ -254,9 +252,8 @@ constexpr auto gemv_tokens_table(std::index_sequence<I...> /*counts*/) {
 
 // MatmulTileFn (kernel_table.h) of the x16 layout on policy U. gemv_tokens while its
 // accumulators fit the registers beside a block (16 tokens with AVX-512's 32, 8 with AVX2's 16,
-// whose halves need two each), the tile from there. Against the tile (Zen 5 VM, alternating
-// runs, bench pp2 / pp4 / pp8 / pp16): qwen2.5-0.5B q8_0 1.25 / 1.32 / 1.31 / 1.11x, qwen3-0.6B
-// q4_k_m 1.51 / 1.45 / 1.38 / 1.39x; AVX2 pp4 / pp8: q8_0 1.38 / 1.27x, q4_k_m 1.34 / 1.16x.
+// whose halves need two each), the tile from there: faster than the tile for those few tokens
+// on both ISAs (the figures are in the commit that added it).
 template <class U, class Block>
 void matmul(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows, const void* act,
             size_t act_row_bytes, int64_t n_tok, float* y, int64_t y_stride) {
