@@ -1,5 +1,6 @@
-"""Errors as Python exceptions carrying the engine's one-line message."""
-import pathlib
+"""Model sources (a path, ollama=, hf=) and errors as Python exceptions carrying the engine's
+one-line message."""
+import json
 
 import pytest
 
@@ -52,3 +53,30 @@ def test_a_prompt_longer_than_the_context_is_refused():
     with pytest.raises(minfer.Error) as e:
         model.complete("Once upon a time " * 20, max_tokens=4)
     assert "\n" not in str(e.value)
+
+
+def test_a_model_from_ollamas_store_is_the_file(tmp_path, monkeypatch):
+    digest = "1" * 64
+    blob = tmp_path / "blobs" / f"sha256-{digest}"
+    blob.parent.mkdir()
+    blob.write_bytes(data_path("models/stories260K.gguf").read_bytes())
+    manifest = tmp_path / "manifests" / "registry.ollama.ai" / "library" / "stories" / "latest"
+    manifest.parent.mkdir(parents=True)
+    manifest.write_text(json.dumps({"schemaVersion": 2, "layers": [
+        {"mediaType": "application/vnd.ollama.image.model", "digest": f"sha256:{digest}",
+         "size": blob.stat().st_size}]}))
+    monkeypatch.setenv("OLLAMA_MODELS", str(tmp_path))
+    by_name = minfer.Model(ollama="stories", n_threads=2)
+    assert by_name.path == str(blob)
+    by_path = minfer.Model(blob, n_threads=2)
+    assert by_name.complete("Once", max_tokens=8, temperature=0)["choices"][0]["text"] == \
+        by_path.complete("Once", max_tokens=8, temperature=0)["choices"][0]["text"]
+    with pytest.raises(minfer.Error, match=r"^\[ollama\].*not in the store"):
+        minfer.Model(ollama="qwen3:0.6b")
+
+
+def test_an_offline_hub_model_missing_from_the_cache_is_an_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
+    with pytest.raises(minfer.Error) as e:
+        minfer.Model(hf="org/absent-GGUF:Q8_0", offline=True)
+    assert "org/absent-GGUF" in str(e.value) and "\n" not in str(e.value)
