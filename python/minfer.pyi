@@ -8,6 +8,8 @@ from collections.abc import Iterator, Sequence
 from os import PathLike
 from typing import Any, Literal, Mapping, TypedDict, overload
 
+from typing_extensions import Unpack
+
 import numpy
 import numpy.typing
 
@@ -43,6 +45,39 @@ finish_reason, "usage" and "timings"."""
 CompletionResponse = dict[str, Any]
 """OpenAI's text_completion: {"choices": [{"index", "text", "logprobs", "finish_reason"}],
 "usage", "timings"}; streamed chunks have the same shape."""
+
+class SamplingOptions(TypedDict, total=False):
+    """What chat() and complete() take besides the prompt (None: the model's default): the
+    file's recommended sampling, else llama.cpp's (temperature 0.8, top_k 40, top_p 0.95,
+    min_p 0.05); a random seed unless the request or the Model sets one."""
+    max_tokens: int | None  # None: to an end-of-generation token or a full context
+    temperature: float | None  # 0: greedy
+    top_p: float | None
+    top_k: int | None
+    min_p: float | None
+    repeat_penalty: float | None
+    repeat_last_n: int | None
+    frequency_penalty: float | None
+    presence_penalty: float | None
+    stop: str | list[str] | None  # never part of the text
+    seed: int | None
+    logit_bias: dict[int, float] | None
+    grammar: str | None  # GBNF; not with a JSON response_format
+    # {"type": "text" | "json_object"} or {"type": "json_schema", "json_schema": {"name",
+    # "schema"}}: the schema becomes the reply's grammar
+    response_format: dict[str, Any] | None
+
+class ChatOptions(SamplingOptions, total=False):
+    tools: list[dict[str, Any]] | None  # OpenAI's [{"type": "function", "function": {...}}]
+    tool_choice: Literal["none", "auto", "required"] | dict[str, Any] | None
+    parallel_tool_calls: bool
+    logprobs: bool  # choices[0].logprobs.content: each token's logprob
+    top_logprobs: int | None  # with logprobs: this many alternatives per token (<= 20)
+    reasoning_budget: int | None  # reasoning tokens before the engine closes <think>
+    chat_template_kwargs: dict[str, Any] | None  # e.g. {"enable_thinking": False}
+
+class CompletionOptions(SamplingOptions, total=False):
+    logprobs: int | None  # alternatives per token (OpenAI's legacy completions shape)
 
 class Stream(Iterator[dict[str, Any]]):
     """The chunks of a streamed request. Iterating waits for the next chunk with the GIL
@@ -83,62 +118,36 @@ class Model:
         self,
         messages: Sequence[Message | Mapping[str, Any]],
         *,
-        tools: list[dict[str, Any]] | None = None,
-        tool_choice: Literal["none", "auto", "required"] | dict[str, Any] | None = None,
-        parallel_tool_calls: bool = True,
-        response_format: dict[str, Any] | None = None,
-        grammar: str | None = None,
-        max_tokens: int | None = None,
-        temperature: float | None = None,
-        top_p: float | None = None,
-        top_k: int | None = None,
-        min_p: float | None = None,
-        repeat_penalty: float | None = None,
-        repeat_last_n: int | None = None,
-        frequency_penalty: float | None = None,
-        presence_penalty: float | None = None,
-        stop: str | list[str] | None = None,
-        seed: int | None = None,
-        logprobs: bool = False,
-        top_logprobs: int | None = None,
-        logit_bias: dict[int, float] | None = None,
-        reasoning_budget: int | None = None,
-        chat_template_kwargs: dict[str, Any] | None = None,
         stream: Literal[False] = False,
-    ) -> ChatResponse: ...
+        **options: Unpack[ChatOptions],
+    ) -> ChatResponse:
+        """A chat completion through the model's template; with stream=True, a Stream of
+        chat.completion.chunk dicts. temperature=0 is greedy; Ctrl-C cancels the request."""
     @overload
     def chat(
         self,
         messages: Sequence[Message | Mapping[str, Any]],
         *,
         stream: Literal[True],
-        **options: Any,
+        **options: Unpack[ChatOptions],
     ) -> Stream: ...
     @overload
     def complete(
         self,
         prompt: str | list[int],
         *,
-        response_format: dict[str, Any] | None = None,
-        grammar: str | None = None,
-        max_tokens: int | None = None,
-        temperature: float | None = None,
-        top_p: float | None = None,
-        top_k: int | None = None,
-        min_p: float | None = None,
-        repeat_penalty: float | None = None,
-        repeat_last_n: int | None = None,
-        frequency_penalty: float | None = None,
-        presence_penalty: float | None = None,
-        stop: str | list[str] | None = None,
-        seed: int | None = None,
-        logprobs: int | None = None,
-        logit_bias: dict[int, float] | None = None,
         stream: Literal[False] = False,
-    ) -> CompletionResponse: ...
+        **options: Unpack[CompletionOptions],
+    ) -> CompletionResponse:
+        """A text completion of `prompt` (a str, tokenized as `minfer run` does: BOS as the
+        model asks, special tokens parsed; or ids); with stream=True, a Stream of chunks."""
     @overload
     def complete(
-        self, prompt: str | list[int], *, stream: Literal[True], **options: Any
+        self,
+        prompt: str | list[int],
+        *,
+        stream: Literal[True],
+        **options: Unpack[CompletionOptions],
     ) -> Stream: ...
     def chat_many(self, requests: list[dict[str, Any]]) -> list[ChatResponse]:
         """Chat requests ({"messages": [...], **options}) submitted together and decoded in one
