@@ -14,7 +14,7 @@ def test_version_is_the_projects():
     assert minfer.__version__ == project.group(1)
 
 
-def test_greedy_completion_equals_minfer_run(stories):
+def test_completion_equals_minfer_run_greedy_and_seeded(stories):
     expected = run_minfer("run", "-t", "2", "-m", data_path("models/stories260K.gguf"),
                           "-p", ONCE, "-n", 48, "--temp", 0).decode()
     reply = stories.complete(ONCE, max_tokens=48, temperature=0)
@@ -23,15 +23,25 @@ def test_greedy_completion_equals_minfer_run(stories):
     assert reply["choices"][0]["finish_reason"] == "length"
     assert reply["usage"]["completion_tokens"] == 48
     assert reply["usage"]["prompt_tokens"] == len(stories.tokenize(ONCE))
+    # Sampled with a seed: the same draws as run's.
+    sampled = run_minfer("run", "-t", "2", "-m", data_path("models/stories260K.gguf"),
+                         "-p", ONCE, "-n", 48, "--temp", 1.0, "--seed", 42).decode()
+    reply = stories.complete(ONCE, max_tokens=48, temperature=1.0, seed=42)
+    assert reply["choices"][0]["text"] == sampled
 
 
-def test_greedy_chat_equals_minfer_run_chat():
+def test_chat_equals_minfer_run_chat_greedy_and_seeded():
     path = data_path("models/qwen2.5-qwentok-tiny-q8_0.gguf")
     expected = run_minfer("run", "-t", "2", "-m", path, "--chat", "-p", "Hello there",
                           "-n", 24, "--temp", 0).decode()
     model = minfer.Model(path, n_threads=2)
     reply = model.chat([{"role": "user", "content": "Hello there"}], max_tokens=24, temperature=0)
     assert chat_text(reply) == expected
+    sampled = run_minfer("run", "-t", "2", "-m", path, "--chat", "-p", "Hello there",
+                         "-n", 24, "--temp", 1.0, "--seed", 7).decode()
+    reply = model.chat([{"role": "user", "content": "Hello there"}], max_tokens=24,
+                       temperature=1.0, seed=7)
+    assert chat_text(reply) == sampled
 
 
 def test_chat_has_openais_shape(qwen3):
