@@ -48,6 +48,10 @@ for command in ("apps/minfer/cmd_run.cpp", "apps/minfer/cmd_chat.cpp",
                 "apps/minfer/generation_flags.h", "apps/minfer/observe_options.h", "examples/"):
     RULES.append((command, SRC_FOLDERS,
                   "a client of the public API: include minfer/minfer.h, not the engine"))
+# The Python module binds the public API (minfer/minfer.h, minfer/tools.h and the core/status.h
+# they use), nothing behind it.
+RULES.append(("python/", tuple(f for f in SRC_FOLDERS if f != "core/"),
+              "the Python module binds the public API: include minfer/…, not the engine"))
 RULES.append(("apps/minfer/cmd_serve.cpp", tuple(f for f in SRC_FOLDERS if f != "server/"),
               "serve runs the server (src/server/) on the public API alone"))
 

@@ -39,6 +39,8 @@ packages=(
   libcurl4-openssl-dev libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-jinja2
+  # The Python module (python/) and its tests (tests/python/).
+  python3-dev python3-pybind11 python3-numpy python3-pytest
   chromium
   # The chat page's markdown, code highlighting and math, embedded at build time
   # (src/server/web_assets.cmake).

@@ -552,6 +552,15 @@ class LanguageModel {
   // Whether the file is an embedding model: it sets <arch>.pooling_type (Qwen3-Embedding).
   bool is_embedding_model() const;
 
+  // Teacher-forced logits, computed as `minfer logits` computes them: `ids` fed at positions
+  // 0 … n-1 of a sequence of their own (not generate()'s, nor a generator's), in forwards of
+  // `batch` tokens (0: all at once), on the model's threads, with f32 KV cells unless
+  // `cache_type` (else MINFER_CACHE_TYPE) names others. [n, n_vocab] row-major: row t holds the
+  // logits after ids[t]. Safe to call from several threads at once. Errors: no ids, more ids
+  // than the model's training context, an id outside the vocabulary, a bad cache type.
+  Result<std::vector<float>> logits(std::span<const int32_t> ids, int64_t batch = 0,
+                                    const std::string& cache_type = "") const;
+
   int64_t n_vocab() const;
   int64_t n_ctx() const;
   // "qwen3", "llama", …

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/bench.h"
+#include "engine/logits.h"
 #include "engine/perplexity.h"
 #include "engine/runtime.h"
 #include "minfer/tools.h"
@@ -58,39 +59,18 @@ Result<std::string> write_logits(const LogitsOptions& o) {
   engine::RuntimeOptions options;
   options.observe = engine_observe(o.observe);
   MINFER_RETURN_IF_ERROR(engine::apply_user_options(options, o.cache_type, GgmlType::kF32));
-  const auto& ids = o.ids;
-  const int64_t n = static_cast<int64_t>(ids.size());
-  const int64_t n_ctx = model->config().n_ctx_train;
-  if (n > n_ctx) {
-    return make_error(ErrorCode::kOutOfRange,
-                      "[logits] {} ids do not fit the model's context of {} positions", n, n_ctx);
-  }
-  options.n_ctx = n;
   options.n_threads = o.n_threads;
-  MINFER_ASSIGN_OR_RETURN(std::unique_ptr<engine::Runtime> runtime,
-                          engine::Runtime::create(*model, options));
-
   std::ofstream out(o.output, std::ios::binary);
   if (!out) return make_error(ErrorCode::kIo, "[logits] cannot create '{}'", o.output);
-  const int64_t step = o.batch > 0 ? o.batch : n;
-  for (int64_t start = 0; start < n; start += step) {
-    Batch batch;
-    for (int64_t t = start; t < std::min(n, start + step); ++t) {
-      batch.add(ids[static_cast<size_t>(t)], static_cast<int32_t>(t), 0, true);
-    }
-    MINFER_ASSIGN_OR_RETURN(std::span<const float> logits, runtime->step(batch));
-    if (runtime->trace() != nullptr) {
-      // Teacher forcing: the step's "token" is the next id fed, its logits the last row's.
-      const int64_t next = start + step;
-      const size_t n_vocab = static_cast<size_t>(runtime->n_vocab());
-      runtime->trace()->end_step(next < n ? ids[static_cast<size_t>(next)] : -1,
-                                 logits.last(n_vocab));
-    }
-    out.write(reinterpret_cast<const char*>(logits.data()),
-              static_cast<std::streamsize>(logits.size_bytes()));
-  }
+  MINFER_ASSIGN_OR_RETURN(std::string profile,
+                          engine::teacher_forced_logits(
+                              *model, options, o.ids, o.batch, [&](std::span<const float> rows) {
+                                out.write(reinterpret_cast<const char*>(rows.data()),
+                                          static_cast<std::streamsize>(rows.size_bytes()));
+                                return Status::ok();
+                              }));
   if (!out) return make_error(ErrorCode::kIo, "[logits] short write to '{}'", o.output);
-  return runtime->profile_table();
+  return profile;
 }
 
 Result<PerplexityReport> compute_perplexity(
