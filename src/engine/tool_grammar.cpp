@@ -97,7 +97,8 @@ Result<ToolCallGrammar> tool_call_grammar(const ReplyRequest& reply) {
     // Llama 3: one call is the whole reply; under auto, any text that does not open with "{".
     root = forced ? "root ::= call\n" : "root ::= call | ( [^{] [\\x01-\\U0010FFFF]* )?\n";
   }
-  out.gbnf = root + call_rule(format, targets) + rules + std::string(grammar::kJsonPrimitiveRules);
+  out.gbnf =
+      root + call_rule(format, targets) + rules + grammar::json_primitive_rules(/*compact=*/true);
   return out;
 }
 
