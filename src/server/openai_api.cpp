@@ -601,7 +601,8 @@ std::optional<ApiError> parse_tools(const Json& body, ParsedRequest& out) {
   }
   if (auto e = parse_tool_choice(body, names, p)) return e;
   if (auto e = get_bool(body, "parallel_tool_calls", p.parallel_tool_calls)) return e;
-  p.parse_tool_calls = !names.empty() && p.tool_choice != ToolChoice::kNone;
+  // Under tool_choice none calls are still read, so that their markup never reaches the content.
+  p.parse_tool_calls = !names.empty();
   if (auto it = body.find("reasoning_format"); it != body.end() && !it->is_null()) {
     if (!it->is_string()) return wrong_type("reasoning_format", "a string", *it);
     out.reasoning_format = it->get<std::string>();

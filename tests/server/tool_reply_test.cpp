@@ -185,7 +185,9 @@ TEST(ToolRequest, ToolsAndChoicesAreRecorded) {
   EXPECT_FALSE(named.params.parallel_tool_calls);
   ParsedRequest none;
   ASSERT_FALSE(parse_chat(kTools + ", \"tool_choice\": \"none\"", none).has_value());
-  EXPECT_FALSE(none.params.parse_tool_calls);
+  // Calls are still read under none (so their markup is never content) and then dropped.
+  EXPECT_TRUE(none.params.parse_tool_calls);
+  EXPECT_EQ(none.params.tool_choice, ToolChoice::kNone);
   ParsedRequest no_tools;
   ASSERT_FALSE(parse_chat("", no_tools).has_value());
   EXPECT_FALSE(no_tools.params.parse_tool_calls);
