@@ -8,7 +8,8 @@
 // whole vocabulary); "warm": the same states again (later requests with the grammar share its
 // cache). And the
 // json_object grammar on the reply bench/json_constraint.cpp uses, for comparison with
-// JsonConstraint. tests/grammar checks that the masks are right; this only measures them.
+// JsonConstraint, and the call's arguments under the grammar its schema compiles to
+// ("tool_schema"). tests/grammar checks that the masks are right; this only measures them.
 //
 // Data: $MINFER_TEST_DATA, else ../shared next to the source tree.
 #include <benchmark/benchmark.h>
@@ -24,6 +25,7 @@
 #include "grammar/grammar_constraint.h"
 #include "grammar/json_constraint.h"
 #include "grammar/json_grammar.h"
+#include "grammar/json_schema.h"
 
 namespace {
 
@@ -45,6 +47,17 @@ constexpr const char* kToolCall =
     "{\"location\": \"São Paulo, Brazil\", \"unit\": \"celsius\", \"days\": 5, "
     "\"include_hourly\": false, \"notes\": \"Outdoor wedding on Saturday — will it rain? "
     "Prefer the 東京 model if available.\"}";
+
+// The same call's arguments under the grammar a tool's schema compiles to (grammar/json_schema.h:
+// bounded whitespace and numbers, as tool_choice grammars have them).
+const std::string kToolSchemaGbnf =
+    minfer::grammar::json_schema_to_gbnf(nlohmann::ordered_json::parse(R"({"type": "object",
+      "properties": {"location": {"type": "string"},
+                     "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+                     "days": {"type": "integer"}, "include_hourly": {"type": "boolean"},
+                     "notes": {"type": "string"}},
+      "required": ["location", "unit", "days", "include_hourly", "notes"]})"))
+        .value();
 
 constexpr const char* kJsonReply = R"({
   "title": "Weekend trip to the coast",
@@ -139,6 +152,12 @@ BENCHMARK_CAPTURE(BM_GrammarMask, tool_call_warm, kToolCallGbnf, kToolCall, kTex
     ->Unit(benchmark::kMillisecond)
     ->Iterations(3);
 BENCHMARK_CAPTURE(BM_GrammarMask, tool_call_walk_only, kToolCallGbnf, kToolCall, kText, true, 0)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(3);
+BENCHMARK_CAPTURE(BM_GrammarMask, tool_schema_cold, kToolSchemaGbnf, kToolCall, kText, false, 32)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(3);
+BENCHMARK_CAPTURE(BM_GrammarMask, tool_schema_warm, kToolSchemaGbnf, kToolCall, kText, true, 32)
     ->Unit(benchmark::kMillisecond)
     ->Iterations(3);
 BENCHMARK_CAPTURE(BM_GrammarMask, json_object_cold, kJsonGbnf, kJsonReply, kNoMarkup, false, 32)

@@ -182,15 +182,23 @@ ReplyDelta ReplyParser::finish() {
     case Mode::kReasoning:
       out.reasoning += trim_right(pending_);
       break;
-    case Mode::kCallHeader:  // never committed: its text is content
-      out.content += call_raw_ + pending_;
+    case Mode::kCallHeader:  // a call's start, cut short: not content
       break;
-    case Mode::kArguments:  // committed and cut short: the call keeps what it has
+    case Mode::kArguments:  // cut short: the call is dropped
+      end_call(out, false);
+      break;
     case Mode::kCallEnd:
       break;
-    default:
-      out.content += n_calls_ > 0 ? std::string(trim_right(pending_)) : pending_;
+    default: {
+      // A marker's beginning at the very end ("<tool_cal", "<|python_ta") is markup cut short.
+      std::string_view rest = pending_;
+      const size_t cut = options_.tool_calls == chat::ToolCallFormat::kHermes
+                             ? partial_marker(rest, kToolCallOpen)
+                             : 0;
+      rest.remove_suffix(cut);
+      out.content += n_calls_ > 0 || cut > 0 ? trim_right(rest) : rest;
       break;
+    }
   }
   pending_.clear();
   return out;
@@ -267,7 +275,10 @@ bool ReplyParser::step_content_start(bool at_end) {
     trim_leading_ = true;
     return true;
   }
-  if (!at_end && kPythonTag.starts_with(pending_)) return false;
+  if (kPythonTag.starts_with(pending_)) {
+    if (at_end) pending_.clear();  // a tag's beginning at the end is markup cut short
+    return false;
+  }
   if (pending_.starts_with("{")) {
     call_raw_.clear();
     mode_ = Mode::kCallHeader;
@@ -300,7 +311,7 @@ bool ReplyParser::step_content(ReplyDelta& out, bool at_end) {
 
 bool ReplyParser::step_call_header(ReplyDelta& out, bool at_end) {
   const CallHeader h = read_call_header(pending_);
-  if (h.state == CallHeader::State::kNeedMore && !at_end) return false;
+  if (h.state == CallHeader::State::kNeedMore) return false;  // finish() drops it at the end
   if (h.state != CallHeader::State::kOk) {
     // Not a call after all: its opening is content, and what follows is read as content.
     out.content += call_raw_;
@@ -317,7 +328,8 @@ bool ReplyParser::step_call_header(ReplyDelta& out, bool at_end) {
   call.index = n_calls_++;
   call.id = new_call_id();
   call.name = h.name;
-  out.tool_calls.push_back(std::move(call));
+  call_ = ReplyDelta();
+  call_.tool_calls.push_back(std::move(call));
   pending_.erase(0, h.arguments_at);
   brackets_.clear();
   in_string_ = false;
@@ -362,18 +374,30 @@ bool ReplyParser::step_arguments(ReplyDelta& out) {
   if (used > 0) {
     ReplyDelta piece;
     piece.tool_calls.push_back({n_calls_ - 1, "", "", pending_.substr(0, used)});
-    append_delta(out, std::move(piece));
+    append_delta(call_, std::move(piece));
   }
   pending_.erase(0, used);
   if (broken) {
-    mode_ = Mode::kContent;
+    // The rest of the call's markup is not content either.
+    end_call(out, false);
+    mode_ = Mode::kCallEnd;
     return true;
   }
   if (ended) {
+    end_call(out, true);
     mode_ = Mode::kCallEnd;
     return true;
   }
   return false;
+}
+
+void ReplyParser::end_call(ReplyDelta& out, bool whole) {
+  if (whole && !options_.drop_tool_calls) {
+    append_delta(out, std::move(call_));
+  } else {
+    --n_calls_;
+  }
+  call_ = ReplyDelta();
 }
 
 bool ReplyParser::step_call_end(bool at_end) {

@@ -7,12 +7,15 @@
 // markers is not content: reasoning is trimmed, the blank lines after </think> and between calls
 // are dropped.
 //
-// A tool call is committed once its function name and the "{" that opens its arguments have
-// been read; from then on its arguments stream as fragments of JSON text, exactly as the model
-// writes them. Before that point a call that turns out malformed (or a reply that ends) gives
-// its text back as content. After it, the call stays a call: a reply cut by the token limit
-// leaves its arguments incomplete (as OpenAI's do; the finish reason says "length"), and text
-// that breaks the arguments' JSON ends the call there and is content.
+// A tool call is recognised once its function name and the "{" that opens its arguments have
+// been read, and reaches the caller only whole: its id, name and arguments come in one delta once
+// the arguments' JSON has closed, so what a stream has sent is never taken back. Before the name a
+// call that turns out malformed gives its text back as content. A call the reply leaves unfinished
+// (cut by the token limit: the finish reason says "length") or whose arguments break off into text
+// that is not JSON is dropped (up to its end marker), and none of its markup is content; so is a
+// marker's beginning left at the reply's end ("<tool_cal"). OpenAI returns a call cut by max_tokens
+// with its arguments truncated; a client cannot parse those, so minfer returns only the complete
+// calls.
 #pragma once
 
 #include <cstdint>
@@ -36,6 +39,8 @@ struct ReplyParserOptions {
   bool extract_reasoning = false;    // <think>…</think> at the reply's start is reasoning
   bool starts_in_reasoning = false;  // the prompt opened <think> (with extract_reasoning)
   uint64_t id_seed = 0;              // the ids' random source; 0: std::random_device
+  // Calls are read (their markup kept out of the content) but not returned: tool_choice none.
+  bool drop_tool_calls = false;
 };
 
 // Appends `more` to `into` (an arguments fragment merges with the fragment before it when that
@@ -78,6 +83,8 @@ class ReplyParser {
   bool step_arguments(ReplyDelta& out);
   bool step_call_end(bool at_end);
   std::string new_call_id();
+  // Ends the call being read: returned when `whole`, else dropped.
+  void end_call(ReplyDelta& out, bool whole);
 
   ReplyParserOptions options_;
   bool active_ = false;
@@ -85,7 +92,8 @@ class ReplyParser {
   std::string pending_;        // text not yet decided
   std::string call_raw_;       // the marker that opened the call being read (content if it fails)
   bool trim_leading_ = false;  // drop the whitespace that begins the next text
-  int32_t n_calls_ = 0;
+  int32_t n_calls_ = 0;        // calls returned, and the one being read
+  ReplyDelta call_;            // the call being read, held until its arguments close
   // The committed call's arguments: open brackets ('{' or '['), and the string state.
   std::vector<char> brackets_;
   bool in_string_ = false;

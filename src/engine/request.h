@@ -36,6 +36,7 @@ struct ReplyRequest : ReplyParams {
   ReplyParserOptions parser_options() const {
     ReplyParserOptions o;
     o.tool_calls = parse_tool_calls ? format.tool_calls : chat::ToolCallFormat::kNone;
+    o.drop_tool_calls = tool_choice == ToolChoice::kNone;  // read, so never content; not returned
     o.extract_reasoning = extract_reasoning && format.reasoning;
     return o;
   }
@@ -58,13 +59,12 @@ struct RequestParams {
   std::shared_ptr<TokenConstraint> constraint;
   bool spec_draft_model = false;
 
-  // The reply settings over the model's formats (tool calls parsed only when a tool may be
-  // called).
+  // The reply settings over the model's formats (under tool_choice none, calls are parsed so that
+  // their markup is not content, and dropped).
   ReplyRequest reply() const {
     ReplyRequest r;
     static_cast<ReplyParams&>(r) = generate;
     r.format = format;
-    r.parse_tool_calls = generate.parse_tool_calls && generate.tool_choice != ToolChoice::kNone;
     return r;
   }
 };

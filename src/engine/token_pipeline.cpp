@@ -142,8 +142,23 @@ Result<int32_t> TokenPipeline::pick(std::span<const float> logits, const DraftPr
   if (!forced_.empty()) {
     const int32_t token = forced_.back();
     forced_.pop_back();
-    if (constraint_ != nullptr) MINFER_RETURN_IF_ERROR(constraint_->accept(token));
-    return token;
+    if (constraint_ == nullptr || constraint_->accept(token).is_ok()) return token;
+    // A grammar holds the whole reply, reasoning included, and does not let it close here: the
+    // grammar decides (refusing the close used to fail the request).
+    forced_.clear();
+  }
+  // A forced call's opening (TokenConstraint::forced_prefix), written at the answer's start.
+  if (constraint_ != nullptr && !parser_.in_reasoning() && !prefix_taken_) {
+    prefix_taken_ = true;
+    prefix_ = tokenizer_.encode(constraint_->forced_prefix(), /*add_special=*/false,
+                                /*parse_special=*/true);
+    std::reverse(prefix_.begin(), prefix_.end());
+  }
+  if (!prefix_.empty()) {
+    const int32_t token = prefix_.back();
+    prefix_.pop_back();
+    if (constraint_->accept(token).is_ok()) return token;
+    prefix_.clear();  // the tokenizer spells it in a way the grammar does not read: sample it
   }
   if (constraint_ == nullptr) {
     return draft != nullptr ? sampler_.sample(logits, *draft) : sampler_.sample(logits);

@@ -152,6 +152,9 @@ class TokenPipeline {
   int64_t n_reasoning_ = 0;        // tokens sampled inside the reasoning block
   bool reasoning_closed_ = false;  // the budget's close was forced
   std::vector<int32_t> forced_;    // tokens still to emit instead of sampling, in order
+  // The constraint's forced prefix (TokenConstraint::forced_prefix), still to emit, last first.
+  std::vector<int32_t> prefix_;
+  bool prefix_taken_ = false;  // prefix_ was filled (at the answer's first token)
 };
 
 }  // namespace minfer::engine

@@ -60,17 +60,25 @@ Result<std::vector<CallTarget>> call_targets(const ReplyRequest& reply, std::str
   return targets;
 }
 
+// The text of a call up to its arguments: the opening, and the head once the name is known.
+std::string call_open(chat::ToolCallFormat format) {
+  return format == chat::ToolCallFormat::kHermes ? "<tool_call>\n{\"name\": " : "{\"name\": ";
+}
+
+std::string call_head(chat::ToolCallFormat format, const std::string& name) {
+  const bool hermes = format == chat::ToolCallFormat::kHermes;
+  return fmt::format("{}, \"{}\": ", Json(name).dump(), hermes ? "arguments" : "parameters");
+}
+
 // call ::= the model's call text around one of the targets.
 std::string call_rule(chat::ToolCallFormat format, const std::vector<CallTarget>& targets) {
   const bool hermes = format == chat::ToolCallFormat::kHermes;
   std::string alternatives;
   for (const CallTarget& t : targets) {
-    const std::string head =
-        fmt::format("{}, \"{}\": ", Json(t.name).dump(), hermes ? "arguments" : "parameters");
     alternatives += fmt::format("{}{} {}", alternatives.empty() ? "" : " | ",
-                                grammar::gbnf_literal(head), t.arguments_rule);
+                                grammar::gbnf_literal(call_head(format, t.name)), t.arguments_rule);
   }
-  const std::string open = hermes ? "<tool_call>\n{\"name\": " : "{\"name\": ";
+  const std::string open = call_open(format);
   const std::string close = hermes ? "}\n</tool_call>" : "}";
   return fmt::format("call ::= {} ( {} ) {}\n", grammar::gbnf_literal(open), alternatives,
                      grammar::gbnf_literal(close));
@@ -97,7 +105,13 @@ Result<ToolCallGrammar> tool_call_grammar(const ReplyRequest& reply) {
     // Llama 3: one call is the whole reply; under auto, any text that does not open with "{".
     root = forced ? "root ::= call\n" : "root ::= call | ( [^{] [\\x01-\\U0010FFFF]* )?\n";
   }
-  out.gbnf = root + call_rule(format, targets) + rules + std::string(grammar::kJsonPrimitiveRules);
+  out.gbnf =
+      root + call_rule(format, targets) + rules + grammar::json_primitive_rules(/*compact=*/true);
+  if (forced) {
+    out.forced_prefix = call_open(format);
+    if (targets.size() == 1) out.forced_prefix += call_head(format, targets[0].name);
+    while (out.forced_prefix.ends_with(' ')) out.forced_prefix.pop_back();
+  }
   return out;
 }
 
@@ -111,7 +125,8 @@ Result<std::shared_ptr<TokenConstraint>> tool_call_constraint(grammar::RequestGr
                           grammar::GrammarConstraint::create(
                               std::move(compiled), {.trigger_texts = tools.triggers,
                                                     .trigger_tokens = {},
-                                                    .end_on_complete = tools.end_on_complete}));
+                                                    .end_on_complete = tools.end_on_complete,
+                                                    .forced_prefix = tools.forced_prefix}));
   return std::shared_ptr<TokenConstraint>(std::move(constraint));
 }
 

@@ -8,8 +8,10 @@
 //   required / a named function: the reply is calls (of that function) from its first token.
 //   parallel_tool_calls false: one call, and the reply ends after it.
 //
-// A function's arguments follow its `parameters` JSON Schema (grammar/json_schema.h); a keyword
-// it does not support is an error naming the function.
+// A function's arguments follow its `parameters` JSON Schema (grammar/json_schema.h), written
+// compact (at most one space between tokens, as the templates print calls); a keyword it does not
+// support is an error naming the function. A forced call's opening is written in the tokenizer's
+// own tokens (forced_prefix), not sampled.
 #pragma once
 
 #include <memory>
@@ -26,6 +28,9 @@ struct ToolCallGrammar {
   std::string gbnf;                   // "" when calls are not constrained
   std::vector<std::string> triggers;  // non-empty: lazy, the grammar starts at one of these
   bool end_on_complete = true;        // generation ends once nothing but the end may follow
+  // A forced call's opening up to the arguments (without the space before them): the tokenizer's
+  // tokens for it are written, not sampled, so a budget of a few tokens still holds the call.
+  std::string forced_prefix;
 };
 
 Result<ToolCallGrammar> tool_call_grammar(const ReplyRequest& reply);

@@ -84,6 +84,8 @@ struct GrammarOptions {
   // and generation ends there; false — a lazy grammar goes back to free text waiting for the next
   // trigger, a plain one lets the model end (only end-of-generation is allowed).
   bool end_on_complete = true;
+  // What the grammar's sentences all open with, for TokenConstraint::forced_prefix() (not lazy).
+  std::string forced_prefix;
 };
 
 class GrammarConstraint final : public TokenConstraint {
@@ -96,6 +98,7 @@ class GrammarConstraint final : public TokenConstraint {
   void fill_allowed(std::span<uint8_t> allowed) const override;
   Status accept(int32_t token) override;
   bool complete() const override;
+  std::string_view forced_prefix() const override { return options_.forced_prefix; }
 
   // Lazy mode: the grammar applies now (a trigger was seen). Always true when not lazy.
   bool active() const { return active_; }

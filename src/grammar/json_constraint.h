@@ -25,14 +25,15 @@ namespace minfer::grammar {
 
 // What generation uses: nesting like JsonOptions' default; whitespace between tokens as a
 // pretty-printer writes it — at most one line break and 20 bytes in a row (llama.cpp's JSON grammar
-// has the same bound), so a model cannot pad for ever inside an open object; numbers with at most
-// 20 integer digits (every 64-bit integer) and 2 exponent digits, so every number fits a double and
-// strict parsers read them all.
+// has the same bound), so a model cannot pad for ever inside an open object; numbers of at most 15
+// significant digits (DBL_DIG: every integer exact in a double and a JavaScript safe integer, every
+// decimal read back unchanged) and 2 exponent digits, so strict parsers read them all.
 inline constexpr JsonOptions kGenerationJsonOptions{.max_depth = 128,
                                                     .max_whitespace_run = 20,
                                                     .max_line_breaks = 1,
-                                                    .max_integer_digits = 20,
-                                                    .max_exponent_digits = 2};
+                                                    .max_integer_digits = 15,
+                                                    .max_exponent_digits = 2,
+                                                    .max_significant_digits = 15};
 
 class JsonConstraint final : public TokenConstraint {
  public:

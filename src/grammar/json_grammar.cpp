@@ -31,18 +31,38 @@ std::string whitespace_rules(int max_run, int max_line_breaks) {
   return out;
 }
 
-std::string number_rule(int max_integer_digits, int max_exponent_digits) {
-  const std::string integer = max_integer_digits > 0
-                                  ? fmt::format("[1-9] [0-9]{{0,{}}}", max_integer_digits - 1)
-                                  : std::string("[1-9] [0-9]*");
-  const std::string exponent = max_exponent_digits > 0
-                                   ? fmt::format("[0-9]{{1,{}}}", max_exponent_digits)
-                                   : std::string("[0-9]+");
-  return fmt::format("number ::= \"-\"? (\"0\" | {}) (\".\" [0-9]+)? ([eE] [+-]? {})?\n", integer,
-                     exponent);
-}
-
 }  // namespace
+
+std::string json_number_gbnf(const JsonOptions& options) {
+  const std::string exponent = options.max_exponent_digits > 0
+                                   ? fmt::format("[0-9]{{1,{}}}", options.max_exponent_digits)
+                                   : std::string("[0-9]+");
+  const std::string tail = fmt::format("([eE] [+-]? {})?", exponent);
+  const int sig = options.max_significant_digits;
+  if (sig <= 0) {
+    const std::string integer =
+        options.max_integer_digits > 0
+            ? fmt::format("[1-9] [0-9]{{0,{}}}", options.max_integer_digits - 1)
+            : std::string("[1-9] [0-9]*");
+    return fmt::format("number ::= \"-\"? (\"0\" | {}) (\".\" [0-9]+)? {}\n", integer, tail);
+  }
+  // number-K: the rest of a number whose integer part has K digits so far (the first one 1-9);
+  // each rule knows how many digits are left, so the choice of digit, '.' or the end is made by
+  // the next byte alone (no alternatives kept open in parallel while digits are read).
+  const int ints = options.max_integer_digits > 0 ? std::min(options.max_integer_digits, sig) : sig;
+  std::string out = fmt::format(
+      "number ::= \"-\"? (\"0\" (\".\" [0-9]{{1,{}}})? | [1-9] number-1) {}\n", sig, tail);
+  for (int k = 1; k <= ints; ++k) {
+    std::string alts;
+    if (k < ints) alts = fmt::format("[0-9] number-{}", k + 1);
+    if (sig - k >= 1) {
+      alts += fmt::format("{}\".\" [0-9]{{1,{}}}", alts.empty() ? "" : " | ", sig - k);
+    }
+    out += alts.empty() ? fmt::format("number-{} ::= \"\"\n", k)
+                        : fmt::format("number-{} ::= ({})?\n", k, alts);
+  }
+  return out;
+}
 
 std::string json_object_gbnf(const JsonOptions& options) {
   const int depth = std::clamp(options.max_depth, 1, kMaxJsonDepth);
@@ -65,7 +85,7 @@ std::string json_object_gbnf(const JsonOptions& options) {
       "u4 ::= [0-9a-cA-CeEfF] hex hex hex | [dD] [0-7] hex hex | "
       "[dD] [89abAB] hex hex \"\\\\u\" [dD] [c-fC-F] hex hex\n";
   out += "hex ::= [0-9a-fA-F]\n";
-  out += number_rule(options.max_integer_digits, options.max_exponent_digits);
+  out += json_number_gbnf(options);
   out += whitespace_rules(options.max_whitespace_run, options.max_line_breaks);
   return out;
 }

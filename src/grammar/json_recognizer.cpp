@@ -37,10 +37,17 @@ JsonRecognizer::JsonRecognizer(const JsonOptions& options)
       max_line_breaks_(static_cast<uint16_t>(std::clamp(options.max_line_breaks, 0, 65535))),
       max_integer_digits_(static_cast<uint16_t>(std::clamp(options.max_integer_digits, 0, 65535))),
       max_exponent_digits_(
-          static_cast<uint16_t>(std::clamp(options.max_exponent_digits, 0, 65535))) {}
+          static_cast<uint16_t>(std::clamp(options.max_exponent_digits, 0, 65535))),
+      max_significant_digits_(
+          static_cast<uint16_t>(std::clamp(options.max_significant_digits, 0, 65535))) {}
 
 bool JsonRecognizer::digit(uint16_t limit) {
   if (limit > 0 && ++digits_ > limit) return fail();
+  return true;
+}
+
+bool JsonRecognizer::significant_digit() {
+  if (max_significant_digits_ > 0 && ++significant_ > max_significant_digits_) return fail();
   return true;
 }
 
@@ -95,9 +102,11 @@ bool JsonRecognizer::begin_value(uint8_t c) {
       return true;
     case '-':
       state_ = State::kMinus;
+      significant_ = 0;
       return true;
     case '0':
       state_ = State::kZero;
+      significant_ = 0;
       return true;  // a leading 0 is the whole integer part
     case 't':
     case 'f':
@@ -110,7 +119,8 @@ bool JsonRecognizer::begin_value(uint8_t c) {
       if (c >= '1' && c <= '9') {
         state_ = State::kInt;
         digits_ = 0;
-        return digit(max_integer_digits_);
+        significant_ = 0;
+        return digit(max_integer_digits_) && significant_digit();
       }
       return fail();
   }
@@ -261,12 +271,14 @@ bool JsonRecognizer::number_byte(uint8_t c) {
       if (c >= '1' && c <= '9') {
         state_ = State::kInt;
         digits_ = 0;
-        return digit(max_integer_digits_);
+        return digit(max_integer_digits_) && significant_digit();
       }
       return fail();
     case State::kZero:
     case State::kInt:
-      if (is_digit(c) && state_ == State::kInt) return digit(max_integer_digits_);
+      if (is_digit(c) && state_ == State::kInt) {
+        return digit(max_integer_digits_) && significant_digit();
+      }
       if (c == '.') {
         state_ = State::kDot;
         return true;
@@ -275,9 +287,9 @@ bool JsonRecognizer::number_byte(uint8_t c) {
     case State::kDot:
       if (!is_digit(c)) return fail();
       state_ = State::kFrac;
-      return true;
+      return significant_digit();
     case State::kFrac:
-      if (is_digit(c)) return true;
+      if (is_digit(c)) return significant_digit();
       break;
     case State::kExp:
       digits_ = 0;

@@ -39,6 +39,10 @@ struct JsonOptions {
   // overflow" for 4E734), so generation keeps numbers below 10^(20 + 99).
   int max_integer_digits = 0;
   int max_exponent_digits = 0;
+  // Most digits of the integer part and the fraction together (a leading "0" before '.' not
+  // counted); 0: no limit. A decimal of at most 15 significant digits (DBL_DIG) reads into a double
+  // and prints back unchanged, and an integer of at most 15 digits is exact in one.
+  int max_significant_digits = 0;
 };
 
 class JsonRecognizer {
@@ -118,6 +122,8 @@ class JsonRecognizer {
   bool literal_byte(uint8_t byte);
   // Counts a digit of the integer part or exponent against its limit.
   bool digit(uint16_t limit);
+  // Counts a digit of the integer part or fraction against max_significant_digits.
+  bool significant_digit();
   bool top_is_object() const;
 
   uint64_t kinds_[kMaxJsonDepth / 64] = {};  // bit d: level d is an object (1) or an array (0)
@@ -129,8 +135,10 @@ class JsonRecognizer {
   uint16_t line_breaks_ = 0;     // '\n' in it
   uint16_t max_integer_digits_;
   uint16_t max_exponent_digits_;
-  uint16_t digits_ = 0;  // digits so far in the number part being read (integer or exponent)
-  uint16_t hex_ = 0;     // the \u value so far
+  uint16_t max_significant_digits_;
+  uint16_t digits_ = 0;       // digits so far in the number part being read (integer or exponent)
+  uint16_t significant_ = 0;  // integer and fraction digits so far in the number being read
+  uint16_t hex_ = 0;          // the \u value so far
   State state_ = State::kBeforeDocument;
   uint8_t need_ = 0;                 // bytes left (kUtf8, kHex) or matched (kLiteral)
   uint8_t lo_ = 0x80, hi_ = 0xBF;    // range of the next UTF-8 continuation byte

@@ -100,7 +100,7 @@ class Converter {
     if (!root.is_ok()) return root;
     std::string out = options_.rule_prefix + "root ::= " + *root + "\n";
     for (const auto& [name, body] : rules_) out += name + " ::= " + body + "\n";
-    if (options_.with_primitives) out += kJsonPrimitiveRules;
+    if (options_.with_primitives) out += json_primitive_rules();
     return out;
   }
 

@@ -10,8 +10,9 @@
 //   be left out. Without `additionalProperties` (or with false) no other property is generated;
 //   with true or a schema, other keys (never one of the named ones) may follow the named ones.
 // - `oneOf` is generated as `anyOf` (a document that matches two branches is not excluded).
-// - Integers have at most 19 digits; `minimum`/`maximum` (and the exclusive forms) bound them
-//   exactly. Numbers take no bounds (a 400 names the keyword).
+// - Integers have at most 15 digits (exact in a double) unless `minimum`/`maximum` (and the
+//   exclusive forms), which bound them exactly, say more; numbers at most 15 significant digits.
+//   Numbers take no bounds (a 400 names the keyword).
 // - `pattern` is a regular expression of this subset, always anchored to the whole string:
 //   literals and escapes (\d \w \s \D \W \S \. \\ \/ \- …), `.`, classes `[a-z0-9_]` and `[^…]`,
 //   groups `( )` and `(?: )`, `|`, and `* + ? {m} {m,} {m,n}`; `^` and `$` only at the ends.
@@ -36,7 +37,7 @@ struct JsonSchemaGbnfOptions {
   // Starts the name of every rule made for this schema (its root is `{rule_prefix}root`), so that
   // several schemas can share one grammar (the arguments of several tools).
   std::string rule_prefix;
-  // Append kJsonPrimitiveRules (json_schema_parts.h), which the rules use; once per grammar.
+  // Append json_primitive_rules() (json_schema_parts.h), which the rules use; once per grammar.
   bool with_primitives = true;
 };
 

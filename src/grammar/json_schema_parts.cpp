@@ -10,15 +10,22 @@
 
 #include "core/input_limits.h"
 #include "core/utf8.h"
+#include "grammar/json_constraint.h"
+#include "grammar/json_grammar.h"
 
 namespace minfer::grammar {
 
-const std::string_view kJsonPrimitiveRules = R"(ws ::= ( " " | "\n" [ \t]{0,20} )?
-escape ::= "\\" ( ["\\/bfnrt] | "u" [0-9a-fA-F]{4} )
+namespace {
+
+constexpr std::string_view kWhitespaceRule = R"(ws ::= ( " " | "\n" [ \t]{0,20} )?
+)";
+constexpr std::string_view kCompactWhitespaceRule = R"(ws ::= " "?
+)";
+constexpr std::string_view kFixedPrimitiveRules =
+    R"(escape ::= "\\" ( ["\\/bfnrt] | "u" [0-9a-fA-F]{4} )
 char ::= [^"\\\x00-\x1F\x7F] | escape
 string ::= "\"" char* "\""
-integer ::= "-"? ( "0" | [1-9] [0-9]{0,18} )
-number ::= "-"? ( "0" | [1-9] [0-9]{0,19} ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]{1,2} )?
+integer ::= "-"? ( "0" | [1-9] [0-9]{0,14} )
 boolean ::= "true" | "false"
 null ::= "null"
 value ::= object | array | string | number | boolean | null
@@ -30,6 +37,17 @@ format-time ::= ( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9] ":" [0-5] [0-9] ( "."
 format-date-time ::= format-date "T" format-time
 format-uuid ::= [0-9a-f]{8} "-" [0-9a-f]{4} "-" [0-9a-f]{4} "-" [0-9a-f]{4} "-" [0-9a-f]{12}
 )";
+
+}  // namespace
+
+const std::string& json_primitive_rules(bool compact) {
+  static const std::string kRules[2] = {
+      std::string(kWhitespaceRule) + std::string(kFixedPrimitiveRules) +
+          json_number_gbnf(kGenerationJsonOptions),
+      std::string(kCompactWhitespaceRule) + std::string(kFixedPrimitiveRules) +
+          json_number_gbnf(kGenerationJsonOptions)};
+  return kRules[compact ? 1 : 0];
+}
 
 std::string gbnf_literal(std::string_view bytes) {
   std::string out = "\"";
@@ -91,6 +109,8 @@ std::string same_length(std::string_view lo, std::string_view hi) {
 }
 
 constexpr uint64_t kMaxMagnitude = 9'999'999'999'999'999'999ULL;  // 19 digits
+// An unset bound: 15 digits, as the `integer` rule (exact in a double).
+constexpr uint64_t kUnsetMagnitude = 999'999'999'999'999ULL;
 
 // The decimal strings of the integers in [a, b], a <= b.
 std::string nonnegative_range(uint64_t a, uint64_t b) {
@@ -113,13 +133,13 @@ std::string integer_range(std::optional<int64_t> lo, std::optional<int64_t> hi) 
   std::vector<std::string> alts;
   // Negative numbers: magnitudes from (hi < 0 ? -hi : 1) to (lo ? -lo : max).
   if (!lo || *lo < 0) {
-    const uint64_t m_hi = lo ? 0 - static_cast<uint64_t>(*lo) : kMaxMagnitude;
+    const uint64_t m_hi = lo ? 0 - static_cast<uint64_t>(*lo) : kUnsetMagnitude;
     const uint64_t m_lo = hi && *hi < 0 ? 0 - static_cast<uint64_t>(*hi) : 1;
     if (m_lo <= m_hi) alts.push_back("\"-\" " + nonnegative_range(m_lo, m_hi));
   }
   if (!hi || *hi >= 0) {
     const uint64_t a = lo && *lo > 0 ? static_cast<uint64_t>(*lo) : 0;
-    const uint64_t b = hi ? static_cast<uint64_t>(*hi) : kMaxMagnitude;
+    const uint64_t b = hi ? static_cast<uint64_t>(*hi) : kUnsetMagnitude;
     if (a <= b) alts.push_back(nonnegative_range(a, b));
   }
   return alternatives(alts);

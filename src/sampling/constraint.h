@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string_view>
 
 #include "core/status.h"
 
@@ -24,6 +25,10 @@ class TokenConstraint {
   virtual Status accept(int32_t token) = 0;
   // True when the constrained text is finished: nothing but end-of-generation may follow.
   virtual bool complete() const = 0;
+  // Text the constrained reply must open with (a forced tool call's opening), which the token
+  // pipeline writes in the tokenizer's own tokens instead of sampling it piece by piece; "" for
+  // none.
+  virtual std::string_view forced_prefix() const { return {}; }
 };
 
 }  // namespace minfer

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <condition_variable>
 #include <deque>
+#include <limits>
 #include <optional>
 #include <utility>
 
@@ -189,8 +190,34 @@ std::unique_ptr<WireFormat> openai_choices_format(Reply reply, std::shared_ptr<C
   return std::make_unique<OpenAiChoicesFormat>(std::move(reply), std::move(join), n);
 }
 
+namespace {
+
+// Mean token logprob of a choice (-inf when it has no token).
+double mean_logprob(const ChoiceParts& c) {
+  if (c.tokens.empty()) return -std::numeric_limits<double>::infinity();
+  double sum = 0.0;
+  for (const SampledToken& t : c.tokens) sum += t.logprob;
+  return sum / static_cast<double>(c.tokens.size());
+}
+
+// The indexes of the `keep` choices to return, in the order they are returned.
+std::vector<size_t> best_of_order(const std::vector<ChoiceParts>& choices, int32_t keep) {
+  std::vector<size_t> order(choices.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  if (static_cast<size_t>(keep) < choices.size()) {
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return mean_logprob(choices[a]) > mean_logprob(choices[b]);
+    });
+    order.resize(static_cast<size_t>(keep));
+  }
+  return order;
+}
+
+}  // namespace
+
 void write_blocking_choices(HttpResponse& res, PendingReply& call, const Reply& reply,
-                            ChoiceJoin& join, int32_t n, const std::function<void()>& release) {
+                            ChoiceJoin& join, int32_t n, int32_t keep,
+                            const std::function<void()>& release) {
   std::vector<ChoiceParts> choices(static_cast<size_t>(n));  // [n]
   std::optional<BatchEvent> last;                            // the final event, once it came
   std::deque<BatchEvent> events;
@@ -210,10 +237,11 @@ void write_blocking_choices(HttpResponse& res, PendingReply& call, const Reply& 
   }
   Json out;
   Json list = Json::array();
-  for (int32_t i = 0; i < n; ++i) {
-    const ChoiceParts& c = choices[static_cast<size_t>(i)];
+  const std::vector<size_t> order = best_of_order(choices, keep);
+  for (size_t i = 0; i < order.size(); ++i) {
+    const ChoiceParts& c = choices[order[i]];
     Json one = reply.complete(c.parts, c.tokens, c.finish, final_event.stats);
-    list.push_back(with_index(one, i)["choices"][0]);
+    list.push_back(with_index(one, static_cast<int32_t>(i))["choices"][0]);
     if (i == 0) out = std::move(one);
   }
   out["choices"] = std::move(list);

@@ -50,9 +50,12 @@ Result<Choices> submit_choices(BatchGenerator& generator, std::span<const int32_
 std::unique_ptr<WireFormat> openai_choices_format(Reply reply, std::shared_ptr<ChoiceJoin> join,
                                                   int32_t n);
 
-// Waits for every choice, calls `release`, and answers with one reply holding the n choices (or
-// the first engine error as a 500).
+// Waits for every choice, calls `release`, and answers with one reply holding `keep` of the n
+// choices (or the first engine error as a 500): all of them when keep == n, else best_of's pick —
+// the `keep` with the highest mean token logprob, best first (the legacy API's "best" per token).
+// Usage counts every choice.
 void write_blocking_choices(HttpResponse& res, PendingReply& call, const Reply& reply,
-                            ChoiceJoin& join, int32_t n, const std::function<void()>& release);
+                            ChoiceJoin& join, int32_t n, int32_t keep,
+                            const std::function<void()>& release);
 
 }  // namespace minfer::server

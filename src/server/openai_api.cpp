@@ -89,6 +89,12 @@ std::optional<ApiError> get_bool(const Json& body, const std::string& field, boo
   return std::nullopt;
 }
 
+// True when `field` is in `body` and not null.
+bool field_given(const Json& body, const char* field) {
+  auto it = body.find(field);
+  return it != body.end() && !it->is_null();
+}
+
 // A message's content as the template sees it: a string, or the text parts of an array joined.
 std::optional<ApiError> normalise_content(const Json& content, size_t index, Json& out) {
   const std::string field = fmt::format("messages[{}].content", index);
@@ -601,7 +607,8 @@ std::optional<ApiError> parse_tools(const Json& body, ParsedRequest& out) {
   }
   if (auto e = parse_tool_choice(body, names, p)) return e;
   if (auto e = get_bool(body, "parallel_tool_calls", p.parallel_tool_calls)) return e;
-  p.parse_tool_calls = !names.empty() && p.tool_choice != ToolChoice::kNone;
+  // Under tool_choice none calls are still read, so that their markup never reaches the content.
+  p.parse_tool_calls = !names.empty();
   if (auto it = body.find("reasoning_format"); it != body.end() && !it->is_null()) {
     if (!it->is_string()) return wrong_type("reasoning_format", "a string", *it);
     out.reasoning_format = it->get<std::string>();
@@ -641,7 +648,115 @@ std::optional<ApiError> parse_speculative(const Json& body, GenerateParams& p) {
   return std::nullopt;
 }
 
+// Chat: reasoning_budget (llama.cpp's name; -1: none) or reasoning_effort, not both.
+std::optional<ApiError> parse_reasoning_budget(const Json& body, ParsedRequest& out) {
+  bool present = false;
+  int64_t v = 0;
+  if (auto e = get_integer(body, "reasoning_budget", -1, std::numeric_limits<int32_t>::max(), v,
+                           present)) {
+    return e;
+  }
+  if (present) out.reasoning_budget = static_cast<int32_t>(v);
+  auto it = body.find("reasoning_effort");
+  if (it == body.end() || it->is_null()) return std::nullopt;
+  if (present) {
+    return bad_request("[server] give 'reasoning_effort' or 'reasoning_budget', not both",
+                       "reasoning_effort", "invalid_value");
+  }
+  const std::optional<int32_t> budget =
+      it->is_string() ? reasoning_effort_budget(it->get<std::string>()) : std::nullopt;
+  if (!budget) {
+    return bad_request(fmt::format("[server] 'reasoning_effort' must be none, minimal, low, medium "
+                                   "or high, got {}",
+                                   it->dump()),
+                       "reasoning_effort", "invalid_value");
+  }
+  out.reasoning_budget = budget;
+  return std::nullopt;
+}
+
+// Completions: best_of (n <= best_of <= kMaxChoices, not streamed) and suffix (a string).
+std::optional<ApiError> parse_best_of_and_suffix(const Json& body, ParsedRequest& out) {
+  bool present = false;
+  int64_t v = 0;
+  if (auto e = get_integer(body, "best_of", 1, kMaxChoices, v, present)) return e;
+  out.best_of = present ? static_cast<int32_t>(v) : out.n;
+  if (out.best_of < out.n) {
+    return bad_request(
+        fmt::format("[server] 'best_of' ({}) must be at least 'n' ({})", out.best_of, out.n),
+        "best_of", "invalid_value");
+  }
+  bool stream = false;
+  if (auto e = get_bool(body, "stream", stream)) return e;
+  if (stream && out.best_of > out.n) {
+    return bad_request("[server] 'best_of' cannot be streamed (the best are known at the end)",
+                       "best_of", "invalid_value");
+  }
+  auto it = body.find("suffix");
+  if (it == body.end() || it->is_null()) return std::nullopt;
+  if (!it->is_string()) return wrong_type("suffix", "a string", *it);
+  out.suffix = it->get<std::string>();
+  return std::nullopt;
+}
+
+// OpenAI's request fields that minfer does not act on: each either changes nothing a reply holds
+// (accepted as it is) or would, and is a 400 naming it — never ignored in silence. (Unknown
+// fields go to the chat template as variables, as llama-server passes them.)
+std::optional<ApiError> check_openai_only_fields(const Json& body, bool chat) {
+  // Would change the reply: refused when given (null is absent).
+  for (const char* field : {"audio", "prediction", "web_search_options", "verbosity"}) {
+    if (field_given(body, field)) {
+      return bad_request(fmt::format("[server] '{}' is not supported", field), field,
+                         "unsupported_parameter");
+    }
+  }
+  if (!chat && field_given(body, "tools")) {
+    return bad_request("[server] 'tools' is a chat field (/v1/chat/completions)", "tools",
+                       "unsupported_parameter");
+  }
+  if (auto it = body.find("modalities");
+      it != body.end() && !it->is_null() && *it != Json::array({"text"})) {
+    return bad_request("[server] 'modalities' supports [\"text\"] only", "modalities",
+                       "unsupported_parameter");
+  }
+  if (auto it = body.find("store"); it != body.end() && !it->is_null() && *it != Json(false)) {
+    return bad_request("[server] 'store': minfer keeps no completions (give false or leave it out)",
+                       "store", "unsupported_parameter");
+  }
+  if (auto it = body.find("service_tier");
+      it != body.end() && !it->is_null() && *it != Json("auto") && *it != Json("default")) {
+    return bad_request("[server] 'service_tier' supports 'auto' and 'default' only", "service_tier",
+                       "unsupported_parameter");
+  }
+  // Changes nothing here (prefix caching is automatic, nothing is stored): typed as documented.
+  for (const char* field : {"prompt_cache_key", "safety_identifier"}) {
+    if (auto it = body.find(field); it != body.end() && !it->is_null() && !it->is_string()) {
+      return wrong_type(field, "a string", *it);
+    }
+  }
+  if (auto it = body.find("metadata"); it != body.end() && !it->is_null() && !it->is_object()) {
+    return wrong_type("metadata", "an object", *it);
+  }
+  if (chat && field_given(body, "best_of")) {
+    return bad_request("[server] 'best_of' is a field of /v1/completions", "best_of",
+                       "unsupported_parameter");
+  }
+  if (chat && field_given(body, "suffix")) {
+    return bad_request("[server] 'suffix' is a field of /v1/completions", "suffix",
+                       "unsupported_parameter");
+  }
+  return std::nullopt;
+}
+
 }  // namespace
+
+std::optional<int32_t> reasoning_effort_budget(std::string_view effort) {
+  if (effort == "none" || effort == "minimal") return 0;
+  if (effort == "low") return 1024;
+  if (effort == "medium") return 4096;
+  if (effort == "high") return -1;
+  return std::nullopt;
+}
 
 ApiError wrong_type(const std::string& field, const char* expected, const Json& v) {
   return bad_request(fmt::format("[server] '{}' must be {}, got {}", field, expected, type_name(v)),
@@ -671,6 +786,7 @@ std::optional<ApiError> parse_request(const Json& body, Endpoint endpoint, int32
   const bool chat = endpoint == Endpoint::kChat;
   // The first error found is the one reported, so the order of these checks is part of the API.
   if (auto e = check_unused_fields(body)) return e;
+  if (auto e = check_openai_only_fields(body, chat)) return e;
   if (auto e = chat ? parse_messages(body, out.messages) : parse_prompt(body, n_vocab, out)) {
     return e;
   }
@@ -685,6 +801,9 @@ std::optional<ApiError> parse_request(const Json& body, Endpoint endpoint, int32
   if (auto e = parse_response_format(body, out.params)) return e;
   if (chat) {
     if (auto e = parse_tools(body, out)) return e;
+    if (auto e = parse_reasoning_budget(body, out)) return e;
+  } else {
+    if (auto e = parse_best_of_and_suffix(body, out)) return e;
   }
   if (auto e = parse_speculative(body, out.params)) return e;
   return parse_stream(body, out);

@@ -60,7 +60,26 @@ struct ParsedRequest {
   // (the server's --reasoning-format applies). tools, tool_choice and parallel_tool_calls go to
   // params (parse_tool_calls, tools, tool_choice, tool_choice_name, parallel_tool_calls).
   std::string reasoning_format;
+  // chat: reasoning_budget (llama.cpp's name) or reasoning_effort as a budget
+  // (reasoning_effort_budget)
+  std::optional<int32_t> reasoning_budget;
+  // completions: best_of candidates (>= n; the n with the highest mean token logprob are returned)
+  // and suffix, the text after the insertion (fill-in-the-middle: fim_prompt)
+  int32_t best_of = 1;
+  std::optional<std::string> suffix;
 };
+
+// reasoning_effort as a reasoning budget in tokens: none and minimal 0 (no thinking), low 1024,
+// medium 4096, high -1 (no budget). nullopt for another word.
+std::optional<int32_t> reasoning_effort_budget(std::string_view effort);
+
+// OpenAI's legacy function calling, rewritten in place as tools: `functions` → tools,
+// `function_call` ("none", "auto", {"name"}) → tool_choice (one call per reply, as the legacy API
+// made), and in the history role "function" messages → tool results and an assistant's
+// function_call → tool_calls. `legacy` says the request used functions, so the reply is written
+// in that shape (ReplyInfo::legacy_functions). Error: functions beside tools, function_call
+// without functions or beside tool_choice, or a field of the wrong shape.
+std::optional<ApiError> translate_legacy_functions(Json& body, bool& legacy);
 
 // Checks the fields of a /v1/chat/completions or /v1/completions body (types, ranges, roles).
 // n_vocab bounds token ids in prompts and logit_bias.

@@ -120,12 +120,15 @@ void ReplyParts::add(const BatchEvent& event) {
   append_tool_calls(tool_calls, event.tool_calls);
 }
 
-Json assistant_message(const ReplyParts& parts) {
+Json assistant_message(const ReplyParts& parts, bool legacy_functions) {
   Json m;
   m["role"] = "assistant";
   m["content"] = parts.content.empty() && !parts.tool_calls.empty() ? Json() : Json(parts.content);
   if (!parts.reasoning.empty()) m["reasoning_content"] = parts.reasoning;
-  if (!parts.tool_calls.empty()) {
+  if (legacy_functions && !parts.tool_calls.empty()) {
+    const ToolCall& c = parts.tool_calls.front();
+    m["function_call"] = Json{{"name", c.name}, {"arguments", c.arguments}};
+  } else if (!parts.tool_calls.empty()) {
     Json calls = Json::array();
     for (const ToolCall& c : parts.tool_calls) {
       calls.push_back(Json{{"id", c.id},
@@ -143,6 +146,11 @@ Json Reply::logprobs_of(const std::vector<SampledToken>& tokens, int64_t text_of
   if (!info_.logprobs) return Json();
   return info_.endpoint == Endpoint::kChat ? chat_logprobs_json(*model_, tokens)
                                            : completion_logprobs_json(*model_, tokens, text_offset);
+}
+
+const char* Reply::finish_reason(FinishReason finish) const {
+  if (info_.legacy_functions && finish == FinishReason::kToolCalls) return "function_call";
+  return openai_finish_reason(finish);
 }
 
 Json Reply::choice(bool streamed, Json content, Json logprobs, Json finish) const {
@@ -178,9 +186,11 @@ Json Reply::complete(const std::string& text, const std::vector<SampledToken>& t
 
 Json Reply::complete(const ReplyParts& parts, const std::vector<SampledToken>& tokens,
                      FinishReason finish, const RequestStats& stats) const {
-  Json content = info_.endpoint == Endpoint::kChat ? assistant_message(parts) : Json(parts.content);
+  Json content = info_.endpoint == Endpoint::kChat
+                     ? assistant_message(parts, info_.legacy_functions)
+                     : Json(parts.content);
   Json out = envelope(false, Json::array({choice(false, std::move(content), logprobs_of(tokens, 0),
-                                                 openai_finish_reason(finish))}));
+                                                 finish_reason(finish))}));
   out["usage"] = usage_json(stats);
   out["usage"]["seed"] = info_.seed;
   out["timings"] = timings_json(stats);
@@ -211,6 +221,11 @@ Json Reply::reasoning_chunk(const std::string& reasoning) const {
 }
 
 Json Reply::tool_call_chunk(const ToolCallDelta& delta) const {
+  if (info_.legacy_functions) {
+    Json fn{{"arguments", delta.arguments}};
+    if (!delta.name.empty()) fn["name"] = delta.name;
+    return chunk(Json{{"function_call", std::move(fn)}}, Json(), Json());
+  }
   Json call;
   call["index"] = delta.index;
   if (!delta.id.empty()) {
@@ -236,7 +251,7 @@ std::vector<Json> Reply::event_chunks(const BatchEvent& e, int64_t& text_offset)
 
 Json Reply::finish_chunk(FinishReason finish) const {
   Json content = info_.endpoint == Endpoint::kChat ? Json::object() : Json("");
-  return chunk(std::move(content), Json(), openai_finish_reason(finish));
+  return chunk(std::move(content), Json(), finish_reason(finish));
 }
 
 Json Reply::usage_chunk(const RequestStats& stats) const {

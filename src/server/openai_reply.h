@@ -40,8 +40,9 @@ struct ReplyParts {
 };
 
 // Chat's assistant message of a whole reply: content (null when the reply is only tool calls, as
-// OpenAI's), reasoning_content when there is some, tool_calls when there are some.
-Json assistant_message(const ReplyParts& parts);
+// OpenAI's), reasoning_content when there is some, tool_calls when there are some — or, for a
+// request in the legacy functions shape, function_call (the one call such a reply holds).
+Json assistant_message(const ReplyParts& parts, bool legacy_functions = false);
 
 // What every reply to one request shares.
 struct ReplyInfo {
@@ -52,6 +53,9 @@ struct ReplyInfo {
   bool logprobs = false;       // the request asked for logprobs
   bool include_usage = false;  // streamed: a last chunk carries the usage
   uint64_t seed = 0;           // the sampling seed used (usage.seed), so a request can be repeated
+  // The request sent legacy functions / function_call: a call is returned as function_call and
+  // the finish reason is "function_call" (OpenAI's shape for those requests).
+  bool legacy_functions = false;
 };
 
 // The reply JSON of one request. A blocking reply is one object; a streamed one is the role chunk
@@ -94,6 +98,7 @@ class Reply {
   Json logprobs_of(const std::vector<SampledToken>& tokens, int64_t text_offset) const;
   // One choice: chat's `message` (blocking) or `delta` (streamed), completions' `text`.
   Json choice(bool streamed, Json content, Json logprobs, Json finish) const;
+  const char* finish_reason(FinishReason finish) const;
   // id, object, created, model, system_fingerprint and the choices.
   Json envelope(bool streamed, Json choices) const;
   Json chunk(Json content, Json logprobs, Json finish) const;

@@ -179,16 +179,19 @@ std::optional<ApiError> translate_text_format(const Json& text, Json& chat) {
   return std::nullopt;
 }
 
-// reasoning.effort: none / minimal → no thinking; low / medium / high → thinking.
+// reasoning.effort: none / minimal → no thinking; low / medium / high → thinking, with the budget
+// chat's reasoning_effort has (reasoning_effort_budget).
 std::optional<ApiError> translate_reasoning(const Json& reasoning, ChatTranslation& out) {
   if (!reasoning.is_object()) return wrong_type("reasoning", "an object", reasoning);
   auto effort = reasoning.find("effort");
   if (effort == reasoning.end() || effort->is_null()) return std::nullopt;
   const std::string value = effort->is_string() ? effort->get<std::string>() : "";
-  if (value == "none" || value == "minimal") {
+  const std::optional<int32_t> budget = reasoning_effort_budget(value);
+  if (budget == 0) {
     out.reasoning_budget = 0;
     out.chat["chat_template_kwargs"] = Json{{"enable_thinking", false}};
-  } else if (value == "low" || value == "medium" || value == "high") {
+  } else if (budget.has_value()) {
+    out.reasoning_budget = budget;
     out.chat["chat_template_kwargs"] = Json{{"enable_thinking", true}};
     out.chat["reasoning_format"] = "deepseek";
   } else {

@@ -1,6 +1,7 @@
 // The generation routes, /v1/chat/completions and /v1/completions: each builds a generation
 // request from the body, submits it, and hands the reply to a writer (server/reply_writer.h).
 #include <algorithm>
+#include <array>
 #include <ctime>
 #include <utility>
 #include <vector>
@@ -17,6 +18,46 @@
 namespace minfer::server {
 
 namespace {
+
+// The id of `marker` when the vocabulary has it as one token, else -1.
+int32_t marker_token(const LanguageModel& model, const std::string& marker) {
+  const std::vector<int32_t> ids = model.tokenize(marker, false, true);
+  if (ids.size() != 1) return -1;
+  Result<std::string> piece = model.token_piece(ids[0]);
+  return piece.is_ok() && piece.value() == marker ? ids[0] : -1;
+}
+
+// Fill-in-the-middle (completions' suffix): prefix marker, the prompt, suffix marker, the suffix,
+// middle marker (the prefix-suffix-middle order Qwen2.5-Coder and StarCoder are trained on), with
+// the model's own FIM tokens; a vocabulary without them is a 400.
+std::optional<ApiError> fim_prompt(const LanguageModel& model, const ParsedRequest& parsed,
+                                   std::vector<int32_t>& out) {
+  constexpr std::array<std::array<const char*, 3>, 2> kMarkers = {{
+      {"<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>"},  // Qwen2.5-Coder, Qwen3
+      {"<fim_prefix>", "<fim_suffix>", "<fim_middle>"},        // StarCoder, SantaCoder
+  }};
+  for (const auto& names : kMarkers) {
+    std::array<int32_t, 3> ids{};
+    for (size_t i = 0; i < 3; ++i) ids[i] = marker_token(model, names[i]);
+    if (std::find(ids.begin(), ids.end(), -1) != ids.end()) continue;
+    // The texts are tokenized without parsing special tokens: the user's code is text.
+    const std::vector<int32_t> prefix =
+        parsed.prompt_is_ids ? parsed.prompt_ids : model.tokenize(parsed.prompt_text, false, false);
+    const std::vector<int32_t> suffix = model.tokenize(*parsed.suffix, false, false);
+    out = model.tokenize("", true, false);  // BOS when the model adds one
+    out.push_back(ids[0]);
+    out.insert(out.end(), prefix.begin(), prefix.end());
+    out.push_back(ids[1]);
+    out.insert(out.end(), suffix.begin(), suffix.end());
+    out.push_back(ids[2]);
+    return std::nullopt;
+  }
+  return bad_request(
+      "[server] 'suffix' needs fill-in-the-middle tokens (<|fim_prefix|>, "
+      "<|fim_suffix|>, <|fim_middle|> or <fim_…>), which this model's vocabulary "
+      "does not have",
+      "suffix", "unsupported_parameter");
+}
 
 // The prompt's tokens: the chat's messages rendered by the model's template, or the completion's
 // prompt (token ids as given, text tokenized with BOS and special tokens).
@@ -42,6 +83,8 @@ std::optional<ApiError> prompt_tokens(const Backend& b, const Json& body,
       return bad_request(std::move(message), "messages", "template_error");
     }
     out = std::move(tokens).value();
+  } else if (parsed.suffix.has_value()) {
+    if (auto e = fim_prompt(*b.model, parsed, out)) return e;
   } else if (parsed.prompt_is_ids) {
     out = parsed.prompt_ids;
   } else {
@@ -105,7 +148,8 @@ std::optional<ApiError> build_request(const Json& body, const Backend& b,
     const std::string& format =
         out.reasoning_format.empty() ? options.reasoning_format : out.reasoning_format;
     out.params.extract_reasoning = format != "none";
-    out.params.reasoning_budget = reasoning_budget.value_or(options.reasoning_budget);
+    out.params.reasoning_budget =
+        reasoning_budget.value_or(out.reasoning_budget.value_or(options.reasoning_budget));
   }
   if (auto e = prompt_tokens(b, body, out, prompt)) return e;
   const int64_t n_ctx = b.generator->n_ctx();
@@ -156,6 +200,10 @@ void HttpServer::generate_as(const HttpRequest& req, HttpResponse& res, Endpoint
   BackendRef b = ready_backend_with_body(req, res, body);  // held until the reply is written
   if (b == nullptr) return;
   std::optional<int32_t> reasoning_budget;
+  bool legacy_functions = false;
+  if (endpoint == Endpoint::kChat && !api.translate) {
+    if (auto e = translate_legacy_functions(body, legacy_functions)) return send_error(res, *e);
+  }
   if (api.translate) {
     ChatTranslation translated;
     if (auto e = api.translate(body, translated)) return send_error(res, *e);
@@ -168,10 +216,13 @@ void HttpServer::generate_as(const HttpRequest& req, HttpResponse& res, Endpoint
     return send_error(res, *e);
 
   auto call = std::make_shared<PendingReply>(metrics_);
-  std::shared_ptr<ChoiceJoin> join;  // n > 1: the choices (server/choices.h)
-  if (parsed.n > 1) {
-    Result<Choices> choices =
-        submit_choices(*b->generator, prompt, parsed.params, parsed.n, metrics_);
+  std::shared_ptr<ChoiceJoin> join;  // n > 1 or best_of: the choices (server/choices.h)
+  const int32_t candidates = std::max(parsed.n, parsed.best_of);
+  if (candidates > 1) {
+    GenerateParams params = parsed.params;
+    // best_of ranks by mean token logprob: computed for every token, returned only when asked.
+    if (candidates > parsed.n) params.top_logprobs = std::max(params.top_logprobs, 0);
+    Result<Choices> choices = submit_choices(*b->generator, prompt, params, candidates, metrics_);
     if (!choices.is_ok()) return send_error(res, submit_error(choices.status()));
     call = choices.value().call;
     join = choices.value().join;
@@ -201,6 +252,7 @@ void HttpServer::generate_as(const HttpRequest& req, HttpResponse& res, Endpoint
   info.logprobs = parsed.logprobs;
   info.include_usage = parsed.include_usage;
   info.seed = parsed.params.seed;
+  info.legacy_functions = legacy_functions;
   res.set_header("X-Minfer-Seed", std::to_string(parsed.params.seed));
   if (join != nullptr) {
     Reply reply(*b->model, std::move(info));
@@ -208,7 +260,7 @@ void HttpServer::generate_as(const HttpRequest& req, HttpResponse& res, Endpoint
       write_stream(res, std::move(call), openai_choices_format(reply, join, parsed.n),
                    std::move(release));
     } else {
-      write_blocking_choices(res, *call, reply, *join, parsed.n, release);
+      write_blocking_choices(res, *call, reply, *join, candidates, parsed.n, release);
     }
     return;
   }

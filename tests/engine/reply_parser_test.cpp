@@ -103,25 +103,25 @@ TEST(ReplyParser, HermesMarkersSplitAtEveryByte) {
   expect_same_at_every_split(kHermesTwo, options(ToolCallFormat::kHermes, false));
 }
 
-TEST(ReplyParser, ACallStreamsIdAndNameFirstThenArgumentFragments) {
+TEST(ReplyParser, ACallArrivesWholeOnceItsArgumentsClose) {
   ReplyParser parser(options(ToolCallFormat::kHermes, false));
   std::vector<ToolCallDelta> deltas;
   const std::string text = "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1, \"b\": 2}}";
-  for (char c : text) {
-    for (ToolCallDelta& d : parser.push(std::string(1, c)).tool_calls) deltas.push_back(d);
+  for (size_t i = 0; i < text.size(); ++i) {
+    std::vector<ToolCallDelta> got = parser.push(std::string(1, text[i])).tool_calls;
+    // Nothing of the call before the '}' that closes its arguments (the text's last but one).
+    if (i + 2 < text.size()) {
+      ASSERT_TRUE(got.empty()) << "at byte " << i;
+    }
+    deltas.insert(deltas.end(), got.begin(), got.end());
   }
-  ASSERT_GE(deltas.size(), 3u);
+  ASSERT_EQ(deltas.size(), 2u);
   EXPECT_EQ(deltas[0].index, 0);
   EXPECT_EQ(deltas[0].name, "f");
   EXPECT_FALSE(deltas[0].id.empty());
   EXPECT_EQ(deltas[0].arguments, "");
-  std::string args;
-  for (size_t i = 1; i < deltas.size(); ++i) {
-    EXPECT_TRUE(deltas[i].id.empty());
-    EXPECT_TRUE(deltas[i].name.empty());
-    args += deltas[i].arguments;
-  }
-  EXPECT_EQ(args, "{\"a\": 1, \"b\": 2}");
+  EXPECT_TRUE(deltas[1].id.empty());
+  EXPECT_EQ(deltas[1].arguments, "{\"a\": 1, \"b\": 2}");
 }
 
 TEST(ReplyParser, NotACallGivesItsTextBackAsContent) {
@@ -130,27 +130,55 @@ TEST(ReplyParser, NotACallGivesItsTextBackAsContent) {
   EXPECT_TRUE(p.calls.empty());
 }
 
-TEST(ReplyParser, ACallCutBeforeItsNameIsContent) {
+TEST(ReplyParser, ACallCutBeforeItsNameIsDropped) {
   const Parsed p =
       parse("ok <tool_call>\n{\"name\": \"get_w", options(ToolCallFormat::kHermes, false));
-  EXPECT_EQ(p.content, "ok<tool_call>\n{\"name\": \"get_w");
+  EXPECT_EQ(p.content, "ok");
   EXPECT_TRUE(p.calls.empty());
 }
 
-TEST(ReplyParser, ACommittedCallCutShortKeepsItsArguments) {
-  const Parsed p = parse("<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": [1,",
-                         options(ToolCallFormat::kHermes, false));
+TEST(ReplyParser, ACallCutShortIsDroppedAndTheCallsBeforeItStay) {
+  ReplyParser parser(options(ToolCallFormat::kHermes, false));
+  Parsed p;
+  add(p, parser.push("<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1}}\n</tool_call>\n"
+                     "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": [1,"));
+  EXPECT_EQ(parser.n_tool_calls(), 2);
+  add(p, parser.finish());
+  EXPECT_EQ(parser.n_tool_calls(), 1);
   EXPECT_EQ(p.content, "");
   ASSERT_EQ(p.calls.size(), 1u);
-  EXPECT_EQ(p.calls[0].arguments, "{\"a\": [1,");
+  EXPECT_EQ(p.calls[0].arguments, "{\"a\": 1}");
 }
 
-TEST(ReplyParser, BrokenArgumentsEndTheCallAndTheRestIsContent) {
-  const Parsed p = parse("<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1]}}</tool_call>",
-                         options(ToolCallFormat::kHermes, false));
-  ASSERT_EQ(p.calls.size(), 1u);
-  EXPECT_EQ(p.calls[0].arguments, "{\"a\": 1");
-  EXPECT_EQ(p.content, "]}}</tool_call>");
+TEST(ReplyParser, APieceOfAMarkerAtTheEndIsNotContent) {
+  EXPECT_EQ(parse("Hi <tool_cal", options(ToolCallFormat::kHermes, false)).content, "Hi");
+  const Parsed after_call =
+      parse("<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>\n<tool_",
+            options(ToolCallFormat::kHermes, false));
+  EXPECT_EQ(after_call.content, "");
+  EXPECT_EQ(after_call.calls.size(), 1u);
+  EXPECT_EQ(parse("<|python_ta", options(ToolCallFormat::kLlama3Json, false)).content, "");
+  EXPECT_EQ(parse("{\"name\": \"f\", \"parameters\": {\"x\": ",
+                  options(ToolCallFormat::kLlama3Json, false))
+                .content,
+            "");
+}
+
+TEST(ReplyParser, DroppedCallsAreReadButNotReturned) {
+  ReplyParserOptions o = options(ToolCallFormat::kHermes, false);
+  o.drop_tool_calls = true;
+  const Parsed p =
+      parse("a\n<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>\nb", o);
+  EXPECT_TRUE(p.calls.empty());
+  EXPECT_EQ(p.content, "ab");
+}
+
+TEST(ReplyParser, BrokenArgumentsDropTheCallToItsEndMarker) {
+  const Parsed p =
+      parse("<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1]}}</tool_call> ok",
+            options(ToolCallFormat::kHermes, false));
+  EXPECT_TRUE(p.calls.empty());
+  EXPECT_EQ(p.content, "ok");
 }
 
 TEST(ReplyParser, ArgumentsBeforeTheNameAreNotACall) {

@@ -10,6 +10,8 @@
 
 #include "chat/reply_format.h"
 #include "engine/token_pipeline.h"
+#include "engine/tool_grammar.h"
+#include "grammar/request_grammars.h"
 #include "test_util.h"
 #include "tokenizer/tokenizer_test_util.h"
 
@@ -161,6 +163,70 @@ TEST(ReplyPipeline, AZeroBudgetClosesAnOpenedThinkAtOnce) {
   EXPECT_EQ(std::vector<int32_t>(r.tokens.begin(), r.tokens.begin() + close.size()), close);
   EXPECT_EQ(r.reasoning, "");
   EXPECT_EQ(r.content, "b b b");
+}
+
+// A grammar holds the whole reply, reasoning included. A budget's forced close that the grammar
+// refuses used to fail the request: the grammar decides instead. One that it allows is written,
+// and the answer follows the grammar.
+TEST(ReplyPipeline, AReasoningBudgetUnderAGrammarClosesOnlyWhereTheGrammarAllows) {
+  MINFER_REQUIRE_TEST_DATA();
+  ASSERT_NE(qwen3_vocab(), nullptr);
+  const Tokenizer& tok = *qwen3_vocab();
+  grammar::RequestGrammars grammars(tok);
+  const std::vector<int32_t> prompt = ids(tok, "<|im_start|>assistant\n<think>\n");
+  const std::vector<int32_t> close = ids(tok, std::string(chat::kThinkCloseForced));
+  const std::vector<int32_t> wanted(12, ids(tok, " a")[0]);  // the model would think on
+  for (const bool closes : {false, true}) {
+    const char* gbnf = closes ? R"(root ::= [a-z ]+ "\n</think>\n\n" [a-z ]+ ".")"
+                              : R"(root ::= [a-z ]+ ("." | "!"))";
+    auto constraint = grammars.constraint(false, gbnf);
+    ASSERT_TRUE(constraint.is_ok()) << constraint.status().message();
+    TokenPipelineOptions o = hermes_with_reasoning();
+    o.reply.starts_in_reasoning = true;
+    o.reasoning_budget = 2;
+    o.constraint = constraint.value().get();
+    const Reply r = run(tok, o, prompt, wanted);  // every step ok
+    ASSERT_GT(r.tokens.size(), 2 + close.size()) << gbnf;
+    const std::vector<int32_t> after_budget(r.tokens.begin() + 2,
+                                            r.tokens.begin() + 2 + close.size());
+    if (closes) {
+      EXPECT_EQ(after_budget, close);
+      EXPECT_EQ(r.reasoning, "a a");
+      EXPECT_EQ(r.content, std::string("a a a a a a a").substr(0, r.content.size()));
+      EXPECT_FALSE(r.content.empty());
+    } else {
+      EXPECT_NE(after_budget, close);
+      EXPECT_EQ(r.content, "");
+      EXPECT_EQ(r.reasoning.find_first_not_of("a "), std::string::npos) << r.reasoning;
+    }
+  }
+}
+
+// A forced call's opening is written in the tokenizer's own tokens whatever the model prefers,
+// so a small budget is not spent spelling it out piece by piece.
+TEST(ReplyPipeline, AForcedCallOpensWithTheTokenizersOwnTokens) {
+  MINFER_REQUIRE_TEST_DATA();
+  ASSERT_NE(qwen3_vocab(), nullptr);
+  const Tokenizer& tok = *qwen3_vocab();
+  grammar::RequestGrammars grammars(tok);
+  ReplyRequest request;
+  request.format.tool_calls = chat::ToolCallFormat::kHermes;
+  request.parse_tool_calls = true;
+  request.tools = R"([{"type": "function", "function": {"name": "add", "parameters":
+      {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}}}])";
+  request.tool_choice = ToolChoice::kFunction;
+  request.tool_choice_name = "add";
+  auto constraint = tool_call_constraint(grammars, request);
+  ASSERT_TRUE(constraint.is_ok()) << constraint.status().message();
+  TokenPipelineOptions o;
+  o.reply = request.parser_options();
+  o.constraint = constraint.value().get();
+  const std::vector<int32_t> open = ids(tok, "<tool_call>\n{\"name\": \"add\", \"arguments\":");
+  // The model would spell everything one byte at a time ("<", "t", ...): it is not asked.
+  const std::vector<int32_t> wanted(open.size() + 2, ids(tok, "<")[0]);
+  const Reply r = run(tok, o, {}, wanted);
+  ASSERT_GE(r.tokens.size(), open.size());
+  EXPECT_EQ(std::vector<int32_t>(r.tokens.begin(), r.tokens.begin() + open.size()), open);
 }
 
 }  // namespace

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "grammar/json_constraint.h"
+
 namespace minfer::grammar {
 namespace {
 
@@ -234,6 +236,21 @@ TEST(JsonRecognizer, NumberDigitLimits) {
   EXPECT_TRUE(accepts_document(R"({"a":123456789012345678901234567890e12345})"));
 }
 
+// Significant digits: the integer part and the fraction together (a leading "0." not counted), so
+// that kGenerationJsonOptions' 15 keeps every number exact in a double.
+TEST(JsonRecognizer, SignificantDigitLimit) {
+  JsonOptions options;
+  options.max_significant_digits = 4;
+  EXPECT_TRUE(accepts_document(R"({"a":[1234, 12.34, 0.1234, -1.234e99, 0, 0.0]})", options));
+  EXPECT_EQ(refused_at(R"({"a":12345})", options), 9);
+  EXPECT_EQ(refused_at(R"({"a":123.45})", options), 10);
+  EXPECT_EQ(refused_at(R"({"a":0.12345})", options), 11);
+  EXPECT_TRUE(
+      accepts_document(R"({"a":123456789012345,"b":0.123456789012345})", kGenerationJsonOptions));
+  EXPECT_EQ(refused_at(R"({"a":1234567890123456})", kGenerationJsonOptions), 20);
+  EXPECT_EQ(refused_at(R"({"a":1.234567890123456})", kGenerationJsonOptions), 21);
+}
+
 // No dead ends: from every accepted prefix some byte continues (or the object is complete), under
 // the default options and under generation-style limits. Constrained sampling relies on it: a
 // dead end would leave no token to sample. Random byte walks, drawn among the accepted bytes.
@@ -244,6 +261,7 @@ TEST(JsonRecognizer, EveryAcceptedPrefixCanContinue) {
   limited.max_line_breaks = 1;
   limited.max_integer_digits = 3;
   limited.max_exponent_digits = 1;
+  limited.max_significant_digits = 5;
   std::mt19937 rng(7);
   int64_t n_steps = 0;
   for (const JsonOptions& options : {JsonOptions{}, limited}) {

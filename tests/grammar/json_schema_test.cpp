@@ -65,13 +65,19 @@ TEST(JsonSchemaIntegers, RangesHoldExactlyTheirIntegers) {
   expect_integers(1, std::nullopt, -10, 1200);
 }
 
-TEST(JsonSchemaIntegers, UnboundedSidesStopAtNineteenDigits) {
+// An unset side stops at 15 digits (every such integer is exact in a double); a bound the schema
+// sets is honoured to 19 digits.
+TEST(JsonSchemaIntegers, UnboundedSidesStopAtFifteenDigits) {
   const std::regex re(integer_gbnf_as_regex(integer_range(0, std::nullopt)));
-  EXPECT_TRUE(std::regex_match("9999999999999999999", re));
-  EXPECT_FALSE(std::regex_match("10000000000000000000", re));
+  EXPECT_TRUE(std::regex_match("999999999999999", re));
+  EXPECT_FALSE(std::regex_match("1000000000000000", re));
   const std::regex neg(integer_gbnf_as_regex(integer_range(std::nullopt, -1)));
-  EXPECT_TRUE(std::regex_match("-9999999999999999999", neg));
+  EXPECT_TRUE(std::regex_match("-999999999999999", neg));
+  EXPECT_FALSE(std::regex_match("-1000000000000000", neg));
   EXPECT_FALSE(std::regex_match("0", neg));
+  const std::regex wide(integer_gbnf_as_regex(integer_range(0, 9'000'000'000'000'000'000)));
+  EXPECT_TRUE(std::regex_match("8999999999999999999", wide));
+  EXPECT_FALSE(std::regex_match("9000000000000000001", wide));
 }
 
 TEST(JsonSchemaPattern, ConstructsOutsideTheSubsetAreNamed) {
@@ -302,6 +308,25 @@ TEST(JsonSchemaGrammar, StringsByLengthPatternAndFormat) {
       {R"({"type":"string","format":"uuid"})",
        {R"("123e4567-e89b-12d3-a456-426614174000")"},
        {R"("123e4567e89b12d3a456426614174000")"}},
+  });
+}
+
+// Numbers a double holds exactly: integers of at most 15 digits, decimals of at most 15
+// significant digits (DBL_DIG), exponents of at most 2 digits; whitespace runs of at most one line
+// break and 20 indent bytes.
+TEST(JsonSchemaGrammar, NumbersAndWhitespaceAreBounded) {
+  check_cases({
+      {R"({"type":"integer"})",
+       {"999999999999999", "-123456789012345"},
+       {"1000000000000000", "-1234567890123456", "9223372036854775807"}},
+      {R"({"type":"number"})",
+       {"123456789012345", "1.23456789012345", "0.123456789012345", "-12345678901234.5", "1e99",
+        "1.5E-12"},
+       {"1234567890123456", "1.234567890123456", "0.1234567890123456", "123456789012345.1",
+        "1e100"}},
+      {R"({"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]})",
+       {"{\"a\":1}", "{ \"a\" : 1 }", "{\n\t\t\"a\":\n                    1\n}"},
+       {"{  \"a\":1}", "{\n\n\"a\":1}", "{\"a\":\n                     1}"}},
   });
 }
 

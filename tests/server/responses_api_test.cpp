@@ -68,7 +68,7 @@ TEST(ResponsesRequest, ToolsTextFormatAndReasoningMapOntoTheChatFields) {
       t.chat["tools"][0]["function"].dump(),
       R"({"name":"get_time","description":"Now","parameters":{"type":"object","properties":{}}})");
   EXPECT_EQ(t.chat["chat_template_kwargs"]["enable_thinking"], true);
-  EXPECT_FALSE(t.reasoning_budget.has_value());
+  EXPECT_EQ(t.reasoning_budget, -1);  // high: no budget
   ParsedRequest parsed;
   ASSERT_FALSE(parse_request(t.chat, Endpoint::kChat, 1000, parsed).has_value());
   EXPECT_EQ(parsed.params.tool_choice, ToolChoice::kFunction);

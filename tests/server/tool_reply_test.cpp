@@ -185,13 +185,46 @@ TEST(ToolRequest, ToolsAndChoicesAreRecorded) {
   EXPECT_FALSE(named.params.parallel_tool_calls);
   ParsedRequest none;
   ASSERT_FALSE(parse_chat(kTools + ", \"tool_choice\": \"none\"", none).has_value());
-  EXPECT_FALSE(none.params.parse_tool_calls);
+  // Calls are still read under none (so their markup is never content) and then dropped.
+  EXPECT_TRUE(none.params.parse_tool_calls);
+  EXPECT_EQ(none.params.tool_choice, ToolChoice::kNone);
   ParsedRequest no_tools;
   ASSERT_FALSE(parse_chat("", no_tools).has_value());
   EXPECT_FALSE(no_tools.params.parse_tool_calls);
   ParsedRequest reasoning;
   ASSERT_FALSE(parse_chat(", \"reasoning_format\": \"none\"", reasoning).has_value());
   EXPECT_EQ(reasoning.reasoning_format, "none");
+}
+
+// Legacy functions / function_call become tools and tool_choice (one call per reply), the
+// history's function messages tool results; the reply is then written as function_call.
+TEST(ToolRequest, LegacyFunctionsBecomeToolsAndComeBackAsFunctionCall) {
+  Json body = Json::parse(R"({"messages": [{"role": "user", "content": "hi"},
+      {"role": "assistant", "content": null, "function_call": {"name": "f", "arguments": "{}"}},
+      {"role": "function", "name": "f", "content": "1"}],
+    "functions": [{"name": "f", "parameters": {"type": "object"}}],
+    "function_call": {"name": "f"}})");
+  bool legacy = false;
+  ASSERT_FALSE(translate_legacy_functions(body, legacy).has_value());
+  EXPECT_TRUE(legacy);
+  EXPECT_FALSE(body.contains("functions"));
+  EXPECT_EQ(body["messages"][1]["tool_calls"][0]["function"]["name"], "f");
+  EXPECT_EQ(body["messages"][2]["role"], "tool");
+  ParsedRequest p;
+  ASSERT_FALSE(parse_request(body, Endpoint::kChat, 1000, p).has_value());
+  EXPECT_EQ(p.params.tool_choice, ToolChoice::kFunction);
+  EXPECT_EQ(p.params.tool_choice_name, "f");
+  EXPECT_FALSE(p.params.parallel_tool_calls);
+
+  ReplyParts parts;
+  parts.tool_calls.push_back({"call_x", "f", "{\"a\":1}"});
+  const Json m = assistant_message(parts, /*legacy_functions=*/true);
+  EXPECT_EQ(m["function_call"], Json({{"name", "f"}, {"arguments", "{\"a\":1}"}}));
+  EXPECT_FALSE(m.contains("tool_calls"));
+
+  Json plain = Json::parse(R"({"messages": [{"role": "user", "content": "hi"}]})");
+  ASSERT_FALSE(translate_legacy_functions(plain, legacy).has_value());
+  EXPECT_FALSE(legacy);
 }
 
 TEST(ToolRequest, BadValuesAre400s) {
