@@ -12,7 +12,8 @@ namespace minfer {
 Result<StateReply> LanguageModel::save_state(const std::string& path, std::string_view app_data) {
   MINFER_RETURN_IF_ERROR(impl_->need_sequence());
   const auto t0 = std::chrono::steady_clock::now();
-  const engine::KvState state = impl_->sequence->slot_table().capture(0, std::string(app_data));
+  MINFER_ASSIGN_OR_RETURN(const engine::KvState state,
+                          impl_->sequence->slot_table().capture(0, std::string(app_data)));
   MINFER_ASSIGN_OR_RETURN(const int64_t n_bytes, engine::write_state_file(path, state));
   return StateReply{.n_tokens = state.n_tokens(),
                     .tokens = state.tokens,

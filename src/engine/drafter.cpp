@@ -22,6 +22,11 @@ Result<std::unique_ptr<Drafter>> Drafter::create(const Model& target, const Mode
                       "model's window {}, the draft's {}): expected none",
                       t.n_swa, d.n_swa);
   }
+  if (!d.recurrent_layers.empty() || !t.recurrent_layers.empty()) {
+    return make_error(ErrorCode::kUnsupported,
+                      "[scheduler] a draft model does not run with recurrent layers (their state "
+                      "cannot roll back rejected drafts): expected none in the model or the draft");
+  }
   options.observe = {};
   std::unique_ptr<Drafter> drafter(new Drafter(static_cast<int32_t>(t.n_vocab), prefix_cache));
   MINFER_ASSIGN_OR_RETURN(drafter->runtime_, Runtime::create(draft, options));

@@ -111,6 +111,8 @@ Result<std::unique_ptr<Embedder>> Embedder::create(const Model& model, RuntimeOp
   // Positions held at once: one input carried over from an earlier step (≤ n_ctx), the step's
   // tokens, and each sequence's last partly used block.
   runtime.n_ctx_total = runtime.n_ctx + options.n_batch + options.n_seq * runtime.block_size;
+  // Each sequence of a step (and one carried over) may hold a recurrent state.
+  runtime.n_seq_max = options.n_seq + 1;
   std::unique_ptr<Embedder> e(new Embedder(model, options));
   MINFER_ASSIGN_OR_RETURN(e->runtime_, Runtime::create(model, runtime));
   return e;

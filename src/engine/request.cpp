@@ -36,6 +36,12 @@ Status check_speculative(const RequestParams& params, const RequestBounds& b) {
                       "[scheduler] draft_min must be in 0..draft_max ({}), got {}",
                       params.generate.draft_max, params.generate.draft_min);
   }
+  if (b.recurrent) {
+    return make_error(ErrorCode::kUnsupported,
+                      "[scheduler] speculative decoding does not run on a model with recurrent "
+                      "layers (their state cannot roll back rejected drafts): expected no "
+                      "speculation");
+  }
   if (b.n_swa > 0) {
     // Drafts past the window would return cells the sequence still needs once they are dropped.
     return make_error(ErrorCode::kInvalidArgument,
@@ -78,6 +84,11 @@ Status check_request(const RequestParams& params, const Tokenizer& tokenizer,
                       "[scheduler] the prompt does not fit the context: {} tokens, expected at "
                       "most n_ctx {}",
                       n_prompt, b.n_ctx);
+  }
+  if (params.generate.context_shift && b.recurrent) {
+    return make_error(ErrorCode::kUnsupported,
+                      "[scheduler] context shift does not run on a model with recurrent layers "
+                      "(their state cannot drop tokens): expected context_shift off");
   }
   const int64_t n_keep = params.generate.n_keep < 0 ? n_prompt : params.generate.n_keep;
   if (params.generate.context_shift && n_keep + 2 > b.n_ctx) {

@@ -79,10 +79,14 @@ Result<ContextChoice> resolve_n_ctx(const Model& model, int64_t requested, GgmlT
       ggml_row_bytes(cell, static_cast<uint64_t>(c.head_dim)).value_or(4 * c.head_dim) +
       ggml_row_bytes(cell, static_cast<uint64_t>(c.head_dim_v)).value_or(4 * c.head_dim_v);
   const uint64_t position_bytes = std::max<uint64_t>(
-      1, row_bytes * static_cast<uint64_t>(c.n_layer * c.n_head_kv * std::max<int64_t>(1, n_seq)));
+      1, row_bytes * static_cast<uint64_t>((c.n_layer - c.n_recurrent_layers()) * c.n_head_kv *
+                                           std::max<int64_t>(1, n_seq)));
   const bool from_memory = kv_budget_bytes == 0;
-  const uint64_t budget =
-      from_memory ? physical_memory_bytes() / kKvMemoryDivisor : kv_budget_bytes;
+  // Recurrent layers' states come out of the budget first (a fixed size per sequence).
+  const uint64_t states =
+      c.recurrent_state_bytes() * static_cast<uint64_t>(std::max<int64_t>(1, n_seq));
+  const uint64_t whole = from_memory ? physical_memory_bytes() / kKvMemoryDivisor : kv_budget_bytes;
+  const uint64_t budget = whole > states ? whole - states : 1;
   const std::string budget_text =
       fmt::format("the KV budget of {}{}", mib(budget),
                   from_memory ? fmt::format(", 1/{} of physical memory", kKvMemoryDivisor) : "");
@@ -100,6 +104,17 @@ Result<ContextChoice> resolve_n_ctx(const Model& model, int64_t requested, GgmlT
                                           "{} (-c sets it)",
                                           n_train, cells, budget_text)};
 }
+
+namespace {
+
+// The sequences that may hold a recurrent state at once: n_seq_max, else one per context of the
+// KV budget (at least one).
+int64_t state_slots(const RuntimeOptions& o) {
+  if (o.n_seq_max > 0) return o.n_seq_max;
+  return std::max<int64_t>(1, o.n_ctx_total / o.n_ctx);
+}
+
+}  // namespace
 
 Runtime::Runtime(const Model& model, const RuntimeOptions& options)
     : model_(model), options_(options) {}
@@ -153,7 +168,11 @@ Result<std::unique_ptr<Runtime>> Runtime::create(const Model& model,
                                   .n_ctx = o.n_ctx,
                                   .max_blocks = (o.n_ctx_total + o.block_size - 1) / o.block_size,
                                   .swa_layers = c.swa_layers,
-                                  .window = c.n_swa}));
+                                  .window = c.n_swa,
+                                  .recurrent_layers = c.recurrent_layers,
+                                  .conv_state_floats = c.conv_state_floats(),
+                                  .delta_state_floats = c.delta_state_floats(),
+                                  .max_state_slots = state_slots(o)}));
   MINFER_ASSIGN_OR_RETURN(r->pool_, kernels::ThreadPool::create(std::max(o.n_threads, 0)));
   r->runner_ = std::make_unique<StepRunner>(model, *r->cache_, *r->table_, *r->pool_);
   r->runner_->executor().set_attention_options(o.attention);

@@ -81,6 +81,9 @@ struct RuntimeOptions {
   int64_t n_ctx = 4096;                    // positions one sequence may use
   int64_t n_ctx_total = 0;                 // KV budget in positions for all sequences; ≤ 0: n_ctx
   int64_t block_size = kDefaultBlockSize;  // KV positions per block
+  // Sequences that may hold a recurrent state at once (models with recurrent layers); ≤ 0: one
+  // per n_ctx of the budget (n_ctx_total / n_ctx), at least one.
+  int64_t n_seq_max = 0;
   // e.g. with f16 cells, attention in llama.cpp's CPU flash-attention arithmetic (what
   // llama-perplexity runs by default; graph/attention.h).
   AttentionOptions attention;

@@ -34,6 +34,8 @@ Result<std::unique_ptr<Scheduler>> Scheduler::create(const Model& model, const T
   }
   // Every running sequence decodes each step.
   o.token_budget = std::max<int64_t>(o.token_budget, o.n_parallel);
+  // Each slot's sequence may hold a recurrent state (models with recurrent layers).
+  if (o.n_seq_max <= 0) o.n_seq_max = std::max<int64_t>(o.n_parallel, o.n_ctx_total / o.n_ctx);
   std::unique_ptr<Scheduler> s(new Scheduler(model, tokenizer, o));
   MINFER_ASSIGN_OR_RETURN(s->runtime_, Runtime::create(model, o));
   s->slots_ = std::make_unique<SlotTable>(s->kv(), model, o.n_parallel, o.n_ctx, o.prefix_cache);
@@ -56,7 +58,8 @@ Result<std::shared_ptr<RequestHandle>> Scheduler::submit(RequestParams params, E
                                         .n_ctx = options_.n_ctx,
                                         .n_slots = options_.n_parallel,
                                         .has_draft_model = drafter_ != nullptr,
-                                        .n_swa = model_.config().n_swa}));
+                                        .n_swa = model_.config().n_swa,
+                                        .recurrent = !model_.config().recurrent_layers.empty()}));
   const int64_t n_prompt = static_cast<int64_t>(params.prompt.size());
   std::lock_guard<std::mutex> lock(mu_);
   if (stopping_) {

@@ -89,7 +89,8 @@ const ModelFingerprint& SlotTable::fingerprint() {
   return *fingerprint_;
 }
 
-KvState SlotTable::capture(int32_t slot, std::string app_data) {
+Result<KvState> SlotTable::capture(int32_t slot, std::string app_data) {
+  MINFER_RETURN_IF_ERROR(check_state_files_supported(kv_));
   return capture_state(fingerprint(), kv_, slot, at(slot).tokens, std::move(app_data));
 }
 
@@ -118,7 +119,7 @@ Result<SlotReply> SlotTable::act(SlotAction action, int32_t slot, const std::str
     reply.n_tokens = static_cast<int64_t>(tokens(slot).size());
     erase(slot);
   } else if (action == SlotAction::kSave) {
-    const KvState state = capture(slot);
+    MINFER_ASSIGN_OR_RETURN(const KvState state, capture(slot));
     MINFER_ASSIGN_OR_RETURN(reply.n_bytes, write_state_file(path, state));
     reply.n_tokens = state.n_tokens();
   } else {

@@ -49,7 +49,8 @@ class SlotTable {
   void erase(int32_t slot);
 
   // The slot's tokens and cells as a state (app_data stored beside them).
-  KvState capture(int32_t slot, std::string app_data = {});
+  // Errors: the model's state does not go in a file (check_state_files_supported).
+  Result<KvState> capture(int32_t slot, std::string app_data = {});
   // Puts a state into the idle `slot` after checking it against the model, the cells and a
   // context that leaves room to generate (`source` names it in errors); idle slots give their
   // cells back when the pool is short.

@@ -213,6 +213,13 @@ ModelFingerprint model_fingerprint(const Model& model) {
       model.tensor_hash()};
 }
 
+Status check_state_files_supported(const KvCache& cache) {
+  if (!cache.has_recurrent()) return Status::ok();
+  return make_error(ErrorCode::kUnsupported,
+                    "[state] state files do not hold recurrent layers' state yet: this model's "
+                    "sequences cannot be saved or restored");
+}
+
 KvState capture_state(const ModelFingerprint& fingerprint, const KvCache& cache, int32_t seq,
                       std::span<const int32_t> tokens, std::string app_data) {
   KvState s;
@@ -329,6 +336,7 @@ Result<KvState> read_state_file(const std::string& path) {
 
 Status check_state_fits(const KvState& state, const ModelFingerprint& model, const KvCache& cache,
                         const std::string& name) {
+  MINFER_RETURN_IF_ERROR(check_state_files_supported(cache));
   const ModelFingerprint& f = state.model;
   auto differs = [&](const char* field, const auto& in_file, const auto& in_model) -> Status {
     if (in_file == in_model) return Status::ok();

@@ -63,6 +63,10 @@ struct KvState {
   int64_t n_tokens() const { return static_cast<int64_t>(tokens.size()); }
 };
 
+// Ok when a state file can hold `cache`'s sequences. Not yet for a model with recurrent layers
+// (their state is not in the file format): refused, naming why.
+Status check_state_files_supported(const KvCache& cache);
+
 // The state of positions [0, tokens.size()) of `seq`, which must hold them computed.
 // `fingerprint`: model_fingerprint of the model that computed them.
 KvState capture_state(const ModelFingerprint& fingerprint, const KvCache& cache, int32_t seq,

@@ -41,6 +41,14 @@ Status StepRunner::validate(const Batch& batch) const {
     auto it = next.find(seq);
     if (it == next.end()) {
       const int64_t length = cache_.length(seq);
+      if (cache_.has_recurrent() && pos != length) {
+        // A recurrent state holds every token before `length`: none can be computed again.
+        return make_error(ErrorCode::kInvalidArgument,
+                          "[forward] sequence {} starts at position {} but the model has "
+                          "recurrent layers whose state holds positions 0..{}: it must continue "
+                          "at {}",
+                          seq, pos, length - 1, length);
+      }
       if (pos > length) {
         return make_error(ErrorCode::kInvalidArgument,
                           "[forward] sequence {} starts at position {} but its cache holds only "

@@ -7,6 +7,7 @@
 
 #include "core/check.h"
 #include "graph/attention.h"
+#include "graph/for_tasks.h"
 #include "graph/weight_tensor.h"
 #include "kernels/matmul.h"
 #include "quant/quant_traits.h"
@@ -16,24 +17,6 @@ namespace minfer {
 namespace {
 
 using GatedFn = void (*)(const float* gate, const float* up, int64_t n, float* y);
-
-// Below this many output floats an elementwise op runs on the calling thread: waking the pool
-// and waiting at its barrier costs more than the work (a few µs on a quiet machine, a scheduler
-// time slice when the cores are shared). A decode step's per-head q/k norms (Qwen3: 16 + 8
-// heads of 128) stay on the calling thread; a prefill's rows are split over the pool.
-constexpr int64_t kMinParallelFloats = 16384;
-
-// fn(begin, end) over tasks [0, n_tasks) of floats_per_task outputs each: split over the pool
-// when there is enough work, else in one call. Every task computes its own outputs, so the
-// result is the same either way.
-template <typename Fn>
-void for_tasks(kernels::ThreadPool& pool, int64_t n_tasks, int64_t floats_per_task, Fn&& fn) {
-  if (n_tasks * floats_per_task < kMinParallelFloats) {
-    if (n_tasks > 0) fn(int64_t{0}, n_tasks);
-    return;
-  }
-  pool.parallel_for(n_tasks, fn);
-}
 
 // A gated activation (SwiGLU, GEGLU) of [rows, cols] gate and up, rows split over the pool.
 void gated_rows(kernels::ThreadPool& pool, GatedFn fn, const float* gate, const float* up,
@@ -251,6 +234,12 @@ void Executor::run_node(const Node& node, const Graph& graph, const Batch& batch
       moe_ffn(table_, pool_, args, moe_scratch_);
       return;
     }
+    case OpKind::kColumns:
+    case OpKind::kSigmoidGate:
+    case OpKind::kSsmConv:
+    case OpKind::kDeltaNet:
+      run_hybrid_node(node, graph, batch, cache);
+      return;
     case OpKind::kSelectRows: {
       const float* x = in_data(0);
       float* y = buffer(node);
@@ -262,6 +251,71 @@ void Executor::run_node(const Node& node, const Graph& graph, const Batch& batch
       }
       return;
     }
+  }
+}
+
+void Executor::run_hybrid_node(const Node& node, const Graph& graph, const Batch& batch,
+                               KvCache& cache) {
+  // Input i's node and buffer.
+  auto in = [&](size_t i) -> const Node& {
+    return graph.nodes[static_cast<size_t>(node.inputs[i])];
+  };
+  const int64_t rows = node.rows;
+  const int64_t cols = node.cols;
+  switch (node.op) {
+    case OpKind::kColumns: {
+      const float* x = buffer(in(0));
+      float* y = buffer(node);
+      const int64_t width = cols / node.n_head;
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t h = 0; h < node.n_head; ++h) {
+          std::memcpy(y + r * cols + h * width, x + r * in(0).cols + h * node.group + node.offset,
+                      static_cast<size_t>(width) * sizeof(float));
+        }
+      }
+      return;
+    }
+    case OpKind::kSigmoidGate: {
+      // As ggml: sigmoid(g) = 1 / (1 + e^-g), then the product.
+      const float* x = buffer(in(0));
+      const float* g = buffer(in(1));
+      float* y = buffer(node);
+      const int64_t g_cols = in(1).cols;
+      const int64_t per_gate = cols / g_cols;
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t c = 0; c < cols; ++c) {
+          const float gate = 1.0f / (1.0f + std::exp(-g[r * g_cols + c / per_gate]));
+          y[r * cols + c] = x[r * cols + c] * gate;
+        }
+      }
+      return;
+    }
+    case OpKind::kSsmConv: {
+      const SsmConvArgs args{.x = buffer(in(0)),
+                             .taps = node.weight,
+                             .channels = cols,
+                             .il = node.il,
+                             .y = buffer(node)};
+      ssm_conv(table_, pool_, cache, batch, args, delta_net_scratch_);
+      return;
+    }
+    case OpKind::kDeltaNet: {
+      const DeltaNetArgs args{.qkv = buffer(in(0)),
+                              .alpha = buffer(in(1)),
+                              .beta = buffer(in(2)),
+                              .dt_bias = node.gates[0]->f32(),
+                              .a = node.gates[1]->f32(),
+                              .n_k_heads = node.n_k_heads,
+                              .n_v_heads = node.n_head,
+                              .d_state = node.group,
+                              .eps = node.eps,
+                              .il = node.il,
+                              .out = buffer(node)};
+      delta_net(table_, pool_, cache, batch, args);
+      return;
+    }
+    default:
+      MINFER_CHECK(false, "run_hybrid_node on another op");
   }
 }
 

@@ -9,6 +9,7 @@
 #include "core/aligned_vector.h"
 #include "graph/attention.h"
 #include "graph/batch.h"
+#include "graph/delta_net.h"
 #include "graph/graph.h"
 #include "graph/moe.h"
 #include "kernels/kernel_table.h"
@@ -40,6 +41,8 @@ class Executor {
 
  private:
   void run_node(const Node& node, const Graph& graph, const Batch& batch, KvCache& cache);
+  // The ops of hybrid models: columns, sigmoid_gate, ssm_conv, delta_net.
+  void run_hybrid_node(const Node& node, const Graph& graph, const Batch& batch, KvCache& cache);
   // How many nodes from `first` on are matmuls of one input run as one (1: just that node).
   size_t shared_input_matmuls(const Graph& graph, size_t first) const;
   void matmul_group(const Graph& graph, size_t first, size_t n);
@@ -52,6 +55,7 @@ class Executor {
   std::vector<AlignedVector<float>> slots_;  // activation buffers, by slot
   AlignedVector<uint8_t> act_scratch_;       // activations converted for a matmul (bytes)
   MoeScratch moe_scratch_;                   // moe_ffn's routing and per-expert buffers
+  DeltaNetScratch delta_net_scratch_;        // ssm_conv's transposed taps and next state
   NodeObserver observer_;
   AttentionOptions attention_options_;
 };

@@ -9,10 +9,11 @@
 namespace minfer {
 
 namespace {
-constexpr std::array<const char*, 16> kOpNames = {
-    "get_rows", "rms_norm", "matmul",   "add_row",   "add",         "mul",   "silu",    "swiglu",
-    "scale",    "rope",     "kv_store", "attention", "select_rows", "geglu", "softcap", "moe_ffn"};
-static_assert(kOpNames.size() == static_cast<size_t>(OpKind::kMoeFfn) + 1);
+constexpr std::array<const char*, 20> kOpNames = {
+    "get_rows", "rms_norm", "matmul",  "add_row",      "add",       "mul",         "silu",
+    "swiglu",   "scale",    "rope",    "kv_store",     "attention", "select_rows", "geglu",
+    "softcap",  "moe_ffn",  "columns", "sigmoid_gate", "ssm_conv",  "delta_net"};
+static_assert(kOpNames.size() == static_cast<size_t>(OpKind::kDeltaNet) + 1);
 }  // namespace
 
 const char* op_name(OpKind op) {
@@ -31,6 +32,7 @@ bool op_can_run_in_place(OpKind op) {
     case OpKind::kSoftcap:
     case OpKind::kScale:
     case OpKind::kRope:
+    case OpKind::kSigmoidGate:
       return true;
     default:
       return false;
@@ -212,6 +214,71 @@ NodeId GraphBuilder::moe_ffn(const std::string& name, NodeId x, NodeId router_lo
   n.inputs = {x, router_logits};
   n.experts = {&gate, &up, &down};
   n.n_used = n_used;
+  return push(std::move(n));
+}
+
+NodeId GraphBuilder::columns(const std::string& name, NodeId x, int64_t n_groups, int64_t offset,
+                             int64_t width) {
+  const Node& in = node(x);
+  MINFER_CHECK(n_groups > 0 && in.cols % n_groups == 0 && offset >= 0 &&
+                   offset + width <= in.cols / n_groups,
+               "columns: range outside the groups");
+  Node n = make_node(OpKind::kColumns, name);
+  n.rows = in.rows;
+  n.cols = n_groups * width;
+  n.inputs = {x};
+  n.n_head = n_groups;
+  n.group = in.cols / n_groups;
+  n.offset = offset;
+  return push(std::move(n));
+}
+
+NodeId GraphBuilder::sigmoid_gate(const std::string& name, NodeId x, NodeId g) {
+  const Node& in = node(x);
+  const Node& gate = node(g);
+  MINFER_CHECK(in.rows == gate.rows && gate.cols > 0 && in.cols % gate.cols == 0,
+               "sigmoid_gate: gate shape mismatch");
+  Node n = make_node(OpKind::kSigmoidGate, name);
+  n.rows = in.rows;
+  n.cols = in.cols;
+  n.inputs = {x, g};
+  return push(std::move(n));
+}
+
+NodeId GraphBuilder::ssm_conv(const std::string& name, NodeId x, const WeightTensor& taps,
+                              int64_t il) {
+  const Node& in = node(x);
+  MINFER_CHECK(in.rows == n_tokens_ && taps.n_rows == in.cols && taps.type == GgmlType::kF32,
+               "ssm_conv: taps do not match the channels");
+  Node n = make_node(OpKind::kSsmConv, name);
+  n.rows = in.rows;
+  n.cols = in.cols;
+  n.inputs = {x};
+  n.weight = &taps;
+  n.il = il;
+  return push(std::move(n));
+}
+
+NodeId GraphBuilder::delta_net(const std::string& name, NodeId qkv, NodeId alpha, NodeId beta,
+                               const WeightTensor& dt_bias, const WeightTensor& a, int64_t il,
+                               int64_t n_k_heads, int64_t n_v_heads, int64_t d_state, float eps) {
+  const Node& in = node(qkv);
+  MINFER_CHECK(in.rows == n_tokens_ && in.cols == (2 * n_k_heads + n_v_heads) * d_state &&
+                   n_v_heads % n_k_heads == 0,
+               "delta_net: qkv width mismatch");
+  MINFER_CHECK(node(alpha).cols == n_v_heads && node(beta).cols == n_v_heads &&
+                   dt_bias.n_cols == n_v_heads && a.n_cols == n_v_heads,
+               "delta_net: gate widths mismatch");
+  Node n = make_node(OpKind::kDeltaNet, name);
+  n.rows = in.rows;
+  n.cols = n_v_heads * d_state;
+  n.inputs = {qkv, alpha, beta};
+  n.gates = {&dt_bias, &a};
+  n.il = il;
+  n.n_head = n_v_heads;
+  n.n_k_heads = n_k_heads;
+  n.group = d_state;
+  n.eps = eps;
   return push(std::move(n));
 }
 

@@ -29,11 +29,17 @@ enum class OpKind {
   kRope,     // rotate each head of each row by its token's position
   kKvStore,  // write K and V rows of every token into the cache (no output)
   kAttention,  // softmax(q·Kᵀ/√d over the token's window) · V, per head → [n_tokens, n_head*dv]
-  kSelectRows,  // keep the rows of tokens whose logits are wanted → [n_outputs, cols]
-  kGeglu,       // gelu(gate) * up (tanh-form GELU, llama.cpp's f16 table)
-  kSoftcap,     // scale · tanh(x / scale)
-  kMoeFfn,      // mixture of experts: route by the router logits, weighted sum of the chosen
-                // experts' SwiGLUs (graph/moe.h) → [n_tokens, n_embd]
+  kSelectRows,   // keep the rows of tokens whose logits are wanted → [n_outputs, cols]
+  kGeglu,        // gelu(gate) * up (tanh-form GELU, llama.cpp's f16 table)
+  kSoftcap,      // scale · tanh(x / scale)
+  kMoeFfn,       // mixture of experts: route by the router logits, weighted sum of the chosen
+                 // experts' SwiGLUs (graph/moe.h) → [n_tokens, n_embd]
+  kColumns,      // of each of n_head groups of `group` columns, the cols / n_head from `offset`
+  kSigmoidGate,  // x · sigmoid(g), g's column c · g.cols / x.cols (a gate per group of columns)
+  kSsmConv,      // the causal depthwise conv over each sequence's inputs and its conv state,
+                 // then SiLU (graph/delta_net.h) → [n_tokens, channels]
+  kDeltaNet,     // the gated delta rule over each sequence's tokens and its delta state
+                 // (graph/delta_net.h) → [n_tokens, n_v_heads · d_state]
 };
 
 const char* op_name(OpKind op);
@@ -60,6 +66,10 @@ struct Node {
   // experts each token uses.
   std::array<const WeightTensor*, 3> experts{};
   int64_t n_used = 0;
+  int64_t offset = 0;  // columns: the first column taken of each group
+  // delta_net: the per-value-head dt bias and A (ssm_dt.bias, ssm_a), and the key heads.
+  std::array<const WeightTensor*, 2> gates{};
+  int64_t n_k_heads = 0;
   // Set by the allocator: the buffer slot of the output, -1 for none.
   int32_t buffer = -1;
 };
@@ -95,6 +105,20 @@ class GraphBuilder {
   // [n_embd → n_ff_exp], down: n_expert × [n_ff_exp → n_embd].
   NodeId moe_ffn(const std::string& name, NodeId x, NodeId router_logits, const WeightTensor& gate,
                  const WeightTensor& up, const WeightTensor& down, int64_t n_used);
+
+  // Of each of n_groups groups of x's columns, `width` columns from `offset`: [n, n_groups ·
+  // width].
+  NodeId columns(const std::string& name, NodeId x, int64_t n_groups, int64_t offset,
+                 int64_t width);
+  // x · sigmoid(g); g: [n, x.cols / m] for a gate per m columns (1: one per element).
+  NodeId sigmoid_gate(const std::string& name, NodeId x, NodeId g);
+  // The causal conv of layer il: x [n, channels], taps: channels rows of d_conv (f32).
+  NodeId ssm_conv(const std::string& name, NodeId x, const WeightTensor& taps, int64_t il);
+  // The gated delta rule of layer il: qkv [n, (2 n_k_heads + n_v_heads) · d_state] (the conv's
+  // output), alpha and beta [n, n_v_heads] (before their gates), dt_bias and a [n_v_heads].
+  NodeId delta_net(const std::string& name, NodeId qkv, NodeId alpha, NodeId beta,
+                   const WeightTensor& dt_bias, const WeightTensor& a, int64_t il,
+                   int64_t n_k_heads, int64_t n_v_heads, int64_t d_state, float eps);
 
   const Node& node(NodeId id) const { return graph_.nodes[static_cast<size_t>(id)]; }
   int64_t n_tokens() const { return n_tokens_; }

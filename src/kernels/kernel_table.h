@@ -145,6 +145,21 @@ struct KernelTable {
   void (*dot_rows_q8_0)(Q8Rows rows, F32Rows x, int64_t n, float scale, float* out,
                         int64_t out_stride);
   void (*weighted_sum_q8_0)(F32Rows w, Q8Rows rows, int64_t n, float* y, int64_t y_stride);
+  // The gated delta net's kernels (graph/delta_net.h). Their sums are kLaneSums-lane sums:
+  // lane l accumulates, by fused multiply-adds in order, the products of the elements i with
+  // i mod 16 = l, and the 16 lanes are folded in halves (l + 8, then + 4, + 2, + 1), so every
+  // table gives the reference's bits (tested bit for bit, tails included).
+  //   ssm_conv: y[c] = Σ_k taps[k][c] · rows[k][c] over k = 0 .. d_conv - 1 in order, by fused
+  //     multiply-adds from 0: one token of the causal depthwise conv, rows oldest first.
+  //   l2_norm: y = x · (1 / max(sqrt(Σ x²), eps)), Σ x² a lane sum. y may be x.
+  //   delta_rule_step: one token of one head's gated delta rule on state [dv][dk] (row j is
+  //     value j's keys): S ← decay · S; δ_j = β (v_j − S_j · k); S_j ← S_j + δ_j k (fused);
+  //     out_j = S_j · q; the dots lane sums.
+  void (*ssm_conv)(const float* const* rows, const float* taps, int64_t d_conv, int64_t n,
+                   float* y);
+  void (*l2_norm)(const float* x, float eps, int64_t n, float* y);
+  void (*delta_rule_step)(float* state, const float* q, const float* k, const float* v, float decay,
+                          float beta, int64_t dk, int64_t dv, float* out);
   // IEEE half / bfloat16 <-> f32, round to nearest even; bf16 NaNs stay NaN (quiet).
   void (*f16_to_f32)(const uint16_t* x, int64_t n, float* y);
   void (*f32_to_f16)(const float* x, int64_t n, uint16_t* y);

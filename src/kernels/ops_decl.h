@@ -27,6 +27,10 @@ void axpy_f32(float a, const float* x, int64_t n, float* y);
 // dot_f32's order), and each y row's axpy_f32s in order of j.
 void dot_rows_f32(F32Rows rows, F32Rows x, int64_t n, float scale, float* out, int64_t out_stride);
 void weighted_sum_f32(F32Rows w, F32Rows rows, int64_t n, float* y, int64_t y_stride);
+void ssm_conv(const float* const* rows, const float* taps, int64_t d_conv, int64_t n, float* y);
+void l2_norm(const float* x, float eps, int64_t n, float* y);
+void delta_rule_step(float* state, const float* q, const float* k, const float* v, float decay,
+                     float beta, int64_t dk, int64_t dv, float* out);
 void f16_to_f32(const uint16_t* x, int64_t n, float* y);
 void f32_to_f16(const float* x, int64_t n, uint16_t* y);
 void bf16_to_f32(const uint16_t* x, int64_t n, float* y);
@@ -49,6 +53,9 @@ constexpr void set_ops(KernelTable& t) {
   t.axpy_f32 = axpy_f32;
   t.dot_rows_f32 = dot_rows_f32;
   t.weighted_sum_f32 = weighted_sum_f32;
+  t.ssm_conv = ssm_conv;
+  t.l2_norm = l2_norm;
+  t.delta_rule_step = delta_rule_step;
   t.f16_to_f32 = f16_to_f32;
   t.f32_to_f16 = f32_to_f16;
   t.bf16_to_f32 = bf16_to_f32;

@@ -4,13 +4,12 @@
 // back to the window pool as soon as no later token of the sequence can see them (a -1 entry).
 // The tables hold ids; the pools (kv/block_pool.h) hold the blocks.
 //
-// KvSequence is everything the cache keeps for one sequence. The seam for state that is not
-// paged KV — a recurrent layer's fixed-size state per sequence (issue #46, DESIGN.md invariant
-// 12): a pool of fixed-size state slots beside the block pools, the slot a sequence holds
-// recorded in KvSequence beside its tables, and KvCache's sequence operations handling both —
-// taken with the first reserve, returned by free_sequence, copied where a sequence forks,
-// saved and restored with the cells (read_cells / write_cells), counted in bytes_in_use; truncate
-// and shift, which drop positions, restore a checkpoint or refuse for such a sequence.
+// KvSequence is everything the cache keeps for one sequence: its tables and, for a model with
+// recurrent layers (DESIGN.md invariant 12), the slot of its recurrent state in the state pool
+// beside the block pools (kv/recurrent_state.h) — taken with the first reserve, returned by
+// free_sequence, counted in bytes_in_use. Operations that drop positions cannot take tokens out
+// of a recurrent state: truncate keeps nothing of such a sequence (its callers compute it
+// again), shift refuses, and no prefix is shared (kv/kv_cache.h).
 #pragma once
 
 #include <cstdint>
@@ -25,6 +24,9 @@ struct KvSequence {
   std::vector<int32_t> blocks;         // the block table: main pool ids in position order
   std::vector<int32_t> window_blocks;  // the window table (has_window), -1 where released
   int64_t length = 0;                  // positions [0, length) hold computed cells
+  // The recurrent layers' state slot (kv/recurrent_state.h), -1 when none is held: the state
+  // after positions [0, length).
+  int32_t state_slot = -1;
 };
 
 class KvBlockTables {

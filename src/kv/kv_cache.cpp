@@ -13,7 +13,24 @@ KvCache::KvCache(KvLayout layout, KvBlockPool main, KvBlockPool window)
       main_(std::move(main)),
       window_(std::move(window)),
       prefix_(layout_.config.block_size),
-      tables_(layout_) {}
+      tables_(layout_),
+      states_(static_cast<int64_t>(layout_.recurrent_layers.size()),
+              layout_.config.conv_state_floats, layout_.config.delta_state_floats,
+              layout_.config.max_state_slots) {}
+
+int32_t KvCache::state_slot(int32_t seq) const {
+  const KvSequence* s = tables_.find(seq);
+  MINFER_CHECK(s != nullptr && s->state_slot >= 0, "recurrent state of a sequence without one");
+  return s->state_slot;
+}
+
+float* KvCache::conv_state(int32_t seq, int64_t il) {
+  return states_.conv(state_slot(seq), layout_.layer_slot[static_cast<size_t>(il)]);
+}
+
+float* KvCache::delta_state(int32_t seq, int64_t il) {
+  return states_.delta(state_slot(seq), layout_.layer_slot[static_cast<size_t>(il)]);
+}
 
 Result<std::unique_ptr<KvCache>> KvCache::create(const KvCacheConfig& c) {
   MINFER_ASSIGN_OR_RETURN(KvLayout layout, KvLayout::create(c));
@@ -80,8 +97,8 @@ int64_t KvCache::match_prefix(int32_t seq, std::span<const int32_t> tokens, int6
   MINFER_CHECK(held == nullptr || held->blocks.empty(),
                "match_prefix on a sequence that holds blocks");
   // Registered blocks carry the global layers only: the sliding layers' cells of a shared
-  // prefix are not kept, so nothing can be attached.
-  if (has_window()) return 0;
+  // prefix are not kept, nor a recurrent state at its end, so nothing can be attached.
+  if (has_window() || has_recurrent()) return 0;
   const std::vector<int32_t> attached =
       prefix_.match(tokens, std::min(max_positions, config().n_ctx));
   if (attached.empty()) return 0;
@@ -96,7 +113,8 @@ int64_t KvCache::match_prefix(int32_t seq, std::span<const int32_t> tokens, int6
 
 void KvCache::commit_prefix(int32_t seq, std::span<const int32_t> tokens) {
   const KvSequence* s = tables_.find(seq);
-  if (s == nullptr || has_window()) return;  // no prefix sharing with sliding layers
+  // No prefix sharing with sliding or recurrent layers.
+  if (s == nullptr || has_window() || has_recurrent()) return;
   prefix_.commit(s->blocks, tokens, s->length);
 }
 
@@ -112,6 +130,13 @@ Status KvCache::reserve(int32_t seq, int64_t n_positions) {
   const int64_t missing = needed - static_cast<int64_t>(s.blocks.size());
   if (missing <= 0) return Status::ok();
   const int64_t window_missing = has_window() ? missing : 0;
+  const bool needs_state = has_recurrent() && s.state_slot < 0;
+  if (needs_state && states_.n_free() == 0) {
+    if (s.blocks.empty()) tables_.erase(seq);
+    return make_error(ErrorCode::kResourceExhausted,
+                      "[kv] sequence {} needs a recurrent state but all {} state slots are held",
+                      seq, states_.max_slots());
+  }
   if (missing > n_blocks_free() || window_missing > window_.n_free()) {
     if (s.blocks.empty()) tables_.erase(seq);
     return make_error(ErrorCode::kResourceExhausted,
@@ -119,6 +144,7 @@ Status KvCache::reserve(int32_t seq, int64_t n_positions) {
                       "budget of {} are free ({} in the sliding-window pool)",
                       seq, missing, c.block_size, n_blocks_free(), c.max_blocks, window_.n_free());
   }
+  if (needs_state) s.state_slot = states_.take();
   for (int64_t i = 0; i < missing; ++i) s.blocks.push_back(take_block());
   for (int64_t i = 0; i < window_missing; ++i) s.window_blocks.push_back(window_.take());
   return Status::ok();
@@ -131,6 +157,7 @@ void KvCache::free_sequence(int32_t seq) {
   // before them, so eviction never orphans a prefix's head while keeping its tail.
   for (auto b = s->blocks.rbegin(); b != s->blocks.rend(); ++b) release_block(*b);
   for (int32_t& b : s->window_blocks) release_window_block(b);
+  if (s->state_slot >= 0) states_.release(s->state_slot);
   tables_.erase(seq);
 }
 
@@ -139,8 +166,13 @@ void KvCache::truncate(int32_t seq, int64_t n_positions) {
   if (s == nullptr) return;
   const int64_t bs = config().block_size;
   n_positions = std::max<int64_t>(n_positions, 0);
-  // A token after the kept positions would see released sliding-layer cells: keep nothing.
+  // A token after the kept positions would see released sliding-layer cells, or a recurrent
+  // state that holds later tokens: keep nothing.
   if (tables_.window_lost(*s, n_positions)) n_positions = 0;
+  if (s->state_slot >= 0 && n_positions < s->length) {
+    n_positions = 0;
+    states_.clear(s->state_slot);
+  }
   s->length = std::min(s->length, n_positions);
   std::vector<int32_t>& table = s->blocks;
   const size_t keep = static_cast<size_t>((n_positions + bs - 1) / bs);

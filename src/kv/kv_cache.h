@@ -13,8 +13,14 @@
 //                                     main_ for global layers, window_ for sliding ones
 //   KvBlockTables  kv/block_tables.h  each sequence's tables and length (KvSequence)
 //   PrefixCache    kv/prefix_cache.h  hashes of registered full blocks, LRU of parked ones
-// Per-sequence state that is not paged KV (issue #46's recurrent state) joins as a further part
-// beside tables_, handled in the same sequence operations (kv/block_tables.h says where).
+//   RecurrentStatePool  kv/recurrent_state.h  recurrent layers' state, a slot per sequence
+//
+// Recurrent layers (KvCacheConfig::recurrent_layers, e.g. Qwen3.5's gated delta nets) keep no
+// cells: each sequence holds a state slot, taken with its first reserve, which the forward step
+// advances token by token. A state cannot forget its latest tokens, so positions are never
+// recomputed (the step runner requires each sequence to continue at its length), truncate below
+// the length keeps nothing of the sequence (its callers compute it again), shift refuses, and no
+// prefix is shared (match_prefix attaches nothing).
 //
 // Prefix cache: a main-pool block is held by every sequence whose table has it. A full block
 // whose cells are computed can be registered under the hash of the whole token prefix it ends
@@ -46,6 +52,7 @@
 #include "kv/block_tables.h"
 #include "kv/kv_layout.h"
 #include "kv/prefix_cache.h"
+#include "kv/recurrent_state.h"
 
 namespace minfer {
 
@@ -63,7 +70,9 @@ class KvCache {
   size_t seen_bytes(int64_t n_positions) const;
   // The cells the budget may grow to: max_blocks of the main pool and of the window pool.
   size_t budget_bytes() const {
-    return static_cast<size_t>(config().max_blocks) * (main_.block_bytes() + window_.block_bytes());
+    return static_cast<size_t>(config().max_blocks) *
+               (main_.block_bytes() + window_.block_bytes()) +
+           static_cast<size_t>(states_.max_slots()) * states_.slot_bytes();
   }
 
   // Makes room for positions [0, n_positions) of `seq`, taking blocks from the pool. Fails, with
@@ -163,14 +172,28 @@ class KvCache {
   // Window pool: blocks the sequence's sliding layers hold, and blocks ever allocated.
   int64_t n_window_blocks_held(int32_t seq) const { return tables_.n_window_blocks_held(seq); }
   int64_t n_window_blocks_allocated() const { return window_.n_allocated(); }
-  // The cells of the blocks sequences hold, both pools.
+  // The cells of the blocks sequences hold, both pools, and their recurrent states.
   size_t bytes_in_use() const {
     return static_cast<size_t>(main_.n_held()) * main_.block_bytes() +
-           static_cast<size_t>(window_.n_held()) * window_.block_bytes();
+           static_cast<size_t>(window_.n_held()) * window_.block_bytes() +
+           static_cast<size_t>(states_.n_held()) * states_.slot_bytes();
   }
+
+  // Recurrent layers (KvCacheConfig::recurrent_layers).
+  bool has_recurrent() const { return layout_.has_recurrent(); }
+  bool is_recurrent_layer(int64_t il) const { return layout_.is_recurrent_layer(il); }
+  // Bytes of one sequence's recurrent state (0 without recurrent layers).
+  size_t state_bytes() const { return states_.slot_bytes(); }
+  int64_t n_states_held() const { return states_.n_held(); }
+  // Layer il's conv state [d_conv - 1][channels] and delta state of `seq`, which must hold a
+  // slot (reserve takes one).
+  float* conv_state(int32_t seq, int64_t il);
+  float* delta_state(int32_t seq, int64_t il);
 
  private:
   KvCache(KvLayout layout, KvBlockPool main, KvBlockPool window);
+  // The state slot of a sequence that holds one.
+  int32_t state_slot(int32_t seq) const;
   // The pool that holds layer il's cells.
   const KvBlockPool& pool_of(int64_t il) const { return is_window_layer(il) ? window_ : main_; }
   // One position's key (or value) row of KV head h, layer il, slot `slot` of `block` in the
@@ -203,6 +226,7 @@ class KvCache {
   KvBlockPool window_;  // the sliding-window layers' blocks (empty without such layers)
   PrefixCache prefix_;  // main-pool blocks registered under their token prefix
   KvBlockTables tables_;
+  RecurrentStatePool states_;  // empty without recurrent layers
 };
 
 }  // namespace minfer

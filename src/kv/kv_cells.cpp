@@ -13,6 +13,7 @@ size_t KvCache::seen_bytes(int64_t n_positions) const {
   const KvCacheConfig& c = config();
   size_t rows = 0;
   for (int64_t il = 0; il < c.n_layer; ++il) {
+    if (is_recurrent_layer(il)) continue;
     const int64_t n = is_window_layer(il) ? std::min(n_positions, c.window) : n_positions;
     rows += static_cast<size_t>(c.n_head_kv * n);
   }
@@ -21,7 +22,8 @@ size_t KvCache::seen_bytes(int64_t n_positions) const {
 
 size_t KvCache::cells_bytes(int64_t n_positions) const {
   const KvCacheConfig& c = config();
-  const size_t rows = static_cast<size_t>(c.n_layer * c.n_head_kv * n_positions);
+  const int64_t n_cell_layers = c.n_layer - static_cast<int64_t>(layout_.recurrent_layers.size());
+  const size_t rows = static_cast<size_t>(n_cell_layers * c.n_head_kv * n_positions);
   return rows * (layout_.k_row_bytes + layout_.v_row_bytes);
 }
 
@@ -32,6 +34,7 @@ void KvCache::for_each_run(int32_t seq, int64_t n_positions, Fn&& copy) const {
   const int64_t bs = c.block_size;
   size_t offset = 0;
   for (int64_t il = 0; il < c.n_layer; ++il) {
+    if (is_recurrent_layer(il)) continue;
     const std::vector<int32_t>& table = block_table(seq, il);
     for (const bool is_v : {false, true}) {
       const size_t row = is_v ? layout_.v_row_bytes : layout_.k_row_bytes;

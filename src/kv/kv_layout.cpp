@@ -76,6 +76,15 @@ Result<KvLayout> KvLayout::create(const KvCacheConfig& c) {
                       "[kv] swa_layers has {} entries, expected one per layer ({})",
                       c.swa_layers.size(), c.n_layer);
   }
+  if (!c.recurrent_layers.empty() &&
+      (static_cast<int64_t>(c.recurrent_layers.size()) != c.n_layer || c.conv_state_floats <= 0 ||
+       c.delta_state_floats <= 0 || c.max_state_slots <= 0)) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "[kv] recurrent layers: {} entries (expected {}), state of {} + {} floats "
+                      "and {} slots (all must be > 0)",
+                      c.recurrent_layers.size(), c.n_layer, c.conv_state_floats,
+                      c.delta_state_floats, c.max_state_slots);
+  }
   if (c.window < 0) {
     return make_error(ErrorCode::kInvalidArgument, "[kv] sliding window {} must be >= 0", c.window);
   }
@@ -87,7 +96,10 @@ Result<KvLayout> KvLayout::create(const KvCacheConfig& c) {
   // layers the window blocks.
   int64_t n_global = 0;
   for (int64_t il = 0; il < c.n_layer; ++il) {
-    if (windowed && c.swa_layers[static_cast<size_t>(il)]) {
+    if (layout.is_recurrent_layer(il)) {
+      layout.layer_slot.push_back(static_cast<int64_t>(layout.recurrent_layers.size()));
+      layout.recurrent_layers.push_back(il);
+    } else if (windowed && c.swa_layers[static_cast<size_t>(il)]) {
       layout.layer_slot.push_back(static_cast<int64_t>(layout.window_layers.size()));
       layout.window_layers.push_back(il);
     } else {

@@ -52,6 +52,13 @@ struct KvCacheConfig {
   // positions. Empty (or window 0): every layer is global.
   std::vector<bool> swa_layers;  // [n_layer] or empty
   int64_t window = 0;
+  // Recurrent layers (kv/recurrent_state.h): recurrent_layers[il] set means layer il keeps no KV
+  // cells but a state slot per sequence of conv_state_floats + delta_state_floats; at most
+  // max_state_slots sequences hold one at once. Empty: every layer is attention.
+  std::vector<bool> recurrent_layers;  // [n_layer] or empty
+  int64_t conv_state_floats = 0;
+  int64_t delta_state_floats = 0;
+  int64_t max_state_slots = 0;
 };
 
 struct KvLayout {
@@ -63,18 +70,25 @@ struct KvLayout {
   bool is_window_layer(int64_t il) const {
     return has_window() && config.swa_layers[static_cast<size_t>(il)];
   }
+  bool is_recurrent_layer(int64_t il) const {
+    return !config.recurrent_layers.empty() && config.recurrent_layers[static_cast<size_t>(il)];
+  }
+  bool has_recurrent() const { return !recurrent_layers.empty(); }
   // Layers whose cells the main pool's blocks hold.
   int64_t n_global_layers() const {
-    return config.n_layer - static_cast<int64_t>(window_layers.size());
+    return config.n_layer - static_cast<int64_t>(window_layers.size()) -
+           static_cast<int64_t>(recurrent_layers.size());
   }
 
   KvCacheConfig config;
   size_t k_row_bytes = 0;  // one head's key row in the cell type
   size_t v_row_bytes = 0;
   size_t full_segment = 1;  // blocks of a full segment (kv/block_pool.h)
-  // [n_layer] layer il's index among the layers of its pool: where its cells lie in a block.
+  // [n_layer] layer il's index among the layers of its pool: where its cells lie in a block;
+  // for a recurrent layer, its index among the recurrent layers (its state in a slot).
   std::vector<int64_t> layer_slot;
-  std::vector<int64_t> window_layers;  // the sliding layers, ascending
+  std::vector<int64_t> window_layers;     // the sliding layers, ascending
+  std::vector<int64_t> recurrent_layers;  // the recurrent layers, ascending
 };
 
 }  // namespace minfer

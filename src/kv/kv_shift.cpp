@@ -55,6 +55,12 @@ Status KvCache::shift(const kernels::KernelTable& table, int32_t seq, int64_t n_
                       "needs 0 <= keep, 1 <= discard and keep + discard <= its length {}",
                       seq, n_keep, n_discard, length);
   }
+  if (has_recurrent()) {
+    return make_error(ErrorCode::kUnsupported,
+                      "[kv] context shift of sequence {}: the model has recurrent layers, whose "
+                      "state cannot drop tokens (start a new sequence instead)",
+                      seq);
+  }
   KvSequence& s = *held;
   const KvCacheConfig& c = config();
   const int64_t bs = c.block_size;

@@ -38,6 +38,13 @@ extern const ArchSpec kQwen2Arch;
 extern const ArchSpec kQwen3Arch;
 extern const ArchSpec kQwen3MoeArch;
 extern const ArchSpec kGemma3Arch;
+extern const ArchSpec kQwen35Arch;
+extern const ArchSpec kQwen35MoeArch;
+
+// Qwen3-MoE's experts (models/qwen3moe.cpp), which Qwen3.5-MoE shares: the router and expert
+// tensors of a block, and the expert_* keys (softmax routing, normalized weights, no scale).
+void moe_ffn_tensors(const ModelConfig& c, TensorList& t);
+Status read_moe_keys(const GgufFile& file, const std::string& p, ModelConfig& c);
 
 // Every supported architecture, in the order `minfer info --architectures` lists them.
 std::span<const ArchSpec* const> supported_archs();

@@ -41,6 +41,39 @@ kernels::RopeConfig layer_rope(const ModelConfig& c, const LayerWeights& w, int6
                      c.is_swa(il) ? c.rope_freq_base_swa : c.rope_freq_base);
 }
 
+namespace {
+
+// Only the rows whose logits are wanted go on from the last block's mixer: the rest of the model
+// works on those alone. Returns the residual sum.
+NodeId mixer_residual(GraphBuilder& g, const BlockNames& name, NodeId h, NodeId o,
+                      bool select_outputs) {
+  if (select_outputs) {
+    o = g.select_rows(name("attn_output_rows"), o);
+    h = g.select_rows(name("residual_rows"), h);
+  }
+  return g.add(name("attn_residual"), h, o);
+}
+
+}  // namespace
+
+NodeId delta_net_block(GraphBuilder& g, const ModelConfig& c, const LayerWeights& w, int64_t il,
+                       NodeId h, bool select_outputs) {
+  const BlockNames name{il};
+  const LayerWeights::DeltaNet& d = *w.delta_net;
+  const NodeId x = g.rms_norm(name("attn_norm"), h, w.attn_norm, c.rms_eps);
+  const NodeId qkv = g.matmul(name("attn_qkv"), x, d.qkv);            // [n, 2 kd + vd]
+  const NodeId z = g.matmul(name("attn_gate"), x, d.gate);            // [n, vd]
+  const NodeId beta = g.matmul(name("ssm_beta"), x, d.beta);          // [n, n_v_heads]
+  const NodeId alpha = g.matmul(name("ssm_alpha"), x, d.alpha);       // [n, n_v_heads]
+  const NodeId conv = g.ssm_conv(name("ssm_conv"), qkv, d.conv, il);  // [n, 2 kd + vd]
+  NodeId o = g.delta_net(name("ssm_delta"), conv, alpha, beta, d.dt_bias, d.a, il, c.ssm_n_k_heads,
+                         c.ssm_n_v_heads, c.ssm_d_state, c.rms_eps);  // [n, vd]
+  o = g.rms_norm(name("ssm_norm"), o, d.norm, c.rms_eps, c.ssm_d_state);
+  o = g.mul(name("ssm_gated"), g.silu(name("ssm_gate_silu"), z), o);
+  o = g.matmul(name("ssm_out"), o, d.out);  // [n, n_embd]
+  return mixer_residual(g, name, h, o, select_outputs);
+}
+
 NodeId attention_block(GraphBuilder& g, const ModelConfig& c, const LayerWeights& w, int64_t il,
                        NodeId h, bool select_outputs) {
   const BlockNames name{il};
@@ -52,6 +85,12 @@ NodeId attention_block(GraphBuilder& g, const ModelConfig& c, const LayerWeights
     q = g.add_row(name("attn_q_bias"), q, *w.bq);
     k = g.add_row(name("attn_k_bias"), k, *w.bk);
     v = g.add_row(name("attn_v_bias"), v, *w.bv);
+  }
+  NodeId gate = kNoNode;  // [n_tokens, n_head * head_dim] (attn_output_gate)
+  if (c.attn_output_gate) {
+    // Wq gave each head's query then its gate.
+    gate = g.columns(name("attn_gate"), q, c.n_head, c.head_dim, c.head_dim);
+    q = g.columns(name("attn_q_heads"), q, c.n_head, 0, c.head_dim);
   }
   if (c.qk_norm) {
     q = g.rms_norm(name("attn_q_norm"), q, *w.q_norm, c.rms_eps, c.head_dim);
@@ -68,16 +107,19 @@ NodeId attention_block(GraphBuilder& g, const ModelConfig& c, const LayerWeights
     q = g.scale(name("attn_q_scale"), q, c.attn_q_scale);
     scale = 1.0f;
   }
-  const NodeId a = g.attention(name("attn"), q, il, c.n_head, c.head_dim, c.head_dim_v, scale,
-                               swa ? c.n_swa : 0);
+  NodeId a = g.attention(name("attn"), q, il, c.n_head, c.head_dim, c.head_dim_v, scale,
+                         swa ? c.n_swa : 0);
+  if (gate != kNoNode) a = g.sigmoid_gate(name("attn_gated"), a, gate);
   NodeId o = g.matmul(name("attn_output"), a, w.wo);  // [n_tokens, n_embd]
-  if (select_outputs) {
-    // Only the rows whose logits are wanted go on: the rest of the model works on those alone.
-    o = g.select_rows(name("attn_output_rows"), o);
-    h = g.select_rows(name("residual_rows"), h);
+  if (c.post_norms) {
+    if (select_outputs) {
+      o = g.select_rows(name("attn_output_rows"), o);
+      h = g.select_rows(name("residual_rows"), h);
+    }
+    o = g.rms_norm(name("attn_post_norm"), o, *w.attn_post_norm, c.rms_eps);
+    return g.add(name("attn_residual"), h, o);
   }
-  if (c.post_norms) o = g.rms_norm(name("attn_post_norm"), o, *w.attn_post_norm, c.rms_eps);
-  return g.add(name("attn_residual"), h, o);
+  return mixer_residual(g, name, h, o, select_outputs);
 }
 
 NodeId ffn_block(GraphBuilder& g, const ModelConfig& c, const LayerWeights& w, int64_t il,
@@ -85,6 +127,16 @@ NodeId ffn_block(GraphBuilder& g, const ModelConfig& c, const LayerWeights& w, i
   const BlockNames name{il};
   const NodeId x = g.rms_norm(name("ffn_norm"), h, w.ffn_norm, c.rms_eps);
   NodeId out = c.n_expert > 0 ? moe_ffn(g, c, w, name, x) : dense_ffn(g, c, w, name, x);
+  if (w.gate_shexp) {
+    // The shared expert, gated per token by sigmoid(ffn_gate_inp_shexp · x).
+    const NodeId gate = g.matmul(name("ffn_shexp_gate"), x, *w.shexp_gate_inp);  // [n, 1]
+    const NodeId sg = g.matmul(name("ffn_shexp_gate_proj"), x, *w.gate_shexp);   // [n, n_ff_sh]
+    const NodeId su = g.matmul(name("ffn_shexp_up"), x, *w.up_shexp);            // [n, n_ff_sh]
+    NodeId shared = g.mul(name("ffn_shexp_swiglu"), g.silu(name("ffn_shexp_silu"), sg), su);
+    shared = g.matmul(name("ffn_shexp_down"), shared, *w.down_shexp);  // [n, n_embd]
+    shared = g.sigmoid_gate(name("ffn_shexp_gated"), shared, gate);
+    out = g.add(name("ffn_moe_shared"), out, shared);
+  }
   if (c.post_norms) out = g.rms_norm(name("ffn_post_norm"), out, *w.ffn_post_norm, c.rms_eps);
   return g.add(name("ffn_residual"), h, out);
 }
@@ -94,7 +146,9 @@ NodeId build_decoder(GraphBuilder& g, const ModelConfig& c, const ModelWeights& 
   if (c.embd_scale > 0.0f) h = g.scale("token_embd_scale", h, c.embd_scale);
   for (int64_t il = 0; il < c.n_layer; ++il) {
     const LayerWeights& layer = w.layers[static_cast<size_t>(il)];
-    h = attention_block(g, c, layer, il, h, /*select_outputs=*/il == c.n_layer - 1);
+    const bool last = il == c.n_layer - 1;
+    h = c.is_recurrent(il) ? delta_net_block(g, c, layer, il, h, last)
+                           : attention_block(g, c, layer, il, h, last);
     h = ffn_block(g, c, layer, il, h);
   }
   const NodeId x = g.rms_norm("output_norm", h, w.output_norm, c.rms_eps);  // [n_outputs, n_embd]

@@ -19,6 +19,12 @@ kernels::RopeConfig layer_rope(const ModelConfig& c, const LayerWeights& w, int6
 NodeId attention_block(GraphBuilder& g, const ModelConfig& c, const LayerWeights& w, int64_t il,
                        NodeId h, bool select_outputs);
 
+// A gated delta-net block (Qwen3.5's recurrent layers; graph/delta_net.h): h → RMSNorm →
+//   qkv, z, β, α → causal conv + SiLU → delta rule (state per sequence) → RMSNorm per head ·
+//   silu(z) → ssm_out → + h.
+NodeId delta_net_block(GraphBuilder& g, const ModelConfig& c, const LayerWeights& w, int64_t il,
+                       NodeId h, bool select_outputs);
+
 // h → RMSNorm → FFN → [RMSNorm] → + h. The FFN is down(act(gate(x)) * up(x)) with act SiLU or
 // GELU, or with n_expert > 0 a mixture of experts (router ffn_gate_inp, then graph/moe.h).
 NodeId ffn_block(GraphBuilder& g, const ModelConfig& c, const LayerWeights& w, int64_t il,

@@ -5,6 +5,9 @@
 #include <cmath>
 #include <string_view>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "models/architectures.h"
 
 namespace minfer {
@@ -22,6 +25,32 @@ Result<int64_t> read_positive(const GgufFile& file, const std::string& key) {
 }
 
 }  // namespace
+
+int64_t ModelConfig::n_recurrent_layers() const {
+  return static_cast<int64_t>(std::count(recurrent_layers.begin(), recurrent_layers.end(), true));
+}
+
+uint64_t ModelConfig::recurrent_state_bytes() const {
+  return static_cast<uint64_t>(n_recurrent_layers() *
+                               (conv_state_floats() + delta_state_floats())) *
+         sizeof(float);
+}
+
+std::string describe_recurrent(const ModelConfig& c) {
+  if (c.recurrent_layers.empty()) return "";
+  std::vector<int64_t> recurrent, attention;
+  for (int64_t il = 0; il < c.n_layer; ++il) {
+    (c.is_recurrent(il) ? recurrent : attention).push_back(il);
+  }
+  const auto kib = [](int64_t floats) { return static_cast<double>(floats) * 4.0 / 1024.0; };
+  return fmt::format(
+      "layers:       {} gated delta-net ({}), {} attention ({})\n"
+      "state:        {:.1f} KiB per sequence: per delta-net layer a conv state of {:.1f} KiB "
+      "and a delta state of {:.1f} KiB (f32)\n",
+      recurrent.size(), fmt::join(recurrent, " "), attention.size(), fmt::join(attention, " "),
+      static_cast<double>(c.recurrent_state_bytes()) / 1024.0, kib(c.conv_state_floats()),
+      kib(c.delta_state_floats()));
+}
 
 Result<int64_t> read_positive_or(const GgufFile& file, const std::string& key, int64_t fallback) {
   if (!file.has(key)) return fallback;
@@ -161,8 +190,9 @@ kernels::RopeConfig rope_config(const ModelConfig& c, const float* freq_factors,
 }
 
 std::span<const ArchSpec* const> supported_archs() {
-  static const std::array<const ArchSpec*, 5> archs = {&kLlamaArch, &kQwen2Arch, &kQwen3Arch,
-                                                       &kQwen3MoeArch, &kGemma3Arch};
+  static const std::array<const ArchSpec*, 7> archs = {&kLlamaArch,    &kQwen2Arch,  &kQwen3Arch,
+                                                       &kQwen3MoeArch, &kGemma3Arch, &kQwen35Arch,
+                                                       &kQwen35MoeArch};
   return archs;
 }
 
@@ -195,7 +225,11 @@ Result<ModelConfig> read_model_config(const GgufFile& file) {
   MINFER_ASSIGN_OR_RETURN(c.n_head, read_positive(file, p + "attention.head_count"));
   MINFER_ASSIGN_OR_RETURN(c.n_head_kv,
                           read_positive_or(file, p + "attention.head_count_kv", c.n_head));
-  MINFER_ASSIGN_OR_RETURN(c.n_ff, read_positive(file, p + "feed_forward_length"));
+  // A mixture of experts may leave the dense width out (Qwen3.5-MoE): its experts' widths are
+  // keys of their own, checked by the architecture.
+  MINFER_ASSIGN_OR_RETURN(c.n_ff, file.has(p + "expert_count")
+                                      ? read_positive_or(file, p + "feed_forward_length", 0)
+                                      : read_positive(file, p + "feed_forward_length"));
   MINFER_ASSIGN_OR_RETURN(c.n_ctx_train, read_positive_or(file, p + "context_length", 2048));
   if (c.n_embd % c.n_head != 0 && !file.has(p + "attention.key_length")) {
     return make_error(ErrorCode::kCorrupt,

@@ -79,10 +79,45 @@ struct ModelConfig {
   int64_t n_expert_used = 0;  // expert_used_count
   int64_t n_ff_exp = 0;       // expert_feed_forward_length
 
+  // Qwen3.5-MoE's shared expert (read by the architecture's read_keys): > 0: every token's FFN
+  // adds sigmoid(ffn_gate_inp_shexp · x) · SwiGLU_shared(x) of this width to the experts' sum.
+  int64_t n_ff_shexp = 0;
+
+  // Attention with an output gate (Qwen3.5): Wq gives, per head, the query then a gate of
+  // head_dim, and attention's output is multiplied by sigmoid(gate) before Wo.
+  bool attn_output_gate = false;
+
+  // Gated delta-net layers (Qwen3.5; models/qwen35.cpp): recurrent_layers[il] set means layer il
+  // is a recurrent layer that keeps a fixed-size state per sequence instead of KV cells (a
+  // conv state and a delta state, kv/recurrent_state.h). Empty: every layer is attention.
+  std::vector<bool> recurrent_layers;  // [n_layer] or empty
+  int64_t ssm_d_conv = 0;              // ssm.conv_kernel: taps of the causal depthwise conv
+  int64_t ssm_d_state = 0;             // ssm.state_size: the head dim of q, k and v
+  int64_t ssm_n_k_heads = 0;           // ssm.group_count: key (and query) heads
+  int64_t ssm_n_v_heads = 0;  // ssm.time_step_rank: value heads (a multiple of the key heads)
+
+  bool is_recurrent(int64_t il) const {
+    return !recurrent_layers.empty() && recurrent_layers[static_cast<size_t>(il)];
+  }
+  int64_t n_recurrent_layers() const;
+  int64_t ssm_k_width() const { return ssm_d_state * ssm_n_k_heads; }  // q and k, each
+  int64_t ssm_v_width() const { return ssm_d_state * ssm_n_v_heads; }  // v, z and the output
+  int64_t ssm_conv_channels() const { return 2 * ssm_k_width() + ssm_v_width(); }  // q|k|v
+  // Floats of one recurrent layer's state per sequence: the conv's last d_conv - 1 inputs, and
+  // a d_state × d_state matrix per value head.
+  int64_t conv_state_floats() const { return (ssm_d_conv - 1) * ssm_conv_channels(); }
+  int64_t delta_state_floats() const { return ssm_n_v_heads * ssm_d_state * ssm_d_state; }
+  // Bytes of one sequence's recurrent state (every recurrent layer's); 0 without such layers.
+  uint64_t recurrent_state_bytes() const;
+
   int64_t q_width() const { return n_head * head_dim; }       // [n_tokens, q_width] after Wq
   int64_t k_width() const { return n_head_kv * head_dim; }    // after Wk
   int64_t v_width() const { return n_head_kv * head_dim_v; }  // after Wv
 };
+
+// The layer pattern and state of a model with recurrent layers, in words: which layers are gated
+// delta nets and which attention, and the recurrent state one sequence holds ("" without).
+std::string describe_recurrent(const ModelConfig& c);
 
 // Key readers for ArchSpec::read_keys: a missing key gives the fallback; a present one must be
 // a positive integer (resp. a finite number), else the error names the key and the value.

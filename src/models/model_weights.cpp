@@ -35,7 +35,7 @@ Result<WeightTensor> load_tensor(const GgufFile& file, const TensorSpec& spec) {
   }
   // Vectors (norm weights, biases) are f32 in every file llama.cpp writes; matrices may be any
   // type minfer computes with.
-  const bool f32_only = spec.is_vector();
+  const bool f32_only = spec.f32_only();
   const GgmlTypeInfo& type = ggml_type_info(info->type);
   if (f32_only ? info->type != GgmlType::kF32 : !type.computable || info->type == GgmlType::kQ8_K) {
     return make_error(ErrorCode::kUnsupported,

@@ -34,6 +34,25 @@ struct LayerWeights {
   std::optional<WeightTensor> gate_exps;     // n_expert × [n_embd → n_ff_exp]
   std::optional<WeightTensor> up_exps;       // n_expert × [n_embd → n_ff_exp]
   std::optional<WeightTensor> down_exps;     // n_expert × [n_ff_exp → n_embd]
+  // A shared expert beside them (n_ff_shexp > 0), gated per token.
+  std::optional<WeightTensor> shexp_gate_inp;  // [n_embd → 1]
+  std::optional<WeightTensor> gate_shexp;      // [n_embd → n_ff_shexp]
+  std::optional<WeightTensor> up_shexp;        // [n_embd → n_ff_shexp]
+  std::optional<WeightTensor> down_shexp;      // [n_ff_shexp → n_embd]
+  // A gated delta-net layer (ModelConfig::is_recurrent), in place of wq .. wo; kd = ssm_k_width,
+  // vd = ssm_v_width, cd = ssm_conv_channels.
+  struct DeltaNet {
+    WeightTensor qkv;      // [n_embd → cd]: q | k | v
+    WeightTensor gate;     // [n_embd → vd]: z, the output gate
+    WeightTensor conv;     // [cd rows of d_conv taps] (f32)
+    WeightTensor dt_bias;  // [n_v_heads]
+    WeightTensor a;        // [n_v_heads]: -exp(A_log)
+    WeightTensor alpha;    // [n_embd → n_v_heads]
+    WeightTensor beta;     // [n_embd → n_v_heads]
+    WeightTensor norm;     // [d_state]
+    WeightTensor out;      // [vd → n_embd]
+  };
+  std::optional<DeltaNet> delta_net;
 };
 
 struct ModelWeights {

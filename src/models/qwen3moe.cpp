@@ -11,11 +11,9 @@
 
 namespace minfer {
 
-namespace {
-
 // The router [n_embd → n_expert] and the experts, ggml shapes [n_embd, n_ff_exp, n_expert] for
 // gate and up and [n_ff_exp, n_embd, n_expert] for down (llama.cpp's LLM_TENSOR_FFN_*_EXPS).
-void moe_ffn(const ModelConfig& c, TensorList& t) {
+void moe_ffn_tensors(const ModelConfig& c, TensorList& t) {
   t.matrix("ffn_gate_inp.weight", c.n_embd, c.n_expert, layer_slot<&LayerWeights::ffn_gate_inp>);
   t.matrices("ffn_gate_exps.weight", c.n_embd, c.n_ff_exp, c.n_expert,
              layer_slot<&LayerWeights::gate_exps>);
@@ -25,8 +23,10 @@ void moe_ffn(const ModelConfig& c, TensorList& t) {
              layer_slot<&LayerWeights::down_exps>);
 }
 
+namespace {
+
 std::vector<TensorSpec> qwen3moe_tensors(const ModelConfig& c) {
-  return decoder_tensors(c, qk_norm_tensors, moe_ffn);
+  return decoder_tensors(c, qk_norm_tensors, moe_ffn_tensors);
 }
 
 constexpr std::array<const char*, 7> kQwen3MoeOwnKeys = {
@@ -81,6 +81,8 @@ Result<int64_t> read_count(const GgufFile& file, const std::string& key, int64_t
   return v;
 }
 
+}  // namespace
+
 Status read_moe_keys(const GgufFile& file, const std::string& p, ModelConfig& c) {
   // At most llama.cpp's LLAMA_MAX_EXPERTS.
   constexpr int64_t kMaxExperts = 512;
@@ -102,8 +104,6 @@ Status read_moe_keys(const GgufFile& file, const std::string& p, ModelConfig& c)
   }
   return check_routing_keys(file, p);
 }
-
-}  // namespace
 
 const ArchSpec kQwen3MoeArch = {
     .name = "qwen3moe",

@@ -25,15 +25,25 @@ void TensorList::add(const std::string& name, TensorRole role, int64_t n_cols, i
   out_.push_back({prefix_ + name, role, n_cols, n_rows, slot, il_, n_mats});
 }
 
-std::vector<TensorSpec> decoder_tensors(const ModelConfig& c, AttentionExtras extras,
-                                        FfnTensors ffn) {
-  std::vector<TensorSpec> specs;
-  TensorList t(specs);
+void global_tensors(const ModelConfig& c, TensorList& t) {
   t.matrix("token_embd.weight", c.n_embd, c.n_vocab, model_slot<&ModelWeights::token_embd>);
   t.norm("output_norm.weight", c.n_embd, model_slot<&ModelWeights::output_norm>);
   if (!c.tied_output) {
     t.matrix("output.weight", c.n_embd, c.n_vocab, model_slot<&ModelWeights::output>);
   }
+}
+
+void dense_ffn_tensors(const ModelConfig& c, TensorList& t) {
+  t.matrix("ffn_gate.weight", c.n_embd, c.n_ff, layer_slot<&LayerWeights::gate>);
+  t.matrix("ffn_up.weight", c.n_embd, c.n_ff, layer_slot<&LayerWeights::up>);
+  t.matrix("ffn_down.weight", c.n_ff, c.n_embd, layer_slot<&LayerWeights::down>);
+}
+
+std::vector<TensorSpec> decoder_tensors(const ModelConfig& c, AttentionExtras extras,
+                                        FfnTensors ffn) {
+  std::vector<TensorSpec> specs;
+  TensorList t(specs);
+  global_tensors(c, t);
   for (int64_t il = 0; il < c.n_layer; ++il) {
     t.begin_layer(il);
     t.norm("attn_norm.weight", c.n_embd, layer_slot<&LayerWeights::attn_norm>);
@@ -46,13 +56,7 @@ std::vector<TensorSpec> decoder_tensors(const ModelConfig& c, AttentionExtras ex
     t.matrix("attn_output.weight", c.n_head * c.head_dim_v, c.n_embd,
              layer_slot<&LayerWeights::wo>);
     t.norm("ffn_norm.weight", c.n_embd, layer_slot<&LayerWeights::ffn_norm>);
-    if (ffn != nullptr) {
-      ffn(c, t);
-    } else {
-      t.matrix("ffn_gate.weight", c.n_embd, c.n_ff, layer_slot<&LayerWeights::gate>);
-      t.matrix("ffn_up.weight", c.n_embd, c.n_ff, layer_slot<&LayerWeights::up>);
-      t.matrix("ffn_down.weight", c.n_ff, c.n_embd, layer_slot<&LayerWeights::down>);
-    }
+    (ffn != nullptr ? ffn : dense_ffn_tensors)(c, t);
   }
   return specs;
 }

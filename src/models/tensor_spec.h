@@ -23,6 +23,8 @@ enum class TensorRole {
   kBias,       // a bias vector: f32; made like a matrix (normal, std 0.02)
   kRopeFreqs,  // rope_freqs.weight, Llama 3's per-pair frequency divisors: f32; make-model
                // computes them from the preset's rope scaling
+  kConv,       // a depthwise convolution's taps [d_conv, channels]: f32 (as llama.cpp writes
+               // them); made like a bias; never quantized
 };
 
 // Where the loader stores a tensor: a field of the model, or of its layer `il`.
@@ -59,7 +61,9 @@ struct TensorSpec {
   int64_t il = -1;     // the layer, -1 outside the blocks
   int64_t n_mats = 1;  // > 1: a 3-D tensor of n_mats matrices (one per expert)
 
-  bool is_vector() const { return role != TensorRole::kMatrix; }
+  bool is_vector() const { return role != TensorRole::kMatrix && role != TensorRole::kConv; }
+  // Whether the tensor must be f32 (vectors and convolution taps).
+  bool f32_only() const { return role != TensorRole::kMatrix; }
   // ggml order: [n_cols] for a vector, [n_cols, n_rows] for a matrix, [n_cols, n_rows, n_mats]
   // for a stack of matrices.
   std::vector<uint64_t> shape() const;
@@ -83,6 +87,9 @@ class TensorList {
   }
   void rope_freqs(const std::string& name, int64_t n, WeightSlot slot) {
     add(name, TensorRole::kRopeFreqs, n, 1, slot);
+  }
+  void conv(const std::string& name, int64_t n_taps, int64_t n_channels, WeightSlot slot) {
+    add(name, TensorRole::kConv, n_taps, n_channels, slot);
   }
   // n_mats matrices of [n_cols → n_rows] in one 3-D tensor (a mixture of experts' weights).
   void matrices(const std::string& name, int64_t n_cols, int64_t n_rows, int64_t n_mats,
@@ -109,12 +116,25 @@ using AttentionExtras = void (*)(const ModelConfig& c, TensorList& t);
 // ffn_down (e.g. Qwen3-MoE's router and experts).
 using FfnTensors = void (*)(const ModelConfig& c, TensorList& t);
 
+// token_embd, output_norm and (unless c.tied_output) output.
+void global_tensors(const ModelConfig& c, TensorList& t);
+// A block's dense FFN: ffn_gate, ffn_up [n_embd → n_ff], ffn_down [n_ff → n_embd].
+void dense_ffn_tensors(const ModelConfig& c, TensorList& t);
+
 // The decoder's tensors (DESIGN.md §1), shared by every architecture, in load order:
 // token_embd, output_norm, output (absent when c.tied_output), then per block attn_norm,
 // attn_q/k/v, the architecture's extras, attn_output [n_head * head_dim_v → n_embd], ffn_norm,
 // then `ffn`'s tensors, or (nullptr) ffn_gate, ffn_up, ffn_down.
 std::vector<TensorSpec> decoder_tensors(const ModelConfig& c, AttentionExtras extras,
                                         FfnTensors ffn = nullptr);
+
+// A field of a gated delta-net layer's weights (LayerWeights::DeltaNet), engaged on load.
+template <auto Field>
+WeightTensor& delta_net_slot(ModelWeights& m, int64_t il) {
+  std::optional<LayerWeights::DeltaNet>& d = m.layers[static_cast<size_t>(il)].delta_net;
+  if (!d) d.emplace();
+  return (*d).*Field;
+}
 
 // Per-head RMSNorm weights of q and k (attn_q_norm, attn_k_norm: [head_dim], shared by every
 // head), for architectures with qk_norm.

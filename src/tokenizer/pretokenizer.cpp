@@ -21,6 +21,16 @@ constexpr const char* kQwen2Pattern = R"((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM
                                       R"(|[\s\x{85}]*[\r\n]+)"
                                       R"(|[\s\x{85}]+(?![^\s\x{85}]))"
                                       R"(|[\s\x{85}]+)";
+// Qwen3.5: as Qwen2 with combining marks (\p{M}) kept with their letters and out of the
+// punctuation runs (llama.cpp's LLAMA_VOCAB_PRE_TYPE_QWEN35).
+constexpr const char* kQwen35Pattern =
+    R"((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD]))"
+    R"(|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+)"
+    R"(|\p{N})"
+    R"(| ?[^\s\x{85}\p{L}\p{M}\p{N}]+[\r\n]*)"
+    R"(|[\s\x{85}]*[\r\n]+)"
+    R"(|[\s\x{85}]+(?![^\s\x{85}]))"
+    R"(|[\s\x{85}]+)";
 // Llama 3: as Qwen2 but digits in groups of up to three.
 constexpr const char* kLlama3Pattern =
     R"((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD]))"
@@ -67,6 +77,7 @@ const std::vector<Family>& families() {
       {"dbrx", {kLlama3Pattern}, false, false, true, {"dbrx", "smaug-bpe"}},
       {"qwen2", {kQwen2Pattern}, false, false, false, {"qwen2", "deepseek-r1-qwen"}},
       {"qwen2-clean", {kQwen2Pattern}, false, false, true, {"stablelm2", "megrez"}},
+      {"qwen35", {kQwen35Pattern}, false, false, false, {"qwen35"}},
       {"gpt2",
        {kGpt2Pattern},
        false,

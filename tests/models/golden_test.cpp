@@ -228,8 +228,8 @@ void check_smaller_cells(const Model& model, const Golden& g) {
 }
 
 // The architecture of a golden's model when minfer does not run it yet (../shared holds the
-// goldens of Qwen3.5, Gemma 4 and gpt-oss ahead of their issues, #46 and #47); nullopt when it
-// runs.
+// goldens of Gemma 4 and gpt-oss ahead of their issue, #47); nullopt when it runs (Qwen3.5's
+// run since #46).
 std::optional<std::string> architecture_not_run_yet(const std::string& model) {
   auto file = GgufFile::open(test::test_data_path("models/" + model));
   if (!file.is_ok()) return std::nullopt;  // the load below says why
@@ -243,7 +243,7 @@ TEST_P(GoldenTest, MatchesLlamaCppLogits) {
   const Golden g = test::load_golden(GetParam());
   if (const auto arch = architecture_not_run_yet(g.model)) {
     GTEST_SKIP() << "architecture '" << *arch << "' of " << g.model
-                 << " is not run yet (issues #46, #47): its llama.cpp golden waits for it";
+                 << " is not run yet (issue #47): its llama.cpp golden waits for it";
   }
   auto model = Model::load(test::test_data_path("models/" + g.model));
   ASSERT_TRUE(model.is_ok()) << model.status().message();

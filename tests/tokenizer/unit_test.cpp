@@ -74,6 +74,16 @@ TEST(PreTokenizer, Qwen2SplitsDigitsOneByOne) {
             (Words{"I", "'m", " ", " here", "\n\n", " ", " x"}));
 }
 
+// Qwen3.5's split keeps combining marks (\p{M}) with their letters, where Qwen2's splits them
+// off: a decomposed é (e + U+0301) and the Devanagari syllable कि (U+0915 + the vowel sign U+093F).
+TEST(PreTokenizer, Qwen35KeepsCombiningMarksWithTheirLetters) {
+  const std::string text = "e\xcc\x81t\xc3\xa9 \xe0\xa4\x95\xe0\xa4\xbf 12";
+  EXPECT_EQ(split("qwen35", text),
+            (Words{"e\xcc\x81t\xc3\xa9", " \xe0\xa4\x95\xe0\xa4\xbf", " ", "1", "2"}));
+  EXPECT_EQ(split("qwen2", text),
+            (Words{"e", "\xcc\x81t\xc3\xa9", " \xe0\xa4\x95", "\xe0\xa4\xbf", " ", "1", "2"}));
+}
+
 TEST(PreTokenizer, Llama3GroupsDigitsByThree) {
   EXPECT_EQ(split("llama-bpe", "1234567 DON'T"), (Words{"123", "456", "7", " DON", "'T"}));
 }

@@ -117,7 +117,8 @@ std::string human(double value, const char* const* units, double step) {
 // `chat_template`: whether the template parses and passes its load-time check (the file's, or
 // ChatML when it has none).
 std::string info_text(const GgufSummary& s, const GgufFile& file, bool with_tensors,
-                      const Status& runs, const Status& chat_template) {
+                      const Status& runs, const Status& chat_template,
+                      const std::string& recurrent) {
   static const char* const kCountUnits[] = {"", " K", " M", " B", " T", nullptr};
   static const char* const kByteUnits[] = {" B", " KiB", " MiB", " GiB", " TiB", nullptr};
   std::string out;
@@ -156,6 +157,7 @@ std::string info_text(const GgufSummary& s, const GgufFile& file, bool with_tens
   line("rope_scaling.orig_ctx", or_absent(s.rope_scaling.original_context_length));
   line("rope_scaling.attn_fac", or_absent(s.rope_scaling.attn_factor));
   line("rms_eps", or_absent(s.rms_eps));
+  out += recurrent;  // the layer pattern and state of a hybrid model
   line("n_vocab", or_absent(s.n_vocab));
   line("tokenizer.model", text_or_absent(s.tokenizer_model));
   line("tokenizer.pre", text_or_absent(s.tokenizer_pre));
@@ -191,10 +193,23 @@ Result<std::string> describe_gguf(const GgufInfoOptions& options) {
   MINFER_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> file, GgufFile::open(options.path));
   MINFER_ASSIGN_OR_RETURN(GgufSummary summary, summarize_gguf(*file));
   // Whether minfer runs the file: everything Model::load checks (architecture, keys, tensors).
-  const Status runs = Model::load(options.path).status();
+  const Result<std::unique_ptr<Model>> model = Model::load(options.path);
+  const Status runs = model.status();
   const Status chat_template = engine::load_chat_template(*file).status();
-  if (!options.json) return info_text(summary, *file, options.tensors, runs, chat_template);
+  const ModelConfig* config = model.is_ok() ? &(*model)->config() : nullptr;
+  if (!options.json) {
+    return info_text(summary, *file, options.tensors, runs, chat_template,
+                     config != nullptr ? describe_recurrent(*config) : "");
+  }
   ordered_json j = summary_json(summary, *file, options.tensors);
+  if (config != nullptr && !config->recurrent_layers.empty()) {
+    ordered_json pattern = ordered_json::array();
+    for (int64_t il = 0; il < config->n_layer; ++il) {
+      pattern.push_back(config->is_recurrent(il) ? "gated_delta_net" : "attention");
+    }
+    j["layer_pattern"] = std::move(pattern);
+    j["recurrent_state_bytes_per_sequence"] = config->recurrent_state_bytes();
+  }
   j["tokenizer"]["chat_template_error"] =
       chat_template.is_ok() ? ordered_json() : ordered_json(chat_template.message());
   j["runs"] = runs.is_ok();

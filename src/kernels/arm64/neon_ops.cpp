@@ -13,6 +13,7 @@
 
 #include "kernels/arm64/neon_kernels.h"
 #include "kernels/arm64/neon_math.h"
+#include "kernels/delta_net_impl.h"
 #include "kernels/ops_impl.h"
 
 namespace minfer::kernels::neon {
@@ -113,5 +114,6 @@ struct OpsNeon {
 }  // namespace
 
 MINFER_DEFINE_OPS(OpsNeon)
+MINFER_DEFINE_DELTA_NET_OPS(OpsNeon)
 
 }  // namespace minfer::kernels::neon

@@ -9,6 +9,7 @@
 
 #include "kernels/avx2/avx2_kernels.h"
 #include "kernels/avx2/avx2_math.h"
+#include "kernels/delta_net_impl.h"
 #include "kernels/ops_impl.h"
 #include "quant/blocks.h"
 
@@ -149,6 +150,7 @@ struct OpsAvx2 {
 }  // namespace
 
 MINFER_DEFINE_OPS(OpsAvx2)
+MINFER_DEFINE_DELTA_NET_OPS(OpsAvx2)
 MINFER_DEFINE_CELL_ROW_LOOPS(OpsAvx2)
 
 }  // namespace minfer::kernels::avx2

@@ -15,6 +15,7 @@
 
 #include "kernels/avx512/avx512_kernels.h"
 #include "kernels/avx512/avx512_math.h"
+#include "kernels/delta_net_impl.h"
 #include "kernels/ops_impl.h"
 #include "quant/blocks.h"
 
@@ -153,6 +154,7 @@ struct OpsAvx512 {
 }  // namespace
 
 MINFER_DEFINE_OPS(OpsAvx512)
+MINFER_DEFINE_DELTA_NET_OPS(OpsAvx512)
 MINFER_DEFINE_CELL_ROW_LOOPS(OpsAvx512)
 
 }  // namespace minfer::kernels::avx512

@@ -1,0 +1,130 @@
+// The gated delta net's kernels (kernel_table.h: ssm_conv, l2_norm, delta_rule_step) written once
+// over a float vector policy V (ops_impl.h says what V supplies), with the reference's lane sums:
+// 16 lanes held in 16 / V::kLanes vectors, element i in lane i mod 16, folded in halves after a
+// store. Fused multiply-adds and masked (zero-filled) tails give the reference's bits: a zero
+// lane's fma leaves its sum as it was. Include only from an ISA's translation unit, after its
+// policy (everything here is in an anonymous namespace, as in ops_impl.h).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+namespace minfer::kernels::ops {
+
+namespace {
+
+template <class V>
+struct LaneSums {
+  static constexpr int kLanesTotal = 16;
+  static constexpr int kRegs = kLanesTotal / V::kLanes;
+  static_assert(kLanesTotal % V::kLanes == 0);
+
+  typename V::F r[kRegs];
+
+  LaneSums() {
+    for (auto& v : r) v = V::zero();
+  }
+  // The register of the vector starting at element i (a multiple of kLanes).
+  static int reg(int64_t i) { return static_cast<int>((i / V::kLanes) % kRegs); }
+  float fold() const {
+    alignas(64) float lanes[kLanesTotal];
+    for (int j = 0; j < kRegs; ++j) V::store(lanes + j * V::kLanes, r[j]);
+    for (int width = kLanesTotal / 2; width >= 1; width /= 2) {
+      for (int l = 0; l < width; ++l) lanes[l] = lanes[l] + lanes[l + width];
+    }
+    return lanes[0];
+  }
+};
+
+// m elements from p: a whole vector, or the tail's zero-filled one.
+template <class V>
+typename V::F load_n(const float* p, int64_t m) {
+  return m == V::kLanes ? V::load(p) : V::load_partial(p, m);
+}
+template <class V>
+void store_n(float* p, typename V::F v, int64_t m) {
+  if (m == V::kLanes) {
+    V::store(p, v);
+  } else {
+    V::store_partial(p, v, m);
+  }
+}
+
+template <class V>
+float lane_dot(const float* a, const float* b, int64_t n) {
+  LaneSums<V> acc;
+  for (int64_t i = 0; i < n; i += V::kLanes) {
+    const int64_t m = std::min<int64_t>(V::kLanes, n - i);
+    typename V::F& r = acc.r[LaneSums<V>::reg(i)];
+    r = V::fmadd(load_n<V>(a + i, m), load_n<V>(b + i, m), r);
+  }
+  return acc.fold();
+}
+
+template <class V>
+void ssm_conv(const float* const* rows, const float* taps, int64_t d_conv, int64_t n, float* y) {
+  for (int64_t i = 0; i < n; i += V::kLanes) {
+    const int64_t m = std::min<int64_t>(V::kLanes, n - i);
+    typename V::F sum = V::zero();
+    for (int64_t k = 0; k < d_conv; ++k) {
+      sum = V::fmadd(load_n<V>(taps + k * n + i, m), load_n<V>(rows[k] + i, m), sum);
+    }
+    store_n<V>(y + i, sum, m);
+  }
+}
+
+template <class V>
+void l2_norm(const float* x, float eps, int64_t n, float* y) {
+  const float norm = __builtin_sqrtf(lane_dot<V>(x, x, n));
+  const typename V::F scale = V::set1(1.0f / (norm > eps ? norm : eps));
+  for (int64_t i = 0; i < n; i += V::kLanes) {
+    const int64_t m = std::min<int64_t>(V::kLanes, n - i);
+    store_n<V>(y + i, V::mul(load_n<V>(x + i, m), scale), m);
+  }
+}
+
+template <class V>
+void delta_rule_step(float* state, const float* q, const float* k, const float* v, float decay,
+                     float beta, int64_t dk, int64_t dv, float* out) {
+  using F = typename V::F;
+  const F vdecay = V::set1(decay);
+  for (int64_t j = 0; j < dv; ++j) {
+    float* s = state + j * dk;
+    LaneSums<V> sk;  // S_j · k after the decay
+    for (int64_t i = 0; i < dk; i += V::kLanes) {
+      const int64_t m = std::min<int64_t>(V::kLanes, dk - i);
+      const F sv = V::mul(load_n<V>(s + i, m), vdecay);
+      store_n<V>(s + i, sv, m);
+      F& r = sk.r[LaneSums<V>::reg(i)];
+      r = V::fmadd(sv, load_n<V>(k + i, m), r);
+    }
+    const F delta = V::set1((v[j] - sk.fold()) * beta);
+    LaneSums<V> sq;  // S_j · q after the update
+    for (int64_t i = 0; i < dk; i += V::kLanes) {
+      const int64_t m = std::min<int64_t>(V::kLanes, dk - i);
+      const F sv = V::fmadd(load_n<V>(k + i, m), delta, load_n<V>(s + i, m));
+      store_n<V>(s + i, sv, m);
+      F& r = sq.r[LaneSums<V>::reg(i)];
+      r = V::fmadd(sv, load_n<V>(q + i, m), r);
+    }
+    out[j] = sq.fold();
+  }
+}
+
+}  // namespace
+
+}  // namespace minfer::kernels::ops
+
+// Defines the table's delta-net functions (ops_decl.h) in the ISA's namespace on policy V.
+#define MINFER_DEFINE_DELTA_NET_OPS(V)                                                            \
+  void ssm_conv(const float* const* rows, const float* taps, int64_t d_conv, int64_t n,           \
+                float* y) {                                                                       \
+    ::minfer::kernels::ops::ssm_conv<V>(rows, taps, d_conv, n, y);                                \
+  }                                                                                               \
+  void l2_norm(const float* x, float eps, int64_t n, float* y) {                                  \
+    ::minfer::kernels::ops::l2_norm<V>(x, eps, n, y);                                             \
+  }                                                                                               \
+  void delta_rule_step(float* state, const float* q, const float* k, const float* v, float decay, \
+                       float beta, int64_t dk, int64_t dv, float* out) {                          \
+    ::minfer::kernels::ops::delta_rule_step<V>(state, q, k, v, decay, beta, dk, dv, out);         \
+  }

@@ -1,0 +1,192 @@
+// Qwen3.5's recurrent state (gated delta-net layers, kv/recurrent_state.h) through the scheduler:
+// sequences batched at different positions, chunked under a small token budget, with the prefix
+// cache on and two of them the same prompt (what n > 1 runs), give exactly what each gives alone;
+// a kept slot continues its state when the new prompt extends it and computes again when it
+// does not; and every feature that would drop tokens from a state refuses clearly (context
+// shift, speculation, state files, recomputing a position).
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/runtime.h"
+#include "engine/scheduler.h"
+#include "models/model.h"
+#include "scheduler_test_util.h"
+#include "test_util.h"
+#include "tokenizer/tokenizer.h"
+
+// A namespace of its own: the unity build puts this file beside other tests' helpers.
+namespace minfer::engine::recurrent_state_test {
+namespace {
+
+struct Loaded {
+  std::unique_ptr<Model> model;
+  std::unique_ptr<Tokenizer> tokenizer;
+};
+
+Loaded load(const char* name) {
+  Loaded l;
+  auto model = Model::load(test::test_data_path(std::string("models/") + name));
+  EXPECT_TRUE(model.is_ok()) << model.status().message();
+  if (!model.is_ok()) return l;
+  l.model = std::move(*model);
+  auto tok = Tokenizer::from_gguf(l.model->file());
+  EXPECT_TRUE(tok.is_ok()) << tok.status().message();
+  if (tok.is_ok()) l.tokenizer = std::move(*tok);
+  return l;
+}
+
+std::vector<int32_t> prompt_of(int64_t n, int32_t seed) {
+  std::vector<int32_t> p(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i)
+    p[static_cast<size_t>(i)] = (seed + 37 * static_cast<int32_t>(i)) % 700 + 5;
+  return p;
+}
+
+SchedulerOptions options(int n_parallel) {
+  SchedulerOptions o;
+  o.n_parallel = n_parallel;
+  o.n_ctx = 128;
+  o.block_size = 16;
+  o.n_threads = 2;
+  return o;
+}
+
+std::vector<Collected> run(const Loaded& l, const std::vector<std::vector<int32_t>>& prompts,
+                           const SchedulerOptions& o) {
+  auto sched = Scheduler::create(*l.model, *l.tokenizer, o);
+  EXPECT_TRUE(sched.is_ok()) << sched.status().message();
+  if (!sched.is_ok()) return {};
+  std::vector<RequestParams> requests;
+  for (const auto& p : prompts) requests.push_back(greedy_request(p, 12));
+  std::vector<Collected> out = submit_collecting(**sched, std::move(requests));
+  EXPECT_TRUE((*sched)->run_until_idle().is_ok());
+  EXPECT_EQ((*sched)->cache().n_states_held(), 0) << "a finished sequence kept its state";
+  return out;
+}
+
+TEST(RecurrentState, BatchedChunkedSequencesMatchEachAlone) {
+  MINFER_REQUIRE_TEST_DATA();
+  for (const char* name : {"qwen35-tiny-f32.gguf", "qwen35moe-tiny-q4_k_m.gguf"}) {
+    SCOPED_TRACE(name);
+    const Loaded l = load(name);
+    ASSERT_NE(l.tokenizer, nullptr);
+    const std::vector<std::vector<int32_t>> prompts = {prompt_of(20, 1), prompt_of(45, 2),
+                                                       prompt_of(20, 1)};
+    SchedulerOptions together = options(3);
+    together.token_budget = 8;  // prefills in chunks, beside the others' decodes
+    together.prefix_cache = true;
+    const std::vector<Collected> batched = run(l, prompts, together);
+    ASSERT_EQ(batched.size(), prompts.size());
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      const std::vector<Collected> alone = run(l, {prompts[i]}, options(1));
+      ASSERT_EQ(alone.size(), 1u);
+      EXPECT_EQ(batched[i].tokens, alone[0].tokens) << "prompt " << i;
+      EXPECT_EQ(batched[i].logprobs, alone[0].logprobs) << "prompt " << i;
+      // No prefix is shared: a recurrent state has no checkpoints to resume from.
+      EXPECT_EQ(batched[i].stats.n_cached, 0) << "prompt " << i;
+    }
+    EXPECT_EQ(batched[0].tokens, batched[2].tokens);
+  }
+}
+
+// One greedy request's reply on `sched`.
+Collected ask(Scheduler& sched, std::vector<int32_t> prompt, int64_t max_tokens) {
+  std::vector<RequestParams> r;
+  r.push_back(greedy_request(std::move(prompt), max_tokens));
+  std::vector<Collected> out = submit_collecting(sched, std::move(r));
+  EXPECT_TRUE(sched.run_until_idle().is_ok());
+  return out.empty() ? Collected{} : out[0];
+}
+
+// What a new scheduler replies to `prompt`, checked against `got` token for token.
+void expect_fresh_reply(const Loaded& l, const std::vector<int32_t>& prompt, const Collected& got) {
+  auto fresh = Scheduler::create(*l.model, *l.tokenizer, options(1));
+  ASSERT_TRUE(fresh.is_ok());
+  const Collected want = ask(**fresh, prompt, static_cast<int64_t>(got.tokens.size()));
+  EXPECT_EQ(got.tokens, want.tokens);
+  EXPECT_EQ(got.logprobs, want.logprobs);
+}
+
+TEST(RecurrentState, AKeptSlotContinuesItsStateOrComputesAgain) {
+  MINFER_REQUIRE_TEST_DATA();
+  const Loaded l = load("qwen35-tiny-f32.gguf");
+  ASSERT_NE(l.tokenizer, nullptr);
+  SchedulerOptions o = options(1);
+  o.keep_slots = true;
+  auto sched = Scheduler::create(*l.model, *l.tokenizer, o);
+  ASSERT_TRUE(sched.is_ok()) << sched.status().message();
+  const std::vector<int32_t> first = prompt_of(20, 3);
+  const Collected reply = ask(**sched, first, 6);
+  ASSERT_EQ(reply.tokens.size(), 6u);
+  // The next turn extends the conversation: the slot's state holds all but the last token.
+  std::vector<int32_t> next = first;
+  next.insert(next.end(), reply.tokens.begin(), reply.tokens.end());
+  for (int32_t t : prompt_of(7, 9)) next.push_back(t);
+  const Collected continued = ask(**sched, next, 6);
+  EXPECT_GT(continued.stats.n_cached, 20);
+  expect_fresh_reply(l, next, continued);
+  // A prompt that leaves the kept tokens midway cannot resume the state: computed again.
+  std::vector<int32_t> other = first;
+  other.resize(10);
+  for (int32_t t : prompt_of(9, 11)) other.push_back(t);
+  const Collected diverged = ask(**sched, other, 6);
+  EXPECT_EQ(diverged.stats.n_cached, 0);
+  expect_fresh_reply(l, other, diverged);
+}
+
+void expect_refused(const Status& st, const std::string& what) {
+  EXPECT_FALSE(st.is_ok()) << what;
+  EXPECT_NE(st.message().find("recurrent"), std::string::npos) << what << ": " << st.message();
+}
+
+TEST(RecurrentState, FeaturesThatDropTokensAreRefused) {
+  MINFER_REQUIRE_TEST_DATA();
+  const Loaded l = load("qwen35-tiny-f32.gguf");
+  ASSERT_NE(l.tokenizer, nullptr);
+  SchedulerOptions o = options(1);
+  o.keep_slots = true;
+  auto sched = Scheduler::create(*l.model, *l.tokenizer, o);
+  ASSERT_TRUE(sched.is_ok());
+  RequestParams shift = greedy_request(prompt_of(10, 1), 4);
+  shift.generate.context_shift = true;
+  expect_refused((*sched)->submit(shift, [](RequestEvent&&) {}).status(), "context shift");
+  RequestParams lookup = greedy_request(prompt_of(10, 1), 4);
+  lookup.generate.spec_ngram = 2;
+  expect_refused((*sched)->submit(lookup, [](RequestEvent&&) {}).status(), "prompt lookup");
+  // State files: saving a slot and restoring one.
+  ask(**sched, prompt_of(10, 1), 2);
+  const std::string path = ::testing::TempDir() + "/q35_slot.state";
+  expect_refused((*sched)->slot_table().act(SlotAction::kSave, 0, path).status(), "save");
+
+  // The runtime: a position computed again, and a context shift.
+  RuntimeOptions ro;
+  ro.n_ctx = 32;
+  ro.n_threads = 1;
+  auto runtime = Runtime::create(*l.model, ro);
+  ASSERT_TRUE(runtime.is_ok());
+  Batch batch;
+  for (int32_t p = 0; p < 6; ++p) batch.add(10 + p, p, 0, p == 5);
+  auto first = (*runtime)->step(batch);
+  ASSERT_TRUE(first.is_ok());
+  const std::vector<float> first_logits(first->begin(), first->end());
+  Batch again;
+  again.add(12, 4, 0, true);
+  expect_refused((*runtime)->step(again).status(), "recomputing position 4");
+  EXPECT_EQ((*runtime)->cache().length(0), 6);
+  expect_refused((*runtime)->shift_context(0, 1, 2), "shift");
+  // Keeping fewer positions than the state holds keeps none: the caller computes again.
+  (*runtime)->cache().truncate(0, 3);
+  EXPECT_EQ((*runtime)->cache().length(0), 0);
+  Batch restart;
+  for (int32_t p = 0; p < 6; ++p) restart.add(10 + p, p, 0, p == 5);
+  auto logits = (*runtime)->step(restart);
+  ASSERT_TRUE(logits.is_ok()) << logits.status().message();
+  EXPECT_EQ(std::vector<float>(logits->begin(), logits->end()), first_logits)
+      << "the state was not cleared";
+}
+
+}  // namespace
+}  // namespace minfer::engine::recurrent_state_test
