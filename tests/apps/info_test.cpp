@@ -122,6 +122,33 @@ TEST(InfoCommand, Stories260KFigures) {
   EXPECT_EQ(j["n_tensor_bytes"], 1171200);
 }
 
+// A hybrid model's layer kinds and per-sequence recurrent state, from the files' keys as
+// ../shared/docs/models/qwen35.md derives them: layer i is gated delta-net iff
+// (i + 1) % full_attention_interval != 0; per such layer a conv state of
+// (conv_kernel - 1)(inner_size + 2 group_count state_size) floats and a delta state of
+// state_size inner_size floats. Both tiny files: conv_kernel 4, inner_size 64, state_size 16,
+// group_count 2, so 3 · 128 · 4 B = 1.5 KiB and 16 · 64 · 4 B = 4 KiB, 5,632 B a layer.
+TEST(InfoCommand, HybridModelsLayerKindsAndStatePerSequence) {
+  MINFER_REQUIRE_TEST_DATA();
+  // qwen35-tiny: 6 layers, interval 3.
+  const test::CommandResult r = info(test::test_data_path("models/qwen35-tiny-f32.gguf"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(text_field(r.out, "layers:"), "4 gated delta-net (0 1 3 4), 2 attention (2 5)");
+  EXPECT_EQ(text_field(r.out, "state:").rfind("22.0 KiB per sequence", 0), 0u) << r.out;
+  const json dense = info_json("qwen35-tiny-f32.gguf");
+  EXPECT_EQ(dense["layer_pattern"], json({"gated_delta_net", "gated_delta_net", "attention",
+                                          "gated_delta_net", "gated_delta_net", "attention"}));
+  EXPECT_EQ(dense["recurrent_state_bytes_per_sequence"], 4 * 5632);
+  // qwen35moe-tiny: 4 layers, interval 2.
+  const json moe = info_json("qwen35moe-tiny-f32.gguf");
+  EXPECT_EQ(moe["layer_pattern"],
+            json({"gated_delta_net", "attention", "gated_delta_net", "attention"}));
+  EXPECT_EQ(moe["recurrent_state_bytes_per_sequence"], 2 * 5632);
+  // A model without recurrent layers says nothing of either.
+  const json plain = info_json("qwen3-tiny-f32.gguf");
+  EXPECT_FALSE(plain.contains("recurrent_state_bytes_per_sequence")) << plain.dump();
+}
+
 TEST(InfoCommand, Qwen2TinyQ4KMTensorCountsPerType) {
   MINFER_REQUIRE_TEST_DATA();
   // Counted by an independent Python parser of the file: 16 f32 (norms, biases), 20 q4_K,
