@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/drafter.h"
 #include "engine/runtime.h"
 #include "engine/scheduler.h"
 #include "models/model.h"
@@ -160,6 +161,21 @@ TEST(RecurrentState, FeaturesThatDropTokensAreRefused) {
   ask(**sched, prompt_of(10, 1), 2);
   const std::string path = ::testing::TempDir() + "/q35_slot.state";
   expect_refused((*sched)->slot_table().act(SlotAction::kSave, 0, path).status(), "save");
+  // Restoring: a valid state file (saved from a model without recurrent layers) is refused
+  // before any of it is applied.
+  {
+    const Loaded plain = load("qwen3-tiny-f32.gguf");
+    ASSERT_NE(plain.tokenizer, nullptr);
+    auto other = Scheduler::create(*plain.model, *plain.tokenizer, o);
+    ASSERT_TRUE(other.is_ok());
+    ask(**other, prompt_of(10, 1), 2);
+    ASSERT_TRUE((*other)->slot_table().act(SlotAction::kSave, 0, path).is_ok());
+  }
+  expect_refused((*sched)->slot_table().act(SlotAction::kRestore, 0, path).status(), "restore");
+  // A draft model, with the model as its own draft.
+  RuntimeOptions draft_options;
+  draft_options.n_ctx = 32;
+  expect_refused(Drafter::create(*l.model, *l.model, draft_options, false).status(), "draft model");
 
   // The runtime: a position computed again, and a context shift.
   RuntimeOptions ro;
