@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <optional>
 #include <utility>
 
 namespace minfer::python {
@@ -66,16 +67,18 @@ void EventQueue::push(const BatchEvent& event) {
 
 BatchEvent EventQueue::pop(RequestHandle& handle) {
   for (;;) {
+    std::optional<BatchEvent> event;
     {
       py::gil_scoped_release release;
       std::unique_lock<std::mutex> lock(mutex_);
       if (ready_.wait_for(lock, kSignalCheck, [this] { return !events_.empty(); })) {
-        BatchEvent event = std::move(events_.front());
+        event = std::move(events_.front());
         events_.pop_front();
-        if (event.done) taken_ = true;
-        return event;
+        if (event->done) taken_ = true;
       }
     }
+    // Signals are checked after every event too: while tokens stream in, the wait never times
+    // out, and a check only on timeouts left Ctrl-C waiting for the whole generation.
     if (PyErr_CheckSignals() != 0) {
       // Ctrl-C (or another handler's exception): end the request before raising, so that its
       // sequence is free when the exception reaches the caller.
@@ -83,6 +86,7 @@ BatchEvent EventQueue::pop(RequestHandle& handle) {
       drain();
       throw py::error_already_set();
     }
+    if (event) return std::move(*event);
   }
 }
 

@@ -76,14 +76,21 @@ def test_chat_many_equals_sequential_chats(qwen3):
 
 
 def test_ctrl_c_interrupts_a_generation():
-    model = minfer.Model(data_path("models/qwen2-tiny-q8_0.gguf"), n_threads=2, n_ctx=4096,
-                         n_parallel=1)
+    # A generation that cannot end before the signal: the real Qwen vocabulary (its output rows
+    # make a token cost ~1 ms here), its end-of-generation tokens banned, 4,000 tokens (3.3 s
+    # uninterrupted on the 2-core CI machine; qwen2-tiny met its end token after 226 tokens, in
+    # 27 ms, before the timer fired).
+    model = minfer.Model(data_path("models/qwen3-qwentok-tiny-q8_0.gguf"), n_threads=2,
+                         n_ctx=4096, n_parallel=1)
     timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
     start = time.monotonic()
     timer.start()
     with pytest.raises(KeyboardInterrupt):
-        model.complete("hello", max_tokens=4000, temperature=0)
-    assert time.monotonic() - start < 30
+        model.complete("hello", max_tokens=4000, temperature=0,
+                       logit_bias={151643: -100, 151645: -100})
+    # Raised from inside the call (within its 100 ms signal checks of the 0.3 s timer), not after
+    # the whole generation returned (which would raise KeyboardInterrupt too, seconds later).
+    assert time.monotonic() - start < 1.5
     stats = model.stats()
     assert stats["n_running"] == 0 and stats["kv_blocks_used"] == 0
 
