@@ -170,18 +170,13 @@ void parse_tools(const py::dict& o, GenerateParams& p) {
       p.tool_choice_name = py::str(function["name"]);
     } else {
       const std::string v = py::str(choice);
-      if (v == "none") {
-        p.tool_choice = ToolChoice::kNone;
-      } else if (v == "auto") {
-        p.tool_choice = ToolChoice::kAuto;
-      } else if (v == "required") {
-        p.tool_choice = ToolChoice::kRequired;
-      } else {
-        raise_invalid(
-            "[python] 'tool_choice' must be 'none', 'auto', 'required' or a "
-            "function, got '" +
-            v + "'");
+      const std::optional<ToolChoice> named = tool_choice_from_string(v);
+      if (!named) {
+        raise_invalid("[python] 'tool_choice' must be 'none', 'auto', 'required' or a function, "
+                      "got '" +
+                      v + "'");
       }
+      p.tool_choice = *named;
     }
     if (p.tool_choice != ToolChoice::kAuto && p.tool_choice != ToolChoice::kNone && !has_tools) {
       raise_invalid("[python] 'tool_choice' requires a call but 'tools' is empty or absent");

@@ -19,6 +19,7 @@
 #include <functional>
 #include <future>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -102,6 +103,10 @@ enum class ToolChoice {
   kRequired,  // at least one call
   kFunction,  // a call of GenerateParams::tool_choice_name
 };
+
+// OpenAI's string forms of tool_choice: "none", "auto", "required"; nullopt for anything else
+// (the caller names the field in its own error).
+std::optional<ToolChoice> tool_choice_from_string(std::string_view s);
 
 struct LoadOptions {
   // Positions a sequence may use; 0: the model's training context, reduced to what fits its KV

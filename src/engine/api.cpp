@@ -203,6 +203,13 @@ Status check_grammar(std::string_view gbnf) {
   return grammar::parse_gbnf(gbnf).status();
 }
 
+std::optional<ToolChoice> tool_choice_from_string(std::string_view s) {
+  if (s == "none") return ToolChoice::kNone;
+  if (s == "auto") return ToolChoice::kAuto;
+  if (s == "required") return ToolChoice::kRequired;
+  return std::nullopt;
+}
+
 Result<std::string> json_schema_grammar(std::string_view schema) {
   MINFER_ASSIGN_OR_RETURN(const nlohmann::ordered_json parsed,
                           parse_json(schema, "[json_schema] the schema"));

@@ -560,18 +560,14 @@ std::optional<ApiError> parse_tool_choice(const Json& body, const std::vector<st
   if (it == body.end() || it->is_null()) return std::nullopt;
   if (it->is_string()) {
     const std::string v = it->get<std::string>();
-    if (v == "none") {
-      p.tool_choice = ToolChoice::kNone;
-    } else if (v == "auto") {
-      p.tool_choice = ToolChoice::kAuto;
-    } else if (v == "required") {
-      p.tool_choice = ToolChoice::kRequired;
-    } else {
+    const std::optional<ToolChoice> choice = tool_choice_from_string(v);
+    if (!choice) {
       return bad_request(fmt::format("[server] 'tool_choice' must be 'none', 'auto', 'required' "
                                      "or a function, got '{}'",
                                      v),
                          "tool_choice", "invalid_value");
     }
+    p.tool_choice = *choice;
   } else if (it->is_object() && it->value("type", Json()) == "function" &&
              it->contains("function") && (*it)["function"].is_object() &&
              (*it)["function"].contains("name") && (*it)["function"]["name"].is_string()) {

@@ -49,6 +49,16 @@ GenerateParams greedy(int64_t max_tokens) {
   return p;
 }
 
+TEST(Api, ToolChoiceStringsAreOpenAIs) {
+  EXPECT_EQ(tool_choice_from_string("none"), ToolChoice::kNone);
+  EXPECT_EQ(tool_choice_from_string("auto"), ToolChoice::kAuto);
+  EXPECT_EQ(tool_choice_from_string("required"), ToolChoice::kRequired);
+  // A function is named by an object, never by a bare string; case matters as in OpenAI's API.
+  EXPECT_EQ(tool_choice_from_string("function"), std::nullopt);
+  EXPECT_EQ(tool_choice_from_string("Auto"), std::nullopt);
+  EXPECT_EQ(tool_choice_from_string(""), std::nullopt);
+}
+
 TEST(Api, GenerateTellsTheGoldenStoryThroughTheCallback) {
   MINFER_REQUIRE_TEST_DATA();
   const Story g = load_story("stories260K.once");

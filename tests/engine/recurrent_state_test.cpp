@@ -55,6 +55,15 @@ SchedulerOptions options(int n_parallel) {
   return o;
 }
 
+// One slot whose finished conversation stays in the cache (the server's --keep-slots).
+std::unique_ptr<Scheduler> keep_slots_scheduler(const Loaded& l) {
+  SchedulerOptions o = options(1);
+  o.keep_slots = true;
+  auto sched = Scheduler::create(*l.model, *l.tokenizer, o);
+  EXPECT_TRUE(sched.is_ok()) << sched.status().message();
+  return sched.is_ok() ? std::move(*sched) : nullptr;
+}
+
 std::vector<Collected> run(const Loaded& l, const std::vector<std::vector<int32_t>>& prompts,
                            const SchedulerOptions& o) {
   auto sched = Scheduler::create(*l.model, *l.tokenizer, o);
@@ -115,25 +124,23 @@ TEST(RecurrentState, AKeptSlotContinuesItsStateOrComputesAgain) {
   MINFER_REQUIRE_TEST_DATA();
   const Loaded l = load("qwen35-tiny-f32.gguf");
   ASSERT_NE(l.tokenizer, nullptr);
-  SchedulerOptions o = options(1);
-  o.keep_slots = true;
-  auto sched = Scheduler::create(*l.model, *l.tokenizer, o);
-  ASSERT_TRUE(sched.is_ok()) << sched.status().message();
+  auto sched = keep_slots_scheduler(l);
+  ASSERT_NE(sched, nullptr);
   const std::vector<int32_t> first = prompt_of(20, 3);
-  const Collected reply = ask(**sched, first, 6);
+  const Collected reply = ask(*sched, first, 6);
   ASSERT_EQ(reply.tokens.size(), 6u);
   // The next turn extends the conversation: the slot's state holds all but the last token.
   std::vector<int32_t> next = first;
   next.insert(next.end(), reply.tokens.begin(), reply.tokens.end());
   for (int32_t t : prompt_of(7, 9)) next.push_back(t);
-  const Collected continued = ask(**sched, next, 6);
+  const Collected continued = ask(*sched, next, 6);
   EXPECT_GT(continued.stats.n_cached, 20);
   expect_fresh_reply(l, next, continued);
   // A prompt that leaves the kept tokens midway cannot resume the state: computed again.
   std::vector<int32_t> other = first;
   other.resize(10);
   for (int32_t t : prompt_of(9, 11)) other.push_back(t);
-  const Collected diverged = ask(**sched, other, 6);
+  const Collected diverged = ask(*sched, other, 6);
   EXPECT_EQ(diverged.stats.n_cached, 0);
   expect_fresh_reply(l, other, diverged);
 }
@@ -147,31 +154,29 @@ TEST(RecurrentState, FeaturesThatDropTokensAreRefused) {
   MINFER_REQUIRE_TEST_DATA();
   const Loaded l = load("qwen35-tiny-f32.gguf");
   ASSERT_NE(l.tokenizer, nullptr);
-  SchedulerOptions o = options(1);
-  o.keep_slots = true;
-  auto sched = Scheduler::create(*l.model, *l.tokenizer, o);
-  ASSERT_TRUE(sched.is_ok());
+  auto sched = keep_slots_scheduler(l);
+  ASSERT_NE(sched, nullptr);
   RequestParams shift = greedy_request(prompt_of(10, 1), 4);
   shift.generate.context_shift = true;
-  expect_refused((*sched)->submit(shift, [](RequestEvent&&) {}).status(), "context shift");
+  expect_refused(sched->submit(shift, [](RequestEvent&&) {}).status(), "context shift");
   RequestParams lookup = greedy_request(prompt_of(10, 1), 4);
   lookup.generate.spec_ngram = 2;
-  expect_refused((*sched)->submit(lookup, [](RequestEvent&&) {}).status(), "prompt lookup");
+  expect_refused(sched->submit(lookup, [](RequestEvent&&) {}).status(), "prompt lookup");
   // State files: saving a slot and restoring one.
-  ask(**sched, prompt_of(10, 1), 2);
+  ask(*sched, prompt_of(10, 1), 2);
   const std::string path = ::testing::TempDir() + "/q35_slot.state";
-  expect_refused((*sched)->slot_table().act(SlotAction::kSave, 0, path).status(), "save");
+  expect_refused(sched->slot_table().act(SlotAction::kSave, 0, path).status(), "save");
   // Restoring: a valid state file (saved from a model without recurrent layers) is refused
   // before any of it is applied.
   {
     const Loaded plain = load("qwen3-tiny-f32.gguf");
     ASSERT_NE(plain.tokenizer, nullptr);
-    auto other = Scheduler::create(*plain.model, *plain.tokenizer, o);
-    ASSERT_TRUE(other.is_ok());
-    ask(**other, prompt_of(10, 1), 2);
-    ASSERT_TRUE((*other)->slot_table().act(SlotAction::kSave, 0, path).is_ok());
+    auto other = keep_slots_scheduler(plain);
+    ASSERT_NE(other, nullptr);
+    ask(*other, prompt_of(10, 1), 2);
+    ASSERT_TRUE(other->slot_table().act(SlotAction::kSave, 0, path).is_ok());
   }
-  expect_refused((*sched)->slot_table().act(SlotAction::kRestore, 0, path).status(), "restore");
+  expect_refused(sched->slot_table().act(SlotAction::kRestore, 0, path).status(), "restore");
   // A draft model, with the model as its own draft.
   RuntimeOptions draft_options;
   draft_options.n_ctx = 32;
