@@ -172,9 +172,10 @@ void parse_tools(const py::dict& o, GenerateParams& p) {
       const std::string v = py::str(choice);
       const std::optional<ToolChoice> named = tool_choice_from_string(v);
       if (!named) {
-        raise_invalid("[python] 'tool_choice' must be 'none', 'auto', 'required' or a function, "
-                      "got '" +
-                      v + "'");
+        raise_invalid(
+            "[python] 'tool_choice' must be 'none', 'auto', 'required' or a function, "
+            "got '" +
+            v + "'");
       }
       p.tool_choice = *named;
     }
