@@ -108,8 +108,22 @@ class McpClient {
     }
   }
 
+  // A request; one given up on (signal aborted: stopped or timed out) is cancelled on the server
+  // too (notifications/cancelled, spec "Cancellation"), except initialize, which must not be.
   async rpc(method, params, signal) {
     const id = this.nextId++;
+    try {
+      return await this.exchange(id, method, params, signal);
+    } catch (e) {
+      if (signal && signal.aborted && method !== 'initialize') {
+        this.post({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason: 'the user or a timeout ended it' } })
+          .catch(() => {});
+      }
+      throw e;
+    }
+  }
+
+  async exchange(id, method, params, signal) {
     const res = await this.post({ jsonrpc: '2.0', id, method, params }, signal);
     const type = (res.headers.get('Content-Type') || '').split(';')[0].trim().toLowerCase();
     if (type === 'application/json') return this.answer(await res.json().catch(() => null), id, method);

@@ -13,7 +13,9 @@ import { after, before, describe, test } from 'node:test';
 
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolRequestSchema, EmptyResultSchema, ErrorCode, ListToolsRequestSchema, McpError,
+} from '@modelcontextprotocol/sdk/types.js';
 
 import { browserSkip, launchBrowser, sse } from './chat_page_browser.js';
 import { skipReason, startServer } from './helpers.js';
@@ -32,12 +34,15 @@ const TOOLS = [
 ];
 
 // An MCP server on 127.0.0.1 that allows any origin (CORS) and records every tools/call
-// ({name, arguments}) and every Authorization header it is sent. json: reply with JSON bodies
-// instead of SSE streams.
+// ({name, arguments}), every Authorization header it is sent, and the calls the client cancelled.
+// json: reply with JSON bodies instead of SSE streams; else `add` pings the client on the call's
+// stream first and answers once the client has answered.
 async function startMcpServer(tools, json) {
-  const seen = { calls: [], authorization: [], sessions: new Map() };
-  const handle = async (name, args) => {
+  const seen = { calls: [], authorization: [], sessions: new Map(), cancelled: [] };
+  const handle = async (name, args, extra) => {
     seen.calls.push({ name, arguments: args });
+    extra.signal.addEventListener('abort', () => seen.cancelled.push(name));
+    if (name === 'add' && !json) await extra.sendRequest({ method: 'ping' }, EmptyResultSchema);
     if (name === 'add') return { content: [{ type: 'text', text: String(args.a + args.b) }] };
     if (name === 'fail') return { isError: true, content: [{ type: 'text', text: 'the disk is full' }] };
     if (name === 'slow') {
@@ -53,7 +58,7 @@ async function startMcpServer(tools, json) {
     });
     const server = new Server({ name: 'calc', version: '1.0.0' }, { capabilities: { tools: {} } });
     server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools }));
-    server.setRequestHandler(CallToolRequestSchema, (req) => handle(req.params.name, req.params.arguments));
+    server.setRequestHandler(CallToolRequestSchema, (req, extra) => handle(req.params.name, req.params.arguments, extra));
     await server.connect(transport);
     return transport;
   };
@@ -204,6 +209,7 @@ describe('chat page: MCP tools', { skip }, () => {
   test('"always for this tool" is remembered and later calls run unasked; a denied call is not run', async () => {
     const page = await open([sseServer, 4], [jsonServer, 1]);
     sseServer.calls.length = 0;
+    sseServer.sessions.clear();  // the server forgets the session: the page starts a new one
     const bodies = await routeReplies(page, [
       callsReply([['c1', 'calc__add', '{"a": 1, "b": 1}'], ['c2', 'calc__add', '{"a": 10, "b": 20}']]),
       callsReply([['c3', 'calc__fail', '{}']]),
@@ -216,6 +222,7 @@ describe('chat page: MCP tools', { skip }, () => {
 
     assert.equal(await page.locator('.tool-call[data-call-id="c2"] .tool-approval').count(), 0, 'c2 was not asked');
     assert.deepEqual(sseServer.calls, [{ name: 'add', arguments: { a: 1, b: 1 } }, { name: 'add', arguments: { a: 10, b: 20 } }]);
+    assert.equal(sseServer.sessions.size, 1);
     assert.deepEqual(toolMessages(bodies[2]), [
       { role: 'tool', tool_call_id: 'c1', content: '2' },
       { role: 'tool', tool_call_id: 'c2', content: '30' },
@@ -261,6 +268,7 @@ describe('chat page: MCP tools', { skip }, () => {
     assert.match(results.e6, /^Error: cannot reach http:\/\/127\.0\.0\.1:\d+\/mcp \(/);
     assert.deepEqual(toolMessages(bodies[2]).at(-1), { role: 'tool', tool_call_id: 'r2', content: '7' });
     assert.deepEqual(sseServer.calls.map((c) => c.name), ['broken', 'fail', 'slow', 'add']);
+    assert.deepEqual(sseServer.cancelled, ['slow'], 'the call that timed out was cancelled on the server');
     const last = await page.$$eval('.msg.tool', (ds) => ds.map((d) => [d.dataset.status, d.querySelector('.tool-output').textContent]));
     assert.deepEqual(last.at(-1), ['not run', 'Not run: this reply reached the limit of 2 rounds of tool calls.']);
     assert.deepEqual(last.slice(0, 6).map((r) => r[0]), ['error', 'error', 'error', 'error', 'error', 'error']);
