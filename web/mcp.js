@@ -31,22 +31,28 @@ async function* mcpSseMessages(res) {
   const reader = res.body.getReader();
   const decoder = new TextDecoder();
   let buffer = '';
-  for (;;) {
-    const { value, done } = await reader.read();
-    buffer += done ? decoder.decode() : decoder.decode(value, { stream: true });
-    const blocks = buffer.replace(/\r\n?/g, '\n').split('\n\n');
-    buffer = done ? '' : blocks.pop();
-    for (const block of blocks) {
-      const data = block.split('\n').filter((l) => l.startsWith('data:'))
-        .map((l) => l.slice(l.startsWith('data: ') ? 6 : 5)).join('\n');
-      if (!data) continue;  // a comment, a keep-alive or an event with no data
-      try {
-        yield JSON.parse(data);
-      } catch (e) {
-        throw new McpError('protocol', 'an SSE event that is not JSON: ' + data.slice(0, 80));
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      buffer += done ? decoder.decode() : decoder.decode(value, { stream: true });
+      const blocks = buffer.replace(/\r\n?/g, '\n').split('\n\n');
+      buffer = done ? '' : blocks.pop();
+      for (const block of blocks) {
+        const data = block.split('\n').filter((l) => l.startsWith('data:'))
+          .map((l) => l.slice(l.startsWith('data: ') ? 6 : 5)).join('\n');
+        if (!data) continue;  // a comment, a keep-alive or an event with no data
+        let message;
+        try {
+          message = JSON.parse(data);
+        } catch (e) {
+          throw new McpError('protocol', 'an SSE event that is not JSON: ' + data.slice(0, 80));
+        }
+        yield message;
       }
+      if (done) return;
     }
-    if (done) return;
+  } finally {
+    reader.cancel().catch(() => {});  // the response came: a stream the server keeps open ends here
   }
 }
 
@@ -185,6 +191,10 @@ class McpClient {
       const body = JSON.parse(text);
       if (body && body.error && body.error.message) detail = body.error.message;
     } catch (e) { /* not JSON: the text as it is */ }
+    // Refused after initialize with no session: perhaps CORS hid the session's header.
+    if (!this.sessionId && this.protocolVersion && (res.status === 400 || res.status === 404)) {
+      detail += ' (if the server keeps sessions, it must expose Mcp-Session-Id to this page by CORS)';
+    }
     const err = new McpError('http', (message.method || 'a reply') + ': HTTP ' + res.status + (detail ? ': ' + detail : ''));
     err.expired = res.status === 404 && Boolean(this.sessionId) && message.method !== 'initialize';
     throw err;

@@ -18,7 +18,10 @@ function loadMcpSettings() {
   for (const c of Array.isArray(saved.servers) ? saved.servers : []) {
     if (!c || typeof c.url !== 'string') continue;
     const list = (v) => (Array.isArray(v) ? v.filter((x) => typeof x === 'string') : []);
-    const headers = c.headers && typeof c.headers === 'object' && !Array.isArray(c.headers) ? c.headers : {};
+    const headers = {};
+    if (c.headers && typeof c.headers === 'object' && !Array.isArray(c.headers)) {
+      for (const [k, v] of Object.entries(c.headers)) if (typeof v === 'string') headers[k] = v;
+    }
     s.servers.push({ url: c.url, name: typeof c.name === 'string' ? c.name : '', headers,
       disabled: list(c.disabled), always: list(c.always) });
   }

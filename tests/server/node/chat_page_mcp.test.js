@@ -5,7 +5,8 @@
 // the model under names that cannot collide, and runs the calls of canned model replies
 // (page.route answers /v1/chat/completions) after asking: allowed once, always (remembered), or
 // denied. The next request to the model carries each outcome, errors included (a JSON-RPC error,
-// an isError result, a timeout, an unknown tool, a server gone), and the rounds are bounded.
+// an isError result, a timeout, an unknown tool, a server gone), and the rounds are bounded. Last,
+// the real server takes the tools as offered.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
@@ -36,8 +37,9 @@ const TOOLS = [
 // An MCP server on 127.0.0.1 that allows any origin (CORS) and records every tools/call
 // ({name, arguments}), every Authorization header it is sent, and the calls the client cancelled.
 // json: reply with JSON bodies instead of SSE streams; else `add` pings the client on the call's
-// stream first and answers once the client has answered.
-async function startMcpServer(tools, json) {
+// stream first and answers once the client has answered. exposeSession false: CORS hides the
+// Mcp-Session-Id header from the page, as a server set up carelessly does.
+async function startMcpServer(tools, json, exposeSession = true) {
   const seen = { calls: [], authorization: [], sessions: new Map(), cancelled: [] };
   const handle = async (name, args, extra) => {
     seen.calls.push({ name, arguments: args });
@@ -66,7 +68,7 @@ async function startMcpServer(tools, json) {
     res.setHeader('Access-Control-Allow-Origin', '*');
     res.setHeader('Access-Control-Allow-Methods', 'GET, POST, DELETE, OPTIONS');
     res.setHeader('Access-Control-Allow-Headers', 'Content-Type, Authorization, Mcp-Session-Id, MCP-Protocol-Version');
-    res.setHeader('Access-Control-Expose-Headers', 'Mcp-Session-Id');
+    if (exposeSession) res.setHeader('Access-Control-Expose-Headers', 'Mcp-Session-Id');
     if (req.method === 'OPTIONS') return res.writeHead(204).end();
     seen.authorization.push(req.headers.authorization || null);
     const id = req.headers['mcp-session-id'];
@@ -115,17 +117,20 @@ describe('chat page: MCP tools', { skip }, () => {
   let launched;
   let sseServer;
   let jsonServer;
+  let hiddenServer;
   const errors = [];
   before(async () => {
     server = await startServer(['-np', '1']);
     sseServer = await startMcpServer(TOOLS, false);
     jsonServer = await startMcpServer(TOOLS.slice(0, 1), true);
+    hiddenServer = await startMcpServer(TOOLS, false, false);
     launched = await launchBrowser();
   });
   after(async () => {
     if (launched) await launched.close();
     await sseServer.close();
     await jsonServer.close();
+    await hiddenServer.close();
     assert.equal((await server.stop()).code, 0);
   });
   const serverView = (page, url) => page.locator(`.mcp-server[data-url="${url}"]`);
@@ -277,6 +282,11 @@ describe('chat page: MCP tools', { skip }, () => {
     await page.fill('#mcp-url', jsonServer.url.replace('/mcp', '/gone'));
     await page.click('#mcp-add');
     await page.locator('.mcp-server.error .mcp-state', { hasText: 'error: cannot reach' }).waitFor();
+    await page.fill('#mcp-url', hiddenServer.url);
+    await page.click('#mcp-add');
+    await serverView(page, hiddenServer.url).locator('.mcp-state', { hasText: 'error: ' }).waitFor();
+    assert.match(await serverView(page, hiddenServer.url).locator('.mcp-state').textContent(),
+      /^error: notifications\/initialized: HTTP 400: .+ \(if the server keeps sessions, it must expose Mcp-Session-Id to this page by CORS\)$/);
     await closeChecked(page);
   });
 
@@ -298,6 +308,33 @@ describe('chat page: MCP tools', { skip }, () => {
     assert.deepEqual(sseServer.calls, []);
     assert.deepEqual(bodies[1].messages.map((m) => m.role), ['user', 'assistant', 'tool', 'user']);
     assert.equal(bodies[1].messages[2].content, 'Not run: the user stopped the reply.');
+    await closeChecked(page);
+  });
+
+  test('the server itself takes the tools and the history with calls and results as the page sends them', async () => {
+    const page = await open([sseServer, 4]);
+    await page.click('#new-chat');
+    await page.fill('#temperature', '0');
+    await page.fill('#max-tokens', '8');  // too few for a whole call: the real replies are text
+    const sent = [];
+    page.on('request', (r) => {
+      if (r.url().endsWith('/v1/chat/completions')) sent.push(r.postDataJSON());
+    });
+    // The first reply is canned (a call of add, always allowed since the second test); the
+    // next, which carries the call and its result, goes to the real server.
+    let canned = 0;
+    await page.route('**/v1/chat/completions', (route) => (canned++ ? route.continue() : route.fulfill({
+      status: 200, headers: { 'Content-Type': 'text/event-stream' },
+      body: callsReply([['k1', 'calc__add', '{"a": 2, "b": 3}']]),
+    })));
+    await page.fill('#input', 'Add 2 and 3.');
+    await page.press('#input', 'Enter');
+    await waitReplies(page, 2);
+    assert.equal(sent.length, 2);
+    assert.deepEqual(sent[1].tools.map((t) => t.function.name), ['calc__add', 'calc__broken', 'calc__fail', 'calc__slow']);
+    assert.deepEqual(sent[1].messages.map((m) => m.role), ['user', 'assistant', 'tool']);
+    assert.equal(await page.locator('.msg.error').count(), 0);
+    assert.match(await page.textContent('.turn.assistant >> nth=1 >> .stats'), /^8 tokens/);
     await closeChecked(page);
   });
 });
