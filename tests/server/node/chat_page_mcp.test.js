@@ -31,7 +31,7 @@ const TOOLS = [
   { name: 'add', description: 'Adds two numbers.', inputSchema: NUMBERS },
   { name: 'broken', description: 'Answers with a JSON-RPC error.', inputSchema: NOTHING },
   { name: 'fail', description: 'Answers with an isError result.', inputSchema: NOTHING },
-  { name: 'slow', description: 'Answers after 3 s.', inputSchema: NOTHING },
+  { name: 'slow', description: 'Answers after 20 s.', inputSchema: NOTHING },
 ];
 
 // An MCP server on 127.0.0.1 that allows any origin (CORS) and records every tools/call
@@ -47,8 +47,11 @@ async function startMcpServer(tools, json, exposeSession = true) {
     if (name === 'add' && !json) await extra.sendRequest({ method: 'ping' }, EmptyResultSchema);
     if (name === 'add') return { content: [{ type: 'text', text: String(args.a + args.b) }] };
     if (name === 'fail') return { isError: true, content: [{ type: 'text', text: 'the disk is full' }] };
-    if (name === 'slow') {
-      await new Promise((r) => setTimeout(r, 3000));
+    if (name === 'slow') {  // answers after 20 s, or ends when the client cancels the call
+      await new Promise((r) => {
+        const timer = setTimeout(r, 20000);
+        extra.signal.addEventListener('abort', () => r(clearTimeout(timer)));
+      });
       return { content: [{ type: 'text', text: 'late' }] };
     }
     throw new McpError(ErrorCode.InvalidParams, `${name} is broken today`);
@@ -248,7 +251,7 @@ describe('chat page: MCP tools', { skip }, () => {
   test('errors become tool results the model reads; the rounds of calls are bounded', async () => {
     const page = await open([sseServer, 4], [jsonServer, 1]);
     await serverView(page, sseServer.url).locator('li[data-tool="slow"] .mcp-tool-enabled').check();
-    await page.fill('#mcp-timeout', '1');
+    await page.fill('#mcp-timeout', '2');
     await page.fill('#mcp-rounds', '2');
     sseServer.calls.length = 0;
     const bodies = await routeReplies(page, [
@@ -267,7 +270,7 @@ describe('chat page: MCP tools', { skip }, () => {
     const results = Object.fromEntries(toolMessages(bodies[1]).map((m) => [m.tool_call_id, m.content]));
     assert.match(results.e1, /^Error: tools\/call: JSON-RPC error -32602: .*broken is broken today/);
     assert.equal(results.e2, 'Error: the disk is full');
-    assert.equal(results.e3, 'Error: slow gave no result within 1 s');
+    assert.equal(results.e3, 'Error: slow gave no result within 2 s');
     assert.equal(results.e4, 'Error: there is no tool named calc__nope (connected)');
     assert.match(results.e5, /^Error: the arguments are not JSON: /);
     assert.match(results.e6, /^Error: cannot reach http:\/\/127\.0\.0\.1:\d+\/mcp \(/);
