@@ -272,6 +272,7 @@ async function generate(conv, signal) {
   } finally {
     meter.tEnd = performance.now();
     msg.stats = replyStats(meter, note);
+    for (const call of msg.tool_calls) if (call && !call.id) call.id = 'call_' + makeId();  // its result names it
     renderAssistant(msg, view, false);
     if (conv === current) $('log').scrollTop = $('log').scrollHeight;
     view.div.dataset.done = 'true';

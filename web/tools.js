@@ -314,6 +314,7 @@ function initMcp() {
     try {
       if (!/^https?:\/\/./.test(url)) throw new Error('the URL must start with http:// or https://');
       new URL(url);  // eslint-disable-line no-new
+      if (mcp.servers.some((s) => s.config.url === url)) throw new Error(url + ' is in the list already');
       headers = parseHeaderLines($('mcp-headers').value);
     } catch (e) {
       $('mcp-status').textContent = 'Not added: ' + e.message;

@@ -170,6 +170,9 @@ describe('chat page: MCP tools', { skip }, () => {
     await page.fill('#mcp-url', jsonServer.url);
     await page.click('#mcp-add');
     await listed(page, jsonServer.url, 1);
+    await page.fill('#mcp-url', jsonServer.url);
+    await page.click('#mcp-add');
+    assert.equal(await page.textContent('#mcp-status'), `Not added: ${jsonServer.url} is in the list already`);
     assert.deepEqual(await serverView(page, sseServer.url).locator('.mcp-tools li').evaluateAll(
       (lis) => lis.map((li) => li.dataset.tool)), ['add', 'broken', 'fail', 'slow']);
     assert.deepEqual(await page.locator('.mcp-name').allTextContents(), ['calc', 'calc_2']);
@@ -323,12 +326,12 @@ describe('chat page: MCP tools', { skip }, () => {
     page.on('request', (r) => {
       if (r.url().endsWith('/v1/chat/completions')) sent.push(r.postDataJSON());
     });
-    // The first reply is canned (a call of add, always allowed since the second test); the
-    // next, which carries the call and its result, goes to the real server.
+    // The first reply is canned (a call of add with no id, always allowed since the second test);
+    // the next, which carries the call and its result, goes to the real server.
     let canned = 0;
     await page.route('**/v1/chat/completions', (route) => (canned++ ? route.continue() : route.fulfill({
       status: 200, headers: { 'Content-Type': 'text/event-stream' },
-      body: callsReply([['k1', 'calc__add', '{"a": 2, "b": 3}']]),
+      body: callsReply([['', 'calc__add', '{"a": 2, "b": 3}']]),
     })));
     await page.fill('#input', 'Add 2 and 3.');
     await page.press('#input', 'Enter');
@@ -336,6 +339,9 @@ describe('chat page: MCP tools', { skip }, () => {
     assert.equal(sent.length, 2);
     assert.deepEqual(sent[1].tools.map((t) => t.function.name), ['calc__add', 'calc__broken', 'calc__fail', 'calc__slow']);
     assert.deepEqual(sent[1].messages.map((m) => m.role), ['user', 'assistant', 'tool']);
+    const id = sent[1].messages[1].tool_calls[0].id;  // the page named the call
+    assert.match(id, /^call_./);
+    assert.deepEqual(sent[1].messages[2], { role: 'tool', tool_call_id: id, content: '5' });
     assert.equal(await page.locator('.msg.error').count(), 0);
     assert.match(await page.textContent('.turn.assistant >> nth=1 >> .stats'), /^8 tokens/);
     await closeChecked(page);
