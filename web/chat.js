@@ -2,7 +2,8 @@
 // minfer's chat page (web/chat.html): conversations kept in this browser (localStorage), each
 // with its own system prompt and sampling settings; replies streamed from /v1/chat/completions
 // and rendered as markdown (web/markdown.js), reasoning and tool calls shown as such. The page
-// talks to nothing but the server that served it.
+// talks to nothing but the server that served it, and the MCP servers the user adds
+// (web/tools.js), whose tools it offers and whose calls it runs in a loop bounded by rounds.
 
 const $ = (id) => document.getElementById(id);
 
@@ -125,16 +126,38 @@ async function errorMessage(res) {
   return (body.error && body.error.message) || ('HTTP ' + res.status);
 }
 
-// The request for the conversation's next reply.
+// The history as chat messages. An assistant's tool calls go with it only when every call has
+// its tool message (a reply stopped mid-call, or imported half, is sent as its text alone), and a
+// tool message only beside its call.
+function historyMessages(list) {
+  const answered = new Set(list.filter((m) => m.role === 'tool').map((m) => m.tool_call_id));
+  const sent = new Set();
+  const messages = [];
+  for (const m of list) {
+    if (m.error) continue;
+    const calls = m.role === 'assistant' ? (m.tool_calls || []).filter(Boolean) : [];
+    if (calls.length && calls.every((c) => answered.has(c.id))) {
+      for (const c of calls) sent.add(c.id);
+      messages.push({ role: 'assistant', content: m.content, tool_calls: calls.map((c) => ({
+        id: c.id, type: 'function', function: { name: c.function.name, arguments: c.function.arguments } })) });
+    } else if (m.role === 'tool') {
+      if (sent.has(m.tool_call_id)) messages.push({ role: 'tool', tool_call_id: m.tool_call_id, content: m.content });
+    } else if (m.role === 'user' || m.content) {
+      messages.push({ role: m.role, content: m.content });
+    }
+  }
+  return messages;
+}
+
+// The request for the conversation's next reply, with the enabled MCP tools.
 function requestBody(conv) {
   const s = conv.settings;
   const messages = [];
   if (s.system && s.system.trim()) messages.push({ role: 'system', content: s.system });
-  for (const m of conv.messages) {
-    if (m.error || (m.role === 'assistant' && !m.content)) continue;
-    messages.push({ role: m.role, content: m.content });
-  }
+  messages.push(...historyMessages(conv.messages));
   const body = { messages, stream: true, stream_options: { include_usage: true } };
+  const tools = mcpToolDefinitions();
+  if (tools.length) body.tools = tools;
   for (const [field] of SAMPLING) {
     const v = s[field];
     if (v !== '' && v !== null && v !== undefined && !Number.isNaN(Number(v))) body[field] = Number(v);
@@ -219,20 +242,18 @@ function applyChunk(chunk, msg, meter) {
   }
 }
 
-// Streams the conversation's next reply into a new assistant message.
-async function generate(conv) {
+// Streams the conversation's next reply into a new assistant message; returns it, its view, and
+// the tools the request offered.
+async function generate(conv, signal) {
   const body = requestBody(conv);
   const msg = { role: 'assistant', content: '', reasoning: '', tool_calls: [], stats: null };
   conv.messages.push(msg);
   const view = addTurn(msg, conv.messages.length - 1);
   const meter = { t0: performance.now(), tFirst: 0, tEnd: 0, tokens: 0, usage: null, timings: null, finish: null };
-  controller = new AbortController();
-  setBusy(true);
   let note = '';
   try {
     const res = await apiFetch('v1/chat/completions', {
-      method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body),
-      signal: controller.signal,
+      method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body), signal,
     });
     if (!res.ok) throw new Error(await errorMessage(res));
     await readEvents(res, (chunk) => {
@@ -251,12 +272,42 @@ async function generate(conv) {
   } finally {
     meter.tEnd = performance.now();
     msg.stats = replyStats(meter, note);
+    for (const call of msg.tool_calls) if (call && !call.id) call.id = 'call_' + makeId();  // its result names it
     renderAssistant(msg, view, false);
     if (conv === current) $('log').scrollTop = $('log').scrollHeight;
     view.div.dataset.done = 'true';
+    if (conversations.includes(conv)) persist(conv);
+  }
+  return { msg, view, offered: Boolean(body.tools) };
+}
+
+// A message added to the conversation, and shown when it is the one on screen.
+function appendMessage(conv, msg) {
+  conv.messages.push(msg);
+  if (conv === current) addTurn(msg, conv.messages.length - 1);
+  if (conversations.includes(conv)) persist(conv);
+}
+
+// The conversation's next reply and, while the model calls the MCP tools it was offered, the
+// calls (each asked for first) and the replies that read their results: at most maxRounds rounds
+// of calls, after which the calls are answered "not run" and the loop ends.
+async function reply(conv) {
+  controller = new AbortController();
+  const signal = controller.signal;
+  setBusy(true);
+  try {
+    for (let round = 1; ; round++) {
+      const { msg, view, offered } = await generate(conv, signal);
+      if (!offered || msg.error || signal.aborted || !msg.tool_calls.some(Boolean)) break;
+      const limit = mcp.settings.maxRounds;
+      const refusal = round > limit ? 'Not run: this reply reached the limit of ' + limit + ' rounds of tool calls.' : null;
+      const boxes = new Map([...view.tools.querySelectorAll('.tool-call')].map((b) => [b.dataset.callId, b]));
+      await mcpRunCalls(msg, conv === current ? boxes : new Map(), signal, refusal, (m) => appendMessage(conv, m));
+      if (refusal || signal.aborted) break;
+    }
+  } finally {
     controller = null;
     setBusy(false);
-    if (conversations.includes(conv)) persist(conv);
   }
 }
 
@@ -277,6 +328,7 @@ function showToolCalls(box, calls) {
     if (!call) continue;
     const div = document.createElement('div');
     div.className = 'tool-call';
+    div.dataset.callId = call.id;
     const head = document.createElement('div');
     head.append('Tool call: ');
     const name = document.createElement('code');
@@ -327,6 +379,22 @@ function scheduleRender(msg, view) {
   if (!view.timer) view.timer = setTimeout(() => renderAssistant(msg, view, true), 40);
 }
 
+// A tool message: which call it answers, how it went (ok, error, denied, not run), the text.
+function showToolResult(div, msg) {
+  const status = msg.status || 'ok';
+  div.dataset.status = status;
+  const head = document.createElement('div');
+  head.className = 'tool-result-head';
+  head.append({ ok: 'Result of ', error: 'Error from ', denied: 'Denied: ' }[status] || 'Not run: ');
+  const name = document.createElement('code');
+  name.textContent = msg.name || msg.tool_call_id;
+  head.append(name);
+  const out = document.createElement('pre');
+  out.className = 'tool-output';
+  out.textContent = msg.content;
+  div.append(head, out);
+}
+
 // Appends the view of conv.messages[index]; returns its parts.
 function addTurn(msg, index) {
   const turn = document.createElement('div');
@@ -338,6 +406,12 @@ function addTurn(msg, index) {
   actions.className = 'actions';
   turn.append(div, actions);
   $('log').append(turn);
+  if (msg.role === 'tool') {
+    showToolResult(div, msg);
+    actions.append(button('copy', 'Copy', 'Copy the result'));
+    $('log').scrollTop = $('log').scrollHeight;
+    return { div };
+  }
   if (msg.role === 'user') {
     div.textContent = msg.content;
     actions.append(button('copy', 'Copy', 'Copy the message'),
@@ -381,7 +455,7 @@ function send(text) {
   persist(current);
   addTurn(current.messages[current.messages.length - 1], current.messages.length - 1);
   $('title').textContent = current.title;
-  return generate(current);
+  return reply(current);
 }
 
 // Drops conv.messages[index] and everything after it.
@@ -435,7 +509,7 @@ function editMessage(turn, index) {
     current.messages.push({ role: 'user', content: text });
     persist(current);
     renderLog();
-    generate(current);
+    reply(current);
   });
 }
 
@@ -454,7 +528,7 @@ $('log').addEventListener('click', (e) => {
   if (btn.classList.contains('edit')) return editMessage(turn, index);
   if (btn.classList.contains('regenerate')) {
     truncate(index);
-    generate(current);
+    reply(current);
   }
 });
 
@@ -559,11 +633,19 @@ function describe(v) {
 
 function checkMessage(m, where) {
   if (!m || typeof m !== 'object' || Array.isArray(m)) throw new Error(where + ': expected an object, got ' + describe(m));
-  if (!['user', 'assistant', 'system'].includes(m.role)) {
-    throw new Error(where + ".role: expected 'user', 'assistant' or 'system', got " + describe(m.role));
+  if (!['user', 'assistant', 'system', 'tool'].includes(m.role)) {
+    throw new Error(where + ".role: expected 'user', 'assistant', 'system' or 'tool', got " + describe(m.role));
   }
   if (typeof m.content !== 'string') throw new Error(where + '.content: expected a string, got ' + describe(m.content));
   const out = { role: m.role, content: m.content };
+  if (m.role === 'tool') {
+    if (typeof m.tool_call_id !== 'string') {
+      throw new Error(where + '.tool_call_id: expected a string, got ' + describe(m.tool_call_id));
+    }
+    out.tool_call_id = m.tool_call_id;
+    out.name = typeof m.name === 'string' ? m.name : '';
+    out.status = ['ok', 'error', 'denied', 'not run'].includes(m.status) ? m.status : 'ok';
+  }
   if (m.role === 'assistant') {
     if (m.reasoning !== undefined && typeof m.reasoning !== 'string') {
       throw new Error(where + '.reasoning: expected a string, got ' + describe(m.reasoning));
@@ -572,7 +654,9 @@ function checkMessage(m, where) {
       throw new Error(where + '.tool_calls: expected an array, got ' + describe(m.tool_calls));
     }
     out.reasoning = m.reasoning || '';
-    out.tool_calls = (m.tool_calls || []).filter((c) => c && c.function && typeof c.function.name === 'string');
+    out.tool_calls = (m.tool_calls || []).filter((c) => c && c.function && typeof c.function.name === 'string')
+      .map((c) => ({ id: String(c.id || ''), type: 'function', function: { name: c.function.name,
+        arguments: typeof c.function.arguments === 'string' ? c.function.arguments : JSON.stringify(c.function.arguments ?? {}) } }));
     if (m.stats && typeof m.stats === 'object' && typeof m.stats.tokens === 'number') out.stats = m.stats;
     if (typeof m.error === 'string') out.error = m.error;
   }

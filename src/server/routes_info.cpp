@@ -18,12 +18,14 @@ namespace minfer::server {
 
 namespace {
 
-// The page may load and call nothing but this server (no CDN, no images from model output);
-// inline styles stay allowed for KaTeX's layout.
+// The page may load nothing but this server's files (no CDN, no images from model output);
+// inline styles stay allowed for KaTeX's layout. fetch() may reach other http(s) servers: the MCP
+// servers the user adds in the page's settings (web/tools.js), each of which must allow the page's
+// origin by CORS; scripts still come from here only, so model output cannot call out.
 constexpr const char* kChatPagePolicy =
     "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' "
-    "data:; font-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; "
-    "frame-ancestors 'none'";
+    "data:; font-src 'self'; connect-src 'self' http: https:; object-src 'none'; base-uri "
+    "'none'; frame-ancestors 'none'";
 
 struct StaticFile {
   const char* content_type;

@@ -12,6 +12,8 @@ set(_assets
     chat.js "${CMAKE_SOURCE_DIR}/web/chat.js" -
     chat.css "${CMAKE_SOURCE_DIR}/web/chat.css" -
     markdown.js "${CMAKE_SOURCE_DIR}/web/markdown.js" -
+    mcp.js "${CMAKE_SOURCE_DIR}/web/mcp.js" -
+    tools.js "${CMAKE_SOURCE_DIR}/web/tools.js" -
     markdown-it.js "${_js}/markdown-it/markdown-it.js" libjs-markdown-it
     highlight.min.js "${_js}/highlight.js/highlight.min.js" libjs-highlight.js
     highlight-github.css "${_js}/highlight.js/styles/github.css" libjs-highlight.js

@@ -29,3 +29,16 @@ export async function launchBrowser() {
     },
   };
 }
+
+// A canned chat completion stream: each delta a chunk, then one that ends the choice with
+// `finish`, then usage, then [DONE].
+export function sse(deltas, usage, finish = 'stop') {
+  const chunk = (delta, reason) => ({
+    id: 'chatcmpl-test', object: 'chat.completion.chunk', created: 0, model: 'canned',
+    choices: [{ index: 0, delta, finish_reason: reason }],
+  });
+  const events = deltas.map((d) => chunk(d, null));
+  events.push(chunk({}, finish));
+  events.push({ id: 'chatcmpl-test', object: 'chat.completion.chunk', choices: [], usage });
+  return events.map((e) => `data: ${JSON.stringify(e)}\n\n`).join('') + 'data: [DONE]\n\n';
+}

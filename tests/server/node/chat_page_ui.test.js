@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 
-import { browserSkip, launchBrowser } from './chat_page_browser.js';
+import { browserSkip, launchBrowser, sse } from './chat_page_browser.js';
 import { skipReason, startServer } from './helpers.js';
 
 const skip = skipReason || browserSkip;
@@ -157,8 +157,8 @@ describe('chat page: conversations', { skip }, () => {
     };
     await importFile('bad.json', JSON.stringify({ conversations: [{ messages: [{ role: 'robot', content: 'x' }] }] }));
     assert.equal(await page.textContent('#import-status'),
-      'Import of bad.json failed: conversations[0].messages[0].role: expected \'user\', \'assistant\' or ' +
-      '\'system\', got "robot"');
+      'Import of bad.json failed: conversations[0].messages[0].role: expected \'user\', \'assistant\', ' +
+      '\'system\' or \'tool\', got "robot"');
     await importFile('worse.json', '{"conversations": [');
     assert.match(await page.textContent('#import-status'), /^Import of worse\.json failed: not JSON: /);
     await importFile('odd.json', '{"chats": []}');
@@ -174,18 +174,6 @@ describe('chat page: conversations', { skip }, () => {
     await closeChecked(page);
   });
 });
-
-// A canned chat completion stream: each delta a chunk, then usage, then [DONE].
-function sse(deltas, usage) {
-  const chunk = (delta, finish) => ({
-    id: 'chatcmpl-test', object: 'chat.completion.chunk', created: 0, model: 'canned',
-    choices: [{ index: 0, delta, finish_reason: finish }],
-  });
-  const events = deltas.map((d) => chunk(d, null));
-  events.push(chunk({}, 'stop'));
-  events.push({ id: 'chatcmpl-test', object: 'chat.completion.chunk', choices: [], usage });
-  return events.map((e) => `data: ${JSON.stringify(e)}\n\n`).join('') + 'data: [DONE]\n\n';
-}
 
 const MARKDOWN = [
   '| name | value |\n|---|---|\n| a | 1 |\n| b | 2 |\n\n',
