@@ -301,7 +301,7 @@ void register_all() {
   const GgmlType types[] = {GgmlType::kQ8_0, GgmlType::kQ4_K, GgmlType::kQ6_K, GgmlType::kF32,
                             GgmlType::kF16,  GgmlType::kBF16, GgmlType::kQ4_0, GgmlType::kQ4_1,
                             GgmlType::kQ5_0, GgmlType::kQ5_1, GgmlType::kQ2_K, GgmlType::kQ3_K,
-                            GgmlType::kQ5_K};
+                            GgmlType::kQ5_K, GgmlType::kMXFP4};
   const std::pair<int64_t, int64_t> shapes[] = {
       {896, 896}, {896, 128}, {896, 4864}, {4864, 896}, {896, 151936}};
   for (const char* kind : {"Gemv", "GemvHot", "Gemm"}) {

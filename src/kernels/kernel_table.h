@@ -57,8 +57,8 @@ constexpr size_t q8_0_act_sums_offset(size_t n_blocks) {
   return (n_blocks * 34 + 3) / 4 * 4;
 }
 
-// Slots indexed by GgmlType id (kBF16 = 30 is the largest weight type).
-inline constexpr int kMatmulSlots = 32;
+// Slots indexed by GgmlType id (kMXFP4 = 39 is the largest weight type).
+inline constexpr int kMatmulSlots = 40;
 
 // n rows of f32, row i at data + i · stride (attention's keys, values, queries or weights).
 struct F32Rows {

@@ -14,9 +14,9 @@
 // code.
 //
 // Every float step per (row, token) is the reference's (kernels/ref/ref_dot*.cpp) in the same
-// order with separate multiplies and adds (fused where the reference fuses, Q4_1 / Q5_1 / Q6_K),
-// and the integer sums are exact, so these tiles give the reference's result bit for bit at any
-// tile shape, thread count or token count.
+// order with separate multiplies and adds (fused where the reference fuses, Q4_1 / Q5_1 / Q6_K /
+// MXFP4), and the integer sums are exact, so these tiles give the reference's result bit for bit
+// at any tile shape, thread count or token count.
 //
 // The integer products need one unsigned operand: the weight quants are stored unsigned
 // (0..63 at most, so AVX2's 16-bit pair sums cannot saturate), and the offsets of the signed
@@ -131,6 +131,19 @@ struct GroupSource {
 
 // ---- 32-element blocks ----
 
+// The 16 bytes of 4-bit pairs at `off` of each row (element j low nibble, j + 16 high), lanes =
+// rows: q[j] the low nibbles of dword j (elements 4j..4j+3), q[4 + j] its high ones.
+template <class V>
+void split_nibbles(const typename V::Group& g, size_t off, typename V::I q[8]) {
+  typename V::I t[4];
+  V::transpose16(g, off, t);
+  const typename V::I low4 = V::set1_8(0x0f);
+  for (int j = 0; j < 4; ++j) {
+    q[j] = V::and_(t[j], low4);
+    q[4 + j] = V::and_(V::srli16(t[j], 4), low4);
+  }
+}
+
 template <class V>
 struct PackedQ32 {
   typename V::I q[8];  // [dword] lanes = rows: elements 4j..4j+3 (j < 4), 16 + 4(j - 4).. (j >= 4)
@@ -171,13 +184,7 @@ struct KindQ32 {
 
   static void pack(const typename V::Group& g, int64_t b, Packed& p) {
     const size_t off = static_cast<size_t>(b) * sizeof(Block);
-    typename V::I t[4];
-    V::transpose16(g, off + offsetof(Block, qs), t);
-    const typename V::I low4 = V::set1_8(0x0f);
-    for (int j = 0; j < 4; ++j) {
-      p.q[j] = V::and_(t[j], low4);
-      p.q[4 + j] = V::and_(V::srli16(t[j], 4), low4);
-    }
+    split_nibbles<V>(g, off + offsetof(Block, qs), p.q);
     if constexpr (kFifthBit) {
       const typename V::I qh = V::gather_u32(g, off + offsetof(Block, qh));
       for (int j = 0; j < 4; ++j) {
@@ -239,6 +246,42 @@ template <class V>
 using KindQ5_0 = KindQ32<V, BlockQ5_0, true, false>;
 template <class V>
 using KindQ5_1 = KindQ32<V, BlockQ5_1, true, true>;
+
+// MXFP4 × Q8_0: the codes become table value + 12 (0..24, unsigned) by a byte lookup, and the
+// 12 Σx this adds comes back through the activation block sums, as Q4_0's offset 8 does.
+inline constexpr int8_t kMxfp4Unsigned[16] = {12, 13, 14, 15, 16, 18, 20, 24,
+                                              12, 11, 10, 9,  8,  6,  4,  0};
+
+template <class V>
+struct KindMxfp4 {
+  using Packed = PackedQ32<V>;
+  using Act = ActQ8_0;
+  static constexpr int kBlock = kQKMxfp4;
+  static constexpr int64_t kChunk = 32;
+
+  static void pack(const typename V::Group& g, int64_t b, Packed& p) {
+    const size_t off = static_cast<size_t>(b) * sizeof(BlockMxfp4);
+    split_nibbles<V>(g, off + offsetof(BlockMxfp4, qs), p.q);
+    for (typename V::I& q : p.q) q = V::lookup16(kMxfp4Unsigned, q);
+    // 2^(e - 128) exactly, as the product of the normal floats 2^(a - 64) and 2^(e - a - 64)
+    // (a = e / 2; exponent fields 63..191), which also gives e < 2 its subnormal.
+    const typename V::I e = V::and_(V::gather_u32(g, off + offsetof(BlockMxfp4, e)), V::set1(0xff));
+    const typename V::I a = V::srli32(e, 1);
+    const typename V::I bias = V::set1(63);
+    const typename V::F lo = V::as_float(V::slli32(V::add(a, bias), 23));
+    const typename V::F hi = V::as_float(V::slli32(V::add(V::sub(e, a), bias), 23));
+    p.d = V::fmul(lo, hi);
+  }
+  // ref vec_dot_mxfp4_q8_0: fma(sumi, 2^(e - 128) d_x, acc).
+  static typename V::F block(const Packed& p, const Act& a, int64_t b, typename V::F acc) {
+    const BlockQ8_0& x = a.blocks[b];
+    typename V::I s = V::set1(-12 * a.sums[b]);
+    for (int j = 0; j < 4; ++j) s = V::dot(s, p.q[j], V::bcast(x.qs + 4 * j));
+    for (int j = 0; j < 4; ++j) s = V::dot(s, p.q[4 + j], V::bcast(x.qs + 16 + 4 * j));
+    const typename V::F d = V::fmul(p.d, V::fset1(V::f16(x.d)));
+    return V::fmadd(V::cvt(s), d, acc);
+  }
+};
 
 // ---- Q4_K / Q5_K × Q8_K ----
 

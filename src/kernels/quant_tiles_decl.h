@@ -23,6 +23,9 @@ void matmul_tile_q5_1(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n
 void matmul_tile_q8_0(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
                       const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
                       int64_t y_stride);
+void matmul_tile_mxfp4(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
+                       const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
+                       int64_t y_stride);
 void matmul_tile_q2_K(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
                       const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
                       int64_t y_stride);

@@ -27,6 +27,7 @@ constexpr KernelTable make_table(Isa isa, const char* name) {
   t.matmul_tile[slot(GgmlType::kQ4_K)] = matmul_tile_q4_K;
   t.matmul_tile[slot(GgmlType::kQ5_K)] = matmul_tile_q5_K;
   t.matmul_tile[slot(GgmlType::kQ6_K)] = matmul_tile_q6_K;
+  t.matmul_tile[slot(GgmlType::kMXFP4)] = matmul_tile_mxfp4;
   t.quantize_act[slot(GgmlType::kF16)] = act_f16;
   t.quantize_act[slot(GgmlType::kBF16)] = act_bf16;
   t.quantize_act[slot(GgmlType::kQ8_0)] = act_q8_0;

@@ -5,6 +5,7 @@
 // compile instead of misreading a file.
 #pragma once
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 
@@ -136,6 +137,26 @@ struct BlockQ8K {
   int16_t bsums[kQKK / 16];  // [16] sums of 16 quants
 };
 static_assert(sizeof(BlockQ8K) == 292);
+
+// MXFP4 (OCP microscaling FP4, as gpt-oss ships its experts): x = kMxfp4Values[q] * 2^(e - 128),
+// q in [0, 15] an E2M1 code whose values the table doubles to integers (so the block's scale is
+// half the E8M0 power 2^(e - 127)). qs[j] holds element j (low nibble) and j + 16 (high), as
+// Q4_0.
+inline constexpr int kQKMxfp4 = 32;
+inline constexpr int8_t kMxfp4Values[16] = {0, 1,  2,  3,  4,  6,  8,  12,
+                                            0, -1, -2, -3, -4, -6, -8, -12};
+
+struct BlockMxfp4 {
+  uint8_t e;                 // E8M0 exponent: the block scale is 2^(e - 128)
+  uint8_t qs[kQKMxfp4 / 2];  // [32] 4-bit E2M1 codes
+};
+static_assert(sizeof(BlockMxfp4) == 17);
+
+// 2^(e - 128) as a float, exactly (a subnormal for e < 2): ggml's "E8M0 to fp32 half".
+inline float e8m0_to_fp32_half(uint8_t e) {
+  const uint32_t bits = e < 2 ? 0x00200000u << e : static_cast<uint32_t>(e - 1) << 23;
+  return std::bit_cast<float>(bits);
+}
 
 // Field offsets that differ from "in declaration order with no padding" would be a layout bug.
 static_assert(offsetof(BlockQ2K, d) == 80 && offsetof(BlockQ3K, d) == 108);

@@ -43,7 +43,7 @@ constexpr std::array kTable = {
   GgmlTypeInfo{GgmlType::kBF16,    "bf16",     1,    2,   false, true},
   GgmlTypeInfo{GgmlType::kTQ1_0,   "tq1_0",    256,  54,  true,  false},
   GgmlTypeInfo{GgmlType::kTQ2_0,   "tq2_0",    256,  66,  true,  false},
-  GgmlTypeInfo{GgmlType::kMXFP4,   "mxfp4",    32,   17,  true,  false},
+  GgmlTypeInfo{GgmlType::kMXFP4,   "mxfp4",    32,   17,  true,  true},
 };
 // clang-format on
 

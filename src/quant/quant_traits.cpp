@@ -52,6 +52,8 @@ constexpr std::array kRows = {
                        from_float_adapter<BlockQ5_1, quantize_row_q5_1>, GgmlType::kQ8_1},
   Row{GgmlType::kQ8_0, to_float_adapter<BlockQ8_0, dequantize_row_q8_0>,
                        from_float_adapter<BlockQ8_0, quantize_row_q8_0>, GgmlType::kQ8_0},
+  Row{GgmlType::kMXFP4, to_float_adapter<BlockMxfp4, dequantize_row_mxfp4>,
+                        from_float_adapter<BlockMxfp4, quantize_row_mxfp4>, GgmlType::kQ8_0},
   Row{GgmlType::kQ8_1, to_float_adapter<BlockQ8_1, dequantize_row_q8_1>,
                        from_float_adapter<BlockQ8_1, quantize_row_q8_1>, GgmlType::kQ8_1},
   Row{GgmlType::kQ2_K, to_float_adapter<BlockQ2K, dequantize_row_q2_K>,

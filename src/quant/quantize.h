@@ -5,6 +5,8 @@
 //   Q4_0, Q5_0      d = signed absmax / -(2^(b-1)), q = trunc(x / d + 2^(b-1) + 0.5) clamped
 //   Q4_1, Q5_1      d = (max - min) / (2^b - 1), m = min, q = trunc((x - min) / d + 0.5)
 //   Q8_0, Q8_1      d = absmax / 127, q = round-half-away-from-zero(x / d)
+//   MXFP4           e = floor(log2(absmax)) - 2 + 127 (0 for an all-zero block), each element the
+//                   nearest table value times 2^(e - 128) (the first on a tie)
 //   Q8_K            d = signed absmax / -127 (float32), q = round-half-even(x / d) (<= 127)
 //   Q2_K, Q4_K, Q5_K  per sub-block (scale, min) by a weighted least-squares search over trial
 //                   scales (ggml's make_qkx2_quants), then 4-/6-bit quantized scales and mins
@@ -45,6 +47,8 @@ void dequantize_row_q5_0(const BlockQ5_0* x, float* y, int64_t n);
 void dequantize_row_q5_1(const BlockQ5_1* x, float* y, int64_t n);
 void dequantize_row_q8_0(const BlockQ8_0* x, float* y, int64_t n);
 void dequantize_row_q8_1(const BlockQ8_1* x, float* y, int64_t n);
+void quantize_row_mxfp4(const float* x, BlockMxfp4* y, int64_t n);
+void dequantize_row_mxfp4(const BlockMxfp4* x, float* y, int64_t n);
 
 // 256-element super-block types (n % 256 == 0).
 void quantize_row_q2_K(const float* x, BlockQ2K* y, int64_t n);

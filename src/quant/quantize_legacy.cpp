@@ -247,4 +247,52 @@ void dequantize_row_q8_1(const BlockQ8_1* x, float* y, int64_t n) {
   }
 }
 
+namespace {
+
+// The code whose value times d is nearest x; the lowest code on a tie.
+uint8_t nearest_mxfp4(float x, float d) {
+  uint8_t best = 0;
+  float best_err = std::fabs(static_cast<float>(kMxfp4Values[0]) * d - x);
+  for (uint8_t q = 1; q < 16; ++q) {
+    const float err = std::fabs(static_cast<float>(kMxfp4Values[q]) * d - x);
+    if (err < best_err) {
+      best = q;
+      best_err = err;
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+void quantize_row_mxfp4(const float* x, BlockMxfp4* y, int64_t n) {
+  const int64_t nb = n / kQKMxfp4;
+  for (int64_t i = 0; i < nb; ++i, x += kQKMxfp4) {
+    float amax = 0.0f;
+    for (int j = 0; j < kQKMxfp4; ++j) amax = std::max(amax, std::fabs(x[j]));
+    // The largest code (6, doubled to 12) lands at amax's power of two: 12 · 2^(e - 128) =
+    // 1.5 · 2^floor(log2 amax). Blocks below 2^-125 (where e would go negative) get e = 0.
+    const float e_f = amax > 0.0f ? std::floor(std::log2(amax)) - 2.0f + 127.0f : 0.0f;
+    const uint8_t e = static_cast<uint8_t>(std::clamp(e_f, 0.0f, 255.0f));
+    const float d = e8m0_to_fp32_half(e);
+    y[i].e = e;
+    for (int j = 0; j < kQKMxfp4 / 2; ++j) {
+      const uint8_t q0 = nearest_mxfp4(x[j], d);
+      const uint8_t q1 = nearest_mxfp4(x[j + kQKMxfp4 / 2], d);
+      y[i].qs[j] = static_cast<uint8_t>(q0 | (q1 << 4));
+    }
+  }
+}
+
+void dequantize_row_mxfp4(const BlockMxfp4* x, float* y, int64_t n) {
+  const int64_t nb = n / kQKMxfp4;
+  for (int64_t i = 0; i < nb; ++i, y += kQKMxfp4) {
+    const float d = e8m0_to_fp32_half(x[i].e);
+    for (int j = 0; j < kQKMxfp4 / 2; ++j) {
+      y[j] = static_cast<float>(kMxfp4Values[x[i].qs[j] & 0xf]) * d;
+      y[j + kQKMxfp4 / 2] = static_cast<float>(kMxfp4Values[x[i].qs[j] >> 4]) * d;
+    }
+  }
+}
+
 }  // namespace minfer

@@ -23,7 +23,7 @@ namespace minfer {
 namespace {
 
 // llama_ftype numbers from llama.h.
-constexpr std::array<QuantMix, 11> kMixes = {{
+constexpr std::array<QuantMix, 12> kMixes = {{
     {"f32", 0, GgmlType::kF32, false},
     {"f16", 1, GgmlType::kF16, false},
     {"bf16", 32, GgmlType::kBF16, false},
@@ -35,6 +35,7 @@ constexpr std::array<QuantMix, 11> kMixes = {{
     {"q4_k_m", 15, GgmlType::kQ4_K, true},
     {"q5_k_m", 17, GgmlType::kQ5_K, true},
     {"q6_k", 18, GgmlType::kQ6_K, false},
+    {"mxfp4_moe", 38, GgmlType::kMXFP4, false},
 }};
 
 bool ends_with(std::string_view s, std::string_view suffix) {
@@ -156,6 +157,16 @@ TypePlan plan_tensor_types(const QuantMix& mix, std::span<const TensorDesc> tens
       continue;
     }
     const uint64_t n_per_row = t.shape[0];
+    if (type == GgmlType::kMXFP4) {
+      // llama.cpp's MXFP4_MOE: the experts (ne[2] > 1) in MXFP4, every other matrix in Q8_0.
+      type = t.shape.size() > 2 && t.shape[2] > 1 ? GgmlType::kMXFP4 : GgmlType::kQ8_0;
+      if (!divides(type, n_per_row)) {
+        ++plan.n_fallback;
+        type = GgmlType::kF16;
+      }
+      plan.types.push_back(type);
+      continue;
+    }
     const bool is_output = t.name == "output.weight" || (tied && t.name == "token_embd.weight");
     if (is_output) {
       if (!divides(type, n_per_row)) {

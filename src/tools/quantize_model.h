@@ -23,6 +23,8 @@
 //    - llama with 80 layers and grouped KV heads (the 70B shape): attn_v q3_K/q4_K → q5_K.
 //    - 8 experts (Mixtral's shape, and qwen3moe-tiny's): attn_v and attn_k become q8_0, and for
 //      q4_k_m attn_output q5_K. ffn_down_exps counts as ffn_down (its block number is i).
+//  * mxfp4_moe (gpt-oss as released): the experts (3-D tensors, ne[2] > 1) become mxfp4, every
+//    other matrix q8_0, with none of the rules above; a row not a multiple of 32 stays f16.
 //  * The router (ffn_gate_inp.weight) is never converted, whatever the target.
 //  * Fallback (after the rules above): when a tensor's row length is not a multiple of its
 //    chosen type's block (256 for K-quants), q4_K → q5_0, q5_K → q5_1, q6_K → q8_0, q2_K/q3_K →

@@ -23,7 +23,7 @@ using test::simd_tables;
 const GgmlType kWeightTypes[] = {GgmlType::kF32,  GgmlType::kF16,  GgmlType::kBF16, GgmlType::kQ4_0,
                                  GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ5_1, GgmlType::kQ8_0,
                                  GgmlType::kQ2_K, GgmlType::kQ3_K, GgmlType::kQ4_K, GgmlType::kQ5_K,
-                                 GgmlType::kQ6_K};
+                                 GgmlType::kQ6_K, GgmlType::kMXFP4};
 
 // Tolerance of a SIMD matmul element against the reference, relative to Σ_k |w_k x_k| over the
 // dequantized operands: the integer block sums are exact, so only the float steps (scales,

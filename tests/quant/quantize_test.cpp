@@ -2,6 +2,7 @@
 // against its derived bound, the traits table and the checked entry points.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstring>
@@ -172,6 +173,62 @@ TEST(QuantizeQ4_0, NegativeExtremeMapsToLevelZero) {
   EXPECT_EQ(b.qs[3], 15 | (8 << 4));
 }
 
+// --- MXFP4 -------------------------------------------------------------------------------
+
+TEST(QuantizeMxfp4, HandComputedBlock) {
+  // absmax 6 -> e = floor(log2 6) - 2 + 127 = 127, scale 2^(127 - 128) = 0.5: the doubled
+  // table values times 0.5 are the E2M1 values. Ties go to the lower code (0.75 between 0.5 and
+  // 1; 5 between 4 and 6; -0.25 between 0 and -0.5).
+  std::array<float, 32> x{};  // [32]
+  const float values[] = {6.0f, -6.0f, 0.5f, 0.75f, -0.25f, 5.0f, 1.4f};
+  std::copy(std::begin(values), std::end(values), x.begin());
+  x[16] = 2.9f;
+  x[17] = -3.2f;
+  BlockMxfp4 b;
+  quantize_row_mxfp4(x.data(), &b, 32);
+  EXPECT_EQ(b.e, 127);
+  const uint8_t want_low[] = {7, 15, 1, 1, 0, 6, 3};  // 1.4 -> 1.5
+  for (int j = 0; j < 7; ++j) EXPECT_EQ(b.qs[j] & 0xf, want_low[j]) << j;
+  EXPECT_EQ(b.qs[0] >> 4, 5);   // 2.9 -> 3
+  EXPECT_EQ(b.qs[1] >> 4, 13);  // -3.2 -> -3
+  std::array<float, 32> y{};    // [32]
+  dequantize_row_mxfp4(&b, y.data(), 32);
+  EXPECT_EQ(y[0], 6.0f);
+  EXPECT_EQ(y[1], -6.0f);
+  EXPECT_EQ(y[3], 0.5f);
+  EXPECT_EQ(y[5], 4.0f);
+  EXPECT_EQ(y[16], 3.0f);
+  EXPECT_EQ(y[17], -3.0f);
+}
+
+TEST(QuantizeMxfp4, ScaleIsTwoToTheEMinus128IncludingSubnormals) {
+  for (int e : {0, 1, 2, 100, 127, 128, 254}) {
+    EXPECT_EQ(e8m0_to_fp32_half(static_cast<uint8_t>(e)), std::ldexp(1.0f, e - 128)) << e;
+  }
+  BlockMxfp4 b{};
+  b.e = 0;
+  b.qs[0] = 7 | (15 << 4);    // 12 and -12 times 2^-128
+  std::array<float, 32> y{};  // [32]
+  dequantize_row_mxfp4(&b, y.data(), 32);
+  EXPECT_EQ(y[0], std::ldexp(12.0f, -128));
+  EXPECT_EQ(y[16], std::ldexp(-12.0f, -128));
+}
+
+TEST(QuantizeMxfp4, EveryElementGetsTheNearestValueOfItsBlockScale) {
+  for (Distribution dist : {Distribution::kNormal, Distribution::kUniform}) {
+    const std::vector<float> x = test::random_data(dist, 4096, 5);
+    const std::vector<uint8_t> q = test::quantize_vec(GgmlType::kMXFP4, x);
+    const std::vector<float> y = test::dequantize_vec(GgmlType::kMXFP4, q, x.size());
+    const auto* blocks = reinterpret_cast<const BlockMxfp4*>(q.data());
+    for (size_t i = 0; i < x.size(); ++i) {
+      const float d = e8m0_to_fp32_half(blocks[i / 32].e);
+      float best = INFINITY;
+      for (int8_t v : kMxfp4Values) best = std::min(best, std::fabs(v * d - x[i]));
+      ASSERT_EQ(std::fabs(y[i] - x[i]), best) << i;
+    }
+  }
+}
+
 // --- Round trip error per type -------------------------------------------------------------
 
 const GgmlType kAllTypes[] = {GgmlType::kF16,  GgmlType::kBF16, GgmlType::kQ4_0, GgmlType::kQ4_1,
@@ -233,7 +290,7 @@ TEST(QuantTraits, EveryComputableTypeHasConsistentTraits) {
       {GgmlType::kQ5_1, GgmlType::kQ8_1}, {GgmlType::kQ8_0, GgmlType::kQ8_0},
       {GgmlType::kQ2_K, GgmlType::kQ8_K}, {GgmlType::kQ3_K, GgmlType::kQ8_K},
       {GgmlType::kQ4_K, GgmlType::kQ8_K}, {GgmlType::kQ5_K, GgmlType::kQ8_K},
-      {GgmlType::kQ6_K, GgmlType::kQ8_K},
+      {GgmlType::kQ6_K, GgmlType::kQ8_K}, {GgmlType::kMXFP4, GgmlType::kQ8_0},
   };
   for (const Want& w : wants) {
     const QuantTraits* t = quant_traits(w.type);

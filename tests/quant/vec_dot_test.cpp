@@ -81,7 +81,7 @@ double gamma_for(GgmlType type, int n) {
 const GgmlType kWeightTypes[] = {GgmlType::kF32,  GgmlType::kF16,  GgmlType::kBF16, GgmlType::kQ4_0,
                                  GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ5_1, GgmlType::kQ8_0,
                                  GgmlType::kQ2_K, GgmlType::kQ3_K, GgmlType::kQ4_K, GgmlType::kQ5_K,
-                                 GgmlType::kQ6_K};
+                                 GgmlType::kQ6_K, GgmlType::kMXFP4};
 
 TEST(RefVecDot, MatchesDoubleDotOfDequantizedOperands) {
   uint32_t seed = 7;

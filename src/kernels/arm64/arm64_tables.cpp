@@ -25,6 +25,7 @@ constexpr KernelTable make_dotprod_table() {
   t.matmul_tile[slot(GgmlType::kQ4_K)] = dotprod::matmul_tile_q4_K;
   t.matmul_tile[slot(GgmlType::kQ5_K)] = dotprod::matmul_tile_q5_K;
   t.matmul_tile[slot(GgmlType::kQ6_K)] = dotprod::matmul_tile_q6_K;
+  t.matmul_tile[slot(GgmlType::kMXFP4)] = dotprod::matmul_tile_mxfp4;
   return t;
 }
 

@@ -131,6 +131,13 @@ struct NeonVecBase {
   }
   static I srai32(I a, int n) { return vshlq_s32(a, vdupq_n_s32(-n)); }
 
+  // Byte i of every lane replaced by table[byte i] (the bytes of idx are 0..15).
+  static I lookup16(const int8_t table[16], I idx) {
+    return vreinterpretq_s32_s8(vqtbl1q_s8(vld1q_s8(table), vreinterpretq_u8_s32(idx)));
+  }
+  // The lanes' bits as floats.
+  static F as_float(I bits) { return vreinterpretq_f32_s32(bits); }
+
   // acc + Σ of 2 products int16 × int16 per lane.
   static I dot16(I acc, I a, I b) {
     const int16x8_t x = vreinterpretq_s16_s32(a);

@@ -133,6 +133,14 @@ struct Vec256 {
   static I slli32(I a, int n) { return _mm256_slli_epi32(a, n); }
   static I srai32(I a, int n) { return _mm256_srai_epi32(a, n); }
 
+  // Byte i of every lane replaced by table[byte i] (the bytes of idx are 0..15).
+  static I lookup16(const int8_t table[16], I idx) {
+    const __m128i t = _mm_loadu_si128(reinterpret_cast<const __m128i*>(table));
+    return _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(t), idx);
+  }
+  // The lanes' bits as floats.
+  static F as_float(I bits) { return _mm256_castsi256_ps(bits); }
+
   // acc + Σ of 4 products u8 (w, at most 63) × s8 (x) per lane: exact (see the file comment).
   static I dot(I acc, I w, I x) {
     return _mm256_add_epi32(acc,

@@ -39,6 +39,7 @@ constexpr KernelTable with_vnni_tiles(KernelTable t) {
   t.matmul_tile[slot(GgmlType::kQ4_K)] = avxvnni::matmul_tile_q4_K;
   t.matmul_tile[slot(GgmlType::kQ5_K)] = avxvnni::matmul_tile_q5_K;
   t.matmul_tile[slot(GgmlType::kQ6_K)] = avxvnni::matmul_tile_q6_K;
+  t.matmul_tile[slot(GgmlType::kMXFP4)] = avxvnni::matmul_tile_mxfp4;
   t.matmul_tile_x16[slot(GgmlType::kQ8_0)] = avxvnni::matmul_tile_x16<BlockQ8_0>;
   t.matmul_tile_x16[slot(GgmlType::kQ4_0)] = avxvnni::matmul_tile_x16<BlockQ4_0>;
   t.matmul_tile_x16[slot(GgmlType::kQ5_0)] = avxvnni::matmul_tile_x16<BlockQ5_0>;

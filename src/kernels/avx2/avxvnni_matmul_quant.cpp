@@ -43,6 +43,7 @@ MINFER_VNNI_TILE(q5_K, KindQ5K)
 MINFER_VNNI_TILE(q2_K, KindQ2K)
 MINFER_VNNI_TILE(q3_K, KindQ3K)
 MINFER_VNNI_TILE(q6_K, KindQ6K)
+MINFER_VNNI_TILE(mxfp4, KindMxfp4)
 #undef MINFER_VNNI_TILE
 
 }  // namespace minfer::kernels::avxvnni

@@ -59,4 +59,12 @@ MINFER_GEMV_OR_TILE(q2_K, Vec512, KindQ2K, Gemv<gemv_k16<BlockQ2K>>)
 MINFER_GEMV_OR_TILE(q3_K, Vec512, KindQ3K, Gemv<gemv_k16<BlockQ3K>>)
 MINFER_GEMV_OR_TILE(q6_K, Vec512, KindQ6K, Gemv<gemv_k16<BlockQ6K>>)
 
+// MXFP4: the tile for every token count.
+void matmul_tile_mxfp4(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
+                       const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
+                       int64_t y_stride) {
+  qt::tile<Vec512, qt::KindMxfp4<Vec512>>(n_in, w, w_row_bytes, n_rows, act, act_row_bytes, n_tok,
+                                          y, y_stride);
+}
+
 }  // namespace minfer::kernels::avx512

@@ -134,6 +134,14 @@ struct Vec512 {
   static I slli32(I a, int n) { return _mm512_slli_epi32(a, static_cast<unsigned>(n)); }
   static I srai32(I a, int n) { return _mm512_srai_epi32(a, static_cast<unsigned>(n)); }
 
+  // Byte i of every lane replaced by table[byte i] (the bytes of idx are 0..15).
+  static I lookup16(const int8_t table[16], I idx) {
+    const __m128i t = _mm_loadu_si128(reinterpret_cast<const __m128i*>(table));
+    return _mm512_shuffle_epi8(_mm512_broadcast_i32x4(t), idx);
+  }
+  // The lanes' bits as floats.
+  static F as_float(I bits) { return _mm512_castsi512_ps(bits); }
+
   // acc + Σ of 4 products u8 (w) × s8 (x) per lane: exact.
   static I dot(I acc, I w, I x) { return _mm512_dpbusd_epi32(acc, w, x); }
   // acc + Σ of 2 products int16 × int16 per lane: exact for our operands (|sum| < 2^31).

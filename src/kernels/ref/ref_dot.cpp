@@ -152,6 +152,26 @@ void vec_dot_q8_0_q8_0(int n, float* s, const void* x, const void* y) {
   *s = sum;
 }
 
+// llama.cpp's MXFP4 dot as its x86 CPU backend runs the experts (their rows repacked 8x8 at
+// load, arch/x86/repack.cpp gemv_q4_b32_8x8_q8_0_lut_avx): per block the exact integer sum of
+// table value times quant, then sum = fma(sumi, 2^(e - 128) · d_y, sum).
+void vec_dot_mxfp4_q8_0(int n, float* s, const void* x, const void* y) {
+  const BlockMxfp4* bx = static_cast<const BlockMxfp4*>(x);
+  const BlockQ8_0* by = static_cast<const BlockQ8_0*>(y);
+  const int nb = n / kQKMxfp4;
+  float sum = 0.0f;
+  for (int i = 0; i < nb; ++i) {
+    int sumi = 0;
+    for (int j = 0; j < kQKMxfp4 / 2; ++j) {
+      sumi += kMxfp4Values[bx[i].qs[j] & 0xf] * by[i].qs[j];
+      sumi += kMxfp4Values[bx[i].qs[j] >> 4] * by[i].qs[j + kQKMxfp4 / 2];
+    }
+    const float d = e8m0_to_fp32_half(bx[i].e) * fp16_to_fp32(by[i].d);
+    sum = std::fma(static_cast<float>(sumi), d, sum);
+  }
+  *s = sum;
+}
+
 VecDotFn vec_dot_for(GgmlType weight_type) {
   switch (weight_type) {
     case GgmlType::kF32:
@@ -170,6 +190,8 @@ VecDotFn vec_dot_for(GgmlType weight_type) {
       return vec_dot_q5_1_q8_1;
     case GgmlType::kQ8_0:
       return vec_dot_q8_0_q8_0;
+    case GgmlType::kMXFP4:
+      return vec_dot_mxfp4_q8_0;
     case GgmlType::kQ2_K:
       return vec_dot_q2_K_q8_K;
     case GgmlType::kQ3_K:

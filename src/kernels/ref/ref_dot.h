@@ -3,6 +3,9 @@
 // weight type's vec_dot_type (quant_traits.h), exactly as llama.cpp's CPU backend pairs them:
 //   F32 x F32, F16 x F16, BF16 x BF16          products in float, summed in double
 //   Q4_0, Q5_0, Q8_0 x Q8_0                    integer sum per 32-block, * d_x * d_y
+//   MXFP4 x Q8_0                               integer sum per block (table values) fma'd
+//                                              by 2^(e_x - 128) d_y into one float, as
+//                                              llama.cpp's x86 repacked MXFP4 gemv
 //   Q4_1, Q5_1 x Q8_1                          integer sums of 4 elements fma'd into 8 float
 //                                              lanes by d_x d_y, m_x * s_y summed apart, as
 //                                              llama.cpp's x86 dots (ref_dot.cpp)
@@ -41,6 +44,7 @@ void vec_dot_q4_1_q8_1(int n, float* s, const void* x, const void* y);
 void vec_dot_q5_0_q8_0(int n, float* s, const void* x, const void* y);
 void vec_dot_q5_1_q8_1(int n, float* s, const void* x, const void* y);
 void vec_dot_q8_0_q8_0(int n, float* s, const void* x, const void* y);
+void vec_dot_mxfp4_q8_0(int n, float* s, const void* x, const void* y);
 
 void vec_dot_q2_K_q8_K(int n, float* s, const void* x, const void* y);
 void vec_dot_q3_K_q8_K(int n, float* s, const void* x, const void* y);

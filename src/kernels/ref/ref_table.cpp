@@ -41,6 +41,7 @@ constexpr KernelTable make_ref_table() {
   t.matmul_tile[slot(GgmlType::kQ5_0)] = ref::matmul_tile<rd::vec_dot_q5_0_q8_0>;
   t.matmul_tile[slot(GgmlType::kQ5_1)] = ref::matmul_tile<rd::vec_dot_q5_1_q8_1>;
   t.matmul_tile[slot(GgmlType::kQ8_0)] = ref::matmul_tile<rd::vec_dot_q8_0_q8_0>;
+  t.matmul_tile[slot(GgmlType::kMXFP4)] = ref::matmul_tile<rd::vec_dot_mxfp4_q8_0>;
   t.matmul_tile[slot(GgmlType::kQ2_K)] = ref::matmul_tile<rd::vec_dot_q2_K_q8_K>;
   t.matmul_tile[slot(GgmlType::kQ3_K)] = ref::matmul_tile<rd::vec_dot_q3_K_q8_K>;
   t.matmul_tile[slot(GgmlType::kQ4_K)] = ref::matmul_tile<rd::vec_dot_q4_K_q8_K>;
