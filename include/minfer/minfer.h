@@ -481,6 +481,38 @@ class Embedder {
   std::unique_ptr<Impl> impl_;
 };
 
+// Reranking (LanguageModel::reranker): the options of a reranker.
+struct RerankOptions {
+  int64_t n_ctx = 0;  // the longest query–document prompt in tokens; 0: the model's n_ctx
+};
+
+// Scores documents for a query, by the model's classifier head (a file with pooling_type rank
+// and cls tensors, BGE-reranker style) or by the "yes"/"no" logits of the last position
+// (Qwen3-Reranker's method) — engine/reranker.h says how the prompt is made. It runs its own KV
+// cache, beside any generator of the same model; one call at a time.
+class Reranker {
+ public:
+  ~Reranker();
+  Reranker(const Reranker&) = delete;
+  Reranker& operator=(const Reranker&) = delete;
+
+  // The tokens of one (query, document) pair's prompt.
+  std::vector<int32_t> pair_tokens(std::string_view query, std::string_view document) const;
+  // One score per pair of tokens, in order; higher is more relevant: P(yes) in [0, 1] for the
+  // yes/no method and for heads labelled yes/no, else the head's output. Pairs share forward
+  // steps. Errors (nothing computed): an empty pair, a pair longer than n_ctx.
+  Result<std::vector<float>> score(const std::vector<std::vector<int32_t>>& pairs);
+  // How it scores, for people: "yes/no logits (tokens …)" or "classifier head (…)".
+  std::string method() const;
+  int64_t n_ctx() const;
+
+ private:
+  friend class LanguageModel;
+  struct Impl;
+  explicit Reranker(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
 class LanguageModel {
  public:
   // Loads the model, its tokenizer and chat template, and a session for generate().
@@ -551,6 +583,11 @@ class LanguageModel {
   Result<std::unique_ptr<Embedder>> embedder(const EmbedOptions& options = {}) const;
   // Whether the file is an embedding model: it sets <arch>.pooling_type (Qwen3-Embedding).
   bool is_embedding_model() const;
+  // A reranker over this model (a KV cache of its own); the model must outlive it. Error: a
+  // model that has neither a classifier head nor the yes/no method's tokens (named).
+  Result<std::unique_ptr<Reranker>> reranker(const RerankOptions& options = {}) const;
+  // Whether the file is a reranker: its pooling_type is rank (a classifier head).
+  bool is_reranker() const;
 
   // Teacher-forced logits, computed as `minfer logits` computes them: `ids` fed at positions
   // 0 … n-1 of a sequence of their own (not generate()'s, nor a generator's), in forwards of
