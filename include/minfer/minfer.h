@@ -423,6 +423,13 @@ class Chat {
 
   void add_user(std::string text);
   void add_assistant(std::string text);
+  // A reply that called tools, with its calls (OpenAI's assistant message with tool_calls).
+  void add_assistant(std::string text, const std::vector<ToolCall>& calls);
+  // The result of the call `call_id` of the function `name` (a "tool" message).
+  void add_tool_result(std::string call_id, std::string name, std::string content);
+  // The tools the template shows the model: an OpenAI tools array as JSON text ("" none).
+  // Error: text that is not a JSON array of objects, or more than limits::kMaxTools of them.
+  Status set_tools(std::string_view tools_json);
   // Removes the last message when it has that role; false when it does not.
   bool pop_last(std::string_view role);
   // Forgets every turn; the system message stays.
@@ -438,8 +445,8 @@ class Chat {
   Result<std::string> render(bool add_generation_prompt = true) const;
   Result<std::vector<int32_t>> tokens(bool add_generation_prompt = true) const;
   // The messages as JSON text ([{"role", "content"}, …], the system message first when there is
-  // one), and the conversation replaced by such a list (e.g. stored beside a state file by
-  // save_state). Error: text that is not such a list.
+  // one; tool calls and results as OpenAI writes them), and the conversation replaced by such a
+  // list (e.g. stored beside a state file by save_state). Error: text that is not such a list.
   std::string messages_json() const;
   Status set_messages_json(std::string_view json);
 
