@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "chat_tools.h"
 #include "commands.h"
 #include "generation_flags.h"
@@ -178,8 +180,8 @@ class ChatLoop {
       if (!conversation_->drop_oldest_turn()) {
         if (n < n_ctx) return true;  // no earlier turn left: use what room there is
         std::fprintf(stderr,
-                     "[chat] the conversation does not fit the context: %lld tokens, n_ctx %lld; "
-                     "it was not sent\n",
+                     "[chat] the message does not fit the context: %lld tokens, n_ctx %lld; it "
+                     "was not sent\n",
                      static_cast<long long>(n), static_cast<long long>(n_ctx));
         conversation_->pop_last("user");
         return false;
@@ -255,6 +257,11 @@ class ChatLoop {
     return true;
   }
 
+  bool last_is_user() const {
+    const auto messages = nlohmann::json::parse(conversation_->messages_json(), nullptr, false);
+    return messages.is_array() && !messages.empty() && messages.back().value("role", "") == "user";
+  }
+
   // Answers each call of a reply (--tool-cmd, else the user) into the conversation.
   void answer_calls(const std::vector<ToolCall>& calls) {
     for (const ToolCall& call : calls) {
@@ -276,7 +283,9 @@ class ChatLoop {
   bool respond() {
     for (int round = 0;; ++round) {
       std::optional<GenerateReply> reply;
-      if (!generate_reply(round == 0, reply)) return false;
+      // --tool-choice binds a reply to the user's message, not one after tool results (as
+      // /regen of the reply after them is).
+      if (!generate_reply(round == 0 && last_is_user(), reply)) return false;
       if (!reply) return true;  // it did not fit: nothing was sent
       const bool calls =
           tools_.enabled() && !reply->tool_calls.empty() && reply->finish_reason != "cancelled";

@@ -87,6 +87,17 @@ TEST(ChatTools, TheUserTypesTheResultEndedByAnEmptyLine) {
   expect_call_result_reply(printed_messages(r.out), "5\nfive");
 }
 
+TEST(ChatTools, RegenAfterToolResultsIsNotForcedToCallAgain) {
+  MINFER_REQUIRE_TEST_DATA();
+  ToolChat chat;
+  const CommandResult r = chat.run("What is 2 + 3?\n/regen\n/messages\n", "--tool-cmd add=cat");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const ChatJson messages = printed_messages(r.out);
+  ASSERT_EQ(messages.size(), 4u) << r.out;
+  EXPECT_EQ(messages[3]["role"], "assistant");
+  EXPECT_FALSE(messages[3].contains("tool_calls")) << messages.dump();
+}
+
 TEST(ChatTools, ToolCmdGetsTheArgumentsOnStdinAndItsExitStatusCounts) {
   MINFER_REQUIRE_TEST_DATA();
   ToolChat chat;
