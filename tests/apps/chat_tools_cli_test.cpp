@@ -25,23 +25,6 @@ constexpr const char* kTools = R"([{"type": "function", "function": {"name": "ad
   "description": "a + b", "parameters": {"type": "object", "properties": {"a": {"type":
   "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"]}}}])";
 
-struct ToolChat {
-  test::TempDir dir;
-  std::string tools_file = dir.file("tools.json");
-  ToolChat() {
-    test::write_file_bytes(tools_file, std::vector<uint8_t>(kTools, kTools + std::strlen(kTools)));
-  }
-
-  CommandResult run(const std::string& lines, const std::string& extra) const {
-    const std::string model = test::test_data_path("models/qwen3-qwentok-tiny-q8_0.gguf");
-    return run_minfer_chat(lines, "-m " + shell_quote(model) + " --tools " +
-                                      shell_quote(tools_file) +
-                                      " --tool-choice add --parallel-tool-calls false -n 120 "
-                                      "--temp 0 " +
-                                      extra);
-  }
-};
-
 // The JSON line /messages printed (the last line of stdout that parses as an array).
 ChatJson printed_messages(const std::string& out) {
   ChatJson found;
@@ -58,6 +41,30 @@ ChatJson printed_messages(const std::string& out) {
   }
   return found;
 }
+
+struct ToolChat {
+  test::TempDir dir;
+  std::string tools_file = dir.file("tools.json");
+  ToolChat() {
+    test::write_file_bytes(tools_file, std::vector<uint8_t>(kTools, kTools + std::strlen(kTools)));
+  }
+
+  CommandResult run(const std::string& lines, const std::string& extra) const {
+    const std::string model = test::test_data_path("models/qwen3-qwentok-tiny-q8_0.gguf");
+    return run_minfer_chat(lines, "-m " + shell_quote(model) + " --tools " +
+                                      shell_quote(tools_file) +
+                                      " --tool-choice add --parallel-tool-calls false -n 120 "
+                                      "--temp 0 " +
+                                      extra);
+  }
+
+  // The conversation /messages prints after `lines` (the run must succeed).
+  ChatJson messages_after(const std::string& lines, const std::string& extra) const {
+    const CommandResult r = run(lines + "/messages\n", extra);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return printed_messages(r.out);
+  }
+};
 
 // The messages after the user's: the assistant's call of add, the tool's result, a reply.
 void expect_call_result_reply(const ChatJson& messages, const std::string& result) {
@@ -90,10 +97,8 @@ TEST(ChatTools, TheUserTypesTheResultEndedByAnEmptyLine) {
 TEST(ChatTools, RegenAfterToolResultsIsNotForcedToCallAgain) {
   MINFER_REQUIRE_TEST_DATA();
   ToolChat chat;
-  const CommandResult r = chat.run("What is 2 + 3?\n/regen\n/messages\n", "--tool-cmd add=cat");
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  const ChatJson messages = printed_messages(r.out);
-  ASSERT_EQ(messages.size(), 4u) << r.out;
+  const ChatJson messages = chat.messages_after("What is 2 + 3?\n/regen\n", "--tool-cmd add=cat");
+  ASSERT_EQ(messages.size(), 4u) << messages.dump();
   EXPECT_EQ(messages[3]["role"], "assistant");
   EXPECT_FALSE(messages[3].contains("tool_calls")) << messages.dump();
 }
@@ -102,20 +107,16 @@ TEST(ChatTools, ToolCmdGetsTheArgumentsOnStdinAndItsExitStatusCounts) {
   MINFER_REQUIRE_TEST_DATA();
   ToolChat chat;
   // cat answers with the arguments themselves: what the command read is what the model wrote.
-  const CommandResult r = chat.run("What is 2 + 3?\n/messages\n", "--tool-cmd add=cat");
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  const ChatJson messages = printed_messages(r.out);
-  ASSERT_GE(messages.size(), 3u) << r.out;
+  const ChatJson messages = chat.messages_after("What is 2 + 3?\n", "--tool-cmd add=cat");
+  ASSERT_GE(messages.size(), 3u) << messages.dump();
   const ChatJson& arguments = messages[1]["tool_calls"][0]["function"]["arguments"];
   const std::string content = messages[2]["content"].get<std::string>();
   EXPECT_EQ(ChatJson::parse(content, nullptr, false), arguments) << content;
   expect_call_result_reply(messages, content);
 
-  const CommandResult failed =
-      chat.run("What is 2 + 3?\n/messages\n", "--tool-cmd " + shell_quote("add=echo no; exit 3"));
-  ASSERT_EQ(failed.exit_code, 0) << failed.err;
-  expect_call_result_reply(printed_messages(failed.out),
-                           "error: the tool's command exited with status 3: no");
+  expect_call_result_reply(
+      chat.messages_after("What is 2 + 3?\n", "--tool-cmd " + shell_quote("add=echo no; exit 3")),
+      "error: the tool's command exited with status 3: no");
 }
 
 TEST(ChatTools, BadToolFlagsAreRefusedByName) {
