@@ -133,9 +133,11 @@ float RerankHead::score(std::span<const float> hidden) const {
     y[static_cast<size_t>(r)] =
         dot_row(row, x) + (out_bias.empty() ? 0.0 : out_bias[static_cast<size_t>(r)]);
   }
-  if (!yes_no) return static_cast<float>(y[0]);
-  // softmax over (yes, no), the max subtracted first: P(yes) = 1 / (1 + e^(no - yes)).
-  return static_cast<float>(1.0 / (1.0 + std::exp(y[1] - y[0])));
+  return yes_no ? yes_probability(y[0], y[1]) : static_cast<float>(y[0]);
+}
+
+float yes_probability(double yes, double no) {
+  return static_cast<float>(1.0 / (1.0 + std::exp(no - yes)));
 }
 
 std::string RerankHead::describe() const {

@@ -21,6 +21,10 @@
 
 namespace minfer::engine {
 
+// Qwen3-Reranker's score from the logits of "yes" and "no": softmax over the two, P(yes) =
+// 1 / (1 + e^(no − yes)) (the difference, so nothing overflows).
+float yes_probability(double yes, double no);
+
 struct RerankHead {
   int64_t n_embd = 0;
   int64_t n_inner = 0;            // rows of the dense layer; 0: none

@@ -25,9 +25,10 @@ Status find_yes_no(const Model& model, const Tokenizer& tokenizer, bool has_temp
                     "[rerank] '{}' cannot rerank: it has no classifier head (pooling_type rank "
                     "with cls tensors), and the yes/no method (Qwen3-Reranker) needs the tokens "
                     "\"yes\" and \"no\"{} in its vocabulary{}",
-                    model.file().name(), has_template ? "" : " and ChatML's <|im_start|>",
+                    model.file().name(),
+                    has_template ? "" : " and ChatML's <|im_start|>, <|im_end|>",
                     yes == kNoToken || no == kNoToken ? " (\"yes\" or \"no\" is missing)"
-                                                      : " (<|im_start|> is missing)");
+                                                      : " (<|im_start|> or <|im_end|> is missing)");
 }
 
 }  // namespace
@@ -120,10 +121,7 @@ Result<std::vector<float>> Reranker::score(std::span<const std::vector<int32_t>>
     if (method_ == RerankMethod::kClassifier) {
       scores.push_back(head_->score(row));
     } else {
-      // softmax over the (yes, no) logits, P(yes) = 1 / (1 + e^(no − yes)).
-      const double yes = row[0];
-      const double no = row[1];
-      scores.push_back(static_cast<float>(1.0 / (1.0 + std::exp(no - yes))));
+      scores.push_back(yes_probability(row[0], row[1]));  // the (yes, no) logit columns
     }
   }
   return scores;
