@@ -7,9 +7,14 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "chat_tools.h"
 #include "commands.h"
 #include "generation_flags.h"
 #include "minfer/minfer.h"
@@ -25,8 +30,11 @@ constexpr const char* kHelp =
     "  /regen   drop the last reply and generate it again\n"
     "  /save FILE  write the conversation and its KV cells to FILE\n"
     "  /load FILE  continue the conversation saved in FILE (same model and --cache-type)\n"
+    "  /messages  print the conversation as JSON (OpenAI messages, tool calls and results)\n"
     "  /help    this text\n"
-    "Ctrl-C while the model answers stops the answer.\n";
+    "Ctrl-C while the model answers stops the answer.\n"
+    "With --tools, a tool call without --tool-cmd asks for its result: type it and end it with\n"
+    "an empty line.\n";
 
 // Lines from stdin with read(2), so that Ctrl-C (SIGINT without SA_RESTART) interrupts a wait.
 class LineReader {
@@ -69,9 +77,10 @@ class LineReader {
 
 class ChatLoop {
  public:
-  ChatLoop(const GenerationFlags& flags, LanguageModel& model, std::unique_ptr<Chat> conversation,
-           std::atomic<bool>& interrupted)
+  ChatLoop(const GenerationFlags& flags, const ChatTools& tools, LanguageModel& model,
+           std::unique_ptr<Chat> conversation, std::atomic<bool>& interrupted)
       : flags_(flags),
+        tools_(tools),
         model_(model),
         conversation_(std::move(conversation)),
         interrupted_(interrupted),
@@ -82,7 +91,6 @@ class ChatLoop {
       std::fprintf(stderr, "chat with %s (n_ctx %lld); /help for commands\n",
                    flags_.model_path.c_str(), static_cast<long long>(model_.n_ctx()));
     }
-    LineReader reader;
     int interrupts_at_prompt = 0;
     for (;;) {
       if (interactive_) {
@@ -90,7 +98,7 @@ class ChatLoop {
         std::fflush(stdout);
       }
       std::string line;
-      const LineReader::Outcome outcome = reader.read_line(line, interrupted_);
+      const LineReader::Outcome outcome = reader_.read_line(line, interrupted_);
       if (outcome == LineReader::Outcome::kEof) break;
       if (outcome == LineReader::Outcome::kInterrupted) {
         if (++interrupts_at_prompt >= 2) break;
@@ -108,6 +116,9 @@ class ChatLoop {
           conversation_->clear();
           model_.clear();
           std::fputs("(conversation cleared)\n", stderr);
+        } else if (command == "/messages") {
+          std::printf("%s\n", conversation_->messages_json().c_str());
+          std::fflush(stdout);
         } else if (command == "/save" || command == "/load") {
           state_command(command, line.substr(command.size()));
         } else if (command == "/regen") {
@@ -152,25 +163,28 @@ class ChatLoop {
     return std::mismatch(s.begin(), s.end(), prompt.begin(), prompt.end()).first - s.begin();
   }
 
-  // Generates the assistant's reply to the conversation so far (which ends with a user message).
-  // False on an error that ends the program (already printed).
-  bool respond() {
+  // The conversation's prompt within the context, the oldest turns dropped to make room for the
+  // reply. False when it cannot fit (said on stderr; a user message is taken back); `failed`
+  // on an error that ends the program (printed).
+  bool fit_prompt(std::vector<int32_t>& tokens, bool& failed) {
     const int64_t n_ctx = model_.n_ctx();
-    std::vector<int32_t> tokens;
     for (;;) {
       auto rendered = conversation_->tokens(/*add_generation_prompt=*/true);
-      if (!rendered.is_ok()) return fail(rendered.status());
+      if (!rendered.is_ok()) {
+        failed = !fail(rendered.status());
+        return false;
+      }
       tokens = std::move(rendered).value();
       const int64_t n = static_cast<int64_t>(tokens.size());
-      if (n + reply_reserve() <= n_ctx) break;
+      if (n + reply_reserve() <= n_ctx) return true;
       if (!conversation_->drop_oldest_turn()) {
-        if (n < n_ctx) break;  // no earlier turn left: use what room there is
+        if (n < n_ctx) return true;  // no earlier turn left: use what room there is
         std::fprintf(stderr,
                      "[chat] the message does not fit the context: %lld tokens, n_ctx %lld; it "
                      "was not sent\n",
                      static_cast<long long>(n), static_cast<long long>(n_ctx));
         conversation_->pop_last("user");
-        return true;
+        return false;
       }
       std::fprintf(stderr,
                    "[chat] context full: %lld tokens + %lld for the reply exceed n_ctx %lld; "
@@ -178,30 +192,10 @@ class ChatLoop {
                    static_cast<long long>(n), static_cast<long long>(reply_reserve()),
                    static_cast<long long>(n_ctx), static_cast<long long>(conversation_->n_turns()));
     }
+  }
 
-    GenerateParams params = flags_.generate;
-    // A new draw per reply (so /regen can answer differently), reproducible from --seed.
-    params.seed += n_replies_++;
-    params.cancel = &interrupted_;
-    interrupted_.store(false);
-    // Reasoning and tool calls in the model's own formats are shown as such.
-    params.extract_reasoning = true;
-    params.parse_tool_calls = true;
-    if (params.context_shift) {
-      auto keep = shift_keep(tokens);
-      if (!keep.is_ok()) return fail(keep.status());
-      params.n_keep = keep.value();
-    }
-    ReplyPrinter printer(stdout, flags_.show_reasoning);
-    auto generated = model_.generate_reply(
-        tokens, params, [&printer](const ReplyDelta& delta) { return printer.print(delta); });
-    printer.end();
-    std::fputs("\n", stdout);
-    std::fflush(stdout);
-    // The interrupt that stopped the reply is used up; a later one counts at the prompt.
-    interrupted_.store(false);
-    if (!generated.is_ok()) return fail(generated.status());
-    const GenerateReply& result = generated.value();
+  // --verbose figures of a reply, and why it stopped when that is worth saying.
+  void report_reply(const GenerateReply& result) const {
     if (flags_.verbose) {
       std::fprintf(
           stderr,
@@ -224,10 +218,89 @@ class ChatLoop {
       std::fprintf(stderr,
                    "[chat] context full: the reply was cut at n_ctx %lld; the oldest turns will "
                    "be dropped next turn\n",
-                   static_cast<long long>(n_ctx));
+                   static_cast<long long>(model_.n_ctx()));
     }
-    conversation_->add_assistant(result.text);
-    return close_turn();
+  }
+
+  // Generates one reply to the conversation so far (which ends with a user message or tool
+  // results; `first`: the first reply to a user message) into `reply`; nullopt when the
+  // conversation did not fit. False on an error that ends the program (already printed).
+  bool generate_reply(bool first, std::optional<GenerateReply>& reply) {
+    std::vector<int32_t> tokens;
+    bool failed = false;
+    if (!fit_prompt(tokens, failed)) return !failed;
+    GenerateParams params = flags_.generate;
+    // A new draw per reply (so /regen can answer differently), reproducible from --seed.
+    params.seed += n_replies_++;
+    params.cancel = &interrupted_;
+    interrupted_.store(false);
+    // Reasoning and tool calls in the model's own formats are shown as such.
+    params.extract_reasoning = true;
+    params.parse_tool_calls = true;
+    tools_.apply(params, first);
+    if (params.context_shift) {
+      auto keep = shift_keep(tokens);
+      if (!keep.is_ok()) return fail(keep.status());
+      params.n_keep = keep.value();
+    }
+    ReplyPrinter printer(stdout, flags_.show_reasoning);
+    auto generated = model_.generate_reply(
+        tokens, params, [&printer](const ReplyDelta& delta) { return printer.print(delta); });
+    printer.end();
+    std::fputs("\n", stdout);
+    std::fflush(stdout);
+    // The interrupt that stopped the reply is used up; a later one counts at the prompt.
+    interrupted_.store(false);
+    if (!generated.is_ok()) return fail(generated.status());
+    report_reply(generated.value());
+    reply = std::move(generated).value();
+    return true;
+  }
+
+  bool last_is_user() const {
+    const auto messages = nlohmann::json::parse(conversation_->messages_json(), nullptr, false);
+    return messages.is_array() && !messages.empty() && messages.back().value("role", "") == "user";
+  }
+
+  // Answers each call of a reply (--tool-cmd, else the user) into the conversation.
+  void answer_calls(const std::vector<ToolCall>& calls) {
+    for (const ToolCall& call : calls) {
+      std::string result = tools_.result(
+          call,
+          [this](std::string& line) {
+            return reader_.read_line(line, interrupted_) == LineReader::Outcome::kLine;
+          },
+          interrupted_);
+      std::printf("[tool result] %s: %s\n", call.name.c_str(), result.c_str());
+      std::fflush(stdout);
+      conversation_->add_tool_result(call.id, call.name, std::move(result));
+    }
+  }
+
+  // Generates the assistant's reply to the conversation so far (which ends with a user
+  // message); with --tools, answers the reply's calls and generates again, up to
+  // --max-tool-rounds replies with calls. False on an error that ends the program (printed).
+  bool respond() {
+    for (int round = 0;; ++round) {
+      std::optional<GenerateReply> reply;
+      // --tool-choice binds a reply to the user's message, not one after tool results (as
+      // /regen of the reply after them is).
+      if (!generate_reply(round == 0 && last_is_user(), reply)) return false;
+      if (!reply) return true;  // it did not fit: nothing was sent
+      const bool calls =
+          tools_.enabled() && !reply->tool_calls.empty() && reply->finish_reason != "cancelled";
+      if (!calls) {
+        conversation_->add_assistant(reply->text);
+        return close_turn();
+      }
+      conversation_->add_assistant(reply->text, reply->tool_calls);
+      answer_calls(reply->tool_calls);
+      if (round + 1 >= tools_.max_rounds()) {
+        std::fprintf(stderr, "(%d replies with tool calls: waiting for you; --max-tool-rounds)\n",
+                     tools_.max_rounds());
+        return close_turn();
+      }
+    }
   }
 
   // Puts the finished turn into the cache exactly as the template renders it (the end-of-turn
@@ -295,7 +368,9 @@ class ChatLoop {
   }
 
   const GenerationFlags& flags_;
+  const ChatTools& tools_;
   LanguageModel& model_;
+  LineReader reader_;
   std::unique_ptr<Chat> conversation_;
   std::atomic<bool>& interrupted_;
   bool interactive_;
@@ -303,10 +378,15 @@ class ChatLoop {
   int64_t n_user_messages_ = 0;  // sent so far, dropped ones included: the turn number
 };
 
-int run_chat(CLI::App* cmd, GenerationFlags& flags) {
+int run_chat(CLI::App* cmd, GenerationFlags& flags, const ChatToolFlags& tool_flags) {
   Status st = finish_generation_flags(cmd, flags);
   if (!st.is_ok()) {
     std::fprintf(stderr, "%s\n", st.message().c_str());
+    return 1;
+  }
+  Result<ChatTools> tools = ChatTools::create(tool_flags);
+  if (!tools.is_ok()) {
+    std::fprintf(stderr, "%s\n", tools.status().message().c_str());
     return 1;
   }
   auto model = load_model(flags);
@@ -319,7 +399,12 @@ int run_chat(CLI::App* cmd, GenerationFlags& flags) {
     std::fprintf(stderr, "%s\n", conversation.status().message().c_str());
     return 1;
   }
-  ChatLoop loop(flags, **model, std::move(conversation).value(), install_interrupt_handler());
+  if (Status t = (*conversation)->set_tools(tools->tools_json()); !t.is_ok()) {
+    std::fprintf(stderr, "%s\n", t.message().c_str());
+    return 1;
+  }
+  ChatLoop loop(flags, *tools, **model, std::move(conversation).value(),
+                install_interrupt_handler());
   const int code = loop.run();
   std::fputs((*model)->profile_table().c_str(), stderr);
   return code;
@@ -331,7 +416,10 @@ void register_chat_command(CLI::App& app, CommandRegistry& registry) {
   auto [cmd, flags] = add_command<GenerationFlags>(
       app, "chat", "Interactive multi-turn chat with the model's chat template (stdin lines)");
   add_generation_flags(cmd, *flags);
-  registry.add(cmd, [flags = flags, cmd = cmd]() { return run_chat(cmd, *flags); });
+  auto tool_flags = std::make_shared<ChatToolFlags>();
+  add_chat_tool_flags(cmd, *tool_flags);
+  registry.add(
+      cmd, [flags = flags, tool_flags, cmd = cmd]() { return run_chat(cmd, *flags, *tool_flags); });
 }
 
 }  // namespace minfer::app

@@ -23,6 +23,11 @@ void register_make_model_command(CLI::App& app, CommandRegistry& registry) {
   cmd->add_option("--type", opts->type, "weight type: " + quant_mix_names())->capture_default_str();
   cmd->add_option("--tokenizer-from", opts->tokenizer_from,
                   "copy the tokenizer (tokenizer.* keys, chat template) from this GGUF file");
+  cmd->add_option("--reranker", opts->reranker,
+                  "add a reranker head (pooling_type rank): cls (BGE-style classifier: cls.weight, "
+                  "cls.bias, cls.output.*) or qwen3 (yes/no rows, as llama.cpp converts "
+                  "Qwen3-Reranker)")
+      ->check(CLI::IsMember({"cls", "qwen3"}));
   cmd->add_option("--seed", opts->seed, "weight seed")->capture_default_str();
   cmd->add_option("-o,--output", opts->output, "output GGUF file")->required();
   cmd->add_option("-t,--threads", opts->n_threads, "threads (default: all cores)");

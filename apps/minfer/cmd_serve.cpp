@@ -68,6 +68,7 @@ struct Loaded {
   std::unique_ptr<LanguageModel> model;
   std::unique_ptr<BatchGenerator> generator;
   std::unique_ptr<Embedder> embedder;  // --embeddings, or an embedding model; else null
+  std::unique_ptr<Reranker> reranker;  // --rerank; else null
 };
 
 // The embedder of POST /v1/embeddings: with --embeddings (an error fails the load), or for a
@@ -83,6 +84,26 @@ Status add_embedder(const ServeFlags& f, Loaded& l) {
   if (f.http.embeddings) return e.status();
   fmt::print(stderr, "minfer serve: warning: {}; /v1/embeddings is not served\n",
              e.status().message());
+  return Status::ok();
+}
+
+// The reranker of POST /v1/rerank, with --rerank: a model that cannot rerank fails the load with
+// the reason. A reranker file (pooling_type rank) served without the flag is told about it.
+Status add_reranker(const ServeFlags& f, Loaded& l, const std::string& model_path) {
+  if (!f.http.rerank) {
+    if (l.model->is_reranker()) {
+      fmt::print(stderr,
+                 "minfer serve: note: {} is a reranker; start with --rerank to serve /v1/rerank\n",
+                 model_path);
+    }
+    return Status::ok();
+  }
+  Result<std::unique_ptr<Reranker>> r = l.model->reranker({.n_ctx = l.generator->n_ctx()});
+  if (!r.is_ok()) {
+    return make_error(ErrorCode::kUnsupported, "[serve] --rerank: {}", r.status().message());
+  }
+  l.reranker = std::move(r).value();
+  fmt::print(stderr, "minfer serve: /v1/rerank by {}\n", l.reranker->method());
   return Status::ok();
 }
 
@@ -113,6 +134,7 @@ Result<Loaded> load(ServeFlags& f, const std::string& model_path) {
     MINFER_RETURN_IF_ERROR(check_keep("serve", f.http.keep, l.generator->n_ctx()));
   }
   MINFER_RETURN_IF_ERROR(add_embedder(f, l));
+  MINFER_RETURN_IF_ERROR(add_reranker(f, l, model_path));
   l.generator->start();
   return l;
 }
@@ -156,7 +178,8 @@ Result<std::unique_ptr<server::ModelRegistry>> make_registry(ServeFlags& f) {
     MINFER_ASSIGN_OR_RETURN(Loaded l, load(own, path.string()));
     fmt::print(stderr, "minfer serve: loaded {}\n", path.string());
     std::fflush(stderr);
-    return server::LoadedModel{std::move(l.model), std::move(l.generator), std::move(l.embedder)};
+    return server::LoadedModel{std::move(l.model), std::move(l.generator), std::move(l.embedder),
+                               std::move(l.reranker)};
   };
   if (f.models_memory == 0) {
     const auto pages = static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES));
@@ -241,6 +264,7 @@ int run_serve(ServeFlags& f) {
         b.model = loaded.model.get();
         b.generator = loaded.generator.get();
         b.embedder = loaded.embedder.get();
+        b.reranker = loaded.reranker.get();
         b.default_grammar = f.default_grammar;
         b.model_name =
             !f.alias.empty() ? f.alias : std::filesystem::path(f.model_path).filename().string();
@@ -416,6 +440,10 @@ void register_serve_command(CLI::App& app, CommandRegistry& registry) {
   cmd->add_option("--pooling", f.pooling,
                   "embeddings' pooling: mean, cls or last (default: the file's, else last)")
       ->check(CLI::IsMember({"mean", "cls", "last"}));
+  cmd->add_flag("--rerank,--reranking", f.http.rerank,
+                "serve POST /v1/rerank (/rerank, /v1/reranking): documents scored for a query by "
+                "the file's classifier head (pooling_type rank, cls tensors) or by the yes/no "
+                "logits of a Qwen3-Reranker-style model; a model with neither is refused");
   add_observe_flags(*cmd, f.load);
   // llama.cpp spells --parallel "-np", a multi-letter single-dash name CLI11 cannot declare: it
   // arrives as an extra argument, and any other extra is an error.

@@ -428,6 +428,13 @@ class Chat {
 
   void add_user(std::string text);
   void add_assistant(std::string text);
+  // A reply that called tools, with its calls (OpenAI's assistant message with tool_calls).
+  void add_assistant(std::string text, const std::vector<ToolCall>& calls);
+  // The result of the call `call_id` of the function `name` (a "tool" message).
+  void add_tool_result(std::string call_id, std::string name, std::string content);
+  // The tools the template shows the model: an OpenAI tools array as JSON text ("" none).
+  // Error: text that is not a JSON array of objects, or more than limits::kMaxTools of them.
+  Status set_tools(std::string_view tools_json);
   // Removes the last message when it has that role; false when it does not.
   bool pop_last(std::string_view role);
   // Forgets every turn; the system message stays.
@@ -443,8 +450,8 @@ class Chat {
   Result<std::string> render(bool add_generation_prompt = true) const;
   Result<std::vector<int32_t>> tokens(bool add_generation_prompt = true) const;
   // The messages as JSON text ([{"role", "content"}, …], the system message first when there is
-  // one), and the conversation replaced by such a list (e.g. stored beside a state file by
-  // save_state). Error: text that is not such a list.
+  // one; tool calls and results as OpenAI writes them), and the conversation replaced by such a
+  // list (e.g. stored beside a state file by save_state). Error: text that is not such a list.
   std::string messages_json() const;
   Status set_messages_json(std::string_view json);
 
@@ -483,6 +490,38 @@ class Embedder {
   friend class LanguageModel;
   struct Impl;
   explicit Embedder(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Reranking (LanguageModel::reranker): the options of a reranker.
+struct RerankOptions {
+  int64_t n_ctx = 0;  // the longest query–document prompt in tokens; 0: the model's n_ctx
+};
+
+// Scores documents for a query, by the model's classifier head (a file with pooling_type rank
+// and cls tensors, BGE-reranker style) or by the "yes"/"no" logits of the last position
+// (Qwen3-Reranker's method) — engine/reranker.h says how the prompt is made. It runs its own KV
+// cache, beside any generator of the same model; one call at a time.
+class Reranker {
+ public:
+  ~Reranker();
+  Reranker(const Reranker&) = delete;
+  Reranker& operator=(const Reranker&) = delete;
+
+  // The tokens of one (query, document) pair's prompt.
+  std::vector<int32_t> pair_tokens(std::string_view query, std::string_view document) const;
+  // One score per pair of tokens, in order; higher is more relevant: P(yes) in [0, 1] for the
+  // yes/no method and for heads labelled yes/no, else the head's output. Pairs share forward
+  // steps. Errors (nothing computed): an empty pair, a pair longer than n_ctx.
+  Result<std::vector<float>> score(const std::vector<std::vector<int32_t>>& pairs);
+  // How it scores, for people: "yes/no logits (tokens …)" or "classifier head (…)".
+  std::string method() const;
+  int64_t n_ctx() const;
+
+ private:
+  friend class LanguageModel;
+  struct Impl;
+  explicit Reranker(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
 
@@ -556,6 +595,11 @@ class LanguageModel {
   Result<std::unique_ptr<Embedder>> embedder(const EmbedOptions& options = {}) const;
   // Whether the file is an embedding model: it sets <arch>.pooling_type (Qwen3-Embedding).
   bool is_embedding_model() const;
+  // A reranker over this model (a KV cache of its own); the model must outlive it. Error: a
+  // model that has neither a classifier head nor the yes/no method's tokens (named).
+  Result<std::unique_ptr<Reranker>> reranker(const RerankOptions& options = {}) const;
+  // Whether the file is a reranker: its pooling_type is rank (a classifier head).
+  bool is_reranker() const;
 
   // Teacher-forced logits, computed as `minfer logits` computes them: `ids` fed at positions
   // 0 … n-1 of a sequence of their own (not generate()'s, nor a generator's), in forwards of

@@ -51,6 +51,8 @@ inline constexpr size_t kMaxStopBytes = 4096;
 inline constexpr size_t kMaxTools = 512;
 // Inputs of one embeddings request (OpenAI's limit).
 inline constexpr size_t kMaxEmbeddingInputs = 2048;
+// Documents of one rerank request (Cohere's rerank API takes at most 1,000).
+inline constexpr size_t kMaxRerankDocuments = 1000;
 
 // Threads a process may be asked for (-t), per core the machine has: beyond a few per core
 // threads only wait for each other.

@@ -1,10 +1,12 @@
 // The public API (include/minfer/minfer.h) over the engine: LanguageModel holds the model, its
 // tokenizer, chat template and its one sequence (generation: api_generate.cpp; state files:
 // api_state.cpp); Chat wraps a Conversation. BatchGenerator is in api_batch.cpp.
+#include <algorithm>
 #include <array>
 
 #include <nlohmann/json.hpp>
 
+#include "core/input_limits.h"
 #include "core/json_nesting.h"
 #include "engine/api_impl.h"
 #include "engine/speculative.h"
@@ -275,6 +277,44 @@ void Chat::add_user(std::string text) {
 
 void Chat::add_assistant(std::string text) {
   impl_->conversation.add_assistant(std::move(text));
+}
+
+void Chat::add_assistant(std::string text, const std::vector<ToolCall>& calls) {
+  nlohmann::ordered_json tool_calls = nlohmann::ordered_json::array();
+  for (const ToolCall& c : calls) {
+    // Templates write the arguments with tojson: an object when the model's text parses.
+    Result<nlohmann::ordered_json> parsed = parse_json(c.arguments, "[chat] tool call arguments");
+    nlohmann::ordered_json arguments = c.arguments;
+    if (parsed.is_ok() && !parsed->is_discarded()) arguments = std::move(parsed).value();
+    tool_calls.push_back({{"id", c.id},
+                          {"type", "function"},
+                          {"function", {{"name", c.name}, {"arguments", std::move(arguments)}}}});
+  }
+  impl_->conversation.add_assistant(std::move(text), std::move(tool_calls));
+}
+
+void Chat::add_tool_result(std::string call_id, std::string name, std::string content) {
+  impl_->conversation.add_tool_result(std::move(call_id), std::move(name), std::move(content));
+}
+
+Status Chat::set_tools(std::string_view tools_json) {
+  if (tools_json.empty()) {
+    impl_->conversation.set_tools(nullptr);
+    return Status::ok();
+  }
+  MINFER_ASSIGN_OR_RETURN(nlohmann::ordered_json tools, parse_json(tools_json, "[chat] the tools"));
+  const bool objects = tools.is_array() && std::all_of(tools.begin(), tools.end(),
+                                                       [](const auto& t) { return t.is_object(); });
+  if (!objects) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "[chat] the tools must be a JSON array of objects (OpenAI's tools)");
+  }
+  if (tools.size() > limits::kMaxTools) {
+    return make_error(ErrorCode::kInvalidArgument, "[chat] {} tools; the limit is {}", tools.size(),
+                      limits::kMaxTools);
+  }
+  impl_->conversation.set_tools(std::move(tools));
+  return Status::ok();
 }
 
 bool Chat::pop_last(std::string_view role) {

@@ -50,7 +50,8 @@ Result<std::unique_ptr<Embedder>> LanguageModel::embedder(const EmbedOptions& op
 }
 
 bool LanguageModel::is_embedding_model() const {
-  return impl_->loaded.model->config().pooling_type >= 0;
+  // A reranker's pooling_type (rank) says how it scores pairs, not how it embeds.
+  return impl_->loaded.model->config().pooling_type >= 0 && !is_reranker();
 }
 
 }  // namespace minfer

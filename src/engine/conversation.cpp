@@ -80,6 +80,19 @@ void Conversation::add_assistant(std::string text) {
   messages_.push_back(message("assistant", std::move(text)));
 }
 
+void Conversation::add_assistant(std::string text, nlohmann::ordered_json tool_calls) {
+  nlohmann::ordered_json m = message("assistant", std::move(text));
+  m["tool_calls"] = std::move(tool_calls);
+  messages_.push_back(std::move(m));
+}
+
+void Conversation::add_tool_result(std::string call_id, std::string name, std::string content) {
+  nlohmann::ordered_json m = message("tool", std::move(content));
+  m["tool_call_id"] = std::move(call_id);
+  m["name"] = std::move(name);
+  messages_.push_back(std::move(m));
+}
+
 bool Conversation::pop_last(std::string_view role) {
   const size_t first = has_system_ ? 1 : 0;
   if (messages_.size() <= first || messages_.back()["role"] != role) return false;
@@ -104,11 +117,24 @@ Status Conversation::set_messages(const nlohmann::ordered_json& messages) {
       return make_error(ErrorCode::kInvalidArgument,
                         "[chat] message {} must be an object with string 'role' and 'content'", i);
     }
+    const bool calls_ok = !m.contains("tool_calls") || m["tool_calls"].is_array();
+    const bool id_ok = !m.contains("tool_call_id") || m["tool_call_id"].is_string();
+    const bool name_ok = !m.contains("name") || m["name"].is_string();
+    if (!calls_ok || !id_ok || !name_ok) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        "[chat] message {}: tool_calls must be an array, tool_call_id and name "
+                        "strings",
+                        i);
+    }
   }
   messages_ = nlohmann::ordered_json::array();
   for (const auto& m : messages) {
-    messages_.push_back(
-        message(m["role"].get<std::string>().c_str(), m["content"].get<std::string>()));
+    nlohmann::ordered_json kept =
+        message(m["role"].get<std::string>().c_str(), m["content"].get<std::string>());
+    for (const char* key : {"tool_calls", "tool_call_id", "name"}) {
+      if (m.contains(key)) kept[key] = m[key];
+    }
+    messages_.push_back(std::move(kept));
   }
   has_system_ = !messages_.empty() && messages_[0]["role"] == "system";
   return Status::ok();
@@ -135,7 +161,7 @@ bool Conversation::drop_oldest_turn() {
 }
 
 Result<std::string> Conversation::render(bool add_generation_prompt) const {
-  return tmpl_.render(messages_, nullptr, add_generation_prompt, nlohmann::ordered_json::object());
+  return tmpl_.render(messages_, tools_, add_generation_prompt, nlohmann::ordered_json::object());
 }
 
 Result<std::vector<int32_t>> Conversation::tokens(bool add_generation_prompt) const {

@@ -38,6 +38,14 @@ class Conversation {
 
   void add_user(std::string text);
   void add_assistant(std::string text);
+  // An assistant reply that called tools: `tool_calls` as OpenAI writes them ([{"id", "type":
+  // "function", "function": {"name", "arguments"}}]; arguments an object, as templates tojson
+  // them, or the model's text when it is not JSON).
+  void add_assistant(std::string text, nlohmann::ordered_json tool_calls);
+  // A tool's result for one call: {"role": "tool", "tool_call_id", "name", "content"}.
+  void add_tool_result(std::string call_id, std::string name, std::string content);
+  // The tools the template shows the model (an OpenAI tools array; null: none).
+  void set_tools(nlohmann::ordered_json tools) { tools_ = std::move(tools); }
   // Removes the last message when it has that role; false when it does not.
   bool pop_last(std::string_view role);
   // Forgets every turn; the system message stays.
@@ -52,7 +60,9 @@ class Conversation {
 
   const nlohmann::ordered_json& messages() const { return messages_; }
   // Replaces the messages by `messages` (an array of {"role", "content"} objects with string
-  // values; a first "system" message is the system message). Error, leaving them as they were:
+  // values, which may carry tool_calls (an array), tool_call_id and name (strings) as
+  // add_assistant and add_tool_result write them; a first "system" message is the system
+  // message). Error, leaving them as they were:
   // anything else.
   Status set_messages(const nlohmann::ordered_json& messages);
 
@@ -65,6 +75,7 @@ class Conversation {
   const Tokenizer& tokenizer_;
   bool has_system_ = false;
   nlohmann::ordered_json messages_;  // [n_messages] {"role", "content"}, OpenAI style
+  nlohmann::ordered_json tools_;     // the tools offered (null: none)
 };
 
 }  // namespace minfer::engine

@@ -96,12 +96,21 @@ void l2_normalize(std::span<float> v) {
 }
 
 Result<std::unique_ptr<Embedder>> Embedder::create(const Model& model, RuntimeOptions runtime,
-                                                   const EmbedderOptions& options) {
+                                                   const EmbedderOptions& options,
+                                                   std::vector<int32_t> logit_columns) {
   if (options.pooling != Pooling::kMean && options.pooling != Pooling::kCls &&
       options.pooling != Pooling::kLast) {
     return make_error(ErrorCode::kInvalidArgument,
                       "[embed] pooling {} is not computed: expected mean, cls or last",
                       pooling_name(options.pooling));
+  }
+  const int64_t n_vocab = model.config().n_vocab;
+  for (const int32_t column : logit_columns) {
+    if (options.pooling != Pooling::kLast || options.normalize || column < 0 || column >= n_vocab) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        "[embed] logit column {} (n_vocab {}) needs last pooling, not normalized",
+                        column, n_vocab);
+    }
   }
   if (options.n_batch < 1 || options.n_seq < 1) {
     return make_error(ErrorCode::kInvalidArgument,
@@ -114,6 +123,7 @@ Result<std::unique_ptr<Embedder>> Embedder::create(const Model& model, RuntimeOp
   // Each sequence of a step (and one carried over) may hold a recurrent state.
   runtime.n_seq_max = options.n_seq + 1;
   std::unique_ptr<Embedder> e(new Embedder(model, options));
+  e->logit_columns_ = std::move(logit_columns);
   MINFER_ASSIGN_OR_RETURN(e->runtime_, Runtime::create(model, runtime));
   return e;
 }
@@ -146,17 +156,43 @@ Result<std::vector<std::vector<float>>> Embedder::embed(
   MINFER_RETURN_IF_ERROR(check_inputs(inputs));
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<std::vector<float>> out(inputs.size(),
-                                      std::vector<float>(static_cast<size_t>(n_embd()), 0.0f));
+                                      std::vector<float>(static_cast<size_t>(n_values()), 0.0f));
   const Status st = run_inputs(inputs, out);
   for (int32_t s = 0; s < options_.n_seq; ++s) runtime_->cache().free_sequence(s);
   if (!st.is_ok()) return st;
   return out;
 }
 
+int64_t Embedder::n_values() const {
+  return logit_columns_.empty() ? n_embd() : static_cast<int64_t>(logit_columns_.size());
+}
+
+Status Embedder::read_rows(const Batch& batch, std::span<const size_t> row_input,
+                           std::vector<std::vector<float>>& out) {
+  if (!logit_columns_.empty()) {
+    MINFER_ASSIGN_OR_RETURN(std::span<const float> logits,
+                            runtime_->step(batch));  // [n_rows, n_vocab]
+    const auto n_vocab = static_cast<size_t>(model_.config().n_vocab);
+    for (size_t r = 0; r < row_input.size(); ++r) {
+      std::vector<float>& v = out[row_input[r]];
+      for (size_t c = 0; c < v.size(); ++c) {
+        v[c] = logits[r * n_vocab + static_cast<size_t>(logit_columns_[c])];
+      }
+    }
+    return Status::ok();
+  }
+  const auto n_embd_u = static_cast<size_t>(n_embd());
+  MINFER_ASSIGN_OR_RETURN(std::span<const float> hidden,
+                          runtime_->step_hidden(batch));  // [n_rows, n_embd]
+  for (size_t r = 0; r < row_input.size(); ++r) {
+    accumulate_row(out[row_input[r]], hidden.subspan(r * n_embd_u, n_embd_u), options_.pooling);
+  }
+  return Status::ok();
+}
+
 Status Embedder::run_inputs(std::span<const std::vector<int32_t>> inputs,
                             std::vector<std::vector<float>>& out) {
   const Pooling pooling = options_.pooling;
-  const auto n_embd_u = static_cast<size_t>(n_embd());
   std::vector<int32_t> free_seqs;  // sequence ids not holding an input
   for (int32_t s = options_.n_seq - 1; s >= 0; --s) free_seqs.push_back(s);
   size_t next = 0;  // the next input to start
@@ -190,10 +226,7 @@ Status Embedder::run_inputs(std::span<const std::vector<int32_t>> inputs,
       open.reset();
     }
     if (batch.n_tokens() == 0) break;
-    MINFER_ASSIGN_OR_RETURN(std::span<const float> hidden, runtime_->step_hidden(batch));
-    for (size_t r = 0; r < row_input.size(); ++r) {
-      accumulate_row(out[row_input[r]], hidden.subspan(r * n_embd_u, n_embd_u), pooling);
-    }
+    MINFER_RETURN_IF_ERROR(read_rows(batch, row_input, out));
     for (const auto& [input, seq] : finishing) {
       finish_pool(out[input], static_cast<int64_t>(inputs[input].size()), pooling,
                   options_.normalize);

@@ -49,16 +49,21 @@ struct EmbedderOptions {
 
 class Embedder : NonCopyable {
  public:
-  // `runtime.n_ctx`: the longest input. `model` must outlive the embedder. Errors: a pooling
-  // other than mean, cls, last; bad runtime options.
+  // `runtime.n_ctx`: the longest input. `model` must outlive the embedder. `logit_columns`
+  // non-empty: each input's vector holds these columns of its last token's logits instead of a
+  // hidden state (pooling last, not normalized: a reranker's yes/no logits). Errors: a pooling
+  // other than mean, cls, last; a column outside the vocabulary; bad runtime options.
   static Result<std::unique_ptr<Embedder>> create(const Model& model, RuntimeOptions runtime,
-                                                  const EmbedderOptions& options);
+                                                  const EmbedderOptions& options,
+                                                  std::vector<int32_t> logit_columns = {});
 
-  // One vector [n_embd] per input, in order. Errors (nothing computed): an empty input, a token
+  // One vector [n_values()] per input, in order. Errors (nothing computed): an empty input, a token
   // id outside the vocabulary, an input longer than n_ctx. Thread-safe (one call at a time).
   Result<std::vector<std::vector<float>>> embed(std::span<const std::vector<int32_t>> inputs);
 
   int64_t n_embd() const { return model_.config().n_embd; }
+  // The length of each vector embed() returns: n_embd, or the logit columns asked for.
+  int64_t n_values() const;
   int64_t n_ctx() const { return runtime_->n_ctx(); }
   Pooling pooling() const { return options_.pooling; }
 
@@ -67,9 +72,13 @@ class Embedder : NonCopyable {
   Status check_inputs(std::span<const std::vector<int32_t>> inputs) const;
   Status run_inputs(std::span<const std::vector<int32_t>> inputs,
                     std::vector<std::vector<float>>& out);
+  // One step's output rows into their inputs' vectors (row r belongs to input row_input[r]).
+  Status read_rows(const Batch& batch, std::span<const size_t> row_input,
+                   std::vector<std::vector<float>>& out);
 
   const Model& model_;
   EmbedderOptions options_;
+  std::vector<int32_t> logit_columns_;  // see create()
   std::unique_ptr<Runtime> runtime_;
   std::mutex mu_;
 };

@@ -6,12 +6,21 @@
 
 namespace minfer::engine {
 
+Result<std::unique_ptr<Model>> load_model_and_head(const std::string& path, const MapOptions& map,
+                                                   std::optional<RerankHead>* rerank_head) {
+  MINFER_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> file, GgufFile::open(path, map));
+  MINFER_ASSIGN_OR_RETURN(std::optional<RerankHead> head, take_rerank_head(*file));
+  if (rerank_head != nullptr) *rerank_head = std::move(head);
+  return Model::from_file(std::move(file));
+}
+
 Result<LoadedModel> load_for_generation(const ModelOptions& options) {
   RuntimeOptions runtime;
   runtime.observe = options.observe;
   MINFER_RETURN_IF_ERROR(apply_user_options(runtime, options.cache_type));
   LoadedModel loaded;
-  MINFER_ASSIGN_OR_RETURN(loaded.model, Model::load(options.path, options.map));
+  MINFER_ASSIGN_OR_RETURN(loaded.model,
+                          load_model_and_head(options.path, options.map, &loaded.rerank_head));
   MINFER_ASSIGN_OR_RETURN(loaded.tokenizer, Tokenizer::from_gguf(loaded.model->file()));
   MINFER_ASSIGN_OR_RETURN(ContextChoice ctx,
                           resolve_n_ctx(*loaded.model, options.n_ctx, runtime.cache_type));

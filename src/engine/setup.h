@@ -4,9 +4,11 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "core/status.h"
+#include "engine/rerank_head.h"
 #include "engine/runtime.h"
 #include "models/model.h"
 #include "tokenizer/tokenizer.h"
@@ -31,7 +33,17 @@ struct LoadedModel {
   RuntimeOptions runtime;
   int64_t n_batch = kDefaultBatch;  // ModelOptions::n_batch
   std::string n_ctx_why;            // how n_ctx was chosen (resolve_n_ctx)
+  // A reranker's classifier head (pooling_type rank), taken out of the file before the model
+  // loaded; nullopt for any other model.
+  std::optional<RerankHead> rerank_head;
 };
+
+// Model::load, with a reranker's classifier head (pooling_type rank) taken out of the file first
+// (engine/rerank_head.h) into `rerank_head` when given: the model's loader refuses tensors it
+// does not read.
+Result<std::unique_ptr<Model>> load_model_and_head(
+    const std::string& path, const MapOptions& map = {},
+    std::optional<RerankHead>* rerank_head = nullptr);
 
 // Selects the kernels (MINFER_FORCE_ISA), loads the model and its tokenizer and resolves the
 // runtime options (n_ctx within the KV budget).

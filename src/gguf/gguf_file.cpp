@@ -463,6 +463,18 @@ const GgufTensorInfo* GgufFile::find_tensor(std::string_view name) const {
   return it == tensor_index_.end() ? nullptr : &tensors_[it->second];
 }
 
+std::vector<GgufTensorInfo> GgufFile::take_tensors(std::string_view prefix) {
+  std::vector<GgufTensorInfo> taken;
+  std::vector<GgufTensorInfo> kept;
+  for (GgufTensorInfo& t : tensors_) {
+    (t.name.starts_with(prefix) ? taken : kept).push_back(std::move(t));
+  }
+  tensors_ = std::move(kept);
+  tensor_index_.clear();
+  for (size_t i = 0; i < tensors_.size(); ++i) tensor_index_.emplace(tensors_[i].name, i);
+  return taken;
+}
+
 uint64_t GgufFile::file_size() const {
   uint64_t total = bytes_.size();
   for (const auto& part : parts_) total += part->bytes_.size();

@@ -101,6 +101,10 @@ class GgufFile {
   const GgufTensorInfo* find_tensor(std::string_view name) const;
   // The tensor's bytes inside the map (validated at open).
   std::span<const uint8_t> tensor_data(const GgufTensorInfo& tensor) const;
+  // Removes the tensors whose names start with `prefix` from tensors() and returns them, for a
+  // reader that uses them apart from the model's own list (a reranker's classifier head); their
+  // tensor_data stays valid while the file lives.
+  std::vector<GgufTensorInfo> take_tensors(std::string_view prefix);
 
  private:
   GgufFile() = default;

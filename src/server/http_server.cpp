@@ -205,6 +205,9 @@ void HttpServer::install_routes() {
       {true, "/v1/responses", &HttpServer::handle_responses},
       {true, "/v1/embeddings", &HttpServer::handle_embeddings},
       {true, "/embeddings", &HttpServer::handle_embeddings},
+      {true, "/v1/rerank", &HttpServer::handle_rerank},
+      {true, "/rerank", &HttpServer::handle_rerank},
+      {true, "/v1/reranking", &HttpServer::handle_rerank},
   };
   for (const auto& r : routes) {
     routes_.push_back(Route{r.post ? "POST" : "GET", r.path, r.handler});

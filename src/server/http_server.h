@@ -75,6 +75,8 @@ struct ServerOptions {
   float draft_p_min = 0.0f;
   // serve --embeddings: POST /v1/embeddings for any model (an embedding model serves it anyway).
   bool embeddings = false;
+  // serve --rerank: POST /v1/rerank (and /rerank, /v1/reranking) with the model's reranker.
+  bool rerank = false;
 };
 
 // What the server serves once the model is loaded; every pointer outlives the server. What it
@@ -83,6 +85,7 @@ struct Backend {
   const LanguageModel* model = nullptr;  // tokenizer, chat template
   BatchGenerator* generator = nullptr;   // runs the requests
   Embedder* embedder = nullptr;  // POST /v1/embeddings; null: not enabled (serve --embeddings)
+  Reranker* reranker = nullptr;  // POST /v1/rerank; null: not enabled (serve --rerank)
   std::string model_name;
   // GBNF for requests that name no grammar and no JSON response_format (serve --grammar).
   std::string default_grammar;
@@ -182,6 +185,8 @@ class HttpServer : NonCopyable {
   void handle_responses(const HttpRequest& req, HttpResponse& res);
   // server/routes_embeddings.cpp: POST /v1/embeddings.
   void handle_embeddings(const HttpRequest& req, HttpResponse& res);
+  // server/routes_rerank.cpp: POST /v1/rerank, /rerank, /v1/reranking.
+  void handle_rerank(const HttpRequest& req, HttpResponse& res);
 
   // The backend once the model is loaded; until then answers res with 503 model_loading and
   // gives nullptr. With a registry: the model `body` names (its first without a body or a

@@ -158,6 +158,7 @@ void ModelRegistry::trim_to_budget() {
 void ModelRegistry::unload_slot(Slot& slot) {
   slot.loaded.generator->stop();
   slot.loaded.embedder.reset();  // before the model it runs
+  slot.loaded.reranker.reset();
   slot.loaded = LoadedModel{};
   slot.backend = Backend{};
 }
@@ -224,6 +225,7 @@ Result<ModelLease> ModelRegistry::acquire(const std::string& name) {
     s->backend.model = s->loaded.model.get();
     s->backend.generator = s->loaded.generator.get();
     s->backend.embedder = s->loaded.embedder.get();
+    s->backend.reranker = s->loaded.reranker.get();
     s->backend.model_name = name;
     s->backend.default_grammar = options_.default_grammar;
   }

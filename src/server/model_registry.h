@@ -34,6 +34,7 @@ struct LoadedModel {
   std::unique_ptr<LanguageModel> model;
   std::unique_ptr<BatchGenerator> generator;  // started
   std::unique_ptr<Embedder> embedder;         // null: embeddings not enabled
+  std::unique_ptr<Reranker> reranker;         // null: reranking not enabled
 };
 
 // A Backend kept loaded while the lease lives.

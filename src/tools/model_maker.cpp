@@ -132,6 +132,27 @@ void set_hparams(GgufWriter& w, const ModelConfig& c, bool explicit_head_dim,
   w.set_scalar<uint32_t>("general.quantization_version", 2);
 }
 
+// --reranker: the head's tensors (after the model's) and keys (MakeModelOptions::reranker).
+Status add_reranker_head(const MakeModelOptions& o, const ModelConfig& c, GgufWriter& meta,
+                         std::vector<TensorSpec>& specs) {
+  if (o.reranker.empty()) return Status::ok();
+  const int64_t n_embd = c.n_embd;
+  if (o.reranker == "cls") {
+    specs.push_back({"cls.weight", TensorRole::kMatrix, n_embd, n_embd, nullptr});
+    specs.push_back({"cls.bias", TensorRole::kBias, n_embd, 1, nullptr});
+    specs.push_back({"cls.output.weight", TensorRole::kMatrix, n_embd, 1, nullptr});
+    specs.push_back({"cls.output.bias", TensorRole::kBias, 1, 1, nullptr});
+  } else if (o.reranker == "qwen3") {
+    specs.push_back({"cls.output.weight", TensorRole::kMatrix, n_embd, 2, nullptr});
+    meta.set(c.arch + ".classifier.output_labels", GgufValue::string_array({"yes", "no"}));
+  } else {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "[make-model] unknown reranker head '{}': expected cls or qwen3", o.reranker);
+  }
+  meta.set_scalar<uint32_t>(c.arch + ".pooling_type", 4);  // llama.cpp's rank pooling
+  return Status::ok();
+}
+
 // Everything about the file but the weights: metadata, tensors in file order, their types.
 struct Prepared {
   GgufWriter meta;
@@ -184,7 +205,8 @@ Result<Prepared> prepare(const MakeModelOptions& o) {
   config.n_vocab = n_vocab;
   meta.set_scalar<uint32_t>(config.arch + ".vocab_size", static_cast<uint32_t>(n_vocab));
 
-  const std::vector<TensorSpec> specs = arch.tensors(config);
+  std::vector<TensorSpec> specs = arch.tensors(config);
+  MINFER_RETURN_IF_ERROR(add_reranker_head(o, config, meta, specs));
   std::vector<TensorDesc> descs;
   for (const TensorSpec& s : specs) descs.push_back({s.name, GgmlType::kF32, s.shape(), s.role});
   const std::vector<size_t> order = llama_tensor_order(descs);

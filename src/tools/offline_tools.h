@@ -17,6 +17,12 @@ struct MakeModelOptions {
   std::string type = "f32";     // a quantize mix name (f32, f16, q8_0, q4_k_m, …)
   std::string tokenizer_from;   // a GGUF file whose tokenizer.* keys are copied; empty: built-in
   int64_t n_layer = 0;  // 0: the preset's; else its first n_layer blocks (a shortened model)
+  // A reranker's head (pooling_type rank, engine/rerank_head.h): "cls" a BGE-style classifier
+  // (cls.weight, cls.bias, cls.output.weight [n_embd → 1], cls.output.bias); "qwen3" the
+  // yes/no rows of a Qwen3-Reranker as llama.cpp converts it (cls.output.weight [n_embd → 2],
+  // output labels yes, no; without tokenizer.chat_template.rerank, whose text the engine knows
+  // for such a head); "" none.
+  std::string reranker;
   uint64_t seed = 42;
   std::string output;
   int n_threads = 0;  // 0: all cores

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/conversation.h"
+#include "engine/setup.h"
 #include "gguf/gguf_file.h"
 #include "gguf/gguf_summary.h"
 #include "minfer/tools.h"
@@ -192,8 +193,9 @@ std::string info_text(const GgufSummary& s, const GgufFile& file, bool with_tens
 Result<std::string> describe_gguf(const GgufInfoOptions& options) {
   MINFER_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> file, GgufFile::open(options.path));
   MINFER_ASSIGN_OR_RETURN(GgufSummary summary, summarize_gguf(*file));
-  // Whether minfer runs the file: everything Model::load checks (architecture, keys, tensors).
-  const Result<std::unique_ptr<Model>> model = Model::load(options.path);
+  // Whether minfer runs the file: everything Model::load checks (architecture, keys, tensors),
+  // a reranker's classifier head apart.
+  const Result<std::unique_ptr<Model>> model = engine::load_model_and_head(options.path);
   const Status runs = model.status();
   const Status chat_template = engine::load_chat_template(*file).status();
   const ModelConfig* config = model.is_ok() ? &(*model)->config() : nullptr;
