@@ -115,7 +115,7 @@ Result<ChatTools> ChatTools::create(const ChatToolFlags& flags) {
     t.commands_[spec.substr(0, eq)] = spec.substr(eq + 1);
   }
   const std::string& choice = flags.tool_choice;
-  if (choice != "auto" && choice != "none" && choice != "required" && !known(choice)) {
+  if (!tool_choice_from_string(choice) && !known(choice)) {
     return make_error(ErrorCode::kInvalidArgument,
                       "[chat] --tool-choice '{}': expected auto, none, required or a tool ({})",
                       choice, fmt::join(names, ", "));
@@ -130,11 +130,9 @@ void ChatTools::apply(GenerateParams& params, bool first) const {
   params.parallel_tool_calls = flags_.parallel_tool_calls;
   params.tool_choice = ToolChoice::kAuto;
   params.tool_choice_name.clear();
-  if (!first || flags_.tool_choice == "auto") return;
-  if (flags_.tool_choice == "none") {
-    params.tool_choice = ToolChoice::kNone;
-  } else if (flags_.tool_choice == "required") {
-    params.tool_choice = ToolChoice::kRequired;
+  if (!first) return;
+  if (const std::optional<ToolChoice> named = tool_choice_from_string(flags_.tool_choice)) {
+    params.tool_choice = *named;
   } else {
     params.tool_choice = ToolChoice::kFunction;
     params.tool_choice_name = flags_.tool_choice;
