@@ -166,7 +166,8 @@ TEST(XmlToolCalls, ValuesAreTypedByTheSchema) {
   EXPECT_EQ(arguments_of("get_weather", param("city", "\nline 1\nline 2\n")),
             R"({"city":"\nline 1\nline 2\n"})");
   // Untyped values (an unknown function) are JSON when they parse.
-  EXPECT_EQ(arguments_of("unknown", param("n", "7") + param("s", "hello")), R"({"n":7,"s":"hello"})");
+  EXPECT_EQ(arguments_of("unknown", param("n", "7") + param("s", "hello")),
+            R"({"n":7,"s":"hello"})");
   // A typed value that is not JSON is returned as the text it is (the client validates it).
   EXPECT_EQ(arguments_of("get_weather", param("days", "three")), R"({"days":"three"})");
 }
