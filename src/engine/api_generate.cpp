@@ -25,7 +25,10 @@ Result<engine::RequestParams> engine_request(std::span<const int32_t> prompt,
   // Tool calls follow the tools' schemas unless the request constrains its text otherwise.
   if (request.constraint == nullptr) {
     engine::ReplyRequest reply = request.reply();
-    reply.prompt_opens_reasoning = engine::prompt_opens_reasoning(tokenizer, prompt);
+    const bool forced =
+        reply.tool_choice == ToolChoice::kRequired || reply.tool_choice == ToolChoice::kFunction;
+    reply.prompt_opens_reasoning =
+        forced && reply.format.reasoning && engine::prompt_opens_reasoning(tokenizer, prompt);
     MINFER_ASSIGN_OR_RETURN(request.constraint, engine::tool_call_constraint(grammars, reply));
   }
   return request;

@@ -99,6 +99,8 @@ bool prompt_opens_reasoning(const Tokenizer& tokenizer, std::span<const int32_t>
   constexpr size_t kTail = 8;
   const std::span<const int32_t> tail =
       prompt.subspan(prompt.size() - std::min(prompt.size(), kTail));
+  // Ids outside the vocabulary say nothing (the request is refused for them: check_request).
+  if (!tokenizer.check_ids(tail).is_ok()) return false;
   return chat::prompt_opens_reasoning(tokenizer.decode(tail, /*render_special=*/true));
 }
 
