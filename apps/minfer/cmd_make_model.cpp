@@ -14,7 +14,8 @@ void register_make_model_command(CLI::App& app, CommandRegistry& registry) {
       "real one. The vocabulary follows the tokenizer: the built-in byte-level BPE has ~600 "
       "tokens (so token_embd is small whatever the preset); --tokenizer-from a real model's GGUF "
       "gives its full vocabulary (e.g. 151,936 for Qwen).");
-  cmd->add_option("--arch", opts->arch, "architecture: qwen2, qwen3, qwen3moe, llama, gemma3")
+  cmd->add_option("--arch", opts->arch,
+                  "architecture: qwen2, qwen3, qwen3moe, llama, gemma3, qwen35, qwen35moe")
       ->required();
   cmd->add_option("--preset", opts->preset, "shape: " + preset_names())->capture_default_str();
   cmd->add_option("--n-layer", opts->n_layer,
@@ -28,6 +29,8 @@ void register_make_model_command(CLI::App& app, CommandRegistry& registry) {
                   "cls.bias, cls.output.*) or qwen3 (yes/no rows, as llama.cpp converts "
                   "Qwen3-Reranker)")
       ->check(CLI::IsMember({"cls", "qwen3"}));
+  cmd->add_option("--chat-template", opts->chat_template,
+                  "write this Jinja file as the chat template (over the tokenizer's)");
   cmd->add_option("--seed", opts->seed, "weight seed")->capture_default_str();
   cmd->add_option("-o,--output", opts->output, "output GGUF file")->required();
   cmd->add_option("-t,--threads", opts->n_threads, "threads (default: all cores)");

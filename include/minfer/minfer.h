@@ -150,7 +150,8 @@ struct ReplyParams {
   // < 0: unlimited; else after this many reasoning tokens the engine closes the block itself
   // ("\n</think>\n\n" as the next tokens) and the answer follows; 0: closed at once.
   int32_t reasoning_budget = -1;
-  // The request's tool definitions, for the grammar that constrains calls (not used for parsing):
+  // The request's tool definitions, for the grammar that constrains calls (and the types of the
+  // parameters of calls in the XML format, which writes values as text):
   std::string tools;  // JSON array text of OpenAI tools ("" none)
   ToolChoice tool_choice = ToolChoice::kAuto;
   std::string tool_choice_name;     // kFunction: the function's name

@@ -22,6 +22,7 @@ constexpr FormatNames kFormatNames[] = {
     {ToolCallFormat::kNone, "none", ""},
     {ToolCallFormat::kHermes, "hermes", "<tool_call>"},
     {ToolCallFormat::kLlama3Json, "llama3_json", "{"},
+    {ToolCallFormat::kQwenXml, "qwen_xml", "<tool_call>"},
 };
 
 const FormatNames& names_of(ToolCallFormat format) {
@@ -39,8 +40,12 @@ const char* tool_call_format_name(ToolCallFormat format) {
 
 ReplyFormat detect_reply_format(std::string_view source) {
   ReplyFormat format;
-  // Hermes first: Hermes 3 on Llama 3.1 keeps Llama's headers but calls tools with <tool_call>.
-  if (contains(source, "<tool_call>")) {
+  // The XML format first (its calls open with <tool_call> too), then Hermes: Hermes 3 on Llama 3.1
+  // keeps Llama's headers but calls tools with <tool_call>.
+  if (contains(source, "<tool_call>") && contains(source, "<function=") &&
+      contains(source, "<parameter=")) {
+    format.tool_calls = ToolCallFormat::kQwenXml;
+  } else if (contains(source, "<tool_call>")) {
     format.tool_calls = ToolCallFormat::kHermes;
   } else if (contains(source, "<|start_header_id|>") && contains(source, "ipython")) {
     format.tool_calls = ToolCallFormat::kLlama3Json;

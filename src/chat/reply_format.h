@@ -7,6 +7,10 @@
 //     <tool_call>\n{"name": …, "arguments": {…}}\n</tool_call> blocks, several per reply.
 //   Llama 3.x (3.1, 3.2, 3.3): "<|start_header_id|>" and the "ipython" role; a call is the whole
 //     reply as one JSON object {"name": …, "parameters": {…}}, optionally after <|python_tag|>.
+//   Qwen3.5 and Qwen3-Coder (XML): the template writes "<function=" and "<parameter="; a reply
+//     holds <tool_call>\n<function=NAME>\n<parameter=P>\nVALUE\n</parameter>\n…</function>\n
+//     </tool_call> blocks, several per reply. A value is raw text; the arguments object is built
+//     from the parameters, each typed by the tool's JSON Schema (xml_argument_value).
 //   Reasoning: the template writes "<think>" (Qwen3, DeepSeek-R1 distills): the reply may open
 //     with <think>…</think>, or start inside it when the generation prompt already opened it.
 #pragma once
@@ -20,9 +24,10 @@ enum class ToolCallFormat {
   kNone,        // the template shows no tool-call format: replies are content only
   kHermes,      // <tool_call>{"name", "arguments"}</tool_call>, several per reply
   kLlama3Json,  // the whole reply is {"name", "parameters"} (after an optional <|python_tag|>)
+  kQwenXml,     // <tool_call><function=NAME><parameter=P>VALUE</parameter>…, several per reply
 };
 
-// "none", "hermes", "llama3_json".
+// "none", "hermes", "llama3_json", "qwen_xml".
 const char* tool_call_format_name(ToolCallFormat format);
 
 struct ReplyFormat {
@@ -40,7 +45,7 @@ inline constexpr std::string_view kThinkCloseForced = "\n</think>\n\n";
 ReplyFormat detect_reply_format(std::string_view template_source);
 
 // The text that opens a tool call in `format` ("" for kNone): where a lazy grammar for the call's
-// arguments starts ("<tool_call>" for Hermes, "{" for Llama 3's JSON object).
+// arguments starts ("<tool_call>" for Hermes and the XML format, "{" for Llama 3's JSON object).
 std::string tool_call_trigger(ToolCallFormat format);
 
 // True when `prompt_tail` (the end of a rendered prompt) ends inside an opened <think> block:

@@ -83,7 +83,7 @@ Result<std::shared_ptr<RequestHandle>> BatchGenerator::submit(
     std::function<void(const BatchEvent&)> on_event) {
   MINFER_ASSIGN_OR_RETURN(engine::RequestParams request,
                           engine_request(prompt, params, *impl_->grammars, impl_->reply_format,
-                                         impl_->scheduler->has_draft_model()));
+                                         *impl_->tokenizer, impl_->scheduler->has_draft_model()));
   auto sink = [on_event = std::move(on_event)](engine::RequestEvent&& e) {
     if (on_event) on_event(batch_event(std::move(e)));
   };

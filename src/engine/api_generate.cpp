@@ -13,7 +13,7 @@ Result<engine::RequestParams> engine_request(std::span<const int32_t> prompt,
                                              const GenerateParams& params,
                                              grammar::RequestGrammars& grammars,
                                              const chat::ReplyFormat& format,
-                                             bool has_draft_model) {
+                                             const Tokenizer& tokenizer, bool has_draft_model) {
   engine::RequestParams request;
   request.prompt.assign(prompt.begin(), prompt.end());
   request.generate = params;
@@ -24,8 +24,12 @@ Result<engine::RequestParams> engine_request(std::span<const int32_t> prompt,
                           grammars.constraint(params.json_object, params.grammar));
   // Tool calls follow the tools' schemas unless the request constrains its text otherwise.
   if (request.constraint == nullptr) {
-    MINFER_ASSIGN_OR_RETURN(request.constraint,
-                            engine::tool_call_constraint(grammars, request.reply()));
+    engine::ReplyRequest reply = request.reply();
+    const bool forced =
+        reply.tool_choice == ToolChoice::kRequired || reply.tool_choice == ToolChoice::kFunction;
+    reply.prompt_opens_reasoning =
+        forced && reply.format.reasoning && engine::prompt_opens_reasoning(tokenizer, prompt);
+    MINFER_ASSIGN_OR_RETURN(request.constraint, engine::tool_call_constraint(grammars, reply));
   }
   return request;
 }
@@ -109,7 +113,7 @@ Result<GenerateReply> LanguageModel::generate_reply(std::span<const int32_t> pro
   engine::Scheduler& sequence = *impl_->sequence;
   MINFER_ASSIGN_OR_RETURN(engine::RequestParams request,
                           engine_request(prompt, params, *impl_->grammars, impl_->reply_format,
-                                         sequence.has_draft_model()));
+                                         *impl_->loaded.tokenizer, sequence.has_draft_model()));
   auto collector = std::make_shared<ReplyCollector>(on_reply);
   MINFER_ASSIGN_OR_RETURN(
       std::shared_ptr<RequestHandle> handle,

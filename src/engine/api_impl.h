@@ -53,9 +53,11 @@ struct LanguageModel::Impl {
 // sampling, limits, stops, speculation (with a draft model every request drafts by it unless it
 // asks for prompt lookup or turns speculation off), the constraint (json_object, a grammar, else
 // the tools' calls) and the reply's split.
+// The tokenizer reads the prompt's end (a forced tool call closes a <think> block it left open).
 Result<engine::RequestParams> engine_request(std::span<const int32_t> prompt,
                                              const GenerateParams& params,
                                              grammar::RequestGrammars& grammars,
-                                             const chat::ReplyFormat& format, bool has_draft_model);
+                                             const chat::ReplyFormat& format,
+                                             const Tokenizer& tokenizer, bool has_draft_model);
 
 }  // namespace minfer

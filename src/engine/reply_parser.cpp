@@ -126,6 +126,25 @@ CallHeader read_call_header(std::string_view text) {
   }
 }
 
+// Reads <function=NAME> (after the whitespace that follows <tool_call>) from the start of `text`;
+// the arguments start after its '>'.
+CallHeader read_xml_call_header(std::string_view text) {
+  CallHeader h;
+  const size_t pos = skip_spaces(text, 0);
+  const std::string_view rest = text.substr(pos);
+  if (!rest.starts_with(kXmlFunctionOpen)) {
+    return kXmlFunctionOpen.starts_with(rest) ? h : failed();
+  }
+  const size_t name_at = pos + kXmlFunctionOpen.size();
+  const size_t name_end = text.find_first_of("<>\n", name_at);
+  if (name_end == std::string_view::npos) return h;
+  if (text[name_end] != '>' || name_end == name_at) return failed();
+  h.state = CallHeader::State::kOk;
+  h.name = std::string(text.substr(name_at, name_end - name_at));
+  h.arguments_at = name_end + 1;
+  return h;
+}
+
 // Characters that may stand outside strings in JSON: structure, numbers, true/false/null.
 bool json_bare_char(char c) {
   return is_space(c) || c == ':' || c == ',' || c == '-' || c == '+' || c == '.' ||
@@ -185,6 +204,7 @@ ReplyDelta ReplyParser::finish() {
     case Mode::kCallHeader:  // a call's start, cut short: not content
       break;
     case Mode::kArguments:  // cut short: the call is dropped
+    case Mode::kXmlBody:
       end_call(out, false);
       break;
     case Mode::kCallEnd:
@@ -192,9 +212,7 @@ ReplyDelta ReplyParser::finish() {
     default: {
       // A marker's beginning at the very end ("<tool_cal", "<|python_ta") is markup cut short.
       std::string_view rest = pending_;
-      const size_t cut = options_.tool_calls == chat::ToolCallFormat::kHermes
-                             ? partial_marker(rest, kToolCallOpen)
-                             : 0;
+      const size_t cut = tagged_calls() ? partial_marker(rest, kToolCallOpen) : 0;
       rest.remove_suffix(cut);
       out.content += n_calls_ > 0 || cut > 0 ? trim_right(rest) : rest;
       break;
@@ -224,6 +242,8 @@ bool ReplyParser::step(ReplyDelta& out, bool at_end) {
       return step_call_header(out, at_end);
     case Mode::kArguments:
       return step_arguments(out);
+    case Mode::kXmlBody:
+      return step_xml_body(out);
     case Mode::kCallEnd:
       return step_call_end(at_end);
   }
@@ -288,8 +308,13 @@ bool ReplyParser::step_content_start(bool at_end) {
   return true;
 }
 
+bool ReplyParser::tagged_calls() const {
+  return options_.tool_calls == chat::ToolCallFormat::kHermes ||
+         options_.tool_calls == chat::ToolCallFormat::kQwenXml;
+}
+
 bool ReplyParser::step_content(ReplyDelta& out, bool at_end) {
-  if (options_.tool_calls != chat::ToolCallFormat::kHermes) {
+  if (!tagged_calls()) {
     out.content += pending_;
     pending_.clear();
     return false;
@@ -310,7 +335,8 @@ bool ReplyParser::step_content(ReplyDelta& out, bool at_end) {
 }
 
 bool ReplyParser::step_call_header(ReplyDelta& out, bool at_end) {
-  const CallHeader h = read_call_header(pending_);
+  const bool xml = options_.tool_calls == chat::ToolCallFormat::kQwenXml;
+  const CallHeader h = xml ? read_xml_call_header(pending_) : read_call_header(pending_);
   if (h.state == CallHeader::State::kNeedMore) return false;  // finish() drops it at the end
   if (h.state != CallHeader::State::kOk) {
     // Not a call after all: its opening is content, and what follows is read as content.
@@ -334,7 +360,31 @@ bool ReplyParser::step_call_header(ReplyDelta& out, bool at_end) {
   brackets_.clear();
   in_string_ = false;
   escaped_ = false;
-  mode_ = Mode::kArguments;
+  mode_ = xml ? Mode::kXmlBody : Mode::kArguments;
+  return true;
+}
+
+bool ReplyParser::step_xml_body(ReplyDelta& out) {
+  const XmlCallBody body = read_xml_call_body(pending_);
+  if (body.state == XmlCallBody::State::kNeedMore) return false;  // finish() drops it at the end
+  if (body.state == XmlCallBody::State::kFail) {
+    end_call(out, false);  // the rest of the call's markup is not content either
+    mode_ = Mode::kCallEnd;
+    return true;
+  }
+  const std::string& name = call_.tool_calls.front().name;
+  nlohmann::ordered_json arguments = nlohmann::ordered_json::object();
+  for (const auto& [parameter, text] : body.parameters) {
+    static const XmlToolSchemas kUntyped;
+    const XmlToolSchemas& schemas = options_.xml_tools != nullptr ? *options_.xml_tools : kUntyped;
+    arguments[parameter] = schemas.argument_value(name, parameter, text);
+  }
+  ReplyDelta piece;
+  piece.tool_calls.push_back({n_calls_ - 1, "", "", arguments.dump()});
+  append_delta(call_, std::move(piece));
+  pending_.erase(0, body.end);
+  end_call(out, true);
+  mode_ = Mode::kCallEnd;
   return true;
 }
 

@@ -15,16 +15,20 @@
 // that is not JSON is dropped (up to its end marker), and none of its markup is content; so is a
 // marker's beginning left at the reply's end ("<tool_cal"). OpenAI returns a call cut by max_tokens
 // with its arguments truncated; a client cannot parse those, so minfer returns only the complete
-// calls.
+// calls. An XML call (engine/xml_tool_calls.h) is committed at its "<function=NAME>" and returned
+// at its "</function>", its arguments the JSON object built from its parameters; one whose
+// parameters break off into other text is dropped.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <random>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "chat/reply_format.h"
+#include "engine/xml_tool_calls.h"
 #include "minfer/minfer.h"
 
 namespace minfer::engine {
@@ -41,6 +45,8 @@ struct ReplyParserOptions {
   uint64_t id_seed = 0;              // the ids' random source; 0: std::random_device
   // Calls are read (their markup kept out of the content) but not returned: tool_choice none.
   bool drop_tool_calls = false;
+  // kQwenXml: the tools' parameter types, which type the arguments (null: every value untyped).
+  std::shared_ptr<const XmlToolSchemas> xml_tools;
 };
 
 // Appends `more` to `into` (an arguments fragment merges with the fragment before it when that
@@ -68,8 +74,9 @@ class ReplyParser {
     kReasoning,     // inside <think>…</think>
     kContentStart,  // after the reasoning (or at the start): a Llama 3 call may begin
     kContent,       // content; Hermes: a <tool_call> may open
-    kCallHeader,    // a call's {"name": …, "arguments": read so far (not yet committed)
+    kCallHeader,    // a call's {"name": …, "arguments": (XML: <function=NAME>) read so far
     kArguments,     // the committed call's arguments, streaming
+    kXmlBody,       // the committed XML call's parameters, held until </function>
     kCallEnd,       // after the arguments: the rest of the call's markup
   };
 
@@ -81,6 +88,9 @@ class ReplyParser {
   bool step_content(ReplyDelta& out, bool at_end);
   bool step_call_header(ReplyDelta& out, bool at_end);
   bool step_arguments(ReplyDelta& out);
+  bool step_xml_body(ReplyDelta& out);
+  // The calls open with <tool_call> (Hermes, XML).
+  bool tagged_calls() const;
   bool step_call_end(bool at_end);
   std::string new_call_id();
   // Ends the call being read: returned when `whole`, else dropped.

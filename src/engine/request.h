@@ -31,6 +31,8 @@ using minfer::ToolChoice;
 // which the call's constraint is built (the trigger of a lazy grammar: chat::tool_call_trigger).
 struct ReplyRequest : ReplyParams {
   chat::ReplyFormat format;  // the model's, from its chat template
+  // The prompt left a <think> block open (Qwen3.5's generation prompt): a forced call closes it.
+  bool prompt_opens_reasoning = false;
 
   // The parser's options for these settings.
   ReplyParserOptions parser_options() const {
@@ -38,6 +40,9 @@ struct ReplyRequest : ReplyParams {
     o.tool_calls = parse_tool_calls ? format.tool_calls : chat::ToolCallFormat::kNone;
     o.drop_tool_calls = tool_choice == ToolChoice::kNone;  // read, so never content; not returned
     o.extract_reasoning = extract_reasoning && format.reasoning;
+    if (o.tool_calls == chat::ToolCallFormat::kQwenXml) {
+      o.xml_tools = std::make_shared<const XmlToolSchemas>(XmlToolSchemas::from_tools(tools));
+    }
     return o;
   }
 };

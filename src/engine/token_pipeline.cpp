@@ -95,16 +95,16 @@ std::string StopMatcher::flush() {
   return out;
 }
 
-namespace {
-
-// The reply starts inside reasoning when the prompt ends with an opened <think> (DeepSeek-R1's
-// generation prompt): the last few tokens' text, control tokens included, says so.
 bool prompt_opens_reasoning(const Tokenizer& tokenizer, std::span<const int32_t> prompt) {
   constexpr size_t kTail = 8;
   const std::span<const int32_t> tail =
       prompt.subspan(prompt.size() - std::min(prompt.size(), kTail));
+  // Ids outside the vocabulary say nothing (the request is refused for them: check_request).
+  if (!tokenizer.check_ids(tail).is_ok()) return false;
   return chat::prompt_opens_reasoning(tokenizer.decode(tail, /*render_special=*/true));
 }
+
+namespace {
 
 ReplyParserOptions parser_options(const Tokenizer& tokenizer, ReplyParserOptions reply,
                                   std::span<const int32_t> prompt) {

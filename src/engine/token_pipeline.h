@@ -59,6 +59,11 @@ class StopMatcher {
 using minfer::SampledToken;
 using minfer::TokenLogprob;
 
+// The reply starts inside reasoning when the prompt ends with an opened <think> (DeepSeek-R1's
+// and Qwen3.5's generation prompts): the last few tokens' text, control tokens included, says so.
+// False when those ids are not all in the vocabulary.
+bool prompt_opens_reasoning(const Tokenizer& tokenizer, std::span<const int32_t> prompt);
+
 struct TokenPipelineOptions {
   SamplerParams sampling;
   std::vector<std::string> stops;  // empty strings are ignored

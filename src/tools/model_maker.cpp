@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <memory>
 #include <numbers>
+#include <sstream>
 #include <vector>
 
 #include <fmt/format.h>
@@ -51,6 +53,18 @@ void fill_normal_row(uint64_t state, float stddev, float* out, int64_t n) {
   }
 }
 
+// The text of --chat-template's file.
+Result<std::string> read_text_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  if (in) text << in.rdbuf();
+  if (!in || in.bad()) {
+    return make_error(ErrorCode::kNotFound, "[make-model] cannot read the chat template '{}'",
+                      path);
+  }
+  return text.str();
+}
+
 // The config read_model_config will find in a file made from preset p (value length = key
 // length, every dimension rotated), but n_vocab: the tokenizer decides it.
 ModelConfig preset_config(const ArchSpec& arch, const ModelPreset& p) {
@@ -72,7 +86,46 @@ ModelConfig preset_config(const ArchSpec& arch, const ModelPreset& p) {
   c.n_expert = p.n_expert;
   c.n_expert_used = p.n_expert_used;
   c.n_ff_exp = p.n_ff_exp;
+  if (const DeltaNetPreset dn = preset_delta_net(p); dn.n_rot > 0) {
+    // Qwen3.5: partial rotary, the delta-net shape, and every interval-th layer attention with
+    // an output gate (models/qwen35.cpp reads them so).
+    c.n_rot = dn.n_rot;
+    c.ssm_d_conv = dn.d_conv;
+    c.ssm_d_state = dn.d_state;
+    c.ssm_n_k_heads = dn.n_k_heads;
+    c.ssm_n_v_heads = dn.n_v_heads;
+    c.recurrent_layers.assign(static_cast<size_t>(c.n_layer), false);
+    for (int64_t il = 0; il < c.n_layer; ++il) {
+      c.recurrent_layers[static_cast<size_t>(il)] = (il + 1) % dn.full_attention_interval != 0;
+    }
+    c.attn_output_gate = true;
+    c.n_ff_shexp = dn.n_ff_shexp;
+  }
   return c;
+}
+
+// The Qwen3.5 keys of a delta-net preset (after set_hparams' generic ones).
+void set_delta_net_hparams(GgufWriter& w, const std::string& a, const DeltaNetPreset& dn) {
+  w.set(a + ".rope.dimension_sections",
+        GgufValue::array(std::vector<int32_t>(dn.rope_sections.begin(), dn.rope_sections.end())));
+  w.set_scalar<uint32_t>(a + ".ssm.conv_kernel", static_cast<uint32_t>(dn.d_conv));
+  w.set_scalar<uint32_t>(a + ".ssm.state_size", static_cast<uint32_t>(dn.d_state));
+  w.set_scalar<uint32_t>(a + ".ssm.group_count", static_cast<uint32_t>(dn.n_k_heads));
+  w.set_scalar<uint32_t>(a + ".ssm.time_step_rank", static_cast<uint32_t>(dn.n_v_heads));
+  w.set_scalar<uint32_t>(a + ".ssm.inner_size", static_cast<uint32_t>(dn.d_state * dn.n_v_heads));
+  w.set_scalar<uint32_t>(a + ".full_attention_interval",
+                         static_cast<uint32_t>(dn.full_attention_interval));
+  if (dn.n_ff_shexp > 0) {
+    w.set_scalar<uint32_t>(a + ".expert_shared_feed_forward_length",
+                           static_cast<uint32_t>(dn.n_ff_shexp));
+  }
+}
+
+// ssm_a holds −exp(A_log), the per-head decay rate of the delta state, which must be negative
+// (a positive one grows the state without bound): −exp(x) of the row's normal values scaled to
+// std 0.5, so rates spread around −1 as a trained model's do.
+void make_decay_rates(float* row, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) row[i] = -std::exp(25.0f * row[i]);
 }
 
 // rope_freqs.weight of Llama 3's "llama3" rope scaling, as llama.cpp's converter computes it
@@ -183,6 +236,9 @@ Result<Prepared> prepare(const MakeModelOptions& o) {
         llama3_rope_freqs(preset_llama3_rope(preset), config.n_rot, config.rope_freq_base);
   }
   set_hparams(meta, config, preset.head_dim > 0, name, mix.file_type);
+  if (const DeltaNetPreset dn = preset_delta_net(preset); dn.n_rot > 0) {
+    set_delta_net_hparams(meta, config.arch, dn);
+  }
   if (const SlidingWindowPreset swa = preset_sliding_window(preset); swa.window > 0) {
     meta.set_scalar<uint32_t>(config.arch + ".attention.sliding_window",
                               static_cast<uint32_t>(swa.window));
@@ -201,6 +257,10 @@ Result<Prepared> prepare(const MakeModelOptions& o) {
     for (const GgufKeyValue& kv : other->metadata()) {
       if (kv.key.rfind("tokenizer.", 0) == 0) meta.set(kv.key, kv.value);
     }
+  }
+  if (!o.chat_template.empty()) {
+    MINFER_ASSIGN_OR_RETURN(std::string source, read_text_file(o.chat_template));
+    meta.set_string("tokenizer.chat_template", std::move(source));
   }
   config.n_vocab = n_vocab;
   meta.set_scalar<uint32_t>(config.arch + ".vocab_size", static_cast<uint32_t>(n_vocab));
@@ -263,6 +323,7 @@ Result<MakeModelReport> make_model(const MakeModelOptions& o) {
           // Distinct, well-mixed generator states per (seed, tensor, row).
           uint64_t state = tensor_seed + 0x632BE59BD9B4E019ull * static_cast<uint64_t>(r + 1);
           fill_normal_row(splitmix64(state), 0.02f, row, n_per_row);
+          if (spec.name.ends_with(".ssm_a")) make_decay_rates(row, n_per_row);
         }
       }
     });

@@ -12,10 +12,11 @@
 namespace minfer {
 
 struct MakeModelOptions {
-  std::string arch;             // qwen2, qwen3, qwen3moe, llama, gemma3
+  std::string arch;             // qwen2, qwen3, qwen3moe, llama, gemma3, qwen35, qwen35moe
   std::string preset = "tiny";  // tools/presets.h
   std::string type = "f32";     // a quantize mix name (f32, f16, q8_0, q4_k_m, …)
   std::string tokenizer_from;   // a GGUF file whose tokenizer.* keys are copied; empty: built-in
+  std::string chat_template;    // a Jinja file written as tokenizer.chat_template; empty: none
   int64_t n_layer = 0;  // 0: the preset's; else its first n_layer blocks (a shortened model)
   // A reranker's head (pooling_type rank, engine/rerank_head.h): "cls" a BGE-style classifier
   // (cls.weight, cls.bias, cls.output.weight [n_embd → 1], cls.output.bias); "qwen3" the

@@ -11,7 +11,7 @@ namespace {
 // that both output paths are exercised.
 // qwen3moe-tiny mirrors ../shared/models/qwen3moe-tiny (head_dim 64, 8 experts of width 256, 2
 // used); qwen3-30b-a3b is Qwen3-30B-A3B (and Qwen3-Coder-30B-A3B, the same shape).
-constexpr std::array<ModelPreset, 12> kPresets = {{
+constexpr std::array<ModelPreset, 17> kPresets = {{
     {"tiny", "qwen2", 256, 3, 4, 2, 0, 512, 4096, 1000, 1e6f, 1e-6f, false},
     {"tiny", "qwen3", 256, 3, 4, 2, 128, 512, 4096, 1000, 1e6f, 1e-6f, false},
     {"tiny", "llama", 256, 3, 4, 2, 0, 512, 4096, 1000, 5e5f, 1e-5f, false},
@@ -27,6 +27,35 @@ constexpr std::array<ModelPreset, 12> kPresets = {{
     // google/gemma-3-1b-it's config.json (head_dim 256 ≠ 1152 / 4, 262,144 tokens).
     {"tiny", "gemma3", 256, 6, 4, 2, 64, 512, 4096, 1000, 1e6f, 1e-6f, false},
     {"gemma-3-1b", "gemma3", 1152, 26, 4, 1, 256, 6912, 32768, 262144, 1e6f, 1e-6f, true},
+    // Qwen3.5 (../shared/docs/models/qwen35.md, "Real models"): tiny mirrors
+    // ../shared/models/qwen35-tiny and qwen35moe-tiny (head_dim 32, 6 and 4 blocks); the real
+    // sizes take layers, n_embd, heads, head_dim 256, experts and the vocabulary (248,320) from
+    // the spec's table. Not in the table, and not checked against the published config.json
+    // files (no copy here; recalled, to be confirmed): n_ff 3584 (0.8B) and 9216 (4B), and the
+    // delta-net key / value heads below (16 / 16, 16 / 32, 16 / 32).
+    {"tiny", "qwen35", 128, 6, 2, 1, 32, 64, 4096, 1000, 1e7f, 1e-6f, false},
+    {"tiny", "qwen35moe", 128, 4, 2, 1, 32, 64, 4096, 768, 1e7f, 1e-6f, false, 4, 2, 32},
+    {"qwen3.5-0.8b", "qwen35", 1024, 24, 8, 2, 256, 3584, 262144, 248320, 1e7f, 1e-6f, true},
+    {"qwen3.5-4b", "qwen35", 2560, 32, 16, 4, 256, 9216, 262144, 248320, 1e7f, 1e-6f, true},
+    {"qwen3.5-35b-a3b", "qwen35moe", 2048, 40, 16, 2, 256, 512, 262144, 248320, 1e7f, 1e-6f, false,
+     256, 8, 512},
+}};
+
+struct DeltaNetRow {
+  const char* name;
+  const char* arch;
+  DeltaNetPreset delta_net;
+};
+
+// n_rot 64 of head_dim 256 (partial rotary 0.25) with sections [11, 11, 10, 0], d_conv 4,
+// d_state 128, every 4th layer attention (the spec's "Shared by all"); tiny: as the tiny files
+// (n_rot 8, d_state 16, 2 key and 4 value heads, attention every 3rd / 2nd layer).
+constexpr std::array<DeltaNetRow, 5> kDeltaNets = {{
+    {"tiny", "qwen35", {8, {11, 11, 10, 0}, 4, 16, 2, 4, 3, 0}},
+    {"tiny", "qwen35moe", {8, {11, 11, 10, 0}, 4, 16, 2, 4, 2, 32}},
+    {"qwen3.5-0.8b", "qwen35", {64, {11, 11, 10, 0}, 4, 128, 16, 16, 4, 0}},
+    {"qwen3.5-4b", "qwen35", {64, {11, 11, 10, 0}, 4, 128, 16, 32, 4, 0}},
+    {"qwen3.5-35b-a3b", "qwen35moe", {64, {11, 11, 10, 0}, 4, 128, 16, 32, 4, 512}},
 }};
 
 struct SlidingWindowRow {
@@ -82,6 +111,15 @@ Result<ModelPreset> find_preset(std::string_view arch, std::string_view name) {
   }
   return make_error(ErrorCode::kInvalidArgument, "[make-model] unknown preset '{}' (known: {})",
                     name, preset_names());
+}
+
+DeltaNetPreset preset_delta_net(const ModelPreset& p) {
+  for (const DeltaNetRow& row : kDeltaNets) {
+    if (std::string_view(row.name) == p.name && std::string_view(row.arch) == p.arch) {
+      return row.delta_net;
+    }
+  }
+  return {};
 }
 
 SlidingWindowPreset preset_sliding_window(const ModelPreset& p) {

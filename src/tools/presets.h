@@ -4,6 +4,7 @@
 // max_position_embeddings, tie_word_embeddings.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -55,9 +56,27 @@ struct SlidingWindowPreset {
 };
 SlidingWindowPreset preset_sliding_window(const ModelPreset& p);
 
+// The gated delta-net shape and layer pattern of a Qwen3.5 preset (qwen35, qwen35moe;
+// ../shared/docs/models/qwen35.md): partial rotary (rope.dimension_count) with its IMROPE
+// sections, ssm.conv_kernel, ssm.state_size, ssm.group_count (key heads), ssm.time_step_rank
+// (value heads; ssm.inner_size is state_size · time_step_rank), full_attention_interval, and the
+// MoE's shared-expert width. n_rot 0: not a Qwen3.5 preset.
+struct DeltaNetPreset {
+  int64_t n_rot = 0;
+  std::array<int32_t, 4> rope_sections = {0, 0, 0, 0};
+  int64_t d_conv = 0;
+  int64_t d_state = 0;
+  int64_t n_k_heads = 0;
+  int64_t n_v_heads = 0;
+  int64_t full_attention_interval = 0;
+  int64_t n_ff_shexp = 0;  // qwen35moe: expert_shared_feed_forward_length
+};
+DeltaNetPreset preset_delta_net(const ModelPreset& p);
+
 // The preset `name` for architecture `arch`. "tiny" exists for every architecture; a real preset
 // must belong to `arch` (qwen2.5-* → qwen2, qwen3-* → qwen3, qwen3-30b-a3b → qwen3moe,
-// llama-3.2-1b → llama, gemma-3-* → gemma3).
+// llama-3.2-1b → llama, gemma-3-* → gemma3, qwen3.5-0.8b / qwen3.5-4b → qwen35,
+// qwen3.5-35b-a3b → qwen35moe).
 Result<ModelPreset> find_preset(std::string_view arch, std::string_view name);
 
 }  // namespace minfer

@@ -45,12 +45,27 @@ TEST(ReplyFormat, FromTemplates) {
   EXPECT_EQ(detect_reply_format(kChatMlTemplate).tool_calls, ToolCallFormat::kNone);
 }
 
+// Qwen3.5's and Qwen3-Coder's real templates (../shared/templates): XML calls; Qwen3.5 thinks.
+TEST(ReplyFormat, XmlCallsFromQwen35AndQwen3CoderTemplates) {
+  MINFER_REQUIRE_TEST_DATA();
+  const ReplyFormat q35 = detect_reply_format(
+      test::read_text(minfer::test::test_data_path("templates/Qwen3.5-4B.jinja")));
+  EXPECT_EQ(q35.tool_calls, ToolCallFormat::kQwenXml);
+  EXPECT_TRUE(q35.reasoning);
+  const ReplyFormat coder = detect_reply_format(
+      test::read_text(minfer::test::test_data_path("templates/Qwen3-Coder.jinja")));
+  EXPECT_EQ(coder.tool_calls, ToolCallFormat::kQwenXml);
+  EXPECT_FALSE(coder.reasoning);
+}
+
 TEST(ReplyFormat, TriggersAndNames) {
   EXPECT_EQ(tool_call_trigger(ToolCallFormat::kHermes), "<tool_call>");
   EXPECT_EQ(tool_call_trigger(ToolCallFormat::kLlama3Json), "{");
   EXPECT_EQ(tool_call_trigger(ToolCallFormat::kNone), "");
   EXPECT_STREQ(tool_call_format_name(ToolCallFormat::kHermes), "hermes");
   EXPECT_STREQ(tool_call_format_name(ToolCallFormat::kLlama3Json), "llama3_json");
+  EXPECT_EQ(tool_call_trigger(ToolCallFormat::kQwenXml), "<tool_call>");
+  EXPECT_STREQ(tool_call_format_name(ToolCallFormat::kQwenXml), "qwen_xml");
 }
 
 TEST(ReplyFormat, PromptOpensReasoning) {

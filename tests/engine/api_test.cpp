@@ -156,6 +156,23 @@ TEST(Api, ErrorsAreStatuses) {
   EXPECT_FALSE(model->generate(out_of_range, greedy(4)).is_ok());
 }
 
+// A forced tool call reads the prompt's end (did it open <think>?) before the request is
+// checked: an id outside the vocabulary is still the request's error, not an abort.
+TEST(Api, ForcedToolCallWithABadIdIsAnError) {
+  MINFER_REQUIRE_TEST_DATA();
+  auto model = LanguageModel::load(test::test_data_path("models/qwen3-qwentok-tiny-q8_0.gguf"));
+  ASSERT_TRUE(model.is_ok()) << model.status().message();
+  GenerateParams params = greedy(4);
+  params.parse_tool_calls = true;
+  params.extract_reasoning = true;
+  params.tools = R"([{"type": "function", "function": {"name": "f", "parameters": {}}}])";
+  params.tool_choice = ToolChoice::kRequired;
+  const std::vector<int32_t> bad = {1, static_cast<int32_t>((*model)->n_vocab() + 5)};
+  const auto reply = (*model)->generate(bad, params);
+  ASSERT_FALSE(reply.is_ok());
+  EXPECT_NE(reply.status().message().find("vocab"), std::string::npos) << reply.status().message();
+}
+
 TEST(Api, RendersTheModelsChatTemplate) {
   MINFER_REQUIRE_TEST_DATA();
   auto model = LanguageModel::load(test::test_data_path("models/qwen3-qwentok-tiny-q8_0.gguf"));

@@ -6,8 +6,7 @@
 
 #include <string>
 
-#include "grammar/gbnf.h"
-#include "grammar/grammar_matcher.h"
+#include "tool_grammar_test_util.h"
 
 namespace minfer::engine {
 namespace {
@@ -21,27 +20,11 @@ constexpr const char* kTools = R"([
     "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"],
     "additionalProperties": false}}}])";
 
+using test::accepts;
+
 ReplyRequest request(chat::ToolCallFormat format, ToolChoice choice, bool parallel = true,
                      const std::string& name = "") {
-  ReplyRequest r;
-  r.format.tool_calls = format;
-  r.parse_tool_calls = true;
-  r.tools = kTools;
-  r.tool_choice = choice;
-  r.tool_choice_name = name;
-  r.parallel_tool_calls = parallel;
-  return r;
-}
-
-bool accepts(const ToolCallGrammar& g, const std::string& text) {
-  Result<std::shared_ptr<const grammar::Grammar>> parsed = grammar::parse_gbnf(g.gbnf);
-  EXPECT_TRUE(parsed.is_ok()) << parsed.status().message() << "\n" << g.gbnf;
-  if (!parsed.is_ok()) return false;
-  const grammar::GrammarMatcher matcher(*parsed, grammar::MatcherLimits{});
-  grammar::MatchState start, end;
-  if (matcher.initial(start) != grammar::StepResult::kOk) return false;
-  return matcher.advance(start, text, end) == grammar::StepResult::kOk &&
-         grammar::GrammarMatcher::can_end(end);
+  return test::tool_request(format, choice, kTools, parallel, name);
 }
 
 const std::string kWeather =
