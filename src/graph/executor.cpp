@@ -230,7 +230,9 @@ void Executor::run_node(const Node& node, const Graph& graph, const Batch& batch
                          .down = node.experts[2],
                          .n_tokens = rows,
                          .n_used = node.n_used,
-                         .y = buffer(node)};
+                         .y = buffer(node),
+                         .gelu = node.gelu,
+                         .expert_scale = node.weight != nullptr ? node.weight->f32() : nullptr};
       moe_ffn(table_, pool_, args, moe_scratch_);
       return;
     }
