@@ -34,8 +34,12 @@ Result<std::unique_ptr<Scheduler>> Scheduler::create(const Model& model, const T
   }
   // Every running sequence decodes each step.
   o.token_budget = std::max<int64_t>(o.token_budget, o.n_parallel);
-  // Each slot's sequence may hold a recurrent state (models with recurrent layers).
-  if (o.n_seq_max <= 0) o.n_seq_max = std::max<int64_t>(o.n_parallel, o.n_ctx_total / o.n_ctx);
+  // Each slot's sequence may hold a recurrent state (models with recurrent layers), and a
+  // checkpoint of it while it verifies drafts (scheduler_speculation.cpp). A slot's memory is
+  // taken on first use: the checkpoints cost only when speculation runs.
+  if (o.n_seq_max <= 0) {
+    o.n_seq_max = 2 * std::max<int64_t>(o.n_parallel, o.n_ctx_total / o.n_ctx);
+  }
   std::unique_ptr<Scheduler> s(new Scheduler(model, tokenizer, o));
   MINFER_ASSIGN_OR_RETURN(s->runtime_, Runtime::create(model, o));
   s->slots_ = std::make_unique<SlotTable>(s->kv(), model, o.n_parallel, o.n_ctx, o.prefix_cache);

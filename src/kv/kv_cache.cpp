@@ -164,7 +164,6 @@ void KvCache::free_sequence(int32_t seq) {
 void KvCache::truncate(int32_t seq, int64_t n_positions) {
   KvSequence* s = tables_.find(seq);
   if (s == nullptr) return;
-  const int64_t bs = config().block_size;
   n_positions = std::max<int64_t>(n_positions, 0);
   // A token after the kept positions would see released sliding-layer cells, or a recurrent
   // state that holds later tokens: keep nothing.
@@ -173,10 +172,15 @@ void KvCache::truncate(int32_t seq, int64_t n_positions) {
     n_positions = 0;
     states_.clear(s->state_slot);
   }
-  s->length = std::min(s->length, n_positions);
-  std::vector<int32_t>& table = s->blocks;
+  truncate_cells(*s, n_positions);
+}
+
+void KvCache::truncate_cells(KvSequence& s, int64_t n_positions) {
+  const int64_t bs = config().block_size;
+  s.length = std::min(s.length, n_positions);
+  std::vector<int32_t>& table = s.blocks;
   const size_t keep = static_cast<size_t>((n_positions + bs - 1) / bs);
-  while (table.size() > keep) pop_block(*s);
+  while (table.size() > keep) pop_block(s);
   // A kept block that is cut in the middle will be written again: it may not stay registered.
   if (n_positions % bs != 0 && table.size() == keep && keep > 0) {
     const int32_t last = table.back();
@@ -188,9 +192,47 @@ void KvCache::truncate(int32_t seq, int64_t n_positions) {
       release_block(last);
       table.back() = copy;
     } else {
-      pop_block(*s);
-      s->length = std::min(s->length, static_cast<int64_t>(table.size()) * bs);
+      pop_block(s);
+      s.length = std::min(s.length, static_cast<int64_t>(table.size()) * bs);
     }
+  }
+}
+
+void KvCache::read_state(int32_t seq, std::span<float> out) const {
+  const std::span<const float> state = states_.slot(state_slot(seq));
+  MINFER_CHECK(out.size() == state.size(), "read_state into a buffer of the wrong size");
+  std::copy(state.begin(), state.end(), out.begin());
+}
+
+void KvCache::write_state(int32_t seq, std::span<const float> in) {
+  const std::span<float> state = states_.slot(state_slot(seq));
+  MINFER_CHECK(in.size() == state.size(), "write_state from a buffer of the wrong size");
+  std::copy(in.begin(), in.end(), state.begin());
+}
+
+int32_t KvCache::checkpoint_state(int32_t seq) {
+  const int32_t from = state_slot(seq);
+  if (states_.n_free() == 0) return -1;
+  const int32_t checkpoint = states_.take();
+  states_.copy(checkpoint, from);
+  return checkpoint;
+}
+
+void KvCache::release_checkpoint(int32_t checkpoint) {
+  states_.release(checkpoint);
+}
+
+void KvCache::rewind(int32_t seq, int64_t n_positions, int32_t checkpoint) {
+  KvSequence& s = tables_.get(seq);
+  MINFER_CHECK(s.state_slot >= 0 && n_positions >= 0 && n_positions <= s.length,
+               "rewind of a sequence without a state or past its length");
+  states_.copy(s.state_slot, checkpoint);
+  states_.release(checkpoint);
+  truncate_cells(s, n_positions);
+  if (s.length < n_positions) {
+    // Fewer cells kept than the state has seen: nothing of the sequence stays.
+    states_.clear(s.state_slot);
+    truncate_cells(s, 0);
   }
 }
 

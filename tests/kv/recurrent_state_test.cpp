@@ -1,7 +1,9 @@
 // The recurrent layers' state beside the KV blocks (kv/recurrent_state.h, kv/kv_cache.h): a
 // zeroed slot per sequence from its first reserve, counted in bytes_in_use, given back by
 // free_sequence, refused past the slot budget with nothing taken; no cells for recurrent layers;
-// truncate below the length keeps nothing; no prefix shared; shift refused.
+// truncate below the length keeps nothing; no prefix shared; shift refused; a checkpoint is a
+// copy counted against the slot budget, and rewinding to it keeps the cells before and restores
+// the state exactly; read_state / write_state move the whole state.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -97,6 +99,34 @@ TEST(RecurrentStateCache, DroppingPositionsKeepsNothingAndSharesNoPrefix) {
   kv.truncate(0, 5);
   EXPECT_EQ(kv.length(0), 0);
   EXPECT_EQ(kv.delta_state(0, 0)[0], 0.0f);
+}
+
+TEST(RecurrentStateCache, RewindingToACheckpointKeepsTheCellsBeforeAndItsState) {
+  auto cache = KvCache::create(hybrid_config(2));
+  ASSERT_TRUE(cache.is_ok());
+  KvCache& kv = **cache;
+  ASSERT_TRUE(kv.reserve(0, 6).is_ok());
+  kv.set_length(0, 6);
+  std::vector<float> at6(static_cast<size_t>(kv.state_floats()));
+  for (size_t i = 0; i < at6.size(); ++i) at6[i] = static_cast<float>(i) + 0.5f;
+  kv.write_state(0, at6);
+  const int32_t checkpoint = kv.checkpoint_state(0);
+  ASSERT_GE(checkpoint, 0);
+  EXPECT_EQ(kv.n_states_held(), 2);
+  EXPECT_EQ(kv.bytes_in_use(), 2 * kv.block_bytes() + 2 * kv.state_bytes());
+  // Past the budget of 2 slots: no second checkpoint.
+  EXPECT_EQ(kv.checkpoint_state(0), -1);
+  // Three more positions (drafts) advance the state.
+  ASSERT_TRUE(kv.reserve(0, 9).is_ok());
+  kv.set_length(0, 9);
+  std::fill(kv.delta_state(0, 2), kv.delta_state(0, 2) + 10, -1.0f);
+  kv.rewind(0, 6, checkpoint);
+  EXPECT_EQ(kv.length(0), 6);
+  EXPECT_EQ(kv.n_reserved(0), 8);  // the block of positions 4..7 stays
+  EXPECT_EQ(kv.n_states_held(), 1);
+  std::vector<float> got(at6.size());
+  kv.read_state(0, got);
+  EXPECT_EQ(got, at6);
 }
 
 TEST(RecurrentStateCache, BadRecurrentConfigIsRefused) {
