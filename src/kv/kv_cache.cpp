@@ -16,7 +16,7 @@ KvCache::KvCache(KvLayout layout, KvBlockPool main, KvBlockPool window)
       tables_(layout_),
       states_(static_cast<int64_t>(layout_.recurrent_layers.size()),
               layout_.config.conv_state_floats, layout_.config.delta_state_floats,
-              layout_.config.max_state_slots) {}
+              layout_.config.max_state_slots + layout_.config.max_prefix_states) {}
 
 int32_t KvCache::state_slot(int32_t seq) const {
   const KvSequence* s = tables_.find(seq);
@@ -59,6 +59,7 @@ int32_t KvCache::take_block() {
   if (main_.n_free() > 0) return main_.take();
   const int32_t id = prefix_.evict();  // the least recently used parked prefix block
   MINFER_CHECK(id >= 0, "KV block budget exceeded");
+  drop_prefix_state(id);
   main_.hold(id);
   return id;
 }
@@ -97,25 +98,68 @@ int64_t KvCache::match_prefix(int32_t seq, std::span<const int32_t> tokens, int6
   MINFER_CHECK(held == nullptr || held->blocks.empty(),
                "match_prefix on a sequence that holds blocks");
   // Registered blocks carry the global layers only: the sliding layers' cells of a shared
-  // prefix are not kept, nor a recurrent state at its end, so nothing can be attached.
-  if (has_window() || has_recurrent()) return 0;
-  const std::vector<int32_t> attached =
-      prefix_.match(tokens, std::min(max_positions, config().n_ctx));
+  // prefix are not kept, so nothing can be attached.
+  if (has_window()) return 0;
+  std::vector<int32_t> attached = prefix_.match(tokens, std::min(max_positions, config().n_ctx));
+  // With recurrent layers only a run whose last block keeps the state after it can resume.
+  while (has_recurrent() && !attached.empty() && !prefix_states_.contains(attached.back())) {
+    attached.pop_back();
+  }
   if (attached.empty()) return 0;
+  if (has_recurrent() && held == nullptr && states_.n_free() == 0) return 0;
   KvSequence& s = tables_.get(seq);
   for (const int32_t id : attached) {
     if (main_.hold(id)) prefix_.unpark(id);
     s.blocks.push_back(id);
   }
   s.length = static_cast<int64_t>(attached.size()) * config().block_size;
+  if (has_recurrent()) {
+    if (s.state_slot < 0) s.state_slot = states_.take();
+    PrefixState& kept = prefix_states_.at(attached.back());
+    states_.copy(s.state_slot, kept.slot);
+    prefix_state_lru_.splice(prefix_state_lru_.end(), prefix_state_lru_, kept.lru_pos);
+  }
   return s.length;
 }
 
-void KvCache::commit_prefix(int32_t seq, std::span<const int32_t> tokens) {
+void KvCache::commit_prefix(int32_t seq, std::span<const int32_t> tokens, bool keep_state) {
   const KvSequence* s = tables_.find(seq);
-  // No prefix sharing with sliding or recurrent layers.
-  if (s == nullptr || has_window() || has_recurrent()) return;
+  // No prefix sharing with sliding layers.
+  if (s == nullptr || has_window()) return;
   prefix_.commit(s->blocks, tokens, s->length);
+  if (keep_state && has_recurrent()) keep_prefix_state(*s, tokens);
+}
+
+void KvCache::keep_prefix_state(const KvSequence& s, std::span<const int32_t> tokens) {
+  const int64_t bs = config().block_size;
+  if (config().max_prefix_states <= 0 || s.state_slot < 0 || s.length == 0 || s.length % bs != 0 ||
+      static_cast<int64_t>(tokens.size()) < s.length) {
+    return;
+  }
+  // The registered block that ends the prefix: the sequence's own, or another one's that
+  // holds the same tokens.
+  const std::vector<int32_t> run = prefix_.match(tokens, s.length);
+  if (static_cast<int64_t>(run.size()) * bs != s.length) return;
+  const int32_t block = run.back();
+  if (auto it = prefix_states_.find(block); it != prefix_states_.end()) {
+    prefix_state_lru_.splice(prefix_state_lru_.end(), prefix_state_lru_, it->second.lru_pos);
+    return;
+  }
+  if (n_prefix_states() >= config().max_prefix_states) {
+    drop_prefix_state(prefix_state_lru_.front());
+  }
+  if (states_.n_free() == 0) return;
+  const int32_t slot = states_.take();
+  states_.copy(slot, s.state_slot);
+  prefix_states_[block] = {slot, prefix_state_lru_.insert(prefix_state_lru_.end(), block)};
+}
+
+void KvCache::drop_prefix_state(int32_t block) {
+  auto it = prefix_states_.find(block);
+  if (it == prefix_states_.end()) return;
+  states_.release(it->second.slot);
+  prefix_state_lru_.erase(it->second.lru_pos);
+  prefix_states_.erase(it);
 }
 
 Status KvCache::reserve(int32_t seq, int64_t n_positions) {
@@ -186,6 +230,7 @@ void KvCache::truncate_cells(KvSequence& s, int64_t n_positions) {
     const int32_t last = table.back();
     if (main_.refs(last) == 1) {
       prefix_.unregister(last);
+      drop_prefix_state(last);
     } else if (n_blocks_free() > 0) {
       const int32_t copy = take_block();
       main_.copy_block(copy, last);

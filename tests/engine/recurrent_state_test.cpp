@@ -3,7 +3,8 @@
 // cache on and two of them the same prompt (what n > 1 runs), give exactly what each gives alone;
 // a kept slot continues its state when the new prompt extends it and computes again when it
 // does not; a slot saved to a state file and restored in a fresh scheduler continues as a plain
-// run; speculative decoding (prompt lookup, draft model) gives plain greedy tokens; and what
+// run; a request sharing a prefix resumes from the state checkpoint kept with the prefix's
+// blocks; speculative decoding (prompt lookup, draft model) gives plain greedy tokens; and what
 // would drop tokens from a state refuses clearly (context shift, recomputing a position).
 #include <gtest/gtest.h>
 
@@ -73,7 +74,9 @@ std::vector<Collected> run(const Loaded& l, const std::vector<std::vector<int32_
   for (const auto& p : prompts) requests.push_back(greedy_request(p, max_tokens));
   std::vector<Collected> out = submit_collecting(**sched, std::move(requests));
   EXPECT_TRUE((*sched)->run_until_idle().is_ok());
-  EXPECT_EQ((*sched)->cache().n_states_held(), 0) << "a finished sequence kept its state";
+  // Only checkpoints kept with prefix blocks stay.
+  EXPECT_EQ((*sched)->cache().n_states_held(), (*sched)->cache().n_prefix_states())
+      << "a finished sequence kept its state";
   return out;
 }
 
@@ -95,7 +98,7 @@ TEST(RecurrentState, BatchedChunkedSequencesMatchEachAlone) {
       ASSERT_EQ(alone.size(), 1u);
       EXPECT_EQ(batched[i].tokens, alone[0].tokens) << "prompt " << i;
       EXPECT_EQ(batched[i].logprobs, alone[0].logprobs) << "prompt " << i;
-      // No prefix is shared: a recurrent state has no checkpoints to resume from.
+      // No prefix is shared: the same prompts ran together, before either kept a checkpoint.
       EXPECT_EQ(batched[i].stats.n_cached, 0) << "prompt " << i;
     }
     EXPECT_EQ(batched[0].tokens, batched[2].tokens);
@@ -104,7 +107,8 @@ TEST(RecurrentState, BatchedChunkedSequencesMatchEachAlone) {
 
 // n > 1 (the server submits the same prompt once per choice) and preemption: every branch and
 // every preempted sequence gives its plain run's tokens; preemptions and a cancellation give
-// every state slot back (the pool's free count returns to full).
+// every sequence's state slot back (the pool's free count returns to full, less the bounded
+// checkpoints kept with prefix blocks).
 TEST(RecurrentState, BranchesPreemptionAndCancellationGiveBackEveryStateSlot) {
   MINFER_REQUIRE_TEST_DATA();
   const Loaded l = load("qwen35-tiny-f32.gguf");
@@ -119,8 +123,10 @@ TEST(RecurrentState, BranchesPreemptionAndCancellationGiveBackEveryStateSlot) {
   auto sched = Scheduler::create(*l.model, *l.tokenizer, o);
   ASSERT_TRUE(sched.is_ok()) << sched.status().message();
   const KvCache& kv = (*sched)->cache();
-  const int64_t all_free = kv.config().max_state_slots;
+  const int64_t all_free = kv.config().max_state_slots + kv.config().max_prefix_states;
   EXPECT_EQ(kv.n_states_free(), all_free);
+  // The slots sequences hold (the others keep prefix checkpoints).
+  auto in_sequences = [&] { return kv.n_states_held() - kv.n_prefix_states(); };
   std::vector<RequestParams> requests;
   for (const auto& p : prompts) requests.push_back(greedy_request(p, 30));
   const std::vector<Collected> together = submit_collecting(**sched, std::move(requests));
@@ -133,8 +139,8 @@ TEST(RecurrentState, BranchesPreemptionAndCancellationGiveBackEveryStateSlot) {
     EXPECT_EQ(together[i].logprobs, alone[0].logprobs) << "request " << i;
   }
   EXPECT_EQ(together[0].tokens, together[1].tokens);
-  EXPECT_EQ(kv.n_states_held(), 0);
-  EXPECT_EQ(kv.n_states_free(), all_free);
+  EXPECT_EQ(in_sequences(), 0);
+  EXPECT_EQ(kv.n_states_free(), all_free - kv.n_prefix_states());
 
   // A request cancelled while it runs gives its slot back at the next step.
   Collected kept;
@@ -143,15 +149,17 @@ TEST(RecurrentState, BranchesPreemptionAndCancellationGiveBackEveryStateSlot) {
   auto handle = (*sched)->submit(greedy_request(prompts[0], 20), collect_into(cancelled));
   ASSERT_TRUE(handle.is_ok());
   for (int i = 0; i < 3; ++i) ASSERT_TRUE((*sched)->step().is_ok());
-  EXPECT_EQ(kv.n_states_held(), 2);
+  EXPECT_EQ(in_sequences(), 2);
   (*handle)->cancel();
   ASSERT_TRUE((*sched)->step().is_ok());
   EXPECT_TRUE(cancelled.done);
   EXPECT_EQ(cancelled.finish, FinishReason::kCancelled);
-  EXPECT_EQ(kv.n_states_held(), 1);
+  EXPECT_EQ(in_sequences(), 1);
   ASSERT_TRUE((*sched)->run_until_idle().is_ok());
   EXPECT_TRUE(kept.done);
-  EXPECT_EQ(kv.n_states_free(), all_free);
+  EXPECT_EQ(in_sequences(), 0);
+  EXPECT_EQ(kv.n_states_free(), all_free - kv.n_prefix_states());
+  EXPECT_LE(kv.n_prefix_states(), kv.config().max_prefix_states);
 }
 
 // One greedy request's reply on `sched`.
@@ -288,12 +296,45 @@ TEST(RecurrentState, SpeculativeDecodingGivesPlainGreedyTokens) {
       const RequestStats& st = spec[0].stats;
       accepted += st.n_draft_accepted;
       rejected += st.n_drafted - st.n_draft_accepted;
-      EXPECT_EQ((*sched)->cache().n_states_held(), 0);
+      EXPECT_EQ((*sched)->cache().n_states_held(), (*sched)->cache().n_prefix_states());
       EXPECT_EQ((*sched)->draft_cache().n_states_held(), 0);
     }
     EXPECT_GT(accepted, 0) << (by_model ? "draft model" : "prompt lookup");
     EXPECT_GT(rejected, 0) << (by_model ? "draft model" : "prompt lookup");
   }
+}
+
+// Prefix reuse across requests: the state at the end of a prompt's last full block is kept with
+// that block, and a later request that shares the prefix (the same prompt, as n > 1's other
+// choices; a longer one) resumes there and replies as a cold run. The kept checkpoints are
+// bounded (one per slot, least recently used dropped first).
+TEST(RecurrentState, ARequestSharingAPrefixResumesFromItsStateCheckpoint) {
+  MINFER_REQUIRE_TEST_DATA();
+  const Loaded l = load("qwen35-tiny-f32.gguf");
+  ASSERT_NE(l.tokenizer, nullptr);
+  SchedulerOptions o = options(1);
+  o.prefix_cache = true;
+  auto sched = Scheduler::create(*l.model, *l.tokenizer, o);
+  ASSERT_TRUE(sched.is_ok()) << sched.status().message();
+  const KvCache& kv = (*sched)->cache();
+  const std::vector<int32_t> first = prompt_of(40, 7);  // its last full block ends at 32
+  const Collected cold = ask(**sched, first, 8);
+  EXPECT_EQ(cold.stats.n_cached, 0);
+  EXPECT_EQ(kv.n_prefix_states(), 1);
+  EXPECT_EQ(kv.n_states_held(), 1);  // the checkpoint alone
+  const Collected again = ask(**sched, first, 8);
+  EXPECT_EQ(again.stats.n_cached, 32);
+  EXPECT_EQ(again.tokens, cold.tokens);
+  EXPECT_EQ(again.logprobs, cold.logprobs);
+  std::vector<int32_t> longer = first;
+  for (int32_t t : prompt_of(12, 3)) longer.push_back(t);
+  const Collected extended = ask(**sched, longer, 8);
+  EXPECT_EQ(extended.stats.n_cached, 32);
+  expect_fresh_reply(l, longer, extended);
+  // One checkpoint per slot: the longer prompt's (at 48) took the first one's place.
+  EXPECT_EQ(kv.n_prefix_states(), 1);
+  EXPECT_EQ(ask(**sched, first, 8).stats.n_cached, 0);
+  EXPECT_EQ(kv.n_states_held(), kv.n_prefix_states());
 }
 
 void expect_refused(const Status& st, const std::string& what) {

@@ -75,7 +75,7 @@ TEST(RecurrentStateCache, PastTheSlotBudgetNothingIsTaken) {
   EXPECT_EQ(kv.n_states_held(), 1);
 }
 
-TEST(RecurrentStateCache, DroppingPositionsKeepsNothingAndSharesNoPrefix) {
+TEST(RecurrentStateCache, DroppingPositionsKeepsNothingAndBlocksAloneShareNoPrefix) {
   auto cache = KvCache::create(hybrid_config(2));
   ASSERT_TRUE(cache.is_ok());
   KvCache& kv = **cache;
@@ -83,8 +83,9 @@ TEST(RecurrentStateCache, DroppingPositionsKeepsNothingAndSharesNoPrefix) {
   ASSERT_TRUE(kv.reserve(0, 9).is_ok());
   kv.set_length(0, 9);
   std::fill(kv.delta_state(0, 0), kv.delta_state(0, 0) + 10, 2.0f);
+  // Its full blocks are registered, but without a checkpoint of the state nothing can resume.
   kv.commit_prefix(0, tokens);
-  EXPECT_EQ(kv.n_blocks_registered(), 0);
+  EXPECT_EQ(kv.n_blocks_registered(), 2);
   EXPECT_EQ(kv.match_prefix(1, tokens, 8), 0);
   // Truncating at the length keeps everything.
   kv.truncate(0, 9);
@@ -127,6 +128,48 @@ TEST(RecurrentStateCache, RewindingToACheckpointKeepsTheCellsBeforeAndItsState) 
   std::vector<float> got(at6.size());
   kv.read_state(0, got);
   EXPECT_EQ(got, at6);
+}
+
+// A checkpoint kept with the block that ends a sequence's length lets a new sequence of the same
+// prefix resume from it; at most max_prefix_states are kept (least recently used first), and one
+// goes with its block when the pool evicts the block.
+TEST(RecurrentStateCache, APrefixBlockKeepsAStateCheckpointThatANewSequenceResumesFrom) {
+  KvCacheConfig c = hybrid_config(2);
+  c.max_blocks = 5;
+  c.max_prefix_states = 1;
+  auto cache = KvCache::create(c);
+  ASSERT_TRUE(cache.is_ok());
+  KvCache& kv = **cache;
+  const std::vector<int32_t> tokens = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+  ASSERT_TRUE(kv.reserve(0, 8).is_ok());
+  kv.set_length(0, 8);
+  std::vector<float> at8(static_cast<size_t>(kv.state_floats()), 3.0f);
+  kv.write_state(0, at8);
+  kv.commit_prefix(0, tokens, /*keep_state=*/true);
+  EXPECT_EQ(kv.n_prefix_states(), 1);
+  EXPECT_EQ(kv.n_states_held(), 2);
+  kv.free_sequence(0);
+  EXPECT_EQ(kv.n_states_held(), 1);  // the checkpoint stays with its parked block
+  // A prefix of 4 has no checkpoint at its end: nothing; of 8 (of 9 allowed), the whole run.
+  EXPECT_EQ(kv.match_prefix(1, tokens, 7), 0);
+  EXPECT_EQ(kv.match_prefix(1, tokens, 9), 8);
+  std::vector<float> got(at8.size());
+  kv.read_state(1, got);
+  EXPECT_EQ(got, at8);
+  kv.free_sequence(1);
+  // Another prefix's checkpoint takes the only place.
+  const std::vector<int32_t> other = {7, 7, 7, 7, 8, 8, 8, 8};
+  ASSERT_TRUE(kv.reserve(2, 8).is_ok());
+  kv.set_length(2, 8);
+  kv.commit_prefix(2, other, /*keep_state=*/true);
+  EXPECT_EQ(kv.n_prefix_states(), 1);
+  EXPECT_EQ(kv.match_prefix(3, tokens, 9), 0);
+  kv.free_sequence(3);
+  kv.free_sequence(2);
+  // Taking every block evicts the parked ones, and the checkpoint with its block.
+  ASSERT_TRUE(kv.reserve(4, 20).is_ok());
+  EXPECT_EQ(kv.n_prefix_states(), 0);
+  EXPECT_EQ(kv.n_states_held(), 1);
 }
 
 TEST(RecurrentStateCache, BadRecurrentConfigIsRefused) {
