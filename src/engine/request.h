@@ -89,8 +89,8 @@ struct RequestBounds {
   int n_slots = 0;
   bool has_draft_model = false;
   int64_t n_swa = 0;
-  // The model has recurrent layers (Qwen3.5's gated delta nets): their state cannot drop tokens,
-  // so context shift and speculation (which rolls back rejected drafts) are refused.
+  // The model has recurrent layers (Qwen3.5's gated delta nets): their state cannot drop its
+  // oldest tokens, so context shift is refused.
   bool recurrent = false;
 };
 
