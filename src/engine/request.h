@@ -40,6 +40,7 @@ struct ReplyRequest : ReplyParams {
     o.tool_calls = parse_tool_calls ? format.tool_calls : chat::ToolCallFormat::kNone;
     o.drop_tool_calls = tool_choice == ToolChoice::kNone;  // read, so never content; not returned
     o.extract_reasoning = extract_reasoning && format.reasoning;
+    o.channels = format.channels;
     if (o.tool_calls == chat::ToolCallFormat::kQwenXml) {
       o.xml_tools = std::make_shared<const XmlToolSchemas>(XmlToolSchemas::from_tools(tools));
     }
