@@ -9,6 +9,12 @@
 //              by 1/√d_state, β = sigmoid(beta), decay = exp(a · softplus(alpha + dt_bias)), then
 //              the delta rule on the head's d_state × d_state state; out = the rule's output.
 //
+// A sequence with at least kDeltaChunkMinTokens tokens in the batch (prefill) runs the delta rule
+// in chunks of kDeltaChunkTokens (kernel_table.h delta_rule_chunk: matrix products, one state
+// update per chunk, the last chunk partial); fewer (decode, a short verify) step token by token.
+// The two forms are the same rule in different float orders; the state either leaves is the one
+// the next batch continues from.
+//
 // Work is split over tokens (conv) and over (sequence, value head) pairs (delta rule): each
 // output is computed by one worker in a fixed order, bit-identical at any thread count.
 #pragma once
@@ -23,6 +29,9 @@
 #include "kv/kv_cache.h"
 
 namespace minfer {
+
+inline constexpr int64_t kDeltaChunkTokens = 64;
+inline constexpr int64_t kDeltaChunkMinTokens = 16;
 
 // The longest conv kernel ssm_conv takes (models refuse longer ones at load).
 inline constexpr int64_t kMaxConvTaps = 16;
