@@ -118,24 +118,27 @@ struct HeadView {
   }
 };
 
-// Per-worker buffers of the chunked form: a chunk's normalised q, k, its v and out rows, gates.
+// Per-worker buffers: a chunk's normalised q, k, its v and out rows, gates and the kernel's
+// scratch, grown on first use (a decode step only needs one token's q and k).
 struct ChunkBuffers {
   std::vector<float> q, k, v, out, g, beta, work;
-  explicit ChunkBuffers(int64_t d) {
-    const auto nd = static_cast<size_t>(kDeltaChunkTokens * d);
-    q.resize(nd);
-    k.resize(nd);
-    v.resize(nd);
-    out.resize(nd);
-    g.resize(static_cast<size_t>(kDeltaChunkTokens));
-    beta.resize(static_cast<size_t>(kDeltaChunkTokens));
-    work.resize(static_cast<size_t>(kernels::delta_chunk_work_floats(kDeltaChunkTokens, d, d)));
+
+  void fit(int64_t n_tokens, int64_t d) {
+    const auto nd = static_cast<size_t>(n_tokens * d);
+    if (q.size() < nd) {
+      for (std::vector<float>* rows : {&q, &k, &v, &out}) rows->resize(nd);
+      g.resize(static_cast<size_t>(n_tokens));
+      beta.resize(static_cast<size_t>(n_tokens));
+    }
+    const int64_t n_work = n_tokens > 1 ? kernels::delta_chunk_work_floats(n_tokens, d, d) : 0;
+    if (work.size() < static_cast<size_t>(n_work)) work.resize(static_cast<size_t>(n_work));
   }
 };
 
 void run_by_token(const kernels::KernelTable& table, const HeadView& head,
                   const std::vector<int32_t>& tokens, float* state, ChunkBuffers& buf) {
   const int64_t d = head.args.d_state;
+  buf.fit(1, d);
   for (const int32_t t : tokens) {
     float g = 0.0f, beta = 0.0f;
     head.prepare(table, t, buf.q.data(), buf.k.data(), g, beta);
@@ -151,6 +154,7 @@ void run_by_chunk(const kernels::KernelTable& table, const HeadView& head,
   const int64_t d = head.args.d_state;
   const auto row_bytes = static_cast<size_t>(d) * sizeof(float);
   const auto n_run = static_cast<int64_t>(tokens.size());
+  buf.fit(kDeltaChunkTokens, d);
   for (int64_t c0 = 0; c0 < n_run; c0 += kDeltaChunkTokens) {
     const int64_t n = std::min(kDeltaChunkTokens, n_run - c0);
     for (int64_t j = 0; j < n; ++j) {
@@ -191,7 +195,7 @@ void delta_net(const kernels::KernelTable& table, kernels::ThreadPool& pool, KvC
   for (const SequenceRun& run : runs) states.push_back(cache.delta_state(run.seq, args.il));
   const auto n_tasks = static_cast<int64_t>(runs.size()) * n_v;
   for_tasks(pool, n_tasks, d * d, [&](int64_t begin, int64_t end) {
-    ChunkBuffers buf(d);
+    ChunkBuffers buf;
     for (int64_t task = begin; task < end; ++task) {
       const auto r = static_cast<size_t>(task / n_v);
       const int64_t h = task % n_v;

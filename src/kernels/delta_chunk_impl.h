@@ -12,6 +12,7 @@
 // anonymous namespace, as in delta_net_impl.h.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "kernels/kernel_table.h"
@@ -20,6 +21,10 @@ namespace minfer::kernels::chunk {
 
 namespace {
 
+// Rows per band of the triangular products (a multiple of the SIMD row tile).
+constexpr int64_t kBand = 16;
+
+// Precondition: c.n >= 1.
 template <class Gemm>
 void delta_rule_chunk(float* state, const DeltaChunk& c, Gemm gemm) {
   const int64_t n = c.n;
@@ -79,9 +84,15 @@ void delta_rule_chunk(float* state, const DeltaChunk& c, Gemm gemm) {
   }
   gemm(n, dv, dk, q_gamma, dk, int64_t{1}, state_t, dv, c.out, c.out_stride);
   gemm(n, dv, dk, k_write, dk, int64_t{1}, state_t, dv, delta, dv);
+  // Only the lower triangle is kept: each band of rows takes the columns up to its last row.
   for (int64_t x = 0; x < 2 * n * n; ++x) kk[x] = 0.0f;  // kk and qk
-  gemm(n, n, dk, c.k, dk, int64_t{1}, k_cols, n, kk, n);
-  gemm(n, n, dk, c.q, dk, int64_t{1}, k_cols, n, qk, n);
+  for (int64_t t0 = 0; t0 < n; t0 += kBand) {
+    const int64_t rows = std::min(kBand, n - t0);
+    const float* k_band = c.k + t0 * dk;
+    const float* q_band = c.q + t0 * dk;
+    gemm(rows, t0 + rows, dk, k_band, dk, int64_t{1}, k_cols, n, kk + t0 * n, n);
+    gemm(rows, t0 + rows, dk, q_band, dk, int64_t{1}, k_cols, n, qk + t0 * n, n);
+  }
   for (int64_t t = 0; t < n; ++t) {
     for (int64_t s = 0; s < n; ++s) {
       const int64_t ts = t * n + s;
@@ -92,7 +103,12 @@ void delta_rule_chunk(float* state, const DeltaChunk& c, Gemm gemm) {
   // (I + A) Δ = R by forward substitution: row s takes the finished rows r < s.
   for (int64_t s = 1; s < n; ++s)
     gemm(int64_t{1}, dv, s, kk + s * n, n, int64_t{1}, delta, dv, delta + s * dv, dv);
-  gemm(n, dv, n, qk, n, int64_t{1}, delta, dv, c.out, c.out_stride);
+  // out += M Δ, each band of rows over the Δ rows up to its last (M is 0 beyond).
+  for (int64_t t0 = 0; t0 < n; t0 += kBand) {
+    const int64_t rows = std::min(kBand, n - t0);
+    gemm(rows, dv, t0 + rows, qk + t0 * n, n, int64_t{1}, delta, dv, c.out + t0 * c.out_stride,
+         c.out_stride);
+  }
   // S = γ_{n−1} S₀ + Δᵀ (D_{n−1} K): row j of S takes Δ's column j.
   const float gamma_last = __builtin_expf(cum[n - 1]);
   for (int64_t x = 0; x < dv * dk; ++x) state[x] = state[x] * gamma_last;

@@ -178,16 +178,18 @@ struct KernelTable {
   //   delta_rule_step: one token of one head's gated delta rule on state [dv][dk] (row j is
   //     value j's keys): S ← decay · S; δ_j = β (v_j − S_j · k); S_j ← S_j + δ_j k (fused);
   //     out_j = S_j · q; the dots lane sums.
-  //   delta_rule_chunk: c.n tokens at once (prefill), the same rule in the chunked form of
-  //     Yang et al., "Gated Delta Networks" §3 (flash-linear-attention's chunk_gated_delta_rule):
-  //     with G_t = g_0 + … + g_t (plain adds in order) and D_ts = exp(G_t − G_s) (s ≤ t),
-  //       out = Γ Q S₀ᵀ + M Δ,   M_ts = D_ts (q_t · k_s) for s ≤ t, else 0,
-  //       Δ_s = β_s v_s − β_s γ_s S₀ k_s − Σ_{r<s} β_s D_sr (k_s · k_r) Δ_r  (forward
-  //       substitution), S ← γ_{n−1} S + Σ_s Δ_s (D_{n−1,s} k_s)ᵀ,   γ_t = exp(G_t), Γ = diag(γ).
+  //   delta_rule_chunk: c.n ≥ 1 tokens at once (prefill), the same rule in the chunked form of
+  //     Yang et al., "Gated Delta Networks" §3 (flash-linear-attention's chunk_gated_delta_rule).
+  //     With G_t = g_0 + … + g_t (plain adds in order), D_ts = exp(G_t − G_s) for s ≤ t and
+  //     γ_t = exp(G_t):
+  //       Δ_s = β_s v_s − β_s γ_s S₀ k_s − Σ_{r<s} β_s D_sr (k_s · k_r) Δ_r  (by substitution)
+  //       out_t = γ_t S₀ q_t + Σ_{s≤t} D_ts (q_t · k_s) Δ_s
+  //       S ← γ_{n−1} S₀ + Σ_s Δ_s (D_{n−1,s} k_s)ᵀ
   //     Every product is a sum of fused multiply-adds in order of its inner index (each matrix
-  //     product C += A B runs over B's rows in order), so every table gives ref's bits; the
-  //     scaled operands are single float products (delta_chunk_impl.h). state as for
-  //     delta_rule_step; c.out must not alias c.q, c.k or c.v.
+  //     product C += A B runs over B's rows in order; the out sums run, per band of 16 rows, to
+  //     the band's last row), so every table gives ref's bits; the scaled operands are single
+  //     float products (delta_chunk_impl.h). state as for delta_rule_step; c.out must not alias
+  //     c.q, c.k or c.v.
   void (*ssm_conv)(const float* const* rows, const float* taps, int64_t d_conv, int64_t n,
                    float* y);
   void (*l2_norm)(const float* x, float eps, int64_t n, float* y);
