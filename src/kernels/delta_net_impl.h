@@ -156,21 +156,30 @@ void gemm_block(const GemmOperands& g, int64_t m0, int64_t j0, int64_t w) {
   }
 }
 
-template <class V, int R>
-void gemm_rows(const GemmOperands& g, int64_t m0, int64_t n_cols) {
-  int64_t j = 0;
-  for (; j + 2 * V::kLanes <= n_cols; j += 2 * V::kLanes) gemm_block<V, R, 2, true>(g, m0, j, 0);
-  for (; j + V::kLanes <= n_cols; j += V::kLanes) gemm_block<V, R, 1, true>(g, m0, j, 0);
-  if (j < n_cols) gemm_block<V, R, 1, false>(g, m0, j, n_cols - j);
+// Rows m0 .. m0 + R − 1 of C over the column block [j0, j0 + w): whole tiles of R rows, then
+// single rows.
+template <class V, int R, int NV, bool kFull>
+void gemm_column_block(const GemmOperands& g, int64_t m_rows, int64_t j0, int64_t w) {
+  int64_t m = 0;
+  for (; m + R <= m_rows; m += R) gemm_block<V, R, NV, kFull>(g, m, j0, w);
+  for (; m < m_rows; ++m) gemm_block<V, 1, NV, kFull>(g, m, j0, w);
 }
 
+// Column blocks outermost, so that the block's panel of B stays in the L1 cache while every
+// row tile runs over it. AVX-512 (32 registers) holds 8 × 2 accumulators, the others 4 × 2.
 template <class V>
 void gemm(int64_t m_rows, int64_t n_cols, int64_t p_len, const float* a, int64_t a_row,
           int64_t a_col, const float* b, int64_t ldb, float* c, int64_t ldc) {
+  constexpr int kRows = V::kLanes >= 16 ? 8 : 4;
   const GemmOperands g{p_len, a, a_row, a_col, b, ldb, c, ldc};
-  int64_t m = 0;
-  for (; m + 4 <= m_rows; m += 4) gemm_rows<V, 4>(g, m, n_cols);
-  for (; m < m_rows; ++m) gemm_rows<V, 1>(g, m, n_cols);
+  int64_t j = 0;
+  for (; j + 2 * V::kLanes <= n_cols; j += 2 * V::kLanes) {
+    gemm_column_block<V, kRows, 2, true>(g, m_rows, j, 0);
+  }
+  for (; j + V::kLanes <= n_cols; j += V::kLanes) {
+    gemm_column_block<V, kRows, 1, true>(g, m_rows, j, 0);
+  }
+  if (j < n_cols) gemm_column_block<V, kRows, 1, false>(g, m_rows, j, n_cols - j);
 }
 
 template <class V>
