@@ -15,11 +15,10 @@
 //
 // V provides:
 //   F, zero(), fma(a, b, acc) (acc + a·b, fused), add(a, b), hsum(v);
-//   Mask, mask(n) (the first min(n, 16) lanes) and kMaskEveryStep: true to load every step
-//   through mask(n_in - k) (AVX-512's masked loads), false to load whole steps unmasked and the
-//   tail through mask(left);
-//   load_f32 / load_f16 / load_bf16(mask, p): 16 elements as floats, lanes outside the mask 0
-//   (unmasked overloads (p) read 16 whole elements);
+//   load_f32 / load_f16 / load_bf16(p): 16 elements as floats;
+//   kMaskEveryStep: true to load every step through mask(n_in - k) (AVX-512's masked loads, with
+//   Mask, mask(n) (the first min(n, 16) lanes) and load_*(mask, p), lanes outside the mask 0),
+//   false to load whole steps and the tail from zero-filled copies;
 //   kRows × kToks: the micro-tile (weight rows × tokens) that fits the ISA's registers;
 //   Prefetch(w, bytes) with advance(read_end): asks for single-token weights ahead, or nothing.
 #pragma once
@@ -28,6 +27,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <utility>
 
 namespace minfer::kernels::float_tile {
@@ -95,7 +95,16 @@ void micro(int64_t n_in, const uint8_t* w, size_t w_row_bytes, const uint8_t* ac
   } else {
     int64_t k = 0;
     for (; k + 16 <= n_in; k += 16) step<V, W>(rows, toks, k, acc);
-    if (k < n_in) step<V, W>(rows, toks, k, acc, V::mask(n_in - k));
+    if (k < n_in) {  // the tail, copied to zero-filled buffers of 16 and loaded whole
+      const size_t tail_bytes = static_cast<size_t>(n_in - k) * sizeof(Elem);
+      Elem buf[R + T][16] = {};
+      const Elem* tails[R + T];
+      for (int i = 0; i < R + T; ++i) {
+        std::memcpy(buf[i], (i < R ? rows[i] : toks[i - R]) + k, tail_bytes);
+        tails[i] = buf[i];
+      }
+      step<V, W>(tails, tails + R, 0, acc);
+    }
   }
   for (int r = 0; r < R; ++r) {
     for (int t = 0; t < T; ++t) y[t * y_stride + r] = V::hsum(acc[r][t]);

@@ -5,23 +5,19 @@
 // fill 28 of the 32.
 #include <arm_neon.h>
 
-#include <array>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 
 #include "kernels/arm64/neon_kernels.h"
 
 namespace minfer::kernels::neon {
 namespace {
 
-// The float_tile_impl.h policy: lanes 4i .. 4i + 3 in v[i]. A tail (Mask = its element count,
-// below 16) is copied to a zero-filled buffer of 16 and loaded whole.
+// The float_tile_impl.h policy: lanes 4i .. 4i + 3 in v[i].
 struct FloatVec {
   struct F {
     float32x4_t v[4];
   };
-  using Mask = int64_t;
   struct Prefetch {  // no software prefetch
     Prefetch(const uint8_t*, size_t) {}
     void advance(const uint8_t*) {}
@@ -46,7 +42,6 @@ struct FloatVec {
     const float32x2_t t = vadd_f32(vget_low_f32(s), vget_high_f32(s));
     return vget_lane_f32(t, 0) + vget_lane_f32(t, 1);
   }
-  static Mask mask(int64_t n) { return n; }
   static F load_f32(const float* p) {
     return {{vld1q_f32(p), vld1q_f32(p + 4), vld1q_f32(p + 8), vld1q_f32(p + 12)}};
   }
@@ -56,21 +51,12 @@ struct FloatVec {
   static F load_bf16(const uint16_t* p) {
     return {{bf16_4(p), bf16_4(p + 4), bf16_4(p + 8), bf16_4(p + 12)}};
   }
-  static F load_f32(Mask n, const float* p) { return load_f32(tail(n, p).data()); }
-  static F load_f16(Mask n, const uint16_t* p) { return load_f16(tail(n, p).data()); }
-  static F load_bf16(Mask n, const uint16_t* p) { return load_bf16(tail(n, p).data()); }
 
   static float32x4_t half4(const uint16_t* p) {
     return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p)));
   }
   static float32x4_t bf16_4(const uint16_t* p) {
     return vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(p), 16));
-  }
-  template <class E>
-  static std::array<E, 16> tail(int64_t n, const E* p) {
-    std::array<E, 16> buf{};
-    std::memcpy(buf.data(), p, static_cast<size_t>(n) * sizeof(E));
-    return buf;
   }
 };
 

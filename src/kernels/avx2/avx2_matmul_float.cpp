@@ -5,10 +5,8 @@
 // each fill 14 of the 16 ymm registers. The avxvnni table uses these tiles too.
 #include <immintrin.h>
 
-#include <array>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 
 #include "kernels/avx2/avx2_kernels.h"
 #include "kernels/avx2/avx2_math.h"
@@ -16,13 +14,11 @@
 namespace minfer::kernels::avx2 {
 namespace {
 
-// The float_tile_impl.h policy: lanes 0-7 in lo, 8-15 in hi. A tail (Mask = its element count,
-// below 16) is copied to a zero-filled buffer of 16 and loaded whole.
+// The float_tile_impl.h policy: lanes 0-7 in lo, 8-15 in hi.
 struct FloatVec {
   struct F {
     __m256 lo, hi;
   };
-  using Mask = int64_t;
   struct Prefetch {  // no software prefetch (as before the tiles were shared)
     Prefetch(const uint8_t*, size_t) {}
     void advance(const uint8_t*) {}
@@ -37,13 +33,9 @@ struct FloatVec {
   static F add(F a, F b) { return {_mm256_add_ps(a.lo, b.lo), _mm256_add_ps(a.hi, b.hi)}; }
   // avx512::hsum_ps's order: lanes j + (j + 8) first, then the 8-lane sum of avx2::hsum_ps.
   static float hsum(F v) { return hsum_ps(_mm256_add_ps(v.lo, v.hi)); }
-  static Mask mask(int64_t n) { return n; }
   static F load_f32(const float* p) { return {_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)}; }
   static F load_f16(const uint16_t* p) { return {half8(p), half8(p + 8)}; }
   static F load_bf16(const uint16_t* p) { return {bf16_8(p), bf16_8(p + 8)}; }
-  static F load_f32(Mask n, const float* p) { return load_f32(tail(n, p).data()); }
-  static F load_f16(Mask n, const uint16_t* p) { return load_f16(tail(n, p).data()); }
-  static F load_bf16(Mask n, const uint16_t* p) { return load_bf16(tail(n, p).data()); }
 
   static __m256 half8(const uint16_t* p) {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
@@ -51,12 +43,6 @@ struct FloatVec {
   static __m256 bf16_8(const uint16_t* p) {
     const __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
     return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
-  }
-  template <class E>
-  static std::array<E, 16> tail(int64_t n, const E* p) {
-    std::array<E, 16> buf{};
-    std::memcpy(buf.data(), p, static_cast<size_t>(n) * sizeof(E));
-    return buf;
   }
 };
 
