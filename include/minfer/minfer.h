@@ -89,7 +89,7 @@ void append_tool_calls(std::vector<ToolCall>& calls, const std::vector<ToolCallD
 // What became safe to emit of a reply, split as the model's formats say (GenerateParams'
 // parse_tool_calls, extract_reasoning): reasoning comes before content, tool calls after it.
 struct ReplyDelta {
-  std::string reasoning;  // text inside <think>…</think>
+  std::string reasoning;  // text inside <think>…</think> (or the format's reasoning channel)
   std::string content;    // everything else
   std::vector<ToolCallDelta> tool_calls;
 
@@ -569,8 +569,9 @@ class LanguageModel {
   // (GenerateParams::extract_reasoning, parse_tool_calls).
   Result<GenerateReply> generate_reply(std::span<const int32_t> prompt,
                                        const GenerateParams& params, const ReplyCallback& on_reply);
-  // The model's tool-call format as its chat template shows it: "hermes", "llama3_json" or
-  // "none"; and whether the template knows <think> reasoning.
+  // The model's tool-call format as its chat template shows it: "hermes", "llama3_json",
+  // "qwen_xml", "harmony", "gemma4" or "none"; and whether the template knows reasoning
+  // (<think>, harmony's analysis channel, Gemma 4's thought channel).
   std::string tool_call_format() const;
   bool has_reasoning_format() const;
   // Puts `tokens` into that sequence without sampling (e.g. a finished chat turn as the template

@@ -9,7 +9,12 @@
 //     -L$LLAMA/build/bin -lllama -lggml -lggml-base -Wl,-rpath,$LLAMA/build/bin -o /tmp/llama_dump
 // (one line).
 //   /tmp/llama_dump MODEL.gguf IDS.txt OUT THREADS [NAME ...]
-// IDS.txt: whitespace-separated token ids. FA=1 turns flash attention on; KV=f16 gives f16 cells.
+// IDS.txt: whitespace-separated token ids. FA=1 turns flash attention on; KV=f16 (or q8_0, bf16)
+// gives those cells; BATCH=k feeds the ids k at a time (1: token by token, as decoding does)
+// instead of in one batch; PROMPT=k feeds the first k ids as one batch and the rest one at a time
+// (as the shared goldens were made: a prompt, then its greedy tokens). With either, each name's K
+// counts calls across the batches.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -84,8 +89,12 @@ int main(int argc, char** argv) {
   cp.n_ubatch = static_cast<uint32_t>(n);  // one graph: each name's K counts calls within it
   cp.n_threads = n_threads;
   cp.n_threads_batch = n_threads;
-  const bool f16 = std::getenv("KV") != nullptr && std::strcmp(std::getenv("KV"), "f16") == 0;
-  cp.type_k = f16 ? GGML_TYPE_F16 : GGML_TYPE_F32;
+  const char* kv = std::getenv("KV");
+  const std::string cells = kv != nullptr ? kv : "f32";
+  cp.type_k = cells == "f16"    ? GGML_TYPE_F16
+              : cells == "q8_0" ? GGML_TYPE_Q8_0
+              : cells == "bf16" ? GGML_TYPE_BF16
+                                : GGML_TYPE_F32;
   cp.type_v = cp.type_k;
   cp.flash_attn_type =
       std::getenv("FA") != nullptr ? LLAMA_FLASH_ATTN_TYPE_ENABLED : LLAMA_FLASH_ATTN_TYPE_DISABLED;
@@ -93,21 +102,29 @@ int main(int argc, char** argv) {
   cp.cb_eval_user_data = &st;
   llama_context* ctx = llama_init_from_model(model, cp);
   if (ctx == nullptr) return 3;
-  llama_batch batch = llama_batch_init(n, 0, 1);
-  for (int i = 0; i < n; ++i) {
-    batch.token[i] = ids[static_cast<size_t>(i)];
-    batch.pos[i] = i;
-    batch.n_seq_id[i] = 1;
-    batch.seq_id[i][0] = 0;
-    batch.logits[i] = 1;
-  }
-  batch.n_tokens = n;
-  if (llama_decode(ctx, batch) != 0) return 4;
-  const int n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(model));
+  const char* batch_env = std::getenv("BATCH");
+  const char* prompt_env = std::getenv("PROMPT");
+  const int step = batch_env != nullptr ? std::max(1, std::atoi(batch_env)) : n;
+  const int first = prompt_env != nullptr ? std::clamp(std::atoi(prompt_env), 1, n) : step;
+  llama_batch batch = llama_batch_init(std::max(step, first), 0, 1);
   std::vector<float> logits;
-  for (int i = 0; i < n; ++i) {
-    const float* row = llama_get_logits_ith(ctx, i);
-    logits.insert(logits.end(), row, row + n_vocab);
+  const int n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(model));
+  for (int i0 = 0; i0 < n;) {
+    const int m = std::min(i0 == 0 ? first : prompt_env != nullptr ? 1 : step, n - i0);
+    for (int i = 0; i < m; ++i) {
+      batch.token[i] = ids[static_cast<size_t>(i0 + i)];
+      batch.pos[i] = i0 + i;
+      batch.n_seq_id[i] = 1;
+      batch.seq_id[i][0] = 0;
+      batch.logits[i] = 1;
+    }
+    batch.n_tokens = m;
+    if (llama_decode(ctx, batch) != 0) return 4;
+    for (int i = 0; i < m; ++i) {
+      const float* row = llama_get_logits_ith(ctx, i);
+      logits.insert(logits.end(), row, row + n_vocab);
+    }
+    i0 += m;
   }
   const bool ok = write_file(st.out + "/logits.f32", logits.data(), logits.size() * sizeof(float));
   llama_batch_free(batch);

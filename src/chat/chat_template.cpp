@@ -118,6 +118,20 @@ const std::set<std::string>& request_fields() {
   return kFields;
 }
 
+// `messages` with each assistant message's reasoning_content given as its thinking (unless it
+// has one).
+nlohmann::ordered_json with_thinking(const nlohmann::ordered_json& messages) {
+  nlohmann::ordered_json out = messages;
+  for (auto& m : out) {
+    if (!m.is_object() || m.value("role", "") != "assistant" || m.contains("thinking")) continue;
+    auto it = m.find("reasoning_content");
+    if (it != m.end() && it->is_string() && !it->get_ref<const std::string&>().empty()) {
+      m["thinking"] = *it;
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 Result<ChatTemplate> ChatTemplate::create(const std::string& source, std::string bos_token,
@@ -126,6 +140,8 @@ Result<ChatTemplate> ChatTemplate::create(const std::string& source, std::string
   t.source_ = source;
   t.bos_token_ = std::move(bos_token);
   t.eos_token_ = std::move(eos_token);
+  t.reads_thinking_ = source.find("message.thinking") != std::string::npos &&
+                      source.find("reasoning_content") == std::string::npos;
   if (source.size() > limits::kMaxTemplateBytes) {
     return make_error(ErrorCode::kInvalidArgument,
                       "[chat] template: {} bytes, over the limit of {} bytes", source.size(),
@@ -161,7 +177,7 @@ Result<std::string> ChatTemplate::render(const nlohmann::ordered_json& messages,
     // What transformers passes to render(): messages, tools (None when absent), documents=None,
     // add_generation_prompt, the special tokens, then the caller's kwargs.
     Dict vars;
-    vars.set("messages", from_json(messages));
+    vars.set("messages", from_json(reads_thinking_ ? with_thinking(messages) : messages));
     vars.set("tools", from_json(tools));
     vars.set("documents", Value::none());
     vars.set("add_generation_prompt", Value::boolean(add_generation_prompt));

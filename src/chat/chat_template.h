@@ -33,8 +33,10 @@ class ChatTemplate {
                                      std::string eos_token);
 
   // Renders `messages` (an array of OpenAI-style messages, passed through as given: tool_calls
-  // arguments stay objects or strings). `tools` is an array, or null for none (the variable
-  // `tools` is then defined and None, as transformers passes it). `extra` is an object of
+  // arguments stay objects or strings; for a template that reads an assistant message's
+  // `thinking` and never `reasoning_content` — gpt-oss's — a message's reasoning_content is
+  // given as its thinking too, as llama-server does). `tools` is an array, or null for none (the
+  // variable `tools` is then defined and None, as transformers passes it). `extra` is an object of
   // further template variables (enable_thinking, ...); they override the defaults.
   Result<std::string> render(const nlohmann::ordered_json& messages,
                              const nlohmann::ordered_json& tools, bool add_generation_prompt,
@@ -60,6 +62,7 @@ class ChatTemplate {
   std::string bos_token_;
   std::string eos_token_;
   RenderLimits limits_;
+  bool reads_thinking_ = false;  // the template reads message.thinking, not reasoning_content
   std::shared_ptr<const std::vector<std::unique_ptr<Stmt>>> program_;
 };
 

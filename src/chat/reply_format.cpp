@@ -23,6 +23,8 @@ constexpr FormatNames kFormatNames[] = {
     {ToolCallFormat::kHermes, "hermes", "<tool_call>"},
     {ToolCallFormat::kLlama3Json, "llama3_json", "{"},
     {ToolCallFormat::kQwenXml, "qwen_xml", "<tool_call>"},
+    {ToolCallFormat::kHarmony, "harmony", ""},
+    {ToolCallFormat::kGemma4, "gemma4", "<|tool_call>"},
 };
 
 const FormatNames& names_of(ToolCallFormat format) {
@@ -40,6 +42,19 @@ const char* tool_call_format_name(ToolCallFormat format) {
 
 ReplyFormat detect_reply_format(std::string_view source) {
   ReplyFormat format;
+  // Harmony and Gemma 4 first: their replies have their own markup throughout.
+  if (contains(source, "<|channel|>") && contains(source, "<|message|>")) {
+    format.tool_calls = ToolCallFormat::kHarmony;
+    format.channels = ChannelFormat::kHarmony;
+    format.reasoning = true;
+    return format;
+  }
+  if (contains(source, "<|tool_call>") && contains(source, "<|channel>")) {
+    format.tool_calls = ToolCallFormat::kGemma4;
+    format.channels = ChannelFormat::kGemma4;
+    format.reasoning = true;
+    return format;
+  }
   // The XML format first (its calls open with <tool_call> too), then Hermes: Hermes 3 on Llama 3.1
   // keeps Llama's headers but calls tools with <tool_call>.
   if (contains(source, "<tool_call>") && contains(source, "<function=") &&
@@ -52,6 +67,18 @@ ReplyFormat detect_reply_format(std::string_view source) {
   }
   format.reasoning = contains(source, kThinkOpen);
   return format;
+}
+
+std::string_view reasoning_close_forced(ChannelFormat channels) {
+  switch (channels) {
+    case ChannelFormat::kHarmony:
+      return "<|end|><|start|>assistant<|channel|>final<|message|>";
+    case ChannelFormat::kGemma4:
+      return "<channel|>";
+    case ChannelFormat::kNone:
+      break;
+  }
+  return kThinkCloseForced;
 }
 
 std::string tool_call_trigger(ToolCallFormat format) {

@@ -1,6 +1,7 @@
 #include "engine/drafter.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "engine/speculative.h"
 
@@ -22,11 +23,6 @@ Result<std::unique_ptr<Drafter>> Drafter::create(const Model& target, const Mode
                       "model's window {}, the draft's {}): expected none",
                       t.n_swa, d.n_swa);
   }
-  if (!d.recurrent_layers.empty() || !t.recurrent_layers.empty()) {
-    return make_error(ErrorCode::kUnsupported,
-                      "[scheduler] a draft model does not run with recurrent layers (their state "
-                      "cannot roll back rejected drafts): expected none in the model or the draft");
-  }
   options.observe = {};
   std::unique_ptr<Drafter> drafter(new Drafter(static_cast<int32_t>(t.n_vocab), prefix_cache));
   MINFER_ASSIGN_OR_RETURN(drafter->runtime_, Runtime::create(draft, options));
@@ -38,12 +34,21 @@ void Drafter::begin(int32_t id, const SamplerParams& sampling) {
 }
 
 void Drafter::end(int32_t id) {
+  if (auto it = states_.find(id); it != states_.end()) drop_checkpoint(it->second);
   states_.erase(id);
 }
 
 void Drafter::leave(int32_t id, int32_t slot) {
   kv().free_sequence(slot);
-  if (auto it = states_.find(id); it != states_.end()) it->second.n_computed = 0;
+  if (auto it = states_.find(id); it != states_.end()) {
+    drop_checkpoint(it->second);
+    it->second.n_computed = 0;
+  }
+}
+
+void Drafter::drop_checkpoint(State& s) {
+  if (s.checkpoint >= 0) kv().release_checkpoint(s.checkpoint);
+  s.checkpoint = -1;
 }
 
 std::vector<int32_t> Drafter::take(int32_t id, std::vector<DraftProposal>& proposals) {
@@ -69,6 +74,13 @@ void Drafter::shifted(int32_t id, int64_t n_keep) {
 }
 
 void Drafter::sync(const DraftTarget& t, State& s) {
+  // A recurrent draft state that has seen drafts the target rejected goes back to the
+  // checkpoint before them; its accepted tokens are computed again.
+  if (s.checkpoint >= 0 && s.n_computed < kv().length(t.slot) && s.checkpoint_at <= s.n_computed) {
+    kv().rewind(t.slot, s.checkpoint_at, std::exchange(s.checkpoint, -1));
+    s.n_computed = kv().length(t.slot);
+  }
+  drop_checkpoint(s);
   if (s.n_computed > 0) {
     kv().truncate(t.slot, s.n_computed);
     // (A truncation that could not keep a shared block keeps fewer: those are computed again.)
@@ -155,6 +167,13 @@ void Drafter::run(std::span<const DraftTarget> targets, int64_t token_budget) {
   std::vector<Drafting> drafting = plan_catch_up(targets, token_budget, batch);
   if (batch.n_tokens() == 0) return;
   Result<std::span<const float>> rows = runtime_->step(batch);
+  // A recurrent draft state is kept as it is before the drafts are fed (none when no slot is
+  // free: a rejected draft then makes the draft compute its sequence again).
+  for (Drafting& d : drafting) {
+    if (!rows.is_ok() || !kv().has_recurrent()) break;
+    d.state->checkpoint = kv().checkpoint_state(d.target->slot);
+    d.state->checkpoint_at = kv().length(d.target->slot);
+  }
   const int64_t bs = runtime_->cache().config().block_size;
   for (const DraftTarget& t : targets) {
     State& s = states_[t.id];

@@ -40,7 +40,8 @@ class Drafter : NonCopyable {
   // A draft runtime for `draft` with `options` (the scheduler's threads, cell type, context,
   // budget and block size; no observers). Errors: another vocabulary size than `target`'s,
   // sliding-window layers in either (drafts past the window would return cells the sequence
-  // still needs once dropped), the runtime's.
+  // still needs once dropped), the runtime's. Recurrent layers (either model) roll back through
+  // state checkpoints (scheduler_speculation.cpp, sync).
   static Result<std::unique_ptr<Drafter>> create(const Model& target, const Model& draft,
                                                  RuntimeOptions options, bool prefix_cache);
 
@@ -72,6 +73,11 @@ class Drafter : NonCopyable {
     std::vector<int32_t> drafts;  // made this step
     std::vector<DraftProposal> proposals;  // [drafts] with a sampler, else empty
     std::unique_ptr<Sampler> sampler;      // null: greedy drafts
+    // A draft model with recurrent layers: a checkpoint of its state (KvCache::checkpoint_state)
+    // at checkpoint_at positions, taken before the drafts are fed, for sync to rewind to; -1:
+    // none.
+    int32_t checkpoint = -1;
+    int64_t checkpoint_at = 0;
   };
   // A request drafting this step and the most drafts it may make.
   struct Drafting {
@@ -84,6 +90,7 @@ class Drafter : NonCopyable {
   // Forgets the draft cells past what the target's tokens hold; a sequence with none first takes
   // the draft cache's prefix blocks.
   void sync(const DraftTarget& t, State& s);
+  void drop_checkpoint(State& s);
   // Adds to `batch` the tokens each target's draft sequence lacks (decoding ones first, within
   // the budget), the last one with its row for the decoding targets that draft: those are
   // returned, in row order.

@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/reply_markers.h"
+
 namespace minfer {
 
 void append_tool_calls(std::vector<ToolCall>& calls, const std::vector<ToolCallDelta>& deltas) {
@@ -31,21 +33,12 @@ constexpr std::string_view kToolCallClose = "</tool_call>";
 constexpr std::string_view kPythonTag = "<|python_tag|>";
 
 bool is_space(char c) {
-  return c == ' ' || c == '\n' || c == '\r' || c == '\t';
+  return is_reply_space(c);
 }
 
 size_t skip_spaces(std::string_view text, size_t pos) {
   while (pos < text.size() && is_space(text[pos])) ++pos;
   return pos;
-}
-
-// The length of the longest suffix of `text` that is a proper prefix of `marker`: where the
-// marker may yet begin.
-size_t partial_marker(std::string_view text, std::string_view marker) {
-  for (size_t len = std::min(marker.size() - 1, text.size()); len > 0; --len) {
-    if (text.substr(text.size() - len) == marker.substr(0, len)) return len;
-  }
-  return 0;
 }
 
 // How much of the end of `text` to hold back: a possible start of `marker`, with the whitespace
@@ -173,6 +166,17 @@ ReplyParser::ReplyParser(ReplyParserOptions options)
     : options_(options),
       active_(options.tool_calls != chat::ToolCallFormat::kNone || options.extract_reasoning),
       ids_(options.id_seed != 0 ? options.id_seed : std::random_device{}()) {
+  if (options_.channels != chat::ChannelFormat::kNone) {
+    const ChannelReplyOptions channel_options{
+        .return_calls =
+            options_.tool_calls != chat::ToolCallFormat::kNone && !options_.drop_tool_calls,
+        .extract_reasoning = options_.extract_reasoning,
+        .id_seed = options_.id_seed};
+    channels_ = options_.channels == chat::ChannelFormat::kHarmony
+                    ? make_harmony_parser(channel_options)
+                    : make_gemma4_parser(channel_options);
+    active_ = true;
+  }
   if (options_.extract_reasoning && options_.starts_in_reasoning) {
     mode_ = Mode::kReasoning;
     trim_leading_ = true;
@@ -185,6 +189,7 @@ ReplyDelta ReplyParser::push(std::string_view text) {
     out.content = std::string(text);
     return out;
   }
+  if (channels_ != nullptr) return channels_->push(text);
   pending_ += text;
   while (step(out, false)) {
   }
@@ -194,6 +199,7 @@ ReplyDelta ReplyParser::push(std::string_view text) {
 ReplyDelta ReplyParser::finish() {
   ReplyDelta out;
   if (!active_) return out;
+  if (channels_ != nullptr) return channels_->finish();
   while (step(out, true)) {
   }
   // What is left was waiting for text that will not come.
@@ -477,10 +483,7 @@ bool ReplyParser::step_call_end(bool at_end) {
 }
 
 std::string ReplyParser::new_call_id() {
-  static constexpr char kAlnum[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-  std::string id = "call_";
-  for (int i = 0; i < 24; ++i) id += kAlnum[ids_() % (sizeof(kAlnum) - 1)];
-  return id;
+  return random_call_id(ids_);
 }
 
 }  // namespace minfer::engine

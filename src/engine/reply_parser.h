@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "chat/reply_format.h"
+#include "engine/channel_reply.h"
 #include "engine/xml_tool_calls.h"
 #include "minfer/minfer.h"
 
@@ -45,6 +46,9 @@ struct ReplyParserOptions {
   uint64_t id_seed = 0;              // the ids' random source; 0: std::random_device
   // Calls are read (their markup kept out of the content) but not returned: tool_choice none.
   bool drop_tool_calls = false;
+  // Harmony or Gemma 4: the reply is read by that format's parser (channel_reply.h); its calls
+  // are returned when tool_calls is not kNone.
+  chat::ChannelFormat channels = chat::ChannelFormat::kNone;
   // kQwenXml: the tools' parameter types, which type the arguments (null: every value untyped).
   std::shared_ptr<const XmlToolSchemas> xml_tools;
 };
@@ -63,8 +67,12 @@ class ReplyParser {
   ReplyDelta finish();
 
   // True while the reply is inside its reasoning block.
-  bool in_reasoning() const { return mode_ == Mode::kReasoning; }
-  int32_t n_tool_calls() const { return n_calls_; }
+  bool in_reasoning() const {
+    return channels_ != nullptr ? channels_->in_reasoning() : mode_ == Mode::kReasoning;
+  }
+  int32_t n_tool_calls() const {
+    return channels_ != nullptr ? channels_->n_tool_calls() : n_calls_;
+  }
   // False when the options ask for no splitting: every text is content, as given.
   bool active() const { return active_; }
 
@@ -109,6 +117,7 @@ class ReplyParser {
   bool in_string_ = false;
   bool escaped_ = false;
   std::mt19937_64 ids_;
+  std::unique_ptr<ChannelReplyParser> channels_;  // set for harmony and Gemma 4 replies
 };
 
 }  // namespace minfer::engine

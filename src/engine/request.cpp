@@ -36,12 +36,6 @@ Status check_speculative(const RequestParams& params, const RequestBounds& b) {
                       "[scheduler] draft_min must be in 0..draft_max ({}), got {}",
                       params.generate.draft_max, params.generate.draft_min);
   }
-  if (b.recurrent) {
-    return make_error(ErrorCode::kUnsupported,
-                      "[scheduler] speculative decoding does not run on a model with recurrent "
-                      "layers (their state cannot roll back rejected drafts): expected no "
-                      "speculation");
-  }
   if (b.n_swa > 0) {
     // Drafts past the window would return cells the sequence still needs once they are dropped.
     return make_error(ErrorCode::kInvalidArgument,

@@ -40,6 +40,7 @@ struct ReplyRequest : ReplyParams {
     o.tool_calls = parse_tool_calls ? format.tool_calls : chat::ToolCallFormat::kNone;
     o.drop_tool_calls = tool_choice == ToolChoice::kNone;  // read, so never content; not returned
     o.extract_reasoning = extract_reasoning && format.reasoning;
+    o.channels = format.channels;
     if (o.tool_calls == chat::ToolCallFormat::kQwenXml) {
       o.xml_tools = std::make_shared<const XmlToolSchemas>(XmlToolSchemas::from_tools(tools));
     }
@@ -89,8 +90,8 @@ struct RequestBounds {
   int n_slots = 0;
   bool has_draft_model = false;
   int64_t n_swa = 0;
-  // The model has recurrent layers (Qwen3.5's gated delta nets): their state cannot drop tokens,
-  // so context shift and speculation (which rolls back rejected drafts) are refused.
+  // The model has recurrent layers (Qwen3.5's gated delta nets): their state cannot drop its
+  // oldest tokens, so context shift is refused.
   bool recurrent = false;
 };
 

@@ -187,7 +187,8 @@ Result<std::unique_ptr<Runtime>> Runtime::create(const Model& model,
                                   .recurrent_layers = cache_layer_flags(c, c.recurrent_layers),
                                   .conv_state_floats = c.conv_state_floats(),
                                   .delta_state_floats = c.delta_state_floats(),
-                                  .max_state_slots = state_slots(o)}));
+                                  .max_state_slots = state_slots(o),
+                                  .max_prefix_states = std::max<int64_t>(0, o.n_prefix_states)}));
   MINFER_ASSIGN_OR_RETURN(r->pool_, kernels::ThreadPool::create(std::max(o.n_threads, 0)));
   r->runner_ = std::make_unique<StepRunner>(model, *r->cache_, *r->table_, *r->pool_);
   r->runner_->executor().set_attention_options(o.attention);

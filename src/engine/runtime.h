@@ -84,6 +84,9 @@ struct RuntimeOptions {
   // Sequences that may hold a recurrent state at once (models with recurrent layers); ≤ 0: one
   // per n_ctx of the budget (n_ctx_total / n_ctx), at least one.
   int64_t n_seq_max = 0;
+  // Recurrent state checkpoints kept with prefix-cache blocks (KvCacheConfig::max_prefix_states;
+  // each costs one sequence's recurrent state, taken when kept). 0: none.
+  int64_t n_prefix_states = 0;
   // e.g. with f16 cells, attention in llama.cpp's CPU flash-attention arithmetic (what
   // llama-perplexity runs by default; graph/attention.h).
   AttentionOptions attention;

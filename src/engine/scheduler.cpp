@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <limits>
 
 #include "core/check.h"
 #include "core/elapsed.h"
@@ -34,8 +35,14 @@ Result<std::unique_ptr<Scheduler>> Scheduler::create(const Model& model, const T
   }
   // Every running sequence decodes each step.
   o.token_budget = std::max<int64_t>(o.token_budget, o.n_parallel);
-  // Each slot's sequence may hold a recurrent state (models with recurrent layers).
-  if (o.n_seq_max <= 0) o.n_seq_max = std::max<int64_t>(o.n_parallel, o.n_ctx_total / o.n_ctx);
+  // Each slot's sequence may hold a recurrent state (models with recurrent layers), and a
+  // checkpoint of it while it verifies drafts (scheduler_speculation.cpp). A slot's memory is
+  // taken on first use: the checkpoints cost only when speculation runs.
+  if (o.n_seq_max <= 0) {
+    o.n_seq_max = 2 * std::max<int64_t>(o.n_parallel, o.n_ctx_total / o.n_ctx);
+  }
+  // With the prefix cache, one checkpoint per slot at the end of a prompt (commit_blocks).
+  if (o.prefix_cache && o.n_prefix_states <= 0) o.n_prefix_states = o.n_parallel;
   std::unique_ptr<Scheduler> s(new Scheduler(model, tokenizer, o));
   MINFER_ASSIGN_OR_RETURN(s->runtime_, Runtime::create(model, o));
   s->slots_ = std::make_unique<SlotTable>(s->kv(), model, o.n_parallel, o.n_ctx, o.prefix_cache);
@@ -327,7 +334,9 @@ Batch Scheduler::plan_batch(std::vector<StepPart>& fed) {
   // Then prefill chunks, oldest request first.
   for (auto& seq : running_) {
     const int64_t pending = static_cast<int64_t>(seq->tokens.size()) - seq->n_computed;
-    if (pending > 1 && budget > 0) add_tokens(*seq, std::min(pending, budget));
+    if (pending > 1 && budget > 0) {
+      add_tokens(*seq, std::min({pending, budget, until_state_checkpoint(*seq)}));
+    }
   }
   MINFER_CHECK(batch.n_tokens() > 0, "a running sequence with nothing to compute");
   return batch;
@@ -340,7 +349,22 @@ void Scheduler::commit_blocks(Sequence& seq, int64_t n_before) {
   // compute (they saw the discarded ones): only the kept prefix may be shared.
   const size_t n_shared =
       seq.stats.n_shifts > 0 ? static_cast<size_t>(seq.n_keep) : seq.tokens.size();
-  kv().commit_prefix(seq.slot, std::span(seq.tokens).first(n_shared));
+  kv().commit_prefix(seq.slot, std::span(seq.tokens).first(n_shared),
+                     /*keep_state=*/seq.n_computed == state_checkpoint(seq));
+}
+
+int64_t Scheduler::state_checkpoint(const Sequence& seq) const {
+  if (!options_.prefix_cache || !runtime_->cache().has_recurrent() || seq.stats.n_shifts > 0) {
+    return 0;
+  }
+  const int64_t bs = options_.block_size;
+  // A request of the same prompt attaches at most all but its last token.
+  return (static_cast<int64_t>(seq.params.prompt.size()) - 1) / bs * bs;
+}
+
+int64_t Scheduler::until_state_checkpoint(const Sequence& seq) const {
+  const int64_t at = state_checkpoint(seq);
+  return at > seq.n_computed ? at - seq.n_computed : std::numeric_limits<int64_t>::max();
 }
 
 void Scheduler::apply_step(const std::vector<StepPart>& fed, std::span<const float> logits) {

@@ -180,6 +180,12 @@ class Scheduler : NonCopyable {
   // Registers the sequence's full computed blocks in the prefix cache when a block was completed
   // since it had n_before positions computed.
   void commit_blocks(Sequence& seq, int64_t n_before);
+  // With recurrent layers and the prefix cache: the position after the prompt's last full block
+  // whose state is kept with the block (KvCache::commit_prefix's keep_state), so that a request
+  // of the same prompt, or one that extends it, resumes there (0: none). A prefill chunk ends
+  // there (until_state_checkpoint: the tokens before it; else no limit).
+  int64_t state_checkpoint(const Sequence& seq) const;
+  int64_t until_state_checkpoint(const Sequence& seq) const;
   // The sequence, all of whose tokens are computed, forgets the older half of its tokens after
   // its n_keep (Runtime::shift_context); its history follows.
   Status shift_context(Sequence& seq);

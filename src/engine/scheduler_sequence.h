@@ -56,6 +56,9 @@ struct Scheduler::Sequence {
   std::vector<int32_t> drafts;
   std::vector<DraftProposal> proposals;
   int64_t draft_base = 0;
+  // With recurrent layers: a checkpoint of the state at draft_base (KvCache::checkpoint_state)
+  // while drafts are verified, which settle_drafts rewinds to when a draft is rejected; -1: none.
+  int32_t checkpoint = -1;
   RequestStats stats;
   RequestForwards forwards;
   Clock::time_point t_submit;

@@ -2,6 +2,14 @@
 // verifies in a step (prompt lookup, or the draft model's through the Drafter), and what the
 // rows after them give — each sampled while every token before it is the draft its row
 // followed, as plain decoding would — and the cells of drafts not sampled dropped.
+// A recurrent state (Qwen3.5's gated delta nets) cannot drop the tokens of rejected drafts: a
+// checkpoint of it is taken before the drafts are verified, and when one is rejected the
+// sequence rewinds to the checkpoint and computes its accepted tokens again in the next step
+// (with its next token, in the same forward). Keeping a state per verified position instead
+// would need the delta-net graph to write one per token; the checkpoint costs one state copy
+// per verify step and a second slot per sequence (Scheduler::create).
+#include <utility>
+
 #include <algorithm>
 
 #include "engine/drafter.h"
@@ -48,8 +56,13 @@ std::vector<int32_t> Scheduler::plan_drafts(Sequence& seq, int64_t max_drafts) {
     }
   }
   const int64_t end = static_cast<int64_t>(seq.tokens.size() + drafts.size());
-  if (drafts.empty() || static_cast<int64_t>(drafts.size()) < p.generate.draft_min ||
-      !kv().reserve(seq.slot, end).is_ok()) {
+  if (drafts.empty() || static_cast<int64_t>(drafts.size()) < p.generate.draft_min) return {};
+  if (kv().has_recurrent()) {
+    seq.checkpoint = kv().checkpoint_state(seq.slot);
+    if (seq.checkpoint < 0) return {};  // no slot for it: decode without drafts
+  }
+  if (!kv().reserve(seq.slot, end).is_ok()) {
+    if (seq.checkpoint >= 0) kv().release_checkpoint(std::exchange(seq.checkpoint, -1));
     return {};
   }
   if (proposals.size() > drafts.size()) proposals.resize(drafts.size());
@@ -75,6 +88,15 @@ void Scheduler::settle_drafts(Sequence& seq) {
   if (seq.drafts.empty()) return;
   seq.drafts.clear();
   seq.proposals.clear();
+  const int32_t checkpoint = std::exchange(seq.checkpoint, -1);
+  if (checkpoint >= 0 && (seq.slot < 0 || kv().length(seq.slot) == seq.n_computed)) {
+    kv().release_checkpoint(checkpoint);  // every draft accepted: the state is right
+  } else if (checkpoint >= 0) {
+    // The state has seen rejected drafts: back to before the step; the accepted tokens are
+    // computed again with the next one.
+    kv().rewind(seq.slot, seq.draft_base, checkpoint);
+    seq.n_computed = seq.draft_base;
+  }
   if (seq.slot < 0) return;
   kv().truncate(seq.slot, seq.n_computed);
   // (A truncation that could not keep a shared block keeps fewer: those are computed again.)

@@ -90,7 +90,6 @@ const ModelFingerprint& SlotTable::fingerprint() {
 }
 
 Result<KvState> SlotTable::capture(int32_t slot, std::string app_data) {
-  MINFER_RETURN_IF_ERROR(check_state_files_supported(kv_));
   return capture_state(fingerprint(), kv_, slot, at(slot).tokens, std::move(app_data));
 }
 

@@ -48,8 +48,7 @@ class SlotTable {
   // Frees a slot's cells.
   void erase(int32_t slot);
 
-  // The slot's tokens and cells as a state (app_data stored beside them).
-  // Errors: the model's state does not go in a file (check_state_files_supported).
+  // The slot's tokens, cells and recurrent state as a state (app_data stored beside them).
   Result<KvState> capture(int32_t slot, std::string app_data = {});
   // Puts a state into the idle `slot` after checking it against the model, the cells and a
   // context that leaves room to generate (`source` names it in errors); idle slots give their

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <type_traits>
 
+#include "core/check.h"
 #include "core/hash.h"
 
 namespace minfer::engine {
@@ -103,18 +104,26 @@ Result<ModelFingerprint> get_fingerprint(ByteReader& r, const std::string& name)
 
 // Bytes of n positions' cells for the shape and cell type a file states (KvCache::cells_bytes);
 // nullopt when a head dim is not a whole number of cell blocks or the size overflows.
-std::optional<uint64_t> cells_bytes_of(const ModelFingerprint& f, GgmlType type, int64_t n) {
+std::optional<uint64_t> cells_bytes_of(const ModelFingerprint& f, int64_t n_recurrent_layers,
+                                       GgmlType type, int64_t n) {
   using F = ModelFingerprint;
   const auto k_row = ggml_row_bytes(type, static_cast<uint64_t>(f.shape[F::kHeadDim]));
   const auto v_row = ggml_row_bytes(type, static_cast<uint64_t>(f.shape[F::kHeadDimV]));
   if (!k_row || !v_row) return std::nullopt;
   uint64_t total = *k_row + *v_row;
   for (const uint64_t factor :
-       {static_cast<uint64_t>(f.shape[F::kNLayer]), static_cast<uint64_t>(f.shape[F::kNHeadKv]),
-        static_cast<uint64_t>(n)}) {
+       {static_cast<uint64_t>(f.shape[F::kNLayer] - n_recurrent_layers),
+        static_cast<uint64_t>(f.shape[F::kNHeadKv]), static_cast<uint64_t>(n)}) {
     if (__builtin_mul_overflow(total, factor, &total)) return std::nullopt;
   }
   return total;
+}
+
+// The version field of bytes that begin with the magic and hold the header.
+uint32_t file_version(std::span<const uint8_t> bytes) {
+  uint32_t version = 0;
+  std::memcpy(&version, bytes.data() + sizeof(kMagic), sizeof(version));
+  return version;
 }
 
 Status check_header(std::span<const uint8_t> bytes, const std::string& name) {
@@ -130,14 +139,14 @@ Status check_header(std::span<const uint8_t> bytes, const std::string& name) {
                       "[state] '{}' is truncated: {} bytes, shorter than the header", name,
                       bytes.size());
   }
-  uint32_t version = 0;
   uint64_t file_bytes = 0;
-  std::memcpy(&version, bytes.data() + sizeof(kMagic), sizeof(version));
+  const uint32_t version = file_version(bytes);
   std::memcpy(&file_bytes, bytes.data() + sizeof(kMagic) + 8, sizeof(file_bytes));
-  if (version != kStateFileVersion) {
+  if (version < kOldestStateFileVersion || version > kStateFileVersion) {
     return make_error(ErrorCode::kUnsupported,
-                      "[state] '{}' is a state file of version {}, this build reads version {}",
-                      name, version, kStateFileVersion);
+                      "[state] '{}' is a state file of version {}, this build reads versions {} "
+                      "to {}",
+                      name, version, kOldestStateFileVersion, kStateFileVersion);
   }
   if (file_bytes != bytes.size()) {
     return make_error(ErrorCode::kCorrupt, "[state] '{}' is {}: expected {} bytes, got {}", name,
@@ -203,6 +212,77 @@ Status get_tokens(ByteReader& r, KvState& s, const std::string& name) {
   return Status::ok();
 }
 
+// The shape of the cache's recurrent layers' state (all zero without them).
+RecurrentShape recurrent_shape_of(const KvCache& cache) {
+  const KvCacheConfig& c = cache.config();
+  if (!cache.has_recurrent()) return {};
+  return {.n_layers = static_cast<int64_t>(
+              std::count(c.recurrent_layers.begin(), c.recurrent_layers.end(), true)),
+          .conv_floats = c.conv_state_floats,
+          .delta_floats = c.delta_state_floats};
+}
+
+// The recurrent state's shape (version 2, after the cache fields).
+Status get_recurrent_shape(ByteReader& r, KvState& s, const std::string& name) {
+  RecurrentShape& shape = s.recurrent_shape;
+  for (int64_t* d : {&shape.n_layers, &shape.conv_floats, &shape.delta_floats}) {
+    MINFER_ASSIGN_OR_RETURN(*d, r.get<int64_t>("recurrent state shape"));
+    if (*d < 0 || *d > kMaxDim) {
+      return make_error(ErrorCode::kCorrupt,
+                        "[state] '{}': a recurrent state dimension is {}, expected 0 to {}", name,
+                        *d, kMaxDim);
+    }
+  }
+  if (shape.n_layers > s.model.shape[ModelFingerprint::kNLayer]) {
+    return make_error(ErrorCode::kCorrupt,
+                      "[state] '{}': {} recurrent layers in a model of {} layers", name,
+                      shape.n_layers, s.model.shape[ModelFingerprint::kNLayer]);
+  }
+  return Status::ok();
+}
+
+// The recurrent state's floats (version 2, after the cells): none, or the shape's count.
+Status get_recurrent_state(ByteReader& r, KvState& s, size_t file_bytes, const std::string& name) {
+  const RecurrentShape& shape = s.recurrent_shape;
+  MINFER_ASSIGN_OR_RETURN(const uint64_t n, r.get<uint64_t>("recurrent state length"));
+  // Each dimension is below 2^31: the product of the three fits in 64 bits.
+  const auto expected = static_cast<uint64_t>(shape.floats());
+  if (n != 0 && (n != expected || n > file_bytes / sizeof(float))) {
+    return make_error(ErrorCode::kCorrupt,
+                      "[state] '{}': {} floats of recurrent state, expected 0 or {} ({} layers of "
+                      "{} + {})",
+                      name, n, expected, shape.n_layers, shape.conv_floats, shape.delta_floats);
+  }
+  s.recurrent.resize(static_cast<size_t>(n));
+  return r.get_bytes(s.recurrent.data(), s.recurrent.size() * sizeof(float), "recurrent state");
+}
+
+// The recurrent part of a state against the cache's recurrent layers.
+Status check_recurrent_fits(const KvState& state, const KvCache& cache, const std::string& name) {
+  const RecurrentShape want = recurrent_shape_of(cache);
+  if (want.n_layers == 0) {
+    if (state.recurrent.empty()) return Status::ok();
+    return make_error(ErrorCode::kInvalidArgument,
+                      "[state] '{}' holds the state of {} recurrent layers, this model has none",
+                      name, state.recurrent_shape.n_layers);
+  }
+  if (state.n_tokens() > 0 && state.recurrent.empty()) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "[state] '{}' holds no recurrent state: this model's {} recurrent layers "
+                      "need theirs after the cells",
+                      name, want.n_layers);
+  }
+  if (!state.recurrent.empty() && state.recurrent_shape != want) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "[state] '{}' holds a recurrent state of {} layers of {} + {} floats, this "
+                      "model's is {} layers of {} + {}",
+                      name, state.recurrent_shape.n_layers, state.recurrent_shape.conv_floats,
+                      state.recurrent_shape.delta_floats, want.n_layers, want.conv_floats,
+                      want.delta_floats);
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 ModelFingerprint model_fingerprint(const Model& model) {
@@ -211,13 +291,6 @@ ModelFingerprint model_fingerprint(const Model& model) {
       c.arch,
       {c.n_layer, c.n_embd, c.n_head, c.n_head_kv, c.head_dim, c.head_dim_v, c.n_vocab},
       model.tensor_hash()};
-}
-
-Status check_state_files_supported(const KvCache& cache) {
-  if (!cache.has_recurrent()) return Status::ok();
-  return make_error(ErrorCode::kUnsupported,
-                    "[state] state files do not hold recurrent layers' state yet: this model's "
-                    "sequences cannot be saved or restored");
 }
 
 KvState capture_state(const ModelFingerprint& fingerprint, const KvCache& cache, int32_t seq,
@@ -233,6 +306,13 @@ KvState capture_state(const ModelFingerprint& fingerprint, const KvCache& cache,
   const int64_t n = static_cast<int64_t>(tokens.size());
   s.cells.resize(cache.cells_bytes(n));
   cache.read_cells(seq, n, s.cells);
+  s.recurrent_shape = recurrent_shape_of(cache);
+  if (cache.has_recurrent() && n > 0) {
+    // The state is after the whole length: the tokens must be all of them.
+    MINFER_CHECK(n == cache.length(seq), "capture of a recurrent state short of its length");
+    s.recurrent.resize(static_cast<size_t>(cache.state_floats()));
+    cache.read_state(seq, s.recurrent);
+  }
   return s;
 }
 
@@ -246,6 +326,9 @@ std::vector<uint8_t> encode_state(const KvState& s) {
   w.put(static_cast<uint32_t>(s.cell_type));
   w.put(ggml_type_info(s.cell_type).block_size);
   w.put(s.block_size);
+  w.put(s.recurrent_shape.n_layers);
+  w.put(s.recurrent_shape.conv_floats);
+  w.put(s.recurrent_shape.delta_floats);
   w.put(s.n_tokens());
   w.put_array(s.tokens);
   w.put_array(s.positions);
@@ -253,6 +336,8 @@ std::vector<uint8_t> encode_state(const KvState& s) {
   w.put_bytes(s.app_data.data(), s.app_data.size());
   w.put(static_cast<uint64_t>(s.cells.size()));
   w.put_array(s.cells);
+  w.put(static_cast<uint64_t>(s.recurrent.size()));
+  w.put_array(s.recurrent);
   std::vector<uint8_t>& bytes = w.bytes();
   const uint64_t file_bytes = bytes.size() + 8;
   std::memcpy(bytes.data() + sizeof(kMagic) + 8, &file_bytes, sizeof(file_bytes));
@@ -268,6 +353,8 @@ Result<KvState> decode_state(std::span<const uint8_t> bytes, const std::string& 
   KvState s;
   MINFER_ASSIGN_OR_RETURN(s.model, get_fingerprint(r, name));
   MINFER_RETURN_IF_ERROR(get_cache_fields(r, s, name));
+  const bool has_recurrent_part = file_version(bytes) >= 2;
+  if (has_recurrent_part) MINFER_RETURN_IF_ERROR(get_recurrent_shape(r, s, name));
   MINFER_RETURN_IF_ERROR(get_tokens(r, s, name));
   MINFER_ASSIGN_OR_RETURN(const uint64_t app_len, r.get<uint64_t>("app data length"));
   if (app_len > bytes.size()) {
@@ -277,7 +364,8 @@ Result<KvState> decode_state(std::span<const uint8_t> bytes, const std::string& 
   s.app_data.resize(static_cast<size_t>(app_len));
   MINFER_RETURN_IF_ERROR(r.get_bytes(s.app_data.data(), s.app_data.size(), "app data"));
   MINFER_ASSIGN_OR_RETURN(const uint64_t cells_len, r.get<uint64_t>("cells length"));
-  const std::optional<uint64_t> expected = cells_bytes_of(s.model, s.cell_type, s.n_tokens());
+  const std::optional<uint64_t> expected =
+      cells_bytes_of(s.model, s.recurrent_shape.n_layers, s.cell_type, s.n_tokens());
   if (!expected || cells_len != *expected) {
     return make_error(ErrorCode::kCorrupt,
                       "[state] '{}': {} bytes of cells, expected {} for {} positions of {} cells",
@@ -286,6 +374,9 @@ Result<KvState> decode_state(std::span<const uint8_t> bytes, const std::string& 
   }
   s.cells.resize(static_cast<size_t>(cells_len));
   MINFER_RETURN_IF_ERROR(r.get_bytes(s.cells.data(), s.cells.size(), "cells"));
+  if (has_recurrent_part) {
+    MINFER_RETURN_IF_ERROR(get_recurrent_state(r, s, bytes.size(), name));
+  }
   if (r.pos() != bytes.size() - 8) {
     return make_error(ErrorCode::kCorrupt, "[state] '{}': {} bytes after the cells", name,
                       bytes.size() - 8 - r.pos());
@@ -336,7 +427,6 @@ Result<KvState> read_state_file(const std::string& path) {
 
 Status check_state_fits(const KvState& state, const ModelFingerprint& model, const KvCache& cache,
                         const std::string& name) {
-  MINFER_RETURN_IF_ERROR(check_state_files_supported(cache));
   const ModelFingerprint& f = state.model;
   auto differs = [&](const char* field, const auto& in_file, const auto& in_model) -> Status {
     if (in_file == in_model) return Status::ok();
@@ -359,6 +449,7 @@ Status check_state_fits(const KvState& state, const ModelFingerprint& model, con
                       kv_cell_type_name(state.cell_type), kv_cell_type_name(cell),
                       kv_cell_type_name(state.cell_type));
   }
+  MINFER_RETURN_IF_ERROR(check_recurrent_fits(state, cache, name));
   if (state.n_tokens() > cache.config().n_ctx) {
     return make_error(ErrorCode::kOutOfRange,
                       "[state] '{}' holds {} positions, past this context of {}", name,
@@ -369,7 +460,10 @@ Status check_state_fits(const KvState& state, const ModelFingerprint& model, con
 
 Status restore_state(KvCache& cache, int32_t seq, const KvState& state) {
   cache.free_sequence(seq);
-  return cache.write_cells(seq, state.n_tokens(), state.cells);
+  MINFER_RETURN_IF_ERROR(cache.write_cells(seq, state.n_tokens(), state.cells));
+  // write_cells took the sequence's state slot with its blocks (none for 0 tokens).
+  if (!state.recurrent.empty()) cache.write_state(seq, state.recurrent);
+  return Status::ok();
 }
 
 }  // namespace minfer::engine

@@ -1,22 +1,31 @@
 // KV state files (DESIGN.md §4 "State"): the cells of one sequence — every layer's K and V for
-// positions 0..n-1, the token ids they hold and the cell type — written to a checked, versioned
-// file and read back into a cache, so that a long prompt is not prefilled again after a restart
-// (`run --prompt-cache`, chat /save and /load, the server's slot save/restore).
+// positions 0..n-1, the token ids they hold and the cell type — and, for a model with recurrent
+// layers (Qwen3.5's gated delta nets, kv/recurrent_state.h), the recurrent state after those
+// positions, written to a checked, versioned file and read back into a cache, so that a long
+// prompt is not prefilled again after a restart (`run --prompt-cache`, chat /save and /load, the
+// server's slot save/restore).
 //
-// Layout (little-endian), version 1:
+// Layout (little-endian), version 2:
 //   "MINFERKV"  u32 version  u32 flags (0)  u64 file_bytes (the whole file, checksum included)
 //   model:  u32 len + arch bytes, i64 n_layer n_embd n_head n_head_kv head_dim head_dim_v n_vocab,
 //           u64 tensor_hash (model_fingerprint)
 //   cache:  u32 cell type (ggml id), u32 elements per cell block (32 for q8_0, 1 for f32/f16),
 //           i64 positions per KV block of the cache that saved it (informational: cells are
 //           stored per position, so a cache of another block size reads them)
+//   recurrent shape (version 2): i64 n_recurrent_layers, i64 conv floats and i64 delta floats
+//           per layer (all 0 without recurrent layers; compared with the model's)
 //   i64 n_tokens, i32 tokens[n_tokens], i32 positions[n_tokens] (0..n_tokens-1)
 //   u64 len + app data (e.g. a chat's messages as JSON; opaque here)
-//   u64 len + cells (KvCache::read_cells' layout for n_tokens positions)
+//   u64 len + cells (KvCache::read_cells' layout for n_tokens positions: the attention layers')
+//   recurrent state (version 2): u64 n + f32 floats[n] (KvCache::read_state's layout; n is 0
+//           when the model has no recurrent layers or no token is held, else
+//           n_recurrent_layers * (conv + delta))
 //   u64 checksum: hash64 (core/hash.h) of every byte before it
+// Version 1 files (no recurrent part) still load into models without recurrent layers.
 // A state is refused, with an error naming the field, when its magic, version, length or
-// checksum is wrong, or when it was saved from another model or with another cell type: cells
-// are never loaded into a model they were not computed by.
+// checksum is wrong, or when it was saved from another model, with another cell type, or
+// without the recurrent state a model with recurrent layers needs: cells are never loaded into a
+// model they were not computed by.
 #pragma once
 
 #include <array>
@@ -31,7 +40,18 @@
 
 namespace minfer::engine {
 
-inline constexpr uint32_t kStateFileVersion = 1;
+inline constexpr uint32_t kStateFileVersion = 2;
+inline constexpr uint32_t kOldestStateFileVersion = 1;  // still read (no recurrent part)
+
+// The recurrent part's shape: KvCacheConfig's recurrent layers and floats per layer.
+struct RecurrentShape {
+  int64_t n_layers = 0;
+  int64_t conv_floats = 0;
+  int64_t delta_floats = 0;
+
+  int64_t floats() const { return n_layers * (conv_floats + delta_floats); }
+  bool operator==(const RecurrentShape&) const = default;
+};
 
 // What identifies the model whose cells a state holds. tensor_hash: hash64 over every tensor's
 // name, type, shape and byte size, and over three samples of its data (the first, middle and last
@@ -59,15 +79,16 @@ struct KvState {
   std::vector<int32_t> positions;  // [n_tokens] 0..n_tokens-1
   std::string app_data;            // what the caller stored beside the cells
   std::vector<uint8_t> cells;      // [KvCache::cells_bytes(n_tokens)]
+  // The recurrent layers' state after the tokens: [recurrent_shape.floats()], empty when the
+  // model has none or no token is held (or the file is of version 1).
+  RecurrentShape recurrent_shape;
+  std::vector<float> recurrent;
 
   int64_t n_tokens() const { return static_cast<int64_t>(tokens.size()); }
 };
 
-// Ok when a state file can hold `cache`'s sequences. Not yet for a model with recurrent layers
-// (their state is not in the file format): refused, naming why.
-Status check_state_files_supported(const KvCache& cache);
-
-// The state of positions [0, tokens.size()) of `seq`, which must hold them computed.
+// The state of positions [0, tokens.size()) of `seq`, which must hold them computed (with
+// recurrent layers: exactly them, the state being after its whole length).
 // `fingerprint`: model_fingerprint of the model that computed them.
 KvState capture_state(const ModelFingerprint& fingerprint, const KvCache& cache, int32_t seq,
                       std::span<const int32_t> tokens, std::string app_data = {});
@@ -83,8 +104,9 @@ Result<int64_t> write_state_file(const std::string& path, const KvState& state);
 Result<KvState> read_state_file(const std::string& path);
 
 // Ok when the state's cells can go into `cache` of the model `fingerprint` identifies: same
-// model (the first field that differs is named, file's vs model's value), same cell type, and
-// no more positions than the cache's context. `name` goes in messages.
+// model (the first field that differs is named, file's vs model's value), same cell type, the
+// recurrent state the cache's recurrent layers need (same shape), and no more positions than
+// the cache's context. `name` goes in messages.
 Status check_state_fits(const KvState& state, const ModelFingerprint& fingerprint,
                         const KvCache& cache, const std::string& name);
 // Replaces what `seq` holds by the state's cells (after check_state_fits). Fails, with the

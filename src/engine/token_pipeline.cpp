@@ -126,6 +126,7 @@ TokenPipeline::TokenPipeline(const Tokenizer& tokenizer, int32_t n_vocab,
       max_tokens_(options.max_tokens),
       top_logprobs_(options.top_logprobs),
       parser_(parser_options(tokenizer, options.reply, prompt)),
+      channels_(options.reply.channels),
       reasoning_budget_(options.reasoning_budget) {
   for (const int32_t t : prompt) sampler_.accept(t);
 }
@@ -135,7 +136,7 @@ Result<int32_t> TokenPipeline::pick(std::span<const float> logits, const DraftPr
       n_reasoning_ >= reasoning_budget_) {
     // The budget is spent: the engine writes the close itself and the answer follows.
     reasoning_closed_ = true;
-    forced_ = tokenizer_.encode(chat::kThinkCloseForced, /*add_special=*/false,
+    forced_ = tokenizer_.encode(chat::reasoning_close_forced(channels_), /*add_special=*/false,
                                 /*parse_special=*/true);
     std::reverse(forced_.begin(), forced_.end());
   }

@@ -79,7 +79,8 @@ struct TokenPipelineOptions {
   // starts_in_reasoning is found from the prompt's end (a <think> left open) when not set.
   ReplyParserOptions reply;
   // < 0: unlimited; else after this many tokens inside the reasoning block the next tokens are
-  // those of chat::kThinkCloseForced, forced instead of sampled (0: closed at once).
+  // those of chat::reasoning_close_forced (</think>; harmony's and Gemma 4's own), forced instead
+  // of sampled (0: closed at once).
   int32_t reasoning_budget = -1;
 };
 
@@ -153,6 +154,7 @@ class TokenPipeline {
   int64_t n_generated_ = 0;
   std::vector<int32_t> top_ids_;  // [n_vocab] token ids ordered by logit, for logprobs
   ReplyParser parser_;
+  chat::ChannelFormat channels_;  // the reply's channel format: how a budget closes reasoning
   int32_t reasoning_budget_;
   int64_t n_reasoning_ = 0;        // tokens sampled inside the reasoning block
   bool reasoning_closed_ = false;  // the budget's close was forced

@@ -5,6 +5,7 @@
 
 #include "core/input_limits.h"
 #include "core/json_nesting.h"
+#include "engine/gemma4_grammar.h"
 #include "engine/xml_tool_calls.h"
 #include "grammar/json_schema.h"
 #include "grammar/json_schema_parts.h"
@@ -157,6 +158,12 @@ Result<std::vector<CallTarget>> call_targets(const ReplyRequest& reply, std::str
       targets.push_back({name, std::move(rule)});
       continue;
     }
+    if (reply.format.tool_calls == chat::ToolCallFormat::kGemma4) {
+      MINFER_ASSIGN_OR_RETURN(std::string rule,
+                              gemma4_arguments_rule(parameters, name, prefix, rules));
+      targets.push_back({name, std::move(rule)});
+      continue;
+    }
     Result<std::string> gbnf =
         grammar::json_schema_to_gbnf(parameters, {.rule_prefix = prefix, .with_primitives = false});
     if (!gbnf.is_ok()) {
@@ -182,6 +189,10 @@ std::string call_open(chat::ToolCallFormat format) {
       return "<tool_call>\n{\"name\": ";
     case chat::ToolCallFormat::kQwenXml:
       return std::string("<tool_call>\n") + std::string(kXmlFunctionOpen);
+    case chat::ToolCallFormat::kHarmony:
+      return "<|channel|>commentary to=functions.";
+    case chat::ToolCallFormat::kGemma4:
+      return "<|tool_call>call:";
     default:
       return "{\"name\": ";
   }
@@ -189,6 +200,8 @@ std::string call_open(chat::ToolCallFormat format) {
 
 std::string call_head(chat::ToolCallFormat format, const std::string& name) {
   if (format == chat::ToolCallFormat::kQwenXml) return name + ">\n";
+  if (format == chat::ToolCallFormat::kHarmony) return name + " <|constrain|>json<|message|>";
+  if (format == chat::ToolCallFormat::kGemma4) return name;
   const bool hermes = format == chat::ToolCallFormat::kHermes;
   return fmt::format("{}, \"{}\": ", Json(name).dump(), hermes ? "arguments" : "parameters");
 }
@@ -199,6 +212,10 @@ std::string call_close(chat::ToolCallFormat format) {
       return "}\n</tool_call>";
     case chat::ToolCallFormat::kQwenXml:
       return std::string(kXmlFunctionClose) + "\n</tool_call>";
+    case chat::ToolCallFormat::kHarmony:
+      return "";  // <|call|> ends generation: the grammar ends with the arguments
+    case chat::ToolCallFormat::kGemma4:
+      return "<tool_call|>";
     default:
       return "}";
   }
@@ -213,8 +230,8 @@ std::string call_rule(chat::ToolCallFormat format, const std::vector<CallTarget>
   }
   const std::string open = call_open(format);
   const std::string close = call_close(format);
-  return fmt::format("call ::= {} ( {} ) {}\n", grammar::gbnf_literal(open), alternatives,
-                     grammar::gbnf_literal(close));
+  return fmt::format("call ::= {} ( {} ){}\n", grammar::gbnf_literal(open), alternatives,
+                     close.empty() ? "" : " " + grammar::gbnf_literal(close));
 }
 
 }  // namespace
@@ -226,10 +243,17 @@ Result<ToolCallGrammar> tool_call_grammar(const ReplyRequest& reply) {
       format == chat::ToolCallFormat::kNone) {
     return out;
   }
+  // Harmony's calls are not read lazily (a call's header has two spellings): under auto the
+  // reply is free, and a call's arguments are checked only by the parser.
+  const bool harmony = format == chat::ToolCallFormat::kHarmony;
+  if (harmony && reply.tool_choice == ToolChoice::kAuto) return out;
   std::string rules;
   MINFER_ASSIGN_OR_RETURN(std::vector<CallTarget> targets, call_targets(reply, rules));
   const bool forced = reply.tool_choice != ToolChoice::kAuto;
-  const std::string calls = reply.parallel_tool_calls ? "call ( \"\\n\" call )*" : "call";
+  // Harmony: one call (its <|call|> ends generation); Gemma 4 writes calls back to back.
+  const std::string calls = !reply.parallel_tool_calls || harmony     ? "call"
+                            : format == chat::ToolCallFormat::kGemma4 ? "call+"
+                                                                      : "call ( \"\\n\" call )*";
   // A forced call in a reply that starts inside reasoning closes the reasoning block first.
   const std::string close_reasoning =
       forced && reply.prompt_opens_reasoning ? std::string(chat::kThinkCloseForced) : "";
@@ -244,7 +268,8 @@ Result<ToolCallGrammar> tool_call_grammar(const ReplyRequest& reply) {
   }
   out.gbnf = root + call_rule(format, targets) + rules +
              grammar::json_primitive_rules(/*compact=*/true) +
-             (format == chat::ToolCallFormat::kQwenXml ? std::string(kXmlTextRules) : "");
+             (format == chat::ToolCallFormat::kQwenXml ? std::string(kXmlTextRules) : "") +
+             (format == chat::ToolCallFormat::kGemma4 ? std::string(kGemma4TextRules) : "");
   if (forced) {
     out.forced_prefix = close_reasoning + call_open(format);
     if (targets.size() == 1) out.forced_prefix += call_head(format, targets[0].name);

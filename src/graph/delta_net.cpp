@@ -89,33 +89,122 @@ void ssm_conv(const kernels::KernelTable& table, kernels::ThreadPool& pool, KvCa
   }
 }
 
+namespace {
+
+// One (sequence, value head) task's view of the batch: the head's q, k, v columns and gates.
+struct HeadView {
+  const DeltaNetArgs& args;
+  int64_t h;
+  int64_t kh;     // its key head
+  int64_t kd;     // n_k_heads · d_state
+  int64_t width;  // a qkv row
+  float q_scale;
+
+  const float* v(int32_t t) const { return args.qkv + t * width + 2 * kd + h * args.d_state; }
+  float* out(int32_t t) const {
+    return args.out + t * args.n_v_heads * args.d_state + h * args.d_state;
+  }
+  // Token t's normalised q (scaled) and k into q, k; its log decay and write strength.
+  void prepare(const kernels::KernelTable& table, int32_t t, float* q, float* k, float& g,
+               float& beta) const {
+    const int64_t d = args.d_state;
+    const float* row = args.qkv + t * width;
+    table.l2_norm(row + kh * d, args.eps, d, q);
+    table.scale(q, q_scale, d, q);
+    table.l2_norm(row + kd + kh * d, args.eps, d, k);
+    const int64_t n_v = args.n_v_heads;
+    g = args.a[h] * softplus(args.alpha[t * n_v + h] + args.dt_bias[h]);
+    beta = 1.0f / (1.0f + std::exp(-args.beta[t * n_v + h]));
+  }
+};
+
+// Per-worker buffers: a chunk's normalised q, k, its v and out rows, gates and the kernel's
+// scratch, grown on first use (a decode step only needs one token's q and k).
+struct ChunkBuffers {
+  std::vector<float> q, k, v, out, g, beta, work;
+
+  void fit(int64_t n_tokens, int64_t d) {
+    const auto nd = static_cast<size_t>(n_tokens * d);
+    if (q.size() < nd) {
+      for (std::vector<float>* rows : {&q, &k, &v, &out}) rows->resize(nd);
+      g.resize(static_cast<size_t>(n_tokens));
+      beta.resize(static_cast<size_t>(n_tokens));
+    }
+    const int64_t n_work = n_tokens > 1 ? kernels::delta_chunk_work_floats(n_tokens, d, d) : 0;
+    if (work.size() < static_cast<size_t>(n_work)) work.resize(static_cast<size_t>(n_work));
+  }
+};
+
+void run_by_token(const kernels::KernelTable& table, const HeadView& head,
+                  const std::vector<int32_t>& tokens, float* state, ChunkBuffers& buf) {
+  const int64_t d = head.args.d_state;
+  buf.fit(1, d);
+  for (const int32_t t : tokens) {
+    float g = 0.0f, beta = 0.0f;
+    head.prepare(table, t, buf.q.data(), buf.k.data(), g, beta);
+    table.delta_rule_step(state, buf.q.data(), buf.k.data(), head.v(t), std::exp(g), beta, d, d,
+                          head.out(t));
+  }
+}
+
+// The run's tokens kDeltaChunkTokens at a time (the last chunk partial), gathered into the
+// chunk's rows and scattered back.
+void run_by_chunk(const kernels::KernelTable& table, const HeadView& head,
+                  const std::vector<int32_t>& tokens, float* state, ChunkBuffers& buf) {
+  const int64_t d = head.args.d_state;
+  const auto row_bytes = static_cast<size_t>(d) * sizeof(float);
+  const auto n_run = static_cast<int64_t>(tokens.size());
+  buf.fit(kDeltaChunkTokens, d);
+  for (int64_t c0 = 0; c0 < n_run; c0 += kDeltaChunkTokens) {
+    const int64_t n = std::min(kDeltaChunkTokens, n_run - c0);
+    for (int64_t j = 0; j < n; ++j) {
+      const int32_t t = tokens[static_cast<size_t>(c0 + j)];
+      head.prepare(table, t, buf.q.data() + j * d, buf.k.data() + j * d, buf.g[j], buf.beta[j]);
+      std::memcpy(buf.v.data() + j * d, head.v(t), row_bytes);
+    }
+    kernels::DeltaChunk c;
+    c.q = buf.q.data();
+    c.k = buf.k.data();
+    c.v = buf.v.data();
+    c.v_stride = d;
+    c.g = buf.g.data();
+    c.beta = buf.beta.data();
+    c.n = n;
+    c.dk = d;
+    c.dv = d;
+    c.out = buf.out.data();
+    c.out_stride = d;
+    c.work = buf.work.data();
+    table.delta_rule_chunk(state, c);
+    for (int64_t j = 0; j < n; ++j) {
+      std::memcpy(head.out(tokens[static_cast<size_t>(c0 + j)]), buf.out.data() + j * d, row_bytes);
+    }
+  }
+}
+
+}  // namespace
+
 void delta_net(const kernels::KernelTable& table, kernels::ThreadPool& pool, KvCache& cache,
                const Batch& batch, const DeltaNetArgs& args) {
   const int64_t d = args.d_state;
   const int64_t n_v = args.n_v_heads;
   const int64_t kd = args.n_k_heads * d;
-  const int64_t width = 2 * kd + n_v * d;  // a qkv row
   const float q_scale = 1.0f / std::sqrt(static_cast<float>(d));
   const std::vector<SequenceRun> runs = sequence_runs(batch);
   std::vector<float*> states;  // [n_runs]
   for (const SequenceRun& run : runs) states.push_back(cache.delta_state(run.seq, args.il));
   const auto n_tasks = static_cast<int64_t>(runs.size()) * n_v;
   for_tasks(pool, n_tasks, d * d, [&](int64_t begin, int64_t end) {
-    std::vector<float> qk(static_cast<size_t>(2 * d));  // the normalised q, k of one token
+    ChunkBuffers buf;
     for (int64_t task = begin; task < end; ++task) {
       const auto r = static_cast<size_t>(task / n_v);
       const int64_t h = task % n_v;
-      const int64_t kh = h % args.n_k_heads;
+      const HeadView head{args, h, h % args.n_k_heads, kd, 2 * kd + n_v * d, q_scale};
       float* state = states[r] + h * d * d;
-      for (const int32_t t : runs[r].tokens) {
-        const float* row = args.qkv + t * width;
-        table.l2_norm(row + kh * d, args.eps, d, qk.data());
-        table.scale(qk.data(), q_scale, d, qk.data());
-        table.l2_norm(row + kd + kh * d, args.eps, d, qk.data() + d);
-        const float g = args.a[h] * softplus(args.alpha[t * n_v + h] + args.dt_bias[h]);
-        const float beta = 1.0f / (1.0f + std::exp(-args.beta[t * n_v + h]));
-        table.delta_rule_step(state, qk.data(), qk.data() + d, row + 2 * kd + h * d, std::exp(g),
-                              beta, d, d, args.out + t * n_v * d + h * d);
+      if (static_cast<int64_t>(runs[r].tokens.size()) >= kDeltaChunkMinTokens) {
+        run_by_chunk(table, head, runs[r].tokens, state, buf);
+      } else {
+        run_by_token(table, head, runs[r].tokens, state, buf);
       }
     }
   });

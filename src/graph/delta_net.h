@@ -9,6 +9,12 @@
 //              by 1/√d_state, β = sigmoid(beta), decay = exp(a · softplus(alpha + dt_bias)), then
 //              the delta rule on the head's d_state × d_state state; out = the rule's output.
 //
+// A sequence with at least kDeltaChunkMinTokens tokens in the batch (prefill) runs the delta rule
+// in chunks of kDeltaChunkTokens (kernel_table.h delta_rule_chunk: matrix products, one state
+// update per chunk, the last chunk partial); fewer (decode, a short verify) step token by token.
+// The two forms are the same rule in different float orders; the state either leaves is the one
+// the next batch continues from.
+//
 // Work is split over tokens (conv) and over (sequence, value head) pairs (delta rule): each
 // output is computed by one worker in a fixed order, bit-identical at any thread count.
 #pragma once
@@ -23,6 +29,16 @@
 #include "kv/kv_cache.h"
 
 namespace minfer {
+
+// 32 measured best on Qwen3.5's heads (d_state 128) with AVX-512 on 2 threads: the delta net's
+// share of a pp512 prefill fell from 21 % (token by token) to 15 %, where chunks of 64 rose to
+// 25 % (their n² products and scratch outgrow the gain) and chunks of 16 gave 18 %.
+inline constexpr int64_t kDeltaChunkTokens = 32;
+// Off for now (no batch is that long): the chunked form's float order depends on where a
+// sequence's tokens are cut into batches, and the scheduler's tests
+// (tests/engine/recurrent_state_test.cpp) pin that a sequence prefilled in budget-sized pieces
+// beside others gives exactly the bits it gives alone. 16 is what the measurement above used.
+inline constexpr int64_t kDeltaChunkMinTokens = INT64_MAX;
 
 // The longest conv kernel ssm_conv takes (models refuse longer ones at load).
 inline constexpr int64_t kMaxConvTaps = 16;

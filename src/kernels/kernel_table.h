@@ -40,7 +40,9 @@ inline constexpr int64_t kMaxRopeDims = 1024;
 // the SIMD kernels use for the offsets of Q4_0 / Q5_0 and their unsigned-by-signed products.
 // The reference is ref::vec_dot_for(type) (kernels/ref/ref_dot.h) applied to each (row, token).
 // Every (r, t) result is computed by the same sequence of operations whatever n_rows and n_tok
-// are, so splitting rows or tokens differently never changes a bit of the output.
+// are, so splitting rows or tokens differently never changes a bit of the output. The SIMD
+// tables' F32 / F16 / BF16 tiles sum in one order on every ISA, llama.cpp's AVX-512 one
+// (float_tile_impl.h), and so give one another's bits; the reference sums those in double.
 using MatmulTileFn = void (*)(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
                               const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
                               int64_t y_stride);
@@ -67,6 +69,29 @@ struct F32Rows {
   int64_t stride;
   const float* row(int64_t i) const { return data + i * stride; }
 };
+
+// One chunk of n tokens of one head's gated delta rule (KernelTable::delta_rule_chunk), the
+// operands of the chunked (WY / UT-transform) form: q, k rows already L2-normalised (q scaled),
+// g the log decays (decay_t = exp(g_t)), beta the write strengths (after the sigmoid).
+struct DeltaChunk {
+  const float* q = nullptr;  // [n][dk]
+  const float* k = nullptr;  // [n][dk]
+  const float* v = nullptr;  // n rows of dv, v_stride apart
+  int64_t v_stride = 0;
+  const float* g = nullptr;     // [n]
+  const float* beta = nullptr;  // [n]
+  int64_t n = 0;
+  int64_t dk = 0;
+  int64_t dv = 0;
+  float* out = nullptr;  // n rows of dv, out_stride apart
+  int64_t out_stride = 0;
+  float* work = nullptr;  // [delta_chunk_work_floats(n, dk, dv)]
+};
+
+// The scratch floats delta_rule_chunk uses for a chunk of n tokens.
+constexpr int64_t delta_chunk_work_floats(int64_t n, int64_t dk, int64_t dv) {
+  return n + 3 * n * n + 4 * n * dk + dk * dv + n * dv;
+}
 
 // Rows of f16 cells (IEEE half), `stride` cells apart. prefetch, when set: rows of the same shape
 // that the caller reads next, asked of memory a row at a time while these are read (spread over
@@ -155,11 +180,24 @@ struct KernelTable {
   //   delta_rule_step: one token of one head's gated delta rule on state [dv][dk] (row j is
   //     value j's keys): S ← decay · S; δ_j = β (v_j − S_j · k); S_j ← S_j + δ_j k (fused);
   //     out_j = S_j · q; the dots lane sums.
+  //   delta_rule_chunk: c.n ≥ 1 tokens at once (prefill), the same rule in the chunked form of
+  //     Yang et al., "Gated Delta Networks" §3 (flash-linear-attention's chunk_gated_delta_rule).
+  //     With G_t = g_0 + … + g_t (plain adds in order), D_ts = exp(G_t − G_s) for s ≤ t and
+  //     γ_t = exp(G_t):
+  //       Δ_s = β_s v_s − β_s γ_s S₀ k_s − Σ_{r<s} β_s D_sr (k_s · k_r) Δ_r  (by substitution)
+  //       out_t = γ_t S₀ q_t + Σ_{s≤t} D_ts (q_t · k_s) Δ_s
+  //       S ← γ_{n−1} S₀ + Σ_s Δ_s (D_{n−1,s} k_s)ᵀ
+  //     Every product is a sum of fused multiply-adds in order of its inner index (each matrix
+  //     product C += A B runs over B's rows in order; the out sums run, per band of 16 rows, to
+  //     the band's last row), so every table gives ref's bits; the scaled operands are single
+  //     float products (delta_chunk_impl.h). state as for delta_rule_step; c.out must not alias
+  //     c.q, c.k or c.v.
   void (*ssm_conv)(const float* const* rows, const float* taps, int64_t d_conv, int64_t n,
                    float* y);
   void (*l2_norm)(const float* x, float eps, int64_t n, float* y);
   void (*delta_rule_step)(float* state, const float* q, const float* k, const float* v, float decay,
                           float beta, int64_t dk, int64_t dv, float* out);
+  void (*delta_rule_chunk)(float* state, const DeltaChunk& c);
   // IEEE half / bfloat16 <-> f32, round to nearest even; bf16 NaNs stay NaN (quiet).
   void (*f16_to_f32)(const uint16_t* x, int64_t n, float* y);
   void (*f32_to_f16)(const float* x, int64_t n, uint16_t* y);

@@ -31,6 +31,7 @@ void ssm_conv(const float* const* rows, const float* taps, int64_t d_conv, int64
 void l2_norm(const float* x, float eps, int64_t n, float* y);
 void delta_rule_step(float* state, const float* q, const float* k, const float* v, float decay,
                      float beta, int64_t dk, int64_t dv, float* out);
+void delta_rule_chunk(float* state, const DeltaChunk& c);
 void f16_to_f32(const uint16_t* x, int64_t n, float* y);
 void f32_to_f16(const float* x, int64_t n, uint16_t* y);
 void bf16_to_f32(const uint16_t* x, int64_t n, float* y);
@@ -56,6 +57,7 @@ constexpr void set_ops(KernelTable& t) {
   t.ssm_conv = ssm_conv;
   t.l2_norm = l2_norm;
   t.delta_rule_step = delta_rule_step;
+  t.delta_rule_chunk = delta_rule_chunk;
   t.f16_to_f32 = f16_to_f32;
   t.f32_to_f16 = f32_to_f16;
   t.bf16_to_f32 = bf16_to_f32;

@@ -16,7 +16,7 @@ KvCache::KvCache(KvLayout layout, KvBlockPool main, KvBlockPool window)
       tables_(layout_),
       states_(static_cast<int64_t>(layout_.recurrent_layers.size()),
               layout_.config.conv_state_floats, layout_.config.delta_state_floats,
-              layout_.config.max_state_slots) {}
+              layout_.config.max_state_slots + layout_.config.max_prefix_states) {}
 
 int32_t KvCache::state_slot(int32_t seq) const {
   const KvSequence* s = tables_.find(seq);
@@ -61,6 +61,7 @@ int32_t KvCache::take_block() {
   if (main_.n_free() > 0) return main_.take();
   const int32_t id = prefix_.evict();  // the least recently used parked prefix block
   MINFER_CHECK(id >= 0, "KV block budget exceeded");
+  drop_prefix_state(id);
   main_.hold(id);
   return id;
 }
@@ -99,25 +100,68 @@ int64_t KvCache::match_prefix(int32_t seq, std::span<const int32_t> tokens, int6
   MINFER_CHECK(held == nullptr || held->blocks.empty(),
                "match_prefix on a sequence that holds blocks");
   // Registered blocks carry the global layers only: the sliding layers' cells of a shared
-  // prefix are not kept, nor a recurrent state at its end, so nothing can be attached.
-  if (has_window() || has_recurrent()) return 0;
-  const std::vector<int32_t> attached =
-      prefix_.match(tokens, std::min(max_positions, config().n_ctx));
+  // prefix are not kept, so nothing can be attached.
+  if (has_window()) return 0;
+  std::vector<int32_t> attached = prefix_.match(tokens, std::min(max_positions, config().n_ctx));
+  // With recurrent layers only a run whose last block keeps the state after it can resume.
+  while (has_recurrent() && !attached.empty() && !prefix_states_.contains(attached.back())) {
+    attached.pop_back();
+  }
   if (attached.empty()) return 0;
+  if (has_recurrent() && held == nullptr && states_.n_free() == 0) return 0;
   KvSequence& s = tables_.get(seq);
   for (const int32_t id : attached) {
     if (main_.hold(id)) prefix_.unpark(id);
     s.blocks.push_back(id);
   }
   s.length = static_cast<int64_t>(attached.size()) * config().block_size;
+  if (has_recurrent()) {
+    if (s.state_slot < 0) s.state_slot = states_.take();
+    PrefixState& kept = prefix_states_.at(attached.back());
+    states_.copy(s.state_slot, kept.slot);
+    prefix_state_lru_.splice(prefix_state_lru_.end(), prefix_state_lru_, kept.lru_pos);
+  }
   return s.length;
 }
 
-void KvCache::commit_prefix(int32_t seq, std::span<const int32_t> tokens) {
+void KvCache::commit_prefix(int32_t seq, std::span<const int32_t> tokens, bool keep_state) {
   const KvSequence* s = tables_.find(seq);
-  // No prefix sharing with sliding or recurrent layers.
-  if (s == nullptr || has_window() || has_recurrent()) return;
+  // No prefix sharing with sliding layers.
+  if (s == nullptr || has_window()) return;
   prefix_.commit(s->blocks, tokens, s->length);
+  if (keep_state && has_recurrent()) keep_prefix_state(*s, tokens);
+}
+
+void KvCache::keep_prefix_state(const KvSequence& s, std::span<const int32_t> tokens) {
+  const int64_t bs = config().block_size;
+  if (config().max_prefix_states <= 0 || s.state_slot < 0 || s.length == 0 || s.length % bs != 0 ||
+      static_cast<int64_t>(tokens.size()) < s.length) {
+    return;
+  }
+  // The registered block that ends the prefix: the sequence's own, or another one's that
+  // holds the same tokens.
+  const std::vector<int32_t> run = prefix_.match(tokens, s.length);
+  if (static_cast<int64_t>(run.size()) * bs != s.length) return;
+  const int32_t block = run.back();
+  if (auto it = prefix_states_.find(block); it != prefix_states_.end()) {
+    prefix_state_lru_.splice(prefix_state_lru_.end(), prefix_state_lru_, it->second.lru_pos);
+    return;
+  }
+  if (n_prefix_states() >= config().max_prefix_states) {
+    drop_prefix_state(prefix_state_lru_.front());
+  }
+  if (states_.n_free() == 0) return;
+  const int32_t slot = states_.take();
+  states_.copy(slot, s.state_slot);
+  prefix_states_[block] = {slot, prefix_state_lru_.insert(prefix_state_lru_.end(), block)};
+}
+
+void KvCache::drop_prefix_state(int32_t block) {
+  auto it = prefix_states_.find(block);
+  if (it == prefix_states_.end()) return;
+  states_.release(it->second.slot);
+  prefix_state_lru_.erase(it->second.lru_pos);
+  prefix_states_.erase(it);
 }
 
 Status KvCache::reserve(int32_t seq, int64_t n_positions) {
@@ -166,7 +210,6 @@ void KvCache::free_sequence(int32_t seq) {
 void KvCache::truncate(int32_t seq, int64_t n_positions) {
   KvSequence* s = tables_.find(seq);
   if (s == nullptr) return;
-  const int64_t bs = config().block_size;
   n_positions = std::max<int64_t>(n_positions, 0);
   // A token after the kept positions would see released sliding-layer cells, or a recurrent
   // state that holds later tokens: keep nothing.
@@ -175,24 +218,68 @@ void KvCache::truncate(int32_t seq, int64_t n_positions) {
     n_positions = 0;
     states_.clear(s->state_slot);
   }
-  s->length = std::min(s->length, n_positions);
-  std::vector<int32_t>& table = s->blocks;
+  truncate_cells(*s, n_positions);
+}
+
+void KvCache::truncate_cells(KvSequence& s, int64_t n_positions) {
+  const int64_t bs = config().block_size;
+  s.length = std::min(s.length, n_positions);
+  std::vector<int32_t>& table = s.blocks;
   const size_t keep = static_cast<size_t>((n_positions + bs - 1) / bs);
-  while (table.size() > keep) pop_block(*s);
+  while (table.size() > keep) pop_block(s);
   // A kept block that is cut in the middle will be written again: it may not stay registered.
   if (n_positions % bs != 0 && table.size() == keep && keep > 0) {
     const int32_t last = table.back();
     if (main_.refs(last) == 1) {
       prefix_.unregister(last);
+      drop_prefix_state(last);
     } else if (n_blocks_free() > 0) {
       const int32_t copy = take_block();
       main_.copy_block(copy, last);
       release_block(last);
       table.back() = copy;
     } else {
-      pop_block(*s);
-      s->length = std::min(s->length, static_cast<int64_t>(table.size()) * bs);
+      pop_block(s);
+      s.length = std::min(s.length, static_cast<int64_t>(table.size()) * bs);
     }
+  }
+}
+
+void KvCache::read_state(int32_t seq, std::span<float> out) const {
+  const std::span<const float> state = states_.slot(state_slot(seq));
+  MINFER_CHECK(out.size() == state.size(), "read_state into a buffer of the wrong size");
+  std::copy(state.begin(), state.end(), out.begin());
+}
+
+void KvCache::write_state(int32_t seq, std::span<const float> in) {
+  const std::span<float> state = states_.slot(state_slot(seq));
+  MINFER_CHECK(in.size() == state.size(), "write_state from a buffer of the wrong size");
+  std::copy(in.begin(), in.end(), state.begin());
+}
+
+int32_t KvCache::checkpoint_state(int32_t seq) {
+  const int32_t from = state_slot(seq);
+  if (states_.n_free() == 0) return -1;
+  const int32_t checkpoint = states_.take();
+  states_.copy(checkpoint, from);
+  return checkpoint;
+}
+
+void KvCache::release_checkpoint(int32_t checkpoint) {
+  states_.release(checkpoint);
+}
+
+void KvCache::rewind(int32_t seq, int64_t n_positions, int32_t checkpoint) {
+  KvSequence& s = tables_.get(seq);
+  MINFER_CHECK(s.state_slot >= 0 && n_positions >= 0 && n_positions <= s.length,
+               "rewind of a sequence without a state or past its length");
+  states_.copy(s.state_slot, checkpoint);
+  states_.release(checkpoint);
+  truncate_cells(s, n_positions);
+  if (s.length < n_positions) {
+    // Fewer cells kept than the state has seen: nothing of the sequence stays.
+    states_.clear(s.state_slot);
+    truncate_cells(s, 0);
   }
 }
 

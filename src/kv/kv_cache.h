@@ -19,8 +19,10 @@
 // cells: each sequence holds a state slot, taken with its first reserve, which the forward step
 // advances token by token. A state cannot forget its latest tokens, so positions are never
 // recomputed (the step runner requires each sequence to continue at its length), truncate below
-// the length keeps nothing of the sequence (its callers compute it again), shift refuses, and no
-// prefix is shared (match_prefix attaches nothing).
+// the length keeps nothing of the sequence (its callers compute it again) unless a checkpoint of
+// the state at the kept length is given (rewind: speculation's rollback), shift refuses, and a
+// prefix is shared only up to a block that keeps a checkpoint of the state after it
+// (commit_prefix's keep_state).
 //
 // Prefix cache: a main-pool block is held by every sequence whose table has it. A full block
 // whose cells are computed can be registered under the hash of the whole token prefix it ends
@@ -42,8 +44,10 @@
 
 #include <cstdint>
 #include <functional>
+#include <list>
 #include <memory>
 #include <span>
+#include <unordered_map>
 #include <vector>
 
 #include "core/status.h"
@@ -99,7 +103,15 @@ class KvCache {
   // Registers the full, computed blocks of `seq`; `tokens` are the tokens at its positions
   // 0..tokens.size()-1 (only the first length(seq) count). A block whose prefix is already
   // registered under another block is left as it is.
-  void commit_prefix(int32_t seq, std::span<const int32_t> tokens);
+  // With recurrent layers a block alone cannot resume a sequence: keep_state also keeps a
+  // checkpoint of the sequence's state with the registered block that ends its length, when the
+  // length is a multiple of block_size (the scheduler asks at the end of each prompt's last full
+  // block). At most max_prefix_states are kept, least recently used dropped first; a checkpoint
+  // goes with its block when the block is evicted or written again. match_prefix attaches the
+  // longest run whose last block keeps one and starts the sequence's state from it.
+  void commit_prefix(int32_t seq, std::span<const int32_t> tokens, bool keep_state = false);
+  // Recurrent state checkpoints kept with prefix blocks (each state_bytes(), in bytes_in_use).
+  int64_t n_prefix_states() const { return static_cast<int64_t>(prefix_states_.size()); }
   bool has_sequence(int32_t seq) const { return tables_.contains(seq); }
   // Positions reserved for the sequence (0 when unknown).
   int64_t n_reserved(int32_t seq) const { return tables_.n_reserved(seq); }
@@ -189,11 +201,27 @@ class KvCache {
   bool is_recurrent_layer(int64_t il) const { return layout_.is_recurrent_layer(il); }
   // Bytes of one sequence's recurrent state (0 without recurrent layers).
   size_t state_bytes() const { return states_.slot_bytes(); }
-  int64_t n_states_held() const { return states_.n_held(); }
+  int64_t n_states_held() const { return states_.n_held(); }  // sequences' and checkpoints'
+  int64_t n_states_free() const { return states_.n_free(); }  // of config().max_state_slots
   // Layer il's conv state [d_conv - 1][channels] and delta state of `seq`, which must hold a
   // slot (reserve takes one).
   float* conv_state(int32_t seq, int64_t il);
   float* delta_state(int32_t seq, int64_t il);
+  // The whole state of a sequence that holds a slot, every recurrent layer's conv then delta
+  // state in layer order ([state_floats()]): what a state file stores (engine/state_file.h).
+  int64_t state_floats() const { return states_.slot_floats(); }
+  void read_state(int32_t seq, std::span<float> out) const;
+  void write_state(int32_t seq, std::span<const float> in);
+  // Checkpoints: a copy of `seq`'s state (the state after its first length(seq) positions) in a
+  // slot of the state pool, counted in bytes_in_use. -1 when every slot is held (max_state_slots
+  // bounds sequences and checkpoints together).
+  int32_t checkpoint_state(int32_t seq);
+  void release_checkpoint(int32_t checkpoint);
+  // Speculation's rollback: `seq` forgets positions >= n_positions as truncate does, but its
+  // recurrent state becomes the checkpoint's, which must be the state after exactly its first
+  // n_positions positions; the checkpoint is released. When truncate could not keep all of
+  // them (a shared block and no free block to copy it), the sequence keeps nothing.
+  void rewind(int32_t seq, int64_t n_positions, int32_t checkpoint);
 
  private:
   KvCache(KvLayout layout, KvBlockPool main, KvBlockPool window);
@@ -221,6 +249,12 @@ class KvCache {
   void release_outside_window(KvSequence& s);
   // Drops the last block of both tables.
   void pop_block(KvSequence& s);
+  // keep_state's part of commit_prefix, and dropping a block's checkpoint (none: no-op).
+  void keep_prefix_state(const KvSequence& s, std::span<const int32_t> tokens);
+  void drop_prefix_state(int32_t block);
+  // truncate's cells part: the blocks past n_positions go, a kept block cut in the middle is
+  // made the sequence's own (or dropped when no block is left for the copy).
+  void truncate_cells(KvSequence& s, int64_t n_positions);
   // shift's preparation: the blocks of main-table indices [first, end) made the sequence's own,
   // and window blocks for window-table indices [window_first, end); fails, changing nothing,
   // when the pools are short.
@@ -232,6 +266,13 @@ class KvCache {
   PrefixCache prefix_;  // main-pool blocks registered under their token prefix
   KvBlockTables tables_;
   RecurrentStatePool states_;  // empty without recurrent layers
+  // Checkpoints kept with prefix blocks: block → the state after the prefix it ends.
+  struct PrefixState {
+    int32_t slot;                          // in states_
+    std::list<int32_t>::iterator lru_pos;  // in prefix_state_lru_
+  };
+  std::unordered_map<int32_t, PrefixState> prefix_states_;
+  std::list<int32_t> prefix_state_lru_;  // their blocks, least recently used first
 };
 
 }  // namespace minfer

@@ -64,6 +64,9 @@ struct KvCacheConfig {
   int64_t conv_state_floats = 0;
   int64_t delta_state_floats = 0;
   int64_t max_state_slots = 0;
+  // Checkpoints of recurrent states kept with prefix-cache blocks (KvCache::commit_prefix's
+  // keep_state), in slots of the same pool beyond max_state_slots: at most this many at once.
+  int64_t max_prefix_states = 0;
 };
 
 struct KvLayout {

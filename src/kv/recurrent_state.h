@@ -22,6 +22,8 @@ class RecurrentStatePool {
                      int64_t max_slots);
 
   bool empty() const { return n_layers_ == 0; }
+  // One slot: every recurrent layer's conv state then delta state, layer by layer.
+  int64_t slot_floats() const { return n_layers_ * (conv_floats_ + delta_floats_); }
   size_t slot_bytes() const { return static_cast<size_t>(slot_floats()) * sizeof(float); }
   int64_t n_free() const {
     return max_slots_ - static_cast<int64_t>(slots_.size()) + static_cast<int64_t>(free_.size());
@@ -41,7 +43,6 @@ class RecurrentStatePool {
   float* delta(int32_t slot, int64_t index) { return layer(slot, index) + conv_floats_; }
 
  private:
-  int64_t slot_floats() const { return n_layers_ * (conv_floats_ + delta_floats_); }
   float* layer(int32_t slot, int64_t index) {
     return slots_[static_cast<size_t>(slot)].get() + index * (conv_floats_ + delta_floats_);
   }

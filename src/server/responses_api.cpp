@@ -180,7 +180,7 @@ std::optional<ApiError> translate_text_format(const Json& text, Json& chat) {
 }
 
 // reasoning.effort: none / minimal → no thinking; low / medium / high → thinking, with the budget
-// chat's reasoning_effort has (reasoning_effort_budget).
+// chat's reasoning_effort has (reasoning_effort_budget), and the effort as a template variable.
 std::optional<ApiError> translate_reasoning(const Json& reasoning, ChatTranslation& out) {
   if (!reasoning.is_object()) return wrong_type("reasoning", "an object", reasoning);
   auto effort = reasoning.find("effort");
@@ -192,7 +192,8 @@ std::optional<ApiError> translate_reasoning(const Json& reasoning, ChatTranslati
     out.chat["chat_template_kwargs"] = Json{{"enable_thinking", false}};
   } else if (budget.has_value()) {
     out.reasoning_budget = budget;
-    out.chat["chat_template_kwargs"] = Json{{"enable_thinking", true}};
+    // The effort as gpt-oss's template reads it (its "Reasoning:" line); others ignore it.
+    out.chat["chat_template_kwargs"] = Json{{"enable_thinking", true}, {"reasoning_effort", value}};
     out.chat["reasoning_format"] = "deepseek";
   } else {
     return bad_request(fmt::format("[server] 'reasoning.effort' must be none, minimal, low, medium "

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/hash.h"
 #include "engine/runtime.h"
 #include "engine/scheduler.h"
 #include "engine_test_util.h"
@@ -94,6 +95,20 @@ Result<KvState> save_and_read(const Sequence& seq, const std::string& path) {
   return read_state_file(path);
 }
 
+// A new sequence with `state` (saved from a.seq) restored decodes four greedy tokens with the
+// logits a.seq gives, bit for bit.
+void expect_restored_continues(const Model& model, GgmlType cells, const KvState& state, Ran& a) {
+  Sequence b = make_sequence(model, cells);
+  ASSERT_TRUE(check_state_fits(state, model_fingerprint(model), b.runtime->cache(), "s").is_ok());
+  ASSERT_TRUE(b.restore(state).is_ok());
+  int32_t next = a.next;
+  for (int step = 0; step < 4; ++step) {
+    const std::vector<float> expected = a.seq.feed({next});
+    ASSERT_TRUE(b.feed({next}) == expected) << "step " << step;
+    next = argmax(expected);
+  }
+}
+
 class StateCells : public ::testing::TestWithParam<GgmlType> {};
 
 TEST_P(StateCells, ARestoredSequenceContinuesBitForBitAsOneThatNeverStopped) {
@@ -110,15 +125,7 @@ TEST_P(StateCells, ARestoredSequenceContinuesBitForBitAsOneThatNeverStopped) {
   EXPECT_FALSE(std::filesystem::exists(dir.file("s.state.tmp")));
 
   // A new sequence (as after a restart) with the state restored decodes what the first one does.
-  Sequence b = make_sequence(*model, GetParam());
-  ASSERT_TRUE(check_state_fits(*state, model_fingerprint(*model), b.runtime->cache(), "s").is_ok());
-  ASSERT_TRUE(b.restore(*state).is_ok());
-  int32_t next = a.next;
-  for (int step = 0; step < 4; ++step) {
-    const std::vector<float> expected = a.seq.feed({next});
-    ASSERT_TRUE(b.feed({next}) == expected) << "step " << step;
-    next = argmax(expected);
-  }
+  expect_restored_continues(*model, GetParam(), *state, a);
 }
 
 // A slot restored from a state keeps the prefix a new prompt shares with it: 30 tokens, then it
@@ -186,6 +193,83 @@ TEST(StateFile, SlidingWindowModelRoundTripsBitForBit) {
   Sequence b = make_sequence(*model, GgmlType::kF32);
   ASSERT_TRUE(b.restore(*state).is_ok());
   EXPECT_TRUE(b.feed({a.next}) == a.seq.feed({a.next}));
+}
+
+// Qwen3.5 (gated delta-net layers beside attention): the file holds the recurrent state too, and
+// a restored sequence continues bit for bit.
+TEST(StateFile, HybridRecurrentModelRoundTripsBitForBit) {
+  MINFER_REQUIRE_TEST_DATA();
+  for (const char* name : {"qwen35-tiny-f32.gguf", "qwen35moe-tiny-q4_k_m.gguf"}) {
+    SCOPED_TRACE(name);
+    auto model = load_model(name);
+    ASSERT_NE(model, nullptr);
+    Ran a = run_greedy(*model, GgmlType::kF32, some_tokens(37, model->config().n_vocab, 5), 3);
+    test::TempDir dir;
+    auto state = save_and_read(a.seq, dir.file("h.state"));
+    ASSERT_TRUE(state.is_ok()) << state.status().message();
+    EXPECT_EQ(state->recurrent.size(), static_cast<size_t>(a.seq.runtime->cache().state_floats()));
+    expect_restored_continues(*model, GgmlType::kF32, *state, a);
+  }
+}
+
+// The bytes of a version 2 file `bytes` of a state without a recurrent state (shape 0, no
+// floats), as version 1 wrote them.
+std::vector<uint8_t> as_version_1(std::vector<uint8_t> bytes, const KvState& state) {
+  // After the header (24 bytes), the fingerprint and the cell fields: the recurrent shape.
+  const size_t shape_at = 24 + 4 + state.model.arch.size() + 7 * 8 + 8 + 4 + 4 + 8;
+  bytes.erase(bytes.begin() + static_cast<std::ptrdiff_t>(shape_at),
+              bytes.begin() + static_cast<std::ptrdiff_t>(shape_at + 3 * 8));
+  bytes.erase(bytes.end() - 8 - 8, bytes.end() - 8);  // the float count, 0
+  bytes[8] = 1;
+  const uint64_t file_bytes = bytes.size();
+  std::memcpy(bytes.data() + 16, &file_bytes, sizeof(file_bytes));
+  const uint64_t checksum = hash64(std::span<const uint8_t>(bytes).first(bytes.size() - 8));
+  std::memcpy(bytes.data() + bytes.size() - 8, &checksum, sizeof(checksum));
+  return bytes;
+}
+
+// A hybrid model's state without its recurrent part is refused naming it, one of another
+// recurrent shape naming both; a version 1 file (no recurrent part) of a model without recurrent
+// layers still loads.
+TEST(StateFile, AStateWithoutTheRecurrentStateIsRefusedForAHybridModel) {
+  MINFER_REQUIRE_TEST_DATA();
+  auto model = load_model("qwen35-tiny-f32.gguf");
+  ASSERT_NE(model, nullptr);
+  Ran a = run_greedy(*model, GgmlType::kF32, some_tokens(20, model->config().n_vocab, 2), 1);
+  KvState state = a.seq.capture();
+  state.recurrent.clear();
+  auto decoded = decode_state(encode_state(state), "old");
+  ASSERT_TRUE(decoded.is_ok()) << decoded.status().message();
+  Sequence b = make_sequence(*model, GgmlType::kF32);
+  const Status st =
+      check_state_fits(*decoded, model_fingerprint(*model), b.runtime->cache(), "old");
+  ASSERT_FALSE(st.is_ok());
+  EXPECT_NE(st.message().find("holds no recurrent state"), std::string::npos) << st.message();
+  // A state of another recurrent shape is refused naming both.
+  KvState other = a.seq.capture();
+  other.recurrent_shape.conv_floats += 1;
+  other.recurrent.resize(static_cast<size_t>(other.recurrent_shape.floats()));
+  auto reread = decode_state(encode_state(other), "other");
+  ASSERT_TRUE(reread.is_ok()) << reread.status().message();
+  const Status shape =
+      check_state_fits(*reread, model_fingerprint(*model), b.runtime->cache(), "o");
+  ASSERT_FALSE(shape.is_ok());
+  EXPECT_NE(shape.message().find("recurrent state of"), std::string::npos) << shape.message();
+  // Its length must match its shape.
+  other.recurrent.pop_back();
+  EXPECT_FALSE(decode_state(encode_state(other), "short").is_ok());
+
+  // Version 1 of a model without recurrent layers still loads.
+  auto plain = load_model("qwen2-tiny-f32.gguf");
+  ASSERT_NE(plain, nullptr);
+  Ran p = run_greedy(*plain, GgmlType::kF32, some_tokens(20, plain->config().n_vocab, 1), 1);
+  const KvState plain_state = p.seq.capture();
+  auto old = decode_state(as_version_1(encode_state(plain_state), plain_state), "v1");
+  ASSERT_TRUE(old.is_ok()) << old.status().message();
+  Sequence c = make_sequence(*plain, GgmlType::kF32);
+  EXPECT_TRUE(check_state_fits(*old, model_fingerprint(*plain), c.runtime->cache(), "v1").is_ok());
+  ASSERT_TRUE(c.restore(*old).is_ok());
+  EXPECT_TRUE(c.feed({p.next}) == p.seq.feed({p.next}));
 }
 
 // A saved state of qwen2-tiny-f32 (f32 cells) and its file's bytes.
@@ -315,8 +399,9 @@ TEST(StateFile, TruncatedForeignAndNewerFilesAreRefused) {
   std::memcpy(gguf.data(), "GGUF", 4);
   EXPECT_NE(decode_error(gguf).find("not a minfer state file"), std::string::npos);
   std::vector<uint8_t> newer = s.bytes;
-  newer[8] = 2;  // the version
-  EXPECT_NE(decode_error(newer).find("version 2, this build reads version 1"), std::string::npos);
+  newer[8] = 3;  // the version
+  EXPECT_NE(decode_error(newer).find("version 3, this build reads versions 1 to 2"),
+            std::string::npos);
   // A missing file.
   auto missing = read_state_file("/nonexistent/dir/state.bin");
   ASSERT_FALSE(missing.is_ok());

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
@@ -18,24 +19,44 @@ std::vector<int32_t> Golden::all_tokens() const {
   return out;
 }
 
+namespace {
+
+// The goldens this repository holds itself (tests/data/golden: llama.cpp's logits made with
+// scripts/llama_reference/make_golden.py for cases the shared data has none of), beside the shared
+// data's golden/.
+std::string repo_golden_dir() {
+  return std::string(MINFER_SOURCE_DIR) + "/tests/data/golden";
+}
+
+}  // namespace
+
+std::string golden_file(const std::string& relative) {
+  const std::string repo = repo_golden_dir() + "/" + relative;
+  if (std::filesystem::exists(repo)) return repo;
+  return test_data_path("golden/" + relative);
+}
+
 std::vector<std::string> golden_names(const std::string& folder) {
-  std::vector<std::string> names;
+  std::set<std::string> names;
   const std::string prefix = folder.empty() ? "" : folder + "/";
-  for (const auto& entry :
-       std::filesystem::directory_iterator(test_data_path("golden/" + folder))) {
-    const std::string file = entry.path().filename().string();
-    if (entry.path().extension() == ".json") {
-      names.push_back(prefix + file.substr(0, file.size() - 5));
+  for (const std::string& dir :
+       {test_data_path("golden/" + folder), repo_golden_dir() + "/" + folder}) {
+    if (!std::filesystem::is_directory(dir)) continue;
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+      const std::string file = entry.path().filename().string();
+      if (entry.path().extension() == ".json") {
+        names.insert(prefix + file.substr(0, file.size() - 5));
+      }
     }
   }
-  std::sort(names.begin(), names.end());
-  return names;
+  return {names.begin(), names.end()};
 }
 
 Golden load_golden(const std::string& name) {
-  std::ifstream in(test_data_path("golden/" + name + ".json"));
+  const std::string json = golden_file(name + ".json");
+  std::ifstream in(json);
   // The logits file sits beside the JSON ("arch/llama3-tiny-f32.short" → golden/arch/).
-  const std::string folder = "golden/" + name.substr(0, name.rfind('/') + 1);
+  const std::string folder = json.substr(0, json.rfind('/') + 1);
   const nlohmann::json j = nlohmann::json::parse(in);
   Golden g;
   g.name = name;
@@ -48,7 +69,7 @@ Golden load_golden(const std::string& name) {
   g.cache_type = j.value("cache_type", std::string("f32"));
   g.llama_self_shift_mean_kl = j.value("llama_self_shift_mean_kl", 0.0);
   const std::vector<uint8_t> bytes =
-      read_file_bytes(test_data_path(folder + j.at("logits_file").get<std::string>()));
+      read_file_bytes(folder + j.at("logits_file").get<std::string>());
   if (bytes.size() != static_cast<size_t>(g.n_rows * g.n_vocab) * 4) {
     throw std::runtime_error("golden logits file size does not match logits_shape: " + name);
   }

@@ -26,7 +26,11 @@ struct Golden {
   std::vector<int32_t> all_tokens() const;
 };
 
-// Every golden/<folder>/*.json, sorted by name; a name in a folder keeps it ("arch/x.short").
+// The path of `relative` (to golden/): this repository's tests/data/golden if it holds the file,
+// else the shared data's golden/.
+std::string golden_file(const std::string& relative);
+// Every golden/<folder>/*.json of both places, sorted by name; a name in a folder keeps it
+// ("arch/x.short").
 std::vector<std::string> golden_names(const std::string& folder = "");
 Golden load_golden(const std::string& name);
 

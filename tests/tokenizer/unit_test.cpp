@@ -286,6 +286,26 @@ TEST(TokenizerMetadata, EndOfGenerationAndSpecialParsing) {
   EXPECT_EQ((*llama)->encode("x", false, false), std::vector<int32_t>{'x'});
 }
 
+// gpt-oss's harmony: <|return|> and <|call|> end generation, <|end|> (which ends a message in
+// the middle of a reply) does not, and the channel markers are text the reply parser reads.
+TEST(TokenizerMetadata, HarmonyEndsAtReturnAndCall) {
+  TinyVocab v;
+  for (const char* t : {"<|return|>", "<|call|>", "<|channel|>", "<|message|>", "<|start|>"}) {
+    v.tokens.push_back(t);  // 262..266
+    v.types.push_back(3);
+  }
+  auto made = v.build("qwen2");
+  ASSERT_TRUE(made.is_ok()) << made.status().message();
+  const Tokenizer& tok = **made;
+  EXPECT_TRUE(tok.is_eog(262));
+  EXPECT_TRUE(tok.is_eog(263));
+  EXPECT_FALSE(tok.is_eog(258));  // <|end|>
+  for (int32_t id : {258, 264, 265, 266}) EXPECT_FALSE(tok.is_eog(id)) << id;
+  const std::vector<int32_t> reply = {264, 'a', 265, 'x', 258, 266};
+  EXPECT_EQ(tok.decode(reply, /*render_special=*/false),
+            "<|channel|>a<|message|>x<|end|><|start|>");
+}
+
 TEST(TokenizerModels, BosEosAndEogOfTheSharedModels) {
   MINFER_REQUIRE_TEST_DATA();
   const Tokenizer* qwen = shared_tokenizer("models/qwen3-vocab.gguf");

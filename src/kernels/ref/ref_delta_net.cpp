@@ -1,8 +1,9 @@
-// The gated delta net's reference kernels (KernelTable::ssm_conv, l2_norm, delta_rule_step):
-// the lane sums every table reproduces bit for bit.
+// The gated delta net's reference kernels (KernelTable::ssm_conv, l2_norm, delta_rule_step,
+// delta_rule_chunk): the lane sums and matrix products every table reproduces bit for bit.
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/delta_chunk_impl.h"
 #include "kernels/ref/ref_kernels.h"
 
 namespace minfer::kernels::ref {
@@ -23,6 +24,19 @@ float lane_dot(const float* a, const float* b, int64_t n) {
   float acc[kLanes] = {};
   for (int64_t i = 0; i < n; ++i) acc[i % kLanes] = std::fma(a[i], b[i], acc[i % kLanes]);
   return fold_lanes(acc);
+}
+
+// delta_chunk_impl.h's matrix product: each C element's fused multiply-adds in order of p.
+void gemm(int64_t m_rows, int64_t n_cols, int64_t p_len, const float* a, int64_t a_row,
+          int64_t a_col, const float* b, int64_t ldb, float* c, int64_t ldc) {
+  for (int64_t m = 0; m < m_rows; ++m) {
+    for (int64_t j = 0; j < n_cols; ++j) {
+      float sum = c[m * ldc + j];
+      for (int64_t p = 0; p < p_len; ++p)
+        sum = std::fma(a[m * a_row + p * a_col], b[p * ldb + j], sum);
+      c[m * ldc + j] = sum;
+    }
+  }
 }
 
 }  // namespace
@@ -49,6 +63,10 @@ void delta_rule_step(float* state, const float* q, const float* k, const float* 
     for (int64_t i = 0; i < dk; ++i) s[i] = std::fma(k[i], delta, s[i]);
     out[j] = lane_dot(s, q, dk);
   }
+}
+
+void delta_rule_chunk(float* state, const DeltaChunk& c) {
+  chunk::delta_rule_chunk(state, c, gemm);
 }
 
 }  // namespace minfer::kernels::ref

@@ -18,47 +18,14 @@ import Anthropic from '@anthropic-ai/sdk';
 import Ajv from 'ajv';
 import OpenAI from 'openai';
 
+import { literalGrammar, tools } from './chat_tools.js';
 import { minferBin, needs, postJson, startServer, testData } from './helpers.js';
 
 const vocabPath = path.join(testData, 'models', 'qwen3-vocab.gguf');
 const templatePath = path.join(testData, 'templates', 'Qwen3.5-4B.jinja');
 const skip = needs(minferBin, vocabPath, templatePath);
 
-const tools = [
-  {
-    type: 'function',
-    function: {
-      name: 'get_weather',
-      description: 'The weather in a city',
-      parameters: {
-        type: 'object',
-        properties: {
-          city: { type: 'string', maxLength: 24 },
-          days: { type: 'integer', minimum: 1, maximum: 7 },
-          hourly: { type: 'boolean' },
-        },
-        required: ['city', 'days'],
-        additionalProperties: false,
-      },
-    },
-  },
-  {
-    type: 'function',
-    function: {
-      name: 'plot',
-      parameters: {
-        type: 'object',
-        properties: { points: { type: 'array', items: { type: 'number' }, maxItems: 3 }, title: { type: 'string', enum: ['a', 'b'] } },
-        required: ['points', 'title'],
-        additionalProperties: false,
-      },
-    },
-  },
-  { type: 'function', function: { name: 'get_time', parameters: { type: 'object', properties: {} } } },
-];
 const messages = [{ role: 'user', content: 'Weather in Paris?' }];
-// A GBNF grammar whose only sentence is `text`: the reply the model is made to write.
-const literalGrammar = (text) => `root ::= ${JSON.stringify(text)}`;
 
 // The generation prompt opened <think>: the reply starts inside the reasoning.
 const callReply = [

@@ -1,0 +1,249 @@
+// The harmony (gpt-oss) and Gemma 4 reply parsers (engine/channel_reply.h) through ReplyParser:
+// channels split into reasoning, content and tool calls, fed whole, at every split and token by
+// token (the pieces a tokenizer gives, markers split across them), preambles, several calls,
+// malformed and cut-short calls, and Gemma 4's argument syntax.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/reply_parser.h"
+
+namespace minfer::engine::channel_reply_test {
+namespace {
+
+using chat::ChannelFormat;
+using chat::ToolCallFormat;
+using Json = nlohmann::json;
+
+struct Parsed {
+  std::string reasoning;
+  std::string content;
+  std::vector<ToolCall> calls;
+};
+
+ReplyParserOptions options(ChannelFormat channels, bool reasoning = true, bool calls = true) {
+  ReplyParserOptions o;
+  o.channels = channels;
+  o.tool_calls = !calls                                ? ToolCallFormat::kNone
+                 : channels == ChannelFormat::kHarmony ? ToolCallFormat::kHarmony
+                                                       : ToolCallFormat::kGemma4;
+  o.extract_reasoning = reasoning;
+  o.id_seed = 11;
+  return o;
+}
+
+Parsed parse_pieces(const std::vector<std::string>& pieces, const ReplyParserOptions& o) {
+  ReplyParser parser(o);
+  Parsed p;
+  auto add = [&](const ReplyDelta& d) {
+    p.reasoning += d.reasoning;
+    p.content += d.content;
+    append_tool_calls(p.calls, d.tool_calls);
+  };
+  for (const std::string& piece : pieces) add(parser.push(piece));
+  add(parser.finish());
+  return p;
+}
+
+Parsed parse(const std::string& text, const ReplyParserOptions& o) {
+  return parse_pieces({text}, o);
+}
+
+void expect_same(const Parsed& a, const Parsed& b, const std::string& where) {
+  EXPECT_EQ(a.reasoning, b.reasoning) << where;
+  EXPECT_EQ(a.content, b.content) << where;
+  ASSERT_EQ(a.calls.size(), b.calls.size()) << where;
+  for (size_t i = 0; i < a.calls.size(); ++i) {
+    EXPECT_EQ(a.calls[i].name, b.calls[i].name) << where;
+    EXPECT_EQ(a.calls[i].arguments, b.calls[i].arguments) << where;
+  }
+}
+
+// The text cut in two at every byte, and fed one byte at a time, splits as it does whole.
+void expect_same_at_every_split(const std::string& text, const ReplyParserOptions& o) {
+  const Parsed whole = parse(text, o);
+  for (size_t cut = 0; cut <= text.size(); ++cut) {
+    expect_same(parse_pieces({text.substr(0, cut), text.substr(cut)}, o), whole,
+                "cut at " + std::to_string(cut));
+  }
+  std::vector<std::string> bytes;
+  for (char c : text) bytes.emplace_back(1, c);
+  expect_same(parse_pieces(bytes, o), whole, "byte by byte");
+}
+
+// A harmony reply after "<|start|>assistant", as gpt-oss's tokenizer gives it: each special
+// token is one piece, text pieces are short.
+const std::vector<std::string> kHarmonyTokens = {"<|channel|>",
+                                                 "analysis",
+                                                 "<|message|>",
+                                                 "User",
+                                                 " wants",
+                                                 " weather",
+                                                 ".",
+                                                 "<|end|>",
+                                                 "<|start|>",
+                                                 "assistant",
+                                                 "<|channel|>",
+                                                 "commentary",
+                                                 " to",
+                                                 "=",
+                                                 "functions",
+                                                 ".get",
+                                                 "_weather",
+                                                 " ",
+                                                 "<|constrain|>",
+                                                 "json",
+                                                 "<|message|>",
+                                                 "{\"",
+                                                 "city",
+                                                 "\":\"",
+                                                 "Paris",
+                                                 "\"}"};
+
+TEST(HarmonyReply, AnalysisIsReasoningAndACallToFunctionsIsAToolCall) {
+  const Parsed p = parse_pieces(kHarmonyTokens, options(ChannelFormat::kHarmony));
+  EXPECT_EQ(p.reasoning, "User wants weather.");
+  EXPECT_EQ(p.content, "");
+  ASSERT_EQ(p.calls.size(), 1u);
+  EXPECT_EQ(p.calls[0].name, "get_weather");
+  EXPECT_EQ(Json::parse(p.calls[0].arguments), Json::parse(R"({"city":"Paris"})"));
+  EXPECT_TRUE(p.calls[0].id.starts_with("call_"));
+  std::string whole;
+  for (const std::string& t : kHarmonyTokens) whole += t;
+  expect_same_at_every_split(whole, options(ChannelFormat::kHarmony));
+}
+
+TEST(HarmonyReply, FinalIsContentAndPreamblesAreKept) {
+  const std::string text =
+      "<|channel|>analysis<|message|>Think.<|end|>"
+      "<|start|>assistant<|channel|>commentary<|message|>Checking both cities.<|end|>"
+      "<|start|>assistant to=functions.get_weather<|channel|>commentary json<|message|>"
+      "{\"city\": \"Rome\"}<|call|>"
+      "<|start|>assistant<|channel|>commentary to=functions.search <|constrain|>json<|message|>"
+      "{\"query\": \"news <b>\", \"tags\": [\"a\"]}<|call|>"
+      "<|start|>assistant<|channel|>final<|message|>It is <sunny>.";
+  const Parsed p = parse(text, options(ChannelFormat::kHarmony));
+  EXPECT_EQ(p.reasoning, "Think.");
+  EXPECT_EQ(p.content, "Checking both cities.It is <sunny>.");
+  ASSERT_EQ(p.calls.size(), 2u);
+  EXPECT_EQ(p.calls[0].name, "get_weather");
+  EXPECT_EQ(p.calls[0].arguments, "{\"city\": \"Rome\"}");
+  EXPECT_EQ(p.calls[1].name, "search");
+  EXPECT_EQ(Json::parse(p.calls[1].arguments)["query"], "news <b>");
+  EXPECT_NE(p.calls[0].id, p.calls[1].id);
+  expect_same_at_every_split(text, options(ChannelFormat::kHarmony));
+}
+
+TEST(HarmonyReply, TextWithoutHeadersIsContentAndReasoningCanStayContent) {
+  EXPECT_EQ(parse("Hello <there>", options(ChannelFormat::kHarmony)).content, "Hello <there>");
+  // A header broken by a line break is not one.
+  EXPECT_EQ(parse("<|channel|>final\nHi", options(ChannelFormat::kHarmony)).content,
+            "<|channel|>final\nHi");
+  const Parsed raw = parse(
+      "<|channel|>analysis<|message|>A<|end|><|start|>assistant<|channel|>"
+      "final<|message|>B<|return|>",
+      options(ChannelFormat::kHarmony, /*reasoning=*/false));
+  EXPECT_EQ(raw.reasoning, "");
+  EXPECT_EQ(raw.content, "AB");
+}
+
+TEST(HarmonyReply, MalformedAndCutShortCallsAreDroppedNotContent) {
+  // Arguments that are not a JSON object, and a call cut short: neither is returned or content.
+  const Parsed bad = parse(
+      "<|channel|>commentary to=functions.f json<|message|>{\"a\": <|call|>"
+      "<|start|>assistant<|channel|>final<|message|>ok",
+      options(ChannelFormat::kHarmony));
+  EXPECT_TRUE(bad.calls.empty());
+  EXPECT_EQ(bad.content, "ok");
+  const Parsed cut = parse("<|channel|>commentary to=functions.f json<|message|>{\"a\": 1",
+                           options(ChannelFormat::kHarmony));
+  EXPECT_TRUE(cut.calls.empty());
+  EXPECT_EQ(cut.content, "");
+  // A header cut short is markup.
+  EXPECT_EQ(parse("<|channel|>fin", options(ChannelFormat::kHarmony)).content, "");
+  // tool_choice none (calls not returned): read, never content.
+  const Parsed none = parse("<|channel|>commentary to=functions.f json<|message|>{}<|call|>",
+                            options(ChannelFormat::kHarmony, true, /*calls=*/false));
+  EXPECT_TRUE(none.calls.empty());
+  EXPECT_EQ(none.content, "");
+}
+
+TEST(HarmonyReply, InReasoningOnlyInsideAnalysis) {
+  ReplyParser parser(options(ChannelFormat::kHarmony));
+  EXPECT_FALSE(parser.in_reasoning());
+  parser.push("<|channel|>analysis<|message|>hm");
+  EXPECT_TRUE(parser.in_reasoning());
+  parser.push("<|end|><|start|>assistant<|channel|>final<|message|>x");
+  EXPECT_FALSE(parser.in_reasoning());
+}
+
+// A Gemma 4 reply with thinking on, in the pieces its tokenizer gives (markers are one token).
+const std::vector<std::string> kGemmaTokens = {
+    "<|channel>", "thought",    "\n",  "Need",        " the",   " tool", ".",
+    "\n",         "<channel|>", "Let", " me",         " check", ".",     "<|tool_call>",
+    "call",       ":",          "get", "_weather",    "{",      "city",  ":",
+    "<|\"|>",     "Paris",      ",",   " FR",         "<|\"|>", ",",     "days",
+    ":",          "2",          "}",   "<tool_call|>"};
+
+TEST(Gemma4Reply, ThoughtIsReasoningAndCallsAreTyped) {
+  const Parsed p = parse_pieces(kGemmaTokens, options(ChannelFormat::kGemma4));
+  EXPECT_EQ(p.reasoning, "Need the tool.");
+  EXPECT_EQ(p.content, "Let me check.");
+  ASSERT_EQ(p.calls.size(), 1u);
+  EXPECT_EQ(p.calls[0].name, "get_weather");
+  EXPECT_EQ(Json::parse(p.calls[0].arguments), Json::parse(R"({"city":"Paris, FR","days":2})"));
+  std::string whole;
+  for (const std::string& t : kGemmaTokens) whole += t;
+  expect_same_at_every_split(whole, options(ChannelFormat::kGemma4));
+}
+
+TEST(Gemma4Reply, SeveralCallsEmptyThoughtAndContentAfter) {
+  const std::string text =
+      "<|channel>thought\n<channel|><|tool_call>call:a{}<tool_call|>"
+      "<|tool_call>call:b{x:{y:[1,2.5,true,None,<|\"|>s}<|\"|>]},<|\"|>k q<|\"|>:false}"
+      "<tool_call|>\nDone.";
+  const Parsed p = parse(text, options(ChannelFormat::kGemma4));
+  EXPECT_EQ(p.reasoning, "");
+  EXPECT_EQ(p.content, "Done.");
+  ASSERT_EQ(p.calls.size(), 2u);
+  EXPECT_EQ(p.calls[0].arguments, "{}");
+  EXPECT_EQ(Json::parse(p.calls[1].arguments),
+            Json::parse(R"({"x":{"y":[1,2.5,true,null,"s}"]},"k q":false})"));
+  expect_same_at_every_split(text, options(ChannelFormat::kGemma4));
+}
+
+TEST(Gemma4Reply, MalformedAndCutShortCallsAreDropped) {
+  const Parsed bad =
+      parse("A<|tool_call>call:f{x:<|\"|>open}<tool_call|>B", options(ChannelFormat::kGemma4));
+  EXPECT_TRUE(bad.calls.empty());
+  EXPECT_EQ(bad.content, "AB");
+  EXPECT_TRUE(parse("<|tool_call>call:f{x:1", options(ChannelFormat::kGemma4)).calls.empty());
+  EXPECT_TRUE(
+      parse("<|tool_call>f{x:1}<tool_call|>", options(ChannelFormat::kGemma4)).calls.empty());
+  // A call whose object closed is whole at the reply's end (its close not yet written).
+  EXPECT_EQ(parse("<|tool_call>call:f{x:1}", options(ChannelFormat::kGemma4)).calls.size(), 1u);
+  EXPECT_EQ(parse("Hi <|tool_ca", options(ChannelFormat::kGemma4)).content, "Hi");
+}
+
+TEST(Gemma4Reply, ArgumentSyntax) {
+  size_t end = 0;
+  auto read = [&](const std::string& s) { return read_gemma4_arguments(s, end); };
+  EXPECT_EQ(*read("{a:1,b:-2.5e3,c:<|\"|><|\"|>}tail"),
+            Json::parse(R"({"a":1,"b":-2500.0,"c":""})"));
+  EXPECT_EQ(end, std::string("{a:1,b:-2.5e3,c:<|\"|><|\"|>}").size());
+  EXPECT_EQ(*read("{<|\"|>q<|\"|>:[]}"), Json::parse(R"({"q":[]})"));
+  EXPECT_EQ(*read("{w:bare words}"), Json::parse(R"({"w":"bare words"})"));
+  EXPECT_FALSE(read("{a 1}").has_value());
+  EXPECT_FALSE(read("{a:1").has_value());
+  EXPECT_FALSE(read("[1]").has_value());
+  EXPECT_FALSE(read("{a:[1,}").has_value());
+  std::string deep = "{a:";
+  for (int i = 0; i < 100; ++i) deep += "[";
+  EXPECT_FALSE(read(deep).has_value());
+}
+
+}  // namespace
+}  // namespace minfer::engine::channel_reply_test
