@@ -16,6 +16,7 @@
 #include "models/architectures.h"
 #include "models/model_config.h"
 #include "models/tensor_spec.h"
+#include "tokenizer/vocab.h"
 #include "tools/bpe_trainer.h"
 #include "tools/presets.h"
 #include "tools/quantize_model.h"
@@ -206,6 +207,47 @@ Status add_reranker_head(const MakeModelOptions& o, const ModelConfig& c, GgufWr
   return Status::ok();
 }
 
+// The tokenizer.* keys of `other`, its vocabulary padded to `n_rows` with unused "[PADn]"
+// tokens when it has fewer (as Hugging Face conversions pad Qwen's 151,643 tokens to the
+// model's 151,936 rows), so a preset keeps its real embedding and output rows (Qwen3.5's
+// 248,320 with Qwen3's tokenizer). Returns the vocabulary size.
+Result<int64_t> copy_tokenizer(const GgufFile& other, int64_t n_rows, GgufWriter& meta) {
+  MINFER_ASSIGN_OR_RETURN(const std::vector<std::string>* tokens,
+                          other.get_string_array("tokenizer.ggml.tokens"));
+  const size_t n_real = tokens->size();
+  const size_t n = std::max(n_real, static_cast<size_t>(n_rows));
+  for (const GgufKeyValue& kv : other.metadata()) {
+    if (kv.key.rfind("tokenizer.", 0) == 0) meta.set(kv.key, kv.value);
+  }
+  if (n == n_real) return static_cast<int64_t>(n);
+  std::vector<std::string> padded = *tokens;
+  for (size_t id = n_real; id < n; ++id) padded.push_back(fmt::format("[PAD{}]", id));
+  meta.set("tokenizer.ggml.tokens", GgufValue::string_array(std::move(padded)));
+  // The per-token arrays grow with it: unused tokens (type 5), score 0.
+  for (const GgufKeyValue& kv : other.metadata()) {
+    if (kv.key == "tokenizer.ggml.token_type") {
+      std::vector<int32_t> types = kv.value.array_as<int32_t>().value_or(std::vector<int32_t>{});
+      if (types.size() != n_real) {
+        return make_error(ErrorCode::kInvalidArgument,
+                          "[make-model] tokenizer.ggml.token_type has {} entries for {} tokens",
+                          types.size(), n_real);
+      }
+      types.resize(n, static_cast<int32_t>(tokenizer::TokenType::kUnused));
+      meta.set(kv.key, GgufValue::array(types));
+    } else if (kv.key == "tokenizer.ggml.scores") {
+      std::vector<float> scores = kv.value.array_as<float>().value_or(std::vector<float>{});
+      if (scores.size() != n_real) {
+        return make_error(ErrorCode::kInvalidArgument,
+                          "[make-model] tokenizer.ggml.scores has {} entries for {} tokens",
+                          scores.size(), n_real);
+      }
+      scores.resize(n, 0.0f);
+      meta.set(kv.key, GgufValue::array(scores));
+    }
+  }
+  return static_cast<int64_t>(n);
+}
+
 // Everything about the file but the weights: metadata, tensors in file order, their types.
 struct Prepared {
   GgufWriter meta;
@@ -251,12 +293,7 @@ Result<Prepared> prepare(const MakeModelOptions& o) {
     n_vocab = add_builtin_tokenizer(meta, o.arch);
   } else {
     MINFER_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> other, GgufFile::open(o.tokenizer_from));
-    MINFER_ASSIGN_OR_RETURN(const std::vector<std::string>* tokens,
-                            other->get_string_array("tokenizer.ggml.tokens"));
-    n_vocab = static_cast<int64_t>(tokens->size());
-    for (const GgufKeyValue& kv : other->metadata()) {
-      if (kv.key.rfind("tokenizer.", 0) == 0) meta.set(kv.key, kv.value);
-    }
+    MINFER_ASSIGN_OR_RETURN(n_vocab, copy_tokenizer(*other, preset.n_vocab_real, meta));
   }
   if (!o.chat_template.empty()) {
     MINFER_ASSIGN_OR_RETURN(std::string source, read_text_file(o.chat_template));

@@ -13,6 +13,7 @@
 #include "gguf/gguf_file.h"
 #include "models/model.h"
 #include "test_util.h"
+#include "tokenizer/tokenizer.h"
 #include "tools/model_maker.h"
 #include "tools/presets.h"
 #include "tools_test_util.h"
@@ -185,10 +186,25 @@ TEST(Qwen35MakeModel, ShortenedRealPresetWithTemplateLoadsAndRuns) {
   o.chat_template = test::test_data_path("templates/Qwen3.5-4B.jinja");
   auto report = make_model(o);
   ASSERT_TRUE(report.is_ok()) << report.status().message();
-  EXPECT_EQ(report->n_vocab, 151936);
+  // Qwen3's 151,936 tokens padded with unused ones to Qwen3.5's 248,320 rows.
+  EXPECT_EQ(report->n_vocab, 248320);
   auto model = Model::load(o.output);
   ASSERT_TRUE(model.is_ok()) << model.status().message();
   const ModelConfig& c = (*model)->config();
+  EXPECT_EQ(c.n_vocab, 248320);
+  auto tok = Tokenizer::from_gguf((*model)->file());
+  ASSERT_TRUE(tok.is_ok()) << tok.status().message();
+  EXPECT_EQ((*tok)->encode("Hello, world", false, false), (std::vector<int32_t>{9707, 11, 1879}));
+  auto tokens = (*model)->file().get_string_array("tokenizer.ggml.tokens");
+  ASSERT_TRUE(tokens.is_ok());
+  EXPECT_EQ((**tokens)[151935], "[PAD151935]") << "qwen3-vocab's own last padding token";
+  EXPECT_EQ((**tokens)[248319], "[PAD248319]");
+  const GgufValue* types = (*model)->file().find("tokenizer.ggml.token_type");
+  ASSERT_NE(types, nullptr);
+  const std::vector<int32_t> type_of = types->array_as<int32_t>().value();
+  ASSERT_EQ(type_of.size(), 248320u);
+  EXPECT_EQ(type_of[248319], 5) << "unused";
+  EXPECT_EQ(type_of[9707], 1) << "normal";
   EXPECT_EQ(c.recurrent_layers, (std::vector<bool>{true, true, true, false}));
   EXPECT_EQ(c.ssm_d_state, 128);
   EXPECT_EQ(c.n_rot, 64);
