@@ -30,15 +30,13 @@
 
 namespace minfer {
 
-// 32 measured best on Qwen3.5's heads (d_state 128) with AVX-512 on 2 threads: the delta net's
-// share of a pp512 prefill fell from 21 % (token by token) to 15 %, where chunks of 64 rose to
-// 25 % (their n² products and scratch outgrow the gain) and chunks of 16 gave 18 %.
+// A sequence's run of at least kDeltaChunkMinTokens tokens in one batch (prefill) takes the
+// chunked delta rule, kDeltaChunkTokens at a time (the size that measured best); shorter runs
+// (decode, speculative verifies, small-budget pieces) take the token-by-token recurrence. The two
+// sum in different orders, so a sequence's bits depend on where its tokens are cut into batches —
+// never on what else a batch holds or on the thread count (tests/engine/recurrent_state_test.cpp).
 inline constexpr int64_t kDeltaChunkTokens = 32;
-// Off for now (no batch is that long): the chunked form's float order depends on where a
-// sequence's tokens are cut into batches, and the scheduler's tests
-// (tests/engine/recurrent_state_test.cpp) pin that a sequence prefilled in budget-sized pieces
-// beside others gives exactly the bits it gives alone. 16 is what the measurement above used.
-inline constexpr int64_t kDeltaChunkMinTokens = INT64_MAX;
+inline constexpr int64_t kDeltaChunkMinTokens = 16;
 
 // The longest conv kernel ssm_conv takes (models refuse longer ones at load).
 inline constexpr int64_t kMaxConvTaps = 16;
