@@ -2,12 +2,6 @@
 // avx512_table after dispatch has checked the CPU. Tails use masked loads and stores, so they run
 // the same arithmetic as the body. No header with inline code of external linkage is included
 // (see avx512_math.h for why).
-// GCC 12 reports the _mm512_undefined_*() placeholders inside its own intrinsic headers as
-// uninitialized (a false positive of its inliner); the warning says nothing about this code.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
 
 #include <immintrin.h>
 
