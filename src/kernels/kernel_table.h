@@ -43,9 +43,12 @@ inline constexpr int64_t kMaxRopeDims = 1024;
 // are, so splitting rows or tokens differently never changes a bit of the output. The SIMD
 // tables' F32 / F16 / BF16 tiles sum in one order on every ISA, llama.cpp's AVX-512 one
 // (float_tile_impl.h), and so give one another's bits; the reference sums those in double.
-using MatmulTileFn = void (*)(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
-                              const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
-                              int64_t y_stride);
+// MatmulTile is the function type: the kernel headers declare each tile with it
+// (`MatmulTile matmul_tile_q4_0;`), so the signature is written once.
+using MatmulTile = void(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
+                        const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
+                        int64_t y_stride);
+using MatmulTileFn = MatmulTile*;
 
 // Quantizes one f32 row of n elements (a multiple of the block size) into activation blocks.
 using QuantizeRowFn = void (*)(const float* x, void* y, int64_t n);

@@ -29,15 +29,9 @@ void cells_to_f32_f16(const void* x, float* y, int64_t n);
 void cells_from_f32_q8_0(const float* x, void* y, int64_t n);
 void cells_to_f32_q8_0(const void* x, float* y, int64_t n);
 
-void matmul_tile_f32(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
-                     const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
-                     int64_t y_stride);
-void matmul_tile_f16(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
-                     const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
-                     int64_t y_stride);
-void matmul_tile_bf16(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
-                      const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
-                      int64_t y_stride);
+MatmulTile matmul_tile_f32;
+MatmulTile matmul_tile_f16;
+MatmulTile matmul_tile_bf16;
 
 }  // namespace minfer::kernels::MINFER_SIMD_KERNEL_NAMESPACE
 
