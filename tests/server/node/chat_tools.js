@@ -12,9 +12,8 @@ import { after, before } from 'node:test';
 
 import Anthropic from '@anthropic-ai/sdk';
 import Ajv from 'ajv';
-import OpenAI from 'openai';
 
-import { minferBin, startServer, testData } from './helpers.js';
+import { minferBin, suiteServer, testData } from './helpers.js';
 
 export const vocabPath = path.join(testData, 'models', 'qwen3-vocab.gguf');
 export const messages = [{ role: 'user', content: 'Weather in Paris?' }];
@@ -63,25 +62,19 @@ export const tools = [
 export const literalGrammar = (text) => `root ::= ${JSON.stringify(text)}`;
 
 // Inside a describe(): `minfer make-model` builds a tiny `arch` model with the Qwen vocabulary and
-// the chat template at templatePath, served with two slots before the tests; the server is
-// stopped (exit status 0) and the model removed after them. The returned object's `url` and
-// `client` (OpenAI's SDK) are set once it runs.
+// the chat template at templatePath, served with two slots (suiteServer) before the tests, and
+// removed after them. Returns suiteServer's object (`url`, `client`).
 export function chatModelServer(arch, templatePath) {
-  const ctx = { url: null, client: null };
-  let dir, server;
-  before(async () => {
+  let dir;
+  before(() => {
     dir = mkdtempSync(path.join(os.tmpdir(), `minfer-${arch}-chat-`));
-    const model = path.join(dir, 'chat.gguf');
     execFileSync(minferBin, [
       'make-model', '--arch', arch, '--preset', 'tiny', '--type', 'q8_0', '--tokenizer-from', vocabPath,
-      '--chat-template', templatePath, '-t', '2', '-o', model,
+      '--chat-template', templatePath, '-t', '2', '-o', path.join(dir, 'chat.gguf'),
     ], { stdio: 'pipe' });
-    server = await startServer(['-np', '2'], {}, model);
-    ctx.url = server.url;
-    ctx.client = new OpenAI({ baseURL: `${ctx.url}/v1`, apiKey: 'none', maxRetries: 0 });
   });
-  after(async () => {
-    if (server) assert.equal((await server.stop()).code, 0);
+  const ctx = suiteServer(['-np', '2'], {}, () => path.join(dir, 'chat.gguf'));
+  after(() => {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
   return ctx;
