@@ -51,8 +51,7 @@ void register_bench_command(CLI::App& app, CommandRegistry& registry) {
       "Measure prompt processing (pp: N random tokens in forwards of -b) and generation (tg: N "
       "tokens one at a time) in tokens/s, mean ± sd over -r runs after a warm-up, like "
       "llama-bench; -p, -n, -d and -t take comma lists and every combination is measured");
-  cmd->add_option("-m,--model", opts->options.model, "GGUF model (or ollama:NAME[:TAG])");
-  add_model_source_flags(cmd, opts->source);
+  add_model_flags(cmd, opts->options.model, opts->source);
   add_weight_memory_flags(cmd, opts->options.map.use_mmap, opts->options.map.use_mlock);
   cmd->add_option("-p,--n-prompt", opts->options.n_prompt,
                   "prompt tokens, a comma list (0: no pp test)")

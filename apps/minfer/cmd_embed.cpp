@@ -107,8 +107,7 @@ Status run_embed(EmbedCli& o) {
 void register_embed_command(CLI::App& app, CommandRegistry& registry) {
   auto [cmd, opts] = add_command<EmbedCli>(
       app, "embed", "Embed texts: the pooled last hidden state, L2-normalized");
-  cmd->add_option("-m,--model", opts->model, "GGUF model file (or ollama:NAME[:TAG])");
-  add_model_source_flags(cmd, opts->source);
+  add_model_flags(cmd, opts->model, opts->source);
   cmd->add_option("-p,--prompt", opts->prompts, "a text to embed (repeatable)");
   cmd->add_option("-f,--file", opts->file, "a file of texts to embed, one per line");
   cmd->add_option("--pooling", opts->pooling,
@@ -118,7 +117,7 @@ void register_embed_command(CLI::App& app, CommandRegistry& registry) {
                   "lines: one JSON array per text (default); json: one object, OpenAI's shape");
   cmd->add_option("-c,--ctx-size", opts->load.n_ctx,
                   "longest text in tokens (default: the model's context, reduced to fit RAM)");
-  cmd->add_option("-t,--threads", opts->load.n_threads, "threads (default: all cores)");
+  add_threads_flag(cmd, opts->load.n_threads);
   registry.add_status(cmd, [opts = opts]() { return run_embed(*opts); });
 }
 

@@ -33,7 +33,7 @@ void register_make_model_command(CLI::App& app, CommandRegistry& registry) {
                   "write this Jinja file as the chat template (over the tokenizer's)");
   cmd->add_option("--seed", opts->seed, "weight seed")->capture_default_str();
   cmd->add_option("-o,--output", opts->output, "output GGUF file")->required();
-  cmd->add_option("-t,--threads", opts->n_threads, "threads (default: all cores)");
+  add_threads_flag(cmd, opts->n_threads);
   registry.add_status(cmd, [opts = opts]() -> Status {
     MINFER_ASSIGN_OR_RETURN(const MakeModelReport r, make_model(*opts));
     std::fprintf(stderr,

@@ -60,8 +60,7 @@ void register_perplexity_command(CLI::App& app, CommandRegistry& registry) {
       app, "perplexity",
       "Perplexity of a model over a text file, by llama-perplexity's method (chunks of n_ctx "
       "tokens starting with BOS, second half of each chunk scored)");
-  cmd->add_option("-m,--model", opts->options.model, "GGUF model (or ollama:NAME[:TAG])");
-  add_model_source_flags(cmd, opts->source);
+  add_model_flags(cmd, opts->options.model, opts->source);
   add_weight_memory_flags(cmd, opts->options.map.use_mmap, opts->options.map.use_mlock);
   cmd->add_option("-f,--file", opts->file, "text file")->required();
   cmd->add_option("-c,--ctx-size", opts->options.n_ctx, "tokens per chunk")->capture_default_str();
@@ -69,7 +68,7 @@ void register_perplexity_command(CLI::App& app, CommandRegistry& registry) {
       ->capture_default_str();
   cmd->add_option("--chunks", opts->options.max_chunks, "at most this many chunks (-1: all)")
       ->capture_default_str();
-  cmd->add_option("-t,--threads", opts->options.n_threads, "threads (default: all cores)");
+  add_threads_flag(cmd, opts->options.n_threads);
   cmd->add_option("--cache-type", opts->options.cache_type,
                   "KV cell type: f16 (default, as llama-perplexity), f32, q8_0");
   cmd->add_option("--flash-attn", opts->flash_attn,

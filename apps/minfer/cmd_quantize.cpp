@@ -17,7 +17,7 @@ void register_quantize_command(CLI::App& app, CommandRegistry& registry) {
   cmd->add_option("input", opts->input, "input GGUF file")->required();
   cmd->add_option("output", opts->output, "output GGUF file")->required();
   cmd->add_option("type", opts->type, "target: " + quant_mix_names())->required();
-  cmd->add_option("-t,--threads", opts->n_threads, "threads (default: all cores)");
+  add_threads_flag(cmd, opts->n_threads);
   registry.add_status(cmd, [opts = opts]() -> Status {
     MINFER_ASSIGN_OR_RETURN(const QuantizeReport r, quantize_model(*opts));
     std::fprintf(stderr,

@@ -63,15 +63,14 @@ Result<std::pair<int32_t, float>> parse_logit_bias(const std::string& spec) {
 
 void add_generation_flags(CLI::App* cmd, GenerationFlags& flags) {
   LoadOptions& model = flags.load;
-  cmd->add_option("-m,--model", flags.model_path, "GGUF model file (or ollama:NAME[:TAG])");
-  add_model_source_flags(cmd, flags.source);
+  add_model_flags(cmd, flags.model_path, flags.source);
   add_weight_memory_flags(cmd, model.use_mmap, model.use_mlock);
   cmd->add_option("-c,--ctx-size", model.n_ctx,
                   "context size in tokens (default: the model's training context, reduced to fit "
                   "its KV cells in 1/4 of RAM; --verbose says which)");
   cmd->add_option("-b,--batch-size", model.n_batch,
                   fmt::format("most prompt tokens per forward (default {})", kDefaultBatch));
-  cmd->add_option("-t,--threads", model.n_threads, "threads (default: all cores)");
+  add_threads_flag(cmd, model.n_threads);
   cmd->add_option(
       "--cache-type", model.cache_type,
       fmt::format("KV cell type: f32, f16, q8_0 (default MINFER_CACHE_TYPE, else {} as llama.cpp)",

@@ -347,8 +347,7 @@ void register_serve_command(CLI::App& app, CommandRegistry& registry) {
   auto [cmd, flags] =
       add_command<ServeFlags>(app, "serve", "OpenAI-compatible HTTP server with batching");
   ServeFlags& f = *flags;
-  cmd->add_option("-m,--model", f.model_path, "GGUF model file (or ollama:NAME[:TAG])");
-  add_model_source_flags(cmd, f.source);
+  add_model_flags(cmd, f.model_path, f.source);
   add_weight_memory_flags(cmd, f.load.use_mmap, f.load.use_mlock);
   cmd->add_option("-a,--alias", f.alias, "model name in responses (default: the file name)");
   cmd->add_option("--models-dir", f.models_dir,
@@ -366,7 +365,7 @@ void register_serve_command(CLI::App& app, CommandRegistry& registry) {
   cmd->add_option("--host", f.http.host, "address to listen on (default 127.0.0.1)");
   cmd->add_option("--port", f.http.port, "port (default 8080; 0: any free port)");
   add_batch_flags(cmd, f);
-  cmd->add_option("-t,--threads", f.load.n_threads, "threads (default: all cores)");
+  add_threads_flag(cmd, f.load.n_threads);
   cmd->add_option("--api-key", f.http.api_key, "require 'Authorization: Bearer KEY'");
   cmd->add_option("--cors-origin", f.http.cors_origins,
                   "an origin whose browser pages may call the server, with credentials "

@@ -28,6 +28,11 @@ NewCommand<Options> add_command(CLI::App& app, std::string name, std::string des
   return {app.add_subcommand(std::move(name), std::move(description)), std::make_shared<Options>()};
 }
 
+// -t / --threads, as every command that runs a model spells it (unset: all cores).
+inline void add_threads_flag(CLI::App* cmd, int& n_threads) {
+  cmd->add_option("-t,--threads", n_threads, "threads (default: all cores)");
+}
+
 // Ok when everything written to stdout reached it; else an error naming the command.
 inline Status flush_stdout(const char* command) {
   if (std::fflush(stdout) == 0) return Status::ok();

@@ -32,6 +32,11 @@ void add_model_source_flags(CLI::App* cmd, ModelSourceFlags& flags) {
                 "use only the Hugging Face cache, no network (also HF_HUB_OFFLINE=1)");
 }
 
+void add_model_flags(CLI::App* cmd, std::string& model, ModelSourceFlags& flags) {
+  cmd->add_option("-m,--model", model, "GGUF model file (or ollama:NAME[:TAG])");
+  add_model_source_flags(cmd, flags);
+}
+
 void add_weight_memory_flags(CLI::App* cmd, bool& use_mmap, bool& use_mlock) {
   cmd->add_flag_callback(
       "--no-mmap", [&use_mmap] { use_mmap = false; },

@@ -16,8 +16,11 @@ struct ModelSourceFlags {
   bool offline = false;
 };
 
-// Adds -hf (--hf-repo) and --offline to a command that declares its own -m.
+// Adds -hf (--hf-repo) and --offline to a command that declares its own model argument.
 void add_model_source_flags(CLI::App* cmd, ModelSourceFlags& flags);
+
+// Adds -m / --model (a GGUF file or ollama:NAME[:TAG]) into `model`, and the source flags.
+void add_model_flags(CLI::App* cmd, std::string& model, ModelSourceFlags& flags);
 
 // --no-mmap (read the weights into private memory with 2 MiB pages instead of mapping the file)
 // and --mlock (lock them in RAM; a failure is a warning), as llama.cpp names them: run, chat,

@@ -43,15 +43,21 @@ inline constexpr int64_t kMaxRopeDims = 1024;
 // are, so splitting rows or tokens differently never changes a bit of the output. The SIMD
 // tables' F32 / F16 / BF16 tiles sum in one order on every ISA, llama.cpp's AVX-512 one
 // (float_tile_impl.h), and so give one another's bits; the reference sums those in double.
-using MatmulTileFn = void (*)(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
-                              const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
-                              int64_t y_stride);
+// MatmulTile is the function type: the kernel headers declare each tile with it
+// (`MatmulTile matmul_tile_q4_0;`), so the signature is written once.
+using MatmulTile = void(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
+                        const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
+                        int64_t y_stride);
+using MatmulTileFn = MatmulTile*;
 
 // Quantizes one f32 row of n elements (a multiple of the block size) into activation blocks.
-using QuantizeRowFn = void (*)(const float* x, void* y, int64_t n);
+// QuantizeRow is the function type the kernel headers declare such kernels with, as MatmulTile.
+using QuantizeRow = void(const float* x, void* y, int64_t n);
+using QuantizeRowFn = QuantizeRow*;
 
 // Converts n elements of a row in some ggml type back to f32 (quant_traits.h's ToFloatFn shape).
-using DequantizeRowFn = void (*)(const void* x, float* y, int64_t n);
+using DequantizeRow = void(const void* x, float* y, int64_t n);
+using DequantizeRowFn = DequantizeRow*;
 
 // Byte offset of the int32 block sums in a Q8_0 activation row of n_blocks blocks (see
 // MatmulTileFn): the first 4-byte boundary after the blocks (34 bytes each).

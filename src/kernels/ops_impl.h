@@ -20,7 +20,9 @@
 //
 // V supplies: F (kLanes floats), D (kLanes / 2 doubles), B (a lane predicate), M (a tail mask,
 // x86 only); zero, set1, load, store, load_partial, store_partial, tail_lanes, select, ge, le,
-// add, sub, mul, div, fmadd (fused a·b + c), max_keep (x > m ? x : m), hmax, hsum, exp, silu_exp,
+// lt, add, sub, mul, div, fmadd (fused a·b + c), fnmadd (fused c - a·b), min and max (the ISA's
+// instruction, NaNs as it treats them), round (to nearest even), floor, exp2i (2^n for an
+// integral n that gives a normal float), max_keep (x > m ? x : m), hmax, hsum, exp, silu_exp,
 // axpy, rotate, dup_pairs, rotate_pairs, gelu_lookup, zero_pd, add_pd_halves, sum_pd, from_f16,
 // to_f16, from_bf16, to_bf16; and for the x86 row loops first_lanes, load / store with an M,
 // any, hsum_rows, load_f16 and load_q8.
@@ -46,6 +48,30 @@ enum class RowLoops {
 };
 
 namespace {
+
+// e^x, lane by lane, within ~2 ulp of expf (every table's softmax; SiLU on AVX2 and NEON):
+// x = n ln2 + r with |r| <= ln2/2, e^r by its degree-7 Taylor polynomial (truncation error
+// < 1e-8 relative), 2^n applied in two halves so that results down to the subnormal range come
+// out right. x below -103.5 (where expf is at most the smallest subnormal) gives exactly 0, so
+// exp(-inf) = 0; x above 88.73 gives +inf.
+template <class V>
+typename V::F exp_taylor(typename V::F x) {
+  using F = typename V::F;
+  const F lo_limit = V::set1(-103.5f);
+  const F xc = V::min(V::max(x, lo_limit), V::set1(89.0f));
+  const F n = V::round(V::mul(xc, V::set1(1.44269504088896341f)));
+  // ln2 split so that n * kLn2Hi is exact for |n| < 2^9.
+  F r = V::fnmadd(n, V::set1(0.693145751953125f), xc);
+  r = V::fnmadd(n, V::set1(1.428606765330187e-06f), r);
+  static constexpr float kCoef[] = {1.0f / 720.0f, 1.0f / 120.0f, 1.0f / 24.0f, 1.0f / 6.0f,
+                                    0.5f,          1.0f,          1.0f};
+  F p = V::set1(1.0f / 5040.0f);
+  for (float c : kCoef) p = V::fmadd(p, r, V::set1(c));
+  // n = n1 + n2 with n1 = floor(n / 2): each of 2^n1 and 2^n2 is a normal float.
+  const F n1 = V::floor(V::mul(n, V::set1(0.5f)));
+  const F result = V::mul(V::mul(p, V::exp2i(n1)), V::exp2i(V::sub(n, n1)));
+  return V::select(V::lt(x, lo_limit), V::zero(), result);
+}
 
 // ---- element-wise maps: whole vectors, then one partial vector ----
 

@@ -3,43 +3,20 @@
 // simd_kernels_decl.h and avx2/avxvnni_kernels.h define MINFER_QUANT_TILE_NAMESPACE and include
 // it. Semantics: KernelTable::matmul_tile.
 
-#include <cstddef>
-#include <cstdint>
+#include "kernels/kernel_table.h"
 
 namespace minfer::kernels::MINFER_QUANT_TILE_NAMESPACE {
 
-void matmul_tile_q4_0(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
-                      const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
-                      int64_t y_stride);
-void matmul_tile_q4_1(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
-                      const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
-                      int64_t y_stride);
-void matmul_tile_q5_0(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
-                      const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
-                      int64_t y_stride);
-void matmul_tile_q5_1(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
-                      const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
-                      int64_t y_stride);
-void matmul_tile_q8_0(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
-                      const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
-                      int64_t y_stride);
-void matmul_tile_mxfp4(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
-                       const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
-                       int64_t y_stride);
-void matmul_tile_q2_K(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
-                      const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
-                      int64_t y_stride);
-void matmul_tile_q3_K(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
-                      const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
-                      int64_t y_stride);
-void matmul_tile_q4_K(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
-                      const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
-                      int64_t y_stride);
-void matmul_tile_q5_K(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
-                      const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
-                      int64_t y_stride);
-void matmul_tile_q6_K(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
-                      const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
-                      int64_t y_stride);
+MatmulTile matmul_tile_q4_0;
+MatmulTile matmul_tile_q4_1;
+MatmulTile matmul_tile_q5_0;
+MatmulTile matmul_tile_q5_1;
+MatmulTile matmul_tile_q8_0;
+MatmulTile matmul_tile_mxfp4;
+MatmulTile matmul_tile_q2_K;
+MatmulTile matmul_tile_q3_K;
+MatmulTile matmul_tile_q4_K;
+MatmulTile matmul_tile_q5_K;
+MatmulTile matmul_tile_q6_K;
 
 }  // namespace minfer::kernels::MINFER_QUANT_TILE_NAMESPACE

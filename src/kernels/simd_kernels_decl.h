@@ -14,30 +14,24 @@
 
 namespace minfer::kernels::MINFER_SIMD_KERNEL_NAMESPACE {
 
-// QuantizeRowFn wrappers of f32_to_f16 / f32_to_bf16 for the F16 / BF16 activations.
-void act_f16(const float* x, void* y, int64_t n);
-void act_bf16(const float* x, void* y, int64_t n);
+// QuantizeRow wrappers of f32_to_f16 / f32_to_bf16 for the F16 / BF16 activations.
+QuantizeRow act_f16;
+QuantizeRow act_bf16;
 // Q8_0 / Q8_1 activations with llama.cpp's x86 semantics (quant/act_quant.h) and Q8_K as
 // quantize_row_q8_K, bit for bit.
-void act_q8_0(const float* x, void* y, int64_t n);
+QuantizeRow act_q8_0;
 // act_q8_0, then each block's int32 quant sum (KernelTable::quantize_act_q8_0_sums).
-void act_q8_0_sums(const float* x, void* y, int64_t n);
-void act_q8_1(const float* x, void* y, int64_t n);
-void act_q8_K(const float* x, void* y, int64_t n);
+QuantizeRow act_q8_0_sums;
+QuantizeRow act_q8_1;
+QuantizeRow act_q8_K;
 // KV cells (KernelTable::cells_from_f32 / cells_to_f32; F16 cells are written by act_f16).
-void cells_to_f32_f16(const void* x, float* y, int64_t n);
-void cells_from_f32_q8_0(const float* x, void* y, int64_t n);
-void cells_to_f32_q8_0(const void* x, float* y, int64_t n);
+DequantizeRow cells_to_f32_f16;
+QuantizeRow cells_from_f32_q8_0;
+DequantizeRow cells_to_f32_q8_0;
 
-void matmul_tile_f32(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
-                     const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
-                     int64_t y_stride);
-void matmul_tile_f16(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
-                     const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
-                     int64_t y_stride);
-void matmul_tile_bf16(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
-                      const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
-                      int64_t y_stride);
+MatmulTile matmul_tile_f32;
+MatmulTile matmul_tile_f16;
+MatmulTile matmul_tile_bf16;
 
 }  // namespace minfer::kernels::MINFER_SIMD_KERNEL_NAMESPACE
 

@@ -18,15 +18,22 @@
 namespace minfer {
 namespace {
 
+// A tiny random-weight `arch` model of quantize mix `type` made in dir; its path.
+std::string make_test_model(const test::TempDir& dir, const std::string& arch,
+                            const std::string& type = "q8_0") {
+  MakeModelOptions m;
+  m.arch = arch;
+  m.type = type;
+  m.output = dir.file(arch + ".gguf");
+  m.progress = ProgressStyle::kQuiet;
+  EXPECT_TRUE(make_model(m).is_ok());
+  return m.output;
+}
+
 TEST(Bench, JsonHasLlamaBenchFields) {
   test::TempDir dir;
-  MakeModelOptions m;
-  m.arch = "qwen2";
-  m.type = "q8_0";
-  m.output = dir.file("m.gguf");
-  m.progress = ProgressStyle::kQuiet;
-  ASSERT_TRUE(make_model(m).is_ok());
-  auto r = test::run_command(test::minfer_binary() + " bench -m " + m.output +
+  const std::string path = make_test_model(dir, "qwen2");
+  auto r = test::run_command(test::minfer_binary() + " bench -m " + path +
                              " -p 32 -n 8 -r 2 -t 2 -o json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json j = nlohmann::json::parse(r.out);  // throws (fails) on invalid JSON
@@ -62,12 +69,8 @@ TEST(Bench, JsonHasLlamaBenchFields) {
 
 TEST(Bench, MarkdownTable) {
   test::TempDir dir;
-  MakeModelOptions m;
-  m.arch = "llama";
-  m.output = dir.file("m.gguf");
-  m.progress = ProgressStyle::kQuiet;
-  ASSERT_TRUE(make_model(m).is_ok());
-  auto model = Model::load(m.output);
+  const std::string path = make_test_model(dir, "llama", "f32");
+  auto model = Model::load(path);
   ASSERT_TRUE(model.is_ok());
   engine::BenchOptions o;
   o.n_prompt = 16;
@@ -75,7 +78,7 @@ TEST(Bench, MarkdownTable) {
   o.repetitions = 1;
   o.n_threads = 1;
   o.progress = ProgressStyle::kQuiet;
-  auto report = engine::run_bench(**model, m.output, o);
+  auto report = engine::run_bench(**model, path, o);
   ASSERT_TRUE(report.is_ok()) << report.status().message();
   ASSERT_EQ(report->tests.size(), 2u);
   EXPECT_EQ(report->tests[0].stddev_ts, 0.0);  // one sample
@@ -99,7 +102,7 @@ TEST(Bench, MarkdownTable) {
   EXPECT_EQ(lines, 4u);
 
   o.repetitions = 0;
-  EXPECT_FALSE(engine::run_bench(**model, m.output, o).is_ok());
+  EXPECT_FALSE(engine::run_bench(**model, path, o).is_ok());
 }
 
 // The bytes a decode step reads: every tensor whole, except the embedding, of which one row is
@@ -223,16 +226,6 @@ TEST(Bench, HotRooflineTakesTheSlowerRateOfEachType) {
   hot.types[1].hot_rate = 0.0;  // a type not measured: no roofline rather than a wrong one
   EXPECT_EQ(hot.ts(100.0), 0.0);
   EXPECT_EQ(engine::HotRoofline{}.ts(100.0), 0.0);
-}
-
-std::string make_test_model(const test::TempDir& dir, const std::string& arch) {
-  MakeModelOptions m;
-  m.arch = arch;
-  m.type = "q8_0";
-  m.output = dir.file(arch + ".gguf");
-  m.progress = ProgressStyle::kQuiet;
-  EXPECT_TRUE(make_model(m).is_ok());
-  return m.output;
 }
 
 // A tg test at depth d decodes exactly what a runtime decodes after prefilling the d depth tokens

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/reply_parser.h"
+#include "reply_parser_test_util.h"
 
 namespace minfer::engine::channel_reply_test {
 namespace {
@@ -17,12 +18,10 @@ namespace {
 using chat::ChannelFormat;
 using chat::ToolCallFormat;
 using Json = nlohmann::json;
-
-struct Parsed {
-  std::string reasoning;
-  std::string content;
-  std::vector<ToolCall> calls;
-};
+using reply_test::expect_same_at_every_split;
+using reply_test::parse;
+using reply_test::parse_pieces;
+using reply_test::Parsed;
 
 ReplyParserOptions options(ChannelFormat channels, bool reasoning = true, bool calls = true) {
   ReplyParserOptions o;
@@ -33,45 +32,6 @@ ReplyParserOptions options(ChannelFormat channels, bool reasoning = true, bool c
   o.extract_reasoning = reasoning;
   o.id_seed = 11;
   return o;
-}
-
-Parsed parse_pieces(const std::vector<std::string>& pieces, const ReplyParserOptions& o) {
-  ReplyParser parser(o);
-  Parsed p;
-  auto add = [&](const ReplyDelta& d) {
-    p.reasoning += d.reasoning;
-    p.content += d.content;
-    append_tool_calls(p.calls, d.tool_calls);
-  };
-  for (const std::string& piece : pieces) add(parser.push(piece));
-  add(parser.finish());
-  return p;
-}
-
-Parsed parse(const std::string& text, const ReplyParserOptions& o) {
-  return parse_pieces({text}, o);
-}
-
-void expect_same(const Parsed& a, const Parsed& b, const std::string& where) {
-  EXPECT_EQ(a.reasoning, b.reasoning) << where;
-  EXPECT_EQ(a.content, b.content) << where;
-  ASSERT_EQ(a.calls.size(), b.calls.size()) << where;
-  for (size_t i = 0; i < a.calls.size(); ++i) {
-    EXPECT_EQ(a.calls[i].name, b.calls[i].name) << where;
-    EXPECT_EQ(a.calls[i].arguments, b.calls[i].arguments) << where;
-  }
-}
-
-// The text cut in two at every byte, and fed one byte at a time, splits as it does whole.
-void expect_same_at_every_split(const std::string& text, const ReplyParserOptions& o) {
-  const Parsed whole = parse(text, o);
-  for (size_t cut = 0; cut <= text.size(); ++cut) {
-    expect_same(parse_pieces({text.substr(0, cut), text.substr(cut)}, o), whole,
-                "cut at " + std::to_string(cut));
-  }
-  std::vector<std::string> bytes;
-  for (char c : text) bytes.emplace_back(1, c);
-  expect_same(parse_pieces(bytes, o), whole, "byte by byte");
 }
 
 // A harmony reply after "<|start|>assistant", as gpt-oss's tokenizer gives it: each special

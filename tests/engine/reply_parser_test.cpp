@@ -10,25 +10,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "reply_parser_test_util.h"
+
 namespace minfer::engine {
 namespace {
 
 using chat::ToolCallFormat;
-
-// A whole reply put together from its deltas.
-struct Parsed {
-  std::string reasoning;
-  std::string content;
-  std::vector<ToolCall> calls;
-  std::vector<ToolCallDelta> deltas;
-};
-
-void add(Parsed& p, const ReplyDelta& d) {
-  p.reasoning += d.reasoning;
-  p.content += d.content;
-  append_tool_calls(p.calls, d.tool_calls);
-  p.deltas.insert(p.deltas.end(), d.tool_calls.begin(), d.tool_calls.end());
-}
+using reply_test::expect_same_at_every_split;
+using reply_test::parse;
+using reply_test::Parsed;
 
 ReplyParserOptions options(ToolCallFormat format, bool reasoning, bool starts_in = false) {
   ReplyParserOptions o;
@@ -37,40 +27,6 @@ ReplyParserOptions options(ToolCallFormat format, bool reasoning, bool starts_in
   o.starts_in_reasoning = starts_in;
   o.id_seed = 7;
   return o;
-}
-
-// The reply fed in pieces of `piece` bytes (0: all at once).
-Parsed parse(const std::string& text, const ReplyParserOptions& o, size_t piece = 0) {
-  ReplyParser parser(o);
-  Parsed p;
-  if (piece == 0) piece = text.size() + 1;
-  for (size_t i = 0; i < text.size(); i += piece) add(p, parser.push(text.substr(i, piece)));
-  add(p, parser.finish());
-  return p;
-}
-
-// Every way of cutting the text in two: the result must not depend on where pieces end.
-void expect_same_at_every_split(const std::string& text, const ReplyParserOptions& o) {
-  const Parsed whole = parse(text, o);
-  for (size_t cut = 0; cut <= text.size(); ++cut) {
-    ReplyParser parser(o);
-    Parsed p;
-    add(p, parser.push(text.substr(0, cut)));
-    add(p, parser.push(text.substr(cut)));
-    add(p, parser.finish());
-    ASSERT_EQ(p.reasoning, whole.reasoning) << "cut at " << cut;
-    ASSERT_EQ(p.content, whole.content) << "cut at " << cut;
-    ASSERT_EQ(p.calls.size(), whole.calls.size()) << "cut at " << cut;
-    for (size_t i = 0; i < p.calls.size(); ++i) {
-      ASSERT_EQ(p.calls[i].name, whole.calls[i].name) << "cut at " << cut;
-      ASSERT_EQ(p.calls[i].arguments, whole.calls[i].arguments) << "cut at " << cut;
-    }
-  }
-  // And one byte at a time.
-  const Parsed bytes = parse(text, o, 1);
-  EXPECT_EQ(bytes.content, whole.content);
-  EXPECT_EQ(bytes.reasoning, whole.reasoning);
-  ASSERT_EQ(bytes.calls.size(), whole.calls.size());
 }
 
 const std::string kHermesTwo =
@@ -140,10 +96,11 @@ TEST(ReplyParser, ACallCutBeforeItsNameIsDropped) {
 TEST(ReplyParser, ACallCutShortIsDroppedAndTheCallsBeforeItStay) {
   ReplyParser parser(options(ToolCallFormat::kHermes, false));
   Parsed p;
-  add(p, parser.push("<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1}}\n</tool_call>\n"
-                     "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": [1,"));
+  p.add(
+      parser.push("<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1}}\n</tool_call>\n"
+                  "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": [1,"));
   EXPECT_EQ(parser.n_tool_calls(), 2);
-  add(p, parser.finish());
+  p.add(parser.finish());
   EXPECT_EQ(parser.n_tool_calls(), 1);
   EXPECT_EQ(p.content, "");
   ASSERT_EQ(p.calls.size(), 1u);

@@ -13,6 +13,7 @@
 
 #include "engine/reply_parser.h"
 #include "engine/tool_grammar.h"
+#include "reply_parser_test_util.h"
 #include "tool_grammar_test_util.h"
 
 namespace minfer::engine::xml_test {
@@ -20,6 +21,10 @@ namespace {
 
 using chat::ToolCallFormat;
 using Json = nlohmann::ordered_json;
+using reply_test::expect_same;
+using reply_test::parse;
+using reply_test::parse_pieces;
+using reply_test::Parsed;
 
 constexpr const char* kTools = R"([
   {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
@@ -35,12 +40,6 @@ constexpr const char* kTools = R"([
   {"type": "function", "function": {"name": "get_time", "parameters": {"type": "object",
     "properties": {}}}}])";
 
-struct Parsed {
-  std::string reasoning;
-  std::string content;
-  std::vector<ToolCall> calls;
-};
-
 ReplyParserOptions xml_options(bool reasoning = false, bool starts_in = false) {
   ReplyParserOptions o;
   o.tool_calls = ToolCallFormat::kQwenXml;
@@ -49,32 +48,6 @@ ReplyParserOptions xml_options(bool reasoning = false, bool starts_in = false) {
   o.id_seed = 7;
   o.xml_tools = std::make_shared<const XmlToolSchemas>(XmlToolSchemas::from_tools(kTools));
   return o;
-}
-
-// The reply fed in pieces of `piece` bytes (0: all at once).
-Parsed parse(const std::string& text, const ReplyParserOptions& o, size_t piece = 0) {
-  ReplyParser parser(o);
-  Parsed p;
-  auto add = [&](const ReplyDelta& d) {
-    p.reasoning += d.reasoning;
-    p.content += d.content;
-    append_tool_calls(p.calls, d.tool_calls);
-  };
-  if (piece == 0) piece = text.size() + 1;
-  for (size_t i = 0; i < text.size(); i += piece) add(parser.push(text.substr(i, piece)));
-  add(parser.finish());
-  return p;
-}
-
-void expect_same(const Parsed& a, const Parsed& b, const std::string& where) {
-  EXPECT_EQ(a.reasoning, b.reasoning) << where;
-  EXPECT_EQ(a.content, b.content) << where;
-  ASSERT_EQ(a.calls.size(), b.calls.size()) << where;
-  for (size_t i = 0; i < a.calls.size(); ++i) {
-    EXPECT_EQ(a.calls[i].name, b.calls[i].name) << where;
-    EXPECT_EQ(a.calls[i].arguments, b.calls[i].arguments) << where;
-    EXPECT_EQ(a.calls[i].id, b.calls[i].id) << where;
-  }
 }
 
 // A reply as Qwen3.5 writes it: reasoning, a sentence, two calls.
@@ -109,18 +82,8 @@ TEST(XmlToolCalls, StreamedPiecesGiveTheSameReplyAsTheWhole) {
                 "pieces of " + std::to_string(piece));
   }
   for (size_t cut = 0; cut <= kTwoCalls.size(); ++cut) {
-    ReplyParser parser(xml_options(true));
-    Parsed p;
-    for (const std::string& part : {kTwoCalls.substr(0, cut), kTwoCalls.substr(cut)}) {
-      const ReplyDelta d = parser.push(part);
-      p.reasoning += d.reasoning;
-      p.content += d.content;
-      append_tool_calls(p.calls, d.tool_calls);
-    }
-    const ReplyDelta d = parser.finish();
-    p.content += d.content;
-    append_tool_calls(p.calls, d.tool_calls);
-    expect_same(p, whole, "cut at " + std::to_string(cut));
+    expect_same(parse_pieces({kTwoCalls.substr(0, cut), kTwoCalls.substr(cut)}, xml_options(true)),
+                whole, "cut at " + std::to_string(cut));
   }
 }
 
@@ -206,8 +169,7 @@ TEST(XmlToolCalls, MalformedAndCutShortCallsAreNeverContent) {
        {parser.push("<tool_call>\n<function=get_time>\n</function>\n</tool_call>\n<tool_call>\n"
                     "<function=get_weather>\n<parameter=city>\nOs"),
         parser.finish()}) {
-    p.content += d.content;
-    append_tool_calls(p.calls, d.tool_calls);
+    p.add(d);
   }
   EXPECT_EQ(p.content, "");
   ASSERT_EQ(p.calls.size(), 1u);

@@ -15,6 +15,7 @@
 
 #include "gguf/gguf_file.h"
 #include "sampling/sampler.h"
+#include "sampling_test_util.h"
 #include "test_util.h"
 #include "tokenizer/streaming_decoder.h"
 
@@ -140,12 +141,7 @@ TEST(JsonConstraint, MaskEqualsTryingEveryTokenAlone) {
   const std::vector<int32_t> closers = find_pieces(*vocab, {"}", "]", "\"", "0", ":"});
   int n_states = 0;
   for (uint64_t seed = 1; seed <= 12; ++seed) {
-    SamplerParams params;
-    params.temperature = 1.0f;
-    params.top_k = 0;
-    params.top_p = 1.0f;
-    params.min_p = 0.0f;
-    params.seed = seed;
+    const SamplerParams params = test::untruncated_sampling(seed);
     // Replay the generation, checking the mask in every state on the way.
     const Generated g = generate_json(vocab, params, seed * 7, 40, 400, closers, {});
     JsonConstraint json(vocab);
@@ -178,12 +174,9 @@ TEST(JsonConstraint, RandomLogitsAlwaysGiveOneParseableObject) {
   int64_t n_tokens = 0;
   for (const float temperature : {0.0f, 0.7f, 1.0f, 1.5f}) {
     for (uint64_t seed = 1; seed <= 25; ++seed) {
-      SamplerParams params;
+      SamplerParams params = test::untruncated_sampling(seed);
       params.temperature = temperature;
       params.top_k = seed % 2 == 0 ? 0 : 40;
-      params.top_p = 1.0f;
-      params.min_p = 0.0f;
-      params.seed = seed;
       const Generated g =
           generate_json(vocab, params, seed * 1000 + 17, 60, 2000, closers, {eog, control});
       SCOPED_TRACE(testing::Message() << "temperature " << temperature << " seed " << seed);

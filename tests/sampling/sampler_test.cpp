@@ -8,6 +8,8 @@
 #include <random>
 #include <vector>
 
+#include "sampling_test_util.h"
+
 namespace minfer {
 namespace {
 
@@ -132,11 +134,7 @@ TEST(Sampler, GreedyAtTemperatureZeroPicksArgmaxLowestIdOnTies) {
 }
 
 TEST(Sampler, TheSameSeedGivesTheSameDraws) {
-  SamplerParams params;
-  params.temperature = 1.0f;
-  params.top_k = 0;
-  params.top_p = 1.0f;
-  params.min_p = 0.0f;
+  SamplerParams params = test::untruncated_sampling();
   const std::vector<float> logits = {0.0f, 0.1f, 0.2f, 0.3f, 0.4f, 0.5f, 0.6f, 0.7f};
   auto run = [&](uint64_t seed) {
     params.seed = seed;
@@ -150,12 +148,7 @@ TEST(Sampler, TheSameSeedGivesTheSameDraws) {
 }
 
 TEST(Sampler, DrawsFollowTheDistribution) {
-  SamplerParams params;
-  params.temperature = 1.0f;
-  params.top_k = 0;
-  params.top_p = 1.0f;
-  params.min_p = 0.0f;
-  Sampler s(params, 3);
+  Sampler s(test::untruncated_sampling(), 3);
   const std::vector<float> logits = {std::log(0.7f), std::log(0.2f), std::log(0.1f)};
   std::map<int32_t, int> counts;
   const int n = 20000;

@@ -13,6 +13,7 @@
 
 #include "chi_square.h"
 #include "sampling/sampler.h"
+#include "sampling_test_util.h"
 
 namespace minfer {
 namespace {
@@ -70,12 +71,7 @@ struct Case {
 };
 
 std::vector<Case> cases() {
-  SamplerParams plain;
-  plain.temperature = 1.0f;
-  plain.top_k = 0;
-  plain.top_p = 1.0f;
-  plain.min_p = 0.0f;
-  plain.seed = 7;
+  const SamplerParams plain = test::untruncated_sampling(7);
   SamplerParams truncated;  // the supports of p and q differ
   truncated.temperature = 0.7f;
   truncated.top_k = 5;

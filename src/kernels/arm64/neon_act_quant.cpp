@@ -7,6 +7,7 @@
 
 #include <cstring>
 
+#include "kernels/act_quant_impl.h"
 #include "kernels/arm64/neon_kernels.h"
 #include "kernels/kernel_table.h"
 #include "quant/blocks.h"
@@ -91,35 +92,7 @@ void quantize_block_q8_K(const float* x, BlockQ8K& block) {
 
 }  // namespace
 
-void act_q8_0(const float* x, void* y, int64_t n) {
-  auto* blocks = static_cast<BlockQ8_0*>(y);
-  for (int64_t i = 0; i < n / 32; ++i) {
-    int sum;
-    blocks[i].d = to_f16(quantize_block32(x + 32 * i, blocks[i].qs, &sum));
-  }
-}
-
-void act_q8_0_sums(const float* x, void* y, int64_t n) {
-  auto* blocks = static_cast<BlockQ8_0*>(y);
-  const size_t n_blocks = static_cast<size_t>(n / 32);
-  auto* sums = reinterpret_cast<int32_t*>(static_cast<uint8_t*>(y) +  // [n_blocks]
-                                          q8_0_act_sums_offset(n_blocks));
-  for (size_t i = 0; i < n_blocks; ++i) {
-    int sum;
-    blocks[i].d = to_f16(quantize_block32(x + 32 * i, blocks[i].qs, &sum));
-    sums[i] = sum;
-  }
-}
-
-void act_q8_1(const float* x, void* y, int64_t n) {
-  auto* blocks = static_cast<BlockQ8_1*>(y);
-  for (int64_t i = 0; i < n / 32; ++i) {
-    int sum;
-    const float d = quantize_block32(x + 32 * i, blocks[i].qs, &sum);
-    blocks[i].d = to_f16(d);
-    blocks[i].s = to_f16(d * static_cast<float>(sum));
-  }
-}
+MINFER_DEFINE_ACT_Q8_BLOCKWISE(quantize_block32, to_f16)
 
 void act_q8_K(const float* x, void* y, int64_t n) {
   auto* blocks = static_cast<BlockQ8K*>(y);

@@ -1,7 +1,7 @@
 // ARMv8.0 NEON vector ops (every ARM64 CPU runs them): kernels/ops_impl.h on a 4-lane policy.
 // Tails go through the same vector arithmetic as the body (zero-padded lanes, only the real ones
 // stored). add, mul, scale, rope, axpy_f32 and the conversions are the reference's arithmetic bit
-// for bit; the exponentials use exp_ps (neon_math.h) and dot_f32 four fused lanes, as the x86
+// for bit; the exponentials use ops_impl.h's exp_taylor and dot_f32 four fused lanes, as the x86
 // tables do. Attention's row loops are the reference's, pair by pair.
 
 // Separate multiplies and adds where the reference has them.
@@ -45,12 +45,21 @@ struct OpsNeon {
   static F select(B b, F yes, F no) { return vbslq_f32(b, yes, no); }
   static B ge(F a, F b) { return vcgeq_f32(a, b); }
   static B le(F a, F b) { return vcleq_f32(a, b); }
+  static B lt(F a, F b) { return vcltq_f32(a, b); }
 
   static F add(F a, F b) { return vaddq_f32(a, b); }
   static F sub(F a, F b) { return vsubq_f32(a, b); }
   static F mul(F a, F b) { return vmulq_f32(a, b); }
   static F div(F a, F b) { return vdivq_f32(a, b); }
   static F fmadd(F a, F b, F c) { return vfmaq_f32(c, a, b); }
+  static F fnmadd(F a, F b, F c) { return vfmsq_f32(c, a, b); }
+  static F min(F a, F b) { return vminq_f32(a, b); }
+  static F max(F a, F b) { return vmaxq_f32(a, b); }
+  static F round(F x) { return vrndnq_f32(x); }
+  static F floor(F x) { return vrndmq_f32(x); }
+  static F exp2i(F n) {
+    return vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(vcvtq_s32_f32(n), vdupq_n_s32(127)), 23));
+  }
   // The reference's y + a·x: the product rounded, then added.
   static F axpy(F a, F x, F y) { return vaddq_f32(y, vmulq_f32(a, x)); }
   // x > m ? x : m, lane by lane (vmaxq_f32 would let a NaN through).
@@ -65,8 +74,8 @@ struct OpsNeon {
     return result;
   }
   static float hsum(F v) { return vaddvq_f32(v); }
-  static F exp(F x) { return arm64::exp_ps(x); }
-  static F silu_exp(F x) { return arm64::exp_ps(x); }
+  static F exp(F x) { return ops::exp_taylor<OpsNeon>(x); }
+  static F silu_exp(F x) { return ops::exp_taylor<OpsNeon>(x); }
 
   // The reference's rotation: x0 c - x1 s and x0 s + x1 c, unfused.
   static void rotate(F& x0, F& x1, F c, F s) {

@@ -7,6 +7,7 @@
 
 #include <cstring>
 
+#include "kernels/act_quant_impl.h"
 #include "kernels/avx2/avx2_kernels.h"
 #include "kernels/avx2/avx2_math.h"
 #include "kernels/kernel_table.h"
@@ -19,13 +20,6 @@ constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
 
 __m256 abs_ps(__m256 v) {
   return _mm256_and_ps(v, _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff)));
-}
-
-float hmax(__m256 v) {
-  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-  m = _mm_max_ss(m, _mm_movehdup_ps(m));
-  return _mm_cvtss_f32(m);
 }
 
 int hsum_i32(__m256i v) {
@@ -51,7 +45,7 @@ float quantize_block32(const float* x, int8_t* q, int* sum) {
     v[k] = _mm256_loadu_ps(x + 8 * k);
     m = _mm256_max_ps(m, abs_ps(v[k]));
   }
-  const float amax = hmax(m);
+  const float amax = hmax_ps(m);
   const float d = amax / 127.0f;
   const __m256 id = _mm256_set1_ps(amax != 0.0f ? 127.0f / amax : 0.0f);
   __m256i qi[4];
@@ -75,42 +69,14 @@ __m256 round_half_away(__m256 v) {
 
 }  // namespace
 
-void act_q8_0(const float* x, void* y, int64_t n) {
-  auto* blocks = static_cast<BlockQ8_0*>(y);
-  for (int64_t i = 0; i < n / 32; ++i) {
-    int sum;
-    blocks[i].d = f32_to_f16_scalar(quantize_block32(x + 32 * i, blocks[i].qs, &sum));
-  }
-}
-
-void act_q8_0_sums(const float* x, void* y, int64_t n) {
-  auto* blocks = static_cast<BlockQ8_0*>(y);
-  const size_t n_blocks = static_cast<size_t>(n / 32);
-  int32_t* sums = reinterpret_cast<int32_t*>(static_cast<uint8_t*>(y) +  // [n_blocks]
-                                             q8_0_act_sums_offset(n_blocks));
-  for (size_t i = 0; i < n_blocks; ++i) {
-    int sum;
-    blocks[i].d = f32_to_f16_scalar(quantize_block32(x + 32 * i, blocks[i].qs, &sum));
-    sums[i] = sum;
-  }
-}
-
-void act_q8_1(const float* x, void* y, int64_t n) {
-  auto* blocks = static_cast<BlockQ8_1*>(y);
-  for (int64_t i = 0; i < n / 32; ++i) {
-    int sum;
-    const float d = quantize_block32(x + 32 * i, blocks[i].qs, &sum);
-    blocks[i].d = f32_to_f16_scalar(d);
-    blocks[i].s = f32_to_f16_scalar(d * static_cast<float>(sum));
-  }
-}
+MINFER_DEFINE_ACT_Q8_BLOCKWISE(quantize_block32, f32_to_f16_scalar)
 
 void act_q8_K(const float* x, void* y, int64_t n) {
   auto* blocks = static_cast<BlockQ8K*>(y);
   for (int64_t i = 0; i < n / kQKK; ++i, x += kQKK) {
     __m256 m = _mm256_setzero_ps();
     for (int k = 0; k < 32; ++k) m = _mm256_max_ps(m, abs_ps(_mm256_loadu_ps(x + 8 * k)));
-    const float amax = hmax(m);
+    const float amax = hmax_ps(m);
     if (amax == 0.0f) {
       std::memset(&blocks[i], 0, sizeof(BlockQ8K));
       continue;
@@ -154,7 +120,7 @@ void cells_from_f32_q8_0(const float* x, void* y, int64_t n) {
       m = _mm256_max_ps(m, abs_ps(v[k]));
     }
     // As quantize_row_q8_0: d = amax / 127 and the quants from x · (1 / d), not x · (127 / amax).
-    const float d = hmax(m) / 127.0f;
+    const float d = hmax_ps(m) / 127.0f;
     const __m256 id = _mm256_set1_ps(d != 0.0f ? 1.0f / d : 0.0f);
     __m256i q[4];
     for (int k = 0; k < 4; ++k) {

@@ -1,4 +1,5 @@
-// Helpers for the AVX2 translation units only (include nowhere else: they compile to AVX2).
+// Helpers for the AVX2 translation units only, and the AVX-512 ones (which are compiled with
+// AVX2 too, avx512_math.h): include nowhere else, they compile to AVX2.
 // Every function is `static inline` so each TU keeps its own copy: an inline function with
 // external linkage compiled with -mavx2 could be chosen by the linker for non-AVX2 callers.
 #pragma once
@@ -14,36 +15,6 @@ namespace minfer::kernels::avx2 {
 static inline uint16_t f32_to_f16_scalar(float f) {
   return static_cast<uint16_t>(
       _mm_extract_epi16(_mm_cvtps_ph(_mm_set_ss(f), _MM_FROUND_TO_NEAREST_INT), 0));
-}
-
-// e^x for 8 floats, within ~2 ulp of expf: x = n ln2 + r with |r| <= ln2/2, e^r by its degree-7
-// Taylor polynomial (truncation error < 1e-8 relative), 2^n applied in two halves so that
-// results down to the subnormal range come out right. x below -103.5 (where expf is at most the
-// smallest subnormal) gives exactly 0, so exp(-inf) = 0; x above 88.73 gives +inf.
-static inline __m256 exp_ps(__m256 x) {
-  const __m256 lo_limit = _mm256_set1_ps(-103.5f);
-  const __m256 xc = _mm256_min_ps(_mm256_max_ps(x, lo_limit), _mm256_set1_ps(89.0f));
-  const __m256 n = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(1.44269504088896341f)),
-                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  // ln2 split so that n * kLn2Hi is exact for |n| < 2^9.
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), xc);
-  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.428606765330187e-06f), r);
-  __m256 p = _mm256_set1_ps(1.0f / 5040.0f);
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 720.0f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120.0f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24.0f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6.0f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-  const __m256i ni = _mm256_cvtps_epi32(n);
-  const __m256i n1 = _mm256_srai_epi32(ni, 1);
-  const __m256i n2 = _mm256_sub_epi32(ni, n1);
-  const __m256i bias = _mm256_set1_epi32(127);
-  const __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, bias), 23));
-  const __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, bias), 23));
-  const __m256 result = _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
-  return _mm256_andnot_ps(_mm256_cmp_ps(x, lo_limit, _CMP_LT_OQ), result);
 }
 
 static inline float hsum_ps(__m256 v) {

@@ -40,7 +40,7 @@ __m256 hsum8_ps(const __m256* v) {
 }
 
 // The float vector policy of ops_impl.h: 8 lanes, masked loads and stores for tails, fused
-// multiply-adds, the Taylor exp_ps of avx2_math.h for softmax and SiLU alike.
+// multiply-adds, ops_impl.h's exp_taylor for softmax and SiLU alike.
 struct OpsAvx2 {
   using F = __m256;
   using D = __m256d;
@@ -65,13 +65,23 @@ struct OpsAvx2 {
   static F select(B b, F yes, F no) { return _mm256_blendv_ps(no, yes, b); }
   static B ge(F a, F b) { return _mm256_cmp_ps(a, b, _CMP_GE_OQ); }
   static B le(F a, F b) { return _mm256_cmp_ps(a, b, _CMP_LE_OQ); }
+  static B lt(F a, F b) { return _mm256_cmp_ps(a, b, _CMP_LT_OQ); }
 
   static F add(F a, F b) { return _mm256_add_ps(a, b); }
   static F sub(F a, F b) { return _mm256_sub_ps(a, b); }
   static F mul(F a, F b) { return _mm256_mul_ps(a, b); }
   static F div(F a, F b) { return _mm256_div_ps(a, b); }
   static F fmadd(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }
+  static F fnmadd(F a, F b, F c) { return _mm256_fnmadd_ps(a, b, c); }
   static F axpy(F a, F x, F y) { return _mm256_fmadd_ps(a, x, y); }
+  static F min(F a, F b) { return _mm256_min_ps(a, b); }
+  static F max(F a, F b) { return _mm256_max_ps(a, b); }
+  static F round(F x) { return _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  static F floor(F x) { return _mm256_round_ps(x, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC); }
+  static F exp2i(F n) {
+    const __m256i biased = _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(biased, 23));
+  }
   // _mm256_max_ps(x, m) is x > m ? x : m, lane by lane.
   static F max_keep(F x, F m) { return _mm256_max_ps(x, m); }
   static float hmax(F m) {
@@ -86,8 +96,8 @@ struct OpsAvx2 {
   static F hsum_rows(const F* v) {
     return _mm256_permutevar8x32_ps(hsum8_ps(v), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
   }
-  static F exp(F x) { return exp_ps(x); }
-  static F silu_exp(F x) { return exp_ps(x); }
+  static F exp(F x) { return ops::exp_taylor<OpsAvx2>(x); }
+  static F silu_exp(F x) { return ops::exp_taylor<OpsAvx2>(x); }
 
   // NeoX: x0 c - x1 s and x0 s + x1 c, the second product of each rounded first.
   static void rotate(F& x0, F& x1, F c, F s) {

@@ -3,12 +3,6 @@
 // The max is exact in any order, each quant is one multiply and one round-to-nearest-even as in
 // the reference, and the sums are integer sums. Also the Q8_0 KV cells, bit-identical to
 // quantize_row_q8_0 / dequantize_row_q8_0 (their quants round halfway cases away from zero).
-// GCC 12 reports the _mm512_undefined_*() placeholders inside its own intrinsic headers as
-// uninitialized (a false positive of its inliner); the warning says nothing about this code.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
 
 #include <immintrin.h>
 

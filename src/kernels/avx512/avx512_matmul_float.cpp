@@ -2,12 +2,6 @@
 // tiles of kernels/float_tile_impl.h on one __m512 per logical vector, micro-tiles of 4 weight
 // rows × 4 tokens (16 accumulators + 4 activations + 1 weight of 32 zmm), every step through
 // masked, zero-filled loads. The other ISAs' tables give these results bit for bit.
-// GCC 12 reports the _mm512_undefined_*() placeholders inside its own intrinsic headers as
-// uninitialized (a false positive of its inliner); the warning says nothing about this code.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
 
 #include <immintrin.h>
 

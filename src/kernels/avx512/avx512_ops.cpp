@@ -2,12 +2,6 @@
 // avx512_table after dispatch has checked the CPU. Tails use masked loads and stores, so they run
 // the same arithmetic as the body. No header with inline code of external linkage is included
 // (see avx512_math.h for why).
-// GCC 12 reports the _mm512_undefined_*() placeholders inside its own intrinsic headers as
-// uninitialized (a false positive of its inliner); the warning says nothing about this code.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
 
 #include <immintrin.h>
 
@@ -46,8 +40,8 @@ __m512 hsum16_ps(const __m512* v) {
 
 // The float vector policy of ops_impl.h: 16 lanes, mask registers for tails and predicates,
 // fused multiply-adds. SiLU takes llama.cpp's AVX-512 ggml_v_expf on whole vectors and libm's
-// expf after them, as ggml_vec_silu_f32 does (matching logits need both); softmax the Taylor
-// exp_ps that the AVX2 table uses.
+// expf after them, as ggml_vec_silu_f32 does (matching logits need both); softmax ops_impl.h's
+// exp_taylor, as the other tables.
 struct OpsAvx512 {
   using F = __m512;
   using D = __m512d;
@@ -72,13 +66,25 @@ struct OpsAvx512 {
   static F select(B b, F yes, F no) { return _mm512_mask_mov_ps(no, b, yes); }
   static B ge(F a, F b) { return _mm512_cmp_ps_mask(a, b, _CMP_GE_OQ); }
   static B le(F a, F b) { return _mm512_cmp_ps_mask(a, b, _CMP_LE_OQ); }
+  static B lt(F a, F b) { return _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ); }
 
   static F add(F a, F b) { return _mm512_add_ps(a, b); }
   static F sub(F a, F b) { return _mm512_sub_ps(a, b); }
   static F mul(F a, F b) { return _mm512_mul_ps(a, b); }
   static F div(F a, F b) { return _mm512_div_ps(a, b); }
   static F fmadd(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }
+  static F fnmadd(F a, F b, F c) { return _mm512_fnmadd_ps(a, b, c); }
   static F axpy(F a, F x, F y) { return _mm512_fmadd_ps(a, x, y); }
+  static F min(F a, F b) { return _mm512_min_ps(a, b); }
+  static F max(F a, F b) { return _mm512_max_ps(a, b); }
+  static F round(F x) {
+    return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  }
+  static F floor(F x) { return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC); }
+  static F exp2i(F n) {
+    const __m512i biased = _mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(biased, 23));
+  }
   // _mm512_max_ps(x, m) is x > m ? x : m, lane by lane.
   static F max_keep(F x, F m) { return _mm512_max_ps(x, m); }
   static float hmax(F m) { return _mm512_reduce_max_ps(m); }
@@ -88,7 +94,7 @@ struct OpsAvx512 {
     const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
     return _mm512_permutexvar_ps(order, hsum16_ps(v));
   }
-  static F exp(F x) { return exp_ps(x); }
+  static F exp(F x) { return ops::exp_taylor<OpsAvx512>(x); }
   static F silu_exp(F x) { return exp_ps_ggml(x); }
 
   // NeoX: x0 c - x1 s and x0 s + x1 c, the second product of each rounded first.

@@ -12,10 +12,7 @@ namespace {
 // The x16-layout tiles (kernels/interleave.h) and attention's f16 row loops: entries the ARM
 // tables do not have.
 constexpr KernelTable with_x86_kernels(KernelTable t) {
-  t.dot_rows_f16 = avx512::dot_rows_f16;
-  t.weighted_sum_f16 = avx512::weighted_sum_f16;
-  t.dot_rows_q8_0 = avx512::dot_rows_q8_0;
-  t.weighted_sum_q8_0 = avx512::weighted_sum_q8_0;
+  avx512::set_cell_row_loops(t);
   t.matmul_tile_x16[static_cast<int>(GgmlType::kQ8_0)] = avx512::matmul_tile_x16<BlockQ8_0>;
   t.matmul_tile_x16[static_cast<int>(GgmlType::kQ4_0)] = avx512::matmul_tile_x16<BlockQ4_0>;
   t.matmul_tile_x16[static_cast<int>(GgmlType::kQ5_0)] = avx512::matmul_tile_x16<BlockQ5_0>;

@@ -14,12 +14,12 @@
 namespace minfer::kernels::ref {
 
 // KV cells (KernelTable::cells_from_f32 / cells_to_f32). The F32 pair is every table's.
-void cells_from_f32_f32(const float* x, void* y, int64_t n);
-void cells_to_f32_f32(const void* x, float* y, int64_t n);
-void cells_from_f32_f16(const float* x, void* y, int64_t n);
-void cells_to_f32_f16(const void* x, float* y, int64_t n);
-void cells_from_f32_q8_0(const float* x, void* y, int64_t n);
-void cells_to_f32_q8_0(const void* x, float* y, int64_t n);
+QuantizeRow cells_from_f32_f32;
+DequantizeRow cells_to_f32_f32;
+QuantizeRow cells_from_f32_f16;
+DequantizeRow cells_to_f32_f16;
+QuantizeRow cells_from_f32_q8_0;
+DequantizeRow cells_to_f32_q8_0;
 
 // The reference matmul tile (MatmulTileFn) of a weight type: its reference dot product
 // (ref_dot.h) for every (weight row, token).

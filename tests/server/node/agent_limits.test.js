@@ -9,11 +9,10 @@
 //  - json_schema replies over many seeds: whitespace runs and integers within the grammar's bounds.
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 
 import Anthropic from '@anthropic-ai/sdk';
 import Ajv from 'ajv';
-import OpenAI from 'openai';
 
 import { minferBin, needs, suiteServer, testData } from './helpers.js';
 
@@ -60,10 +59,6 @@ function checkChoice(choice, what) {
 
 describe('agents under real limits', { skip }, () => {
   const ctx = suiteServer(['-np', '2'], {}, qwen3Path);
-  let client;
-  before(() => {
-    client = new OpenAI({ baseURL: `${ctx.url}/v1`, apiKey: 'none', maxRetries: 0 });
-  });
 
   test('a named tool_choice under max_tokens 300 and 20: whole valid calls or none, streamed alike', async () => {
     let sawCall = false;
@@ -75,12 +70,12 @@ describe('agents under real limits', { skip }, () => {
           max_tokens: maxTokens, temperature: 1, seed,
         };
         const what = `max_tokens ${maxTokens} seed ${seed}`;
-        const whole = await client.chat.completions.create(body);
+        const whole = await ctx.client.chat.completions.create(body);
         const calls = checkChoice(whole.choices[0], what);
         sawCall ||= calls.length > 0;
         sawCut ||= whole.choices[0].finish_reason === 'length';
         for (const call of calls) assert.equal(call.function.name, 'add');
-        const streamed = await client.chat.completions.stream(body).finalChatCompletion();
+        const streamed = await ctx.client.chat.completions.stream(body).finalChatCompletion();
         checkChoice(streamed.choices[0], `${what} (streamed)`);
         const shape = (m) => (m.tool_calls ?? []).map((c) => [c.function.name, c.function.arguments]);
         assert.deepEqual(shape(streamed.choices[0].message), shape(whole.choices[0].message), what);
@@ -100,7 +95,7 @@ describe('agents under real limits', { skip }, () => {
     const smallTools = [{ type: 'function', function: { name: 'add', parameters: smallAdd } }];
     const validate = ajv.compile(smallAdd);
     for (const seed of [1, 2, 3, 4, 5]) {
-      const r = await client.chat.completions.create({
+      const r = await ctx.client.chat.completions.create({
         model: 'm', messages, tools: smallTools, tool_choice: { type: 'function', function: { name: 'add' } },
         parallel_tool_calls: false, max_tokens: 40, temperature: 1, seed,
       });
@@ -115,7 +110,7 @@ describe('agents under real limits', { skip }, () => {
     for (const toolChoice of ['required', 'auto', 'none']) {
       for (const maxTokens of [7, 15, 60]) {
         for (const seed of [1, 2]) {
-          const r = await client.chat.completions.create({
+          const r = await ctx.client.chat.completions.create({
             model: 'm', messages, tools, tool_choice: toolChoice, max_tokens: maxTokens, temperature: 1, seed,
           });
           const what = `${toolChoice} max_tokens ${maxTokens} seed ${seed}`;
@@ -143,7 +138,7 @@ describe('agents under real limits', { skip }, () => {
           if (block.type === 'tool_use') assert.ok(validators[block.name](block.input), `${what}: ${JSON.stringify(block.input)}`);
         }
         if (!m.content.some((b) => b.type === 'tool_use')) assert.equal(m.stop_reason, 'max_tokens', what);
-        const r = await client.responses.create({
+        const r = await ctx.client.responses.create({
           model: 'm', input: 'What is 2 + 3?', tools: responsesTools, tool_choice: 'required',
           max_output_tokens: maxTokens, temperature: 1, seed,
         });
@@ -173,7 +168,7 @@ describe('agents under real limits', { skip }, () => {
     const validate = ajv.compile(schema);
     let complete = 0;
     for (let seed = 1; seed <= 100; seed++) {
-      const r = await client.chat.completions.create({
+      const r = await ctx.client.chat.completions.create({
         model: 'm', messages, max_tokens: 120, temperature: 1, seed,
         response_format: { type: 'json_schema', json_schema: { name: 'r', schema } },
       });

@@ -1,33 +1,23 @@
 // The API suite: every endpoint and request field of `minfer serve`, streaming and not.
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 
-import { metrics, postJson, readSse, skipReason, startServer } from './helpers.js';
+import { metrics, postJson, readSse, skipReason, startServer, suiteServer } from './helpers.js';
 
 describe('minfer serve API', { skip: skipReason }, () => {
-  let server;
-  let url;
-  const chat = (body) => postJson(`${url}/v1/chat/completions`, body);
-  const complete = (body) => postJson(`${url}/v1/completions`, body);
+  const ctx = suiteServer(['-np', '4']);
+  const chat = (body) => postJson(`${ctx.url}/v1/chat/completions`, body);
+  const complete = (body) => postJson(`${ctx.url}/v1/completions`, body);
   const hi = [{ role: 'user', content: 'Hi there' }];
 
-  before(async () => {
-    server = await startServer(['-np', '4']);
-    url = server.url;
-  });
-  after(async () => {
-    const { code } = await server.stop();
-    assert.equal(code, 0, 'SIGTERM exits 0');
-  });
-
   test('GET /health is 200 when ready', async () => {
-    const res = await fetch(`${url}/health`);
+    const res = await fetch(`${ctx.url}/health`);
     assert.equal(res.status, 200);
     assert.deepEqual(await res.json(), { status: 'ok' });
   });
 
   test('GET /v1/models lists the model', async () => {
-    const res = await fetch(`${url}/v1/models`);
+    const res = await fetch(`${ctx.url}/v1/models`);
     const body = await res.json();
     assert.equal(body.object, 'list');
     assert.equal(body.data.length, 1);
@@ -117,7 +107,7 @@ describe('minfer serve API', { skip: skipReason }, () => {
 
   test('streamed chat: chunks, role first, same text as not streamed, [DONE]', async () => {
     const plain = await chat({ messages: hi, max_tokens: 10, temperature: 0 });
-    const res = await fetch(`${url}/v1/chat/completions`, {
+    const res = await fetch(`${ctx.url}/v1/chat/completions`, {
       method: 'POST', headers: { 'Content-Type': 'application/json' },
       body: JSON.stringify({ messages: hi, max_tokens: 10, temperature: 0, stream: true }),
     });
@@ -135,7 +125,7 @@ describe('minfer serve API', { skip: skipReason }, () => {
   });
 
   test('stream_options.include_usage adds a usage chunk', async () => {
-    const res = await fetch(`${url}/v1/chat/completions`, {
+    const res = await fetch(`${ctx.url}/v1/chat/completions`, {
       method: 'POST', headers: { 'Content-Type': 'application/json' },
       body: JSON.stringify({ messages: hi, max_tokens: 6, temperature: 0, stream: true, stream_options: { include_usage: true } }),
     });
@@ -147,14 +137,14 @@ describe('minfer serve API', { skip: skipReason }, () => {
   });
 
   test('completions: string prompt, token-id prompt, streaming', async () => {
-    const tok = await postJson(`${url}/tokenize`, { content: 'Once upon a time' });
+    const tok = await postJson(`${ctx.url}/tokenize`, { content: 'Once upon a time' });
     const a = await complete({ prompt: 'Once upon a time', max_tokens: 8, temperature: 0 });
     const b = await complete({ prompt: tok.json.tokens, max_tokens: 8, temperature: 0 });
     assert.equal(a.status, 200, a.text);
     assert.equal(a.json.object, 'text_completion');
     assert.equal(a.json.choices[0].text, b.json.choices[0].text);
     assert.equal(b.json.usage.prompt_tokens, tok.json.tokens.length);
-    const res = await fetch(`${url}/v1/completions`, {
+    const res = await fetch(`${ctx.url}/v1/completions`, {
       method: 'POST', headers: { 'Content-Type': 'application/json' },
       body: JSON.stringify({ prompt: 'Once upon a time', max_tokens: 8, temperature: 0, stream: true }),
     });
@@ -189,7 +179,7 @@ describe('minfer serve API', { skip: skipReason }, () => {
   });
 
   test('logit_bias forces a token', async () => {
-    const tok = await postJson(`${url}/tokenize`, { content: ' banana' });
+    const tok = await postJson(`${ctx.url}/tokenize`, { content: ' banana' });
     assert.equal(tok.json.tokens.length, 1);
     const id = tok.json.tokens[0];
     const r = await complete({ prompt: 'Hello', max_tokens: 3, temperature: 0, logit_bias: { [id]: 100 } });
@@ -197,15 +187,15 @@ describe('minfer serve API', { skip: skipReason }, () => {
   });
 
   test('tokenize and detokenize round-trip', async () => {
-    const t = await postJson(`${url}/tokenize`, { content: 'Hello, world! héllo' });
+    const t = await postJson(`${ctx.url}/tokenize`, { content: 'Hello, world! héllo' });
     assert.ok(t.json.tokens.length > 3);
-    const d = await postJson(`${url}/detokenize`, { tokens: t.json.tokens });
+    const d = await postJson(`${ctx.url}/detokenize`, { tokens: t.json.tokens });
     assert.equal(d.json.content, 'Hello, world! héllo');
-    const p = await postJson(`${url}/tokenize`, { content: 'Hello', with_pieces: true });
+    const p = await postJson(`${ctx.url}/tokenize`, { content: 'Hello', with_pieces: true });
     assert.equal(p.json.tokens[0].piece, 'Hello');
-    const special = await postJson(`${url}/tokenize`, { content: '<|im_start|>' });
+    const special = await postJson(`${ctx.url}/tokenize`, { content: '<|im_start|>' });
     assert.equal(special.json.tokens.length, 1);
-    const bad = await postJson(`${url}/detokenize`, { tokens: [-1] });
+    const bad = await postJson(`${ctx.url}/detokenize`, { tokens: [-1] });
     assert.equal(bad.status, 400);
   });
 
@@ -220,9 +210,9 @@ describe('minfer serve API', { skip: skipReason }, () => {
   });
 
   test('GET /metrics: vLLM names, counters move, KV gauges', async () => {
-    const before = await metrics(url);
+    const before = await metrics(ctx.url);
     await chat({ messages: hi, max_tokens: 3, temperature: 0 });
-    const m = await metrics(url);
+    const m = await metrics(ctx.url);
     for (const name of ['vllm:num_requests_running', 'vllm:num_requests_waiting', 'vllm:prompt_tokens_total',
       'vllm:generation_tokens_total', 'minfer_kv_blocks_used', 'minfer_kv_blocks_free']) {
       assert.ok(m.get(name) !== undefined, name);
@@ -235,7 +225,7 @@ describe('minfer serve API', { skip: skipReason }, () => {
   });
 
   test('unknown paths are 404 with an error JSON', async () => {
-    const res = await fetch(`${url}/v1/nothing`);
+    const res = await fetch(`${ctx.url}/v1/nothing`);
     assert.equal(res.status, 404);
     const b = await res.json();
     assert.ok(b.error.message);

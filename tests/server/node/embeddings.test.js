@@ -5,8 +5,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
-import OpenAI from 'openai';
-
 import { postJson, skipReason, suiteServer } from './helpers.js';
 
 const norm = (v) => Math.sqrt(v.reduce((s, x) => s + x * x, 0));
@@ -20,11 +18,10 @@ function assertClose(a, b, tol, what) {
 
 describe('embeddings (serve --embeddings)', { skip: skipReason }, () => {
   const ctx = suiteServer(['--embeddings']);
-  const client = () => new OpenAI({ baseURL: `${ctx.url}/v1`, apiKey: 'none', maxRetries: 0 });
   const texts = ['Hello, world', 'The quick brown fox jumps over the lazy dog.', 'a'];
 
   test('unit vectors; the same text the same vector; a batch of 3 equals one at a time', async () => {
-    const batch = await client().embeddings.create({ model: 'm', input: texts, encoding_format: 'float' });
+    const batch = await ctx.client.embeddings.create({ model: 'm', input: texts, encoding_format: 'float' });
     assert.equal(batch.object, 'list');
     assert.equal(batch.data.length, 3);
     assert.ok(batch.usage.prompt_tokens > 0);
@@ -33,28 +30,28 @@ describe('embeddings (serve --embeddings)', { skip: skipReason }, () => {
       assert.equal(d.object, 'embedding');
       assert.equal(d.index, i);
       assert.ok(Math.abs(norm(d.embedding) - 1) < 1e-5, `norm ${norm(d.embedding)}`);
-      const one = await client().embeddings.create({ model: 'm', input: texts[i], encoding_format: 'float' });
-      const again = await client().embeddings.create({ model: 'm', input: texts[i], encoding_format: 'float' });
+      const one = await ctx.client.embeddings.create({ model: 'm', input: texts[i], encoding_format: 'float' });
+      const again = await ctx.client.embeddings.create({ model: 'm', input: texts[i], encoding_format: 'float' });
       assert.deepEqual(one.data[0].embedding, again.data[0].embedding);
       assertClose(d.embedding, one.data[0].embedding, 1e-5, `text ${i}`);
     }
   });
 
   test('base64 decodes to the same floats (the client default)', async () => {
-    const floats = await client().embeddings.create({ model: 'm', input: texts[0], encoding_format: 'float' });
+    const floats = await ctx.client.embeddings.create({ model: 'm', input: texts[0], encoding_format: 'float' });
     const raw = await postJson(`${ctx.url}/v1/embeddings`, { input: texts[0], encoding_format: 'base64' });
     assert.equal(raw.status, 200, raw.text);
     const bytes = Buffer.from(raw.json.data[0].embedding, 'base64');
     const decoded = Array.from(new Float32Array(bytes.buffer, bytes.byteOffset, bytes.length / 4));
     assert.deepEqual(decoded, floats.data[0].embedding);
     // The openai client asks for base64 by default and decodes it itself.
-    const viaClient = await client().embeddings.create({ model: 'm', input: texts[0] });
+    const viaClient = await ctx.client.embeddings.create({ model: 'm', input: texts[0] });
     assert.deepEqual(viaClient.data[0].embedding, floats.data[0].embedding);
   });
 
   test('dimensions: the first values, normalized again', async () => {
-    const full = await client().embeddings.create({ model: 'm', input: texts[1], encoding_format: 'float' });
-    const cut = await client().embeddings.create({ model: 'm', input: texts[1], encoding_format: 'float', dimensions: 16 });
+    const full = await ctx.client.embeddings.create({ model: 'm', input: texts[1], encoding_format: 'float' });
+    const cut = await ctx.client.embeddings.create({ model: 'm', input: texts[1], encoding_format: 'float', dimensions: 16 });
     assert.equal(cut.data[0].embedding.length, 16);
     assert.ok(Math.abs(norm(cut.data[0].embedding) - 1) < 1e-5);
     const head = full.data[0].embedding.slice(0, 16);
@@ -69,7 +66,7 @@ describe('embeddings (serve --embeddings)', { skip: skipReason }, () => {
     const ids = await postJson(`${ctx.url}/tokenize`, { content: texts[0] });
     const byIds = await postJson(`${ctx.url}/v1/embeddings`, { input: [ids.json.tokens, ids.json.tokens], encoding_format: 'float' });
     assert.equal(byIds.status, 200, byIds.text);
-    const byText = await client().embeddings.create({ model: 'm', input: texts[0], encoding_format: 'float' });
+    const byText = await ctx.client.embeddings.create({ model: 'm', input: texts[0], encoding_format: 'float' });
     assertClose(byIds.json.data[1].embedding, byText.data[0].embedding, 1e-5, 'ids');
     const single = await postJson(`${ctx.url}/v1/embeddings`, { input: ids.json.tokens, encoding_format: 'float' });
     assert.equal(single.json.data.length, 1);

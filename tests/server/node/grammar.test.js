@@ -4,9 +4,9 @@
 // is the default for requests that name none. The model: tiny random weights with the real Qwen
 // tokenizer (151,936 tokens), whose free text is noise, so only the grammar shapes the reply.
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 
-import { postJson, readSse, skipReason, startServer } from './helpers.js';
+import { postJson, readSse, skipReason, suiteServer } from './helpers.js';
 
 const yesNo = 'root ::= "yes" | "no"';
 // A name, a number with a unit, and a list: classes, repetition bounds, alternatives, UTF-8.
@@ -17,17 +17,8 @@ const recordRe = /^[A-Z][a-zé]{2,8}: [1-9][0-9]{0,2} (kg|g) \["[a-z]{1,6}"(,"[a
 const ask = [{ role: 'user', content: 'Answer.' }];
 
 describe('grammar', { skip: skipReason }, () => {
-  let server;
-  let url;
-  const chat = (body) => postJson(`${url}/v1/chat/completions`, body);
-
-  before(async () => {
-    server = await startServer(['-np', '4']);
-    url = server.url;
-  });
-  after(async () => {
-    assert.equal((await server.stop()).code, 0);
-  });
+  const ctx = suiteServer(['-np', '4']);
+  const chat = (body) => postJson(`${ctx.url}/v1/chat/completions`, body);
 
   test('chat replies are sentences of the grammar, greedy and sampled', async () => {
     for (const temperature of [0, 1]) {
@@ -49,10 +40,10 @@ describe('grammar', { skip: skipReason }, () => {
 
   test('completions, streamed: the deltas join to the reply not streamed', async () => {
     const body = { prompt: 'Weight:', grammar: record, temperature: 1, seed: 9, max_tokens: 200 };
-    const plain = await postJson(`${url}/v1/completions`, body);
+    const plain = await postJson(`${ctx.url}/v1/completions`, body);
     assert.equal(plain.status, 200, plain.text);
     assert.match(plain.json.choices[0].text, recordRe);
-    const res = await fetch(`${url}/v1/completions`, {
+    const res = await fetch(`${ctx.url}/v1/completions`, {
       method: 'POST', headers: { 'Content-Type': 'application/json' },
       body: JSON.stringify({ ...body, stream: true }),
     });
@@ -98,23 +89,15 @@ describe('grammar', { skip: skipReason }, () => {
 });
 
 describe('serve --grammar', { skip: skipReason }, () => {
-  let server;
-  let url;
-  before(async () => {
-    server = await startServer(['--grammar', yesNo]);
-    url = server.url;
-  });
-  after(async () => {
-    assert.equal((await server.stop()).code, 0);
-  });
+  const ctx = suiteServer(['--grammar', yesNo]);
 
   test('is the default for requests that name no grammar; a request grammar wins', async () => {
-    const r = await postJson(`${url}/v1/chat/completions`, { messages: ask, temperature: 1, seed: 3, max_tokens: 20 });
+    const r = await postJson(`${ctx.url}/v1/chat/completions`, { messages: ask, temperature: 1, seed: 3, max_tokens: 20 });
     assert.equal(r.status, 200, r.text);
     assert.ok(['yes', 'no'].includes(r.json.choices[0].message.content), r.json.choices[0].message.content);
-    const own = await postJson(`${url}/v1/chat/completions`, { messages: ask, grammar: 'root ::= "maybe"', max_tokens: 20 });
+    const own = await postJson(`${ctx.url}/v1/chat/completions`, { messages: ask, grammar: 'root ::= "maybe"', max_tokens: 20 });
     assert.equal(own.json.choices[0].message.content, 'maybe');
-    const json = await postJson(`${url}/v1/chat/completions`, { messages: ask, response_format: { type: 'json_object' }, max_tokens: 30 });
+    const json = await postJson(`${ctx.url}/v1/chat/completions`, { messages: ask, response_format: { type: 'json_object' }, max_tokens: 30 });
     assert.equal(json.status, 200, json.text);
     assert.ok(!['yes', 'no'].includes(json.json.choices[0].message.content));
   });

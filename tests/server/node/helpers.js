@@ -8,6 +8,8 @@ import path from 'node:path';
 import { after, before } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
+import OpenAI from 'openai';
+
 const here = path.dirname(fileURLToPath(import.meta.url));
 const repo = path.resolve(here, '../../..');
 
@@ -76,15 +78,20 @@ export async function startServer(extraArgs = [], env = {}, model = modelPath) {
 }
 
 // Inside a describe(): a server started before its tests and stopped after them (exit status 0).
-// The returned object's `server` and `url` are set once it runs.
+// The returned object's `server`, `url` and `client` (OpenAI's SDK, with the server's --api-key
+// if extraArgs give one) are set once it runs. `model` may be a function that returns the path
+// once the describe's earlier before() hooks have run (a model they make).
 export function suiteServer(extraArgs = [], env = {}, model = modelPath) {
-  const ctx = { server: null, url: null };
+  const ctx = { server: null, url: null, client: null };
+  const keyAt = extraArgs.indexOf('--api-key');
+  const apiKey = keyAt >= 0 ? extraArgs[keyAt + 1] : 'none';
   before(async () => {
-    ctx.server = await startServer(extraArgs, env, model);
+    ctx.server = await startServer(extraArgs, env, typeof model === 'function' ? model() : model);
     ctx.url = ctx.server.url;
+    ctx.client = new OpenAI({ baseURL: `${ctx.url}/v1`, apiKey, maxRetries: 0 });
   });
   after(async () => {
-    assert.equal((await ctx.server.stop()).code, 0);
+    if (ctx.server) assert.equal((await ctx.server.stop()).code, 0);
   });
   return ctx;
 }

@@ -2,9 +2,9 @@
 // nested groups or 200,000 rules, deep schemas and tools, oversized lists — each gets a 4xx that
 // names the limit it broke, within a second, and the server answers /health after every one.
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 
-import { postJson, skipReason, startServer } from './helpers.js';
+import { postJson, skipReason, suiteServer } from './helpers.js';
 
 const user = [{ role: 'user', content: 'hi' }];
 const deepArray = (n) => '['.repeat(n) + ']'.repeat(n);
@@ -82,33 +82,24 @@ function hostileRequests() {
 }
 
 describe('hostile requests', { skip: skipReason }, () => {
-  let server;
-  let url;
-
-  before(async () => {
-    server = await startServer(['--embeddings']);
-    url = server.url;
-  });
-  after(async () => {
-    assert.equal((await server.stop()).code, 0);
-  });
+  const ctx = suiteServer(['--embeddings']);
 
   for (const [name, path, body, status, message] of hostileRequests()) {
     test(name, async () => {
       const start = Date.now();
-      const r = await postJson(`${url}${path}`, body);
+      const r = await postJson(`${ctx.url}${path}`, body);
       const ms = Date.now() - start;
       assert.equal(r.status, status, r.text.slice(0, 300));
       const error = r.json?.error;
       const text = typeof error?.message === 'string' ? error.message : r.text;
       assert.match(text, message);
       assert.ok(ms < 1000, `answered in ${ms} ms`);
-      assert.equal((await fetch(`${url}/health`)).status, 200);
+      assert.equal((await fetch(`${ctx.url}/health`)).status, 200);
     });
   }
 
   test('a request within every limit still works', async () => {
-    const r = await postJson(`${url}/v1/chat/completions`, withRaw({ messages: user, max_tokens: 2, stop: Array(16).fill('x'.repeat(4096)) }, 'extra', deepArray(500)));
+    const r = await postJson(`${ctx.url}/v1/chat/completions`, withRaw({ messages: user, max_tokens: 2, stop: Array(16).fill('x'.repeat(4096)) }, 'extra', deepArray(500)));
     assert.equal(r.status, 200, r.text.slice(0, 300));
   });
 });

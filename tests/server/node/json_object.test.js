@@ -9,9 +9,9 @@
 // constraint alone decides what is valid (the bias cannot make '}' appear where it is not).
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 
-import { minferBin, needs, postJson, readSse, startServer, testData } from './helpers.js';
+import { minferBin, needs, postJson, readSse, suiteServer, testData } from './helpers.js';
 
 const storiesPath = path.join(testData, 'models', 'stories260K.gguf');
 const skip = needs(minferBin, storiesPath);
@@ -32,22 +32,16 @@ function assertObject(text, what) {
 }
 
 describe('response_format json_object', { skip }, () => {
-  let server;
-  let url;
+  const ctx = suiteServer(['-np', '4'], {}, storiesPath);
   let bias;  // logit_bias: the '}' token +10
-  const chat = (body) => postJson(`${url}/v1/chat/completions`, { logit_bias: bias, ...body });
-  const complete = (body) => postJson(`${url}/v1/completions`, { logit_bias: bias, ...body });
+  const chat = (body) => postJson(`${ctx.url}/v1/chat/completions`, { logit_bias: bias, ...body });
+  const complete = (body) => postJson(`${ctx.url}/v1/completions`, { logit_bias: bias, ...body });
 
   before(async () => {
-    server = await startServer(['-np', '4'], {}, storiesPath);
-    url = server.url;
-    const t = await postJson(`${url}/tokenize`, { content: '}', with_pieces: true });
+    const t = await postJson(`${ctx.url}/tokenize`, { content: '}', with_pieces: true });
     const close = t.json.tokens.find((x) => x.piece === '}');
     assert.ok(close, JSON.stringify(t.json));
     bias = { [close.id]: 10 };
-  });
-  after(async () => {
-    assert.equal((await server.stop()).code, 0);
   });
 
   test('chat replies parse as one object at temperatures 0 and 1, several seeds', async () => {
@@ -71,7 +65,7 @@ describe('response_format json_object', { skip }, () => {
     for (const seed of [1, 7]) {
       const body = { messages: ask, response_format: jsonObject, temperature: 1, seed, max_tokens: maxTokens, logit_bias: bias };
       const plain = await chat(body);
-      const res = await fetch(`${url}/v1/chat/completions`, {
+      const res = await fetch(`${ctx.url}/v1/chat/completions`, {
         method: 'POST', headers: { 'Content-Type': 'application/json' },
         body: JSON.stringify({ ...body, stream: true }),
       });
@@ -93,7 +87,7 @@ describe('response_format json_object', { skip }, () => {
         assert.equal(r.status, 200, r.text);
         assert.equal(r.json.choices[0].finish_reason, 'stop');
         assertObject(r.json.choices[0].text, `completion temperature ${temperature} seed ${seed}`);
-        const res = await fetch(`${url}/v1/completions`, {
+        const res = await fetch(`${ctx.url}/v1/completions`, {
           method: 'POST', headers: { 'Content-Type': 'application/json' },
           body: JSON.stringify({ ...body, stream: true }),
         });

@@ -7,15 +7,14 @@
 // The model is stories260K (a real trained model) so the text inside the constraints is its own.
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 
 import Ajv2020 from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
-import OpenAI from 'openai';
 import { zodResponseFormat } from 'openai/helpers/zod';
 import { z } from 'zod';
 
-import { minferBin, needs, postJson, readSse, startServer, testData } from './helpers.js';
+import { minferBin, needs, postJson, readSse, suiteServer, testData } from './helpers.js';
 
 const storiesPath = path.join(testData, 'models', 'stories260K.gguf');
 const skip = needs(minferBin, storiesPath);
@@ -87,20 +86,9 @@ const rawSchemas = [
 ];
 
 describe('response_format json_schema', { skip }, () => {
-  let server;
-  let url;
-  let client;
+  const ctx = suiteServer(['-np', '4'], {}, storiesPath);
   const ajv = new Ajv2020({ strict: false });
   addFormats(ajv);
-
-  before(async () => {
-    server = await startServer(['-np', '4'], {}, storiesPath);
-    url = server.url;
-    client = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'none', maxRetries: 0 });
-  });
-  after(async () => {
-    assert.equal((await server.stop()).code, 0);
-  });
 
   test('chat.completions.parse with a zod schema, streamed and not, temperatures 0 and 1', async () => {
     for (const temperature of [0, 1]) {
@@ -109,13 +97,13 @@ describe('response_format json_schema', { skip }, () => {
           model: 'm', messages, temperature, seed, max_tokens: maxTokens,
           response_format: zodResponseFormat(Person, 'person'),
         };
-        const done = await client.chat.completions.parse(request);
+        const done = await ctx.client.chat.completions.parse(request);
         const message = done.choices[0].message;
         assert.equal(done.choices[0].finish_reason, 'stop', message.content);
         assert.ok(message.parsed, message.content);
         assert.deepEqual(Person.parse(message.parsed), message.parsed);
 
-        const stream = client.chat.completions.stream(request);
+        const stream = ctx.client.chat.completions.stream(request);
         const streamed = await stream.finalChatCompletion();
         assert.equal(streamed.choices[0].message.content, message.content);
         assert.deepEqual(streamed.choices[0].message.parsed, message.parsed);
@@ -131,14 +119,14 @@ describe('response_format json_schema', { skip }, () => {
           messages, temperature, seed: 7 + i, max_tokens: maxTokens,
           response_format: { type: 'json_schema', json_schema: { name: `s${i}`, schema, strict: true } },
         };
-        const r = await postJson(`${url}/v1/chat/completions`, body);
+        const r = await postJson(`${ctx.url}/v1/chat/completions`, body);
         assert.equal(r.status, 200, r.text);
         const content = r.json.choices[0].message.content;
         assert.equal(r.json.choices[0].finish_reason, 'stop', content);
         const value = JSON.parse(content);
         assert.ok(validate(value), `schema ${i}: ${content}\n${JSON.stringify(validate.errors)}`);
 
-        const res = await fetch(`${url}/v1/chat/completions`, {
+        const res = await fetch(`${ctx.url}/v1/chat/completions`, {
           method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ...body, stream: true }),
         });
         const { events } = await readSse(res);
@@ -156,22 +144,22 @@ describe('response_format json_schema', { skip }, () => {
     });
     const solo = [];
     for (let seed = 0; seed < 8; ++seed) {
-      solo.push((await postJson(`${url}/v1/chat/completions`, body(seed))).json.choices[0].message.content);
+      solo.push((await postJson(`${ctx.url}/v1/chat/completions`, body(seed))).json.choices[0].message.content);
     }
     const together = await Promise.all(
-      [...Array(8).keys()].map((seed) => postJson(`${url}/v1/chat/completions`, body(seed))));
+      [...Array(8).keys()].map((seed) => postJson(`${ctx.url}/v1/chat/completions`, body(seed))));
     assert.deepEqual(together.map((r) => r.json.choices[0].message.content), solo);
   });
 
   test('an unsupported keyword is a 400 naming it; a missing schema is a 400', async () => {
-    const r = await postJson(`${url}/v1/chat/completions`, {
+    const r = await postJson(`${ctx.url}/v1/chat/completions`, {
       messages, max_tokens: 8,
       response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'object', properties: { a: { not: {} } } } } },
     });
     assert.equal(r.status, 400, r.text);
     assert.match(r.json.error.message, /unsupported JSON Schema keyword 'not' at #\/properties\/a/);
     assert.equal(r.json.error.param, 'response_format');
-    const missing = await postJson(`${url}/v1/chat/completions`, {
+    const missing = await postJson(`${ctx.url}/v1/chat/completions`, {
       messages, max_tokens: 8, response_format: { type: 'json_schema', json_schema: { name: 'x' } },
     });
     assert.equal(missing.status, 400, missing.text);

@@ -1,37 +1,29 @@
 // The official openai npm client against `minfer serve`: chat (streaming and not), completions,
 // models.
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 
 import OpenAI from 'openai';
 
-import { skipReason, startServer } from './helpers.js';
+import { skipReason, suiteServer } from './helpers.js';
 
 describe('openai client', { skip: skipReason }, () => {
-  let server;
-  let client;
-  before(async () => {
-    server = await startServer(['--api-key', 'test-key']);
-    client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'test-key', maxRetries: 0 });
-  });
-  after(async () => {
-    assert.equal((await server.stop()).code, 0);
-  });
+  const ctx = suiteServer(['--api-key', 'test-key']);
 
   test('models.list', async () => {
-    const page = await client.models.list();
+    const page = await ctx.client.models.list();
     const ids = page.data.map((m) => m.id);
     assert.deepEqual(ids, ['qwen2.5-qwentok-tiny-q8_0.gguf']);
   });
 
   test('chat.completions.create, not streamed and streamed, agree', async () => {
     const messages = [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Hello!' }];
-    const r = await client.chat.completions.create({ model: 'm', messages, max_tokens: 12, temperature: 0 });
+    const r = await ctx.client.chat.completions.create({ model: 'm', messages, max_tokens: 12, temperature: 0 });
     assert.equal(r.object, 'chat.completion');
     assert.equal(r.choices[0].message.role, 'assistant');
     assert.equal(r.usage.completion_tokens, 12);
     assert.equal(r.choices[0].finish_reason, 'length');
-    const stream = await client.chat.completions.create({
+    const stream = await ctx.client.chat.completions.create({
       model: 'm', messages, max_tokens: 12, temperature: 0, stream: true, stream_options: { include_usage: true },
     });
     let text = '';
@@ -50,10 +42,10 @@ describe('openai client', { skip: skipReason }, () => {
   });
 
   test('completions.create', async () => {
-    const r = await client.completions.create({ model: 'm', prompt: 'Once upon a time', max_tokens: 6, temperature: 0 });
+    const r = await ctx.client.completions.create({ model: 'm', prompt: 'Once upon a time', max_tokens: 6, temperature: 0 });
     assert.equal(r.object, 'text_completion');
     assert.equal(r.usage.completion_tokens, 6);
-    const stream = await client.completions.create({ model: 'm', prompt: 'Once upon a time', max_tokens: 6, temperature: 0, stream: true });
+    const stream = await ctx.client.completions.create({ model: 'm', prompt: 'Once upon a time', max_tokens: 6, temperature: 0, stream: true });
     let text = '';
     for await (const chunk of stream) text += chunk.choices[0]?.text ?? '';
     assert.equal(text, r.choices[0].text);
@@ -61,9 +53,9 @@ describe('openai client', { skip: skipReason }, () => {
 
   test('errors surface as APIError with the status', async () => {
     await assert.rejects(
-      client.chat.completions.create({ model: 'm', messages: [], max_tokens: 1 }),
+      ctx.client.chat.completions.create({ model: 'm', messages: [], max_tokens: 1 }),
       (e) => e instanceof OpenAI.APIError && e.status === 400 && e.param === 'messages');
-    const bad = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'wrong', maxRetries: 0 });
+    const bad = new OpenAI({ baseURL: `${ctx.url}/v1`, apiKey: 'wrong', maxRetries: 0 });
     await assert.rejects(bad.models.list(), (e) => e.status === 401);
   });
 });

@@ -7,11 +7,11 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 
 import { chromium } from 'playwright-core';
 
-import { minferBin, modelPath, needs, postJson, skipReason, startServer } from './helpers.js';
+import { minferBin, modelPath, needs, postJson, skipReason, startServer, suiteServer } from './helpers.js';
 
 const chromiumPath = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
 const key = 'sk-test-cors';
@@ -21,12 +21,10 @@ const messages = [
 ];
 
 describe('/props and /apply-template', { skip: skipReason }, () => {
-  let server;
-  before(async () => { server = await startServer(['-np', '3']); });
-  after(async () => assert.equal((await server.stop()).code, 0));
+  const ctx = suiteServer(['-np', '3']);
 
   test('/props describes the model, its slots, template and default settings', async () => {
-    const res = await fetch(`${server.url}/props`);
+    const res = await fetch(`${ctx.url}/props`);
     assert.equal(res.status, 200);
     const props = await res.json();
     assert.equal(props.model_path, modelPath);
@@ -42,7 +40,7 @@ describe('/props and /apply-template', { skip: skipReason }, () => {
   });
 
   test('/apply-template gives what `minfer template` prints for the same request', async () => {
-    const r = await postJson(`${server.url}/apply-template`, { messages });
+    const r = await postJson(`${ctx.url}/apply-template`, { messages });
     assert.equal(r.status, 200, r.text);
     const dir = mkdtempSync(path.join(os.tmpdir(), 'minfer-template-'));
     try {
@@ -53,7 +51,7 @@ describe('/props and /apply-template', { skip: skipReason }, () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
-    const bad = await postJson(`${server.url}/apply-template`, { messages: 'hi' });
+    const bad = await postJson(`${ctx.url}/apply-template`, { messages: 'hi' });
     assert.equal(bad.status, 400);
     assert.equal(bad.json.error.param, 'messages');
   });

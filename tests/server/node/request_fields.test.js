@@ -4,12 +4,11 @@
 // 400s naming them. LangChain.js's bindTools under a small maxTokens still gets its call.
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 
 import { ChatOpenAI } from '@langchain/openai';
-import OpenAI from 'openai';
 
-import { minferBin, needs, postJson, startServer, suiteServer, testData } from './helpers.js';
+import { minferBin, needs, postJson, suiteServer, testData } from './helpers.js';
 
 const qwen3Path = path.join(testData, 'models', 'qwen3-qwentok-tiny-q8_0.gguf');
 const storiesPath = path.join(testData, 'models', 'stories260K.gguf');
@@ -24,13 +23,9 @@ const addFunction = {
 
 describe('request fields', { skip }, () => {
   const ctx = suiteServer(['-np', '2'], {}, qwen3Path);
-  let client;
   const chat = (body) => postJson(`${ctx.url}/v1/chat/completions`, body);
   const complete = (body) => postJson(`${ctx.url}/v1/completions`, body);
   const tokens = async (content) => (await postJson(`${ctx.url}/tokenize`, { content })).json.tokens.length;
-  before(() => {
-    client = new OpenAI({ baseURL: `${ctx.url}/v1`, apiKey: 'none', maxRetries: 0 });
-  });
 
   test('legacy functions and function_call: the call comes back as function_call', async () => {
     const body = {
@@ -46,7 +41,7 @@ describe('request fields', { skip }, () => {
     assert.ok(Number.isInteger(args.a) && Number.isInteger(args.b), choice.message.function_call.arguments);
 
     // Streamed: delta.function_call pieces adding up to the same call.
-    const stream = await client.chat.completions.create({ ...body, stream: true });
+    const stream = await ctx.client.chat.completions.create({ ...body, stream: true });
     let name = '';
     let streamedArgs = '';
     let finish = null;
@@ -215,16 +210,10 @@ describe('request fields', { skip }, () => {
 });
 
 describe('suffix without fill-in-the-middle tokens', { skip }, () => {
-  let server;
-  before(async () => {
-    server = await startServer([], {}, storiesPath);
-  });
-  after(async () => {
-    assert.equal((await server.stop()).code, 0);
-  });
+  const ctx = suiteServer([], {}, storiesPath);
 
   test('is a 400 naming suffix', async () => {
-    const r = await postJson(`${server.url}/v1/completions`, { prompt: 'Once', suffix: 'end.', max_tokens: 4 });
+    const r = await postJson(`${ctx.url}/v1/completions`, { prompt: 'Once', suffix: 'end.', max_tokens: 4 });
     assert.equal(r.status, 400, r.text);
     assert.equal(r.json.error.param, 'suffix');
   });

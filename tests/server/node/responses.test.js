@@ -4,10 +4,9 @@
 // text.format json_schema, and what a stateless server refuses.
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 
 import Ajv from 'ajv';
-import OpenAI from 'openai';
 
 import { minferBin, needs, postJson, suiteServer, testData } from './helpers.js';
 
@@ -26,15 +25,9 @@ const tools = [
 
 describe('openai responses api', { skip }, () => {
   const ctx = suiteServer(['-np', '2'], {}, qwen3Path);
-  let url;
-  let client;
-  before(() => {
-    url = ctx.url;
-    client = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'none', maxRetries: 0 });
-  });
 
   test('responses.create: a message with output_text and usage', async () => {
-    const r = await client.responses.create({
+    const r = await ctx.client.responses.create({
       model: 'm', instructions: 'Be brief.', input: 'Hello!', max_output_tokens: 6, temperature: 0, store: false,
     });
     assert.match(r.id, /^resp_/);
@@ -48,7 +41,7 @@ describe('openai responses api', { skip }, () => {
     assert.equal(r.usage.output_tokens, 6);
     assert.equal(r.usage.total_tokens, r.usage.input_tokens + 6);
 
-    const done = await client.responses.create({
+    const done = await ctx.client.responses.create({
       model: 'm', input: [{ role: 'user', content: [{ type: 'input_text', text: 'Hello!' }] }],
       max_output_tokens: 40, grammar: 'root ::= "Hi there."',
     });
@@ -58,8 +51,8 @@ describe('openai responses api', { skip }, () => {
 
   test('streamed: the output_text deltas make the final text, events in order', async () => {
     const body = { model: 'm', input: 'Hello!', max_output_tokens: 12, temperature: 0 };
-    const whole = await client.responses.create(body);
-    const stream = await client.responses.create({ ...body, stream: true });
+    const whole = await ctx.client.responses.create(body);
+    const stream = await ctx.client.responses.create({ ...body, stream: true });
     let text = '';
     const types = [];
     const seqs = [];
@@ -81,7 +74,7 @@ describe('openai responses api', { skip }, () => {
 
     // The SDK's stream helper puts the same response together (its finalResponse has no
     // output_text convenience field: the text is in the message item).
-    const final = await client.responses.stream(body).finalResponse();
+    const final = await ctx.client.responses.stream(body).finalResponse();
     assert.equal(final.output[0].content[0].text, whole.output_text);
   });
 
@@ -92,7 +85,7 @@ describe('openai responses api', { skip }, () => {
       model: 'm', input: 'Weather in Paris?', tools, tool_choice: 'required', parallel_tool_calls: false,
       max_output_tokens: 300, temperature: 1, seed: 1,
     };
-    const r = await client.responses.create(body);
+    const r = await ctx.client.responses.create(body);
     assert.equal(r.status, 'completed', JSON.stringify(r));
     const calls = r.output.filter((o) => o.type === 'function_call');
     assert.equal(calls.length, 1);
@@ -100,7 +93,7 @@ describe('openai responses api', { skip }, () => {
     assert.ok(validators[calls[0].name], calls[0].name);
     assert.ok(validators[calls[0].name](JSON.parse(calls[0].arguments)), calls[0].arguments);
 
-    const stream = await client.responses.create({ ...body, stream: true });
+    const stream = await ctx.client.responses.create({ ...body, stream: true });
     let args = '';
     let doneArgs = null;
     for await (const event of stream) {
@@ -110,11 +103,11 @@ describe('openai responses api', { skip }, () => {
     assert.equal(args, calls[0].arguments);
     assert.equal(doneArgs, calls[0].arguments);
 
-    const named = await client.responses.create({ ...body, tool_choice: { type: 'function', name: 'get_time' } });
+    const named = await ctx.client.responses.create({ ...body, tool_choice: { type: 'function', name: 'get_time' } });
     assert.deepEqual(named.output.filter((o) => o.type === 'function_call').map((o) => o.name), ['get_time']);
 
     // The call and its output as input items: the model answers in text.
-    const next = await client.responses.create({
+    const next = await ctx.client.responses.create({
       model: 'm', tools, max_output_tokens: 6, temperature: 0,
       input: [
         { role: 'user', content: 'Weather in Paris?' },
@@ -133,7 +126,7 @@ describe('openai responses api', { skip }, () => {
       additionalProperties: false,
     };
     const validate = new Ajv({ strict: false }).compile(schema);
-    const r = await client.responses.create({
+    const r = await ctx.client.responses.create({
       model: 'm', input: 'A person as JSON.', max_output_tokens: 200, temperature: 1, seed: 3,
       text: { format: { type: 'json_schema', name: 'person', schema, strict: true } },
     });
@@ -154,7 +147,7 @@ describe('openai responses api', { skip }, () => {
       [{ input: 'x', tool_choice: 'required' }, 'tool_choice'],
     ];
     for (const [body, param] of cases) {
-      const r = await postJson(`${url}/v1/responses`, { model: 'm', ...body });
+      const r = await postJson(`${ctx.url}/v1/responses`, { model: 'm', ...body });
       assert.equal(r.status, 400, JSON.stringify(body));
       assert.equal(r.json.error.param, param, r.text);
     }

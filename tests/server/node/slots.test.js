@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
-import { postJson, skipReason, startServer } from './helpers.js';
+import { postJson, skipReason, startServer, suiteServer } from './helpers.js';
 
 const prompt = 'The quick brown fox jumps over the lazy dog. '.repeat(6);
 
@@ -97,16 +97,10 @@ describe('minfer serve slots', { skip: skipReason }, () => {
 });
 
 describe('minfer serve without --slot-save-path', { skip: skipReason }, () => {
-  let server;
-  before(async () => {
-    server = await startServer(['-np', '1']);
-  });
-  after(async () => {
-    await server.stop();
-  });
+  const ctx = suiteServer(['-np', '1']);
 
   test('slot actions answer 501 naming the flag', async () => {
-    const r = await postJson(`${server.url}/slots/0?action=save`, { filename: 'x.bin' });
+    const r = await postJson(`${ctx.url}/slots/0?action=save`, { filename: 'x.bin' });
     assert.equal(r.status, 501, r.text);
     assert.match(r.json.error.message, /--slot-save-path/);
   });

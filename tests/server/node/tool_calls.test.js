@@ -9,12 +9,11 @@
 // tests/engine/tool_grammar_test.cpp).
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 
 import Ajv from 'ajv';
-import OpenAI from 'openai';
 
-import { minferBin, needs, postJson, readSse, startServer, testData } from './helpers.js';
+import { minferBin, needs, postJson, readSse, suiteServer, testData } from './helpers.js';
 
 const qwen3Path = path.join(testData, 'models', 'qwen3-qwentok-tiny-q8_0.gguf');
 const skip = needs(minferBin, qwen3Path);
@@ -43,19 +42,8 @@ const callReply =
   '{"name": "get_time", "arguments": {}}\n</tool_call>';
 
 describe('tool calls and reasoning', { skip }, () => {
-  let server;
-  let url;
-  let client;
-  const chat = (body) => postJson(`${url}/v1/chat/completions`, body);
-
-  before(async () => {
-    server = await startServer(['-np', '2'], {}, qwen3Path);
-    url = server.url;
-    client = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'none', maxRetries: 0 });
-  });
-  after(async () => {
-    assert.equal((await server.stop()).code, 0);
-  });
+  const ctx = suiteServer(['-np', '2'], {}, qwen3Path);
+  const chat = (body) => postJson(`${ctx.url}/v1/chat/completions`, body);
 
   test('bad tool_choice, unknown function, bad tools and reasoning_format are 400s', async () => {
     const cases = [
@@ -75,16 +63,16 @@ describe('tool calls and reasoning', { skip }, () => {
 
   test('a request with tools answers with the usual shape, streamed and not', async () => {
     const body = { model: 'm', messages, tools, tool_choice: 'auto', max_tokens: 8, temperature: 0 };
-    const whole = await client.chat.completions.create(body);
+    const whole = await ctx.client.chat.completions.create(body);
     assert.ok(['stop', 'length', 'tool_calls'].includes(whole.choices[0].finish_reason));
-    const final = await client.chat.completions.stream(body).finalChatCompletion();
+    const final = await ctx.client.chat.completions.stream(body).finalChatCompletion();
     assert.equal(final.choices[0].finish_reason, whole.choices[0].finish_reason);
     assert.equal(final.choices[0].message.content ?? '', whole.choices[0].message.content ?? '');
   });
 
   test('a forced Hermes reply gives tool_calls and reasoning_content, streamed as not', async () => {
     const body = { model: 'm', messages, tools, grammar: literalGrammar(callReply), max_tokens: 200, temperature: 0 };
-    const whole = await client.chat.completions.create(body);
+    const whole = await ctx.client.chat.completions.create(body);
     const choice = whole.choices[0];
     assert.equal(choice.finish_reason, 'tool_calls');
     assert.equal(choice.message.content, 'Let me check.');
@@ -97,7 +85,7 @@ describe('tool calls and reasoning', { skip }, () => {
     assert.deepEqual(JSON.parse(calls[0].function.arguments), { city: 'Paris' });
     assert.equal(calls[1].function.name, 'get_time');
 
-    const final = await client.chat.completions.stream(body).finalChatCompletion();
+    const final = await ctx.client.chat.completions.stream(body).finalChatCompletion();
     const streamed = final.choices[0];
     assert.equal(streamed.finish_reason, 'tool_calls');
     assert.equal(streamed.message.content, 'Let me check.');
@@ -105,7 +93,7 @@ describe('tool calls and reasoning', { skip }, () => {
     assert.deepEqual(strip(streamed.message.tool_calls), strip(calls));
 
     // The raw chunks: a call's first piece has index, id, type and name, then argument fragments.
-    const res = await fetch(`${url}/v1/chat/completions`, {
+    const res = await fetch(`${ctx.url}/v1/chat/completions`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/json' },
       body: JSON.stringify({ ...body, stream: true }),
@@ -149,7 +137,7 @@ describe('tool calls and reasoning', { skip }, () => {
       const body = {
         model: 'm', messages, tools, tool_choice: 'required', parallel_tool_calls: false, max_tokens: 300, temperature: 1, seed,
       };
-      const done = await client.chat.completions.create(body);
+      const done = await ctx.client.chat.completions.create(body);
       const choice = done.choices[0];
       assert.equal(choice.finish_reason, 'tool_calls', JSON.stringify(choice));
       assert.equal(choice.message.tool_calls.length, 1);
@@ -159,7 +147,7 @@ describe('tool calls and reasoning', { skip }, () => {
         assert.ok(validate, call.function.name);
         assert.ok(validate(JSON.parse(call.function.arguments)), call.function.arguments);
       }
-      const streamed = await client.chat.completions.stream(body).finalChatCompletion();
+      const streamed = await ctx.client.chat.completions.stream(body).finalChatCompletion();
       const shape = (m) => m.tool_calls.map((c) => [c.function.name, c.function.arguments]);
       assert.deepEqual(shape(streamed.choices[0].message), shape(choice.message));
       assert.equal(streamed.choices[0].finish_reason, 'tool_calls');
@@ -167,7 +155,7 @@ describe('tool calls and reasoning', { skip }, () => {
   });
 
   test('a named tool_choice and parallel_tool_calls false give exactly one call of it', async () => {
-    const done = await client.chat.completions.create({
+    const done = await ctx.client.chat.completions.create({
       model: 'm', messages, tools, tool_choice: { type: 'function', function: { name: 'get_time' } },
       parallel_tool_calls: false, max_tokens: 300, temperature: 1, seed: 4,
     });
@@ -191,7 +179,7 @@ describe('tool calls and reasoning', { skip }, () => {
       },
     }));
     // Round 1, required: two completions, each with one call the runner runs and answers.
-    const first = client.chat.completions.runTools({
+    const first = ctx.client.chat.completions.runTools({
       model: 'm', messages, tools: runnable, tool_choice: 'required', parallel_tool_calls: false,
       max_tokens: 300, temperature: 1, seed: 5,
     }, { maxChatCompletions: 2 });
@@ -203,9 +191,9 @@ describe('tool calls and reasoning', { skip }, () => {
     // Round 2, auto: the conversation with the tool results renders through the template and
     // the model answers. The runner refuses a reply cut by max_tokens, and random weights do not
     // end on their own, so <|im_end|> gets a bias that ends the answer.
-    const end = await postJson(`${url}/tokenize`, { content: '<|im_end|>', parse_special: true });
+    const end = await postJson(`${ctx.url}/tokenize`, { content: '<|im_end|>', parse_special: true });
     assert.equal(end.json.tokens.length, 1);
-    const second = client.chat.completions.runTools({
+    const second = ctx.client.chat.completions.runTools({
       model: 'm', messages: history, tools: runnable, tool_choice: 'auto', max_tokens: 24, temperature: 0,
       logit_bias: { [end.json.tokens[0]]: 100 },
     }, { maxChatCompletions: 3 });
