@@ -30,9 +30,10 @@ constexpr std::array<ModelPreset, 17> kPresets = {{
     // Qwen3.5 (../shared/docs/models/qwen35.md, "Real models"): tiny mirrors
     // ../shared/models/qwen35-tiny and qwen35moe-tiny (head_dim 32, 6 and 4 blocks); the real
     // sizes take layers, n_embd, heads, head_dim 256, experts and the vocabulary (248,320) from
-    // the spec's table. Not in the table, and not checked against the published config.json
-    // files (no copy here; recalled, to be confirmed): n_ff 3584 (0.8B) and 9216 (4B), and the
-    // delta-net key / value heads below (16 / 16, 16 / 32, 16 / 32).
+    // the spec's table. Not in the table: n_ff 3584 (0.8B) and 9216 (4B) and the delta-net key /
+    // value heads below (16 / 16, 16 / 32, 16 / 32), from the Qwen3.5 config.json files
+    // (intermediate_size, linear_num_key_heads, linear_num_value_heads; the 35B-A3B's
+    // moe_intermediate_size and shared_expert_intermediate_size are both 512).
     {"tiny", "qwen35", 128, 6, 2, 1, 32, 64, 4096, 1000, 1e7f, 1e-6f, false},
     {"tiny", "qwen35moe", 128, 4, 2, 1, 32, 64, 4096, 768, 1e7f, 1e-6f, false, 4, 2, 32},
     {"qwen3.5-0.8b", "qwen35", 1024, 24, 8, 2, 256, 3584, 262144, 248320, 1e7f, 1e-6f, true},
