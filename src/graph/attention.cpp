@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <limits>
 #include <memory>
 #include <utility>
@@ -287,6 +288,13 @@ void start_rows(const AttentionArgs& args, const QueryTile& tile, int64_t hd, in
   sc.q_tile.resize(n_rows * static_cast<size_t>(hd));
   sc.scores.resize(n_rows * static_cast<size_t>(kChunkCells));
   sc.state.reset(n_rows, dv);
+  if (args.sinks != nullptr) {
+    // llama.cpp's soft_max takes the sink into the row max before any weight is made, so every
+    // e^(s_j - m) is computed against it from the start (no rescale afterwards).
+    for (size_t r = 0; r < n_rows; ++r) {
+      sc.state.rows[r].max_score = args.sinks[tile.h_begin + static_cast<int64_t>(r) % n_heads];
+    }
+  }
   for (int64_t t = tile.t_begin; t < tile.t_end; ++t) {
     const float* q = args.q + (t * args.n_head + tile.h_begin) * hd;
     std::copy(q, q + n_heads * hd, sc.q_tile.data() + (t - tile.t_begin) * n_heads * hd);
@@ -352,14 +360,27 @@ void attend_piece(const kernels::KernelTable& table, const KvCache& cache, const
   }
 }
 
-// The tile's output rows: each accumulator over its sum.
+// 1 / the row's softmax denominator, times the factor its accumulator needs: 1 / sum; with a
+// sink s (AttentionArgs::sinks) e^(s - m) joins the sum, m = max(row max, s), and the sum and
+// the accumulator (kept relative to the row max) are rescaled to m.
+double row_factor(const RowState& row, const float* sink) {
+  if (sink == nullptr) return 1.0 / row.sum;
+  const float m = std::max(row.max_score, *sink);
+  const double rescale = row.sum == 0.0 ? 0.0 : std::exp(static_cast<double>(row.max_score - m));
+  // The sink's term as llama.cpp adds it: a float e^x, summed in double.
+  const double sum = row.sum * rescale + static_cast<double>(std::exp(*sink - m));
+  return rescale / sum;
+}
+
+// The tile's output rows: each accumulator over its sum (with the head's sink, if any).
 void finish_rows(const kernels::KernelTable& table, const AttentionArgs& args,
                  const QueryTile& tile, int64_t dv, const std::vector<RowState>& rows) {
   const int64_t n_heads = tile.h_end - tile.h_begin;
   for (size_t r = 0; r < rows.size(); ++r) {
     const int64_t t = tile.t_begin + static_cast<int64_t>(r) / n_heads;
     const int64_t h = tile.h_begin + static_cast<int64_t>(r) % n_heads;
-    table.scale(rows[r].acc, static_cast<float>(1.0 / rows[r].sum), dv,
+    const float* sink = args.sinks != nullptr ? args.sinks + h : nullptr;
+    table.scale(rows[r].acc, static_cast<float>(row_factor(rows[r], sink)), dv,
                 args.out + (t * args.n_head + h) * dv);
   }
 }
@@ -418,6 +439,7 @@ void attention_flash_f16(kernels::ThreadPool& pool, const KvCache& cache, const 
         kernels::ref::flash_f16_cells(row, keys + j % bs * c.head_dim,
                                       values + j % bs * c.head_dim_v, n);
       }
+      if (args.sinks != nullptr) kernels::ref::flash_f16_sink(row, args.sinks[task % args.n_head]);
       kernels::ref::flash_f16_finish(row, args.out + task * c.head_dim_v);
     }
   });

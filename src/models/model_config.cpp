@@ -190,9 +190,9 @@ kernels::RopeConfig rope_config(const ModelConfig& c, const float* freq_factors,
 }
 
 std::span<const ArchSpec* const> supported_archs() {
-  static const std::array<const ArchSpec*, 7> archs = {&kLlamaArch,    &kQwen2Arch,  &kQwen3Arch,
-                                                       &kQwen3MoeArch, &kGemma3Arch, &kQwen35Arch,
-                                                       &kQwen35MoeArch};
+  static const std::array<const ArchSpec*, 8> archs = {&kLlamaArch,     &kQwen2Arch,  &kQwen3Arch,
+                                                       &kQwen3MoeArch,  &kGemma3Arch, &kQwen35Arch,
+                                                       &kQwen35MoeArch, &kGptOssArch};
   return archs;
 }
 

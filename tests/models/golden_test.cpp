@@ -108,6 +108,7 @@ constexpr TypeBound kTypeBounds[] = {
     {"q4_k_m", 1.7e-3},  // arch/qwen3moe-tiny-q4_k_m.short, every table
     {"q5_k_m", 9.6e-4},  // qwen2-tiny-q5_k_m.short, avx512
     {"q6_k", 1.7e-3},    // qwen2-tiny-q6_k.short, avx2 / avxvnni / i8mm
+    {"mxfp4", 1.7e-13},  // arch/gptoss-tiny-mxfp4.short, avx512 / avx2 / ref (i8mm not run)
 };
 
 // The float bound for the float types (mean KL 1e-5, every top-1), the table's for the
