@@ -94,7 +94,7 @@ void BM_Attention(benchmark::State& state, Shape shape, GgmlType cells, int64_t 
       cells_seen * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
   // The keys and values of every cell read, once per call.
   const double kv_bytes = static_cast<double>(n_layer * shape.n_head_kv * (depth + n_tokens)) *
-                          static_cast<double>(cache->k_row_bytes() + cache->v_row_bytes());
+                          static_cast<double>(cache->k_row_bytes(0) + cache->v_row_bytes(0));
   state.counters["KV B/s"] = benchmark::Counter(kv_bytes * static_cast<double>(state.iterations()),
                                                 benchmark::Counter::kIsRate);
 }

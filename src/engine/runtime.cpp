@@ -74,13 +74,18 @@ Result<ContextChoice> resolve_n_ctx(const Model& model, int64_t requested, GgmlT
   if (requested > 0) return ContextChoice{requested, "as asked"};
   const ModelConfig& c = model.config();
   const int64_t n_train = std::max<int64_t>(1, c.n_ctx_train);
-  // One position's cells in every layer: K and V rows of every KV head.
-  const uint64_t row_bytes =
-      ggml_row_bytes(cell, static_cast<uint64_t>(c.head_dim)).value_or(4 * c.head_dim) +
-      ggml_row_bytes(cell, static_cast<uint64_t>(c.head_dim_v)).value_or(4 * c.head_dim_v);
-  const uint64_t position_bytes = std::max<uint64_t>(
-      1, row_bytes * static_cast<uint64_t>((c.n_layer - c.n_recurrent_layers()) * c.n_head_kv *
-                                           std::max<int64_t>(1, n_seq)));
+  // One position's cells in every layer that keeps cells: K and V rows of every KV head.
+  uint64_t layers_bytes = 0;
+  for (int64_t il = 0; il < c.n_cache_layers(); ++il) {
+    if (c.is_recurrent(il)) continue;
+    const int64_t hd = c.layer_head_dim(il);
+    const int64_t dv = c.layer_head_dim_v(il);
+    layers_bytes += static_cast<uint64_t>(c.layer_n_head_kv(il)) *
+                    (ggml_row_bytes(cell, static_cast<uint64_t>(hd)).value_or(4 * hd) +
+                     ggml_row_bytes(cell, static_cast<uint64_t>(dv)).value_or(4 * dv));
+  }
+  const uint64_t position_bytes =
+      std::max<uint64_t>(1, layers_bytes * static_cast<uint64_t>(std::max<int64_t>(1, n_seq)));
   const bool from_memory = kv_budget_bytes == 0;
   // Recurrent layers' states come out of the budget first (a fixed size per sequence).
   const uint64_t states =
@@ -109,6 +114,13 @@ namespace {
 
 // The sequences that may hold a recurrent state at once: n_seq_max, else one per context of the
 // KV budget (at least one).
+// Per-layer flags of the layers that keep cells (ModelConfig::n_cache_layers: those before
+// Gemma 4's KV-sharing layers); empty stays empty.
+std::vector<bool> cache_layer_flags(const ModelConfig& c, const std::vector<bool>& flags) {
+  if (flags.empty()) return flags;
+  return std::vector<bool>(flags.begin(), flags.begin() + c.n_cache_layers());
+}
+
 int64_t state_slots(const RuntimeOptions& o) {
   if (o.n_seq_max > 0) return o.n_seq_max;
   return std::max<int64_t>(1, o.n_ctx_total / o.n_ctx);
@@ -127,8 +139,8 @@ Status Runtime::shift_context(int32_t seq, int64_t n_keep, int64_t n_discard) {
   }
   return cache_->shift(*table_, seq, n_keep, n_discard,
                        [&](int64_t il, int64_t old_pos, int64_t new_pos, float* k) {
-                         kernels::rerotate(*table_, k, c.n_head_kv, c.head_dim, old_pos, new_pos,
-                                           ropes[static_cast<size_t>(il)]);
+                         kernels::rerotate(*table_, k, c.layer_n_head_kv(il), c.layer_head_dim(il),
+                                           old_pos, new_pos, ropes[static_cast<size_t>(il)]);
                        });
 }
 
@@ -159,7 +171,7 @@ Result<std::unique_ptr<Runtime>> Runtime::create(const Model& model,
   }
   const ModelConfig& c = model.config();
   MINFER_ASSIGN_OR_RETURN(
-      r->cache_, KvCache::create({.n_layer = c.n_layer,
+      r->cache_, KvCache::create({.n_layer = c.n_cache_layers(),
                                   .n_head_kv = c.n_head_kv,
                                   .head_dim = c.head_dim,
                                   .head_dim_v = c.head_dim_v,
@@ -167,9 +179,12 @@ Result<std::unique_ptr<Runtime>> Runtime::create(const Model& model,
                                   .block_size = o.block_size,
                                   .n_ctx = o.n_ctx,
                                   .max_blocks = (o.n_ctx_total + o.block_size - 1) / o.block_size,
-                                  .swa_layers = c.swa_layers,
+                                  .swa_layers = cache_layer_flags(c, c.swa_layers),
                                   .window = c.n_swa,
-                                  .recurrent_layers = c.recurrent_layers,
+                                  .window_n_head_kv = c.n_head_kv_swa,
+                                  .window_head_dim = c.head_dim_swa,
+                                  .window_head_dim_v = c.head_dim_v_swa,
+                                  .recurrent_layers = cache_layer_flags(c, c.recurrent_layers),
                                   .conv_state_floats = c.conv_state_floats(),
                                   .delta_state_floats = c.delta_state_floats(),
                                   .max_state_slots = state_slots(o),

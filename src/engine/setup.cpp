@@ -48,6 +48,7 @@ std::string describe_model(const Model& model) {
     out += fmt::format("n_swa:        {} ({} of {} layers slide, rope base {})\n", c.n_swa,
                        n_sliding, c.n_layer, c.rope_freq_base_swa);
   }
+  out += describe_layer_kinds(c);
   out += describe_recurrent(c);
   return out;
 }

@@ -218,8 +218,8 @@ const uint8_t* cells_at(const TileCells& tc, int64_t pos, int64_t n, bool keys) 
   if (block < 0) return nullptr;
   const uint8_t* cells = keys ? tc.cache.k_block(block, tc.il, tc.kv_head)
                               : tc.cache.v_block(block, tc.il, tc.kv_head);
-  return cells +
-         (pos % bs) * static_cast<int64_t>(keys ? tc.cache.k_row_bytes() : tc.cache.v_row_bytes());
+  return cells + (pos % bs) * static_cast<int64_t>(keys ? tc.cache.k_row_bytes(tc.il)
+                                                        : tc.cache.v_row_bytes(tc.il));
 }
 
 // Whether rows b begin where a's first n rows end (same kind of rows).
@@ -251,8 +251,10 @@ bool extend_piece(CellPiece& last, const CellPiece& next) {
 void chunk_pieces(const TileCells& tc, int64_t lo, int64_t hi, TileScratch& sc) {
   const KvCacheConfig& c = tc.cache.config();
   const int64_t bs = c.block_size;
-  const auto k_row = static_cast<int64_t>(tc.cache.k_row_bytes());
-  const auto v_row = static_cast<int64_t>(tc.cache.v_row_bytes());
+  const auto k_row = static_cast<int64_t>(tc.cache.k_row_bytes(tc.il));
+  const auto v_row = static_cast<int64_t>(tc.cache.v_row_bytes(tc.il));
+  const int64_t hd = tc.cache.head_dim(tc.il);
+  const int64_t dv = tc.cache.head_dim_v(tc.il);
   sc.pieces.clear();
   for (int64_t b = lo / bs; b * bs < hi; ++b) {
     MINFER_CHECK(tc.blocks[static_cast<size_t>(b)] >= 0, "attention reads a released KV block");
@@ -260,8 +262,8 @@ void chunk_pieces(const TileCells& tc, int64_t lo, int64_t hi, TileScratch& sc) 
       const int64_t next = (b + 1) * bs;
       for (const bool keys : {true, false}) {
         const uint8_t* cells = cells_at(tc, next, std::min(bs, tc.end - next), keys);
-        const auto row_bytes = keys ? tc.cache.k_row_bytes() : tc.cache.v_row_bytes();
-        if (cells != nullptr) kernels::prefetch_cells(cells, bs * static_cast<int64_t>(row_bytes));
+        const auto row_bytes = keys ? k_row : v_row;
+        if (cells != nullptr) kernels::prefetch_cells(cells, bs * row_bytes);
       }
     }
     const int64_t from = std::max(lo, b * bs);
@@ -269,11 +271,11 @@ void chunk_pieces(const TileCells& tc, int64_t lo, int64_t hi, TileScratch& sc) 
     const int64_t ahead = from + kChunkCells;
     const CellPiece piece{from, n,
                           kernels::block_rows(tc.to_f32, tc.read, cells_at(tc, from, n, true),
-                                              cells_at(tc, ahead, n, true), n, c.head_dim, k_row,
-                                              sc.k_tile.get() + (from - lo) * c.head_dim),
+                                              cells_at(tc, ahead, n, true), n, hd, k_row,
+                                              sc.k_tile.get() + (from - lo) * hd),
                           kernels::block_rows(tc.to_f32, tc.read, cells_at(tc, from, n, false),
-                                              cells_at(tc, ahead, n, false), n, c.head_dim_v, v_row,
-                                              sc.v_tile.get() + (from - lo) * c.head_dim_v)};
+                                              cells_at(tc, ahead, n, false), n, dv, v_row,
+                                              sc.v_tile.get() + (from - lo) * dv)};
     if (!sc.pieces.empty() && extend_piece(sc.pieces.back(), piece)) continue;
     sc.pieces.push_back(piece);
   }
@@ -335,14 +337,14 @@ void attend_piece(const kernels::KernelTable& table, const KvCache& cache, const
                   const AttentionArgs& args, kernels::DequantizeRowFn to_f32, const QueryTile& tile,
                   int64_t piece, TileScratch& sc) {
   const KvCacheConfig& c = cache.config();
-  start_rows(args, tile, c.head_dim, c.head_dim_v, sc);
+  start_rows(args, tile, cache.head_dim(args.il), cache.head_dim_v(args.il), sc);
   const int64_t pos0 = batch.positions[static_cast<size_t>(tile.t_begin)];
   const int64_t pos_last = batch.positions[static_cast<size_t>(tile.t_end - 1)];
   const CellRead read = kernels::cell_read(
       table, c.cell_type, (tile.t_end - tile.t_begin) * (tile.h_end - tile.h_begin));
   const TileCells tc{
       cache,       cache.block_table(batch.seq_ids[static_cast<size_t>(tile.t_begin)], args.il),
-      args.il,     tile.h_begin / (args.n_head / c.n_head_kv),
+      args.il,     tile.h_begin / (args.n_head / cache.n_head_kv(args.il)),
       to_f32,      read,
       pos_last + 1};
   sc.seen.resize(static_cast<size_t>(tile.t_end - tile.t_begin));
@@ -390,7 +392,7 @@ void finish_rows(const kernels::KernelTable& table, const AttentionArgs& args,
 void attend_tile(const kernels::KernelTable& table, const KvCache& cache, const Batch& batch,
                  const AttentionArgs& args, kernels::DequantizeRowFn to_f32, const QueryTile& tile,
                  TileScratch& sc, RowStates& folded) {
-  const int64_t dv = cache.config().head_dim_v;
+  const int64_t dv = cache.head_dim_v(args.il);
   const auto [p_begin, p_end] = tile_pieces(batch, args, tile);
   if (p_end - p_begin == 1) {
     attend_piece(table, cache, batch, args, to_f32, tile, p_begin, sc);
@@ -412,14 +414,14 @@ void attend_tile(const kernels::KernelTable& table, const KvCache& cache, const 
 // (token, head) row per task, walked a block's run of cells at a time.
 void attention_flash_f16(kernels::ThreadPool& pool, const KvCache& cache, const Batch& batch,
                          const AttentionArgs& args) {
-  const KvCacheConfig& c = cache.config();
-  const int64_t group = args.n_head / c.n_head_kv;
-  const int64_t bs = c.block_size;
+  const int64_t group = args.n_head / cache.n_head_kv(args.il);
+  const int64_t bs = cache.config().block_size;
+  const int64_t hd = cache.head_dim(args.il);
+  const int64_t dv = cache.head_dim_v(args.il);
   pool.run([&](int thread_id, int n_threads) {
-    std::vector<uint16_t> q16(static_cast<size_t>(c.head_dim));      // [hd] f16
-    std::vector<uint16_t> vkq16(static_cast<size_t>(c.head_dim_v));  // [dv] f16
-    kernels::ref::FlashRowF16 row{q16.data(), vkq16.data(), c.head_dim, c.head_dim_v,
-                                  args.scale, 0.0f,         0.0f};
+    std::vector<uint16_t> q16(static_cast<size_t>(hd));    // [hd] f16
+    std::vector<uint16_t> vkq16(static_cast<size_t>(dv));  // [dv] f16
+    kernels::ref::FlashRowF16 row{q16.data(), vkq16.data(), hd, dv, args.scale, 0.0f, 0.0f};
     const auto range =
         kernels::ThreadPool::task_range(batch.n_tokens() * args.n_head, thread_id, n_threads);
     for (int64_t task = range.begin; task < range.end; ++task) {
@@ -428,7 +430,7 @@ void attention_flash_f16(kernels::ThreadPool& pool, const KvCache& cache, const 
       const int64_t pos = batch.positions[static_cast<size_t>(t)];
       const std::vector<int32_t>& blocks =
           cache.block_table(batch.seq_ids[static_cast<size_t>(t)], args.il);
-      kernels::ref::flash_f16_start(row, args.q + task * c.head_dim);
+      kernels::ref::flash_f16_start(row, args.q + task * hd);
       for (int64_t j = first_cell(args, pos); j <= pos; j = (j / bs + 1) * bs) {
         const int32_t block = blocks[static_cast<size_t>(j / bs)];
         const int64_t n = std::min(pos + 1, (j / bs + 1) * bs) - j;
@@ -436,22 +438,21 @@ void attention_flash_f16(kernels::ThreadPool& pool, const KvCache& cache, const 
             reinterpret_cast<const uint16_t*>(cache.k_block(block, args.il, kv_head));
         const auto* values =
             reinterpret_cast<const uint16_t*>(cache.v_block(block, args.il, kv_head));
-        kernels::ref::flash_f16_cells(row, keys + j % bs * c.head_dim,
-                                      values + j % bs * c.head_dim_v, n);
+        kernels::ref::flash_f16_cells(row, keys + j % bs * hd, values + j % bs * dv, n);
       }
       if (args.sinks != nullptr) kernels::ref::flash_f16_sink(row, args.sinks[task % args.n_head]);
-      kernels::ref::flash_f16_finish(row, args.out + task * c.head_dim_v);
+      kernels::ref::flash_f16_finish(row, args.out + task * dv);
     }
   });
 }
 
-// The per-thread scratch of the tile walk.
-TileScratch make_scratch(const KvCacheConfig& c) {
+// The per-thread scratch of the tile walk over layer il's cells.
+TileScratch make_scratch(const KvCache& cache, int64_t il) {
   TileScratch sc;
-  sc.k_tile =
-      make_aligned_array_for_overwrite<float>(static_cast<size_t>(kChunkCells * c.head_dim));
-  sc.v_tile =
-      make_aligned_array_for_overwrite<float>(static_cast<size_t>(kChunkCells * c.head_dim_v));
+  sc.k_tile = make_aligned_array_for_overwrite<float>(
+      static_cast<size_t>(kChunkCells * cache.head_dim(il)));
+  sc.v_tile = make_aligned_array_for_overwrite<float>(
+      static_cast<size_t>(kChunkCells * cache.head_dim_v(il)));
   return sc;
 }
 
@@ -495,12 +496,12 @@ struct PieceStates {
 void attention_split(const kernels::KernelTable& table, kernels::ThreadPool& pool,
                      const KvCache& cache, const Batch& batch, const AttentionArgs& args,
                      kernels::DequantizeRowFn to_f32, const AttentionPlan& plan) {
-  const int64_t dv = cache.config().head_dim_v;
+  const int64_t dv = cache.head_dim_v(args.il);
   PieceStates states(plan.tasks, plan.tiles, dv);
   const std::vector<size_t> bounds = thread_bounds(plan.tasks, pool.n_threads());
   const auto done = std::make_unique<std::atomic<int64_t>[]>(plan.tiles.size());  // pieces done
   pool.run([&](int thread_id, int /*n_threads*/) {
-    TileScratch sc = make_scratch(cache.config());
+    TileScratch sc = make_scratch(cache, args.il);
     RowStates folded;
     const auto id = static_cast<size_t>(thread_id);
     for (size_t k = bounds[id]; k < bounds[id + 1]; ++k) {
@@ -530,13 +531,13 @@ void attention(const kernels::KernelTable& table, kernels::ThreadPool& pool, con
       c.cell_type == GgmlType::kF32 ? nullptr
                                     : table.cells_to_f32[static_cast<size_t>(c.cell_type)];
   const AttentionPlan plan =
-      plan_attention(batch, args, args.n_head / c.n_head_kv, pool.n_threads());
+      plan_attention(batch, args, args.n_head / cache.n_head_kv(args.il), pool.n_threads());
   if (plan.split()) {
     attention_split(table, pool, cache, batch, args, to_f32, plan);
     return;
   }
   pool.run([&](int thread_id, int n_threads) {
-    TileScratch sc = make_scratch(c);
+    TileScratch sc = make_scratch(cache, args.il);
     RowStates folded;
     // Tiles dealt round-robin: a causal prompt's later tiles see more cells, so contiguous
     // ranges would leave the last thread most of the work.

@@ -233,7 +233,10 @@ void Executor::run_node(const Node& node, const Graph& graph, const Batch& batch
                          .n_tokens = rows,
                          .n_used = node.n_used,
                          .y = buffer(node),
-                         .variant = node.moe};
+                         .variant = node.moe,
+
+                         .gelu = node.gelu,
+                         .expert_scale = node.weight != nullptr ? node.weight->f32() : nullptr};
       moe_ffn(table_, pool_, args, moe_scratch_);
       return;
     }

@@ -229,6 +229,29 @@ NodeId GraphBuilder::moe_ffn(const std::string& name, NodeId x, NodeId router_lo
   return push(std::move(n));
 }
 
+NodeId GraphBuilder::moe_geglu(const std::string& name, NodeId x, NodeId router_logits,
+                               const WeightTensor& gate_up, const WeightTensor& down,
+                               const WeightTensor& scale, int64_t n_used) {
+  const Node& in = node(x);
+  const Node& logits = node(router_logits);
+  MINFER_CHECK(in.cols == gate_up.n_cols && in.cols == down.n_rows,
+               "moe_geglu: input width != expert widths");
+  MINFER_CHECK(gate_up.n_rows == 2 * down.n_cols, "moe_geglu: expert FFN widths differ");
+  MINFER_CHECK(logits.rows == in.rows && logits.cols == gate_up.n_mats &&
+                   gate_up.n_mats == down.n_mats && scale.n_cols == down.n_mats,
+               "moe_geglu: router, scale and expert counts differ");
+  MINFER_CHECK(n_used >= 1 && n_used <= gate_up.n_mats, "moe_geglu: bad expert_used_count");
+  Node n = make_node(OpKind::kMoeFfn, name);
+  n.rows = in.rows;
+  n.cols = in.cols;
+  n.inputs = {x, router_logits};
+  n.experts = {&gate_up, nullptr, &down};
+  n.weight = &scale;
+  n.gelu = true;
+  n.n_used = n_used;
+  return push(std::move(n));
+}
+
 NodeId GraphBuilder::columns(const std::string& name, NodeId x, int64_t n_groups, int64_t offset,
                              int64_t width) {
   const Node& in = node(x);
@@ -323,6 +346,7 @@ std::vector<WeightRead> weight_reads(const Graph& graph) {
       // Each token reads the matrices of its n_used experts: at most n_tokens · n_used of them.
       const int64_t n_read = std::min(node.rows * node.n_used, node.experts[0]->n_mats);
       for (const WeightTensor* e : node.experts) {
+        if (e == nullptr) continue;
         reads.push_back({e, static_cast<uint64_t>(n_read * e->n_rows) * e->row_bytes, true});
       }
       continue;

@@ -82,6 +82,9 @@ struct Node {
   std::array<const WeightTensor*, 3> experts{};
   int64_t n_used = 0;
   MoeVariant moe;
+  // moe_ffn with Gemma 4's experts (moe_geglu): GEGLU, gate and up in experts[0] (experts[1]
+  // null), `weight` the [n_expert] scale of each expert's output.
+  bool gelu = false;
   int64_t offset = 0;  // columns: the first column taken of each group
   // delta_net: the per-value-head dt bias and A (ssm_dt.bias, ssm_a), and the key heads.
   std::array<const WeightTensor*, 2> gates{};
@@ -125,6 +128,13 @@ class GraphBuilder {
   NodeId moe_ffn(const std::string& name, NodeId x, NodeId router_logits, const WeightTensor& gate,
                  const WeightTensor& up, const WeightTensor& down, int64_t n_used,
                  const MoeVariant& variant = {});
+
+  // Gemma 4's experts (graph/moe.h, MoeArgs::gelu): x: [n, n_embd], router_logits: [n,
+  // n_expert]; gate_up: n_expert × [n_embd → 2 n_ff_exp] (gate's rows first), down: n_expert ×
+  // [n_ff_exp → n_embd], scale: [n_expert], each expert's output factor.
+  NodeId moe_geglu(const std::string& name, NodeId x, NodeId router_logits,
+                   const WeightTensor& gate_up, const WeightTensor& down, const WeightTensor& scale,
+                   int64_t n_used);
 
   // Of each of n_groups groups of x's columns, `width` columns from `offset`: [n, n_groups ·
   // width].

@@ -67,13 +67,61 @@ void swiglu_oai(const float* g, const float* u, int64_t n, float limit, float* y
   }
 }
 
+// Expert e's down over its m rows of activations act [m, n_ff_exp], plus its bias (gpt-oss),
+// scattered to expert_out at each row's (token, j) slot, times expert_scale[e] where there is
+// one.
+void run_down(const kernels::KernelTable& table, kernels::ThreadPool& pool, const MoeArgs& a,
+              int64_t e, const float* act, const int32_t* slots, int64_t m, MoeScratch& s) {
+  const kernels::MatmulWeights down = expert_matrix(*a.down, e);
+  const int64_t n_embd = down.n_out;
+  float* d_out = sized(s.down_out, static_cast<size_t>(m * n_embd));  // [m, n_embd]
+  sized(s.down_act, kernels::matmul_scratch_bytes(down.type, m, down.n_in));
+  kernels::matmul(table, pool, down, act, m, d_out, s.down_act);
+  add_expert_bias(table, a.variant.biases[2], e, m, n_embd, d_out);
+  for (int64_t i = 0; i < m; ++i) {
+    float* out = s.expert_out.data() + static_cast<size_t>(slots[i]) * n_embd;
+    if (a.expert_scale != nullptr) {
+      table.scale(d_out + i * n_embd, a.expert_scale[e], n_embd, out);
+    } else {
+      std::memcpy(out, d_out + i * n_embd, static_cast<size_t>(n_embd) * sizeof(float));
+    }
+  }
+}
+
+// One expert whose gate and up are one matrix (MoeArgs::up null): [m, 2 n_ff_exp] from the
+// converted activations, the activation of its halves, down.
+void run_fused_expert(const kernels::KernelTable& table, kernels::ThreadPool& pool,
+                      const MoeArgs& a, int64_t e, const int32_t* slots, int64_t m, MoeScratch& s) {
+  const kernels::MatmulWeights gate_up = expert_matrix(*a.gate, e);
+  const int64_t n_embd = gate_up.n_in;
+  const int64_t n_ff = gate_up.n_out / 2;
+  const size_t act_row = kernels::matmul_act_row_bytes(gate_up.type, n_embd);
+  int32_t* tokens = sized(s.tokens, static_cast<size_t>(m));
+  for (int64_t i = 0; i < m; ++i) tokens[i] = static_cast<int32_t>(slots[i] / a.n_used);
+  uint8_t* act = sized(s.gathered, static_cast<size_t>(m) * act_row);
+  gather(s.act_gate.data(), act_row, tokens, m, act);
+  float* gu = sized(s.up_out, static_cast<size_t>(m * 2 * n_ff));  // [m, 2 n_ff_exp]
+  kernels::matmul_converted(table, pool, gate_up, act, m, gu);
+  float* g_out = sized(s.gate_out, static_cast<size_t>(m * n_ff));  // [m, n_ff_exp]
+  const auto act_fn = a.gelu ? table.geglu : table.swiglu;
+  pool.parallel_for(m, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      act_fn(gu + r * 2 * n_ff, gu + r * 2 * n_ff + n_ff, n_ff, g_out + r * n_ff);
+    }
+  });
+  run_down(table, pool, a, e, g_out, slots, m, s);
+}
+
 // One expert over its m rows: gate and up from the converted activations, SwiGLU, down, and the
 // results scattered to expert_out at each row's (token, j) slot.
 void run_expert(const kernels::KernelTable& table, kernels::ThreadPool& pool, const MoeArgs& a,
                 int64_t e, const int32_t* slots, int64_t m, MoeScratch& s) {
+  if (a.up == nullptr) {
+    run_fused_expert(table, pool, a, e, slots, m, s);
+    return;
+  }
   const kernels::MatmulWeights gate = expert_matrix(*a.gate, e);
   const kernels::MatmulWeights up = expert_matrix(*a.up, e);
-  const kernels::MatmulWeights down = expert_matrix(*a.down, e);
   const int64_t n_embd = gate.n_in;
   const int64_t n_ff = gate.n_out;
   const size_t gate_row = kernels::matmul_act_row_bytes(gate.type, n_embd);
@@ -98,26 +146,18 @@ void run_expert(const kernels::KernelTable& table, kernels::ThreadPool& pool, co
   const MoeVariant& v = a.variant;
   add_expert_bias(table, v.biases[0], e, m, n_ff, g_out);
   add_expert_bias(table, v.biases[1], e, m, n_ff, u_out);
-  // SwiGLU row by row, as the dense FFN (kernels treat a row's first elements in groups).
+  // The activation row by row, as the dense FFN (kernels treat a row's first elements in groups).
   pool.parallel_for(m, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       float* g = g_out + r * n_ff;
       if (v.swiglu_limit > 0.0f) {
         swiglu_oai(g, u_out + r * n_ff, n_ff, v.swiglu_limit, g);
       } else {
-        table.swiglu(g, u_out + r * n_ff, n_ff, g);
+        (a.gelu ? table.geglu : table.swiglu)(g, u_out + r * n_ff, n_ff, g);
       }
     }
   });
-  float* d_out = sized(s.down_out, static_cast<size_t>(m * n_embd));  // [m, n_embd]
-  const size_t need = kernels::matmul_scratch_bytes(down.type, m, n_ff);
-  sized(s.down_act, need);
-  kernels::matmul(table, pool, down, g_out, m, d_out, s.down_act);
-  add_expert_bias(table, v.biases[2], e, m, n_embd, d_out);
-  for (int64_t i = 0; i < m; ++i) {
-    std::memcpy(s.expert_out.data() + static_cast<size_t>(slots[i]) * n_embd, d_out + i * n_embd,
-                static_cast<size_t>(n_embd) * sizeof(float));
-  }
+  run_down(table, pool, a, e, g_out, slots, m, s);
 }
 
 }  // namespace
@@ -191,7 +231,7 @@ void moe_ffn(const kernels::KernelTable& table, kernels::ThreadPool& pool, const
 
   // x converted once for every expert's gate (and up, when up's activations differ).
   const kernels::MatmulWeights gate0 = expert_matrix(*a.gate, 0);
-  const kernels::MatmulWeights up0 = expert_matrix(*a.up, 0);
+  const kernels::MatmulWeights up0 = expert_matrix(a.up != nullptr ? *a.up : *a.gate, 0);
   sized(s.act_gate, static_cast<size_t>(n) * kernels::matmul_act_row_bytes(gate0.type, n_embd));
   kernels::matmul_convert(table, pool, gate0, a.x, n, s.act_gate);
   if (!kernels::matmul_shares_act(gate0.type, up0.type)) {

@@ -37,6 +37,11 @@ struct MoeArgs {
   int64_t n_used = 0;  // experts per token
   float* y = nullptr;  // [n_tokens, n_embd]; must not alias x
   MoeVariant variant;  // gpt-oss's routing, activation and biases (graph/graph.h)
+  // Gemma 4's experts: gate and up in one matrix per expert (gate's rows first; `gate` then
+  // points at it, n_expert × [n_embd → 2 n_ff_exp], and `up` is null), GELU in place of SiLU,
+  // and each expert's down output multiplied by expert_scale[e] before its routing weight.
+  bool gelu = false;
+  const float* expert_scale = nullptr;  // [n_expert] or null
 };
 
 // Buffers reused across calls (grown as needed).

@@ -40,7 +40,9 @@ inline constexpr int64_t kMaxRopeDims = 1024;
 // the SIMD kernels use for the offsets of Q4_0 / Q5_0 and their unsigned-by-signed products.
 // The reference is ref::vec_dot_for(type) (kernels/ref/ref_dot.h) applied to each (row, token).
 // Every (r, t) result is computed by the same sequence of operations whatever n_rows and n_tok
-// are, so splitting rows or tokens differently never changes a bit of the output.
+// are, so splitting rows or tokens differently never changes a bit of the output. The SIMD
+// tables' F32 / F16 / BF16 tiles sum in one order on every ISA, llama.cpp's AVX-512 one
+// (float_tile_impl.h), and so give one another's bits; the reference sums those in double.
 using MatmulTileFn = void (*)(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
                               const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
                               int64_t y_stride);

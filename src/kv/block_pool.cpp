@@ -10,14 +10,15 @@
 
 namespace minfer {
 
-Result<KvBlockPool> KvBlockPool::create(const KvLayout& layout, int64_t n_layers,
-                                        int64_t max_blocks, std::string_view name) {
+Result<KvBlockPool> KvBlockPool::create(const KvLayout& layout, const KvLayout::PoolShape& shape,
+                                        int64_t n_layers, int64_t max_blocks,
+                                        std::string_view name) {
   const KvCacheConfig& c = layout.config;
   KvBlockPool pool;
   pool.block_size_ = static_cast<size_t>(c.block_size);
-  pool.n_head_kv_ = static_cast<size_t>(c.n_head_kv);
-  pool.k_row_bytes_ = layout.k_row_bytes;
-  pool.v_row_bytes_ = layout.v_row_bytes;
+  pool.n_head_kv_ = static_cast<size_t>(shape.n_head_kv);
+  pool.k_row_bytes_ = shape.k_row_bytes;
+  pool.v_row_bytes_ = shape.v_row_bytes;
   pool.layer_bytes_ = pool.n_head_kv_ * pool.block_size_ * (pool.k_row_bytes_ + pool.v_row_bytes_);
   pool.n_layers_ = n_layers;
   pool.block_bytes_ = pool.layer_bytes_ * static_cast<size_t>(n_layers);

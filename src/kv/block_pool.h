@@ -37,10 +37,11 @@ namespace minfer {
 class KvBlockPool {
  public:
   // A pool of up to max_blocks blocks, each holding the cells of n_layers layers of `layout`
-  // (none: an empty pool that holds no memory and whose cells are never addressed). `name`
+  // shaped as `shape` (the main or the window pool's rows; none: an empty pool that holds no memory
+  // and whose cells are never addressed). `name`
   // ("main", "window") is for errors. Fails when the budget is past the address space.
-  static Result<KvBlockPool> create(const KvLayout& layout, int64_t n_layers, int64_t max_blocks,
-                                    std::string_view name);
+  static Result<KvBlockPool> create(const KvLayout& layout, const KvLayout::PoolShape& shape,
+                                    int64_t n_layers, int64_t max_blocks, std::string_view name);
 
   size_t block_bytes() const { return block_bytes_; }  // every layer's K and V of one block
   int64_t n_allocated() const { return static_cast<int64_t>(refs_.size()); }

@@ -34,11 +34,13 @@ float* KvCache::delta_state(int32_t seq, int64_t il) {
 
 Result<std::unique_ptr<KvCache>> KvCache::create(const KvCacheConfig& c) {
   MINFER_ASSIGN_OR_RETURN(KvLayout layout, KvLayout::create(c));
-  MINFER_ASSIGN_OR_RETURN(KvBlockPool main, KvBlockPool::create(layout, layout.n_global_layers(),
-                                                                c.max_blocks, "main"));
+  MINFER_ASSIGN_OR_RETURN(
+      KvBlockPool main,
+      KvBlockPool::create(layout, layout.main, layout.n_global_layers(), c.max_blocks, "main"));
   const auto n_window_layers = static_cast<int64_t>(layout.window_layers.size());
-  MINFER_ASSIGN_OR_RETURN(KvBlockPool window,
-                          KvBlockPool::create(layout, n_window_layers, c.max_blocks, "window"));
+  MINFER_ASSIGN_OR_RETURN(
+      KvBlockPool window,
+      KvBlockPool::create(layout, layout.window, n_window_layers, c.max_blocks, "window"));
   return std::unique_ptr<KvCache>(
       new KvCache(std::move(layout), std::move(main), std::move(window)));
 }
@@ -299,9 +301,11 @@ void KvCache::store(const kernels::KernelTable& table, int64_t il, int32_t seq, 
                "KV store into a registered block");
   const int64_t slot = pos % c.block_size;
   const kernels::QuantizeRowFn to_cells = table.cells_from_f32[static_cast<size_t>(c.cell_type)];
-  for (int64_t h = 0; h < c.n_head_kv; ++h) {
-    to_cells(k + h * c.head_dim, cell(block, il, false, h, slot), c.head_dim);
-    to_cells(v + h * c.head_dim_v, cell(block, il, true, h, slot), c.head_dim_v);
+  const int64_t hd = layout_.head_dim(il);
+  const int64_t hd_v = layout_.head_dim_v(il);
+  for (int64_t h = 0; h < layout_.n_head_kv(il); ++h) {
+    to_cells(k + h * hd, cell(block, il, false, h, slot), hd);
+    to_cells(v + h * hd_v, cell(block, il, true, h, slot), hd_v);
   }
 }
 

@@ -65,8 +65,13 @@ class KvCache {
   static Result<std::unique_ptr<KvCache>> create(const KvCacheConfig& config);
 
   const KvCacheConfig& config() const { return layout_.config; }
-  size_t k_row_bytes() const { return layout_.k_row_bytes; }  // one head's key row in the cell type
-  size_t v_row_bytes() const { return layout_.v_row_bytes; }
+  // Layer il's shape (the window pool's for a sliding layer; kv/kv_layout.h): its KV heads, head
+  // dims and one head's key / value row in the cell type.
+  int64_t n_head_kv(int64_t il) const { return layout_.n_head_kv(il); }
+  int64_t head_dim(int64_t il) const { return layout_.head_dim(il); }
+  int64_t head_dim_v(int64_t il) const { return layout_.head_dim_v(il); }
+  size_t k_row_bytes(int64_t il) const { return layout_.k_row_bytes(il); }
+  size_t v_row_bytes(int64_t il) const { return layout_.v_row_bytes(il); }
   size_t block_bytes() const { return main_.block_bytes(); }
   // The bytes of cells attention reads for one token that sees positions [0, n_positions) of its
   // sequence: each KV head's key and value rows of all of them in a global layer, of the last
@@ -227,7 +232,7 @@ class KvCache {
   // One position's key (or value) row of KV head h, layer il, slot `slot` of `block` in the
   // layer's pool.
   uint8_t* cell(int32_t block, int64_t il, bool is_v, int64_t h, int64_t slot) const {
-    const size_t row = is_v ? layout_.v_row_bytes : layout_.k_row_bytes;
+    const size_t row = is_v ? layout_.v_row_bytes(il) : layout_.k_row_bytes(il);
     return pool_of(il).cells(layout_.layer_slot[static_cast<size_t>(il)], is_v, h, block) +
            static_cast<size_t>(slot) * row;
   }

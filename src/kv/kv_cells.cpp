@@ -11,20 +11,25 @@ namespace minfer {
 
 size_t KvCache::seen_bytes(int64_t n_positions) const {
   const KvCacheConfig& c = config();
-  size_t rows = 0;
+  size_t bytes = 0;
   for (int64_t il = 0; il < c.n_layer; ++il) {
     if (is_recurrent_layer(il)) continue;
     const int64_t n = is_window_layer(il) ? std::min(n_positions, c.window) : n_positions;
-    rows += static_cast<size_t>(c.n_head_kv * n);
+    bytes += static_cast<size_t>(layout_.n_head_kv(il) * n) *
+             (layout_.k_row_bytes(il) + layout_.v_row_bytes(il));
   }
-  return rows * (layout_.k_row_bytes + layout_.v_row_bytes);
+  return bytes;
 }
 
 size_t KvCache::cells_bytes(int64_t n_positions) const {
   const KvCacheConfig& c = config();
-  const int64_t n_cell_layers = c.n_layer - static_cast<int64_t>(layout_.recurrent_layers.size());
-  const size_t rows = static_cast<size_t>(n_cell_layers * c.n_head_kv * n_positions);
-  return rows * (layout_.k_row_bytes + layout_.v_row_bytes);
+  size_t bytes = 0;
+  for (int64_t il = 0; il < c.n_layer; ++il) {
+    if (is_recurrent_layer(il)) continue;
+    bytes += static_cast<size_t>(layout_.n_head_kv(il) * n_positions) *
+             (layout_.k_row_bytes(il) + layout_.v_row_bytes(il));
+  }
+  return bytes;
 }
 
 template <typename Fn>
@@ -37,8 +42,8 @@ void KvCache::for_each_run(int32_t seq, int64_t n_positions, Fn&& copy) const {
     if (is_recurrent_layer(il)) continue;
     const std::vector<int32_t>& table = block_table(seq, il);
     for (const bool is_v : {false, true}) {
-      const size_t row = is_v ? layout_.v_row_bytes : layout_.k_row_bytes;
-      for (int64_t h = 0; h < c.n_head_kv; ++h) {
+      const size_t row = is_v ? layout_.v_row_bytes(il) : layout_.k_row_bytes(il);
+      for (int64_t h = 0; h < layout_.n_head_kv(il); ++h) {
         for (int64_t begin = 0; begin < n_positions; begin += bs) {
           const int32_t block = table[static_cast<size_t>(begin / bs)];
           const size_t bytes = static_cast<size_t>(std::min(bs, n_positions - begin)) * row;

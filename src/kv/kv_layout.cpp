@@ -58,18 +58,40 @@ std::string_view kv_cell_type_name(GgmlType type) {
   return ggml_type_info(type).name;
 }
 
-Result<KvLayout> KvLayout::create(const KvCacheConfig& c) {
-  MINFER_RETURN_IF_ERROR(check_shape(c));
+namespace {
+
+// One pool's shape, its rows in the cell type (whose blocks must divide the head dims).
+Result<KvLayout::PoolShape> pool_shape(const KvCacheConfig& c, int64_t n_head_kv, int64_t head_dim,
+                                       int64_t head_dim_v) {
   const std::optional<uint64_t> k_row =
-      ggml_row_bytes(c.cell_type, static_cast<uint64_t>(c.head_dim));
+      ggml_row_bytes(c.cell_type, static_cast<uint64_t>(head_dim));
   const std::optional<uint64_t> v_row =
-      ggml_row_bytes(c.cell_type, static_cast<uint64_t>(c.head_dim_v));
+      ggml_row_bytes(c.cell_type, static_cast<uint64_t>(head_dim_v));
   if (!k_row || !v_row) {
     return make_error(ErrorCode::kUnsupported,
                       "[kv] cache type {} needs head dims that are multiples of {}, got {} and {}",
                       kv_cell_type_name(c.cell_type), ggml_type_info(c.cell_type).block_size,
-                      c.head_dim, c.head_dim_v);
+                      head_dim, head_dim_v);
   }
+  return KvLayout::PoolShape{n_head_kv, head_dim, head_dim_v, static_cast<size_t>(*k_row),
+                             static_cast<size_t>(*v_row)};
+}
+
+}  // namespace
+
+Result<KvLayout> KvLayout::create(const KvCacheConfig& c) {
+  MINFER_RETURN_IF_ERROR(check_shape(c));
+  if (c.window_n_head_kv < 0 || c.window_head_dim < 0 || c.window_head_dim_v < 0) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "[kv] bad sliding-layer shape: n_head_kv {}, head_dim {}/{} (expected >= 0)",
+                      c.window_n_head_kv, c.window_head_dim, c.window_head_dim_v);
+  }
+  MINFER_ASSIGN_OR_RETURN(const PoolShape main,
+                          pool_shape(c, c.n_head_kv, c.head_dim, c.head_dim_v));
+  MINFER_ASSIGN_OR_RETURN(const PoolShape window,
+                          pool_shape(c, c.window_n_head_kv > 0 ? c.window_n_head_kv : c.n_head_kv,
+                                     c.window_head_dim > 0 ? c.window_head_dim : c.head_dim,
+                                     c.window_head_dim_v > 0 ? c.window_head_dim_v : c.head_dim_v));
   const bool windowed = c.window > 0 && !c.swa_layers.empty();
   if (windowed && static_cast<int64_t>(c.swa_layers.size()) != c.n_layer) {
     return make_error(ErrorCode::kInvalidArgument,
@@ -90,8 +112,8 @@ Result<KvLayout> KvLayout::create(const KvCacheConfig& c) {
   }
   KvLayout layout;
   layout.config = c;
-  layout.k_row_bytes = static_cast<size_t>(*k_row);
-  layout.v_row_bytes = static_cast<size_t>(*v_row);
+  layout.main = main;
+  layout.window = window;
   // Each layer takes the next slot of its pool's blocks: global layers the main blocks, sliding
   // layers the window blocks.
   int64_t n_global = 0;
@@ -106,7 +128,8 @@ Result<KvLayout> KvLayout::create(const KvCacheConfig& c) {
       layout.layer_slot.push_back(n_global++);
     }
   }
-  layout.full_segment = full_segment_blocks(c, std::max(layout.k_row_bytes, layout.v_row_bytes));
+  layout.full_segment = full_segment_blocks(
+      c, std::max({main.k_row_bytes, main.v_row_bytes, window.k_row_bytes, window.v_row_bytes}));
   return layout;
 }
 

@@ -52,6 +52,11 @@ struct KvCacheConfig {
   // positions. Empty (or window 0): every layer is global.
   std::vector<bool> swa_layers;  // [n_layer] or empty
   int64_t window = 0;
+  // The sliding layers' own shape where it differs from the global layers' (Gemma 4: other head
+  // dims and KV head counts); 0: the global layers' n_head_kv, head_dim, head_dim_v.
+  int64_t window_n_head_kv = 0;
+  int64_t window_head_dim = 0;
+  int64_t window_head_dim_v = 0;
   // Recurrent layers (kv/recurrent_state.h): recurrent_layers[il] set means layer il keeps no KV
   // cells but a state slot per sequence of conv_state_floats + delta_state_floats; at most
   // max_state_slots sequences hold one at once. Empty: every layer is attention.
@@ -83,9 +88,35 @@ struct KvLayout {
            static_cast<int64_t>(recurrent_layers.size());
   }
 
+  // Layer il's shape: the window pool's for a sliding layer, else the main pool's.
+  int64_t n_head_kv(int64_t il) const {
+    return is_window_layer(il) ? window.n_head_kv : main.n_head_kv;
+  }
+  int64_t head_dim(int64_t il) const {
+    return is_window_layer(il) ? window.head_dim : main.head_dim;
+  }
+  int64_t head_dim_v(int64_t il) const {
+    return is_window_layer(il) ? window.head_dim_v : main.head_dim_v;
+  }
+  size_t k_row_bytes(int64_t il) const {
+    return is_window_layer(il) ? window.k_row_bytes : main.k_row_bytes;
+  }
+  size_t v_row_bytes(int64_t il) const {
+    return is_window_layer(il) ? window.v_row_bytes : main.v_row_bytes;
+  }
+
+  // The shape of one pool's layers.
+  struct PoolShape {
+    int64_t n_head_kv = 0;
+    int64_t head_dim = 0;
+    int64_t head_dim_v = 0;
+    size_t k_row_bytes = 0;  // one head's key row in the cell type
+    size_t v_row_bytes = 0;
+  };
+
   KvCacheConfig config;
-  size_t k_row_bytes = 0;  // one head's key row in the cell type
-  size_t v_row_bytes = 0;
+  PoolShape main;           // the global layers'
+  PoolShape window;         // the sliding layers' (the global layers' unless window_* is set)
   size_t full_segment = 1;  // blocks of a full segment (kv/block_pool.h)
   // [n_layer] layer il's index among the layers of its pool: where its cells lie in a block;
   // for a recurrent layer, its index among the recurrent layers (its state in a slot).

@@ -83,9 +83,11 @@ Status KvCache::shift(const kernels::KernelTable& table, int32_t seq, int64_t n_
 
   const kernels::QuantizeRowFn to_cells = table.cells_from_f32[static_cast<size_t>(c.cell_type)];
   const kernels::DequantizeRowFn to_f32 = table.cells_to_f32[static_cast<size_t>(c.cell_type)];
-  const int64_t hd = c.head_dim;
-  std::vector<float> k(static_cast<size_t>(c.n_head_kv * hd));  // [n_head_kv][head_dim]
+  std::vector<float> k;  // [n_head_kv][head_dim] of layer il
   for (int64_t il = 0; il < c.n_layer; ++il) {
+    const int64_t hd = layout_.head_dim(il);
+    const int64_t n_head_kv = layout_.n_head_kv(il);
+    k.resize(static_cast<size_t>(n_head_kv * hd));
     const std::vector<int32_t>& blocks = block_table(seq, il);
     const int64_t from = is_window_layer(il) ? std::max(n_keep, window_from) : n_keep;
     // Ascending: position p is written after every position <= p + n_discard was read.
@@ -94,14 +96,14 @@ Status KvCache::shift(const kernels::KernelTable& table, int32_t seq, int64_t n_
       const int32_t src = blocks[static_cast<size_t>(old_pos / bs)];
       const int32_t dst = blocks[static_cast<size_t>(p / bs)];
       MINFER_CHECK(src >= 0 && dst >= 0, "context shift through a released window block");
-      for (int64_t h = 0; h < c.n_head_kv; ++h) {
+      for (int64_t h = 0; h < n_head_kv; ++h) {
         to_f32(cell(src, il, false, h, old_pos % bs), k.data() + h * hd, hd);
       }
       rotate(il, old_pos, p, k.data());
-      for (int64_t h = 0; h < c.n_head_kv; ++h) {
+      for (int64_t h = 0; h < n_head_kv; ++h) {
         to_cells(k.data() + h * hd, cell(dst, il, false, h, p % bs), hd);
         std::memcpy(cell(dst, il, true, h, p % bs), cell(src, il, true, h, old_pos % bs),
-                    layout_.v_row_bytes);
+                    layout_.v_row_bytes(il));
       }
     }
   }

@@ -8,6 +8,7 @@
 
 #include "core/status.h"
 #include "gguf/gguf_file.h"
+#include "graph/graph.h"
 #include "kernels/kernel_table.h"
 #include "models/model_config.h"
 #include "models/tensor_spec.h"
@@ -31,6 +32,13 @@ struct ArchSpec {
   // real tokenizers and templates), for `minfer info --architectures` and the README. A family
   // that shares the architecture but was not tested is not named.
   const char* tested_models = "";
+  // feed_forward_length and attention.head_count_kv may be per-layer arrays, which read_keys
+  // reads (Gemma 4); otherwise they must be single integers.
+  bool per_layer_widths = false;
+  // The forward when it is not build_decoder's (models/decoder.h; same contract); nullptr:
+  // build_decoder.
+  NodeId (*build)(GraphBuilder& g, const ModelConfig& c, const ModelWeights& w,
+                  bool hidden) = nullptr;
 };
 
 extern const ArchSpec kLlamaArch;
@@ -41,6 +49,7 @@ extern const ArchSpec kGemma3Arch;
 extern const ArchSpec kQwen35Arch;
 extern const ArchSpec kQwen35MoeArch;
 extern const ArchSpec kGptOssArch;
+extern const ArchSpec kGemma4Arch;
 
 // Qwen3-MoE's experts (models/qwen3moe.cpp), which Qwen3.5-MoE shares: the router and expert
 // tensors of a block, and the expert_* keys (softmax routing, normalized weights, no scale).

@@ -43,8 +43,12 @@ NodeId moe_ffn(GraphBuilder& g, const ModelConfig& c, const LayerWeights& w, con
 }  // namespace
 
 kernels::RopeConfig layer_rope(const ModelConfig& c, const LayerWeights& w, int64_t il) {
-  return rope_config(c, w.rope_freqs ? w.rope_freqs->f32() : nullptr,
-                     c.is_swa(il) ? c.rope_freq_base_swa : c.rope_freq_base);
+  const bool swa = c.is_swa(il);
+  const bool factors = w.rope_freqs && (!swa || c.swa_rope_freqs);
+  kernels::RopeConfig rope = rope_config(c, factors ? w.rope_freqs->f32() : nullptr,
+                                         swa ? c.rope_freq_base_swa : c.rope_freq_base);
+  rope.n_rot = c.layer_n_rot(il);
+  return rope;
 }
 
 namespace {

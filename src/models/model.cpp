@@ -4,8 +4,10 @@
 #include <cstring>
 #include <vector>
 
+#include "core/check.h"
 #include "core/hash.h"
 #include "kernels/dispatch.h"
+#include "models/architectures.h"
 #include "models/decoder.h"
 
 namespace minfer {
@@ -67,7 +69,10 @@ void Model::drop_vocabulary() {
 
 Graph Model::build_graph(int64_t n_tokens, int64_t n_outputs, bool hidden) const {
   GraphBuilder g(n_tokens, n_outputs);
-  const NodeId out = build_decoder(g, config_, weights_, hidden);
+  const Result<ArchSpec> arch = find_arch(config_.arch);  // found when the model loaded
+  MINFER_CHECK(arch.is_ok(), "a loaded model's architecture is unknown");
+  const auto build = arch->build != nullptr ? arch->build : build_decoder;
+  const NodeId out = build(g, config_, weights_, hidden);
   return g.finish(out);
 }
 

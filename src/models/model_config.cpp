@@ -36,6 +36,12 @@ uint64_t ModelConfig::recurrent_state_bytes() const {
          sizeof(float);
 }
 
+int64_t ModelConfig::kv_source(int64_t il) const {
+  const int64_t n_kv = n_cache_layers();
+  if (il < n_kv) return il;
+  return is_swa(il) ? n_kv - 2 : n_kv - 1;
+}
+
 std::string describe_recurrent(const ModelConfig& c) {
   if (c.recurrent_layers.empty()) return "";
   std::vector<int64_t> recurrent, attention;
@@ -50,6 +56,27 @@ std::string describe_recurrent(const ModelConfig& c) {
       recurrent.size(), fmt::join(recurrent, " "), attention.size(), fmt::join(attention, " "),
       static_cast<double>(c.recurrent_state_bytes()) / 1024.0, kib(c.conv_state_floats()),
       kib(c.delta_state_floats()));
+}
+
+std::string describe_layer_kinds(const ModelConfig& c) {
+  std::string out;
+  if (c.head_dim_swa > 0) {
+    out +=
+        fmt::format("sliding:      head_dim {}, n_head_kv {}, n_rot {} (full layers: {}, {}, {})\n",
+                    c.head_dim_swa, c.n_head_kv_swa, c.n_rot_swa, c.head_dim, c.n_head_kv, c.n_rot);
+  }
+  if (c.n_layer_kv > 0) {
+    std::vector<std::string> shared;
+    for (int64_t il = c.n_layer_kv; il < c.n_layer; ++il) {
+      shared.push_back(fmt::format("{}<-{}", il, c.kv_source(il)));
+    }
+    out += fmt::format("shared KV:    {} (layer<-cells of layer; no cells of their own)\n",
+                       fmt::join(shared, " "));
+  }
+  if (c.n_embd_per_layer > 0) {
+    out += fmt::format("per-layer:    input embeddings of {} per layer\n", c.n_embd_per_layer);
+  }
+  return out;
 }
 
 Result<int64_t> read_positive_or(const GgufFile& file, const std::string& key, int64_t fallback) {
@@ -190,9 +217,9 @@ kernels::RopeConfig rope_config(const ModelConfig& c, const float* freq_factors,
 }
 
 std::span<const ArchSpec* const> supported_archs() {
-  static const std::array<const ArchSpec*, 8> archs = {&kLlamaArch,     &kQwen2Arch,  &kQwen3Arch,
+  static const std::array<const ArchSpec*, 9> archs = {&kLlamaArch,     &kQwen2Arch,  &kQwen3Arch,
                                                        &kQwen3MoeArch,  &kGemma3Arch, &kQwen35Arch,
-                                                       &kQwen35MoeArch, &kGptOssArch};
+                                                       &kQwen35MoeArch, &kGptOssArch, &kGemma4Arch};
   return archs;
 }
 
@@ -223,13 +250,23 @@ Result<ModelConfig> read_model_config(const GgufFile& file) {
   MINFER_ASSIGN_OR_RETURN(c.n_embd, read_positive(file, p + "embedding_length"));
   MINFER_ASSIGN_OR_RETURN(c.n_layer, read_positive(file, p + "block_count"));
   MINFER_ASSIGN_OR_RETURN(c.n_head, read_positive(file, p + "attention.head_count"));
-  MINFER_ASSIGN_OR_RETURN(c.n_head_kv,
-                          read_positive_or(file, p + "attention.head_count_kv", c.n_head));
+  // Per-layer arrays (Gemma 4) are the architecture's to read (ArchSpec::per_layer_widths).
+  const auto per_layer = [&](const char* key) {
+    const GgufValue* v = file.find(p + key);
+    return arch.per_layer_widths && v != nullptr && v->is_array();
+  };
+  c.n_head_kv = c.n_head;
+  if (!per_layer("attention.head_count_kv")) {
+    MINFER_ASSIGN_OR_RETURN(c.n_head_kv,
+                            read_positive_or(file, p + "attention.head_count_kv", c.n_head));
+  }
   // A mixture of experts may leave the dense width out (Qwen3.5-MoE): its experts' widths are
   // keys of their own, checked by the architecture.
-  MINFER_ASSIGN_OR_RETURN(c.n_ff, file.has(p + "expert_count")
-                                      ? read_positive_or(file, p + "feed_forward_length", 0)
-                                      : read_positive(file, p + "feed_forward_length"));
+  if (!per_layer("feed_forward_length")) {
+    MINFER_ASSIGN_OR_RETURN(c.n_ff, file.has(p + "expert_count")
+                                        ? read_positive_or(file, p + "feed_forward_length", 0)
+                                        : read_positive(file, p + "feed_forward_length"));
+  }
   MINFER_ASSIGN_OR_RETURN(c.n_ctx_train, read_positive_or(file, p + "context_length", 2048));
   if (c.n_embd % c.n_head != 0 && !file.has(p + "attention.key_length")) {
     return make_error(ErrorCode::kCorrupt,

@@ -67,10 +67,56 @@ struct ModelConfig {
   int64_t n_swa = 0;
   std::vector<bool> swa_layers;  // [n_layer] or empty
   float rope_freq_base_swa = 10000.0f;
+  bool swa_rope_freqs = true;  // sliding layers divide by rope_freqs too (Gemma 4: global only)
 
   bool is_swa(int64_t il) const {
     return !swa_layers.empty() && swa_layers[static_cast<size_t>(il)];
   }
+
+  // Sliding layers with a shape of their own (Gemma 4; read by the architecture's read_keys): KV
+  // heads, key / value head dims and rotated dims; 0: the global layers' value. The layer_*
+  // accessors give layer il's.
+  int64_t n_head_kv_swa = 0;
+  int64_t head_dim_swa = 0;
+  int64_t head_dim_v_swa = 0;
+  int64_t n_rot_swa = 0;
+  int64_t layer_n_head_kv(int64_t il) const {
+    return is_swa(il) && n_head_kv_swa > 0 ? n_head_kv_swa : n_head_kv;
+  }
+  int64_t layer_head_dim(int64_t il) const {
+    return is_swa(il) && head_dim_swa > 0 ? head_dim_swa : head_dim;
+  }
+  int64_t layer_head_dim_v(int64_t il) const {
+    return is_swa(il) && head_dim_v_swa > 0 ? head_dim_v_swa : head_dim_v;
+  }
+  int64_t layer_n_rot(int64_t il) const { return is_swa(il) && n_rot_swa > 0 ? n_rot_swa : n_rot; }
+  // Per-layer FFN widths (Gemma 4's feed_forward_length array); empty: n_ff everywhere.
+  std::vector<int64_t> layer_n_ff;  // [n_layer] or empty
+  int64_t ffn_width(int64_t il) const {
+    return layer_n_ff.empty() ? n_ff : layer_n_ff[static_cast<size_t>(il)];
+  }
+
+  // KV sharing (Gemma 4's attention.shared_kv_layers): layers il >= n_layer_kv compute only
+  // their queries and attend to the cells of an earlier layer (kv_source), keeping none of their
+  // own; 0: every layer keeps its cells.
+  int64_t n_layer_kv = 0;
+  // Layers that keep KV cells (or recurrent state): the first n_layer_kv, else all.
+  int64_t n_cache_layers() const { return n_layer_kv > 0 ? n_layer_kv : n_layer; }
+  // The layer whose cells layer il reads: il itself, or for a sharing layer n_layer_kv - 2 if it
+  // slides, n_layer_kv - 1 if not (llama.cpp's gemma4 create_memory; the architecture checks
+  // that those layers are of the same kind).
+  int64_t kv_source(int64_t il) const;
+
+  // Per-layer input embeddings (Gemma 4's PLE; embedding_length_per_layer_input): > 0: each
+  // layer gets an input of this width from per_layer_token_embd and a projection of the
+  // embeddings (models/gemma4.cpp).
+  int64_t n_embd_per_layer = 0;
+  // V is RMS-normed per head without a weight before the KV store (Gemma 4).
+  bool v_norm = false;
+  // Gemma 4's KV-sharing layers that still hold attn_k / attn_v (unused, as llama.cpp leaves
+  // them) and the layers without attn_v, whose V is the K projection: [n_layer] or empty.
+  std::vector<bool> has_wk;
+  std::vector<bool> has_wv;
 
   // Mixture of experts (Qwen3-MoE; read by the architecture's read_keys). n_expert 0: a dense
   // FFN of n_ff. Otherwise each token's FFN is the weighted sum of n_expert_used of n_expert
@@ -122,6 +168,9 @@ struct ModelConfig {
 // The layer pattern and state of a model with recurrent layers, in words: which layers are gated
 // delta nets and which attention, and the recurrent state one sequence holds ("" without).
 std::string describe_recurrent(const ModelConfig& c);
+// Gemma 4's layer kinds in words: the sliding layers' own shape, the layers that share earlier
+// layers' KV cells, the per-layer embeddings ("" for a model without them).
+std::string describe_layer_kinds(const ModelConfig& c);
 
 // Key readers for ArchSpec::read_keys: a missing key gives the fallback; a present one must be
 // a positive integer (resp. a finite number), else the error names the key and the value.

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <string_view>
@@ -84,6 +85,23 @@ Status check_rope_freqs(const GgufFile& file, const WeightTensor& w) {
   return Status::ok();
 }
 
+// The all-ones weights of V's per-head norm (ModelConfig::v_norm), one view per layer of its
+// head_dim_v into m.ones.
+void add_unit_v_norms(const ModelConfig& c, ModelWeights& m) {
+  int64_t widest = 0;
+  for (int64_t il = 0; il < c.n_layer; ++il) widest = std::max(widest, c.layer_head_dim_v(il));
+  m.ones.assign(static_cast<size_t>(widest), 1.0f);
+  for (int64_t il = 0; il < c.n_layer; ++il) {
+    WeightTensor w;
+    w.name = "v_norm (ones)";
+    w.n_cols = c.layer_head_dim_v(il);
+    w.n_rows = 1;
+    w.data = reinterpret_cast<const uint8_t*>(m.ones.data());
+    w.row_bytes = static_cast<size_t>(w.n_cols) * sizeof(float);
+    m.layers[static_cast<size_t>(il)].v_norm = w;
+  }
+}
+
 }  // namespace
 
 Result<ModelWeights> load_model_weights(const GgufFile& file, const ModelConfig& c) {
@@ -99,6 +117,7 @@ Result<ModelWeights> load_model_weights(const GgufFile& file, const ModelConfig&
     MINFER_RETURN_IF_ERROR(check_rope_freqs(file, *m.rope_freqs));
     for (LayerWeights& layer : m.layers) layer.rope_freqs = m.rope_freqs;
   }
+  if (c.v_norm) add_unit_v_norms(c, m);
   return m;
 }
 

@@ -57,6 +57,20 @@ struct LayerWeights {
     WeightTensor out;      // [vd → n_embd]
   };
   std::optional<DeltaNet> delta_net;
+  // Gemma 4 (models/gemma4.cpp).
+  std::optional<WeightTensor> v_norm;              // [head_dim_v] all ones: V's weightless norm
+  std::optional<WeightTensor> layer_output_scale;  // [1]: the block's output is multiplied by it
+  std::optional<WeightTensor> ple_inp_gate;        // [n_embd → n_embd_per_layer]
+  std::optional<WeightTensor> ple_proj;            // [n_embd_per_layer → n_embd]
+  std::optional<WeightTensor> ple_post_norm;       // [n_embd]
+  // Gemma 4's MoE beside the dense FFN: the router's input scale, the norms around both halves,
+  // gate and up of each expert in one matrix (gate rows first), and a scale per expert's output.
+  std::optional<WeightTensor> ffn_gate_inp_scale;  // [n_embd]
+  std::optional<WeightTensor> pre_ffw_norm_2;      // [n_embd]
+  std::optional<WeightTensor> post_ffw_norm_1;     // [n_embd]
+  std::optional<WeightTensor> post_ffw_norm_2;     // [n_embd]
+  std::optional<WeightTensor> gate_up_exps;        // n_expert × [n_embd → 2 n_ff_exp]
+  std::optional<WeightTensor> down_exps_scale;     // [n_expert]
 };
 
 struct ModelWeights {
@@ -64,7 +78,14 @@ struct ModelWeights {
   WeightTensor output_norm;  // [n_embd]
   WeightTensor output;       // [n_embd → n_vocab]; token_embd when the output is tied
   std::optional<WeightTensor> rope_freqs;  // [n_rot / 2] (rope_freq_factors, Llama 3)
+  // Gemma 4's per-layer embeddings (n_embd_per_layer > 0; models/gemma4.cpp).
+  std::optional<WeightTensor> per_layer_token_embd;  // [n_vocab rows of n_embd_per_layer · n_layer]
+  std::optional<WeightTensor> per_layer_model_proj;  // [n_embd → n_embd_per_layer · n_layer]
+  std::optional<WeightTensor> per_layer_proj_norm;   // [n_embd_per_layer]
   std::vector<LayerWeights> layers;
+  // Ones for the norms that have no weight (ModelConfig::v_norm), which LayerWeights::v_norm
+  // views.
+  std::vector<float> ones;
 };
 
 // Finds and checks every tensor of the config's architecture (its list in models/tensor_spec.h).

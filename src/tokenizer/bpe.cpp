@@ -4,6 +4,8 @@
 #include <limits>
 #include <unordered_map>
 
+#include <fmt/format.h>
+
 #include "core/check.h"
 #include "tokenizer/utf8.h"
 
@@ -54,9 +56,23 @@ std::string gpt2_byte_encode(std::string_view bytes) {
   return out;
 }
 
-Result<BpeModel> BpeModel::build(const Vocab& vocab, const std::vector<std::string>& merges) {
+Result<BpeModel> BpeModel::build(const Vocab& vocab, const std::vector<std::string>& merges,
+                                 bool byte_encode) {
   BpeModel model;
   model.n_vocab_ = vocab.size();
+  model.byte_encode_ = byte_encode;
+  if (!byte_encode) {
+    for (int b = 0; b < 256; ++b) {
+      const std::string text = fmt::format("<0x{:02X}>", b);
+      model.byte_token_[b] = vocab.find(text);
+      if (model.byte_token_[b] < 0) {
+        return make_error(ErrorCode::kCorrupt,
+                          "[tokenizer] the vocabulary has no byte token '{}', which a BPE "
+                          "vocabulary on raw UTF-8 (tokenizer.ggml.model gemma4) falls back to",
+                          text);
+      }
+    }
+  }
 
   // Texts that merges mention but the vocabulary lacks get ids past the vocabulary.
   std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>> synthetic;
@@ -110,6 +126,20 @@ Result<BpeModel> BpeModel::build(const Vocab& vocab, const std::vector<std::stri
   }
 
   model.synthetic_fallback_.resize(synthetic_text.size());
+  if (!byte_encode) {
+    // A surviving synthetic symbol is its bytes' <0xXX> tokens.
+    for (size_t i = 0; i < synthetic_text.size(); ++i) {
+      model.emit_bytes(synthetic_text[i], model.synthetic_fallback_[i]);
+    }
+    model.symbol_ids_ = std::move(synthetic);
+    for (int32_t id = 0; id < vocab.size(); ++id) {
+      const std::string& text = vocab.text[static_cast<size_t>(id)];
+      if (!text.empty() && utf8::lead_length(static_cast<uint8_t>(text[0])) == text.size()) {
+        model.symbol_ids_.emplace(text, id);
+      }
+    }
+    return model;
+  }
   for (size_t i = 0; i < synthetic_text.size(); ++i) {
     for (char c : synthetic_text[i]) {
       const int32_t id = vocab.find(std::string_view(&c, 1));
@@ -119,7 +149,17 @@ Result<BpeModel> BpeModel::build(const Vocab& vocab, const std::vector<std::stri
   return model;
 }
 
+void BpeModel::emit_bytes(std::string_view bytes, std::vector<int32_t>& out) const {
+  for (const char c : bytes) out.push_back(byte_token_[static_cast<uint8_t>(c)]);
+}
+
 void BpeModel::emit(int32_t id, std::vector<int32_t>& out) const {
+  if (id < 0) {
+    std::string bytes;
+    utf8::append(bytes, static_cast<uint32_t>(-2 - id));
+    emit_bytes(bytes, out);
+    return;
+  }
   if (id < n_vocab_) {
     out.push_back(id);
     return;
@@ -130,7 +170,7 @@ void BpeModel::emit(int32_t id, std::vector<int32_t>& out) const {
 
 void BpeModel::encode_word(std::string_view word, std::vector<int32_t>& out,
                            BpeScratch& scratch) const {
-  if (word.size() == 1) {
+  if (word.size() == 1 && byte_encode_) {
     emit(byte_id_[static_cast<uint8_t>(word[0])], out);
   } else if (word.size() <= kLinearMaxBytes) {
     encode_word_linear(word, out, scratch);
@@ -140,12 +180,36 @@ void BpeModel::encode_word(std::string_view word, std::vector<int32_t>& out,
 }
 
 int32_t BpeModel::start_symbols(std::string_view word, BpeScratch& scratch) const {
+  if (!byte_encode_) return start_char_symbols(word, scratch);
   const int32_t n = static_cast<int32_t>(word.size());
   scratch.ids.resize(n);
   scratch.prev.resize(n);
   scratch.next.resize(n);
   for (int32_t i = 0; i < n; ++i) {
     scratch.ids[i] = byte_id_[static_cast<uint8_t>(word[i])];
+    scratch.prev[i] = i - 1;
+    scratch.next[i] = i + 1 < n ? i + 1 : -1;
+  }
+  return n;
+}
+
+int32_t BpeModel::start_char_symbols(std::string_view word, BpeScratch& scratch) const {
+  scratch.ids.clear();
+  for (size_t at = 0; at < word.size();) {
+    // The text is valid UTF-8 (Tokenizer::encode_bpe rewrites invalid input first).
+    const size_t len =
+        std::min(utf8::lead_length(static_cast<uint8_t>(word[at])), word.size() - at);
+    const std::string_view ch = word.substr(at, len);
+    const auto it = symbol_ids_.find(ch);
+    size_t i = 0;
+    scratch.ids.push_back(it != symbol_ids_.end() ? it->second
+                                                  : unknown_char_id(utf8::decode_next(ch, i)));
+    at += len;
+  }
+  const auto n = static_cast<int32_t>(scratch.ids.size());
+  scratch.prev.resize(n);
+  scratch.next.resize(n);
+  for (int32_t i = 0; i < n; ++i) {
     scratch.prev[i] = i - 1;
     scratch.next[i] = i + 1 < n ? i + 1 : -1;
   }

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "core/status.h"
@@ -45,8 +46,12 @@ struct BpeScratch {
 class BpeModel {
  public:
   // Builds the rank table from "A B" merge strings; the vocabulary must hold the byte tokens'
-  // texts or they get synthetic ids.
-  static Result<BpeModel> build(const Vocab& vocab, const std::vector<std::string>& merges);
+  // texts or they get synthetic ids. byte_encode false (Gemma 4, llama.cpp's byte_encode off):
+  // the symbols a word starts from are its UTF-8 characters as they are, and a final symbol
+  // that is no token falls back to the <0xXX> tokens of its bytes, which the vocabulary must
+  // hold.
+  static Result<BpeModel> build(const Vocab& vocab, const std::vector<std::string>& merges,
+                                bool byte_encode = true);
 
   // Appends the ids of one pre-tokenized word given as raw bytes (before the GPT-2 mapping).
   void encode_word(std::string_view word, std::vector<int32_t>& out, BpeScratch& scratch) const;
@@ -92,7 +97,20 @@ class BpeModel {
   // One symbol per byte of `word` (its GPT-2 character's id), linked in order in scratch's ids,
   // prev and next. Returns the number of symbols.
   int32_t start_symbols(std::string_view word, BpeScratch& scratch) const;
+  // start_symbols without byte_encode: one symbol per UTF-8 character.
+  int32_t start_char_symbols(std::string_view word, BpeScratch& scratch) const;
 
+  // A character of a byte_encode-off word that is no token and no merge's text: -(2 + its code
+  // point), which no pair matches and emit turns into byte tokens.
+  static int32_t unknown_char_id(uint32_t cp) { return -2 - static_cast<int32_t>(cp); }
+  // The ids of a final symbol's UTF-8 bytes as <0xXX> tokens (byte_encode off).
+  void emit_bytes(std::string_view bytes, std::vector<int32_t>& out) const;
+
+  bool byte_encode_ = true;
+  std::array<int32_t, 256> byte_token_{};  // <0xXX> token of each byte (byte_encode off)
+  // byte_encode off: the id of each one-character token and of each merge text that is no
+  // token (>= n_vocab).
+  std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>> symbol_ids_;
   int32_t n_vocab_ = 0;
   std::array<int32_t, 256> byte_id_{};  // id of each byte's GPT-2 character
   // For synthetic id n_vocab + i: the tokens llama.cpp emits when such a symbol survives, one

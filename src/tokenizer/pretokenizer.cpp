@@ -93,6 +93,9 @@ const std::vector<Family>& families() {
       {"qwen2-clean", {kQwen2Pattern}, false, false, true, {"stablelm2", "megrez"}},
       {"qwen35", {kQwen35Pattern}, false, false, false, {"qwen35"}},
       {"gpt-4o", {kGpt4oPattern}, false, false, false, {"gpt-4o", "llama4"}},
+      // Gemma 4 (tokenizer.ggml.model gemma4, spaces already ▁): runs of newlines apart from
+      // everything else; a run that is a token as a whole is that token.
+      {"gemma4", {R"([^\n]+|[\n]+)"}, true, true, false, {"gemma4"}},
       {"gpt2",
        {kGpt2Pattern},
        false,

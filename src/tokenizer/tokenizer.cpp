@@ -113,14 +113,15 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::from_gguf(const GgufFile& file) {
 
 Status Tokenizer::load(const GgufFile& file) {
   MINFER_ASSIGN_OR_RETURN(const std::string model, file.get_string("tokenizer.ggml.model"));
-  if (model == "gpt2") {
+  if (model == "gpt2" || model == "gemma4") {
     kind_ = TokenizerKind::kBpe;
+    raw_utf8_ = model == "gemma4";
   } else if (model == "llama") {
     kind_ = TokenizerKind::kSpm;
   } else {
     return make_error(ErrorCode::kUnsupported,
                       "[tokenizer] tokenizer.ggml.model = '{}' is not supported: expected 'gpt2' "
-                      "(byte-level BPE) or 'llama' (SentencePiece)",
+                      "(byte-level BPE), 'gemma4' (BPE on UTF-8) or 'llama' (SentencePiece)",
                       gguf_escape(model));
   }
 
@@ -190,6 +191,15 @@ Status Tokenizer::load(const GgufFile& file) {
   if (file.has("tokenizer.ggml.pre")) {
     MINFER_ASSIGN_OR_RETURN(pre_, file.get_string("tokenizer.ggml.pre"));
   }
+  if (raw_utf8_) {
+    if (!pre_.empty() && pre_ != "gemma4") {
+      return make_error(ErrorCode::kUnsupported,
+                        "[tokenizer] tokenizer.ggml.pre = '{}' with tokenizer.ggml.model gemma4: "
+                        "expected none or 'gemma4'",
+                        gguf_escape(pre_));
+    }
+    pre_ = "gemma4";
+  }
 
   // llama.cpp's defaults per model type (llama_vocab::impl::load), before the keys override them.
   if (kind_ == TokenizerKind::kBpe) {
@@ -202,7 +212,7 @@ Status Tokenizer::load(const GgufFile& file) {
     add_space_prefix_ = false;
     MINFER_ASSIGN_OR_RETURN(const std::vector<std::string>* merges,
                             file.get_string_array("tokenizer.ggml.merges"));
-    MINFER_ASSIGN_OR_RETURN(BpeModel bpe, BpeModel::build(vocab_, *merges));
+    MINFER_ASSIGN_OR_RETURN(BpeModel bpe, BpeModel::build(vocab_, *merges, !raw_utf8_));
     bpe_ = std::make_unique<BpeModel>(std::move(bpe));
     MINFER_ASSIGN_OR_RETURN(pre_tokenizer_, PreTokenizer::create(pre_spec_));
   } else {
@@ -233,6 +243,7 @@ Status Tokenizer::load(const GgufFile& file) {
 
   MINFER_ASSIGN_OR_RETURN(auto add_bos, optional_bool(file, "tokenizer.ggml.add_bos_token"));
   if (add_bos) add_bos_ = *add_bos;
+  if (raw_utf8_) add_bos_ = true;  // llama.cpp forces it for gemma4, whatever the key says
   MINFER_ASSIGN_OR_RETURN(auto add_eos, optional_bool(file, "tokenizer.ggml.add_eos_token"));
   if (add_eos) add_eos_ = *add_eos;
   if (add_bos_ && bos_id_ == kNoToken) {
@@ -442,8 +453,8 @@ void Tokenizer::build_pieces() {
         piece = text;
         break;
       case TokenType::kNormal:
-        piece = kind_ == TokenizerKind::kSpm ? replace_all(text, kSpaceMarker, " ")
-                                             : gpt2_token_bytes(text);
+        piece = kind_ == TokenizerKind::kSpm || raw_utf8_ ? replace_all(text, kSpaceMarker, " ")
+                                                          : gpt2_token_bytes(text);
         break;
       case TokenType::kByte:
         if (text.size() == 6 && text.compare(0, 3, "<0x") == 0 && text[5] == '>' &&
@@ -534,6 +545,11 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special,
 }
 
 void Tokenizer::encode_bpe(std::string_view text, std::vector<int32_t>& out) const {
+  std::string escaped;
+  if (raw_utf8_) {
+    escaped = replace_all(text, " ", kSpaceMarker);
+    text = escaped;
+  }
   // Invalid UTF-8 is rewritten the way llama.cpp decodes it; valid text is used in place.
   std::string bpe_text;
   std::string match_text;
@@ -570,8 +586,9 @@ void Tokenizer::encode_bpe(std::string_view text, std::vector<int32_t>& out) con
     if (inserted) {
       word_ids.clear();
       if (ignore_merges_) {
-        // Llama 3: a word that is a token as a whole is that token, merges or not.
-        const int32_t id = vocab_.find(tokenizer::gpt2_byte_encode(word));
+        // Llama 3, Gemma 4: a word that is a token as a whole is that token, merges or not.
+        const int32_t id =
+            vocab_.find(raw_utf8_ ? std::string(word) : tokenizer::gpt2_byte_encode(word));
         if (id >= 0) word_ids.push_back(id);
       }
       if (word_ids.empty()) bpe_->encode_word(word, word_ids, scratch);

@@ -129,6 +129,9 @@ class Tokenizer : NonCopyable {
   bool add_space_prefix_ = false;
   bool clean_spaces_ = false;
   bool ignore_merges_ = false;
+  // tokenizer.ggml.model gemma4: BPE on raw UTF-8 (no GPT-2 byte mapping) with spaces written
+  // as ▁ (U+2581), <0xXX> byte fallback, and always a BOS (llama.cpp forces add_bos).
+  bool raw_utf8_ = false;
 
   std::vector<int32_t> special_ids_;  // CONTROL/USER_DEFINED/UNKNOWN ids, longest text first
   std::vector<int32_t> eog_ids_;      // sorted

@@ -1,5 +1,6 @@
 // Matmul: every SIMD table against the reference tiles for every weight type, bit-identical
 // results for 1, 2 and 3 threads, and GEMV rows equal to the same rows inside a GEMM.
+#include <bit>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -123,6 +124,91 @@ TEST(Matmul, QuantizedSimdTilesAreBitIdenticalToRef) {
           EXPECT_EQ(0, std::memcmp(actual.data(), expected.data(), expected.size() * sizeof(float)))
               << t->name << " " << ggml_type_info(type).name << " n_in=" << n_in
               << " n_tokens=" << n_tokens;
+        }
+      }
+    }
+  }
+}
+
+// The 16 lanes summed as avx512::hsum_ps adds them: j + (j + 8), then j + (j + 4), then
+// (0 + 2) + (1 + 3).
+float hsum16(const float* v) {
+  float h[8], s[4];
+  for (int j = 0; j < 8; ++j) h[j] = v[j] + v[j + 8];
+  for (int j = 0; j < 4; ++j) s[j] = h[j] + h[j + 4];
+  return (s[0] + s[2]) + (s[1] + s[3]);
+}
+
+// One output of the float tiles (kernels/float_tile_impl.h) in scalar steps of the same order:
+// F32 rows whose length is not a multiple of 16 as llama.cpp's AVX-512 ggml_vec_dot_f32 (four
+// 16-lane accumulators over steps of 64, folded (0 + 2) + (1 + 3), then the leftovers by fma),
+// every other row in 16 lanes over steps of 16 (zero-filled past the end).
+float float_tile_dot(GgmlType type, const float* w, const float* x, int64_t n) {
+  if (type == GgmlType::kF32 && n % 16 != 0) {
+    float acc[4][16] = {};
+    const int64_t np = n & ~int64_t{63};
+    for (int64_t k = 0; k < np; k += 64) {
+      for (int a = 0; a < 4; ++a) {
+        for (int j = 0; j < 16; ++j) {
+          acc[a][j] = std::fma(w[k + 16 * a + j], x[k + 16 * a + j], acc[a][j]);
+        }
+      }
+    }
+    float folded[16];
+    for (int j = 0; j < 16; ++j) folded[j] = (acc[0][j] + acc[2][j]) + (acc[1][j] + acc[3][j]);
+    float r = hsum16(folded);
+    for (int64_t k = np; k < n; ++k) r = std::fma(w[k], x[k], r);
+    return r;
+  }
+  float acc[16] = {};
+  for (int64_t k = 0; k < n; k += 16) {
+    for (int j = 0; j < 16; ++j) {
+      const bool in = k + j < n;
+      acc[j] = std::fma(in ? w[k + j] : 0.0f, in ? x[k + j] : 0.0f, acc[j]);
+    }
+  }
+  return hsum16(acc);
+}
+
+TEST(Matmul, FloatSimdTilesSumInTheAvx512OrderOnEveryIsa) {
+  // The float tiles of every ISA (AVX-512, AVX2 / AVX-VNNI, NEON) sum in the AVX-512 table's
+  // order, the order of llama.cpp's AVX-512 build, so they agree bit for bit with one another
+  // and with float_tile_dot on the weights and activations as the kernels see them (the
+  // activations converted to the weight type). 7 rows and 1 or 6 tokens: partial micro-tiles
+  // in both directions and the single-token path; 172: stories260K's ffn_down.
+  if (simd_tables().empty()) GTEST_SKIP() << "this CPU runs no SIMD table";
+  ThreadPool pool(2);
+  std::vector<int64_t> sizes = test::kSizes;
+  sizes.push_back(172);
+  for (GgmlType type : {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16}) {
+    const size_t elem = ggml_type_info(type).bytes_per_block;
+    for (int64_t n_in : sizes) {
+      for (int64_t n_tokens : {1, 6}) {
+        const Problem p = make_problem(type, n_in, 7, n_tokens, static_cast<uint32_t>(n_in) + 11u);
+        std::vector<float> w(n_in * p.n_out), x(n_in * n_tokens);
+        std::vector<uint8_t> x_conv(n_in * elem);
+        for (int64_t r = 0; r < p.n_out; ++r) {
+          dequantize_row(type, p.weights.data() + r * n_in * elem, w.data() + r * n_in, n_in);
+        }
+        for (int64_t t = 0; t < n_tokens; ++t) {
+          quantize_row(type, p.x.data() + t * n_in, x_conv.data(), n_in);
+          dequantize_row(type, x_conv.data(), x.data() + t * n_in, n_in);
+        }
+        std::vector<float> expected(n_tokens * p.n_out);
+        for (int64_t t = 0; t < n_tokens; ++t) {
+          for (int64_t r = 0; r < p.n_out; ++r) {
+            expected[t * p.n_out + r] =
+                float_tile_dot(type, w.data() + r * n_in, x.data() + t * n_in, n_in);
+          }
+        }
+        for (const KernelTable* t : simd_tables()) {
+          const std::vector<float> actual = run(*t, pool, p, p.x.data(), p.n_tokens);
+          for (size_t i = 0; i < expected.size(); ++i) {
+            ASSERT_EQ(std::bit_cast<uint32_t>(actual[i]), std::bit_cast<uint32_t>(expected[i]))
+                << t->name << " " << ggml_type_info(type).name << " n_in=" << n_in
+                << " n_tokens=" << n_tokens << " element " << i << ": " << actual[i] << " vs "
+                << expected[i];
+          }
         }
       }
     }

@@ -14,7 +14,8 @@ namespace {
 
 // 2 layers of 2 KV heads: a block of 4 positions holds 2 · 2 · 4 f32 rows of 4, keys and values.
 KvBlockPool make_pool(int64_t max_blocks) {
-  auto pool = KvBlockPool::create(small_kv_layout(2, 2), 2, max_blocks, "main");
+  const KvLayout layout = small_kv_layout(2, 2);
+  auto pool = KvBlockPool::create(layout, layout.main, 2, max_blocks, "main");
   EXPECT_TRUE(pool.is_ok()) << pool.status().message();
   return std::move(pool).value();
 }
@@ -90,7 +91,8 @@ TEST(KvBlockPool, CopyBlockCopiesEveryLayerAndHead) {
 // A pool of no layers holds no memory and still counts its blocks (the window pool of a cache
 // without sliding-window layers).
 TEST(KvBlockPool, APoolOfNoLayersHoldsNoMemory) {
-  auto pool = KvBlockPool::create(small_kv_layout(2, 2), 0, 8, "window");
+  const KvLayout layout = small_kv_layout(2, 2);
+  auto pool = KvBlockPool::create(layout, layout.window, 0, 8, "window");
   ASSERT_TRUE(pool.is_ok());
   EXPECT_EQ(pool->block_bytes(), 0u);
   EXPECT_EQ(pool->n_free(), 8);

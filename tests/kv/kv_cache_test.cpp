@@ -40,7 +40,7 @@ std::vector<float> read_row(const KvCache& cache, int32_t seq, int64_t il, int64
   const KvCacheConfig& c = cache.config();
   const int32_t block = cache.block_table(seq)[static_cast<size_t>(pos / c.block_size)];
   const uint8_t* base = value ? cache.v_block(block, il, h) : cache.k_block(block, il, h);
-  const size_t row_bytes = value ? cache.v_row_bytes() : cache.k_row_bytes();
+  const size_t row_bytes = value ? cache.v_row_bytes(il) : cache.k_row_bytes(il);
   const uint8_t* row = base + static_cast<size_t>(pos % c.block_size) * row_bytes;
   std::vector<float> out(static_cast<size_t>(c.head_dim));
   dequantize_row(c.cell_type, row, out.data(), c.head_dim);
@@ -96,8 +96,8 @@ std::vector<uint8_t> v_row_bytes(const KvCache& cache, int32_t seq, int64_t il, 
   const KvCacheConfig& c = cache.config();
   const int32_t block = cache.block_table(seq)[static_cast<size_t>(pos / c.block_size)];
   const uint8_t* row =
-      cache.v_block(block, il, h) + static_cast<size_t>(pos % c.block_size) * cache.v_row_bytes();
-  return {row, row + cache.v_row_bytes()};
+      cache.v_block(block, il, h) + static_cast<size_t>(pos % c.block_size) * cache.v_row_bytes(il);
+  return {row, row + cache.v_row_bytes(il)};
 }
 
 // A small cache of `type` with positions [0, 20) of sequence 0 reserved.
@@ -250,7 +250,7 @@ TEST(KvCache, AHeadsBlocksFollowEachOtherInASegmentAndFreedBlocksAreRetakenLowes
   ASSERT_TRUE(kv.reserve(0, 96).is_ok());
   ASSERT_TRUE(kv.reserve(1, 96).is_ok());
   EXPECT_EQ(kv.block_table(0), (std::vector<int32_t>{0, 1, 2, 3, 4, 5}));
-  const size_t run = 16 * kv.k_row_bytes();  // one block of one head
+  const size_t run = 16 * kv.k_row_bytes(0);  // one block of one head
   std::vector<std::pair<const uint8_t*, const uint8_t*>> runs;
   for (int32_t first : {0, 1, 2, 4, 8}) {
     const KvSegment seg = kv_segment_of(static_cast<size_t>(first), 4);

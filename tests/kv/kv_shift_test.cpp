@@ -58,7 +58,7 @@ float first_of(const KvCache& kv, int32_t seq, int64_t il, int64_t h, int64_t po
   const int64_t bs = kv.config().block_size;
   const int32_t block = kv.block_table(seq, il)[static_cast<size_t>(pos / bs)];
   const uint8_t* base = is_v ? kv.v_block(block, il, h) : kv.k_block(block, il, h);
-  const size_t row = is_v ? kv.v_row_bytes() : kv.k_row_bytes();
+  const size_t row = is_v ? kv.v_row_bytes(il) : kv.k_row_bytes(il);
   return reinterpret_cast<const float*>(base + static_cast<size_t>(pos % bs) * row)[0];
 }
 

@@ -56,7 +56,7 @@ float stored_key(const KvCache& kv, int32_t seq, int64_t il, int64_t pos) {
   const int32_t block = kv.block_table(seq, il)[static_cast<size_t>(pos / kBlock)];
   EXPECT_GE(block, 0) << "position " << pos << " of layer " << il << " was released";
   float x = 0.0f;
-  std::memcpy(&x, kv.k_block(block, il, 0) + (pos % kBlock) * kv.k_row_bytes(), sizeof(float));
+  std::memcpy(&x, kv.k_block(block, il, 0) + (pos % kBlock) * kv.k_row_bytes(il), sizeof(float));
   return x;
 }
 
@@ -140,6 +140,53 @@ TEST(WindowCache, FreeSequenceReturnsEveryWindowBlock) {
   kv.free_sequence(1);
   run_positions(kv, 2, 0, 30);
   EXPECT_EQ(kv.n_window_blocks_allocated(), allocated);  // reused, not grown
+}
+
+// Gemma 4: the sliding layers' cells have a shape of their own (4 KV heads of 16 against the
+// global layer's 1 of 32): each layer stores and reads back its own rows, and the pools' blocks
+// and the cells a token reads are sized per layer.
+TEST(WindowCache, SlidingLayersHaveTheirOwnHeadCountAndHeadDim) {
+  KvCacheConfig c = window_config();
+  c.window_n_head_kv = 4;
+  c.window_head_dim = 16;
+  c.window_head_dim_v = 16;
+  auto cache = KvCache::create(c);
+  ASSERT_TRUE(cache.is_ok()) << cache.status().message();
+  KvCache& kv = **cache;
+  EXPECT_EQ(kv.n_head_kv(0), 4);
+  EXPECT_EQ(kv.head_dim(0), 16);
+  EXPECT_EQ(kv.k_row_bytes(0), 16 * sizeof(float));
+  EXPECT_EQ(kv.n_head_kv(1), 1);
+  EXPECT_EQ(kv.head_dim_v(1), 32);
+  EXPECT_EQ(kv.v_row_bytes(1), 32 * sizeof(float));
+  ASSERT_TRUE(kv.reserve(0, 3).is_ok());
+  std::vector<float> k0(4 * 16), v0(4 * 16), k1(32), v1(32);  // [n_head_kv · head_dim]
+  for (size_t i = 0; i < k0.size(); ++i) {
+    k0[i] = static_cast<float>(i);
+    v0[i] = static_cast<float>(100 + i);
+  }
+  for (size_t i = 0; i < k1.size(); ++i) {
+    k1[i] = static_cast<float>(200 + i);
+    v1[i] = static_cast<float>(300 + i);
+  }
+  kv.store(kernels::ref_table, 0, 0, 2, k0.data(), v0.data());
+  kv.store(kernels::ref_table, 1, 0, 2, k1.data(), v1.data());
+  kv.set_length(0, 3);
+  for (int64_t h = 0; h < 4; ++h) {
+    const int32_t block = kv.block_table(0, 0)[0];
+    const auto* k = reinterpret_cast<const float*>(kv.k_block(block, 0, h) + 2 * kv.k_row_bytes(0));
+    const auto* v = reinterpret_cast<const float*>(kv.v_block(block, 0, h) + 2 * kv.v_row_bytes(0));
+    EXPECT_EQ(std::vector<float>(k, k + 16),
+              std::vector<float>(k0.begin() + h * 16, k0.begin() + (h + 1) * 16));
+    EXPECT_EQ(std::vector<float>(v, v + 16),
+              std::vector<float>(v0.begin() + h * 16, v0.begin() + (h + 1) * 16));
+  }
+  const int32_t block = kv.block_table(0, 1)[0];
+  const auto* k = reinterpret_cast<const float*>(kv.k_block(block, 1, 0) + 2 * kv.k_row_bytes(1));
+  EXPECT_EQ(std::vector<float>(k, k + 32), k1);
+  // One position: 4 heads of 16 keys and values, and 1 head of 32 keys and values.
+  EXPECT_EQ(kv.seen_bytes(1), (4 * 2 * 16 + 2 * 32) * sizeof(float));
+  EXPECT_EQ(kv.cells_bytes(1), (4 * 2 * 16 + 2 * 32) * sizeof(float));
 }
 
 TEST(WindowCache, RejectsALayerListOfTheWrongLength) {

@@ -106,6 +106,60 @@ TEST(TensorSpec, Qwen3MoeHasRouterAndExpertStacks) {
   EXPECT_TRUE(c.qk_norm);
 }
 
+// Gemma 4: sliding layers (0, 2) with head dim 16 and 2 KV heads, full layers (1, 3) with 32 and
+// 1; layers 2 and 3 share earlier layers' KV (no attn_k), layer 1 has no attn_v; per-layer
+// embeddings of 8 and a MoE beside the dense FFN of per-layer widths.
+TEST(TensorSpec, Gemma4LayerKindsSharedKvPleAndExperts) {
+  ModelConfig c = config_for("gemma4");
+  c.n_layer = 4;
+  c.head_dim = c.head_dim_v = 32;
+  c.n_head_kv = 1;
+  c.head_dim_swa = c.head_dim_v_swa = 16;
+  c.n_head_kv_swa = 2;
+  c.n_swa = 8;
+  c.swa_layers = {true, false, true, false};
+  c.n_layer_kv = 2;
+  c.has_wk = {true, true, false, false};
+  c.has_wv = {true, false, false, false};
+  c.layer_n_ff = {96, 96, 192, 192};
+  c.n_embd_per_layer = 8;
+  c.n_expert = 4;
+  c.n_expert_used = 2;
+  c.n_ff_exp = 48;
+  c.tied_output = true;
+  const auto t = by_name(c);
+  EXPECT_EQ(t.at("blk.0.attn_q.weight").shape(), (Shape{64, 4 * 16}));
+  EXPECT_EQ(t.at("blk.0.attn_k.weight").shape(), (Shape{64, 2 * 16}));
+  EXPECT_EQ(t.at("blk.0.attn_v.weight").shape(), (Shape{64, 2 * 16}));
+  EXPECT_EQ(t.at("blk.0.attn_q_norm.weight").shape(), (Shape{16}));
+  EXPECT_EQ(t.at("blk.1.attn_q.weight").shape(), (Shape{64, 4 * 32}));
+  EXPECT_EQ(t.at("blk.1.attn_k.weight").shape(), (Shape{64, 1 * 32}));
+  EXPECT_EQ(t.at("blk.1.attn_output.weight").shape(), (Shape{4 * 32, 64}));
+  EXPECT_EQ(t.count("blk.1.attn_v.weight"), 0u);
+  for (const char* shared : {"blk.2.", "blk.3."}) {
+    const std::string p = shared;
+    EXPECT_EQ(t.count(p + "attn_k.weight"), 0u) << p;
+    EXPECT_EQ(t.count(p + "attn_k_norm.weight"), 0u) << p;
+    EXPECT_EQ(t.at(p + "ffn_gate.weight").shape(), (Shape{64, 192})) << p;
+  }
+  EXPECT_EQ(t.at("blk.3.layer_output_scale.weight").shape(), (Shape{1}));
+  EXPECT_EQ(t.at("per_layer_token_embd.weight").shape(), (Shape{8 * 4, 100}));
+  EXPECT_EQ(t.at("per_layer_model_proj.weight").shape(), (Shape{64, 8 * 4}));
+  EXPECT_EQ(t.at("per_layer_proj_norm.weight").shape(), (Shape{8}));
+  EXPECT_EQ(t.at("blk.2.inp_gate.weight").shape(), (Shape{64, 8}));
+  EXPECT_EQ(t.at("blk.2.proj.weight").shape(), (Shape{8, 64}));
+  EXPECT_EQ(t.at("blk.1.ffn_gate_up_exps.weight").shape(), (Shape{64, 2 * 48, 4}));
+  EXPECT_EQ(t.at("blk.1.ffn_down_exps.weight").shape(), (Shape{48, 64, 4}));
+  EXPECT_EQ(t.at("blk.1.ffn_down_exps.scale").shape(), (Shape{4}));
+  EXPECT_EQ(t.at("blk.1.ffn_gate_inp.scale").role, TensorRole::kNorm);
+  EXPECT_EQ(t.count("output.weight"), 0u);
+  // The cells: layers 2 and 3 read layers 0 and 1's.
+  EXPECT_EQ(c.n_cache_layers(), 2);
+  EXPECT_EQ(c.kv_source(2), 0);
+  EXPECT_EQ(c.kv_source(3), 1);
+  EXPECT_EQ(c.kv_source(1), 1);
+}
+
 TEST(TensorSpec, TiedOutputHasNoOutputMatrix) {
   ModelConfig c = config_for("qwen2");
   c.tied_output = true;
@@ -121,7 +175,7 @@ TEST(TensorSpec, UnknownArchitectureIsAnError) {
   ASSERT_FALSE(specs.is_ok());
   EXPECT_EQ(specs.status().message(),
             "[model] unknown architecture 'gpt9' (supported: llama, qwen2, qwen3, qwen3moe, "
-            "gemma3, qwen35, qwen35moe, gpt-oss)");
+            "gemma3, qwen35, qwen35moe, gpt-oss, gemma4)");
 }
 
 }  // namespace

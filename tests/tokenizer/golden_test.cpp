@@ -3,6 +3,8 @@
 // reported, not just the first.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -175,6 +177,46 @@ TEST(GoldenPrompts, PromptTokensMatch) {
 TEST(GoldenPrompts, GptOssPromptTokensMatch) {
   MINFER_REQUIRE_TEST_DATA();
   EXPECT_EQ(check_golden_prompts("golden/arch", "gptoss"), 3u);
+}
+
+// Gemma 4's tokenizer (tokenizer.ggml.model gemma4: BPE on raw UTF-8, spaces as ▁, newline runs
+// apart, a forced BOS) against llama.cpp's prompt ids in the gemma4 goldens of golden/arch, and
+// back to the prompt's text.
+TEST(GoldenPrompts, Gemma4PromptTokensMatch) {
+  MINFER_REQUIRE_TEST_DATA();
+  size_t n_files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(test_data_path("golden/arch"))) {
+    const std::string name = entry.path().filename().string();
+    if (!name.starts_with("gemma4") || entry.path().extension() != ".json") continue;
+    ++n_files;
+    const auto j = nlohmann::json::parse(read_text(entry.path().string()));
+    const Tokenizer* tok = shared_tokenizer("models/" + j.at("model").get<std::string>());
+    ASSERT_NE(tok, nullptr) << name;
+    const auto expected = j.at("prompt_tokens").get<std::vector<int32_t>>();
+    const std::string prompt = j.at("prompt").get<std::string>();
+    const auto got = tok->encode(prompt, true, false);
+    EXPECT_EQ(got, expected) << name << "\n  expected " << ids_to_string(expected)
+                             << "\n  got      " << ids_to_string(got);
+    EXPECT_EQ(tok->decode(got, false), prompt) << name;
+  }
+  EXPECT_EQ(n_files, 6u);
+}
+
+// A character the Gemma 4 vocabulary lacks (€, U+20AC) falls back to its UTF-8 bytes' <0xXX>
+// tokens, which decode back to it; spaces are ▁ inside tokens and come back as spaces.
+TEST(Gemma4Tokenizer, UnknownCharacterFallsBackToByteTokens) {
+  MINFER_REQUIRE_TEST_DATA();
+  const Tokenizer* tok = shared_tokenizer("models/gemma4-tiny-f32.gguf");
+  ASSERT_NE(tok, nullptr);
+  const std::vector<int32_t> ids = tok->encode("a \xe2\x82\xac b", false, false);
+  std::vector<std::string> texts;
+  for (const int32_t id : ids) texts.push_back(tok->token_text(id));
+  const std::vector<std::string> bytes = {"<0xE2>", "<0x82>", "<0xAC>"};
+  EXPECT_NE(std::search(texts.begin(), texts.end(), bytes.begin(), bytes.end()), texts.end())
+      << ids_to_string(ids);
+  EXPECT_EQ(tok->decode(ids, false), "a \xe2\x82\xac b");
+  // The BOS is always added (llama.cpp forces it for gemma4).
+  EXPECT_EQ(tok->encode("a", true, false).front(), tok->bos_id());
 }
 
 }  // namespace

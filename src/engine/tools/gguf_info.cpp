@@ -200,8 +200,9 @@ Result<std::string> describe_gguf(const GgufInfoOptions& options) {
   const Status chat_template = engine::load_chat_template(*file).status();
   const ModelConfig* config = model.is_ok() ? &(*model)->config() : nullptr;
   if (!options.json) {
-    return info_text(summary, *file, options.tensors, runs, chat_template,
-                     config != nullptr ? describe_recurrent(*config) : "");
+    return info_text(
+        summary, *file, options.tensors, runs, chat_template,
+        config != nullptr ? describe_recurrent(*config) + describe_layer_kinds(*config) : "");
   }
   ordered_json j = summary_json(summary, *file, options.tensors);
   if (config != nullptr && !config->recurrent_layers.empty()) {
@@ -211,6 +212,11 @@ Result<std::string> describe_gguf(const GgufInfoOptions& options) {
     }
     j["layer_pattern"] = std::move(pattern);
     j["recurrent_state_bytes_per_sequence"] = config->recurrent_state_bytes();
+  }
+  if (config != nullptr && config->n_layer_kv > 0) {
+    ordered_json sources = ordered_json::array();  // the layer whose KV cells each layer reads
+    for (int64_t il = 0; il < config->n_layer; ++il) sources.push_back(config->kv_source(il));
+    j["kv_source_layers"] = std::move(sources);
   }
   j["tokenizer"]["chat_template_error"] =
       chat_template.is_ok() ? ordered_json() : ordered_json(chat_template.message());
