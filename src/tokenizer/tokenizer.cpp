@@ -111,27 +111,10 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::from_gguf(const GgufFile& file) {
   return tok;
 }
 
-Status Tokenizer::load(const GgufFile& file) {
-  MINFER_ASSIGN_OR_RETURN(const std::string model, file.get_string("tokenizer.ggml.model"));
-  if (model == "gpt2" || model == "gemma4") {
-    kind_ = TokenizerKind::kBpe;
-    raw_utf8_ = model == "gemma4";
-  } else if (model == "llama") {
-    kind_ = TokenizerKind::kSpm;
-  } else {
-    return make_error(ErrorCode::kUnsupported,
-                      "[tokenizer] tokenizer.ggml.model = '{}' is not supported: expected 'gpt2' "
-                      "(byte-level BPE), 'gemma4' (BPE on UTF-8) or 'llama' (SentencePiece)",
-                      gguf_escape(model));
-  }
+namespace {
 
-  MINFER_ASSIGN_OR_RETURN(const std::vector<std::string>* tokens,
-                          file.get_string_array("tokenizer.ggml.tokens"));
-  const size_t n_vocab = tokens->size();
-  if (n_vocab == 0) {
-    return make_error(ErrorCode::kCorrupt, "[tokenizer] tokenizer.ggml.tokens is empty");
-  }
-
+// tokenizer.ggml.scores (float32 or int32, one per token; 0 where the key is absent).
+Result<std::vector<float>> read_scores(const GgufFile& file, size_t n_vocab) {
   std::vector<float> scores(n_vocab, 0.0f);
   if (file.has("tokenizer.ggml.scores")) {
     const GgufValue* v = file.find("tokenizer.ggml.scores");
@@ -154,7 +137,12 @@ Status Tokenizer::load(const GgufFile& file) {
     }
     std::copy_n(values.begin(), n_vocab, scores.begin());
   }
+  return scores;
+}
 
+// tokenizer.ggml.token_type (one per token; normal where the key is absent, undefined for a value
+// outside 1..6).
+Result<std::vector<TokenType>> read_token_types(const GgufFile& file, size_t n_vocab) {
   std::vector<TokenType> types(n_vocab, TokenType::kNormal);
   if (file.has("tokenizer.ggml.token_type")) {
     MINFER_ASSIGN_OR_RETURN(const std::vector<int32_t> values,
@@ -170,6 +158,34 @@ Status Tokenizer::load(const GgufFile& file) {
       types[i] = (t >= 1 && t <= 6) ? static_cast<TokenType>(t) : TokenType::kUndefined;
     }
   }
+  return types;
+}
+
+}  // namespace
+
+Status Tokenizer::load(const GgufFile& file) {
+  MINFER_ASSIGN_OR_RETURN(const std::string model, file.get_string("tokenizer.ggml.model"));
+  if (model == "gpt2" || model == "gemma4") {
+    kind_ = TokenizerKind::kBpe;
+    raw_utf8_ = model == "gemma4";
+  } else if (model == "llama") {
+    kind_ = TokenizerKind::kSpm;
+  } else {
+    return make_error(ErrorCode::kUnsupported,
+                      "[tokenizer] tokenizer.ggml.model = '{}' is not supported: expected 'gpt2' "
+                      "(byte-level BPE), 'gemma4' (BPE on UTF-8) or 'llama' (SentencePiece)",
+                      gguf_escape(model));
+  }
+
+  MINFER_ASSIGN_OR_RETURN(const std::vector<std::string>* tokens,
+                          file.get_string_array("tokenizer.ggml.tokens"));
+  const size_t n_vocab = tokens->size();
+  if (n_vocab == 0) {
+    return make_error(ErrorCode::kCorrupt, "[tokenizer] tokenizer.ggml.tokens is empty");
+  }
+
+  MINFER_ASSIGN_OR_RETURN(std::vector<float> scores, read_scores(file, n_vocab));
+  MINFER_ASSIGN_OR_RETURN(std::vector<TokenType> types, read_token_types(file, n_vocab));
 
   vocab_.text.reserve(n_vocab);
   vocab_.id_of_text.reserve(n_vocab);

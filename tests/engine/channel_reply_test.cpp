@@ -232,10 +232,10 @@ TEST(Gemma4Reply, ArgumentSyntax) {
   size_t end = 0;
   auto read = [&](const std::string& s) { return read_gemma4_arguments(s, end); };
   EXPECT_EQ(*read("{a:1,b:-2.5e3,c:<|\"|><|\"|>}tail"),
-            Json::parse(R"({"a":1,"b":-2500.0,"c":""})"));
+            nlohmann::ordered_json::parse(R"({"a":1,"b":-2500.0,"c":""})"));
   EXPECT_EQ(end, std::string("{a:1,b:-2.5e3,c:<|\"|><|\"|>}").size());
-  EXPECT_EQ(*read("{<|\"|>q<|\"|>:[]}"), Json::parse(R"({"q":[]})"));
-  EXPECT_EQ(*read("{w:bare words}"), Json::parse(R"({"w":"bare words"})"));
+  EXPECT_EQ(*read("{<|\"|>q<|\"|>:[]}"), nlohmann::ordered_json::parse(R"({"q":[]})"));
+  EXPECT_EQ(*read("{w:bare words}"), nlohmann::ordered_json::parse(R"({"w":"bare words"})"));
   EXPECT_FALSE(read("{a 1}").has_value());
   EXPECT_FALSE(read("{a:1").has_value());
   EXPECT_FALSE(read("[1]").has_value());
