@@ -446,6 +446,58 @@ void attention_flash_f16(kernels::ThreadPool& pool, const KvCache& cache, const 
   });
 }
 
+// Where attend_row_llama_order reads one KV head's f32 cells of one layer.
+struct HeadCells {
+  const KvCache* cache;
+  int64_t il, kv_head;
+};
+
+const float* head_keys(const void* ctx, int32_t block) {
+  const auto* h = static_cast<const HeadCells*>(ctx);
+  return reinterpret_cast<const float*>(h->cache->k_block(block, h->il, h->kv_head));
+}
+
+const float* head_values(const void* ctx, int32_t block) {
+  const auto* h = static_cast<const HeadCells*>(ctx);
+  return reinterpret_cast<const float*>(h->cache->v_block(block, h->il, h->kv_head));
+}
+
+// Sink layers over f32 cells: each (token, head) row in llama.cpp's non-flash order
+// (kernels::attend_row_llama_order: the softmax normalised before the values, its sums in
+// llama.cpp's lanes), one row per task. gpt-oss's attention matrices feed top-k routing, which
+// turns a last-bit difference here into another expert.
+void attention_llama_order(kernels::ThreadPool& pool, const KvCache& cache, const Batch& batch,
+                           const AttentionArgs& args) {
+  const int64_t group = args.n_head / cache.n_head_kv(args.il);
+  const int64_t hd = cache.head_dim(args.il);
+  const int64_t dv = cache.head_dim_v(args.il);
+  int64_t max_pos = 0;
+  for (const int32_t p : batch.positions) max_pos = std::max<int64_t>(max_pos, p);
+  pool.run([&](int thread_id, int n_threads) {
+    std::vector<float> scores(static_cast<size_t>(max_pos + 1));
+    std::vector<float> lanes(static_cast<size_t>(16 * dv));
+    const auto range =
+        kernels::ThreadPool::task_range(batch.n_tokens() * args.n_head, thread_id, n_threads);
+    for (int64_t task = range.begin; task < range.end; ++task) {
+      const int64_t t = task / args.n_head;
+      const int64_t h = task % args.n_head;
+      const int64_t pos = batch.positions[static_cast<size_t>(t)];
+      const HeadCells head{&cache, args.il, h / group};
+      const kernels::PagedF32Cells cells{
+          cache.block_table(batch.seq_ids[static_cast<size_t>(t)], args.il).data(),
+          cache.config().block_size,
+          head_keys,
+          head_values,
+          &head,
+          hd,
+          dv};
+      kernels::attend_row_llama_order(cells, first_cell(args, pos), pos, args.q + task * hd,
+                                      args.scale, args.sinks + h, {scores.data(), lanes.data()},
+                                      args.out + task * dv);
+    }
+  });
+}
+
 // The per-thread scratch of the tile walk over layer il's cells.
 TileScratch make_scratch(const KvCache& cache, int64_t il) {
   TileScratch sc;
@@ -525,6 +577,10 @@ void attention(const kernels::KernelTable& table, kernels::ThreadPool& pool, con
   const KvCacheConfig& c = cache.config();
   if (c.cell_type == GgmlType::kF16 && options.flash_attn_numerics) {
     attention_flash_f16(pool, cache, batch, args);
+    return;
+  }
+  if (c.cell_type == GgmlType::kF32 && args.sinks != nullptr) {
+    attention_llama_order(pool, cache, batch, args);
     return;
   }
   const kernels::DequantizeRowFn to_f32 =

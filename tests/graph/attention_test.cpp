@@ -248,22 +248,35 @@ TEST(Attention, FlashAttentionNumericsIsAnOptionForF16Cells) {
 }
 
 // Attention sinks (gpt-oss): head h's logit sinks[h] joins every softmax denominator of the head
-// and carries no value, in the plain paths (every cell type and table) and the flash one; a sink
-// far below every score changes no bit.
+// and carries no value, in the plain paths (every cell type and table) and the flash one. Over
+// f16 / q8_0 cells a sink far below every score changes no bit of the plain path; over f32 cells
+// sinks take llama.cpp's order (kernels::attend_row_llama_order, plain C++): the same bits on
+// every table and at every thread count.
 TEST(Attention, SinksJoinTheSoftmaxDenominator) {
   const float sinks[kNHead] = {0.5f, 3.0f, -1.0f, 60.0f};
   const float no_weight[kNHead] = {-1e30f, -1e30f, -1e30f, -1e30f};
   for (const GgmlType type : {GgmlType::kF32, GgmlType::kF16, GgmlType::kQ8_0}) {
     const Example e = make_example(type);
+    std::vector<float> first_table;  // f32 cells: the first table's output with sinks
     for (const kernels::KernelTable* table : kernels::test::all_tables()) {
       const std::vector<float> out = run_attention(e, type, *table, 2, {}, 0, sinks);
       expect_matches_reference(out, e, type, 1e-6, table->name, 0, sinks);
       const std::vector<float> windowed = run_attention(e, type, *table, 3, {}, 3, sinks);
       expect_matches_reference(windowed, e, type, 1e-6, table->name, 3, sinks);
-      const std::vector<float> plain = run_attention(e, type, *table, 2);
       const std::vector<float> unseen = run_attention(e, type, *table, 2, {}, 0, no_weight);
-      EXPECT_EQ(0, std::memcmp(plain.data(), unseen.data(), plain.size() * sizeof(float)))
-          << table->name << " " << ggml_type_info(type).name;
+      if (type != GgmlType::kF32) {
+        const std::vector<float> plain = run_attention(e, type, *table, 2);
+        EXPECT_EQ(0, std::memcmp(plain.data(), unseen.data(), plain.size() * sizeof(float)))
+            << table->name << " " << ggml_type_info(type).name;
+        continue;
+      }
+      expect_matches_reference(unseen, e, type, 1e-6, table->name);
+      const std::vector<float> one_thread = run_attention(e, type, *table, 1, {}, 0, sinks);
+      EXPECT_EQ(0, std::memcmp(out.data(), one_thread.data(), out.size() * sizeof(float)))
+          << table->name;
+      if (first_table.empty()) first_table = out;
+      EXPECT_EQ(0, std::memcmp(out.data(), first_table.data(), out.size() * sizeof(float)))
+          << table->name;
     }
   }
   const AttentionOptions flash{.flash_attn_numerics = true};
