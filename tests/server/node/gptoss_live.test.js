@@ -115,6 +115,24 @@ describe('gpt-oss harmony live on the tiny gpt-oss model', { skip }, () => {
     assert.match(applied.json.prompt, /namespace functions \{/);
   });
 
+  // OpenAI's reasoning_effort none / minimal (no thinking) reach the template as low, the least
+  // its "Reasoning:" line knows; chat and Responses answer.
+  test('reasoning_effort none and minimal: "Reasoning: low", and the request runs', async () => {
+    for (const effort of ['none', 'minimal']) {
+      const applied = await postJson(`${url}/apply-template`, { messages, reasoning_effort: effort });
+      assert.match(applied.json.prompt, /\nReasoning: low\n/, effort);
+      const r = await postJson(`${url}/v1/chat/completions`, { messages, reasoning_effort: effort, max_tokens: 4, temperature: 0 });
+      assert.equal(r.status, 200, r.text);
+      const low = await postJson(`${url}/v1/chat/completions`, { messages, reasoning_effort: 'low', max_tokens: 4, temperature: 0 });
+      assert.equal(r.json.usage.prompt_tokens, low.json.usage.prompt_tokens, effort);
+      const resp = await client.responses.create({ model: 'm', input: 'Hi', reasoning: { effort }, max_output_tokens: 4 });
+      assert.equal(resp.status, 'incomplete', JSON.stringify(resp));
+    }
+    const bad = await postJson(`${url}/v1/chat/completions`, { messages, reasoning_effort: 'extreme', max_tokens: 4 });
+    assert.equal(bad.status, 400, bad.text);
+    assert.equal(bad.json.error.param, 'reasoning_effort');
+  });
+
   // Greedy and sampled replies, with and without tools, at each reasoning effort: the same
   // parse streamed and not, and valid fields.
   test('replies parse the same streamed and not, with valid fields', async () => {
