@@ -157,7 +157,7 @@ describe('gpt-oss harmony live on the tiny gpt-oss model', { skip }, () => {
   // A well-formed reply forced by a grammar over the special tokens' text, analysis then a final
   // answer, each where it belongs, streamed as not (the grammar's end stops it: the end of
   // generation <|return|> is not text a grammar writes).
-  test('a forced harmony reply: reasoning_content and content from the special tokens', async () => {
+  test('forced harmony replies: reasoning_content and content from the special tokens', async () => {
     const reply = '<|channel|>analysis<|message|>Hmm.<|end|><|start|>assistant<|channel|>final<|message|>Sunny.';
     const body = { model: 'm', messages, max_tokens: 64, temperature: 0, grammar: literalGrammar(reply) };
     const whole = wholeChoice(await client.chat.completions.create(body));
@@ -166,6 +166,12 @@ describe('gpt-oss harmony live on the tiny gpt-oss model', { skip }, () => {
     assert.deepEqual({ reasoning: whole.reasoning, content: whole.content, finish: whole.finish },
       { reasoning: 'Hmm.', content: 'Sunny.', finish: 'stop' });
     assert.deepEqual(comparable(streamed), comparable(whole));
+    // A commentary preamble then the final answer: two paragraphs of content, not run together.
+    const preamble = '<|channel|>commentary<|message|>Let me see.<|end|><|start|>assistant<|channel|>final<|message|>Sunny.';
+    const body2 = { ...body, grammar: literalGrammar(preamble) };
+    const both = wholeChoice(await client.chat.completions.create(body2));
+    assert.equal(both.content, 'Let me see.\n\nSunny.');
+    assert.deepEqual(comparable(await streamedChoice(client, body2)), comparable(both));
   });
 
   // The harmony tokens' logits raised: replies full of real channel markup, well formed or not
