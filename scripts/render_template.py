@@ -68,6 +68,10 @@ def compile_template(source):
 def render(source, request, bos_token, eos_token):
     template = compile_template(source)
     extra = {k: v for k, v in request.items() if k not in REQUEST_FIELDS}
+    # The OpenAI field reasoning_effort: none and minimal reach the template as low (minfer's
+    # chat::template_reasoning_effort); chat_template_kwargs pass as given.
+    if extra.get("reasoning_effort") in ("none", "minimal"):
+        extra["reasoning_effort"] = "low"
     extra.update(request.get("chat_template_kwargs") or {})
     variables = {
         "messages": request["messages"],

@@ -14,8 +14,10 @@ void register_make_model_command(CLI::App& app, CommandRegistry& registry) {
       "real one. The vocabulary follows the tokenizer: the built-in byte-level BPE has ~600 "
       "tokens (so token_embd is small whatever the preset); --tokenizer-from a real model's GGUF "
       "gives its full vocabulary (e.g. 151,936 for Qwen).");
-  cmd->add_option("--arch", opts->arch,
-                  "architecture: qwen2, qwen3, qwen3moe, llama, gemma3, qwen35, qwen35moe")
+  cmd->add_option(
+         "--arch", opts->arch,
+         "architecture: qwen2, qwen3, qwen3moe, llama, gemma3, qwen35, qwen35moe, gpt-oss, "
+         "gemma4")
       ->required();
   cmd->add_option("--preset", opts->preset, "shape: " + preset_names())->capture_default_str();
   cmd->add_option("--n-layer", opts->n_layer,

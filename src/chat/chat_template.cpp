@@ -2,6 +2,7 @@
 
 #include <set>
 #include <stdexcept>
+#include <vector>
 
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -132,7 +133,59 @@ nlohmann::ordered_json with_thinking(const nlohmann::ordered_json& messages) {
   return out;
 }
 
+// The tool messages of `messages` from index `i` on, up to the next message of another role.
+size_t end_of_results(const nlohmann::ordered_json& messages, size_t i) {
+  while (i < messages.size() && messages[i].is_object() &&
+         messages[i].value("role", "") == "tool") {
+    ++i;
+  }
+  return i;
+}
+
+// `messages` with each assistant message of several tool calls split into one message per call,
+// each followed by the tool messages that answer it (by tool_call_id; unmatched ones after the
+// last call, in their order). The first keeps the message's other fields (content, thinking);
+// the others have empty content. For a template that renders only an assistant message's first
+// call and names a tool result after the call before it (gpt-oss's): every call renders, and
+// every result under its own call's name.
+nlohmann::ordered_json one_call_per_message(const nlohmann::ordered_json& messages) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const auto& m = messages[i];
+    const auto calls = m.is_object() ? m.find("tool_calls") : m.end();
+    if (!m.is_object() || m.value("role", "") != "assistant" || calls == m.end() ||
+        !calls->is_array() || calls->size() < 2) {
+      out.push_back(m);
+      continue;
+    }
+    const size_t end = end_of_results(messages, i + 1);
+    std::vector<bool> used(end - i - 1, false);
+    for (size_t n = 0; n < calls->size(); ++n) {
+      nlohmann::ordered_json one =
+          n == 0 ? m : nlohmann::ordered_json{{"role", "assistant"}, {"content", ""}};
+      one["tool_calls"] = nlohmann::ordered_json::array({(*calls)[n]});
+      out.push_back(std::move(one));
+      const auto id = (*calls)[n].is_object() ? (*calls)[n].find("id") : (*calls)[n].end();
+      for (size_t r = i + 1; r < end && id != (*calls)[n].end(); ++r) {
+        const auto answers = messages[r].find("tool_call_id");
+        if (used[r - i - 1] || answers == messages[r].end() || *answers != *id) continue;
+        used[r - i - 1] = true;
+        out.push_back(messages[r]);
+      }
+    }
+    for (size_t r = i + 1; r < end; ++r) {
+      if (!used[r - i - 1]) out.push_back(messages[r]);
+    }
+    i = end - 1;
+  }
+  return out;
+}
+
 }  // namespace
+
+std::string template_reasoning_effort(const std::string& effort) {
+  return effort == "none" || effort == "minimal" ? "low" : effort;
+}
 
 Result<ChatTemplate> ChatTemplate::create(const std::string& source, std::string bos_token,
                                           std::string eos_token) {
@@ -142,6 +195,11 @@ Result<ChatTemplate> ChatTemplate::create(const std::string& source, std::string
   t.eos_token_ = std::move(eos_token);
   t.reads_thinking_ = source.find("message.thinking") != std::string::npos &&
                       source.find("reasoning_content") == std::string::npos;
+  // (One that counts the calls decides itself: Llama 3.x's raises for several.)
+  t.reads_first_call_only_ = source.find("message.tool_calls[0]") != std::string::npos &&
+                             source.find("in message.tool_calls") == std::string::npos &&
+                             source.find("tool_calls|length") == std::string::npos &&
+                             source.find("tool_calls | length") == std::string::npos;
   if (source.size() > limits::kMaxTemplateBytes) {
     return make_error(ErrorCode::kInvalidArgument,
                       "[chat] template: {} bytes, over the limit of {} bytes", source.size(),
@@ -177,7 +235,9 @@ Result<std::string> ChatTemplate::render(const nlohmann::ordered_json& messages,
     // What transformers passes to render(): messages, tools (None when absent), documents=None,
     // add_generation_prompt, the special tokens, then the caller's kwargs.
     Dict vars;
-    vars.set("messages", from_json(reads_thinking_ ? with_thinking(messages) : messages));
+    nlohmann::ordered_json given = reads_thinking_ ? with_thinking(messages) : messages;
+    if (reads_first_call_only_) given = one_call_per_message(given);
+    vars.set("messages", from_json(given));
     vars.set("tools", from_json(tools));
     vars.set("documents", Value::none());
     vars.set("add_generation_prompt", Value::boolean(add_generation_prompt));
@@ -217,6 +277,9 @@ Result<std::string> ChatTemplate::render_request(const nlohmann::ordered_json& b
   nlohmann::ordered_json extra = nlohmann::ordered_json::object();
   for (const auto& [k, v] : body.items()) {
     if (request_fields().count(k) == 0) extra[k] = v;
+  }
+  if (auto it = extra.find("reasoning_effort"); it != extra.end() && it->is_string()) {
+    *it = template_reasoning_effort(it->get<std::string>());
   }
   if (auto it = body.find("chat_template_kwargs"); it != body.end() && !it->is_null()) {
     if (!it->is_object()) {

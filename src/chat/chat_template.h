@@ -24,6 +24,11 @@ struct Stmt;
 // The template used when a model file has none: ChatML.
 extern const char* const kChatMlTemplate;
 
+// The OpenAI request field reasoning_effort as a template reads it: none and minimal (no
+// thinking, which the server's reasoning budget of 0 holds to) are given as low, the least that
+// gpt-oss's "Reasoning:" line knows (low, medium, high); other values as they are.
+std::string template_reasoning_effort(const std::string& effort);
+
 class ChatTemplate {
  public:
   // Parses `source`; a template needing an unsupported construct fails here with
@@ -35,7 +40,9 @@ class ChatTemplate {
   // Renders `messages` (an array of OpenAI-style messages, passed through as given: tool_calls
   // arguments stay objects or strings; for a template that reads an assistant message's
   // `thinking` and never `reasoning_content` — gpt-oss's — a message's reasoning_content is
-  // given as its thinking too, as llama-server does). `tools` is an array, or null for none (the
+  // given as its thinking too, as llama-server does; for a template that renders only an
+  // assistant message's first tool call — gpt-oss's — a message of several calls is given as one
+  // message per call, each followed by its results). `tools` is an array, or null for none (the
   // variable `tools` is then defined and None, as transformers passes it). `extra` is an object of
   // further template variables (enable_thinking, ...); they override the defaults.
   Result<std::string> render(const nlohmann::ordered_json& messages,
@@ -44,7 +51,8 @@ class ChatTemplate {
 
   // Renders an OpenAI-style request body: `messages`, optional `tools`, `add_generation_prompt`
   // (default true), and template variables from `chat_template_kwargs` and from any other
-  // top-level key that is not a known sampling/request field (kwargs win).
+  // top-level key that is not a known sampling/request field (kwargs win; a top-level
+  // reasoning_effort through template_reasoning_effort, kwargs' as given).
   Result<std::string> render_request(const nlohmann::ordered_json& body) const;
 
   const std::string& source() const { return source_; }
@@ -63,6 +71,8 @@ class ChatTemplate {
   std::string eos_token_;
   RenderLimits limits_;
   bool reads_thinking_ = false;  // the template reads message.thinking, not reasoning_content
+  // message.tool_calls[0], never a loop over the calls nor their count
+  bool reads_first_call_only_ = false;
   std::shared_ptr<const std::vector<std::unique_ptr<Stmt>>> program_;
 };
 

@@ -88,6 +88,7 @@ class HarmonyParser final : public ChannelReplyParser {
       // Not a header: the text is content, its opener included.
       kind_ = Kind::kContent;
       mode_ = Mode::kBody;
+      new_message_ = false;  // text as written: no separator
       deliver(out, std::string_view(pending_).substr(0, *opener));
       pending_.erase(0, *opener);
       return true;
@@ -107,6 +108,7 @@ class HarmonyParser final : public ChannelReplyParser {
     }
     pending_.erase(0, message + kHarmonyMessage.size());
     mode_ = Mode::kBody;
+    new_message_ = true;
     return true;
   }
 
@@ -132,17 +134,20 @@ class HarmonyParser final : public ChannelReplyParser {
   }
 
   void deliver(ReplyDelta& out, std::string_view text) {
-    switch (kind_) {
-      case Kind::kReasoning:
-        (options_.extract_reasoning ? out.reasoning : out.content) += text;
-        break;
-      case Kind::kContent:
-        out.content += text;
-        break;
-      case Kind::kCall:
-        body_ += text;
-        break;
+    if (kind_ == Kind::kCall) {
+      body_ += text;
+      return;
     }
+    if (text.empty()) return;
+    const bool reasoning = kind_ == Kind::kReasoning && options_.extract_reasoning;
+    std::string& to = reasoning ? out.reasoning : out.content;
+    bool& written = reasoning ? reasoning_written_ : content_written_;
+    // Messages of one field are paragraphs: a commentary preamble and the final answer (or two
+    // analysis messages) are not run together.
+    if (new_message_ && written) to += "\n\n";
+    new_message_ = false;
+    written = true;
+    to += text;
   }
 
   // Ends the message being read: a call is returned when its body is a JSON object.
@@ -156,8 +161,11 @@ class HarmonyParser final : public ChannelReplyParser {
 
   Mode mode_ = Mode::kHeader;  // the prompt ends with "<|start|>assistant": a header follows
   Kind kind_ = Kind::kContent;
-  std::string name_;  // the call being read
-  std::string body_;  // its arguments so far
+  std::string name_;                // the call being read
+  std::string body_;                // its arguments so far
+  bool new_message_ = false;        // a header was read: its first text opens a paragraph
+  bool content_written_ = false;    // content has text from an earlier message
+  bool reasoning_written_ = false;  // reasoning has text from an earlier message
 };
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <limits>
 #include <memory>
 #include <utility>
@@ -289,6 +290,13 @@ void start_rows(const AttentionArgs& args, const QueryTile& tile, int64_t hd, in
   sc.q_tile.resize(n_rows * static_cast<size_t>(hd));
   sc.scores.resize(n_rows * static_cast<size_t>(kChunkCells));
   sc.state.reset(n_rows, dv);
+  if (args.sinks != nullptr) {
+    // llama.cpp's soft_max takes the sink into the row max before any weight is made, so every
+    // e^(s_j - m) is computed against it from the start (no rescale afterwards).
+    for (size_t r = 0; r < n_rows; ++r) {
+      sc.state.rows[r].max_score = args.sinks[tile.h_begin + static_cast<int64_t>(r) % n_heads];
+    }
+  }
   for (int64_t t = tile.t_begin; t < tile.t_end; ++t) {
     const float* q = args.q + (t * args.n_head + tile.h_begin) * hd;
     std::copy(q, q + n_heads * hd, sc.q_tile.data() + (t - tile.t_begin) * n_heads * hd);
@@ -354,14 +362,27 @@ void attend_piece(const kernels::KernelTable& table, const KvCache& cache, const
   }
 }
 
-// The tile's output rows: each accumulator over its sum.
+// 1 / the row's softmax denominator, times the factor its accumulator needs: 1 / sum; with a
+// sink s (AttentionArgs::sinks) e^(s - m) joins the sum, m = max(row max, s), and the sum and
+// the accumulator (kept relative to the row max) are rescaled to m.
+double row_factor(const RowState& row, const float* sink) {
+  if (sink == nullptr) return 1.0 / row.sum;
+  const float m = std::max(row.max_score, *sink);
+  const double rescale = row.sum == 0.0 ? 0.0 : std::exp(static_cast<double>(row.max_score - m));
+  // The sink's term as llama.cpp adds it: a float e^x, summed in double.
+  const double sum = row.sum * rescale + static_cast<double>(std::exp(*sink - m));
+  return rescale / sum;
+}
+
+// The tile's output rows: each accumulator over its sum (with the head's sink, if any).
 void finish_rows(const kernels::KernelTable& table, const AttentionArgs& args,
                  const QueryTile& tile, int64_t dv, const std::vector<RowState>& rows) {
   const int64_t n_heads = tile.h_end - tile.h_begin;
   for (size_t r = 0; r < rows.size(); ++r) {
     const int64_t t = tile.t_begin + static_cast<int64_t>(r) / n_heads;
     const int64_t h = tile.h_begin + static_cast<int64_t>(r) % n_heads;
-    table.scale(rows[r].acc, static_cast<float>(1.0 / rows[r].sum), dv,
+    const float* sink = args.sinks != nullptr ? args.sinks + h : nullptr;
+    table.scale(rows[r].acc, static_cast<float>(row_factor(rows[r], sink)), dv,
                 args.out + (t * args.n_head + h) * dv);
   }
 }
@@ -419,7 +440,60 @@ void attention_flash_f16(kernels::ThreadPool& pool, const KvCache& cache, const 
             reinterpret_cast<const uint16_t*>(cache.v_block(block, args.il, kv_head));
         kernels::ref::flash_f16_cells(row, keys + j % bs * hd, values + j % bs * dv, n);
       }
+      if (args.sinks != nullptr) kernels::ref::flash_f16_sink(row, args.sinks[task % args.n_head]);
       kernels::ref::flash_f16_finish(row, args.out + task * dv);
+    }
+  });
+}
+
+// Where attend_row_llama_order reads one KV head's f32 cells of one layer.
+struct HeadCells {
+  const KvCache* cache;
+  int64_t il, kv_head;
+};
+
+const float* head_keys(const void* ctx, int32_t block) {
+  const auto* h = static_cast<const HeadCells*>(ctx);
+  return reinterpret_cast<const float*>(h->cache->k_block(block, h->il, h->kv_head));
+}
+
+const float* head_values(const void* ctx, int32_t block) {
+  const auto* h = static_cast<const HeadCells*>(ctx);
+  return reinterpret_cast<const float*>(h->cache->v_block(block, h->il, h->kv_head));
+}
+
+// Sink layers over f32 cells: each (token, head) row in llama.cpp's non-flash order
+// (kernels::attend_row_llama_order: the softmax normalised before the values, its sums in
+// llama.cpp's lanes), one row per task. gpt-oss's attention matrices feed top-k routing, which
+// turns a last-bit difference here into another expert.
+void attention_llama_order(kernels::ThreadPool& pool, const KvCache& cache, const Batch& batch,
+                           const AttentionArgs& args) {
+  const int64_t group = args.n_head / cache.n_head_kv(args.il);
+  const int64_t hd = cache.head_dim(args.il);
+  const int64_t dv = cache.head_dim_v(args.il);
+  int64_t max_pos = 0;
+  for (const int32_t p : batch.positions) max_pos = std::max<int64_t>(max_pos, p);
+  pool.run([&](int thread_id, int n_threads) {
+    std::vector<float> scores(static_cast<size_t>(max_pos + 1));
+    std::vector<float> lanes(static_cast<size_t>(16 * dv));
+    const auto range =
+        kernels::ThreadPool::task_range(batch.n_tokens() * args.n_head, thread_id, n_threads);
+    for (int64_t task = range.begin; task < range.end; ++task) {
+      const int64_t t = task / args.n_head;
+      const int64_t h = task % args.n_head;
+      const int64_t pos = batch.positions[static_cast<size_t>(t)];
+      const HeadCells head{&cache, args.il, h / group};
+      const kernels::PagedF32Cells cells{
+          cache.block_table(batch.seq_ids[static_cast<size_t>(t)], args.il).data(),
+          cache.config().block_size,
+          head_keys,
+          head_values,
+          &head,
+          hd,
+          dv};
+      kernels::attend_row_llama_order(cells, first_cell(args, pos), pos, args.q + task * hd,
+                                      args.scale, args.sinks + h, {scores.data(), lanes.data()},
+                                      args.out + task * dv);
     }
   });
 }
@@ -503,6 +577,10 @@ void attention(const kernels::KernelTable& table, kernels::ThreadPool& pool, con
   const KvCacheConfig& c = cache.config();
   if (c.cell_type == GgmlType::kF16 && options.flash_attn_numerics) {
     attention_flash_f16(pool, cache, batch, args);
+    return;
+  }
+  if (c.cell_type == GgmlType::kF32 && args.sinks != nullptr) {
+    attention_llama_order(pool, cache, batch, args);
     return;
   }
   const kernels::DequantizeRowFn to_f32 =

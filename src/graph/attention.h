@@ -38,6 +38,10 @@ struct AttentionArgs {
   // Sliding window: a token at position p sees only positions > p - window (llama.cpp's
   // LLAMA_SWA_TYPE_STANDARD); 0: every position ≤ p.
   int64_t window = 0;
+  // Attention sinks ([n_head], gpt-oss): head h's softmax is e^(s_j - m) / (Σ_k e^(s_k - m) +
+  // e^(sinks[h] - m)), m = max(max_k s_k, sinks[h]); the sink carries no value (llama.cpp's
+  // soft_max with sinks). nullptr: none.
+  const float* sinks = nullptr;
 };
 
 // Parallel over (token, head) pairs, and in a small batch over the pieces of each pair's cells:

@@ -218,7 +218,9 @@ void Executor::run_node(const Node& node, const Graph& graph, const Batch& batch
       return;
     }
     case OpKind::kAttention: {
-      AttentionArgs args{in_data(0), buffer(node), node.il, node.n_head, node.scale, node.window};
+      const float* sinks = node.weight != nullptr ? node.weight->f32() : nullptr;
+      AttentionArgs args{in_data(0), buffer(node), node.il, node.n_head,
+                         node.scale, node.window,  sinks};
       attention(table_, pool_, cache, batch, args, attention_options_);
       return;
     }
@@ -231,6 +233,8 @@ void Executor::run_node(const Node& node, const Graph& graph, const Batch& batch
                          .n_tokens = rows,
                          .n_used = node.n_used,
                          .y = buffer(node),
+                         .variant = node.moe,
+
                          .gelu = node.gelu,
                          .expert_scale = node.weight != nullptr ? node.weight->f32() : nullptr};
       moe_ffn(table_, pool_, args, moe_scratch_);

@@ -171,9 +171,12 @@ void GraphBuilder::kv_store(const std::string& name, NodeId k, NodeId v, int64_t
 }
 
 NodeId GraphBuilder::attention(const std::string& name, NodeId q, int64_t il, int64_t n_head,
-                               int64_t head_dim, int64_t head_dim_v, float scale, int64_t window) {
+                               int64_t head_dim, int64_t head_dim_v, float scale, int64_t window,
+                               const WeightTensor* sinks) {
   const Node& in = node(q);
   MINFER_CHECK(in.cols == n_head * head_dim, "attention q width mismatch");
+  MINFER_CHECK(sinks == nullptr || (sinks->n_cols == n_head && sinks->type == GgmlType::kF32),
+               "attention: sinks must be [n_head] f32");
   Node n = make_node(OpKind::kAttention, name);
   n.rows = in.rows;
   n.cols = n_head * head_dim_v;
@@ -183,6 +186,7 @@ NodeId GraphBuilder::attention(const std::string& name, NodeId q, int64_t il, in
   n.group = head_dim;
   n.scale = scale;
   n.window = window;
+  n.weight = sinks;
   return push(std::move(n));
 }
 
@@ -197,7 +201,7 @@ NodeId GraphBuilder::select_rows(const std::string& name, NodeId x) {
 
 NodeId GraphBuilder::moe_ffn(const std::string& name, NodeId x, NodeId router_logits,
                              const WeightTensor& gate, const WeightTensor& up,
-                             const WeightTensor& down, int64_t n_used) {
+                             const WeightTensor& down, int64_t n_used, const MoeVariant& variant) {
   const Node& in = node(x);
   const Node& logits = node(router_logits);
   MINFER_CHECK(in.cols == gate.n_cols && in.cols == up.n_cols && in.cols == down.n_rows,
@@ -208,12 +212,20 @@ NodeId GraphBuilder::moe_ffn(const std::string& name, NodeId x, NodeId router_lo
                    gate.n_mats == down.n_mats,
                "moe_ffn: router and expert counts differ");
   MINFER_CHECK(n_used >= 1 && n_used <= gate.n_mats, "moe_ffn: bad expert_used_count");
+  for (size_t i = 0; i < variant.biases.size(); ++i) {
+    const WeightTensor* b = variant.biases[i];
+    const int64_t width = i < 2 ? gate.n_rows : down.n_rows;
+    MINFER_CHECK(b == nullptr || (b->type == GgmlType::kF32 && b->n_cols == width &&
+                                  b->n_rows * b->n_mats == gate.n_mats),
+                 "moe_ffn: an expert bias is not [n_expert][width] f32");
+  }
   Node n = make_node(OpKind::kMoeFfn, name);
   n.rows = in.rows;
   n.cols = in.cols;
   n.inputs = {x, router_logits};
   n.experts = {&gate, &up, &down};
   n.n_used = n_used;
+  n.moe = variant;
   return push(std::move(n));
 }
 

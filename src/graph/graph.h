@@ -16,6 +16,21 @@ namespace minfer {
 
 struct WeightTensor;
 
+// The expert FFN of gpt-oss beside Qwen3-MoE's (llama.cpp's build_moe_ffn with
+// LLAMA_EXPERT_GATING_FUNC_TYPE_SOFTMAX_WEIGHT, swiglu_oai and the experts' biases); the default
+// is Qwen3-MoE's (graph/moe.h).
+struct MoeVariant {
+  // The n_used largest router logits chosen, their weights the softmax over those alone (no
+  // softmax over every expert, no renormalization).
+  bool softmax_chosen = false;
+  // > 0: the clamped SwiGLU, a = g' · σ(1.702 · g') · (u' + 1) with g' = min(g, limit) and
+  // u' = clamp(u, -limit, limit); 0: silu(g) · u.
+  float swiglu_limit = 0.0f;
+  // Per-expert biases of gate, up ([n_expert][n_ff_exp]) and down ([n_expert][n_embd]), f32,
+  // added to each expert's matmul output; nullptr: none.
+  std::array<const WeightTensor*, 3> biases{};
+};
+
 enum class OpKind {
   kGetRows,  // rows of an embedding matrix, one per batch token → [n_tokens, n_embd]
   kRmsNorm,  // x / rms(x) * w over groups of `group` elements (group = cols, or head_dim)
@@ -53,7 +68,7 @@ struct Node {
   int64_t rows = 0;  // output shape [rows, cols]
   int64_t cols = 0;
   std::vector<NodeId> inputs;
-  const WeightTensor* weight = nullptr;  // matmul / get_rows matrix, norm weight, bias
+  const WeightTensor* weight = nullptr;  // matmul / get_rows matrix, norm weight, bias, sinks
   // Op parameters.
   float eps = 0.0f;    // rms_norm
   int64_t group = 0;   // rms_norm group width; rope / attention: head_dim
@@ -66,6 +81,7 @@ struct Node {
   // experts each token uses.
   std::array<const WeightTensor*, 3> experts{};
   int64_t n_used = 0;
+  MoeVariant moe;
   // moe_ffn with Gemma 4's experts (moe_geglu): GEGLU, gate and up in experts[0] (experts[1]
   // null), `weight` the [n_expert] scale of each expert's output.
   bool gelu = false;
@@ -101,13 +117,17 @@ class GraphBuilder {
   NodeId rope(const std::string& name, NodeId x, int64_t n_head, int64_t head_dim,
               const kernels::RopeConfig& config);
   void kv_store(const std::string& name, NodeId k, NodeId v, int64_t il);
+  // sinks: a learned logit per query head ([n_head] f32) that joins each softmax's denominator
+  // (gpt-oss); nullptr: none.
   NodeId attention(const std::string& name, NodeId q, int64_t il, int64_t n_head, int64_t head_dim,
-                   int64_t head_dim_v, float scale, int64_t window = 0);
+                   int64_t head_dim_v, float scale, int64_t window = 0,
+                   const WeightTensor* sinks = nullptr);
   NodeId select_rows(const std::string& name, NodeId x);
   // x: [n, n_embd], router_logits: [n, n_expert] (x · ffn_gate_inp); gate / up: n_expert ×
   // [n_embd → n_ff_exp], down: n_expert × [n_ff_exp → n_embd].
   NodeId moe_ffn(const std::string& name, NodeId x, NodeId router_logits, const WeightTensor& gate,
-                 const WeightTensor& up, const WeightTensor& down, int64_t n_used);
+                 const WeightTensor& up, const WeightTensor& down, int64_t n_used,
+                 const MoeVariant& variant = {});
 
   // Gemma 4's experts (graph/moe.h, MoeArgs::gelu): x: [n, n_embd], router_logits: [n,
   // n_expert]; gate_up: n_expert × [n_embd → 2 n_ff_exp] (gate's rows first), down: n_expert ×

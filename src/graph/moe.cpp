@@ -1,6 +1,7 @@
 #include "graph/moe.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <numeric>
 
@@ -46,8 +47,29 @@ void group_by_expert(int64_t n_tokens, int64_t n_used, int64_t n_expert, MoeScra
   }
 }
 
-// Expert e's down over its m rows of activations act [m, n_ff_exp], scattered to expert_out at
-// each row's (token, j) slot, times expert_scale[e] where there is one.
+// Adds expert e's row of the biases b (nullptr: none; n_expert rows of width) to the m rows of y,
+// as ggml's add_id.
+void add_expert_bias(const kernels::KernelTable& table, const WeightTensor* b, int64_t e, int64_t m,
+                     int64_t width, float* y) {
+  if (b == nullptr) return;
+  const float* bias = b->f32() + e * width;
+  for (int64_t r = 0; r < m; ++r) table.add(y + r * width, bias, width, y + r * width);
+}
+
+// ggml's swiglu_oai (ops.cpp) with llama.cpp's alpha for gpt-oss: y = g' / (1 + e^(alpha · -g'))
+// · (u' + 1), g' = min(g, limit), u' = clamp(u, -limit, limit). y may be g.
+void swiglu_oai(const float* g, const float* u, int64_t n, float limit, float* y) {
+  constexpr float kAlpha = 1.702f;
+  for (int64_t i = 0; i < n; ++i) {
+    const float x = std::min(g[i], limit);
+    const float v = std::clamp(u[i], -limit, limit);
+    y[i] = x / (1.0f + std::exp(kAlpha * -x)) * (v + 1.0f);
+  }
+}
+
+// Expert e's down over its m rows of activations act [m, n_ff_exp], plus its bias (gpt-oss),
+// scattered to expert_out at each row's (token, j) slot, times expert_scale[e] where there is
+// one.
 void run_down(const kernels::KernelTable& table, kernels::ThreadPool& pool, const MoeArgs& a,
               int64_t e, const float* act, const int32_t* slots, int64_t m, MoeScratch& s) {
   const kernels::MatmulWeights down = expert_matrix(*a.down, e);
@@ -55,6 +77,7 @@ void run_down(const kernels::KernelTable& table, kernels::ThreadPool& pool, cons
   float* d_out = sized(s.down_out, static_cast<size_t>(m * n_embd));  // [m, n_embd]
   sized(s.down_act, kernels::matmul_scratch_bytes(down.type, m, down.n_in));
   kernels::matmul(table, pool, down, act, m, d_out, s.down_act);
+  add_expert_bias(table, a.variant.biases[2], e, m, n_embd, d_out);
   for (int64_t i = 0; i < m; ++i) {
     float* out = s.expert_out.data() + static_cast<size_t>(slots[i]) * n_embd;
     if (a.expert_scale != nullptr) {
@@ -120,12 +143,18 @@ void run_expert(const kernels::KernelTable& table, kernels::ThreadPool& pool, co
   float* u_out = sized(s.up_out, static_cast<size_t>(m * n_ff));    // [m, n_ff_exp]
   kernels::matmul_converted(table, pool, gate, g_act, m, g_out);
   kernels::matmul_converted(table, pool, up, u_act, m, u_out);
-  // SwiGLU (or GEGLU) row by row, as the dense FFN (kernels treat a row's first elements in
-  // groups).
+  const MoeVariant& v = a.variant;
+  add_expert_bias(table, v.biases[0], e, m, n_ff, g_out);
+  add_expert_bias(table, v.biases[1], e, m, n_ff, u_out);
+  // The activation row by row, as the dense FFN (kernels treat a row's first elements in groups).
   pool.parallel_for(m, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
-      (a.gelu ? table.geglu : table.swiglu)(g_out + r * n_ff, u_out + r * n_ff, n_ff,
-                                            g_out + r * n_ff);
+      float* g = g_out + r * n_ff;
+      if (v.swiglu_limit > 0.0f) {
+        swiglu_oai(g, u_out + r * n_ff, n_ff, v.swiglu_limit, g);
+      } else {
+        (a.gelu ? table.geglu : table.swiglu)(g, u_out + r * n_ff, n_ff, g);
+      }
     }
   });
   run_down(table, pool, a, e, g_out, slots, m, s);
@@ -133,12 +162,46 @@ void run_expert(const kernels::KernelTable& table, kernels::ThreadPool& pool, co
 
 }  // namespace
 
+namespace {
+
+// The n_used largest of scores[0 .. order.size()) first in order (ties: the lower id first).
+void top_k(const float* scores, int64_t n_used, std::vector<int32_t>& order) {
+  std::iota(order.begin(), order.end(), 0);
+  std::partial_sort(order.begin(), order.begin() + n_used, order.end(), [&](int32_t a, int32_t b) {
+    return scores[a] > scores[b] || (scores[a] == scores[b] && a < b);
+  });
+}
+
+// gpt-oss's routing: the n_used largest logits, weighted by the softmax of those alone.
+void route_softmax_chosen(const float* router_logits, int64_t n_tokens, int64_t n_expert,
+                          int64_t n_used, MoeScratch& s) {
+  int32_t* chosen = s.chosen.data();
+  float* weights = s.weights.data();
+  float* picked = sized(s.probs, static_cast<size_t>(n_expert));  // [n_used] chosen logits
+  std::vector<int32_t> order(static_cast<size_t>(n_expert));
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    const float* logits = router_logits + t * n_expert;
+    top_k(logits, n_used, order);
+    for (int64_t j = 0; j < n_used; ++j) {
+      chosen[t * n_used + j] = order[static_cast<size_t>(j)];
+      picked[j] = logits[order[static_cast<size_t>(j)]];
+    }
+    kernels::ref_table.softmax(picked, n_used, weights + t * n_used);
+  }
+}
+
+}  // namespace
+
 void moe_route(const float* router_logits, int64_t n_tokens, int64_t n_expert, int64_t n_used,
-               MoeScratch& s) {
+               MoeScratch& s, bool softmax_chosen) {
   MINFER_CHECK(n_used >= 1 && n_used <= n_expert, "moe_route: bad n_used");
   float* probs = sized(s.probs, static_cast<size_t>(n_expert));
   int32_t* chosen = sized(s.chosen, static_cast<size_t>(n_tokens * n_used));
   float* weights = sized(s.weights, static_cast<size_t>(n_tokens * n_used));
+  if (softmax_chosen) {
+    route_softmax_chosen(router_logits, n_tokens, n_expert, n_used, s);
+    return;
+  }
   std::vector<int32_t> order(static_cast<size_t>(n_expert));
   for (int64_t t = 0; t < n_tokens; ++t) {
     // The reference softmax on every ISA: the choice of experts must not depend on the SIMD
@@ -146,11 +209,7 @@ void moe_route(const float* router_logits, int64_t n_tokens, int64_t n_expert, i
     // in double, times float(1 / sum)) is ggml's soft_max for rows under 16 on an AVX-512 host,
     // the goldens' (ggml's vector exp takes whole groups of 16: 128 experts differ by ulps).
     kernels::ref_table.softmax(router_logits + t * n_expert, n_expert, probs);
-    std::iota(order.begin(), order.end(), 0);
-    std::partial_sort(order.begin(), order.begin() + n_used, order.end(),
-                      [&](int32_t a, int32_t b) {
-                        return probs[a] > probs[b] || (probs[a] == probs[b] && a < b);
-                      });
+    top_k(probs, n_used, order);
     double sum = 0.0;  // ggml_sum_rows: each float added in double
     for (int64_t j = 0; j < n_used; ++j) sum += static_cast<double>(probs[order[j]]);
     // llama.cpp clamps the sum to f16's smallest normal before dividing.
@@ -167,7 +226,7 @@ void moe_ffn(const kernels::KernelTable& table, kernels::ThreadPool& pool, const
   const int64_t n_expert = a.gate->n_mats;
   const int64_t n_embd = a.gate->n_cols;
   const int64_t n = a.n_tokens;
-  moe_route(a.router_logits, n, n_expert, a.n_used, s);
+  moe_route(a.router_logits, n, n_expert, a.n_used, s, a.variant.softmax_chosen);
   group_by_expert(n, a.n_used, n_expert, s);
 
   // x converted once for every expert's gate (and up, when up's activations differ).

@@ -1,11 +1,15 @@
 // The mixture-of-experts FFN (Qwen3-MoE; llama.cpp's build_moe_ffn with softmax gating and
-// normalized weights), in llama.cpp's float order:
+// normalized weights; gpt-oss's variant below), in llama.cpp's float order:
 //   probs = softmax(router_logits[t]) (the reference kernel's)     [n_expert]
 //   chosen = the n_used largest probs, largest first (ties: lower expert id first)
 //   w_j = probs[chosen_j] / max(Σ_j probs[chosen_j], 2^-14)        (the sum in double, as
 //         ggml_sum_rows, rounded to float; the clamp is llama.cpp's)
 //   y[t] = Σ_j w_j · down_e(silu(gate_e · x[t]) · (up_e · x[t])),  e = chosen_j, summed in
 //          order of j: ((e_0 · w_0) + e_1 · w_1) + …
+// gpt-oss (MoeVariant): chosen = the n_used largest logits (ties: lower id first), w = the
+// reference softmax of those n_used logits in that order; gate, up and down each add expert e's
+// bias to its output; the activation is the clamped SwiGLU (ggml's swiglu_oai:
+// g' / (1 + e^(-1.702 g')) · (u' + 1)).
 // Work is grouped by expert: each expert that any token chose runs one matmul over the rows of
 // the tokens that chose it (gather → gate, up → SwiGLU → down → scatter), so a decode step reads
 // only the chosen experts' rows. x is converted for gate / up once for all experts. Every
@@ -16,6 +20,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "graph/graph.h"
 #include "graph/weight_tensor.h"
 #include "kernels/kernel_table.h"
 #include "kernels/thread_pool.h"
@@ -31,6 +36,7 @@ struct MoeArgs {
   int64_t n_tokens = 0;
   int64_t n_used = 0;  // experts per token
   float* y = nullptr;  // [n_tokens, n_embd]; must not alias x
+  MoeVariant variant;  // gpt-oss's routing, activation and biases (graph/graph.h)
   // Gemma 4's experts: gate and up in one matrix per expert (gate's rows first; `gate` then
   // points at it, n_expert × [n_embd → 2 n_ff_exp], and `up` is null), GELU in place of SiLU,
   // and each expert's down output multiplied by expert_scale[e] before its routing weight.
@@ -57,9 +63,10 @@ struct MoeScratch {
   std::vector<float> expert_out;     // [n_tokens, n_used, n_embd]
 };
 
-// The routing alone: chosen [n_tokens, n_used] expert ids and their normalized weights.
+// The routing alone: chosen [n_tokens, n_used] expert ids and their weights (normalized; with
+// softmax_chosen the softmax of the chosen logits, MoeVariant).
 void moe_route(const float* router_logits, int64_t n_tokens, int64_t n_expert, int64_t n_used,
-               MoeScratch& scratch);
+               MoeScratch& scratch, bool softmax_chosen = false);
 
 void moe_ffn(const kernels::KernelTable& table, kernels::ThreadPool& pool, const MoeArgs& args,
              MoeScratch& scratch);

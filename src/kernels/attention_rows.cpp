@@ -19,6 +19,18 @@ std::pair<int64_t, int64_t> overlap(const CellPiece& p, const RowRun& run) {
   return {std::max(p.first, run.from), std::min(p.first + p.n, run.from + run.n)};
 }
 
+// The 16 lanes summed in _mm512_reduce_add_ps's order (avx512::hsum_ps): lanes i and i + 8, then
+// i and i + 4, then (0 + 2) + (1 + 3).
+float hsum16(const float* l) {
+  float h[8];
+  for (int i = 0; i < 8; ++i) h[i] = l[i] + l[i + 8];
+  float s[4];
+  for (int i = 0; i < 4; ++i) s[i] = h[i] + h[i + 4];
+  return (s[0] + s[2]) + (s[1] + s[3]);
+}
+
+constexpr int64_t kLanes16 = 16;
+
 }  // namespace
 
 CellRead cell_read(const KernelTable& table, GgmlType type, int64_t n_rows) {
@@ -136,6 +148,85 @@ void attend_rows(const KernelTable& table, const RowRun& run, float scale, int64
       weighted_cells(table, {scores + (a - run.from), n_rows, stride}, p.values.from(a - p.first),
                      b - a, data.acc + r_begin * dv, dv);
     }
+  }
+}
+
+float expf_ggml(float x) {
+  // Step for step as avx512::exp_ps_ggml: n = round(x / ln 2) by the 1.5 · 2^23 shift,
+  // b = x - n ln 2 in two fused steps, a degree-5 polynomial (Horner on b and b²), times 2^n
+  // (scalef: exact, or rounded once where the result is subnormal, as ldexp); |n| > 192 gives 0
+  // (n <= 0) or +inf.
+  const float shift = 0x1.8p23f;
+  const float n = std::fma(x, 0x1.715476p+0f, shift) - shift;
+  const float b = std::fma(-n, 0x1.7f7d1cp-20f, std::fma(-n, 0x1.62e4p-1f, x));
+  const float u = b * b;
+  const float j = std::fma(std::fma(std::fma(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u,
+                                    std::fma(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)),
+                           u, std::fma(0x1.ffffecp-1f, b, 1.0f));
+  if (!(std::fabs(n) <= 192.0f)) return n <= 0.0f ? 0.0f : std::numeric_limits<float>::infinity();
+  return std::ldexp(j, static_cast<int>(n));
+}
+
+float dot_f32_ggml_vec_order(const float* a, const float* b, int64_t n) {
+  const int64_t np = n & ~int64_t{63};
+  float sum[4][kLanes16] = {};
+  for (int64_t k = 0; k < np; k += 64) {
+    for (int64_t j = 0; j < 4; ++j) {
+      for (int64_t l = 0; l < kLanes16; ++l) {
+        const int64_t e = k + kLanes16 * j + l;
+        sum[j][l] = std::fma(a[e], b[e], sum[j][l]);
+      }
+    }
+  }
+  float folded[kLanes16];
+  for (int64_t l = 0; l < kLanes16; ++l) {
+    folded[l] = (sum[0][l] + sum[2][l]) + (sum[1][l] + sum[3][l]);
+  }
+  float r = hsum16(folded);
+  for (int64_t k = np; k < n; ++k) r = std::fma(a[k], b[k], r);
+  return r;
+}
+
+void attend_row_llama_order(const PagedF32Cells& cells, int64_t first, int64_t last, const float* q,
+                            float scale, const float* sink, const LlamaRowScratch& scratch,
+                            float* out) {
+  const int64_t bs = cells.block_size;
+  const int64_t hd = cells.head_dim;
+  const int64_t dv = cells.head_dim_v;
+  float* e = scratch.scores;
+  // Scores, and the row max with the sink.
+  float max = sink != nullptr ? *sink : -std::numeric_limits<float>::infinity();
+  for (int64_t j = first; j <= last; ++j) {
+    const float* k = cells.keys(cells.ctx, cells.blocks[j / bs]) + j % bs * hd;
+    e[j] = dot_f32_ggml_vec_order(k, q, hd) * scale;
+    max = e[j] > max ? e[j] : max;
+  }
+  // e_j, summed a 16-cell vector at a time (vectors on the grid of cell 0; the cells outside
+  // [first, last] are masked, e = 0).
+  double sum = 0.0;
+  for (int64_t g = first / kLanes16 * kLanes16; g <= last; g += kLanes16) {
+    float lanes[kLanes16];
+    for (int64_t l = 0; l < kLanes16; ++l) {
+      const int64_t j = g + l;
+      lanes[l] = j >= first && j <= last ? (e[j] = expf_ggml(e[j] - max)) : 0.0f;
+    }
+    sum += static_cast<double>(hsum16(lanes));
+  }
+  if (sink != nullptr) sum += static_cast<double>(std::exp(*sink - max));
+  const auto inv = static_cast<float>(1.0 / sum);
+  // The weighted values: lane j % 16 of each output, in order of the cells.
+  float* lanes = scratch.lanes;  // [16][dv]
+  std::fill(lanes, lanes + kLanes16 * dv, 0.0f);
+  for (int64_t j = first; j <= last; ++j) {
+    const float w = e[j] * inv;
+    const float* v = cells.values(cells.ctx, cells.blocks[j / bs]) + j % bs * dv;
+    float* acc = lanes + j % kLanes16 * dv;
+    for (int64_t d = 0; d < dv; ++d) acc[d] = std::fma(w, v[d], acc[d]);
+  }
+  for (int64_t d = 0; d < dv; ++d) {
+    float l16[kLanes16];
+    for (int64_t l = 0; l < kLanes16; ++l) l16[l] = lanes[l * dv + d];
+    out[d] = hsum16(l16);
   }
 }
 

@@ -119,4 +119,51 @@ struct RowRunData {
 void attend_rows(const KernelTable& table, const RowRun& run, float scale, int64_t n_heads,
                  const RowRunData& data);
 
+// ---- llama.cpp's non-flash CPU order (f32 cells) ----
+//
+// One query row's attention as llama.cpp's CPU backend computes it without flash attention over
+// f32 cells (its x86 AVX-512 build, which made the goldens): the scores are kq = mul_mat(k, q),
+// one ggml_vec_dot_f32 per cell (q is a permuted view, so tinyBLAS does not take it), times the
+// scale; soft_max then takes the row max (and the sink), e_j by ggml_v_expf, their sum as the
+// 16-cell vectors' float sums (lanes added in _mm512_reduce_add_ps's order) added in double, the
+// sink's e^x as libm's expf, and every e_j times (float) 1/sum before the values; kqv =
+// mul_mat(v, kq) goes through tinyBLAS, one 16-lane accumulator per output, cell j in lane j % 16
+// (the cell index is the position for a single sequence), fused multiply-adds in order of the
+// cells, the lanes summed in the same order. Plain code with fused multiply-adds (std::fma), so
+// every kernel table gives the same bits. (llama.cpp's one-token steps sum kqv in
+// ggml_vec_dot_f32's order instead; a row here is computed one way whatever the batch.)
+
+// The f32 cells of one KV head of one layer, a cache block at a time: block b of the row's
+// position table holds positions [b · block_size, (b + 1) · block_size).
+struct PagedF32Cells {
+  const int32_t* blocks;  // block id of each block_size positions
+  int64_t block_size;
+  // Keys / values of `block` for the head: [block_size, dim] floats.
+  const float* (*keys)(const void* ctx, int32_t block);
+  const float* (*values)(const void* ctx, int32_t block);
+  const void* ctx;
+  int64_t head_dim, head_dim_v;
+};
+
+// Scratch of attend_row_llama_order: scores [last + 1], lanes [16 · head_dim_v].
+struct LlamaRowScratch {
+  float* scores;
+  float* lanes;
+};
+
+// out ([head_dim_v]) = Σ_j p_j v_j over positions j in [first, last], p the softmax of
+// q · k_j · scale with the sink (`sink`: a pointer to the head's, or null) as llama.cpp computes
+// it (above).
+void attend_row_llama_order(const PagedF32Cells& cells, int64_t first, int64_t last, const float* q,
+                            float scale, const float* sink, const LlamaRowScratch& scratch,
+                            float* out);
+
+// ggml_v_expf (AVX-512) for one float: llama.cpp's soft_max exponential, lane for lane.
+float expf_ggml(float x);
+
+// ggml_vec_dot_f32's sum on an AVX-512 build: four 16-lane accumulators over steps of 64
+// elements, folded (0 + 2) + (1 + 3), the lanes summed in _mm512_reduce_add_ps's order, then
+// the leftover elements one by one with a fused multiply-add.
+float dot_f32_ggml_vec_order(const float* a, const float* b, int64_t n);
+
 }  // namespace minfer::kernels

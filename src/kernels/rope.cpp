@@ -45,7 +45,10 @@ void rope_angles(int64_t pos, const RopeConfig& config, float* cos_sin) {
   const float theta_scale = std::pow(config.freq_base, -2.0f / static_cast<float>(config.n_rot));
   const bool yarn = config.ext_factor != 0.0f;
   float mscale = config.attn_factor;
-  if (yarn) mscale *= 1.0f + 0.1f * std::log(1.0f / config.freq_scale);
+  // YaRN's two blends as llama.cpp's x86 build compiles rope_yarn (GCC contracts a · b + c into
+  // one fused multiply-add): the first product fused with the sum. gpt-oss's q and k rows left
+  // llama.cpp's at row 7 without it.
+  if (yarn) mscale *= std::fma(0.1f, std::log(1.0f / config.freq_scale), 1.0f);
   float theta = static_cast<float>(pos);
   for (int64_t i = 0; i < half; ++i) {
     const float extrapolated =
@@ -54,7 +57,7 @@ void rope_angles(int64_t pos, const RopeConfig& config, float* cos_sin) {
     float angle = interpolated;
     if (yarn) {
       const float mix = yarn_ramp(config.yarn_low, config.yarn_high, i) * config.ext_factor;
-      angle = interpolated * (1.0f - mix) + extrapolated * mix;
+      angle = std::fma(interpolated, 1.0f - mix, extrapolated * mix);
     }
     cos_sin[i] = std::cos(angle) * mscale;
     cos_sin[half + i] = std::sin(angle) * mscale;

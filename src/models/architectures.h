@@ -48,12 +48,20 @@ extern const ArchSpec kQwen3MoeArch;
 extern const ArchSpec kGemma3Arch;
 extern const ArchSpec kQwen35Arch;
 extern const ArchSpec kQwen35MoeArch;
+extern const ArchSpec kGptOssArch;
 extern const ArchSpec kGemma4Arch;
 
 // Qwen3-MoE's experts (models/qwen3moe.cpp), which Qwen3.5-MoE shares: the router and expert
 // tensors of a block, and the expert_* keys (softmax routing, normalized weights, no scale).
 void moe_ffn_tensors(const ModelConfig& c, TensorList& t);
 Status read_moe_keys(const GgufFile& file, const std::string& p, ModelConfig& c);
+
+// The sliding window, as llama.cpp reads it (Gemma 3, gpt-oss): no `attention.sliding_window`
+// (or 0) means every layer is global; otherwise layer il slides when pattern
+// (`attention.sliding_window_pattern`, else default_pattern) is 0 or il % pattern < pattern - 1,
+// with rope base `rope.freq_base_swa` (else default_freq_base_swa).
+Status read_sliding_window(const GgufFile& file, const std::string& p, ModelConfig& c,
+                           int64_t default_pattern, float default_freq_base_swa);
 
 // Every supported architecture, in the order `minfer info --architectures` lists them.
 std::span<const ArchSpec* const> supported_archs();

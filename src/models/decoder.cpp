@@ -29,9 +29,15 @@ NodeId dense_ffn(GraphBuilder& g, const ModelConfig& c, const LayerWeights& w,
 // The mixture of experts on the normed x: the router's logits, then the chosen experts.
 NodeId moe_ffn(GraphBuilder& g, const ModelConfig& c, const LayerWeights& w, const BlockNames& name,
                NodeId x) {
-  const NodeId logits = g.matmul(name("ffn_moe_logits"), x, *w.ffn_gate_inp);  // [n, n_expert]
+  NodeId logits = g.matmul(name("ffn_moe_logits"), x, *w.ffn_gate_inp);  // [n, n_expert]
+  if (w.ffn_gate_inp_b) logits = g.add_row(name("ffn_moe_logits_bias"), logits, *w.ffn_gate_inp_b);
+  MoeVariant variant;
+  variant.softmax_chosen = c.moe_softmax_chosen;
+  variant.swiglu_limit = c.moe_swiglu_limit;
+  auto bias = [](const std::optional<WeightTensor>& b) { return b ? &*b : nullptr; };
+  variant.biases = {bias(w.gate_exps_b), bias(w.up_exps_b), bias(w.down_exps_b)};
   return g.moe_ffn(name("ffn_moe"), x, logits, *w.gate_exps, *w.up_exps, *w.down_exps,
-                   c.n_expert_used);  // [n, n_embd]
+                   c.n_expert_used, variant);  // [n, n_embd]
 }
 
 }  // namespace
@@ -112,9 +118,10 @@ NodeId attention_block(GraphBuilder& g, const ModelConfig& c, const LayerWeights
     scale = 1.0f;
   }
   NodeId a = g.attention(name("attn"), q, il, c.n_head, c.head_dim, c.head_dim_v, scale,
-                         swa ? c.n_swa : 0);
+                         swa ? c.n_swa : 0, w.attn_sinks ? &*w.attn_sinks : nullptr);
   if (gate != kNoNode) a = g.sigmoid_gate(name("attn_gated"), a, gate);
   NodeId o = g.matmul(name("attn_output"), a, w.wo);  // [n_tokens, n_embd]
+  if (w.bo) o = g.add_row(name("attn_output_bias"), o, *w.bo);
   if (c.post_norms) {
     if (select_outputs) {
       o = g.select_rows(name("attn_output_rows"), o);

@@ -29,11 +29,10 @@ std::vector<TensorSpec> gemma3_tensors(const ModelConfig& c) {
   return specs;
 }
 
-// The sliding window, as llama.cpp reads it for gemma3: no `attention.sliding_window` (or 0)
-// means every layer is global; otherwise layer il slides when pattern is 0 or
-// il % pattern < pattern - 1 (pattern defaults to 6: five local layers, then a global one),
-// with rope base `rope.freq_base_swa` (default 10000).
-Status read_sliding_window(const GgufFile& file, const std::string& p, ModelConfig& c) {
+}  // namespace
+
+Status read_sliding_window(const GgufFile& file, const std::string& p, ModelConfig& c,
+                           int64_t default_pattern, float default_freq_base_swa) {
   const std::string window_key = p + "attention.sliding_window";
   if (!file.has(window_key)) return Status::ok();
   MINFER_ASSIGN_OR_RETURN(const int64_t window, file.get_integer(window_key));
@@ -43,7 +42,7 @@ Status read_sliding_window(const GgufFile& file, const std::string& p, ModelConf
   }
   if (window == 0) return Status::ok();
   const std::string pattern_key = p + "attention.sliding_window_pattern";
-  int64_t pattern = 6;
+  int64_t pattern = default_pattern;
   if (file.has(pattern_key)) {
     MINFER_ASSIGN_OR_RETURN(pattern, file.get_integer(pattern_key));
     if (pattern < 0) {
@@ -57,9 +56,11 @@ Status read_sliding_window(const GgufFile& file, const std::string& p, ModelConf
     c.swa_layers[static_cast<size_t>(il)] = pattern == 0 || il % pattern < pattern - 1;
   }
   MINFER_ASSIGN_OR_RETURN(c.rope_freq_base_swa,
-                          read_float_or(file, p + "rope.freq_base_swa", 10000.0f));
+                          read_float_or(file, p + "rope.freq_base_swa", default_freq_base_swa));
   return Status::ok();
 }
+
+namespace {
 
 Status gemma3_keys(const GgufFile& file, const std::string& p, ModelConfig& c) {
   // llama.cpp's gemma3 graph never applies an attention logit cap: a file that asks for one
@@ -79,7 +80,8 @@ Status gemma3_keys(const GgufFile& file, const std::string& p, ModelConfig& c) {
                       "[model] '{}': key '{}final_logit_softcapping' is {}, expected >= 0",
                       file.name(), p, c.final_logit_softcap);
   }
-  MINFER_RETURN_IF_ERROR(read_sliding_window(file, p, c));
+  // Five local layers, then a global one; local layers' rope base 10000 unless the file says.
+  MINFER_RETURN_IF_ERROR(read_sliding_window(file, p, c, 6, 10000.0f));
   c.embd_scale = std::sqrt(static_cast<float>(c.n_embd));
   c.post_norms = true;
   c.ffn_act = FfnActivation::kGelu;

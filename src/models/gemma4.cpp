@@ -148,9 +148,10 @@ Status read_kv_sharing(const GgufFile& file, const std::string& p, ModelConfig& 
   if (file.has(key)) {
     MINFER_ASSIGN_OR_RETURN(shared, file.get_integer(key));
   }
-  if (shared < 0 || shared > c.n_layer - 2) {
-    return corrupt(file, key,
-                   fmt::format("is {}, expected 0 to n_layer - 2 ({})", shared, c.n_layer - 2));
+  // (No sharing is valid at any depth: a one-layer file has none.)
+  const int64_t most = std::max<int64_t>(0, c.n_layer - 2);
+  if (shared < 0 || shared > most) {
+    return corrupt(file, key, fmt::format("is {}, expected 0 to n_layer - 2 ({})", shared, most));
   }
   c.n_layer_kv = shared > 0 ? c.n_layer - shared : 0;
   for (int64_t il = c.n_cache_layers(); il < c.n_layer; ++il) {

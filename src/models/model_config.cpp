@@ -217,9 +217,9 @@ kernels::RopeConfig rope_config(const ModelConfig& c, const float* freq_factors,
 }
 
 std::span<const ArchSpec* const> supported_archs() {
-  static const std::array<const ArchSpec*, 8> archs = {&kLlamaArch,     &kQwen2Arch,  &kQwen3Arch,
+  static const std::array<const ArchSpec*, 9> archs = {&kLlamaArch,     &kQwen2Arch,  &kQwen3Arch,
                                                        &kQwen3MoeArch,  &kGemma3Arch, &kQwen35Arch,
-                                                       &kQwen35MoeArch, &kGemma4Arch};
+                                                       &kQwen35MoeArch, &kGptOssArch, &kGemma4Arch};
   return archs;
 }
 

@@ -124,6 +124,10 @@ struct ModelConfig {
   int64_t n_expert = 0;       // expert_count
   int64_t n_expert_used = 0;  // expert_used_count
   int64_t n_ff_exp = 0;       // expert_feed_forward_length
+  // gpt-oss's experts (graph/graph.h MoeVariant): routing by the softmax of the chosen logits,
+  // and > 0: the clamped SwiGLU with this limit.
+  bool moe_softmax_chosen = false;
+  float moe_swiglu_limit = 0.0f;
 
   // Qwen3.5-MoE's shared expert (read by the architecture's read_keys): > 0: every token's FFN
   // adds sigmoid(ffn_gate_inp_shexp · x) · SwiGLU_shared(x) of this width to the experts' sum.

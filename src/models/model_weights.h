@@ -23,6 +23,8 @@ struct LayerWeights {
   std::optional<WeightTensor> q_norm, k_norm;  // [head_dim] (qk_norm)
   std::optional<WeightTensor> rope_freqs;      // [n_rot / 2]: the model's, in every layer
   WeightTensor wo;                             // [n_head * head_dim_v → n_embd]
+  std::optional<WeightTensor> bo;              // [n_embd] (gpt-oss)
+  std::optional<WeightTensor> attn_sinks;      // [n_head] (gpt-oss: AttentionArgs::sinks)
   std::optional<WeightTensor> attn_post_norm;  // [n_embd] (post_norms)
   WeightTensor ffn_norm;                       // [n_embd]
   WeightTensor gate;                           // [n_embd → n_ff]
@@ -34,6 +36,8 @@ struct LayerWeights {
   std::optional<WeightTensor> gate_exps;     // n_expert × [n_embd → n_ff_exp]
   std::optional<WeightTensor> up_exps;       // n_expert × [n_embd → n_ff_exp]
   std::optional<WeightTensor> down_exps;     // n_expert × [n_ff_exp → n_embd]
+  // gpt-oss's biases of the router [n_expert] and the experts (n_expert × [n_ff_exp], × [n_embd]).
+  std::optional<WeightTensor> ffn_gate_inp_b, gate_exps_b, up_exps_b, down_exps_b;
   // A shared expert beside them (n_ff_shexp > 0), gated per token.
   std::optional<WeightTensor> shexp_gate_inp;  // [n_embd → 1]
   std::optional<WeightTensor> gate_shexp;      // [n_embd → n_ff_shexp]

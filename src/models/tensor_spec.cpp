@@ -7,6 +7,9 @@
 namespace minfer {
 
 std::vector<uint64_t> TensorSpec::shape() const {
+  if (is_vector() && n_mats > 1) {
+    return {static_cast<uint64_t>(n_cols), static_cast<uint64_t>(n_mats)};
+  }
   if (is_vector()) return {static_cast<uint64_t>(n_cols)};
   if (n_mats > 1) {
     return {static_cast<uint64_t>(n_cols), static_cast<uint64_t>(n_rows),

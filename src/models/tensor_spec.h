@@ -85,6 +85,10 @@ class TensorList {
   void bias(const std::string& name, int64_t n, WeightSlot slot) {
     add(name, TensorRole::kBias, n, 1, slot);
   }
+  // n_mats bias vectors of n in one 2-D tensor [n, n_mats] (a mixture of experts' biases).
+  void biases(const std::string& name, int64_t n, int64_t n_mats, WeightSlot slot) {
+    add(name, TensorRole::kBias, n, 1, slot, n_mats);
+  }
   void rope_freqs(const std::string& name, int64_t n, WeightSlot slot) {
     add(name, TensorRole::kRopeFreqs, n, 1, slot);
   }

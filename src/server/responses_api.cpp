@@ -179,8 +179,9 @@ std::optional<ApiError> translate_text_format(const Json& text, Json& chat) {
   return std::nullopt;
 }
 
-// reasoning.effort: none / minimal → no thinking; low / medium / high → thinking, with the budget
-// chat's reasoning_effort has (reasoning_effort_budget), and the effort as a template variable.
+// reasoning.effort: none / minimal → no thinking (and chat's reasoning_effort, which a template
+// reads as low); low / medium / high → thinking, with the budget chat's reasoning_effort has
+// (reasoning_effort_budget), and the effort as a template variable.
 std::optional<ApiError> translate_reasoning(const Json& reasoning, ChatTranslation& out) {
   if (!reasoning.is_object()) return wrong_type("reasoning", "an object", reasoning);
   auto effort = reasoning.find("effort");
@@ -190,6 +191,8 @@ std::optional<ApiError> translate_reasoning(const Json& reasoning, ChatTranslati
   if (budget == 0) {
     out.reasoning_budget = 0;
     out.chat["chat_template_kwargs"] = Json{{"enable_thinking", false}};
+    // The chat field, which the template reads as an effort it knows (gpt-oss's: low).
+    out.chat["reasoning_effort"] = value;
   } else if (budget.has_value()) {
     out.reasoning_budget = budget;
     // The effort as gpt-oss's template reads it (its "Reasoning:" line); others ignore it.

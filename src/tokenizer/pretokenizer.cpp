@@ -40,6 +40,20 @@ constexpr const char* kLlama3Pattern =
     R"(|[\s\x{85}]*[\r\n]+)"
     R"(|[\s\x{85}]+(?![^\s\x{85}]))"
     R"(|[\s\x{85}]+)";
+// GPT-4o (o200k: gpt-oss, Llama 4): llama.cpp's LLAMA_VOCAB_PRE_TYPE_GPT4O rewriting of
+// tokenizer.json's case classes as (?=\p{L})[^a-z] (a letter not ASCII lower case: upper case)
+// and (?=\p{L})[^A-Z] (lower case), which every non-ASCII letter matches both of, as in
+// llama.cpp's matcher; contractions attach to words, digits in groups of up to three.
+constexpr const char* kGpt4oPattern =
+    R"([^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))*((?=[\p{L}])([^A-Z]))+)"
+    R"((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?)"
+    R"(|[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))+((?=[\p{L}])([^A-Z]))*)"
+    R"((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?)"
+    R"(|\p{N}{1,3})"
+    R"(| ?[^\s\x{85}\p{L}\p{N}]+[\r\n/]*)"
+    R"(|[\s\x{85}]*[\r\n]+)"
+    R"(|[\s\x{85}]+(?![^\s\x{85}]))"
+    R"(|[\s\x{85}]+)";
 // GPT-2. llama.cpp's string lacks a final \s+ but its hand-written matcher for it
 // (unicode_regex_split_custom_gpt2) takes leftover whitespace as one word, which the final
 // alternative reproduces.
@@ -78,6 +92,7 @@ const std::vector<Family>& families() {
       {"qwen2", {kQwen2Pattern}, false, false, false, {"qwen2", "deepseek-r1-qwen"}},
       {"qwen2-clean", {kQwen2Pattern}, false, false, true, {"stablelm2", "megrez"}},
       {"qwen35", {kQwen35Pattern}, false, false, false, {"qwen35"}},
+      {"gpt-4o", {kGpt4oPattern}, false, false, false, {"gpt-4o", "llama4"}},
       // Gemma 4 (tokenizer.ggml.model gemma4, spaces already ▁): runs of newlines apart from
       // everything else; a run that is a token as a whole is that token.
       {"gemma4", {R"([^\n]+|[\n]+)"}, true, true, false, {"gemma4"}},

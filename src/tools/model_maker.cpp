@@ -66,6 +66,82 @@ Result<std::string> read_text_file(const std::string& path) {
   return text.str();
 }
 
+// The layers that keep their own KV cells in a Gemma 4 preset of n_layer layers (the real one's
+// n_layer_real): the real share scaled, ending on a full layer after a sliding one (a multiple
+// of the period), so that the sharing layers of both kinds find a source of theirs; 0: none.
+int64_t gemma4_kv_layers(const Gemma4Preset& g, int64_t n_layer_real, int64_t n_layer) {
+  if (g.shared_kv_layers == 0) return 0;
+  const int64_t own = (n_layer_real - g.shared_kv_layers) * n_layer / n_layer_real;
+  const int64_t s = own / g.period * g.period;
+  return s >= g.period && s < n_layer ? s : 0;
+}
+
+// Gemma 4's layer kinds, sharing and per-layer inputs in c (models/gemma4.cpp reads them so);
+// n_layer_kv from gemma4_kv_layers.
+void apply_gemma4(const Gemma4Preset& g, int64_t n_layer_kv, ModelConfig& c) {
+  c.n_swa = g.window;
+  c.swa_layers.assign(static_cast<size_t>(c.n_layer), false);
+  for (int64_t il = 0; il < c.n_layer; ++il) {
+    c.swa_layers[static_cast<size_t>(il)] = (il + 1) % g.period != 0;
+  }
+  c.rope_freq_base_swa = g.rope_freq_base_swa;
+  c.swa_rope_freqs = false;
+  c.rope_freq_factors = true;  // rope_freqs.weight: the proportional rope of the full layers
+  c.head_dim_swa = c.head_dim_v_swa = c.n_rot_swa = g.head_dim_swa;
+  c.n_head_kv_swa = g.n_head_kv_swa;
+  c.n_layer_kv = n_layer_kv;
+  c.layer_n_ff.assign(static_cast<size_t>(c.n_layer), c.n_ff);
+  c.has_wk.assign(static_cast<size_t>(c.n_layer), true);
+  c.has_wv.assign(static_cast<size_t>(c.n_layer), true);
+  for (int64_t il = 0; il < c.n_layer; ++il) {
+    const auto i = static_cast<size_t>(il);
+    const bool sharing = il >= c.n_cache_layers();  // only q: no attn_k / attn_v
+    if (g.double_wide_mlp && sharing) c.layer_n_ff[i] = 2 * c.n_ff;
+    c.has_wk[i] = !sharing;
+    c.has_wv[i] = !sharing && !(g.k_eq_v && !c.is_swa(il));
+  }
+  c.n_ff = *std::max_element(c.layer_n_ff.begin(), c.layer_n_ff.end());
+  c.n_embd_per_layer = g.n_embd_per_layer;
+  c.final_logit_softcap = g.final_logit_softcap;
+}
+
+// Gemma 4's own keys (after set_hparams' generic ones), as llama.cpp's converter writes them:
+// per-layer arrays (int32; the pattern bool) where the layers differ.
+void set_gemma4_hparams(GgufWriter& w, const ModelConfig& c, const Gemma4Preset& g) {
+  const std::string a = c.arch + ".";
+  const auto u32 = [](int64_t v) { return static_cast<uint32_t>(v); };
+  std::vector<int32_t> n_ff, n_kv;
+  std::vector<uint8_t> pattern;
+  for (int64_t il = 0; il < c.n_layer; ++il) {
+    n_ff.push_back(static_cast<int32_t>(c.ffn_width(il)));
+    n_kv.push_back(static_cast<int32_t>(c.layer_n_head_kv(il)));
+    pattern.push_back(c.is_swa(il) ? 1 : 0);
+  }
+  if (std::ranges::count(n_ff, n_ff.front()) != c.n_layer) {
+    w.set(a + "feed_forward_length", GgufValue::array(n_ff));
+  }
+  if (g.n_head_kv_swa != c.n_head_kv) w.set(a + "attention.head_count_kv", GgufValue::array(n_kv));
+  w.set_scalar<uint32_t>(a + "attention.key_length_swa", u32(c.head_dim_swa));
+  w.set_scalar<uint32_t>(a + "attention.value_length_swa", u32(c.head_dim_v_swa));
+  w.set_scalar<uint32_t>(a + "rope.dimension_count_swa", u32(c.n_rot_swa));
+  w.set_scalar<float>(a + "rope.freq_base_swa", c.rope_freq_base_swa);
+  w.set_scalar<float>(a + "final_logit_softcapping", c.final_logit_softcap);
+  w.set_scalar<uint32_t>(a + "attention.sliding_window", u32(c.n_swa));
+  w.set(a + "attention.sliding_window_pattern",
+        GgufValue::scalar_array_from_bytes(GgufType::kBool, std::move(pattern)));
+  w.set_scalar<uint32_t>(a + "attention.shared_kv_layers",
+                         u32(c.n_layer_kv > 0 ? c.n_layer - c.n_layer_kv : 0));
+  w.set_scalar<uint32_t>(a + "embedding_length_per_layer_input", u32(c.n_embd_per_layer));
+}
+
+// rope_freqs.weight of Gemma 4's "proportional" rope, as llama.cpp's converter writes it: 1 for
+// the pairs that turn, 1e30 (a frequency divided away) for the rest. [n_rot / 2]
+std::vector<float> gemma4_rope_freqs(const Gemma4Preset& g, int64_t n_rot) {
+  std::vector<float> freqs(static_cast<size_t>(n_rot / 2), 1e30f);
+  std::fill_n(freqs.begin(), std::min<int64_t>(g.rotated_pairs, n_rot / 2), 1.0f);
+  return freqs;
+}
+
 // The config read_model_config will find in a file made from preset p (value length = key
 // length, every dimension rotated), but n_vocab: the tokenizer decides it.
 ModelConfig preset_config(const ArchSpec& arch, const ModelPreset& p) {
@@ -264,6 +340,7 @@ Result<Prepared> prepare(const MakeModelOptions& o) {
                       "[make-model] n_layer {} is not in 1..{} (preset '{}' has {} blocks)",
                       o.n_layer, preset.n_layer, o.preset, preset.n_layer);
   }
+  const int64_t n_layer_real = preset.n_layer;
   if (o.n_layer > 0) preset.n_layer = o.n_layer;
   MINFER_ASSIGN_OR_RETURN(QuantMix mix, find_quant_mix(o.type));
 
@@ -277,16 +354,35 @@ Result<Prepared> prepare(const MakeModelOptions& o) {
     p.rope_freqs =
         llama3_rope_freqs(preset_llama3_rope(preset), config.n_rot, config.rope_freq_base);
   }
+  const Gemma4Preset gemma4 = preset_gemma4(preset);
+  if (gemma4.period > 0) {
+    apply_gemma4(gemma4, gemma4_kv_layers(gemma4, n_layer_real, preset.n_layer), config);
+    p.rope_freqs = gemma4_rope_freqs(gemma4, config.n_rot);
+  }
   set_hparams(meta, config, preset.head_dim > 0, name, mix.file_type);
+  if (gemma4.period > 0) set_gemma4_hparams(meta, config, gemma4);
   if (const DeltaNetPreset dn = preset_delta_net(preset); dn.n_rot > 0) {
     set_delta_net_hparams(meta, config.arch, dn);
   }
   if (const SlidingWindowPreset swa = preset_sliding_window(preset); swa.window > 0) {
     meta.set_scalar<uint32_t>(config.arch + ".attention.sliding_window",
                               static_cast<uint32_t>(swa.window));
-    meta.set_scalar<uint32_t>(config.arch + ".attention.sliding_window_pattern",
-                              static_cast<uint32_t>(swa.pattern));
-    meta.set_scalar<float>(config.arch + ".rope.freq_base_swa", swa.rope_freq_base_swa);
+    if (swa.pattern > 0) {
+      meta.set_scalar<uint32_t>(config.arch + ".attention.sliding_window_pattern",
+                                static_cast<uint32_t>(swa.pattern));
+    }
+    if (swa.rope_freq_base_swa > 0.0f) {
+      meta.set_scalar<float>(config.arch + ".rope.freq_base_swa", swa.rope_freq_base_swa);
+    }
+  }
+  if (const YarnPreset yarn = preset_yarn(preset); yarn.factor > 0.0f) {
+    const std::string a = config.arch + ".rope.scaling.";
+    meta.set_string(a + "type", "yarn");
+    meta.set_scalar<float>(a + "factor", yarn.factor);
+    meta.set_scalar<uint32_t>(a + "original_context_length",
+                              static_cast<uint32_t>(yarn.original_context));
+    meta.set_scalar<float>(a + "yarn_beta_fast", yarn.beta_fast);
+    meta.set_scalar<float>(a + "yarn_beta_slow", yarn.beta_slow);
   }
   int64_t n_vocab = 0;
   if (o.tokenizer_from.empty()) {

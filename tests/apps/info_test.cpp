@@ -209,7 +209,7 @@ TEST(InfoCommand, ArchitecturesListsWhatRunsAndWhatWasTested) {
     names.push_back(a["architecture"].get<std::string>());
     EXPECT_FALSE(a["tested_models"].get<std::string>().empty()) << a;
   }
-  for (const char* arch : {"llama", "qwen2", "qwen3", "qwen3moe", "gemma3"}) {
+  for (const char* arch : {"llama", "qwen2", "qwen3", "qwen3moe", "gemma3", "gpt-oss"}) {
     EXPECT_NE(std::find(names.begin(), names.end(), arch), names.end()) << arch;
   }
   const test::CommandResult text = run_command(minfer_binary() + " info --architectures");

@@ -2,6 +2,8 @@
 // conversations with system prompts, tools, tool calls and results, reasoning and their own
 // switches (reasoning_effort, enable_thinking), compared byte for byte with Python Jinja2; and
 // the reply formats detected from them.
+#include <map>
+
 #include "chat/reply_format.h"
 #include "chat_test_util.h"
 
@@ -39,6 +41,9 @@ std::vector<std::pair<std::string, ojson>> conversations() {
       {"role": "user", "content": "Joke?"}]})",
       false);
   add("effort_low", R"({"reasoning_effort": "low", "messages": [
+      {"role": "user", "content": "2+2?"}]})",
+      false);
+  add("effort_minimal", R"({"reasoning_effort": "minimal", "messages": [
       {"role": "user", "content": "2+2?"}]})",
       false);
   add("effort_high_kwargs", R"({"chat_template_kwargs": {"reasoning_effort": "high"},
@@ -84,7 +89,45 @@ std::vector<std::pair<std::string, ojson>> conversations() {
       {"role": "tool", "tool_call_id": "a", "content": "sunny"},
       {"role": "tool", "tool_call_id": "b", "content": "noon"}]})",
       true);
+  add("parallel_calls_reasoning", R"({"messages": [
+      {"role": "user", "content": "Paris, Rome, time?"},
+      {"role": "assistant", "content": "", "thinking": "Three calls.",
+       "reasoning_content": "Three calls.", "tool_calls": [
+        {"id": "a", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}},
+        {"id": "b", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Rome"}}},
+        {"id": "c", "type": "function", "function": {"name": "now", "arguments": {}}}]},
+      {"role": "tool", "tool_call_id": "c", "content": "noon"},
+      {"role": "tool", "tool_call_id": "a", "content": "sunny"},
+      {"role": "tool", "tool_call_id": "b", "content": "rain"}]})",
+      true);
   return c;
+}
+
+// gpt-oss's template renders an assistant message's first call only, and names each tool
+// result after the call before it: minfer gives it one message per call, each followed by its
+// results (ChatTemplate::render). Jinja2 renders the same messages written that way by hand.
+const std::map<std::string, const char*>& harmony_split_messages() {
+  static const std::map<std::string, const char*> kSplit = {
+      {"parallel_calls", R"([{"role": "user", "content": "Paris and Rome?"},
+        {"role": "assistant", "content": "", "tool_calls": [
+          {"id": "a", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]},
+        {"role": "tool", "tool_call_id": "a", "content": "sunny"},
+        {"role": "assistant", "content": "", "tool_calls": [
+          {"id": "b", "type": "function", "function": {"name": "now", "arguments": {}}}]},
+        {"role": "tool", "tool_call_id": "b", "content": "noon"}])"},
+      {"parallel_calls_reasoning", R"([{"role": "user", "content": "Paris, Rome, time?"},
+        {"role": "assistant", "content": "", "thinking": "Three calls.",
+         "reasoning_content": "Three calls.", "tool_calls": [
+          {"id": "a", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]},
+        {"role": "tool", "tool_call_id": "a", "content": "sunny"},
+        {"role": "assistant", "content": "", "tool_calls": [
+          {"id": "b", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Rome"}}}]},
+        {"role": "tool", "tool_call_id": "b", "content": "rain"},
+        {"role": "assistant", "content": "", "tool_calls": [
+          {"id": "c", "type": "function", "function": {"name": "now", "arguments": {}}}]},
+        {"role": "tool", "tool_call_id": "c", "content": "noon"}])"},
+  };
+  return kSplit;
 }
 
 struct Template {
@@ -107,8 +150,15 @@ TEST(ChannelTemplates, GptOssAndGemma4MatchJinja2) {
         read_text(minfer::test::test_data_path(std::string("templates/") + t.file));
     ASSERT_FALSE(source.empty()) << t.file;
     std::vector<Case> cases;
+    const bool harmony = std::string(t.file).starts_with("openai");
     for (auto& [name, request] : conversations()) {
-      cases.push_back(Case{std::string(t.file) + "/" + name, source, request, t.bos, t.eos});
+      Case c{std::string(t.file) + "/" + name, source, request, t.bos, t.eos};
+      if (const auto split = harmony_split_messages().find(name);
+          harmony && split != harmony_split_messages().end()) {
+        c.python_request = request;
+        c.python_request["messages"] = ojson::parse(split->second);
+      }
+      cases.push_back(std::move(c));
     }
     const int rendered = expect_same_as_python(cases);
     EXPECT_EQ(rendered, static_cast<int>(cases.size())) << t.file;
@@ -156,6 +206,29 @@ TEST(ChannelTemplates, SwitchesChangeThePrompt) {
   EXPECT_EQ(on, "<bos><|turn>system\n<|think|>\n<turn|>\n<|turn>user\nHi<turn|>\n<|turn>model\n");
 }
 
+// OpenAI's reasoning_effort none and minimal (no thinking) reach gpt-oss's template as low, the
+// least its "Reasoning:" line knows, never as "Reasoning: none"; chat_template_kwargs pass as
+// given.
+TEST(ChannelTemplates, NoReasoningEffortIsHarmonysLow) {
+  MINFER_REQUIRE_TEST_DATA();
+  auto t = ChatTemplate::create(
+      read_text(minfer::test::test_data_path("templates/openai-gpt-oss-120b.jinja")), "", "");
+  ASSERT_TRUE(t.is_ok());
+  for (const char* effort : {"none", "minimal", "low"}) {
+    ojson request = ojson::parse(R"({"messages": [{"role": "user", "content": "Hi"}]})");
+    request["reasoning_effort"] = effort;
+    auto out = t->render_request(request);
+    ASSERT_TRUE(out.is_ok()) << out.status().message();
+    EXPECT_NE(out->find("\nReasoning: low\n"), std::string::npos) << effort << "\n" << *out;
+  }
+  EXPECT_EQ(template_reasoning_effort("high"), "high");
+  EXPECT_EQ(template_reasoning_effort("medium"), "medium");
+  auto kwargs = t->render_request(ojson::parse(
+      R"({"chat_template_kwargs": {"reasoning_effort": "custom"}, "messages": [{"role": "user", "content": "Hi"}]})"));
+  ASSERT_TRUE(kwargs.is_ok());
+  EXPECT_NE(kwargs->find("\nReasoning: custom\n"), std::string::npos);
+}
+
 // OpenAI clients send an assistant's reasoning as reasoning_content; gpt-oss's template reads
 // thinking: minfer gives it as both, so a tool call's reasoning renders back.
 TEST(ChannelTemplates, ReasoningContentIsHarmonysThinking) {
@@ -183,6 +256,39 @@ TEST(ChannelTemplates, ReasoningContentIsHarmonysThinking) {
                            "<|message|>\"sunny\"<|end|><|start|>assistant"),
             std::string::npos)
       << a.value();
+}
+
+// Several calls of one assistant message: every call renders in harmony, each result under
+// its own call's name.
+TEST(ChannelTemplates, HarmonyRendersEveryCallOfAMessage) {
+  MINFER_REQUIRE_TEST_DATA();
+  auto t = ChatTemplate::create(
+      read_text(minfer::test::test_data_path("templates/openai-gpt-oss-120b.jinja")), "", "");
+  ASSERT_TRUE(t.is_ok());
+  ojson request;
+  for (auto& [name, r] : conversations()) {
+    if (name == "parallel_calls_reasoning") request = r;
+  }
+  auto out = t->render_request(request);
+  ASSERT_TRUE(out.is_ok()) << out.status().message();
+  const std::string call = "<|start|>assistant to=functions.";
+  const std::string result = " to=assistant<|channel|>commentary<|message|>";
+  EXPECT_NE(out->find("<|channel|>analysis<|message|>Three calls.<|end|>" + call + "get_weather<"),
+            std::string::npos)
+      << *out;
+  EXPECT_NE(out->find("{\"city\": \"Rome\"}<|call|><|start|>functions.get_weather" + result +
+                      "\"rain\"<|end|>" + call + "now<"),
+            std::string::npos)
+      << *out;
+  EXPECT_NE(out->find("<|start|>functions.now" + result + "\"noon\"<|end|><|start|>assistant"),
+            std::string::npos)
+      << *out;
+  size_t n_calls = 0;
+  for (size_t at = out->find("<|call|>"); at != std::string::npos;
+       at = out->find("<|call|>", at + 1)) {
+    ++n_calls;
+  }
+  EXPECT_EQ(n_calls, 3u);
 }
 
 }  // namespace

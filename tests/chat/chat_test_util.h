@@ -65,6 +65,9 @@ struct Case {
   ojson request;
   std::string bos_token;
   std::string eos_token;
+  // What Jinja2 renders instead of `request` where minfer gives the template other messages
+  // than the request's (null: the request).
+  ojson python_request = nullptr;
 };
 
 struct Rendered {
@@ -85,7 +88,7 @@ inline std::vector<Rendered> render_with_python(const std::vector<Case>& cases) 
   ojson batch = ojson::array();
   for (const Case& c : cases) {
     batch.push_back({{"template", c.template_source},
-                     {"request", c.request},
+                     {"request", c.python_request.is_null() ? c.request : c.python_request},
                      {"bos_token", c.bos_token},
                      {"eos_token", c.eos_token}});
   }

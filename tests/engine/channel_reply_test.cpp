@@ -87,7 +87,8 @@ TEST(HarmonyReply, FinalIsContentAndPreamblesAreKept) {
       "<|start|>assistant<|channel|>final<|message|>It is <sunny>.";
   const Parsed p = parse(text, options(ChannelFormat::kHarmony));
   EXPECT_EQ(p.reasoning, "Think.");
-  EXPECT_EQ(p.content, "Checking both cities.It is <sunny>.");
+  // The preamble and the final answer are two paragraphs, not run together.
+  EXPECT_EQ(p.content, "Checking both cities.\n\nIt is <sunny>.");
   ASSERT_EQ(p.calls.size(), 2u);
   EXPECT_EQ(p.calls[0].name, "get_weather");
   EXPECT_EQ(p.calls[0].arguments, "{\"city\": \"Rome\"}");
@@ -107,7 +108,27 @@ TEST(HarmonyReply, TextWithoutHeadersIsContentAndReasoningCanStayContent) {
       "final<|message|>B<|return|>",
       options(ChannelFormat::kHarmony, /*reasoning=*/false));
   EXPECT_EQ(raw.reasoning, "");
-  EXPECT_EQ(raw.content, "AB");
+  EXPECT_EQ(raw.content, "A\n\nB");
+}
+
+// Messages of one field are separated by a blank line, whatever the pieces: two analysis
+// messages, a preamble then the final answer, calls between them; a first message, an empty one
+// and text after a broken header get none.
+TEST(HarmonyReply, MessagesOfOneFieldAreParagraphs) {
+  const std::string text =
+      "<|channel|>analysis<|message|>One.<|end|>"
+      "<|start|>assistant<|channel|>analysis<|message|>Two.<|end|>"
+      "<|start|>assistant<|channel|>commentary<|message|><|end|>"
+      "<|start|>assistant<|channel|>commentary<|message|>Let me check.<|end|>"
+      "<|start|>assistant to=functions.f<|channel|>commentary json<|message|>{}<|call|>"
+      "<|start|>assistant<|channel|>final<|message|>Sunny.";
+  const Parsed p = parse(text, options(ChannelFormat::kHarmony));
+  EXPECT_EQ(p.reasoning, "One.\n\nTwo.");
+  EXPECT_EQ(p.content, "Let me check.\n\nSunny.");
+  EXPECT_EQ(p.calls.size(), 1u);
+  expect_same_at_every_split(text, options(ChannelFormat::kHarmony));
+  EXPECT_EQ(parse("<|channel|>final<|message|>A<|end|>B", options(ChannelFormat::kHarmony)).content,
+            "AB");
 }
 
 TEST(HarmonyReply, MalformedAndCutShortCallsAreDroppedNotContent) {

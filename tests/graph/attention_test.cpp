@@ -108,9 +108,9 @@ std::vector<float> as_cells(GgmlType type, const float* x) {
 }
 
 // softmax(q·kᵀ) · v over cells 0..pos of the token's sequence (only those > pos - window when
-// window > 0), in double, on the rounded cells.
+// window > 0), in double, on the rounded cells; with sinks, e^(sinks[h] - max) joins the sum.
 std::vector<double> reference(const Example& e, GgmlType type, int64_t t, int64_t h,
-                              int64_t window = 0) {
+                              int64_t window = 0, const float* sinks = nullptr) {
   const Token token = kTokens[t];
   const int64_t kv = h / (kNHead / kNHeadKv);
   const float* q = e.q.data() + (t * kNHead + h) * kHeadDim;
@@ -128,8 +128,9 @@ std::vector<double> reference(const Example& e, GgmlType type, int64_t t, int64_
   }
   double max = -std::numeric_limits<double>::infinity();
   for (const double s : scores) max = std::max(max, s);
+  if (sinks != nullptr) max = std::max(max, static_cast<double>(sinks[h]));
   std::vector<double> out(kHeadDim, 0.0);
-  double sum = 0.0;
+  double sum = sinks != nullptr ? std::exp(sinks[h] - max) : 0.0;
   for (size_t j = 0; j < scores.size(); ++j) {
     const double w = std::exp(scores[j] - max);
     sum += w;
@@ -158,7 +159,7 @@ KvCacheConfig cache_config(GgmlType type, int64_t block_size, int64_t n_ctx) {
 // n_threads threads: [n_tokens, n_head * head_dim].
 std::vector<float> run_attention(const Example& e, GgmlType type, const kernels::KernelTable& table,
                                  int n_threads, const AttentionOptions& options = {},
-                                 int64_t window = 0) {
+                                 int64_t window = 0, const float* sinks = nullptr) {
   auto cache = KvCache::create(cache_config(type, kBlockSize, 16));
   EXPECT_TRUE(cache.is_ok()) << cache.status().message();
   KvCache& kv = **cache;
@@ -174,16 +175,18 @@ std::vector<float> run_attention(const Example& e, GgmlType type, const kernels:
   for (const Token& token : kTokens) batch.add(0, token.pos, token.seq, true);
   std::vector<float> out(static_cast<size_t>(kNTokens * kNHead * kHeadDim));
   kernels::ThreadPool pool(n_threads);
-  attention(table, pool, kv, batch, {e.q.data(), out.data(), 0, kNHead, 1.0f, window}, options);
+  attention(table, pool, kv, batch, {e.q.data(), out.data(), 0, kNHead, 1.0f, window, sinks},
+            options);
   return out;
 }
 
 // Every output element within `tol` of the double reference (tol · (1 + |ref|)).
 void expect_matches_reference(const std::vector<float>& out, const Example& e, GgmlType type,
-                              double tol, const char* what, int64_t window = 0) {
+                              double tol, const char* what, int64_t window = 0,
+                              const float* sinks = nullptr) {
   for (int64_t t = 0; t < kNTokens; ++t) {
     for (int64_t h = 0; h < kNHead; ++h) {
-      const std::vector<double> want = reference(e, type, t, h, window);
+      const std::vector<double> want = reference(e, type, t, h, window, sinks);
       for (int64_t d = 0; d < kHeadDim; ++d) {
         const double got = out[static_cast<size_t>((t * kNHead + h) * kHeadDim + d)];
         const double ref = want[static_cast<size_t>(d)];
@@ -242,6 +245,45 @@ TEST(Attention, FlashAttentionNumericsIsAnOptionForF16Cells) {
       run_attention(e32, GgmlType::kF32, kernels::ref_table, 2, flash);
   const std::vector<float> f32_plain = run_attention(e32, GgmlType::kF32, kernels::ref_table, 2);
   EXPECT_EQ(0, std::memcmp(f32_flash.data(), f32_plain.data(), f32_flash.size() * sizeof(float)));
+}
+
+// Attention sinks (gpt-oss): head h's logit sinks[h] joins every softmax denominator of the head
+// and carries no value, in the plain paths (every cell type and table) and the flash one. Over
+// f16 / q8_0 cells a sink far below every score changes no bit of the plain path; over f32 cells
+// sinks take llama.cpp's order (kernels::attend_row_llama_order, plain C++): the same bits on
+// every table and at every thread count.
+TEST(Attention, SinksJoinTheSoftmaxDenominator) {
+  const float sinks[kNHead] = {0.5f, 3.0f, -1.0f, 60.0f};
+  const float no_weight[kNHead] = {-1e30f, -1e30f, -1e30f, -1e30f};
+  for (const GgmlType type : {GgmlType::kF32, GgmlType::kF16, GgmlType::kQ8_0}) {
+    const Example e = make_example(type);
+    std::vector<float> first_table;  // f32 cells: the first table's output with sinks
+    for (const kernels::KernelTable* table : kernels::test::all_tables()) {
+      const std::vector<float> out = run_attention(e, type, *table, 2, {}, 0, sinks);
+      expect_matches_reference(out, e, type, 1e-6, table->name, 0, sinks);
+      const std::vector<float> windowed = run_attention(e, type, *table, 3, {}, 3, sinks);
+      expect_matches_reference(windowed, e, type, 1e-6, table->name, 3, sinks);
+      const std::vector<float> unseen = run_attention(e, type, *table, 2, {}, 0, no_weight);
+      if (type != GgmlType::kF32) {
+        const std::vector<float> plain = run_attention(e, type, *table, 2);
+        EXPECT_EQ(0, std::memcmp(plain.data(), unseen.data(), plain.size() * sizeof(float)))
+            << table->name << " " << ggml_type_info(type).name;
+        continue;
+      }
+      expect_matches_reference(unseen, e, type, 1e-6, table->name);
+      const std::vector<float> one_thread = run_attention(e, type, *table, 1, {}, 0, sinks);
+      EXPECT_EQ(0, std::memcmp(out.data(), one_thread.data(), out.size() * sizeof(float)))
+          << table->name;
+      if (first_table.empty()) first_table = out;
+      EXPECT_EQ(0, std::memcmp(out.data(), first_table.data(), out.size() * sizeof(float)))
+          << table->name;
+    }
+  }
+  const AttentionOptions flash{.flash_attn_numerics = true};
+  const Example e16 = make_example(GgmlType::kF16);
+  const std::vector<float> out =
+      run_attention(e16, GgmlType::kF16, kernels::ref_table, 2, flash, 0, sinks);
+  expect_matches_reference(out, e16, GgmlType::kF16, 4e-3, "flash", 0, sinks);
 }
 
 // A sliding window of 3: the token at position p sees p-2..p only (seq 0's positions 3, 4, 5

@@ -43,6 +43,20 @@ TEST(Moe, RoutesToTheTopTwoWithRenormalizedWeights) {
   for (int i = 0; i < 6; ++i) EXPECT_NEAR(s.weights[i], expected[i], 1e-6f) << i;
 }
 
+// gpt-oss's routing: the top two raw logits, weighted by the softmax of those two alone (ties to
+// the lower id).
+TEST(Moe, SoftmaxOfTheChosenLogits) {
+  const std::vector<float> logits = {2.0f, -1.0f, 0.5f, 1.0f,    //
+                                     0.0f, 3.0f,  3.0f, -2.0f};  // [2 tokens, 4 experts]
+  MoeScratch s;
+  moe_route(logits.data(), 2, 4, 2, s, /*softmax_chosen=*/true);
+  const std::vector<int32_t> chosen(s.chosen.begin(), s.chosen.begin() + 4);
+  EXPECT_EQ(chosen, (std::vector<int32_t>{0, 3, 1, 2}));
+  const double e = std::exp(1.0);
+  const double expected[4] = {e / (e + 1), 1 / (e + 1), 0.5, 0.5};
+  for (int i = 0; i < 4; ++i) EXPECT_NEAR(s.weights[i], expected[i], 1e-7) << i;
+}
+
 WeightTensor stacked(const std::vector<uint8_t>& bytes, GgmlType type, int64_t n_cols,
                      int64_t n_rows, int64_t n_mats) {
   WeightTensor w;
@@ -115,7 +129,8 @@ void run_moe(const kernels::KernelTable& table, kernels::ThreadPool& pool, const
                      .down = &w.down,
                      .n_tokens = n_tokens,
                      .n_used = n_used,
-                     .y = y};
+                     .y = y,
+                     .variant = {}};
   moe_ffn(table, pool, args, s);
 }
 
@@ -216,6 +231,71 @@ TEST(Moe, TwoOfThreeExpertsMatchThePlainForward) {
   }
 }
 
+// gpt-oss's experts on the hand example's weights: each expert's gate, up and down add their
+// biases, and the SwiGLU is clamped (gate ≤ 7, up in [-7, 7]) with σ(1.702 g); inputs large
+// enough to hit both clamps.
+TEST(Moe, GptOssVariantAddsBiasesAndClampsTheSwiglu) {
+  const int64_t n_embd = 2, n_ff = 2, n_expert = 3, n_tokens = 3;
+  std::vector<float> gate, up, down, gate_b, up_b, down_b;
+  for (int64_t e = 0; e < n_expert; ++e) {
+    const float k = static_cast<float>(e + 1);
+    gate.insert(gate.end(), {k, 0.0f, 0.0f, k});
+    up.insert(up.end(), {1.0f, 1.0f, 1.0f, -1.0f});
+    down.insert(down.end(), {1.0f, 0.0f, 0.0f, 1.0f});
+    gate_b.insert(gate_b.end(), {0.5f * k, -0.25f});
+    up_b.insert(up_b.end(), {0.1f, 0.2f * k});
+    down_b.insert(down_b.end(), {1.0f + k, -k});
+  }
+  const std::vector<float> x = {5.0f, -4.0f, 2.0f, 1.0f, -0.25f, 9.0f};  // [3, 2]
+  const ExpertSet ex = make_experts(
+      gate, up, down, {GgmlType::kF32, GgmlType::kF32, GgmlType::kF32}, n_embd, n_ff, n_expert);
+  const std::vector<uint8_t> gb = converted(gate_b, GgmlType::kF32, n_ff);
+  const std::vector<uint8_t> ub = converted(up_b, GgmlType::kF32, n_ff);
+  const std::vector<uint8_t> db = converted(down_b, GgmlType::kF32, n_embd);
+  const WeightTensor gbw = stacked(gb, GgmlType::kF32, n_ff, 1, n_expert);
+  const WeightTensor ubw = stacked(ub, GgmlType::kF32, n_ff, 1, n_expert);
+  const WeightTensor dbw = stacked(db, GgmlType::kF32, n_embd, 1, n_expert);
+  // Routing as kRouterLogits: experts (2, 1), (0, 2), (0, 1).
+  const int32_t chosen[6] = {2, 1, 0, 2, 0, 1};
+  const double weights[6] = {6.0 / 9, 3.0 / 9, 0.5, 0.5, 5.0 / 8, 3.0 / 8};
+  std::vector<double> expected(static_cast<size_t>(n_tokens * n_embd), 0.0);
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    const double x0 = x[static_cast<size_t>(2 * t)], x1 = x[static_cast<size_t>(2 * t + 1)];
+    for (int j = 0; j < 2; ++j) {
+      const int32_t e = chosen[2 * t + j];
+      const double k = e + 1;
+      const double g[2] = {std::min(k * x0 + 0.5 * k, 7.0), std::min(k * x1 - 0.25, 7.0)};
+      const double u[2] = {std::clamp(x0 + x1 + 0.1, -7.0, 7.0),
+                           std::clamp(x0 - x1 + 0.2 * k, -7.0, 7.0)};
+      for (int f = 0; f < 2; ++f) {
+        const double a = g[f] / (1.0 + std::exp(-1.702 * g[f])) * (u[f] + 1.0);
+        const double out = a + (f == 0 ? 1.0 + k : -k);  // down is the identity, plus its bias
+        expected[static_cast<size_t>(t * n_embd + f)] += weights[2 * t + j] * out;
+      }
+    }
+  }
+  kernels::ThreadPool pool(2);
+  for (const kernels::KernelTable* table : all_tables()) {
+    MoeScratch s;
+    std::vector<float> y(static_cast<size_t>(n_tokens * n_embd));
+    MoeArgs args{
+        .x = x.data(),
+        .router_logits = kRouterLogits.data(),
+        .gate = &ex.gate,
+        .up = &ex.up,
+        .down = &ex.down,
+        .n_tokens = n_tokens,
+        .n_used = 2,
+        .y = y.data(),
+        .variant = {.softmax_chosen = true, .swiglu_limit = 7.0f, .biases = {&gbw, &ubw, &dbw}}};
+    moe_ffn(*table, pool, args, s);
+    for (size_t i = 0; i < y.size(); ++i) {
+      EXPECT_NEAR(y[i], expected[i], 1e-5 * (1.0 + std::fabs(expected[i])))
+          << table->name << " element " << i;
+    }
+  }
+}
+
 // Quantized experts (q8_0 gate / down, q4_K up: two activation types), 8 experts, 3 used, 9
 // tokens: every batch split and thread count gives the same bits, on every kernel table.
 TEST(Moe, BitIdenticalForAnyBatchSplitAndThreadCount) {
@@ -257,7 +337,7 @@ TEST(Moe, EveryWeightTypeComputesTheDequantizedForward) {
   for (GgmlType type :
        {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16, GgmlType::kQ4_0, GgmlType::kQ4_1,
         GgmlType::kQ5_0, GgmlType::kQ5_1, GgmlType::kQ8_0, GgmlType::kQ2_K, GgmlType::kQ3_K,
-        GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K}) {
+        GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K, GgmlType::kMXFP4}) {
     const ExpertSet experts =
         make_experts(gate, up, down, {type, type, type}, n_embd, n_ff, n_expert);
     for (const kernels::KernelTable* table : all_tables()) {

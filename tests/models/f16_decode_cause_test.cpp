@@ -33,6 +33,7 @@
 
 #include "engine/runtime.h"
 #include "golden.h"
+#include "kernels/attention_rows.h"
 #include "kernels/dispatch.h"
 #include "models/model.h"
 #include "quant/fp16.h"
@@ -116,23 +117,9 @@ float reduce_add_16(float v[16]) {
   return (v[0] + v[2]) + (v[1] + v[3]);
 }
 
-// ggml_vec_dot_f32 (AVX-512): lanes [4][16], steps of 64, folded (0 + 2) + (1 + 3), reduced,
-// leftovers added with a fused multiply-add.
+// ggml_vec_dot_f32 (AVX-512): kernels::dot_f32_ggml_vec_order, which gpt-oss's attention runs.
 float vec_dot_f32_ggml(int64_t n, const float* x, const float* y) {
-  const int64_t np = n & ~int64_t{63};
-  float sum[4][16] = {};  // [accumulator][lane]
-  for (int64_t i = 0; i < np; i += 64) {
-    for (int j = 0; j < 4; ++j) {
-      for (int l = 0; l < 16; ++l) {
-        sum[j][l] = std::fma(x[i + 16 * j + l], y[i + 16 * j + l], sum[j][l]);
-      }
-    }
-  }
-  float v[16];  // [16]
-  for (int l = 0; l < 16; ++l) v[l] = (sum[0][l] + sum[2][l]) + (sum[1][l] + sum[3][l]);
-  float r = reduce_add_16(v);
-  for (int64_t k = np; k < n; ++k) r = std::fma(x[k], y[k], r);
-  return r;
+  return kernels::dot_f32_ggml_vec_order(x, y, n);
 }
 
 // tinyBLAS's f32 dot (AVX-512, KN 16): one 16-lane accumulator, the k tail loaded as zeros.
@@ -142,17 +129,9 @@ float tinyblas_dot_f32(int64_t n, const float* x, const float* y) {
   return reduce_add_16(acc);
 }
 
-// ggml_v_expf (AVX-512), one lane: see kernels/avx512/avx512_math.h exp_ps_ggml.
+// ggml_v_expf (AVX-512), one lane: kernels::expf_ggml (avx512_math.h exp_ps_ggml's lanes).
 float v_expf(float x) {
-  const float z = std::fma(x, 0x1.715476p+0f, 0x1.8p23f);
-  const float n = z - 0x1.8p23f;
-  const float b = std::fma(-n, 0x1.7f7d1cp-20f, std::fma(-n, 0x1.62e4p-1f, x));
-  const float u = b * b;
-  const float j = std::fma(std::fma(std::fma(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u,
-                                    std::fma(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)),
-                           u, std::fma(0x1.ffffecp-1f, b, 1.0f));
-  if (!(std::fabs(n) <= 192.0f)) return n <= 0.0f ? 0.0f : std::numeric_limits<float>::infinity();
-  return std::ldexp(j, static_cast<int>(n));
+  return kernels::expf_ggml(x);
 }
 
 // ---- the swapped kernel table ----

@@ -175,7 +175,7 @@ TEST(TensorSpec, UnknownArchitectureIsAnError) {
   ASSERT_FALSE(specs.is_ok());
   EXPECT_EQ(specs.status().message(),
             "[model] unknown architecture 'gpt9' (supported: llama, qwen2, qwen3, qwen3moe, "
-            "gemma3, qwen35, qwen35moe, gemma4)");
+            "gemma3, qwen35, qwen35moe, gpt-oss, gemma4)");
 }
 
 }  // namespace

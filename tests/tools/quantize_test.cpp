@@ -150,6 +150,36 @@ TEST(QuantizePlan, OutputRulesPerMix) {
   EXPECT_EQ(plan.n_fallback, 1);
 }
 
+// mxfp4_moe gives every tensor of the f32 gpt-oss file the type llama-quantize MXFP4_MOE gave it
+// in the shared MXFP4 file (the same tensor names: experts mxfp4, other matrices q8_0, the router,
+// norms, biases and sinks f32), and file type 38.
+TEST(Quantize, Mxfp4MoeMatchesLlamaQuantizeTypes) {
+  MINFER_REQUIRE_TEST_DATA();
+  TempDir dir;
+  QuantizeOptions o;
+  o.input = test::test_data_path("models/gptoss-tiny-f32.gguf");
+  o.output = dir.file("out.gguf");
+  o.type = "MXFP4_MOE";
+  o.n_threads = 2;
+  o.progress = ProgressStyle::kQuiet;
+  auto report = quantize_model(o);
+  ASSERT_TRUE(report.is_ok()) << report.status().message();
+  auto ours = open_ok(o.output);
+  auto ref = open_ok(test::test_data_path("models/gptoss-tiny-mxfp4.gguf"));
+  ASSERT_TRUE(ours && ref);
+  EXPECT_EQ(*ours->get_integer("general.file_type"), 38);
+  EXPECT_EQ(*ref->get_integer("general.file_type"), 38);
+  ASSERT_EQ(ours->tensors().size(), ref->tensors().size());
+  int n_mxfp4 = 0;
+  for (const GgufTensorInfo& r : ref->tensors()) {
+    const GgufTensorInfo* q = ours->find_tensor(r.name);
+    ASSERT_NE(q, nullptr) << r.name;
+    EXPECT_EQ(ggml_type_info(q->type).name, ggml_type_info(r.type).name) << r.name;
+    n_mxfp4 += q->type == GgmlType::kMXFP4;
+  }
+  EXPECT_EQ(n_mxfp4, 4 * 3);  // gate, up, down experts of 4 layers
+}
+
 TEST(Quantize, UnknownTypeIsAnErrorListingTheTypes) {
   auto mix = find_quant_mix("q3_k_xl");
   ASSERT_FALSE(mix.is_ok());

@@ -21,42 +21,8 @@
 namespace minfer::qwen35_test {
 namespace {
 
+using test::make_options;
 using test::TempDir;
-
-MakeModelOptions options(const std::string& arch, const std::string& preset,
-                         const std::string& type, const std::string& out) {
-  MakeModelOptions o;
-  o.arch = arch;
-  o.preset = preset;
-  o.type = type;
-  o.output = out;
-  o.n_threads = 2;
-  o.progress = ProgressStyle::kQuiet;
-  return o;
-}
-
-// Every "<arch>." key of the shared tiny file but vocab_size (the tokenizers differ) is in the
-// made file with the same type and value.
-void expect_same_hyperparameters(const GgufFile& shared, const GgufFile& made,
-                                 const std::string& arch) {
-  std::map<std::string, const GgufValue*> keys;
-  for (const GgufKeyValue& kv : made.metadata()) keys[kv.key] = &kv.value;
-  int n_checked = 0;
-  for (const GgufKeyValue& kv : shared.metadata()) {
-    if (!kv.key.starts_with(arch + ".") || kv.key == arch + ".vocab_size") continue;
-    ++n_checked;
-    const auto it = keys.find(kv.key);
-    ASSERT_NE(it, keys.end()) << kv.key;
-    const GgufValue& v = *it->second;
-    EXPECT_EQ(v.type(), kv.value.type()) << kv.key;
-    if (kv.value.is_array()) {
-      EXPECT_EQ(v.array_as<int32_t>(), kv.value.array_as<int32_t>()) << kv.key;
-    } else {
-      EXPECT_EQ(v.raw_bits(), kv.value.raw_bits()) << kv.key;
-    }
-  }
-  EXPECT_GE(n_checked, 18);  // the generic keys, the rope sections and the ssm.* keys
-}
 
 class Qwen35TinyTest : public ::testing::TestWithParam<const char*> {};
 
@@ -64,14 +30,14 @@ TEST_P(Qwen35TinyTest, TinyMirrorsTheSharedFileAndRuns) {
   MINFER_REQUIRE_TEST_DATA();
   const std::string arch = GetParam();
   TempDir dir;
-  const MakeModelOptions o = options(arch, "tiny", "f32", dir.file("m.gguf"));
+  const MakeModelOptions o = make_options(arch, "tiny", "f32", dir.file("m.gguf"));
   auto report = make_model(o);
   ASSERT_TRUE(report.is_ok()) << report.status().message();
   auto made = Model::load(o.output);
   ASSERT_TRUE(made.is_ok()) << made.status().message();
   auto shared = Model::load(test::test_data_path("models/" + arch + "-tiny-f32.gguf"));
   ASSERT_TRUE(shared.is_ok()) << shared.status().message();
-  expect_same_hyperparameters((*shared)->file(), (*made)->file(), arch);
+  test::expect_same_hyperparameters((*shared)->file(), (*made)->file(), arch, 18);
 
   const ModelConfig& c = (*made)->config();
   const ModelConfig& s = (*shared)->config();
@@ -125,7 +91,7 @@ class Qwen35RealShapeTest : public ::testing::TestWithParam<RealShape> {};
 
 TEST_P(Qwen35RealShapeTest, TensorsHaveTheSpecShapes) {
   const RealShape s = GetParam();
-  auto layout = make_model_layout(options(s.arch, s.preset, "q8_0", ""));
+  auto layout = make_model_layout(make_options(s.arch, s.preset, "q8_0", ""));
   ASSERT_TRUE(layout.is_ok()) << layout.status().message();
   std::map<std::string, std::vector<uint64_t>> shapes;
   for (const auto& t : layout->tensors) shapes[t.name] = t.shape;
@@ -180,7 +146,7 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(Qwen35MakeModel, ShortenedRealPresetWithTemplateLoadsAndRuns) {
   MINFER_REQUIRE_TEST_DATA();
   TempDir dir;
-  MakeModelOptions o = options("qwen35", "qwen3.5-0.8b", "q8_0", dir.file("m.gguf"));
+  MakeModelOptions o = make_options("qwen35", "qwen3.5-0.8b", "q8_0", dir.file("m.gguf"));
   o.n_layer = 4;
   o.tokenizer_from = test::test_data_path("models/qwen3-vocab.gguf");
   o.chat_template = test::test_data_path("templates/Qwen3.5-4B.jinja");

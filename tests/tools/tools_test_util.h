@@ -4,15 +4,31 @@
 
 #include <cmath>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "engine/runtime.h"
+#include "gguf/gguf_file.h"
 #include "models/model.h"
 #include "test_util.h"
+#include "tools/model_maker.h"
 
 namespace minfer::test {
+
+// make-model's options for a preset at a type, written to out, on 2 threads, quietly.
+inline MakeModelOptions make_options(const std::string& arch, const std::string& preset,
+                                     const std::string& type, const std::string& out) {
+  MakeModelOptions o;
+  o.arch = arch;
+  o.preset = preset;
+  o.type = type;
+  o.output = out;
+  o.n_threads = 2;
+  o.progress = ProgressStyle::kQuiet;
+  return o;
+}
 
 // Logits [ids.size(), n_vocab] of ids fed at positions 0.. in one forward.
 inline std::vector<float> model_logits(const std::string& path, const std::vector<int32_t>& ids,
@@ -66,6 +82,30 @@ inline double mean_kl(const std::vector<float>& p, const std::vector<float>& q, 
     sum += kl_divergence(&p[static_cast<size_t>(r * n_vocab)], &q[static_cast<size_t>(r * n_vocab)],
                          n_vocab);
   return sum / static_cast<double>(rows);
+}
+
+// Every "<arch>." key of the shared tiny file but vocab_size (the tokenizers differ) is in the
+// made file with the same type and value; at least min_checked of them.
+inline void expect_same_hyperparameters(const GgufFile& shared, const GgufFile& made,
+                                        const std::string& arch, int min_checked) {
+  std::map<std::string, const GgufValue*> keys;
+  for (const GgufKeyValue& kv : made.metadata()) keys[kv.key] = &kv.value;
+  int n_checked = 0;
+  for (const GgufKeyValue& kv : shared.metadata()) {
+    if (!kv.key.starts_with(arch + ".") || kv.key == arch + ".vocab_size") continue;
+    ++n_checked;
+    const auto it = keys.find(kv.key);
+    ASSERT_NE(it, keys.end()) << kv.key;
+    const GgufValue& v = *it->second;
+    EXPECT_EQ(v.type(), kv.value.type()) << kv.key;
+    if (kv.value.is_array()) {
+      EXPECT_EQ(v.element_type(), kv.value.element_type()) << kv.key;
+      EXPECT_EQ(v.array_bytes(), kv.value.array_bytes()) << kv.key;
+    } else {
+      EXPECT_EQ(v.raw_bits(), kv.value.raw_bits()) << kv.key;
+    }
+  }
+  EXPECT_GE(n_checked, min_checked);
 }
 
 }  // namespace minfer::test

@@ -35,6 +35,10 @@ void flash_f16_start(FlashRowF16& row, const float* q);
 // fused in float.
 void flash_f16_cells(FlashRowF16& row, const uint16_t* keys, const uint16_t* values, int64_t n);
 
+// Adds an attention sink (a logit without a value) to the row's softmax as llama.cpp's flash
+// attention does: the accumulator rescaled by e^(M - s) if s > M (M becomes s), and S = S·ms + vs.
+void flash_f16_sink(FlashRowF16& row, float sink);
+
 // out ([head_dim_v]) = the accumulator (as f32) times 1 / S (0 where no cell was walked).
 void flash_f16_finish(const FlashRowF16& row, float* out);
 

@@ -75,6 +75,20 @@ void flash_f16_cells(FlashRowF16& row, const uint16_t* keys, const uint16_t* val
   }
 }
 
+void flash_f16_sink(FlashRowF16& row, float sink) {
+  float ms = 1.0f;
+  float vs = 1.0f;
+  if (sink > row.max) {
+    ms = std::exp(row.max - sink);
+    for (int64_t d = 0; d < row.head_dim_v; ++d) {
+      row.vkq16[d] = fp32_to_fp16(fp16_to_fp32(row.vkq16[d]) * ms);
+    }
+  } else {
+    vs = std::exp(sink - row.max);
+  }
+  row.sum = row.sum * ms + vs;
+}
+
 void flash_f16_finish(const FlashRowF16& row, float* out) {
   const float s_inv = row.sum == 0.0f ? 0.0f : 1.0f / row.sum;
   for (int64_t d = 0; d < row.head_dim_v; ++d) out[d] = fp16_to_fp32(row.vkq16[d]) * s_inv;
