@@ -22,7 +22,7 @@
 // (0..63 at most, so AVX2's 16-bit pair sums cannot saturate), and the offsets of the signed
 // types come back through activation sums: Q4_0 / Q5_0 use the int32 block sums the matmul
 // driver appends to Q8_0 rows (kernel_table.h), Q3_K / Q6_K the Q8_K bsums. Q8_0 weights go
-// through V's own signed path (V::q8_prep / q8_init / q8_dot).
+// through V's own signed path (V::q8_start / q8_dot).
 #pragma once
 
 #include <cstddef>
@@ -151,27 +151,45 @@ struct PackedQ32 {
   typename V::F m;     // Q4_1 / Q5_1 minimum (unused otherwise)
 };
 
+// Q8_0 × Q8_0 in llama.cpp's x86 order (ref vec_dot_q8_0_q8_0): 8 accumulators per (row, token),
+// accumulator l fed by fma(d_w d_x, Σ of elements 4l..4l+3, acc_l), summed at the end in
+// hsum_float_8's order. q[l] holds dword l of the block (lanes = rows) as V::q8_dot takes it, c[l]
+// the start V::q8_dot needs for it (V::q8_start: the offset an unsigned operand adds, or 0).
+template <class V>
+struct PackedQ8_0 {
+  typename V::I q[8];
+  typename V::I c[8];
+  typename V::F d;
+};
+
 template <class V>
 struct KindQ8_0 {
-  using Packed = PackedQ32<V>;
+  using Packed = PackedQ8_0<V>;
   using Act = ActQ8_0;
   static constexpr int kBlock = kQK8_0;
-  static constexpr int64_t kChunk = 32;
+  static constexpr int64_t kChunk = 16;  // 16 packed blocks: Packed holds twice PackedQ32's vectors
+  static constexpr int kAccs = 8;
+  static constexpr int kTokGroup = 2;  // 16 accumulators in registers
 
   static void pack(const typename V::Group& g, int64_t b, Packed& p) {
     const size_t off = static_cast<size_t>(b) * sizeof(BlockQ8_0);
     V::transpose32(g, off + offsetof(BlockQ8_0, qs), p.q);
-    for (int j = 0; j < 8; ++j) p.q[j] = V::q8_prep(p.q[j]);
     p.d = V::gather_f16(g, off, false);
+    complete(p);
   }
-  // acc + (float)sumi * (d_w d_x), as ref vec_dot_q8_0_q8_0.
-  static typename V::F block(const Packed& p, const Act& a, int64_t b, typename V::F acc) {
+  // The starts of q, once q holds the block's dwords.
+  static void complete(Packed& p) {
+    for (int l = 0; l < 8; ++l) p.c[l] = V::q8_start(p.q[l]);
+  }
+  static void block(const Packed& p, const Act& a, int64_t b, typename V::F* acc) {
     const BlockQ8_0& x = a.blocks[b];
-    typename V::I s = V::q8_init(a.sums[b]);
-    for (int j = 0; j < 8; ++j) s = V::q8_dot(s, p.q[j], V::bcast(x.qs + 4 * j));
-    const typename V::F scale = V::fmul(p.d, V::fset1(V::f16(x.d)));
-    return V::fadd(acc, V::fmul(V::cvt(s), scale));
+    const typename V::F d = V::fmul(p.d, V::fset1(V::f16(x.d)));
+    for (int l = 0; l < 8; ++l) {
+      const typename V::I s = V::q8_dot(p.c[l], p.q[l], V::bcast(x.qs + 4 * l));
+      acc[l] = V::fmadd(d, V::cvt(s), acc[l]);
+    }
   }
+  static typename V::F finish(const typename V::F* acc) { return hsum8<V>(acc); }
 };
 
 // Q4_0 / Q5_0 (offset 8 / 16, Q8_0 activations) and Q4_1 / Q5_1 (minimum, Q8_1 activations).

@@ -194,11 +194,8 @@ void tile(int64_t n_in, const uint8_t* w, size_t w_row_bytes, int64_t n_rows, co
           size_t act_row_bytes, int64_t n_tok, float* y, int64_t y_stride) {
   using V = typename U::V;
   using K = KindOf<V, Block>;
-  // Q8_0 keeps the GGUF tiles' 4 (8 and 16 measured slower for it); a kind that names its own
-  // group keeps it.
-  constexpr int kGroup = std::is_same_v<Block, BlockQ8_0> ? qt::kTokGroup
-                         : qt::kHasTokGroup<K>            ? qt::tok_group_of<K>()
-                                                          : kTokRegs<V>;
+  // A kind that names its own group (Q8_0, by its 8 accumulators) keeps it.
+  constexpr int kGroup = qt::kHasTokGroup<K> ? qt::tok_group_of<K>() : kTokRegs<V>;
   static constexpr auto kRun = run_tokens_table<V, K>(std::make_index_sequence<kGroup>{});
   constexpr int kAccs = qt::accs_of<K>();
   constexpr int64_t kChunk = K::kChunk;  // a multiple of kUnitBlocks

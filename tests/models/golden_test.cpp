@@ -89,9 +89,10 @@ struct Bound {
 // bit-identical q4_1 and q5_1 goldens fail on any change that moves one of their logits by a bit
 // (their Q6_K output matrix included). Top-1 agreement stays >= 97% of rows. (Matched in the
 // kernels so far: llama.cpp's x86 Q8_0 / Q8_1 activation quantizer, quant/act_quant.h; its x86
-// float order in the Q4_1 / Q5_1 dots, kernels/ref/ref_dot.cpp, and in the Q6_K dot,
-// ref_dot_k.cpp. qwen2-tiny-q6_k.short is then exact to float rounding on avx512; on the other
-// tables attention's q.k order flips a quant at its row 5.)
+// float order in the Q8_0, Q4_1 and Q5_1 dots, kernels/ref/ref_dot.cpp, and in the Q6_K dot,
+// ref_dot_k.cpp. With the Q8_0 order every q8_0 .short golden is exact on avx512;
+// qwen2-tiny-q6_k.short is exact to float rounding on avx512; on the other tables attention's
+// q.k order flips a quant at its row 5.)
 struct TypeBound {
   const char* type;
   double mean_kl;

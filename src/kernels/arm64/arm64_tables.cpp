@@ -1,8 +1,7 @@
 // The ARM64 kernel tables: neon (ARMv8.0, every ARM64 CPU), dotprod (ARMv8.2 sdot: neon's
-// table with its own quantized matmul tiles) and i8mm (ARMv8.6 smmla: dotprod's table with its
-// own multi-token Q8_0 tile).
+// table with its own quantized matmul tiles) and i8mm (ARMv8.6: dotprod's table for now; smmla's
+// 8-quant sums cannot give Q8_0's 4-quant lanes, llama.cpp's x86 order, so its Q8_0 tile went).
 #include "kernels/arm64/dotprod_kernels.h"
-#include "kernels/arm64/i8mm_kernels.h"
 #include "kernels/arm64/neon_kernels.h"
 
 #define MINFER_SIMD_KERNEL_NAMESPACE neon
@@ -33,7 +32,6 @@ constexpr KernelTable make_i8mm_table() {
   KernelTable t = make_dotprod_table();
   t.isa = Isa::kI8mm;
   t.name = "i8mm";
-  t.matmul_tile[static_cast<int>(GgmlType::kQ8_0)] = i8mm::matmul_tile_q8_0;
   return t;
 }
 

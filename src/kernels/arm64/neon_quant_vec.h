@@ -169,9 +169,8 @@ struct NeonVecBase {
     std::memcpy(y, lanes, static_cast<size_t>(g.n_rows) * sizeof(float));
   }
 
-  // Signed Q8_0 weights need nothing special (every dot is signed × signed).
-  static I q8_prep(I w) { return w; }
-  static I q8_init(int32_t) { return vdupq_n_s32(0); }
+  // Signed Q8_0 weights need nothing special (every dot is signed × signed): a start of 0.
+  static I q8_start(I) { return vdupq_n_s32(0); }
 
   // A per-lane scale in the form the policies' dot_scaled takes: the int32 itself.
   static I scale_operand(I sc) { return sc; }

@@ -153,19 +153,18 @@ struct ActQ32 {
   const int32_t* x_sums;  // Σ of each block's quants
 };
 
-// Float order per block as the reference (ref vec_dot_q8_0_q8_0: acc + sumi (d_w d_x); q4_0:
-// acc + (sumi d_w) d_x; q5_0: acc + (d_w d_x) sumi). Q4_0 / Q5_0 quants are unsigned (0..15 /
-// 0..31, the offset 8 / 16 removed through the activation sums); Q8_0 uses |w| × sign(x, w).
+// Float order per block as the reference (q4_0: acc + (sumi d_w) d_x; q5_0: acc + (d_w d_x)
+// sumi). The quants are unsigned (0..15 / 0..31, the offset 8 / 16 removed through the
+// activation sums).
 template <class B>
 struct GemvQ32 : OneAcc {
   using Block = B;
   using Act = ActQ32;
   using XPrep = NoPrep;
-  static constexpr bool kQ8 = std::is_same_v<B, BlockQ8_0>;
   static constexpr bool kQ5 = std::is_same_v<B, BlockQ5_0>;
-  static constexpr int32_t kOffset = kQ8 ? 0 : kQ5 ? 16 : 8;
+  static constexpr int32_t kOffset = kQ5 ? 16 : 8;
   static constexpr int kBlock = 32;
-  static constexpr int64_t kChunk = 32;  // 1088 / 576 / 704 bytes of a row per run
+  static constexpr int64_t kChunk = 32;  // 576 / 704 bytes of a row per run
 
   struct Partial {
     __m256i sums;  // lanes sum to Σ q x
@@ -175,27 +174,20 @@ struct GemvQ32 : OneAcc {
   static XPrep prep(const Act&, int64_t) { return {}; }
 
   static void row(const Block& w, const Act& a, int64_t b, XPrep, Partial& p) {
-    const __m256i x = load256(a.x[b].qs);
-    if constexpr (kQ8) {
-      const __m256i q = load256(w.qs);
-      p.sums = dot_u8s8(_mm256_sign_epi8(q, q), _mm256_sign_epi8(x, q));
-    } else {
-      p.sums = dot_u8s8(q32_quants(w), x);
-    }
+    p.sums = dot_u8s8(q32_quants(w), load256(a.x[b].qs));
     p.d = w.d;
   }
 
   static void block(const Partial (&p)[8], const Act& a, int64_t b, __m256* acc) {
     __m256i isum = fold_8_rows([&](int r) { return p[r].sums; });
-    if constexpr (!kQ8) isum = _mm256_add_epi32(isum, _mm256_set1_epi32(-kOffset * a.x_sums[b]));
+    isum = _mm256_add_epi32(isum, _mm256_set1_epi32(-kOffset * a.x_sums[b]));
     const __m256 s = _mm256_cvtepi32_ps(isum);
     uint16_t bits[8];
     for (int r = 0; r < 8; ++r) bits[r] = p[r].d;
     const __m256 d = f16_of_rows(bits);
     const __m256 dx = _mm256_set1_ps(_cvtsh_ss(a.x[b].d));
-    const __m256 term = kQ8   ? _mm256_mul_ps(s, _mm256_mul_ps(d, dx))
-                        : kQ5 ? _mm256_mul_ps(_mm256_mul_ps(d, dx), s)
-                              : _mm256_mul_ps(_mm256_mul_ps(s, d), dx);
+    const __m256 term =
+        kQ5 ? _mm256_mul_ps(_mm256_mul_ps(d, dx), s) : _mm256_mul_ps(_mm256_mul_ps(s, d), dx);
     acc[0] = _mm256_add_ps(acc[0], term);
   }
 };
@@ -283,20 +275,21 @@ struct GemvK4 : OneAcc {
   }
 };
 
-// ---- Q4_1 / Q5_1 × Q8_1 ----
+// ---- Q8_0 × Q8_0, Q4_1 / Q5_1 × Q8_1 ----
 
-// As ref vec_dot_q4_1_q8_1 / q5_1: per block, the integer sums of elements 4l..4l+3 feed 8
-// float accumulators by fma(d_w d_x, sum, acc_l), m_w s_x is summed in a ninth; the result is
-// the tile's (quant_tile_impl.h KindQ32::finish). The row sums' dword l is already sum l, so
-// 8 rows are transposed instead of folded.
+// As ref vec_dot_q8_0_q8_0 / q4_1 / q5_1: per block, the integer sums of elements 4l..4l+3 feed
+// 8 float accumulators by fma(d_w d_x, sum, acc_l) (Q4_1 / Q5_1: m_w s_x summed in a ninth); the
+// result is the tile's (quant_tile_impl.h KindQ8_0 / KindQ32::finish). The row sums' dword l is
+// already sum l, so 8 rows are transposed instead of folded. Q8_0 uses |w| × sign(x, w).
 template <class B>
-struct GemvMin32 {
+struct GemvLanes {
   using Block = B;
-  using Act = const BlockQ8_1*;
+  static constexpr bool kMin = !std::is_same_v<B, BlockQ8_0>;
+  using Act = std::conditional_t<kMin, const BlockQ8_1*, ActQ32>;
   using XPrep = NoPrep;
   static constexpr int kBlock = 32;
-  static constexpr int64_t kChunk = 32;  // 640 / 768 bytes of a row per run
-  static constexpr int kAccs = 9;
+  static constexpr int64_t kChunk = 32;  // 1088 / 640 / 768 bytes of a row per run
+  static constexpr int kAccs = kMin ? 9 : 8;
 
   struct Partial {
     __m256i sums;  // dword l: Σ q x over elements 4l..4l+3
@@ -305,31 +298,51 @@ struct GemvMin32 {
 
   static XPrep prep(const Act&, int64_t) { return {}; }
 
-  static void row(const Block& w, const Act& x, int64_t b, XPrep, Partial& p) {
-    p.sums = dot_u8s8(q32_quants(w), load256(x[b].qs));
-    p.d = w.d;
-    p.m = w.m;
+  static const auto& xblock(const Act& a, int64_t b) {
+    if constexpr (kMin) {
+      return a[b];
+    } else {
+      return a.x[b];
+    }
   }
 
-  static void block(const Partial (&p)[8], const Act& x, int64_t b, __m256* acc) {
+  static void row(const Block& w, const Act& a, int64_t b, XPrep, Partial& p) {
+    const __m256i x = load256(xblock(a, b).qs);
+    if constexpr (kMin) {
+      p.sums = dot_u8s8(q32_quants(w), x);
+      p.m = w.m;
+    } else {
+      const __m256i q = load256(w.qs);
+      p.sums = dot_u8s8(_mm256_sign_epi8(q, q), _mm256_sign_epi8(x, q));
+    }
+    p.d = w.d;
+  }
+
+  static void block(const Partial (&p)[8], const Act& a, int64_t b, __m256* acc) {
     // sums[l] lane r: dword l of row r (the tile's transpose, from the stack).
     Vec256::Group rows;
     for (int r = 0; r < 8; ++r) rows.row[r] = reinterpret_cast<const uint8_t*>(&p[r].sums);
     __m256i sums[8];
     Vec256::transpose32(rows, 0, sums);
-    uint16_t d_bits[8], m_bits[8];
-    for (int r = 0; r < 8; ++r) {
-      d_bits[r] = p[r].d;
-      m_bits[r] = p[r].m;
+    uint16_t d_bits[8];
+    for (int r = 0; r < 8; ++r) d_bits[r] = p[r].d;
+    const auto& x = xblock(a, b);
+    if constexpr (kMin) {
+      uint16_t m_bits[8];
+      for (int r = 0; r < 8; ++r) m_bits[r] = p[r].m;
+      acc[8] =
+          _mm256_add_ps(acc[8], _mm256_mul_ps(f16_of_rows(m_bits), _mm256_set1_ps(_cvtsh_ss(x.s))));
     }
-    acc[8] = _mm256_add_ps(acc[8],
-                           _mm256_mul_ps(f16_of_rows(m_bits), _mm256_set1_ps(_cvtsh_ss(x[b].s))));
-    const __m256 d = _mm256_mul_ps(f16_of_rows(d_bits), _mm256_set1_ps(_cvtsh_ss(x[b].d)));
+    const __m256 d = _mm256_mul_ps(f16_of_rows(d_bits), _mm256_set1_ps(_cvtsh_ss(x.d)));
     for (int l = 0; l < 8; ++l) acc[l] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(sums[l]), acc[l]);
   }
 
   static __m256 finish(const __m256* acc) {
-    return quant_tile::KindQ32<Vec256, Block, kFifthBit<Block>, true>::finish(acc);
+    if constexpr (kMin) {
+      return quant_tile::KindQ32<Vec256, Block, kFifthBit<Block>, true>::finish(acc);
+    } else {
+      return quant_tile::KindQ8_0<Vec256>::finish(acc);
+    }
   }
 };
 

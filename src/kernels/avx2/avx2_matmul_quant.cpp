@@ -35,11 +35,11 @@ struct Gemv {
   }
 };
 
-MINFER_GEMV_OR_TILE(q8_0, Vec256, KindQ8_0, Gemv<GemvQ32<BlockQ8_0>>)
+MINFER_GEMV_OR_TILE(q8_0, Vec256, KindQ8_0, Gemv<GemvLanes<BlockQ8_0>>)
 MINFER_GEMV_OR_TILE(q4_0, Vec256, KindQ4_0, Gemv<GemvQ32<BlockQ4_0>>)
 MINFER_GEMV_OR_TILE(q5_0, Vec256, KindQ5_0, Gemv<GemvQ32<BlockQ5_0>>)
-MINFER_GEMV_OR_TILE(q4_1, Vec256, KindQ4_1, Gemv<GemvMin32<BlockQ4_1>>)
-MINFER_GEMV_OR_TILE(q5_1, Vec256, KindQ5_1, Gemv<GemvMin32<BlockQ5_1>>)
+MINFER_GEMV_OR_TILE(q4_1, Vec256, KindQ4_1, Gemv<GemvLanes<BlockQ4_1>>)
+MINFER_GEMV_OR_TILE(q5_1, Vec256, KindQ5_1, Gemv<GemvLanes<BlockQ5_1>>)
 MINFER_GEMV_OR_TILE(q4_K, Vec256, KindQ4K, Gemv<GemvK4<BlockQ4K>>)
 MINFER_GEMV_OR_TILE(q5_K, Vec256, KindQ5K, Gemv<GemvK4<BlockQ5K>>)
 MINFER_GEMV_OR_TILE(q2_K, Vec256, KindQ2K, Gemv<GemvK16<BlockQ2K>>)

@@ -158,9 +158,9 @@ struct Vec256 {
   static I dot_scaled(I acc, I w, I x, I sc) {
     return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(w, x), sc));
   }
-  // Signed Q8_0 weights stay signed: |w| × (x with w's sign) has the products w · x.
-  static I q8_prep(I w) { return w; }
-  static I q8_init(int32_t) { return _mm256_setzero_si256(); }
+  // Signed Q8_0 weights × signed activations: |w| × (x with w's sign) has the products w · x,
+  // from a start of 0.
+  static I q8_start(I) { return _mm256_setzero_si256(); }
   static I q8_dot(I acc, I w, I x) {
     return dot(acc, _mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
   }
@@ -180,18 +180,24 @@ struct Vec256 {
 
 #if defined(__AVXVNNI__)
 // AVX2 with AVX-VNNI (avxvnni_table: Intel's cores since Alder Lake, AMD's since Zen 5): a
-// 4-product dot is one vpdpbusd, as on AVX-512 (avx512_quant_vec.h), and Q8_0's signed weights
-// take AVX-512's path, stored + 128 as u8 with the excess 128 Σx removed up front. The int32
-// sums are exact either way, so the results are Vec256's bit for bit.
+// 4-product dot is one vpdpbusd, as on AVX-512 (avx512_quant_vec.h), and Q8_0 takes AVX-512's
+// path: activations in as x + 128, the excess 128 Σw taken off by the start. The int32 sums are
+// exact either way, so the results are Vec256's bit for bit.
 struct Vec256Vnni : Vec256 {
   static I dot(I acc, I w, I x) { return _mm256_dpbusd_avx_epi32(acc, w, x); }
   static I dot16(I acc, I a, I b) { return _mm256_dpwssd_avx_epi32(acc, a, b); }
   static I dot_scaled(I acc, I w, I x, I sc) {
     return _mm256_dpwssd_avx_epi32(acc, _mm256_maddubs_epi16(w, x), sc);
   }
-  static I q8_prep(I w) { return _mm256_xor_si256(w, _mm256_set1_epi8(static_cast<char>(0x80))); }
-  static I q8_init(int32_t sum_x) { return _mm256_set1_epi32(-128 * sum_x); }
-  static I q8_dot(I acc, I w, I x) { return _mm256_dpbusd_avx_epi32(acc, w, x); }
+  static I q8_start(I w) {
+    const I excess = _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(),
+                                             _mm256_set1_epi8(static_cast<char>(0x80)), w);
+    return _mm256_sub_epi32(_mm256_setzero_si256(), excess);
+  }
+  static I q8_dot(I start, I w, I x) {
+    return _mm256_dpbusd_avx_epi32(
+        start, _mm256_xor_si256(x, _mm256_set1_epi8(static_cast<char>(0x80))), w);
+  }
 };
 #endif
 

@@ -33,12 +33,13 @@ inline __m256 load_f16(const uint8_t* p) {
 }
 
 // Half h of block k (0, 1) of the x16 block pair at `pair`, in the tiles' packed form.
-template <class V, class Block>
-void unpack_x16(const uint8_t* pair, int k, int h, quant_tile::PackedQ32<V>& p) {
+template <class V, class Block, class Packed>
+void unpack_x16(const uint8_t* pair, int k, int h, Packed& p) {
   const auto load = [&](size_t off) { return load32(pair + off + 32 * static_cast<size_t>(h)); };
   p.d = load_f16(pair + 32 * k + 16 * h);
   if constexpr (std::is_same_v<Block, BlockQ8_0>) {
-    for (int j = 0; j < 8; ++j) p.q[j] = V::q8_prep(load(64 + 512 * k + 64 * j));
+    for (int j = 0; j < 8; ++j) p.q[j] = load(64 + 512 * k + 64 * j);
+    quant_tile::KindQ8_0<V>::complete(p);
   } else {
     constexpr bool kQ5 = std::is_same_v<Block, BlockQ5_0>;
     constexpr size_t kQs = kQ5 ? 192 : 64;

@@ -354,17 +354,23 @@ void gemv_k4(int64_t n_in, const uint8_t* w, size_t w_row_bytes, int64_t n_rows,
 
 // ---- Q8_0 × Q8_0 ----
 
-// The exact integer dots of blocks b, b + 1 of one Q8_0 row with the activation's (lanes 0-7:
-// block b, 8-15: b + 1; one block when `two` is false, zeros in 8-15): Σ (w + 128) x, the signed
-// weights moved to unsigned for vpdpbusd; the caller removes 128 Σ x.
-inline __m512i q8_0_row_sums(const BlockQ8_0* w, int64_t b, bool two, __m512i x) {
+// The exact integer dots of the dwords of blocks b, b + 1 of one Q8_0 row with the activation's
+// (lane l < 8: elements 4l..4l+3 of block b, lanes 8-15: block b + 1's; zeros there when `two` is
+// false): Σ (w + 128) x from `start` = -128 Σ x per dword (q8_0_start), the signed weights moved
+// to unsigned for vpdpbusd.
+inline __m512i q8_0_start(__m512i x) {
+  const __m512i excess =
+      _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(static_cast<char>(0x80)), x);
+  return _mm512_sub_epi32(_mm512_setzero_si512(), excess);
+}
+inline __m512i q8_0_row_sums(const BlockQ8_0* w, int64_t b, bool two, __m512i x, __m512i start) {
   const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].qs));
   const __m512i q =
       two ? _mm512_inserti64x4(_mm512_castsi256_si512(lo),
                                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b + 1].qs)), 1)
           : _mm512_zextsi256_si512(lo);
   const __m512i biased = _mm512_xor_si512(q, _mm512_set1_epi8(static_cast<char>(0x80)));
-  return _mm512_dpbusd_epi32(_mm512_setzero_si512(), biased, x);
+  return _mm512_dpbusd_epi32(start, biased, x);
 }
 
 // ---- Q4_0 / Q5_0 × Q8_0, and the Q8_0 / Q4_0 / Q5_0 GEMV ----
@@ -406,7 +412,8 @@ template <class Block, class XBlock>
 int64_t q32_chunk_sums(const GemvRows& g, const XBlock* x, int64_t c0, int64_t nbc,
                        int64_t n_blocks, GemvPrefetch& prefetch, __m512i (*partial)[16]) {
   constexpr bool kQ8 = std::is_same_v<Block, BlockQ8_0>;
-  __m512i xv[kQ32ChunkPairs];  // [pair of the chunk] activation quants in the rows' lane order
+  __m512i xv[kQ32ChunkPairs];     // [pair of the chunk] activation quants in the rows' lane order
+  __m512i start[kQ32ChunkPairs];  // [pair] Q8_0: q8_0_start of xv
   const int64_t n_pairs = (nbc + 1) / 2;
   for (int64_t p = 0; p < n_pairs; ++p) {
     const int64_t b = c0 + 2 * p;
@@ -417,6 +424,7 @@ int64_t q32_chunk_sums(const GemvRows& g, const XBlock* x, int64_t c0, int64_t n
     const __m512i both = _mm512_inserti64x4(_mm512_castsi256_si512(xb), xb1, 1);
     // 4-bit types: [x_b 0-15, x_b+1 0-15, x_b 16-31, x_b+1 16-31], as the nibbles come.
     xv[p] = kQ8 ? both : _mm512_shuffle_i64x2(both, both, _MM_SHUFFLE(3, 1, 2, 0));
+    if constexpr (kQ8) start[p] = q8_0_start(xv[p]);
   }
   for (int r = 0; r < 16; ++r) {
     const auto* blocks = reinterpret_cast<const Block*>(g.row[r]);
@@ -424,7 +432,7 @@ int64_t q32_chunk_sums(const GemvRows& g, const XBlock* x, int64_t c0, int64_t n
     for (int64_t p = 0; p < n_pairs; ++p) {
       const int64_t b = c0 + 2 * p;
       if constexpr (kQ8) {
-        partial[p][r] = q8_0_row_sums(blocks, b, b + 1 < n_blocks, xv[p]);
+        partial[p][r] = q8_0_row_sums(blocks, b, b + 1 < n_blocks, xv[p], start[p]);
       } else {
         partial[p][r] = q32_row_sums(blocks, b, b + 1 < n_blocks, xv[p]);
       }
@@ -462,51 +470,54 @@ void transpose_16_rows(Rows&& rows, __m512i out[16]) {
   }
 }
 
-// Block pair p of a chunk (blocks b = c0 + 2p and b + 1 if `two`) of Q8_0 / Q4_0 / Q5_0 rows: acc
-// + the blocks' terms in the reference's float order per block (ref vec_dot_q8_0_q8_0: acc +
-// sumi (d_w d_x); q4_0: acc + (sumi d_w) d_x; q5_0: acc + (d_w d_x) sumi; `x_sums`: Σ of each
-// activation block's quants).
+// Block pair p of a chunk (blocks b = c0 + 2p and b + 1 if `two`) of Q4_0 / Q5_0 rows: acc + the
+// blocks' terms in the reference's float order per block (q4_0: acc + (sumi d_w) d_x; q5_0: acc +
+// (d_w d_x) sumi; `x_sums`: Σ of each activation block's quants).
 template <class Block>
 void q32_pair_step(const __m512i* partial, const GemvRows& g, int64_t b, bool two,
                    const BlockQ8_0* x, const int32_t* x_sums, __m512* acc) {
-  constexpr bool kQ8 = std::is_same_v<Block, BlockQ8_0>;
   constexpr bool kQ5 = std::is_same_v<Block, BlockQ5_0>;
-  // The unsigned quants' offset: Q8_0's are biased by 128 (see q8_0_row_sums).
-  constexpr int32_t kOffset = kQ8 ? 128 : kQ5 ? 16 : 8;
+  constexpr int32_t kOffset = kQ5 ? 16 : 8;
   __m512i isum[2];  // lanes = rows: blocks b, b + 1
-  fold_16_rows_halves<!kQ8>([&](int r) { return partial[r]; }, isum[0], isum[1]);
+  fold_16_rows_halves<true>([&](int r) { return partial[r]; }, isum[0], isum[1]);
   for (int k = 0; k < (two ? 2 : 1); ++k) {
     const int64_t bk = b + k;
     const __m512 s =
         _mm512_cvtepi32_ps(_mm512_add_epi32(isum[k], _mm512_set1_epi32(-kOffset * x_sums[bk])));
     const __m512 d = Vec512::gather_f16(g, static_cast<size_t>(bk) * sizeof(Block), false);
     const __m512 dx = _mm512_set1_ps(_cvtsh_ss(x[bk].d));
-    const __m512 term = kQ8   ? _mm512_mul_ps(s, _mm512_mul_ps(d, dx))
-                        : kQ5 ? _mm512_mul_ps(_mm512_mul_ps(d, dx), s)
-                              : _mm512_mul_ps(_mm512_mul_ps(s, d), dx);
+    const __m512 term =
+        kQ5 ? _mm512_mul_ps(_mm512_mul_ps(d, dx), s) : _mm512_mul_ps(_mm512_mul_ps(s, d), dx);
     acc[0] = _mm512_add_ps(acc[0], term);
   }
 }
 
-// The same for Q4_1 / Q5_1 rows, on the tile's 9 accumulators (quant_tile_impl.h KindQ32; ref
-// vec_dot_q4_1_q8_1: per block fma(d_w d_x, sum of elements 4l..4l+3, acc_l), m_w s_x summed
-// apart). Each dword of the partial sums is one accumulator's sum, so the 16 rows are
-// transposed instead of folded.
-template <class Block>
-void min32_pair_step(const __m512i* partial, const GemvRows& g, int64_t b, bool two,
-                     const BlockQ8_1* x, __m512* acc) {
-  // sums[4L + j]: 128-bit lane L (block b + (L & 1), elements 16 (L >> 1) + 4j ..).
+// The same for Q4_1 / Q5_1 and Q8_0 rows, on the tile's 9 / 8 accumulators (quant_tile_impl.h
+// KindQ32, KindQ8_0; ref vec_dot_q4_1_q8_1, vec_dot_q8_0_q8_0: per block fma(d_w d_x, sum of
+// elements 4l..4l+3, acc_l), Q4_1 / Q5_1's m_w s_x summed apart). Each dword of the partial sums
+// is one accumulator's sum, so the 16 rows are transposed instead of folded.
+template <class Block, class XBlock>
+void lane_pair_step(const __m512i* partial, const GemvRows& g, int64_t b, bool two, const XBlock* x,
+                    __m512* acc) {
+  constexpr bool kQ8 = std::is_same_v<Block, BlockQ8_0>;
+  // sums[4L + j]: dword j of 128-bit lane L. Q8_0: block b + (L >> 1), elements 16 (L & 1) + 4j;
+  // Q4_1 / Q5_1: block b + (L & 1), elements 16 (L >> 1) + 4j.
   __m512i sums[16];
   transpose_16_rows([&](int r) { return partial[r]; }, sums);
   for (int k = 0; k < (two ? 2 : 1); ++k) {
     const int64_t bk = b + k;
-    __m512 d, m;
-    Vec512::gather_f16_pair(g, static_cast<size_t>(bk) * sizeof(Block), d, m);
-    acc[8] = _mm512_add_ps(acc[8], _mm512_mul_ps(m, _mm512_set1_ps(_cvtsh_ss(x[bk].s))));
+    __m512 d;
+    if constexpr (kQ8) {
+      d = Vec512::gather_f16(g, static_cast<size_t>(bk) * sizeof(Block), false);
+    } else {
+      __m512 m;
+      Vec512::gather_f16_pair(g, static_cast<size_t>(bk) * sizeof(Block), d, m);
+      acc[8] = _mm512_add_ps(acc[8], _mm512_mul_ps(m, _mm512_set1_ps(_cvtsh_ss(x[bk].s))));
+    }
     const __m512 dd = _mm512_mul_ps(d, _mm512_set1_ps(_cvtsh_ss(x[bk].d)));
     for (int l = 0; l < 8; ++l) {
-      const __m512i s = sums[4 * (2 * (l / 4) + k) + l % 4];
-      acc[l] = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(s), acc[l]);
+      const int lane = kQ8 ? 2 * k + l / 4 : 2 * (l / 4) + k;
+      acc[l] = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(sums[4 * lane + l % 4]), acc[l]);
     }
   }
 }
@@ -519,6 +530,7 @@ template <class Block, class XBlock>
 void gemv_q32(int64_t n_in, const uint8_t* w, size_t w_row_bytes, int64_t n_rows, const XBlock* x,
               const int32_t* x_sums, float* y) {
   constexpr bool kMin = std::is_same_v<XBlock, BlockQ8_1>;
+  constexpr bool kLanes = kMin || std::is_same_v<Block, BlockQ8_0>;  // 8 float lanes (+ Σ m s)
   constexpr int64_t kChunkPairs = kQ32ChunkPairs;
   const int64_t n_blocks = n_in / 32;
   alignas(64) __m512i partial[kChunkPairs][16];  // [pair of the chunk][row] 16 KB
@@ -526,26 +538,25 @@ void gemv_q32(int64_t n_in, const uint8_t* w, size_t w_row_bytes, int64_t n_rows
   for (int64_t r0 = 0; r0 < n_rows; r0 += 16) {
     const int64_t rows = n_rows - r0 < 16 ? n_rows - r0 : 16;
     const GemvRows g = Vec512::make_group(w + r0 * w_row_bytes, w_row_bytes, rows);
-    __m512 acc[kMin ? 9 : 1];  // lanes = rows
+    __m512 acc[kMin ? 9 : kLanes ? 8 : 1];  // lanes = rows
     for (__m512& a : acc) a = _mm512_setzero_ps();
     for (int64_t c0 = 0; c0 < n_blocks; c0 += 2 * kChunkPairs) {
       const int64_t nbc = n_blocks - c0 < 2 * kChunkPairs ? n_blocks - c0 : 2 * kChunkPairs;
       const int64_t n_pairs = q32_chunk_sums<Block>(g, x, c0, nbc, n_blocks, prefetch, partial);
       for (int64_t p = 0; p < n_pairs; ++p) {
         const int64_t b = c0 + 2 * p;
-        if constexpr (kMin) {
-          min32_pair_step<Block>(partial[p], g, b, b + 1 < n_blocks, x, acc);
+        if constexpr (kLanes) {
+          lane_pair_step<Block>(partial[p], g, b, b + 1 < n_blocks, x, acc);
         } else {
           q32_pair_step<Block>(partial[p], g, b, b + 1 < n_blocks, x, x_sums, acc);
         }
       }
     }
     __m512 result = acc[0];
-    if constexpr (kMin) {
-      // The tile's finish: llama.cpp's hsum_float_8 order, then + Σ m s.
-      const __m512 lo = _mm512_add_ps(_mm512_add_ps(acc[0], acc[4]), _mm512_add_ps(acc[2], acc[6]));
-      const __m512 hi = _mm512_add_ps(_mm512_add_ps(acc[1], acc[5]), _mm512_add_ps(acc[3], acc[7]));
-      result = _mm512_add_ps(_mm512_add_ps(lo, hi), acc[8]);
+    if constexpr (kLanes) {
+      // The tile's finish: llama.cpp's hsum_float_8 order, then + Σ m s (Q4_1 / Q5_1).
+      result = quant_tile::hsum8<Vec512>(acc);
+      if constexpr (kMin) result = _mm512_add_ps(result, acc[8]);
     }
     _mm512_mask_storeu_ps(y + r0, g.store_mask, result);
   }

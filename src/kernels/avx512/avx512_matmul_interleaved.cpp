@@ -36,12 +36,13 @@ namespace qt = quant_tile;
 using V = Vec512;
 
 // Block k (0, 1) of the x16 block pair at `pair` unpacked into the tiles' packed form of Kind.
-template <class Block>
-void unpack_x16(const uint8_t* pair, int k, qt::PackedQ32<V>& p) {
+template <class Block, class Packed>
+void unpack_x16(const uint8_t* pair, int k, Packed& p) {
   const auto load = [&](size_t off) { return _mm512_loadu_si512(pair + off); };
   p.d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(pair + 32 * k)));
   if constexpr (std::is_same_v<Block, BlockQ8_0>) {
-    for (int j = 0; j < 8; ++j) p.q[j] = V::q8_prep(load(64 + 512 * k + 64 * j));
+    for (int j = 0; j < 8; ++j) p.q[j] = load(64 + 512 * k + 64 * j);
+    qt::KindQ8_0<V>::complete(p);
   } else {
     constexpr bool kQ5 = std::is_same_v<Block, BlockQ5_0>;
     constexpr size_t kQs = kQ5 ? 192 : 64;

@@ -156,10 +156,18 @@ struct Vec512 {
   static I dot_scaled(I acc, I w, I x, I sc) {
     return _mm512_dpwssd_epi32(acc, _mm512_maddubs_epi16(w, x), sc);
   }
-  // Signed Q8_0 weights: stored + 128 as u8; the excess 128 Σx is removed up front.
-  static I q8_prep(I w) { return _mm512_xor_si512(w, _mm512_set1_epi8(static_cast<char>(0x80))); }
-  static I q8_init(int32_t sum_x) { return _mm512_set1_epi32(-128 * sum_x); }
-  static I q8_dot(I acc, I w, I x) { return _mm512_dpbusd_epi32(acc, w, x); }
+  // Signed Q8_0 weights × signed activations, exact per lane: vpdpbusd wants one unsigned
+  // operand, so the activation bytes go in as x + 128 and the excess 128 Σw (over the lane's 4
+  // weights) is taken off by starting from q8_start(w) = -128 Σw.
+  static I q8_start(I w) {
+    const I excess =
+        _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(static_cast<char>(0x80)), w);
+    return _mm512_sub_epi32(_mm512_setzero_si512(), excess);
+  }
+  static I q8_dot(I start, I w, I x) {
+    return _mm512_dpbusd_epi32(start,
+                               _mm512_xor_si512(x, _mm512_set1_epi8(static_cast<char>(0x80))), w);
+  }
 
   static float f16(uint16_t h) { return _cvtsh_ss(h); }
   static F cvt(I a) { return _mm512_cvtepi32_ps(a); }

@@ -139,17 +139,23 @@ void vec_dot_q5_1_q8_1(int n, float* s, const void* x, const void* y) {
   *s = st.result();
 }
 
+// llama.cpp's x86 order (arch/x86/quants.c ggml_vec_dot_q8_0_q8_0, and llamafile's tinyBLAS_Q0
+// for GEMMs): the integer sums of elements 4l..4l+3 feed 8 float lanes by fma(d_x d_y, sum,
+// lane), summed at the end in hsum_float_8's order.
 void vec_dot_q8_0_q8_0(int n, float* s, const void* x, const void* y) {
   const BlockQ8_0* bx = static_cast<const BlockQ8_0*>(x);
   const BlockQ8_0* by = static_cast<const BlockQ8_0*>(y);
   const int nb = n / kQK8_0;
-  float sum = 0.0f;
+  float lane[8] = {};
   for (int i = 0; i < nb; ++i) {
-    int sumi = 0;
-    for (int j = 0; j < kQK8_0; ++j) sumi += bx[i].qs[j] * by[i].qs[j];
-    sum += static_cast<float>(sumi) * (fp16_to_fp32(bx[i].d) * fp16_to_fp32(by[i].d));
+    const float d = fp16_to_fp32(bx[i].d) * fp16_to_fp32(by[i].d);
+    for (int l = 0; l < 8; ++l) {
+      int p = 0;
+      for (int e = 4 * l; e < 4 * l + 4; ++e) p += bx[i].qs[e] * by[i].qs[e];
+      lane[l] = std::fma(d, static_cast<float>(p), lane[l]);
+    }
   }
-  *s = sum;
+  *s = hsum_float_8(lane);
 }
 
 // llama.cpp's MXFP4 dot as its x86 CPU backend runs the experts (their rows repacked 8x8 at
