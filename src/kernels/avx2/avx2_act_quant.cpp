@@ -93,6 +93,7 @@ void act_q8_0_sums(const float* x, void* y, int64_t n) {
     blocks[i].d = f32_to_f16_scalar(quantize_block32(x + 32 * i, blocks[i].qs, &sum));
     sums[i] = sum;
   }
+  q8_0_act_lanes(y, static_cast<int64_t>(n_blocks));
 }
 
 void act_q8_1(const float* x, void* y, int64_t n) {
