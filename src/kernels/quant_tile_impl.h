@@ -167,8 +167,9 @@ struct PackedQ8_0 {
   typename V::F d;
 };
 
-// Policies with V::kQ8LaneStarts (AVX-512) take each lane's dot as a float from the activation
-// row's lane starts instead (V::q8_lane on q[l] = V::q8_bias of the dword; PackedQ32's q and d).
+// Policies with V::kQ8LaneStarts (AVX-512, AVX-VNNI) take each lane's dot as a float from the
+// activation row's lane starts instead (V::q8_lane on q[l] = V::q8_bias of the dword; PackedQ32's q
+// and d).
 template <class V>
 constexpr bool kQ8LaneStarts = requires {
   V::kQ8LaneStarts;
@@ -183,9 +184,10 @@ struct KindQ8_0 {
   // PackedQ8_0 holds twice PackedQ32's vectors: half the blocks in the same stack.
   static constexpr int64_t kChunk = kStarts ? 32 : 16;
   static constexpr int kAccs = 8;
-  // The tokens whose 8 accumulators stay in registers together: 3 (24 of AVX-512's 32
-  // registers; block_tokens loads each weight vector once for them), else 2.
-  static constexpr int kTokGroup = kStarts ? 3 : 2;
+  // The tokens whose 8 accumulators stay in registers together: with lane starts 3 under
+  // AVX-512 (24 of its 32 registers; block_tokens loads each weight vector once for them) and 1
+  // under AVX-VNNI (16 registers: 2 tokens measured slower), else 2.
+  static constexpr int kTokGroup = kStarts ? (V::kLanes == 16 ? 3 : 1) : 2;
 
   static void pack(const typename V::Group& g, int64_t b, Packed& p) {
     const size_t off = static_cast<size_t>(b) * sizeof(BlockQ8_0);
