@@ -39,8 +39,9 @@ void q8_1(const float* x, BlockQ8_1* blocks, int64_t n) {
 }  // namespace
 }  // namespace minfer::kernels::act_quant
 
-// Defines act_q8_0, act_q8_0_sums and act_q8_1 of simd_kernels_decl.h on Block32 and ToF16 (see
-// act_quant::q8_0), in the namespace where it stands.
+// Defines act_q8_0, act_q8_0_sums (with the row's lane starts and scales, kernel_table.h) and
+// act_q8_1 of simd_kernels_decl.h on Block32 and ToF16 (see act_quant::q8_0), in the namespace
+// where it stands.
 #define MINFER_DEFINE_ACT_Q8_BLOCKWISE(Block32, ToF16)                                             \
   void act_q8_0(const float* x, void* y, int64_t n) {                                              \
     ::minfer::kernels::act_quant::q8_0<Block32, ToF16>(x, static_cast<BlockQ8_0*>(y), n, nullptr); \
@@ -51,6 +52,7 @@ void q8_1(const float* x, BlockQ8_1* blocks, int64_t n) {
         x, static_cast<BlockQ8_0*>(y), n,                                                          \
         reinterpret_cast<int32_t*>(static_cast<uint8_t*>(y) + /* [n_blocks] */                     \
                                    q8_0_act_sums_offset(n_blocks)));                               \
+    q8_0_act_lanes(y, static_cast<int64_t>(n_blocks));                                             \
   }                                                                                                \
   void act_q8_1(const float* x, void* y, int64_t n) {                                              \
     ::minfer::kernels::act_quant::q8_1<Block32, ToF16>(x, static_cast<BlockQ8_1*>(y), n);          \

@@ -34,10 +34,16 @@ inline constexpr int64_t kMaxRopeDims = 1024;
 // weight rows of w_row_bytes each (in the weight type) and A is n_tok activation rows of
 // act_row_bytes each in the weight type's vec_dot_type (quant/quant_traits.h; as llama.cpp:
 // F32 for F32, F16 for F16, BF16 for BF16, Q8_0 / Q8_1 / Q8_K blocks for the quantized types).
-// n_in is a multiple of the weight type's block size. A Q8_0 activation row is followed by
-// the int32 sum of each block's quants ([n_in / 32], at the first 4-byte boundary after the
-// blocks), which
-// the SIMD kernels use for the offsets of Q4_0 / Q5_0 and their unsigned-by-signed products.
+// n_in is a multiple of the weight type's block size. A Q8_0 activation row of n_blocks blocks
+// is followed by (offsets below; q8_0_act_row_bytes in all):
+//   int32 sums[n_blocks]       each block's quant sum, at the first 4-byte boundary after the
+//                              blocks: the offsets of Q4_0 / Q5_0 / MXFP4's unsigned quants
+//   int32 starts[n_blocks][8]  kQ8_0LaneMagic - 128 · Σ of the block's quants 4l..4l+3, l < 8:
+//                              the AVX-512 Q8_0 tile's start for the dot of those 4 quants with
+//                              4 weights + 128 (unsigned), whose result's bits are then the float
+//                              12582912 + the exact dot (quant_tile_impl.h KindQ8_0)
+//   float d[n_blocks]          each block's scale as f32 (its f16 exactly)
+// which the SIMD kernels use; every table's quantize_act_q8_0_sums writes all of it.
 // The reference is ref::vec_dot_for(type) (kernels/ref/ref_dot.h) applied to each (row, token).
 // Every (r, t) result is computed by the same sequence of operations whatever n_rows and n_tok
 // are, so splitting rows or tokens differently never changes a bit of the output. The SIMD
@@ -64,6 +70,23 @@ using DequantizeRowFn = DequantizeRow*;
 constexpr size_t q8_0_act_sums_offset(size_t n_blocks) {
   return (n_blocks * 34 + 3) / 4 * 4;
 }
+// ... of the int32 lane starts [n_blocks][8], of the f32 scales [n_blocks], and the row's size.
+constexpr size_t q8_0_act_starts_offset(size_t n_blocks) {
+  return q8_0_act_sums_offset(n_blocks) + n_blocks * 4;
+}
+constexpr size_t q8_0_act_scales_offset(size_t n_blocks) {
+  return q8_0_act_starts_offset(n_blocks) + n_blocks * 32;
+}
+constexpr size_t q8_0_act_row_bytes(size_t n_blocks) {
+  return q8_0_act_scales_offset(n_blocks) + n_blocks * 4;
+}
+// The bits of the float 12582912 (1.5 · 2^23): the lane starts' offset. For |k| < 2^22 the int32
+// kQ8_0LaneMagic + k is the float 12582912 + k bit for bit, so subtracting 12582912.0f gives k.
+inline constexpr int32_t kQ8_0LaneMagic = 0x4B400000;
+
+// Writes the sums' followers of a Q8_0 activation row whose blocks are written: the lane starts
+// and the f32 scales (see MatmulTileFn). Plain C++, for the tables without their own.
+void q8_0_act_lanes(void* row, int64_t n_blocks);
 
 // Slots indexed by GgmlType id (kMXFP4 = 39 is the largest weight type).
 inline constexpr int kMatmulSlots = 40;
@@ -218,7 +241,8 @@ struct KernelTable {
   // use ref_table's, or from_float where ref_table has none.
   QuantizeRowFn quantize_act[kMatmulSlots];
   // The whole Q8_0 activation row of the matmul tiles: the blocks of quantize_act's Q8_0
-  // converter, then each block's int32 quant sum at q8_0_act_sums_offset (y must hold both).
+  // converter, then each block's int32 quant sum, lane starts and f32 scale (MatmulTileFn; y
+  // must hold q8_0_act_row_bytes).
   // nullptr: ref_table's.
   QuantizeRowFn quantize_act_q8_0_sums;
 

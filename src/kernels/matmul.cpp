@@ -35,15 +35,13 @@ constexpr int slot(GgmlType type) {
   return static_cast<int>(type);
 }
 
-// Bytes of one converted activation row: the vec_dot_type blocks, then for Q8_0 the int32 sum
-// of each block's quants (see MatmulTileFn), at the
-// next 4-byte boundary; rows are padded to a multiple of 4 bytes..
+// Bytes of one converted activation row: the vec_dot_type blocks, then for Q8_0 the block sums,
+// lane starts and f32 scales (see MatmulTileFn); rows are padded to a multiple of 4 bytes.
 size_t act_row_bytes_for(GgmlType act_type, int64_t n_in) {
   const QuantTraits& act = *quant_traits(act_type);
   const size_t n_blocks = static_cast<size_t>(n_in / act.block_size);
   size_t bytes = n_blocks * act.bytes_per_block;
-  if (act_type == GgmlType::kQ8_0)
-    bytes = q8_0_act_sums_offset(n_blocks) + n_blocks * sizeof(int32_t);
+  if (act_type == GgmlType::kQ8_0) bytes = q8_0_act_row_bytes(n_blocks);
   return (bytes + 3) / 4 * 4;
 }
 

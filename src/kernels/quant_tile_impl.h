@@ -22,7 +22,7 @@
 // (0..63 at most, so AVX2's 16-bit pair sums cannot saturate), and the offsets of the signed
 // types come back through activation sums: Q4_0 / Q5_0 use the int32 block sums the matmul
 // driver appends to Q8_0 rows (kernel_table.h), Q3_K / Q6_K the Q8_K bsums. Q8_0 weights go
-// through V's own signed path (V::q8_start / q8_dot).
+// through V's own signed path (V::q8_start / q8_dot, or V::q8_bias / q8_lane: KindQ8_0).
 #pragma once
 
 #include <cstddef>
@@ -91,14 +91,19 @@ inline int32_t pair16(int a, int b) {
                               (static_cast<uint32_t>(static_cast<uint16_t>(b)) << 16));
 }
 
-// Activation rows. Q8_0: BlockQ8_0[n_blocks], then int32 block sums at the next 4-byte boundary.
+// Activation rows. Q8_0: BlockQ8_0[n_blocks], then int32 block sums, lane starts and f32 scales
+// (kernel_table.h MatmulTileFn).
 struct ActQ8_0 {
   const BlockQ8_0* blocks;
   const int32_t* sums;
+  const int32_t* starts;  // [n_blocks][8]
+  const float* scales;
   static ActQ8_0 of(const uint8_t* row, int64_t n_blocks) {
-    const size_t sums_off = q8_0_act_sums_offset(static_cast<size_t>(n_blocks));
+    const size_t n = static_cast<size_t>(n_blocks);
     return {reinterpret_cast<const BlockQ8_0*>(row),
-            reinterpret_cast<const int32_t*>(row + sums_off)};
+            reinterpret_cast<const int32_t*>(row + q8_0_act_sums_offset(n)),
+            reinterpret_cast<const int32_t*>(row + q8_0_act_starts_offset(n)),
+            reinterpret_cast<const float*>(row + q8_0_act_scales_offset(n))};
   }
 };
 struct ActQ8_1 {
@@ -162,14 +167,27 @@ struct PackedQ8_0 {
   typename V::F d;
 };
 
+// Policies with V::kQ8LaneStarts (AVX-512, AVX-VNNI) take each lane's dot as a float from the
+// activation row's lane starts instead (V::q8_lane on q[l] = V::q8_bias of the dword; PackedQ32's q
+// and d).
+template <class V>
+constexpr bool kQ8LaneStarts = requires {
+  V::kQ8LaneStarts;
+};
+
 template <class V>
 struct KindQ8_0 {
-  using Packed = PackedQ8_0<V>;
+  static constexpr bool kStarts = kQ8LaneStarts<V>;
+  using Packed = std::conditional_t<kStarts, PackedQ32<V>, PackedQ8_0<V>>;
   using Act = ActQ8_0;
   static constexpr int kBlock = kQK8_0;
-  static constexpr int64_t kChunk = 16;  // 16 packed blocks: Packed holds twice PackedQ32's vectors
+  // PackedQ8_0 holds twice PackedQ32's vectors: half the blocks in the same stack.
+  static constexpr int64_t kChunk = kStarts ? 32 : 16;
   static constexpr int kAccs = 8;
-  static constexpr int kTokGroup = 2;  // 16 accumulators in registers
+  // The tokens whose 8 accumulators stay in registers together: with lane starts 3 under
+  // AVX-512 (24 of its 32 registers; block_tokens loads each weight vector once for them) and 1
+  // under AVX-VNNI (16 registers: 2 tokens measured slower), else 2.
+  static constexpr int kTokGroup = kStarts ? (V::kLanes == 16 ? 3 : 1) : 2;
 
   static void pack(const typename V::Group& g, int64_t b, Packed& p) {
     const size_t off = static_cast<size_t>(b) * sizeof(BlockQ8_0);
@@ -177,19 +195,49 @@ struct KindQ8_0 {
     p.d = V::gather_f16(g, off, false);
     complete(p);
   }
-  // The starts of q, once q holds the block's dwords.
+  // The form q8_dot / q8_lane take, once q holds the block's dwords.
   static void complete(Packed& p) {
-    for (int l = 0; l < 8; ++l) p.c[l] = V::q8_start(p.q[l]);
-  }
-  static void block(const Packed& p, const Act& a, int64_t b, typename V::F* acc) {
-    const BlockQ8_0& x = a.blocks[b];
-    const typename V::F d = V::fmul(p.d, V::fset1(V::f16(x.d)));
     for (int l = 0; l < 8; ++l) {
-      const typename V::I s = V::q8_dot(p.c[l], p.q[l], V::bcast(x.qs + 4 * l));
-      acc[l] = V::fmadd(d, V::cvt(s), acc[l]);
+      if constexpr (kStarts) {
+        p.q[l] = V::q8_bias(p.q[l]);
+      } else {
+        p.c[l] = V::q8_start(p.q[l]);
+      }
     }
   }
-  static typename V::F finish(const typename V::F* acc) { return hsum8<V>(acc); }
+  // Lane l of token a's block b as a float (lane starts only).
+  static typename V::F lane(const Packed& p, const Act& a, int64_t b, int l) {
+    return V::q8_lane(a.starts + 8 * b + l, p.q[l], a.blocks[b].qs + 4 * l);
+  }
+  // T tokens' block b at once (lane starts only): each weight vector serves every token.
+  template <int T>
+  static void block_tokens(const Packed& p, const Act* a, int64_t b, typename V::F (*acc)[kAccs]) {
+    typename V::F d[T];
+    for (int t = 0; t < T; ++t) d[t] = V::fmul(p.d, V::fset1(a[t].scales[b]));
+      // Unrolled, so that the accumulators are registers (GCC left this loop rolled, the
+      // accumulators on the stack, and the tile half as fast).
+#pragma GCC unroll 8
+    for (int l = 0; l < 8; ++l) {
+      for (int t = 0; t < T; ++t) acc[t][l] = V::fmadd(d[t], lane(p, a[t], b, l), acc[t][l]);
+    }
+  }
+  static void block(const Packed& p, const Act& a, int64_t b, typename V::F* acc) {
+    if constexpr (kStarts) {
+      const typename V::F d = V::fmul(p.d, V::fset1(a.scales[b]));
+#pragma GCC unroll 8
+      for (int l = 0; l < 8; ++l) acc[l] = V::fmadd(d, lane(p, a, b, l), acc[l]);
+    } else {
+      const BlockQ8_0& x = a.blocks[b];
+      const typename V::F d = V::fmul(p.d, V::fset1(V::f16(x.d)));
+      for (int l = 0; l < 8; ++l) {
+        const typename V::I s = V::q8_dot(p.c[l], p.q[l], V::bcast(x.qs + 4 * l));
+        acc[l] = V::fmadd(d, V::cvt(s), acc[l]);
+      }
+    }
+  }
+  static typename V::F finish(const typename V::F* acc) {
+    return hsum8<V>(acc);
+  }
 };
 
 // Q4_0 / Q5_0 (offset 8 / 16, Q8_0 activations) and Q4_1 / Q5_1 (minimum, Q8_1 activations).
@@ -682,6 +730,13 @@ constexpr int tok_group_of() {
   }
 }
 
+// Kinds that step T tokens through a block at once (K::block_tokens<T>).
+template <class K>
+constexpr bool kBlocksTokens = requires {
+  K::kStarts;
+  requires K::kStarts;
+};
+
 template <class V, class K>
 void block_step(const typename K::Packed& p, const typename K::Act& a, int64_t b,
                 typename V::F* acc) {
@@ -717,7 +772,11 @@ template <class V, class K, int T>
     for (int k = 0; k < kAccs; ++k) acc[t][k] = V::fload(state + V::kLanes * (t * kAccs + k));
   }
   for (int64_t b = 0; b < nbc; ++b) {
-    for (int t = 0; t < T; ++t) block_step<V, K>(packed[b], a[t], b0 + b, acc[t]);
+    if constexpr (kBlocksTokens<K>) {
+      K::template block_tokens<T>(packed[b], a, b0 + b, acc);
+    } else {
+      for (int t = 0; t < T; ++t) block_step<V, K>(packed[b], a[t], b0 + b, acc[t]);
+    }
   }
   for (int t = 0; t < T; ++t) {
     for (int k = 0; k < kAccs; ++k) V::fstore(state + V::kLanes * (t * kAccs + k), acc[t][k]);

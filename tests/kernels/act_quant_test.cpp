@@ -159,12 +159,13 @@ TEST(ActQuant, SimdConvertersAreBitIdenticalToRef) {
   }
 }
 
-// The Q8_0 converter the matmul uses: blocks, then each block's int32 sum of quants.
+// The Q8_0 converter the matmul uses: blocks, then each block's int32 sum of quants, lane starts
+// and f32 scale.
 TEST(ActQuant, SimdQ8_0WithSumsIsBitIdenticalToRef) {
   if (test::simd_tables().empty()) GTEST_SKIP() << "this CPU runs no SIMD table";
   for (int64_t n : {256, 512, 896, 4864}) {
     const size_t n_blocks = static_cast<size_t>(n / 32);
-    const size_t bytes = q8_0_act_sums_offset(n_blocks) + n_blocks * sizeof(int32_t);
+    const size_t bytes = q8_0_act_row_bytes(n_blocks);
     for (uint32_t seed = 1; seed <= 5; ++seed) {
       const std::vector<float> x = tricky_row(n, seed);
       std::vector<uint8_t> expected(bytes, 0xAB);
@@ -176,6 +177,36 @@ TEST(ActQuant, SimdQ8_0WithSumsIsBitIdenticalToRef) {
         EXPECT_EQ(0, std::memcmp(actual.data(), expected.data(), bytes))
             << t->name << " n=" << n << " seed=" << seed;
       }
+    }
+  }
+}
+
+// The lane starts and f32 scales after the sums mean what kernel_table.h says, in every table.
+TEST(ActQuant, Q8_0RowLaneStartsAndScales) {
+  const int64_t n = 256;
+  const size_t n_blocks = static_cast<size_t>(n / 32);
+  std::vector<float> x = tricky_row(n, 3);
+  for (int i = 0; i < 32; ++i) x[32 + i] = i % 8 < 4 ? 2.5f : -2.5f;  // block 1: quants ±127
+  std::vector<const KernelTable*> tables = test::simd_tables();
+  tables.push_back(&ref_table);
+  for (const KernelTable* t : tables) {
+    std::vector<uint8_t> row(q8_0_act_row_bytes(n_blocks), 0xAB);
+    t->quantize_act_q8_0_sums(x.data(), row.data(), n);
+    for (size_t b = 0; b < n_blocks; ++b) {
+      BlockQ8_0 blk;
+      std::memcpy(&blk, row.data() + b * sizeof(BlockQ8_0), sizeof(blk));
+      for (int l = 0; l < 8; ++l) {
+        const int32_t s = blk.qs[4 * l] + blk.qs[4 * l + 1] + blk.qs[4 * l + 2] + blk.qs[4 * l + 3];
+        int32_t start;
+        std::memcpy(&start, row.data() + q8_0_act_starts_offset(n_blocks) + 4 * (8 * b + l), 4);
+        EXPECT_EQ(start, kQ8_0LaneMagic - 128 * s) << t->name << " block " << b << " lane " << l;
+        if (b == 1) {
+          EXPECT_EQ(s, l % 2 == 0 ? 508 : -508) << t->name << " lane " << l;
+        }
+      }
+      float d;
+      std::memcpy(&d, row.data() + q8_0_act_scales_offset(n_blocks) + 4 * b, 4);
+      EXPECT_EQ(d, fp16_to_fp32(blk.d)) << t->name << " block " << b;
     }
   }
 }

@@ -271,6 +271,43 @@ TEST(Matmul, QuantizedTilesMatchRefOnArbitraryBlockBytes) {
   }
 }
 
+TEST(Matmul, Q8_0TilesAreExactAtTheDotExtremesForEveryTokenCount) {
+  // Q8_0 lanes whose 4-quant dots reach their extremes (weights -128 or 127, activations
+  // quantized to ±127: |Σ w x| up to 65024, which the AVX-512 tile carries as the float
+  // 12582912 + Σ w x) beside random ones, for every token count up to 8 (each remainder of the
+  // tiles' token groups) and 70, on 1 to 3 threads: every table gives the reference's bits.
+  if (simd_tables().empty()) GTEST_SKIP() << "this CPU runs no SIMD table";
+  std::mt19937 rng(77);
+  const int64_t n_in = 128, n_out = 35;
+  for (int64_t n_tokens : {1, 2, 3, 4, 5, 6, 7, 8, 70}) {
+    Problem p = make_problem(GgmlType::kQ8_0, n_in, n_out, n_tokens, 11);
+    std::uniform_int_distribution<int> pick(0, 3);
+    for (size_t blk = 0; blk < p.weights.size() / sizeof(BlockQ8_0); ++blk) {
+      BlockQ8_0 b;
+      std::memcpy(&b, &p.weights[blk * sizeof(BlockQ8_0)], sizeof(b));
+      const int mode = pick(rng);  // 0: all -128, 1: all 127, 2: alternating, 3: as quantized
+      for (int i = 0; i < kQK8_0 && mode != 3; ++i) {
+        b.qs[i] = static_cast<int8_t>(mode == 0 ? -128 : mode == 1 ? 127 : (i % 2 ? -128 : 127));
+      }
+      std::memcpy(&p.weights[blk * sizeof(BlockQ8_0)], &b, sizeof(b));
+    }
+    for (size_t i = 0; i < p.x.size(); ++i) {
+      const int mode = pick(rng);  // ±1 in every block: quants ±127 (amax 1)
+      p.x[i] = mode == 0 ? 1.0f : mode == 1 ? -1.0f : mode == 2 ? (i % 2 ? 1.0f : -1.0f) : p.x[i];
+    }
+    ThreadPool one(1);
+    const std::vector<float> expected = run(ref_table, one, p, p.x.data(), p.n_tokens);
+    for (int threads = 1; threads <= 3; ++threads) {
+      ThreadPool pool(threads);
+      for (const KernelTable* t : simd_tables()) {
+        const std::vector<float> actual = run(*t, pool, p, p.x.data(), p.n_tokens);
+        EXPECT_EQ(0, std::memcmp(actual.data(), expected.data(), expected.size() * sizeof(float)))
+            << t->name << " n_tokens=" << n_tokens << " threads=" << threads;
+      }
+    }
+  }
+}
+
 TEST(Matmul, RefMatchesDequantizedFloatDot) {
   // The reference through the matmul driver (activation conversion included) stays close to
   // the float dot of dequantized weights with the unquantized activations.

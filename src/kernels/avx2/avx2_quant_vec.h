@@ -181,22 +181,21 @@ struct Vec256 {
 #if defined(__AVXVNNI__)
 // AVX2 with AVX-VNNI (avxvnni_table: Intel's cores since Alder Lake, AMD's since Zen 5): a
 // 4-product dot is one vpdpbusd, as on AVX-512 (avx512_quant_vec.h), and Q8_0 takes AVX-512's
-// path: activations in as x + 128, the excess 128 Σw taken off by the start. The int32 sums are
-// exact either way, so the results are Vec256's bit for bit.
+// path: weights in as w + 128, from the activation row's lane starts. The int32 sums are exact
+// either way, so the results are Vec256's bit for bit.
 struct Vec256Vnni : Vec256 {
   static I dot(I acc, I w, I x) { return _mm256_dpbusd_avx_epi32(acc, w, x); }
   static I dot16(I acc, I a, I b) { return _mm256_dpwssd_avx_epi32(acc, a, b); }
   static I dot_scaled(I acc, I w, I x, I sc) {
     return _mm256_dpwssd_avx_epi32(acc, _mm256_maddubs_epi16(w, x), sc);
   }
-  static I q8_start(I w) {
-    const I excess = _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(),
-                                             _mm256_set1_epi8(static_cast<char>(0x80)), w);
-    return _mm256_sub_epi32(_mm256_setzero_si256(), excess);
-  }
-  static I q8_dot(I start, I w, I x) {
-    return _mm256_dpbusd_avx_epi32(
-        start, _mm256_xor_si256(x, _mm256_set1_epi8(static_cast<char>(0x80))), w);
+  // Q8_0 as AVX-512 takes it (avx512_quant_vec.h Vec512::q8_lane): weights + 128, one vpdpbusd
+  // from the activation row's lane start, the int32's bits a float 12582912 + Σ w x.
+  static constexpr bool kQ8LaneStarts = true;
+  static I q8_bias(I w) { return _mm256_xor_si256(w, _mm256_set1_epi8(static_cast<char>(0x80))); }
+  static F q8_lane(const int32_t* start, I w, const int8_t* x) {
+    const I s = _mm256_dpbusd_avx_epi32(_mm256_set1_epi32(*start), w, bcast(x));
+    return _mm256_sub_ps(_mm256_castsi256_ps(s), _mm256_set1_ps(12582912.0f));
   }
 };
 #endif

@@ -101,6 +101,24 @@ void quantize_q8_0(const float* x, BlockQ8_0* blocks, int64_t n, int32_t* sums) 
   }
 }
 
+// The lane starts and f32 scales of a Q8_0 activation row whose blocks are written (as
+// q8_0_act_lanes): 128 · Σ of each 4 quants is one vpdpbusd of 0x80 bytes with them.
+void q8_0_lanes(void* row, int64_t n_blocks) {
+  const auto* blocks = static_cast<const BlockQ8_0*>(row);
+  const size_t n = static_cast<size_t>(n_blocks);
+  auto* bytes = static_cast<uint8_t*>(row);
+  auto* starts = reinterpret_cast<__m256i*>(bytes + q8_0_act_starts_offset(n));  // [n]
+  float* scales = reinterpret_cast<float*>(bytes + q8_0_act_scales_offset(n));   // [n]
+  const __m256i magic = _mm256_set1_epi32(kQ8_0LaneMagic);
+  const __m256i k128 = _mm256_set1_epi8(static_cast<char>(0x80));
+  for (size_t b = 0; b < n; ++b) {
+    const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blocks[b].qs));
+    const __m256i excess = _mm256_dpbusd_epi32(_mm256_setzero_si256(), k128, q);
+    _mm256_storeu_si256(starts + b, _mm256_sub_epi32(magic, excess));
+    scales[b] = _cvtsh_ss(blocks[b].d);
+  }
+}
+
 }  // namespace
 
 void act_q8_0(const float* x, void* y, int64_t n) {
@@ -112,6 +130,7 @@ void act_q8_0_sums(const float* x, void* y, int64_t n) {
   quantize_q8_0(x, static_cast<BlockQ8_0*>(y), n,
                 reinterpret_cast<int32_t*>(static_cast<uint8_t*>(y) +  // [n_blocks]
                                            q8_0_act_sums_offset(n_blocks)));
+  q8_0_lanes(y, n / 32);
 }
 
 void act_q8_1(const float* x, void* y, int64_t n) {

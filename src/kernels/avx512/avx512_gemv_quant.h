@@ -356,12 +356,16 @@ void gemv_k4(int64_t n_in, const uint8_t* w, size_t w_row_bytes, int64_t n_rows,
 
 // The exact integer dots of the dwords of blocks b, b + 1 of one Q8_0 row with the activation's
 // (lane l < 8: elements 4l..4l+3 of block b, lanes 8-15: block b + 1's; zeros there when `two` is
-// false): Σ (w + 128) x from `start` = -128 Σ x per dword (q8_0_start), the signed weights moved
-// to unsigned for vpdpbusd.
+// false) as the tile's lane floats (quant_tile_impl.h KindQ8_0, Vec512::q8_lane): Σ (w + 128) x
+// from `start` = kQ8_0LaneMagic - 128 Σ x per dword (q8_0_start), the signed weights moved to
+// unsigned for vpdpbusd, so each dword's bits are the float 12582912 + Σ w x (q8_0_lane_float).
 inline __m512i q8_0_start(__m512i x) {
   const __m512i excess =
       _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(static_cast<char>(0x80)), x);
-  return _mm512_sub_epi32(_mm512_setzero_si512(), excess);
+  return _mm512_sub_epi32(_mm512_set1_epi32(kQ8_0LaneMagic), excess);
+}
+inline __m512 q8_0_lane_float(__m512i sums) {
+  return _mm512_sub_ps(_mm512_castsi512_ps(sums), _mm512_set1_ps(12582912.0f));
 }
 inline __m512i q8_0_row_sums(const BlockQ8_0* w, int64_t b, bool two, __m512i x, __m512i start) {
   const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].qs));
@@ -517,7 +521,8 @@ void lane_pair_step(const __m512i* partial, const GemvRows& g, int64_t b, bool t
     const __m512 dd = _mm512_mul_ps(d, _mm512_set1_ps(_cvtsh_ss(x[bk].d)));
     for (int l = 0; l < 8; ++l) {
       const int lane = kQ8 ? 2 * k + l / 4 : 2 * (l / 4) + k;
-      acc[l] = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(sums[4 * lane + l % 4]), acc[l]);
+      const __m512i s = sums[4 * lane + l % 4];
+      acc[l] = _mm512_fmadd_ps(dd, kQ8 ? q8_0_lane_float(s) : _mm512_cvtepi32_ps(s), acc[l]);
     }
   }
 }

@@ -156,17 +156,17 @@ struct Vec512 {
   static I dot_scaled(I acc, I w, I x, I sc) {
     return _mm512_dpwssd_epi32(acc, _mm512_maddubs_epi16(w, x), sc);
   }
-  // Signed Q8_0 weights × signed activations, exact per lane: vpdpbusd wants one unsigned
-  // operand, so the activation bytes go in as x + 128 and the excess 128 Σw (over the lane's 4
-  // weights) is taken off by starting from q8_start(w) = -128 Σw.
-  static I q8_start(I w) {
-    const I excess =
-        _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(static_cast<char>(0x80)), w);
-    return _mm512_sub_epi32(_mm512_setzero_si512(), excess);
-  }
-  static I q8_dot(I start, I w, I x) {
-    return _mm512_dpbusd_epi32(start,
-                               _mm512_xor_si512(x, _mm512_set1_epi8(static_cast<char>(0x80))), w);
+  // Signed Q8_0 weights × signed activations (quant_tile_impl.h KindQ8_0), from the activation
+  // row's lane starts (kernel_table.h MatmulTileFn): the weights are stored + 128 as u8
+  // (q8_bias), and one vpdpbusd from the start kQ8_0LaneMagic - 128 Σx adds Σ (w + 128) x, so
+  // the int32 is kQ8_0LaneMagic + Σ w x: as a float, 12582912 + Σ w x exactly (|Σ w x| <= 4 ·
+  // 128 · 127 < 2^22), and the subtraction gives the dot as a float with no vcvtdq2ps (port 0,
+  // which the vpdpbusd already keeps busy).
+  static constexpr bool kQ8LaneStarts = true;
+  static I q8_bias(I w) { return _mm512_xor_si512(w, _mm512_set1_epi8(static_cast<char>(0x80))); }
+  static F q8_lane(const int32_t* start, I w, const int8_t* x) {
+    const I s = _mm512_dpbusd_epi32(_mm512_set1_epi32(*start), w, bcast(x));
+    return _mm512_sub_ps(_mm512_castsi512_ps(s), _mm512_set1_ps(12582912.0f));
   }
 
   static float f16(uint16_t h) { return _cvtsh_ss(h); }

@@ -4,12 +4,31 @@
 #include "kernels/ref/ref_kernels.h"
 #include "quant/act_quant.h"
 #include "quant/blocks.h"
+#include "quant/fp16.h"
 #include "quant/ggml_type.h"
 
 namespace minfer::kernels {
+
+void q8_0_act_lanes(void* row, int64_t n_blocks) {
+  const auto* blocks = static_cast<const BlockQ8_0*>(row);
+  const size_t n = static_cast<size_t>(n_blocks);
+  auto* bytes = static_cast<uint8_t*>(row);
+  int32_t* starts = reinterpret_cast<int32_t*>(bytes + q8_0_act_starts_offset(n));  // [n][8]
+  float* scales = reinterpret_cast<float*>(bytes + q8_0_act_scales_offset(n));      // [n]
+  for (size_t b = 0; b < n; ++b) {
+    for (int l = 0; l < 8; ++l) {
+      int32_t s = 0;
+      for (int i = 4 * l; i < 4 * l + 4; ++i) s += blocks[b].qs[i];
+      starts[8 * b + l] = kQ8_0LaneMagic - 128 * s;
+    }
+    scales[b] = fp16_to_fp32(blocks[b].d);
+  }
+}
+
 namespace {
 
-// The reference Q8_0 activation row: llama.cpp's x86 quantization, then the block sums.
+// The reference Q8_0 activation row: llama.cpp's x86 quantization, then the block sums, lane
+// starts and f32 scales.
 void quantize_act_q8_0_sums(const float* x, void* y, int64_t n) {
   quantize_act_q8_0(x, y, n);
   const auto* blocks = static_cast<const BlockQ8_0*>(y);
@@ -21,6 +40,7 @@ void quantize_act_q8_0_sums(const float* x, void* y, int64_t n) {
     for (int i = 0; i < kQK8_0; ++i) s += blocks[b].qs[i];
     sums[b] = s;
   }
+  q8_0_act_lanes(y, n / kQK8_0);
 }
 
 constexpr int slot(GgmlType type) {
