@@ -128,12 +128,9 @@ void apply_min_p(std::vector<Candidate>& candidates, float min_p) {
   float max_logit = -std::numeric_limits<float>::infinity();
   for (const Candidate& c : candidates) max_logit = std::max(max_logit, c.logit);
   const float threshold = max_logit + std::log(min_p);
-  std::vector<Candidate> kept;
-  kept.reserve(candidates.size());
-  for (const Candidate& c : candidates) {
-    if (c.logit >= threshold) kept.push_back(c);
-  }
-  candidates = std::move(kept);
+  // In place, in order: the vector keeps its capacity (a sampler reuses it for the next
+  // vocabulary-sized list; a new one each token costs fresh pages).
+  std::erase_if(candidates, [&](const Candidate& c) { return !(c.logit >= threshold); });
 }
 
 void apply_temperature(std::vector<Candidate>& candidates, float temperature) {

@@ -85,6 +85,20 @@ TEST(Sampler, MinPDropsTokensBelowAFractionOfTheBest) {
   EXPECT_EQ(ids(c), (std::vector<int32_t>{0, 1}));
 }
 
+// The chain filters its vocabulary-sized list in place: a sampler keeps the list's memory from one
+// token to the next (a new list each token cost ~400 fresh pages per token under the server).
+TEST(Sampler, TheDefaultChainKeepsItsCandidateListBetweenTokens) {
+  const int32_t n_vocab = 4096;
+  std::vector<float> logits(static_cast<size_t>(n_vocab));
+  for (size_t i = 0; i < logits.size(); ++i) logits[i] = static_cast<float>(i % 97) * 0.05f;
+  Sampler s(SamplerParams{}, n_vocab);  // top-k 40, top-p 0.95, min-p 0.05, temperature 0.8
+  for (int token = 0; token < 3; ++token) {
+    s.sample(logits);
+    EXPECT_LE(s.last_candidates().size(), 40u);
+    EXPECT_GE(s.last_candidates().capacity(), static_cast<size_t>(n_vocab));
+  }
+}
+
 TEST(Sampler, TemperatureScalesLogits) {
   auto c = make({2.0f, -4.0f});
   apply_temperature(c, 0.5f);
