@@ -5,7 +5,7 @@
 //
 //   node bench/serve/load.mjs --model M.gguf [--bin build/minfer] [--threads 2]
 //        [--concurrency 1,4,8,16] [--max-tokens 64] [--rounds 2] [--stream 1]
-//        [--ctx-per-seq 1024] [--url http://host:port]
+//        [--ctx-per-seq 1024] [--temperature 0] [--url http://host:port]
 //
 // Without --url it starts `minfer serve` itself (-np = the largest concurrency). Each client sends
 // `rounds` requests one after another (greedy, a distinct short prompt each, exactly max-tokens
@@ -18,7 +18,9 @@
 // the time between two consecutive chunks of text of one stream, over every stream of the level:
 // its max shows a step that stalls every stream (e.g. memory taken all at once). The client runs
 // on the server's machine, so it is kept light (node:http, not fetch). --stream 0 asks for whole
-// replies (no TTFT, decode/stream nor ITL then).
+// replies (no TTFT, decode/stream nor ITL then). --temperature T samples (the server's default
+// top-k / top-p / min-p, seed 1) to set beside `minfer run --temp T`; the length stays exact
+// unless the random model samples an end-of-generation token.
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
@@ -38,6 +40,7 @@ const levels = (args.concurrency || '1,4,8,16').split(',').map(Number);
 const maxTokens = Number(args['max-tokens'] || 64);
 const rounds = Number(args.rounds || 2);
 const stream = (args.stream ?? '1') !== '0';
+const temperature = Number(args.temperature || 0);
 
 async function start() {
   if (args.url) return { url: args.url, stop: async () => {} };
@@ -78,7 +81,8 @@ function post(url, body, onData) {
 
 async function one(url, prompt) {
   const t0 = performance.now();
-  const body = { prompt, max_tokens: maxTokens, temperature: 0, stream,
+  const body = { prompt, max_tokens: maxTokens, temperature, stream,
+    ...(temperature > 0 ? { seed: 1 } : {}),
     ...(stream ? { stream_options: { include_usage: true } } : {}) };
   let buffer = '';
   if (!stream) {

@@ -35,6 +35,12 @@ void apply_logit_bias(std::vector<Candidate>& candidates,
 void apply_penalties(std::vector<Candidate>& candidates, std::span<const int32_t> recent,
                      float repeat_penalty, float frequency_penalty, float presence_penalty);
 void apply_top_k(std::vector<Candidate>& candidates, int32_t k);
+// apply_top_k of the whole row of logits (id = index) without a candidate for every token: fills
+// `out` with the tokens at or above the lowest of the maxima of k equal slices of the row (the k
+// slices hold k tokens at least that high, so the k-th highest is too), then keeps the top k of
+// them, sorted. False (`out` empty) where k is off or ≥ the row, or a logit is NaN (the full list
+// orders those).
+bool top_k_of_row(std::span<const float> logits, int32_t k, std::vector<Candidate>& out);
 void apply_top_p(std::vector<Candidate>& candidates, float p);
 // Keeps candidates whose probability is at least min_p times the most likely one's.
 void apply_min_p(std::vector<Candidate>& candidates, float min_p);
@@ -116,7 +122,9 @@ class Sampler {
   // through logit bias, penalties and the chain, with their probabilities (greedy: the argmax
   // alone, probability 1).
   void run_distribution(std::span<const float> logits, std::span<const uint8_t> allowed);
-  // Greedy with nothing that changes a logit (no mask, logit bias nor active penalty).
+  // Nothing changes a logit: no mask, logit bias nor active penalty.
+  bool logits_kept(std::span<const uint8_t> allowed) const;
+  // Greedy with logits_kept.
   bool plain_greedy(std::span<const uint8_t> allowed) const;
   // run_distribution, then the chosen id.
   int32_t run_chain(std::span<const float> logits, std::span<const uint8_t> allowed);

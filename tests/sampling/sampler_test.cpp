@@ -61,6 +61,58 @@ TEST(Sampler, TopKKeepsTheKHighestSorted) {
   EXPECT_EQ(all.size(), 2u);
 }
 
+// Top-k off the row keeps what top-k of the whole list keeps, in the same order: ties (broken by
+// the lower id), infinities, signed zeros, slices of unequal length, k from 1 to n - 1.
+TEST(Sampler, TopKOffTheRowIsTopKOfTheWholeList) {
+  std::mt19937 rng(7);
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> values = {-inf, -1.0f, -0.0f, 0.0f, 0.5f, 2.0f, inf};
+  for (size_t n : {2u, 3u, 41u, 97u, 1000u}) {
+    for (int round = 0; round < 4; ++round) {
+      std::vector<float> logits(n);
+      for (float& x : logits) {
+        x = round == 0 ? std::uniform_real_distribution<float>(-5.0f, 5.0f)(rng)
+                       : values[std::uniform_int_distribution<size_t>(0, round)(rng)];
+      }
+      for (size_t k : {size_t{1}, size_t{2}, size_t{40}, n - 1}) {
+        if (k >= n) continue;
+        std::vector<Candidate> whole = make(logits);
+        apply_top_k(whole, static_cast<int32_t>(k));
+        std::vector<Candidate> off_row;
+        ASSERT_TRUE(top_k_of_row(logits, static_cast<int32_t>(k), off_row));
+        ASSERT_EQ(ids(off_row), ids(whole)) << "n " << n << " k " << k << " round " << round;
+      }
+    }
+  }
+  std::vector<Candidate> out;
+  EXPECT_FALSE(top_k_of_row(std::vector<float>{1.0f, std::nanf(""), 0.0f}, 1, out));
+  EXPECT_FALSE(top_k_of_row(std::vector<float>{1.0f, 2.0f}, 2, out));
+  EXPECT_FALSE(top_k_of_row(std::vector<float>{1.0f, 2.0f}, 0, out));
+  EXPECT_TRUE(out.empty());
+}
+
+// A sampler whose logit bias of 0 sends it through the whole list draws what the default chain
+// draws off the row, with the same distribution.
+TEST(Sampler, TheChainOffTheRowDrawsWhatTheWholeListDraws) {
+  const int32_t n_vocab = 3000;
+  std::mt19937 rng(11);
+  std::vector<float> logits(static_cast<size_t>(n_vocab));
+  SamplerParams defaults;  // top-k 40, top-p 0.95, min-p 0.05, temperature 0.8
+  defaults.seed = 42;
+  SamplerParams biased = defaults;
+  biased.logit_bias = {{5, 0.0f}};
+  Sampler row(defaults, n_vocab);
+  Sampler whole(biased, n_vocab);
+  for (int token = 0; token < 50; ++token) {
+    for (float& x : logits) x = std::round(std::normal_distribution<float>(0.0f, 3.0f)(rng) * 4.0f);
+    ASSERT_EQ(row.sample(logits), whole.sample(logits));
+    const std::vector<Candidate>& a = row.last_candidates();
+    const std::vector<Candidate>& b = whole.last_candidates();
+    ASSERT_EQ(ids(a), ids(b));
+    for (size_t i = 0; i < a.size(); ++i) ASSERT_EQ(a[i].p, b[i].p);
+  }
+}
+
 TEST(Sampler, SoftmaxSubtractsTheMaxAndSumsToOne) {
   auto c = make({1000.0f, 1000.0f, -1000.0f});  // would overflow without the max subtracted
   softmax_candidates(c);
@@ -83,6 +135,20 @@ TEST(Sampler, MinPDropsTokensBelowAFractionOfTheBest) {
   auto c = make({std::log(0.6f), std::log(0.3f), std::log(0.05f), std::log(0.05f)});
   apply_min_p(c, 0.1f);  // threshold 0.06
   EXPECT_EQ(ids(c), (std::vector<int32_t>{0, 1}));
+}
+
+// The chain filters its vocabulary-sized list in place: a sampler keeps the list's memory from one
+// token to the next (a new list each token cost ~400 fresh pages per token under the server).
+TEST(Sampler, TheDefaultChainKeepsItsCandidateListBetweenTokens) {
+  const int32_t n_vocab = 4096;
+  std::vector<float> logits(static_cast<size_t>(n_vocab));
+  for (size_t i = 0; i < logits.size(); ++i) logits[i] = static_cast<float>(i % 97) * 0.05f;
+  Sampler s(SamplerParams{}, n_vocab);  // top-k 40, top-p 0.95, min-p 0.05, temperature 0.8
+  for (int token = 0; token < 3; ++token) {
+    s.sample(logits);
+    EXPECT_LE(s.last_candidates().size(), 40u);
+    EXPECT_GE(s.last_candidates().capacity(), static_cast<size_t>(n_vocab));
+  }
 }
 
 TEST(Sampler, TemperatureScalesLogits) {
