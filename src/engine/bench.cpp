@@ -153,6 +153,8 @@ std::string file_type_name(int64_t file_type) {
       return "Q6_K";
     case 32:
       return "BF16";
+    case 38:
+      return "MXFP4 MoE";
     default:
       return "unknown, may not work";
   }

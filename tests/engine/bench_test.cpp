@@ -67,6 +67,13 @@ TEST(Bench, JsonHasLlamaBenchFields) {
   EXPECT_NE(r.err.find("bench: 100%"), std::string::npos) << r.err;
 }
 
+// llama-bench's names of the file types (general.file_type), gpt-oss's MXFP4 mix among them.
+TEST(Bench, FileTypesAreNamedAsLlamaBenchNamesThem) {
+  EXPECT_EQ(engine::file_type_name(15), "Q4_K - Medium");
+  EXPECT_EQ(engine::file_type_name(38), "MXFP4 MoE");
+  EXPECT_EQ(engine::file_type_name(99), "unknown, may not work");
+}
+
 TEST(Bench, MarkdownTable) {
   test::TempDir dir;
   const std::string path = make_test_model(dir, "llama", "f32");
