@@ -362,16 +362,12 @@ void attend_piece(const kernels::KernelTable& table, const KvCache& cache, const
   }
 }
 
-// 1 / the row's softmax denominator, times the factor its accumulator needs: 1 / sum; with a
-// sink s (AttentionArgs::sinks) e^(s - m) joins the sum, m = max(row max, s), and the sum and
-// the accumulator (kept relative to the row max) are rescaled to m.
+// 1 / the row's softmax denominator: 1 / sum; with a sink s (AttentionArgs::sinks) e^(s - m)
+// joins the sum. The row max m already took the sink in (start_rows), so nothing is rescaled.
 double row_factor(const RowState& row, const float* sink) {
   if (sink == nullptr) return 1.0 / row.sum;
-  const float m = std::max(row.max_score, *sink);
-  const double rescale = row.sum == 0.0 ? 0.0 : std::exp(static_cast<double>(row.max_score - m));
   // The sink's term as llama.cpp adds it: a float e^x, summed in double.
-  const double sum = row.sum * rescale + static_cast<double>(std::exp(*sink - m));
-  return rescale / sum;
+  return 1.0 / (row.sum + static_cast<double>(std::exp(*sink - row.max_score)));
 }
 
 // The tile's output rows: each accumulator over its sum (with the head's sink, if any).
