@@ -283,6 +283,19 @@ Status add_reranker_head(const MakeModelOptions& o, const ModelConfig& c, GgufWr
   return Status::ok();
 }
 
+// A per-token array of n_real entries (kv) written to meta grown to n with `fill`.
+template <typename T>
+Status pad_token_array(const GgufKeyValue& kv, size_t n_real, size_t n, T fill, GgufWriter& meta) {
+  std::vector<T> values = kv.value.array_as<T>().value_or(std::vector<T>{});
+  if (values.size() != n_real) {
+    return make_error(ErrorCode::kInvalidArgument, "[make-model] {} has {} entries for {} tokens",
+                      kv.key, values.size(), n_real);
+  }
+  values.resize(n, fill);
+  meta.set(kv.key, GgufValue::array(values));
+  return Status::ok();
+}
+
 // The tokenizer.* keys of `other`, its vocabulary padded to `n_rows` with unused "[PADn]"
 // tokens when it has fewer (as Hugging Face conversions pad Qwen's 151,643 tokens to the
 // model's 151,936 rows), so a preset keeps its real embedding and output rows (Qwen3.5's
@@ -302,23 +315,10 @@ Result<int64_t> copy_tokenizer(const GgufFile& other, int64_t n_rows, GgufWriter
   // The per-token arrays grow with it: unused tokens (type 5), score 0.
   for (const GgufKeyValue& kv : other.metadata()) {
     if (kv.key == "tokenizer.ggml.token_type") {
-      std::vector<int32_t> types = kv.value.array_as<int32_t>().value_or(std::vector<int32_t>{});
-      if (types.size() != n_real) {
-        return make_error(ErrorCode::kInvalidArgument,
-                          "[make-model] tokenizer.ggml.token_type has {} entries for {} tokens",
-                          types.size(), n_real);
-      }
-      types.resize(n, static_cast<int32_t>(tokenizer::TokenType::kUnused));
-      meta.set(kv.key, GgufValue::array(types));
+      MINFER_RETURN_IF_ERROR(pad_token_array(
+          kv, n_real, n, static_cast<int32_t>(tokenizer::TokenType::kUnused), meta));
     } else if (kv.key == "tokenizer.ggml.scores") {
-      std::vector<float> scores = kv.value.array_as<float>().value_or(std::vector<float>{});
-      if (scores.size() != n_real) {
-        return make_error(ErrorCode::kInvalidArgument,
-                          "[make-model] tokenizer.ggml.scores has {} entries for {} tokens",
-                          scores.size(), n_real);
-      }
-      scores.resize(n, 0.0f);
-      meta.set(kv.key, GgufValue::array(scores));
+      MINFER_RETURN_IF_ERROR(pad_token_array(kv, n_real, n, 0.0f, meta));
     }
   }
   return static_cast<int64_t>(n);
