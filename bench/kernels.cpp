@@ -282,8 +282,8 @@ void register_layout_pairs() {
       {1536, 1536}, {1536, 256},  {1536, 8960}, {8960, 1536}, {1536, 151936}};
   for (const char* kind : {"GemvLayout", "GemvHotLayout", "GemmLayout"}) {
     const bool hot = std::string(kind) == "GemvHotLayout";
-    for (GgmlType type : {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ5_0, GgmlType::kQ4_K,
-                          GgmlType::kQ5_K, GgmlType::kQ6_K}) {
+    for (GgmlType type : {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ5_0, GgmlType::kMXFP4,
+                          GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K}) {
       const bool k_quant = quant_traits(type)->block_size == kQKK;
       for (Isa isa : {Isa::kAvx512, Isa::kAvxVnni, Isa::kAvx2}) {
         for (auto [n_in, n_out] : k_quant ? k_shapes : shapes) {

@@ -10,21 +10,25 @@ namespace {
 // Where one block's parts sit in a GGUF block and in its x16 block pair.
 struct BlockParts {
   size_t block_bytes = 0;
-  size_t qh_offset = 0;  // in the GGUF block; 0: none
-  size_t qs_offset = 0;  // in the GGUF block
-  int n_dwords = 0;      // dwords of quants per row
+  size_t scale_bytes = 0;  // the scale's, first in the GGUF block: f16 d, or MXFP4's e8m0 e
+  size_t qh_offset = 0;    // in the GGUF block; 0: none
+  size_t qs_offset = 0;    // in the GGUF block
+  int n_dwords = 0;        // dwords of quants per row
 };
 
 bool parts_of(GgmlType type, BlockParts& p) {
   switch (type) {
     case GgmlType::kQ8_0:
-      p = {sizeof(BlockQ8_0), 0, offsetof(BlockQ8_0, qs), 8};
+      p = {sizeof(BlockQ8_0), 2, 0, offsetof(BlockQ8_0, qs), 8};
       return true;
     case GgmlType::kQ4_0:
-      p = {sizeof(BlockQ4_0), 0, offsetof(BlockQ4_0, qs), 4};
+      p = {sizeof(BlockQ4_0), 2, 0, offsetof(BlockQ4_0, qs), 4};
       return true;
     case GgmlType::kQ5_0:
-      p = {sizeof(BlockQ5_0), offsetof(BlockQ5_0, qh), offsetof(BlockQ5_0, qs), 4};
+      p = {sizeof(BlockQ5_0), 2, offsetof(BlockQ5_0, qh), offsetof(BlockQ5_0, qs), 4};
+      return true;
+    case GgmlType::kMXFP4:
+      p = {sizeof(BlockMxfp4), 1, 0, offsetof(BlockMxfp4, qs), 4};
       return true;
     default:
       return false;
@@ -35,10 +39,10 @@ bool parts_of(GgmlType type, BlockParts& p) {
 // dword j (see interleave.h).
 struct PairOffsets {
   const BlockParts& p;
-  size_t d(int k, int r) const { return static_cast<size_t>(k * 16 + r) * 2; }
-  size_t qh(int k, int r) const { return 64 + static_cast<size_t>(k * 16 + r) * 4; }
+  size_t d(int k, int r) const { return static_cast<size_t>(k * 16 + r) * p.scale_bytes; }
+  size_t qh(int k, int r) const { return 32 * p.scale_bytes + static_cast<size_t>(k * 16 + r) * 4; }
   size_t qs(int k, int j, int r) const {
-    const size_t base = p.qh_offset != 0 ? 192 : 64;
+    const size_t base = 32 * p.scale_bytes + (p.qh_offset != 0 ? 128 : 0);
     return base + static_cast<size_t>((k * p.n_dwords + j) * 16 + r) * 4;
   }
 };
@@ -67,7 +71,7 @@ void move_block(const BlockParts& p, uint8_t* gguf, uint8_t* pair, int k, int r,
       std::memcpy(gguf + gguf_off, pair + pair_off, n);
     }
   };
-  move(0, o.d(k, r), 2);
+  move(0, o.d(k, r), p.scale_bytes);
   if (p.qh_offset != 0) {
     uint32_t qh = 0;
     if (to_pair) {

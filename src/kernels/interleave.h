@@ -1,20 +1,21 @@
-// Row-interleaved weight layout ("x16") for Q8_0, Q4_0, Q5_0, Q4_K, Q5_K and Q6_K matrices: the
-// blocks of 16 rows stored side by side so that one 64-byte load holds 4 quants of each of the 16
-// rows, already in the lanes-are-rows order of the SIMD tiles (quant_tile_impl.h), with no
+// Row-interleaved weight layout ("x16") for Q8_0, Q4_0, Q5_0, MXFP4, Q4_K, Q5_K and Q6_K matrices:
+// the blocks of 16 rows stored side by side so that one 64-byte load holds 4 quants of each of the
+// 16 rows, already in the lanes-are-rows order of the SIMD tiles (quant_tile_impl.h), with no
 // per-block transpose or gather at run time. Weights are repacked once at load (models/repack.h);
 // the bytes are the same in number as the GGUF layout's, only their order differs.
 //
 // Layout of a matrix: row groups of 16 rows, each 16 · row_bytes bytes, in row order. A group is
 // a run of block pairs (blocks 2p and 2p + 1 of all 16 rows, 32 · sizeof(Block) bytes):
-//   d:  [2][16] f16           the scales of block 2p + k of row r at (k · 16 + r) · 2
+//   d:  [2][16] f16           the scales of block 2p + k of row r at (k · 16 + r) · 2 (MXFP4:
+//                             [2][16] e8m0 bytes, at k · 16 + r)
 //   qh: [2][16] uint32        Q5_0 only: each row's fifth bits in plane order, element e's at
 //                             bit 8 (e % 4) + e / 4, so that byte b holds those of elements
 //                             b, 4 + b, .. 28 + b: the quant dword j's fifth bits (elements 4j..
 //                             4j + 3, the low nibbles; 16 + 4j.. the high) are bit j (4 + j)
 //                             of its 4 bytes, one shift and mask away
 //   qs: [2][n_dwords][16][4]  dword j of row r's quants (bytes 4j..4j+3 of BlockX::qs)
-// n_dwords is 8 for Q8_0 (32 int8), 4 for Q4_0 / Q5_0 (16 bytes of nibbles). A matrix can be
-// interleaved when its rows are a multiple of 16 and its blocks per row even (every Qwen2.5 /
+// n_dwords is 8 for Q8_0 (32 int8), 4 for Q4_0 / Q5_0 / MXFP4 (16 bytes of nibbles). A matrix can
+// be interleaved when its rows are a multiple of 16 and its blocks per row even (every Qwen2.5 /
 // Qwen3 matrix); the matmul tiles of this layout require exactly that.
 //
 // Q4_K, Q5_K and Q6_K: a group is a run of x16 blocks (block b of all 16 rows, 16 ·

@@ -329,14 +329,17 @@ struct KindMxfp4 {
     const size_t off = static_cast<size_t>(b) * sizeof(BlockMxfp4);
     split_nibbles<V>(g, off + offsetof(BlockMxfp4, qs), p.q);
     for (typename V::I& q : p.q) q = V::lookup16(kMxfp4Unsigned, q);
-    // 2^(e - 128) exactly, as the product of the normal floats 2^(a - 64) and 2^(e - a - 64)
-    // (a = e / 2; exponent fields 63..191), which also gives e < 2 its subnormal.
-    const typename V::I e = V::and_(V::gather_u32(g, off + offsetof(BlockMxfp4, e)), V::set1(0xff));
+    p.d = scale_of(V::and_(V::gather_u32(g, off + offsetof(BlockMxfp4, e)), V::set1(0xff)));
+  }
+  // 2^(e - 128) of each lane's exponent e (0..255) exactly, as the product of the normal floats
+  // 2^(a - 64) and 2^(e - a - 64) (a = e / 2; exponent fields 63..191), which also gives e < 2
+  // its subnormal.
+  static typename V::F scale_of(typename V::I e) {
     const typename V::I a = V::srli32(e, 1);
     const typename V::I bias = V::set1(63);
     const typename V::F lo = V::as_float(V::slli32(V::add(a, bias), 23));
     const typename V::F hi = V::as_float(V::slli32(V::add(V::sub(e, a), bias), 23));
-    p.d = V::fmul(lo, hi);
+    return V::fmul(lo, hi);
   }
   // ref vec_dot_mxfp4_q8_0: fma(sumi, 2^(e - 128) d_x, acc).
   static typename V::F block(const Packed& p, const Act& a, int64_t b, typename V::F acc) {

@@ -36,6 +36,7 @@ auto kind_of() {
   if constexpr (std::is_same_v<Block, BlockQ8_0>) return qt::KindQ8_0<V>{};
   if constexpr (std::is_same_v<Block, BlockQ4_0>) return qt::KindQ4_0<V>{};
   if constexpr (std::is_same_v<Block, BlockQ5_0>) return qt::KindQ5_0<V>{};
+  if constexpr (std::is_same_v<Block, BlockMxfp4>) return qt::KindMxfp4<V>{};
   if constexpr (std::is_same_v<Block, BlockQ4K>) return qt::KindQ4K<V>{};
   if constexpr (std::is_same_v<Block, BlockQ5K>) return qt::KindQ5K<V>{};
   if constexpr (std::is_same_v<Block, BlockQ6K>) return qt::KindQ6K<V>{};
@@ -53,6 +54,13 @@ template <class Block>
 constexpr size_t kUnitBytes = (kIsK<Block> ? 16 : 32) * sizeof(Block);
 template <class Block>
 constexpr int64_t kUnitBlocks = kIsK<Block> ? 1 : 2;
+
+// A 32-element type's block pair (interleave.h): the 32 scales (f16, MXFP4's e8m0 bytes), then
+// Q5_0's fifth bits, then the quants from kQsOffset.
+template <class Block>
+constexpr size_t kScaleBytes = std::is_same_v<Block, BlockMxfp4> ? 1 : 2;
+template <class Block>
+constexpr size_t kQsOffset = 32 * kScaleBytes<Block> + (std::is_same_v<Block, BlockQ5_0> ? 128 : 0);
 
 template <class V>
 constexpr int kHalves = static_cast<int>(kInterleaveRows) / V::kLanes;

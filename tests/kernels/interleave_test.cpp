@@ -1,6 +1,7 @@
 // The x16 row-interleaved layout (kernels/interleave.h): the repack round-trips, and every table
 // (its x16 tiles, or matmul's fallback without them) gives the reference tiles' bits on the GGUF
 // layout, for 1 to 70 tokens, odd numbers of row groups and 1, 2 and 3 threads.
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -8,12 +9,13 @@
 #include "kernel_test_util.h"
 #include "kernels/interleave.h"
 #include "kernels/matmul.h"
+#include "quant/blocks.h"
 #include "quant/quant_traits.h"
 
 namespace minfer::kernels {
 namespace {
 
-const GgmlType kTypes[] = {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ5_0,
+const GgmlType kTypes[] = {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ5_0, GgmlType::kMXFP4,
                            GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K};
 
 bool is_k_quant(GgmlType type) {
@@ -54,6 +56,12 @@ Matrix make_matrix(GgmlType type, int64_t n_in, int64_t n_out, uint32_t seed) {
   for (int64_t r = 0; r < n_out; ++r) {
     quantize_row(type, w.data() + r * n_in, m.gguf.data() + r * m.row_bytes, n_in);
   }
+  if (type == GgmlType::kMXFP4) {
+    // Exponents from 0 (a subnormal scale) to 2^61, not only those of values near 1.
+    for (size_t b = 0; b < m.gguf.size() / sizeof(BlockMxfp4); ++b) {
+      m.gguf[b * sizeof(BlockMxfp4) + offsetof(BlockMxfp4, e)] = static_cast<uint8_t>(b * 37 % 190);
+    }
+  }
   m.x16.assign(m.gguf.size(), 0);
   interleave_rows(type, m.gguf.data(), n_in, 0, n_out, m.x16.data());
   return m;
@@ -72,8 +80,9 @@ std::vector<float> run(const KernelTable& table, ThreadPool& pool, const Matrix&
 TEST(Interleave, ShapesThatCanTakeTheLayout) {
   EXPECT_TRUE(can_interleave(GgmlType::kQ8_0, 896, 896));
   EXPECT_TRUE(can_interleave(GgmlType::kQ5_0, 151936, 896));
-  EXPECT_FALSE(can_interleave(GgmlType::kQ8_0, 24, 896));  // rows not a multiple of 16
-  EXPECT_FALSE(can_interleave(GgmlType::kQ4_0, 32, 96));   // odd blocks per row
+  EXPECT_TRUE(can_interleave(GgmlType::kMXFP4, 2880, 2880));  // a gpt-oss-20b expert
+  EXPECT_FALSE(can_interleave(GgmlType::kQ8_0, 24, 896));     // rows not a multiple of 16
+  EXPECT_FALSE(can_interleave(GgmlType::kQ4_0, 32, 96));      // odd blocks per row
   EXPECT_TRUE(can_interleave(GgmlType::kQ4_K, 151936, 1024));
   EXPECT_TRUE(can_interleave(GgmlType::kQ6_K, 1536, 8960));
   EXPECT_FALSE(can_interleave(GgmlType::kQ4_K, 32, 896));   // not whole super-blocks

@@ -27,10 +27,11 @@ MINFER_DECLARE_X16_TILE
 #define MINFER_INSTANTIATE_X16_TILE(Block)                                                         \
   template void matmul_tile_x16<Block>(int64_t, const void*, size_t, int64_t, const void*, size_t, \
                                        int64_t, float*, int64_t);
-#define MINFER_INSTANTIATE_X16_TILES     \
-  MINFER_INSTANTIATE_X16_TILE(BlockQ8_0) \
-  MINFER_INSTANTIATE_X16_TILE(BlockQ4_0) \
-  MINFER_INSTANTIATE_X16_TILE(BlockQ5_0) \
-  MINFER_INSTANTIATE_X16_TILE(BlockQ4K)  \
-  MINFER_INSTANTIATE_X16_TILE(BlockQ5K)  \
+#define MINFER_INSTANTIATE_X16_TILES      \
+  MINFER_INSTANTIATE_X16_TILE(BlockQ8_0)  \
+  MINFER_INSTANTIATE_X16_TILE(BlockQ4_0)  \
+  MINFER_INSTANTIATE_X16_TILE(BlockQ5_0)  \
+  MINFER_INSTANTIATE_X16_TILE(BlockMxfp4) \
+  MINFER_INSTANTIATE_X16_TILE(BlockQ4K)   \
+  MINFER_INSTANTIATE_X16_TILE(BlockQ5K)   \
   MINFER_INSTANTIATE_X16_TILE(BlockQ6K)

@@ -17,6 +17,7 @@ constexpr KernelTable with_x86_kernels(KernelTable t) {
   t.matmul_tile_x16[static_cast<int>(GgmlType::kQ8_0)] = avx2::matmul_tile_x16<BlockQ8_0>;
   t.matmul_tile_x16[static_cast<int>(GgmlType::kQ4_0)] = avx2::matmul_tile_x16<BlockQ4_0>;
   t.matmul_tile_x16[static_cast<int>(GgmlType::kQ5_0)] = avx2::matmul_tile_x16<BlockQ5_0>;
+  t.matmul_tile_x16[static_cast<int>(GgmlType::kMXFP4)] = avx2::matmul_tile_x16<BlockMxfp4>;
   t.matmul_tile_x16[static_cast<int>(GgmlType::kQ4_K)] = avx2::matmul_tile_x16<BlockQ4K>;
   t.matmul_tile_x16[static_cast<int>(GgmlType::kQ5_K)] = avx2::matmul_tile_x16<BlockQ5K>;
   t.matmul_tile_x16[static_cast<int>(GgmlType::kQ6_K)] = avx2::matmul_tile_x16<BlockQ6K>;
@@ -40,6 +41,7 @@ constexpr KernelTable with_vnni_tiles(KernelTable t) {
   t.matmul_tile_x16[slot(GgmlType::kQ8_0)] = avxvnni::matmul_tile_x16<BlockQ8_0>;
   t.matmul_tile_x16[slot(GgmlType::kQ4_0)] = avxvnni::matmul_tile_x16<BlockQ4_0>;
   t.matmul_tile_x16[slot(GgmlType::kQ5_0)] = avxvnni::matmul_tile_x16<BlockQ5_0>;
+  t.matmul_tile_x16[slot(GgmlType::kMXFP4)] = avxvnni::matmul_tile_x16<BlockMxfp4>;
   t.matmul_tile_x16[slot(GgmlType::kQ4_K)] = avxvnni::matmul_tile_x16<BlockQ4K>;
   t.matmul_tile_x16[slot(GgmlType::kQ5_K)] = avxvnni::matmul_tile_x16<BlockQ5K>;
   t.matmul_tile_x16[slot(GgmlType::kQ6_K)] = avxvnni::matmul_tile_x16<BlockQ6K>;

@@ -36,18 +36,27 @@ inline __m256 load_f16(const uint8_t* p) {
 template <class V, class Block, class Packed>
 void unpack_x16(const uint8_t* pair, int k, int h, Packed& p) {
   const auto load = [&](size_t off) { return load32(pair + off + 32 * static_cast<size_t>(h)); };
-  p.d = load_f16(pair + 32 * k + 16 * h);
+  constexpr bool kMxfp4 = std::is_same_v<Block, BlockMxfp4>;
+  if constexpr (kMxfp4) {
+    const __m128i e = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(pair + 16 * k + 8 * h));
+    p.d = quant_tile::KindMxfp4<V>::scale_of(_mm256_cvtepu8_epi32(e));
+  } else {
+    p.d = load_f16(pair + 32 * k + 16 * h);
+  }
   if constexpr (std::is_same_v<Block, BlockQ8_0>) {
     for (int j = 0; j < 8; ++j) p.q[j] = load(64 + 512 * k + 64 * j);
     quant_tile::KindQ8_0<V>::complete(p);
   } else {
     constexpr bool kQ5 = std::is_same_v<Block, BlockQ5_0>;
-    constexpr size_t kQs = kQ5 ? 192 : 64;
+    constexpr size_t kQs = x16_tile::kQsOffset<Block>;
     const __m256i low4 = _mm256_set1_epi8(0x0f);
     for (int j = 0; j < 4; ++j) {
       const __m256i t = load(kQs + 256 * k + 64 * j);
       p.q[j] = _mm256_and_si256(t, low4);
       p.q[4 + j] = _mm256_and_si256(_mm256_srli_epi16(t, 4), low4);
+    }
+    if constexpr (kMxfp4) {
+      for (__m256i& q : p.q) q = V::lookup16(quant_tile::kMxfp4Unsigned, q);
     }
     if constexpr (kQ5) {
       const __m256i qh = load(64 + 64 * k);

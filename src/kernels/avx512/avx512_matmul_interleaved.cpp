@@ -1,9 +1,9 @@
-// AVX-512 VNNI matmul tiles for Q8_0 / Q4_0 / Q5_0 weights in the x16 row-interleaved layout
-// (kernels/interleave.h). The layout holds each block already as the tiles' packed form
+// AVX-512 VNNI matmul tiles for Q8_0 / Q4_0 / Q5_0 / MXFP4 weights in the x16 row-interleaved
+// layout (kernels/interleave.h). The layout holds each block already as the tiles' packed form
 // (quant_tile_impl.h: lanes = rows, 4 quants per dword), so a block is unpacked with plain
-// 64-byte loads (Q4_0 / Q5_0: a nibble split, and Q5_0's fifth bits) and the tiles' own block
-// steps do the arithmetic (the loops, shared with AVX2: x16_tile_impl.h): every (row, token)
-// result is the reference's, bit for bit.
+// 64-byte loads (Q4_0 / Q5_0 / MXFP4: a nibble split, and Q5_0's fifth bits or MXFP4's table) and
+// the tiles' own block steps do the arithmetic (the loops, shared with AVX2: x16_tile_impl.h):
+// every (row, token) result is the reference's, bit for bit.
 
 // GCC 12 reports the _mm512_undefined_*() placeholders inside its own intrinsic headers as
 // uninitialized (a false positive of its inliner); the warning says nothing about this code.
@@ -39,18 +39,27 @@ using V = Vec512;
 template <class Block, class Packed>
 void unpack_x16(const uint8_t* pair, int k, Packed& p) {
   const auto load = [&](size_t off) { return _mm512_loadu_si512(pair + off); };
-  p.d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(pair + 32 * k)));
+  constexpr bool kMxfp4 = std::is_same_v<Block, BlockMxfp4>;
+  if constexpr (kMxfp4) {
+    const __m128i e = _mm_loadu_si128(reinterpret_cast<const __m128i*>(pair + 16 * k));
+    p.d = qt::KindMxfp4<V>::scale_of(_mm512_cvtepu8_epi32(e));
+  } else {
+    p.d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(pair + 32 * k)));
+  }
   if constexpr (std::is_same_v<Block, BlockQ8_0>) {
     for (int j = 0; j < 8; ++j) p.q[j] = load(64 + 512 * k + 64 * j);
     qt::KindQ8_0<V>::complete(p);
   } else {
     constexpr bool kQ5 = std::is_same_v<Block, BlockQ5_0>;
-    constexpr size_t kQs = kQ5 ? 192 : 64;
+    constexpr size_t kQs = x16_tile::kQsOffset<Block>;
     const __m512i low4 = _mm512_set1_epi8(0x0f);
     for (int j = 0; j < 4; ++j) {
       const __m512i t = load(kQs + 256 * k + 64 * j);
       p.q[j] = _mm512_and_si512(t, low4);
       p.q[4 + j] = _mm512_and_si512(_mm512_srli_epi16(t, 4), low4);
+    }
+    if constexpr (kMxfp4) {
+      for (__m512i& q : p.q) q = V::lookup16(qt::kMxfp4Unsigned, q);
     }
     if constexpr (kQ5) {
       const __m512i qh = load(64 + 64 * k);
@@ -115,6 +124,8 @@ template void matmul_tile_x16<BlockQ4_0>(int64_t, const void*, size_t, int64_t, 
                                          int64_t, float*, int64_t);
 template void matmul_tile_x16<BlockQ5_0>(int64_t, const void*, size_t, int64_t, const void*, size_t,
                                          int64_t, float*, int64_t);
+template void matmul_tile_x16<BlockMxfp4>(int64_t, const void*, size_t, int64_t, const void*,
+                                          size_t, int64_t, float*, int64_t);
 template void matmul_tile_x16<BlockQ4K>(int64_t, const void*, size_t, int64_t, const void*, size_t,
                                         int64_t, float*, int64_t);
 template void matmul_tile_x16<BlockQ5K>(int64_t, const void*, size_t, int64_t, const void*, size_t,

@@ -16,6 +16,7 @@ constexpr KernelTable with_x86_kernels(KernelTable t) {
   t.matmul_tile_x16[static_cast<int>(GgmlType::kQ8_0)] = avx512::matmul_tile_x16<BlockQ8_0>;
   t.matmul_tile_x16[static_cast<int>(GgmlType::kQ4_0)] = avx512::matmul_tile_x16<BlockQ4_0>;
   t.matmul_tile_x16[static_cast<int>(GgmlType::kQ5_0)] = avx512::matmul_tile_x16<BlockQ5_0>;
+  t.matmul_tile_x16[static_cast<int>(GgmlType::kMXFP4)] = avx512::matmul_tile_x16<BlockMxfp4>;
   t.matmul_tile_x16[static_cast<int>(GgmlType::kQ4_K)] = avx512::matmul_tile_x16<BlockQ4K>;
   t.matmul_tile_x16[static_cast<int>(GgmlType::kQ5_K)] = avx512::matmul_tile_x16<BlockQ5K>;
   t.matmul_tile_x16[static_cast<int>(GgmlType::kQ6_K)] = avx512::matmul_tile_x16<BlockQ6K>;
