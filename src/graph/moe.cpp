@@ -14,7 +14,7 @@ namespace {
 
 kernels::MatmulWeights expert_matrix(const WeightTensor& w, int64_t e) {
   const WeightTensor m = w.matrix(e);
-  return {m.type, m.data, m.n_rows, m.n_cols};
+  return {m.type, m.data, m.n_rows, m.n_cols, m.layout};
 }
 
 template <typename T>

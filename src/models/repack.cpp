@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "kernels/interleave.h"
@@ -24,20 +25,31 @@ struct RepackJob {
   size_t bytes = 0;
 };
 
-// The matrices matmul reads (a MoE's experts and router keep their layout).
+// The matrices matmul reads: every layer kind's projections, shared experts, per-layer
+// embedding projections and a MoE's experts (each of a 3-D weight's matrices interleaved on its
+// own: its rows are whole groups); the router keeps its layout.
 std::vector<WeightTensor*> matmul_weights(ModelWeights& w) {
   std::vector<WeightTensor*> out = {&w.output};
+  const auto add = [&](WeightTensor* t) {
+    if (t->data != nullptr) out.push_back(t);
+  };
   for (LayerWeights& l : w.layers) {
-    for (WeightTensor* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.gate, &l.up, &l.down}) {
-      if (t->data != nullptr) out.push_back(t);
+    for (WeightTensor* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.gate, &l.up, &l.down}) add(t);
+    for (std::optional<WeightTensor>* t :
+         {&l.gate_exps, &l.up_exps, &l.down_exps, &l.gate_up_exps, &l.gate_shexp, &l.up_shexp,
+          &l.down_shexp, &l.ple_inp_gate, &l.ple_proj}) {
+      if (t->has_value()) add(&**t);
+    }
+    if (l.delta_net.has_value()) {
+      LayerWeights::DeltaNet& d = *l.delta_net;
+      for (WeightTensor* t : {&d.qkv, &d.gate, &d.alpha, &d.beta, &d.out}) add(t);
     }
   }
   return out;
 }
 
 bool qualifies(const WeightTensor& t, const kernels::KernelTable& table) {
-  return t.n_mats == 1 &&
-         kernels::matmul_supports_layout(table, t.type, kernels::WeightLayout::kRows16) &&
+  return kernels::matmul_supports_layout(table, t.type, kernels::WeightLayout::kRows16) &&
          kernels::can_interleave(t.type, t.n_rows, t.n_cols);
 }
 
@@ -50,7 +62,7 @@ std::vector<RepackJob> plan_jobs(ModelWeights& w, const kernels::KernelTable& ta
     if (seen) continue;  // tied: the same bytes as a matrix already planned
     RepackJob job;
     job.views.push_back(t);
-    job.bytes = static_cast<size_t>(t->n_rows) * t->row_bytes;
+    job.bytes = static_cast<size_t>(t->n_mats * t->n_rows) * t->row_bytes;
     if (w.token_embd.data == t->data) job.views.push_back(&w.token_embd);
     jobs.push_back(std::move(job));
   }
@@ -108,7 +120,7 @@ Result<std::unique_ptr<RepackedWeights>> repack_weights(ModelWeights& w,
     // of a 0.5B q8_0 model).
     // No 2 MiB pages there any more: khugepaged would map the file's huge pages back in whole.
     release_pages(src, j.bytes, MADV_NOHUGEPAGE);
-    const int64_t groups = t.n_rows / kernels::kInterleaveRows;
+    const int64_t groups = t.n_mats * t.n_rows / kernels::kInterleaveRows;
     const size_t group_bytes = static_cast<size_t>(kernels::kInterleaveRows) * t.row_bytes;
     const int64_t piece = std::max<int64_t>(1, static_cast<int64_t>(kPieceBytes / group_bytes));
     for (int64_t g0 = 0; g0 < groups; g0 += piece) {

@@ -1,8 +1,8 @@
-// Weights repacked at load into the layout their kernels read fastest: Q8_0 / Q4_0 / Q5_0 and
-// Q4_K / Q5_K / Q6_K matrices into the x16 row-interleaved layout (kernels/interleave.h) when the
-// kernel table has its tiles. The copies live in anonymous memory made once at load; the file stays
-// as it is, and the mapped pages of every repacked tensor are released (MADV_DONTNEED), so resident
-// memory does not grow. MINFER_REPACK=0 keeps every weight in the GGUF layout.
+// Weights repacked at load into the layout their kernels read fastest: Q8_0 / Q4_0 / Q5_0 / MXFP4
+// and Q4_K / Q5_K / Q6_K matrices into the x16 row-interleaved layout (kernels/interleave.h) when
+// the kernel table has its tiles. The copies live in anonymous memory made once at load; the file
+// stays as it is, and the mapped pages of every repacked tensor are released (MADV_DONTNEED), so
+// resident memory does not grow. MINFER_REPACK=0 keeps every weight in the GGUF layout.
 #pragma once
 
 #include <cstddef>
@@ -35,11 +35,11 @@ class RepackedWeights : NonCopyable {
 // Whether loading repacks weights for `table`: it has x16 tiles and MINFER_REPACK is not "0".
 bool repack_enabled(const kernels::KernelTable& table);
 
-// Repacks every matrix of `w` that `table` multiplies faster in another layout (2-D Q8_0 / Q4_0 /
-// Q5_0 / Q4_K / Q5_K / Q6_K matmul weights that can_interleave; a token_embd tied to the output
-// goes with it, and its row lookups read the new layout) and points those WeightTensors at the
-// copies. Returns nullptr when nothing qualifies. Errors: the anonymous memory cannot be mapped
-// (kIo, with the bytes asked for).
+// Repacks every matrix of `w` that `table` multiplies faster in another layout (Q8_0 / Q4_0 /
+// Q5_0 / MXFP4 / Q4_K / Q5_K / Q6_K matmul weights that can_interleave, a MoE's experts
+// included; a token_embd tied to the output goes with it, and its row lookups read the new
+// layout) and points those WeightTensors at the copies. Returns nullptr when nothing qualifies.
+// Errors: the anonymous memory cannot be mapped (kIo, with the bytes asked for).
 Result<std::unique_ptr<RepackedWeights>> repack_weights(ModelWeights& w,
                                                         const kernels::KernelTable& table);
 

@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,20 @@ std::unique_ptr<Model> load_with(const std::string& path, const char* repack) {
   return model.is_ok() ? std::move(*model) : nullptr;
 }
 
+// The model at `path` gives the same logits repacked and not, on the active table and on ref.
+void expect_same_logits(const std::string& path, const Model& repacked, const Model& plain) {
+  for (const char* isa : {"", "ref"}) {
+    for (bool decode : {false, true}) {
+      const std::vector<float> a = logits(repacked, isa, decode);
+      const std::vector<float> b = logits(plain, isa, decode);
+      ASSERT_FALSE(a.empty());
+      ASSERT_EQ(a.size(), b.size());
+      EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0)
+          << path << " isa '" << isa << "' decode " << decode;
+    }
+  }
+}
+
 TEST(Repack, RepackedWeightsGiveBitIdenticalLogits) {
   MINFER_REQUIRE_TEST_DATA();
   const bool repacks = repack_enabled(kernels::active_table());
@@ -75,16 +90,43 @@ TEST(Repack, RepackedWeightsGiveBitIdenticalLogits) {
       ASSERT_NE(repacked->repacked(), nullptr) << name;
       EXPECT_GT(repacked->repacked()->n_tensors(), 0) << name;
     }
-    for (const char* isa : {"", "ref"}) {
-      for (bool decode : {false, true}) {
-        const std::vector<float> a = logits(*repacked, isa, decode);
-        const std::vector<float> b = logits(*plain, isa, decode);
-        ASSERT_FALSE(a.empty());
-        ASSERT_EQ(a.size(), b.size());
-        EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0)
-            << name << " isa '" << isa << "' decode " << decode;
-      }
+    expect_same_logits(path, *repacked, *plain);
+  }
+}
+
+// The layer matrices beyond attention and the dense FFN are repacked too: a MoE's experts (3-D,
+// each expert's matrix on its own) and a gated delta-net's projections (Gemma 4's per-layer
+// embedding projections as well, but the tiny file's have 8 rows or are f16: none can be).
+TEST(Repack, ExpertsAndDeltaNetProjectionsAreRepacked) {
+  MINFER_REQUIRE_TEST_DATA();
+  if (!repack_enabled(kernels::active_table())) {
+    GTEST_SKIP() << "the active table has no x16 tiles: nothing is repacked";
+  }
+  struct Case {
+    const char* name;
+    bool experts, delta_net;  // whether the file must have them in the x16 layout
+  };
+  for (const Case& c :
+       {Case{"gptoss-tiny-mxfp4.gguf", true, false}, Case{"qwen35-tiny-q8_0.gguf", false, true},
+        Case{"gemma4-tiny-q8_0.gguf", false, false},
+        Case{"gemma4-moe-tiny-q8_0.gguf", true, false}}) {
+    const std::string path = test::test_data_path(std::string("models/") + c.name);
+    std::unique_ptr<Model> repacked = load_with(path, "1");
+    std::unique_ptr<Model> plain = load_with(path, "0");
+    ASSERT_NE(repacked, nullptr);
+    ASSERT_NE(plain, nullptr);
+    const auto x16 = [](const std::optional<WeightTensor>& t) {
+      return t.has_value() && t->layout == kernels::WeightLayout::kRows16;
+    };
+    bool experts = false, delta_net = false;
+    for (const LayerWeights& l : repacked->weights().layers) {
+      experts = experts || x16(l.gate_exps) || x16(l.gate_up_exps) || x16(l.down_exps);
+      delta_net = delta_net || (l.delta_net.has_value() &&
+                                l.delta_net->qkv.layout == kernels::WeightLayout::kRows16);
     }
+    EXPECT_EQ(experts, c.experts) << c.name;
+    EXPECT_EQ(delta_net, c.delta_net) << c.name;
+    expect_same_logits(path, *repacked, *plain);
   }
 }
 
