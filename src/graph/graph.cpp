@@ -1,6 +1,7 @@
 #include "graph/graph.h"
 
 #include <algorithm>
+#include <initializer_list>
 
 #include "core/check.h"
 #include "core/enum_names.h"
@@ -40,10 +41,15 @@ bool op_can_run_in_place(OpKind op) {
 }
 
 namespace {
-Node make_node(OpKind op, const std::string& name) {
+// A node of op with output [rows, cols] read from inputs; the caller sets the op's parameters.
+Node make_node(OpKind op, const std::string& name, int64_t rows, int64_t cols,
+               std::vector<NodeId> inputs) {
   Node n;
   n.op = op;
   n.name = name;
+  n.rows = rows;
+  n.cols = cols;
+  n.inputs = std::move(inputs);
   return n;
 }
 }  // namespace
@@ -57,9 +63,7 @@ NodeId GraphBuilder::push(Node node) {
 }
 
 NodeId GraphBuilder::get_rows(const std::string& name, const WeightTensor& embedding) {
-  Node n = make_node(OpKind::kGetRows, name);
-  n.rows = n_tokens_;
-  n.cols = embedding.n_cols;
+  Node n = make_node(OpKind::kGetRows, name, n_tokens_, embedding.n_cols, {});
   n.weight = &embedding;
   return push(std::move(n));
 }
@@ -67,10 +71,7 @@ NodeId GraphBuilder::get_rows(const std::string& name, const WeightTensor& embed
 NodeId GraphBuilder::rms_norm(const std::string& name, NodeId x, const WeightTensor& w, float eps,
                               int64_t group) {
   const Node& in = node(x);
-  Node n = make_node(OpKind::kRmsNorm, name);
-  n.rows = in.rows;
-  n.cols = in.cols;
-  n.inputs = {x};
+  Node n = make_node(OpKind::kRmsNorm, name, in.rows, in.cols, {x});
   n.weight = &w;
   n.eps = eps;
   n.group = group > 0 ? group : in.cols;
@@ -81,10 +82,7 @@ NodeId GraphBuilder::rms_norm(const std::string& name, NodeId x, const WeightTen
 NodeId GraphBuilder::matmul(const std::string& name, NodeId x, const WeightTensor& w) {
   const Node& in = node(x);
   MINFER_CHECK(in.cols == w.n_cols, "matmul input width != weight row length");
-  Node n = make_node(OpKind::kMatmul, name);
-  n.rows = in.rows;
-  n.cols = w.n_rows;
-  n.inputs = {x};
+  Node n = make_node(OpKind::kMatmul, name, in.rows, w.n_rows, {x});
   n.weight = &w;
   return push(std::move(n));
 }
@@ -92,10 +90,7 @@ NodeId GraphBuilder::matmul(const std::string& name, NodeId x, const WeightTenso
 NodeId GraphBuilder::add_row(const std::string& name, NodeId x, const WeightTensor& b) {
   const Node& in = node(x);
   MINFER_CHECK(in.cols == b.n_cols, "bias width mismatch");
-  Node n = make_node(OpKind::kAddRow, name);
-  n.rows = in.rows;
-  n.cols = in.cols;
-  n.inputs = {x};
+  Node n = make_node(OpKind::kAddRow, name, in.rows, in.cols, {x});
   n.weight = &b;
   return push(std::move(n));
 }
@@ -104,11 +99,7 @@ namespace {
 Node binary(OpKind op, const std::string& name, const Node& a, NodeId ia, const Node& b,
             NodeId ib) {
   MINFER_CHECK(a.rows == b.rows && a.cols == b.cols, "binary op shape mismatch");
-  Node n = make_node(op, name);
-  n.rows = a.rows;
-  n.cols = a.cols;
-  n.inputs = {ia, ib};
-  return n;
+  return make_node(op, name, a.rows, a.cols, {ia, ib});
 }
 }  // namespace
 
@@ -122,11 +113,7 @@ NodeId GraphBuilder::mul(const std::string& name, NodeId a, NodeId b) {
 
 NodeId GraphBuilder::silu(const std::string& name, NodeId x) {
   const Node& in = node(x);
-  Node n = make_node(OpKind::kSilu, name);
-  n.rows = in.rows;
-  n.cols = in.cols;
-  n.inputs = {x};
-  return push(std::move(n));
+  return push(make_node(OpKind::kSilu, name, in.rows, in.cols, {x}));
 }
 
 NodeId GraphBuilder::geglu(const std::string& name, NodeId gate, NodeId up) {
@@ -141,10 +128,7 @@ NodeId GraphBuilder::softcap(const std::string& name, NodeId x, float cap) {
 
 NodeId GraphBuilder::scale(const std::string& name, NodeId x, float s) {
   const Node& in = node(x);
-  Node n = make_node(OpKind::kScale, name);
-  n.rows = in.rows;
-  n.cols = in.cols;
-  n.inputs = {x};
+  Node n = make_node(OpKind::kScale, name, in.rows, in.cols, {x});
   n.scale = s;
   return push(std::move(n));
 }
@@ -153,10 +137,7 @@ NodeId GraphBuilder::rope(const std::string& name, NodeId x, int64_t n_head, int
                           const kernels::RopeConfig& config) {
   const Node& in = node(x);
   MINFER_CHECK(in.cols == n_head * head_dim && in.rows == n_tokens_, "rope shape mismatch");
-  Node n = make_node(OpKind::kRope, name);
-  n.rows = in.rows;
-  n.cols = in.cols;
-  n.inputs = {x};
+  Node n = make_node(OpKind::kRope, name, in.rows, in.cols, {x});
   n.n_head = n_head;
   n.group = head_dim;
   n.rope = config;
@@ -164,8 +145,7 @@ NodeId GraphBuilder::rope(const std::string& name, NodeId x, int64_t n_head, int
 }
 
 void GraphBuilder::kv_store(const std::string& name, NodeId k, NodeId v, int64_t il) {
-  Node n = make_node(OpKind::kKvStore, name);
-  n.inputs = {k, v};
+  Node n = make_node(OpKind::kKvStore, name, 0, 0, {k, v});  // no output
   n.il = il;
   push(std::move(n));
 }
@@ -177,10 +157,7 @@ NodeId GraphBuilder::attention(const std::string& name, NodeId q, int64_t il, in
   MINFER_CHECK(in.cols == n_head * head_dim, "attention q width mismatch");
   MINFER_CHECK(sinks == nullptr || (sinks->n_cols == n_head && sinks->type == GgmlType::kF32),
                "attention: sinks must be [n_head] f32");
-  Node n = make_node(OpKind::kAttention, name);
-  n.rows = in.rows;
-  n.cols = n_head * head_dim_v;
-  n.inputs = {q};
+  Node n = make_node(OpKind::kAttention, name, in.rows, n_head * head_dim_v, {q});
   n.il = il;
   n.n_head = n_head;
   n.group = head_dim;
@@ -192,26 +169,35 @@ NodeId GraphBuilder::attention(const std::string& name, NodeId q, int64_t il, in
 
 NodeId GraphBuilder::select_rows(const std::string& name, NodeId x) {
   const Node& in = node(x);
-  Node n = make_node(OpKind::kSelectRows, name);
-  n.rows = n_outputs_;
-  n.cols = in.cols;
-  n.inputs = {x};
-  return push(std::move(n));
+  return push(make_node(OpKind::kSelectRows, name, n_outputs_, in.cols, {x}));
 }
+
+namespace {
+// The expert checks moe_ffn and moe_geglu share (one message for each, whichever op): every
+// input-side expert matrix (gate and up, or gate_up) reads rows of x's width and has ffn_rows
+// rows (down's input width; twice that for gate_up), down writes rows of x's width, the router
+// gives one logit per expert for every row of x, every expert tensor holds one matrix per
+// expert, and 1 <= n_used <= n_expert.
+void check_experts(const Node& in, const Node& logits,
+                   std::initializer_list<const WeightTensor*> in_side, const WeightTensor& down,
+                   int64_t ffn_rows, int64_t n_used) {
+  MINFER_CHECK(in.cols == down.n_rows, "moe_ffn / moe_geglu: input width != expert widths");
+  MINFER_CHECK(logits.rows == in.rows && logits.cols == down.n_mats,
+               "moe_ffn / moe_geglu: router and expert counts differ");
+  for (const WeightTensor* w : in_side) {
+    MINFER_CHECK(in.cols == w->n_cols, "moe_ffn / moe_geglu: input width != expert widths");
+    MINFER_CHECK(w->n_rows == ffn_rows, "moe_ffn / moe_geglu: expert FFN widths differ");
+    MINFER_CHECK(w->n_mats == down.n_mats, "moe_ffn / moe_geglu: router and expert counts differ");
+  }
+  MINFER_CHECK(n_used >= 1 && n_used <= down.n_mats, "moe_ffn / moe_geglu: bad expert_used_count");
+}
+}  // namespace
 
 NodeId GraphBuilder::moe_ffn(const std::string& name, NodeId x, NodeId router_logits,
                              const WeightTensor& gate, const WeightTensor& up,
                              const WeightTensor& down, int64_t n_used, const MoeVariant& variant) {
   const Node& in = node(x);
-  const Node& logits = node(router_logits);
-  MINFER_CHECK(in.cols == gate.n_cols && in.cols == up.n_cols && in.cols == down.n_rows,
-               "moe_ffn: input width != expert widths");
-  MINFER_CHECK(gate.n_rows == up.n_rows && gate.n_rows == down.n_cols,
-               "moe_ffn: expert FFN widths differ");
-  MINFER_CHECK(logits.rows == in.rows && logits.cols == gate.n_mats && gate.n_mats == up.n_mats &&
-                   gate.n_mats == down.n_mats,
-               "moe_ffn: router and expert counts differ");
-  MINFER_CHECK(n_used >= 1 && n_used <= gate.n_mats, "moe_ffn: bad expert_used_count");
+  check_experts(in, node(router_logits), {&gate, &up}, down, down.n_cols, n_used);
   for (size_t i = 0; i < variant.biases.size(); ++i) {
     const WeightTensor* b = variant.biases[i];
     const int64_t width = i < 2 ? gate.n_rows : down.n_rows;
@@ -219,10 +205,7 @@ NodeId GraphBuilder::moe_ffn(const std::string& name, NodeId x, NodeId router_lo
                                   b->n_rows * b->n_mats == gate.n_mats),
                  "moe_ffn: an expert bias is not [n_expert][width] f32");
   }
-  Node n = make_node(OpKind::kMoeFfn, name);
-  n.rows = in.rows;
-  n.cols = in.cols;
-  n.inputs = {x, router_logits};
+  Node n = make_node(OpKind::kMoeFfn, name, in.rows, in.cols, {x, router_logits});
   n.experts = {&gate, &up, &down};
   n.n_used = n_used;
   n.moe = variant;
@@ -233,18 +216,9 @@ NodeId GraphBuilder::moe_geglu(const std::string& name, NodeId x, NodeId router_
                                const WeightTensor& gate_up, const WeightTensor& down,
                                const WeightTensor& scale, int64_t n_used) {
   const Node& in = node(x);
-  const Node& logits = node(router_logits);
-  MINFER_CHECK(in.cols == gate_up.n_cols && in.cols == down.n_rows,
-               "moe_geglu: input width != expert widths");
-  MINFER_CHECK(gate_up.n_rows == 2 * down.n_cols, "moe_geglu: expert FFN widths differ");
-  MINFER_CHECK(logits.rows == in.rows && logits.cols == gate_up.n_mats &&
-                   gate_up.n_mats == down.n_mats && scale.n_cols == down.n_mats,
-               "moe_geglu: router, scale and expert counts differ");
-  MINFER_CHECK(n_used >= 1 && n_used <= gate_up.n_mats, "moe_geglu: bad expert_used_count");
-  Node n = make_node(OpKind::kMoeFfn, name);
-  n.rows = in.rows;
-  n.cols = in.cols;
-  n.inputs = {x, router_logits};
+  check_experts(in, node(router_logits), {&gate_up}, down, 2 * down.n_cols, n_used);
+  MINFER_CHECK(scale.n_cols == down.n_mats, "moe_geglu: scale and expert counts differ");
+  Node n = make_node(OpKind::kMoeFfn, name, in.rows, in.cols, {x, router_logits});
   n.experts = {&gate_up, nullptr, &down};
   n.weight = &scale;
   n.gelu = true;
@@ -258,10 +232,7 @@ NodeId GraphBuilder::columns(const std::string& name, NodeId x, int64_t n_groups
   MINFER_CHECK(n_groups > 0 && in.cols % n_groups == 0 && offset >= 0 &&
                    offset + width <= in.cols / n_groups,
                "columns: range outside the groups");
-  Node n = make_node(OpKind::kColumns, name);
-  n.rows = in.rows;
-  n.cols = n_groups * width;
-  n.inputs = {x};
+  Node n = make_node(OpKind::kColumns, name, in.rows, n_groups * width, {x});
   n.n_head = n_groups;
   n.group = in.cols / n_groups;
   n.offset = offset;
@@ -273,11 +244,7 @@ NodeId GraphBuilder::sigmoid_gate(const std::string& name, NodeId x, NodeId g) {
   const Node& gate = node(g);
   MINFER_CHECK(in.rows == gate.rows && gate.cols > 0 && in.cols % gate.cols == 0,
                "sigmoid_gate: gate shape mismatch");
-  Node n = make_node(OpKind::kSigmoidGate, name);
-  n.rows = in.rows;
-  n.cols = in.cols;
-  n.inputs = {x, g};
-  return push(std::move(n));
+  return push(make_node(OpKind::kSigmoidGate, name, in.rows, in.cols, {x, g}));
 }
 
 NodeId GraphBuilder::ssm_conv(const std::string& name, NodeId x, const WeightTensor& taps,
@@ -285,10 +252,7 @@ NodeId GraphBuilder::ssm_conv(const std::string& name, NodeId x, const WeightTen
   const Node& in = node(x);
   MINFER_CHECK(in.rows == n_tokens_ && taps.n_rows == in.cols && taps.type == GgmlType::kF32,
                "ssm_conv: taps do not match the channels");
-  Node n = make_node(OpKind::kSsmConv, name);
-  n.rows = in.rows;
-  n.cols = in.cols;
-  n.inputs = {x};
+  Node n = make_node(OpKind::kSsmConv, name, in.rows, in.cols, {x});
   n.weight = &taps;
   n.il = il;
   return push(std::move(n));
@@ -304,10 +268,7 @@ NodeId GraphBuilder::delta_net(const std::string& name, NodeId qkv, NodeId alpha
   MINFER_CHECK(node(alpha).cols == n_v_heads && node(beta).cols == n_v_heads &&
                    dt_bias.n_cols == n_v_heads && a.n_cols == n_v_heads,
                "delta_net: gate widths mismatch");
-  Node n = make_node(OpKind::kDeltaNet, name);
-  n.rows = in.rows;
-  n.cols = n_v_heads * d_state;
-  n.inputs = {qkv, alpha, beta};
+  Node n = make_node(OpKind::kDeltaNet, name, in.rows, n_v_heads * d_state, {qkv, alpha, beta});
   n.gates = {&dt_bias, &a};
   n.il = il;
   n.n_head = n_v_heads;

@@ -3,12 +3,8 @@
 // (avx512/avx512_matmul_interleaved.cpp) on 8 lanes (the policy: avx2_x16_policy.h): every
 // (row, token) result is the reference's, bit for bit.
 
-// Separate multiplies and adds, as the reference.
-#if defined(__clang__)
-#pragma clang fp contract(off)
-#else
-#pragma GCC optimize("fp-contract=off")
-#endif
+// First: the reference's separate multiplies and adds for all that follows.
+#include "kernels/fp_contract_off.h"
 
 #include "kernels/avx2/avx2_interleaved.h"
 

@@ -2,13 +2,8 @@
 // the 8-lane policy (avx2_quant_vec.h), and for one token the row-run GEMVs of
 // avx2_gemv_quant.h. Bit-identical to the reference tiles (see quant_tile_impl.h for why).
 
-// Separate multiplies and adds, as the reference: GCC (and clang within an expression) contract
-// them to fma by default for C++ when FMA is enabled.
-#if defined(__clang__)
-#pragma clang fp contract(off)
-#else
-#pragma GCC optimize("fp-contract=off")
-#endif
+// First: the reference's separate multiplies and adds for all that follows.
+#include "kernels/fp_contract_off.h"
 
 #include "kernels/avx2/avx2_gemv_quant.h"
 #include "kernels/avx2/avx2_kernels.h"

@@ -2,12 +2,8 @@
 // (Vec256Vnni, avx2_quant_vec.h): avxvnni_table's matmul_tile_x16. Compiled with -mavxvnni and
 // called only on CPUs that have it. Bit-identical to the reference, as the AVX2 tiles.
 
-// Separate multiplies and adds, as the reference.
-#if defined(__clang__)
-#pragma clang fp contract(off)
-#else
-#pragma GCC optimize("fp-contract=off")
-#endif
+// First: the reference's separate multiplies and adds for all that follows.
+#include "kernels/fp_contract_off.h"
 
 #include "kernels/avx2/avx2_interleaved.h"
 #include "kernels/avx2/avx2_quant_vec.h"

@@ -3,12 +3,8 @@
 // several tokens; one token takes avx2_table's row-run GEMV (avx2_gemv_quant.h). Compiled with
 // -mavxvnni and called only on CPUs that have it. Bit-identical to the reference tiles.
 
-// Separate multiplies and adds, as the reference.
-#if defined(__clang__)
-#pragma clang fp contract(off)
-#else
-#pragma GCC optimize("fp-contract=off")
-#endif
+// First: the reference's separate multiplies and adds for all that follows.
+#include "kernels/fp_contract_off.h"
 
 #include "kernels/avx2/avxvnni_kernels.h"
 
