@@ -11,12 +11,8 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
-// Separate multiplies and adds, as the reference.
-#if defined(__clang__)
-#pragma clang fp contract(off)
-#else
-#pragma GCC optimize("fp-contract=off")
-#endif
+// First: the reference's separate multiplies and adds for all that follows.
+#include "kernels/fp_contract_off.h"
 
 #include "kernels/avx512/avx512_interleaved.h"
 
