@@ -1,3 +1,4 @@
+#include "kernels/amx/amx_kernels.h"
 #include "kernels/avx512/avx512_interleaved.h"
 #include "kernels/avx512/avx512_kernels.h"
 #include "quant/blocks.h"
@@ -22,9 +23,17 @@ constexpr KernelTable with_x86_kernels(KernelTable t) {
   return t;
 }
 
+// avx512's table with the AMX-INT8 tiles (kernels/amx) where they exist.
+constexpr KernelTable with_amx_tiles(KernelTable t) {
+  t.matmul_tile_x16[static_cast<int>(GgmlType::kQ8_0)] = amx::matmul_tile_x16_q8_0;
+  return t;
+}
+
 }  // namespace
 
 constinit const KernelTable avx512_table =
     with_x86_kernels(avx512::make_table(Isa::kAvx512, "avx512"));
+constinit const KernelTable amx_table =
+    with_amx_tiles(with_x86_kernels(avx512::make_table(Isa::kAmx, "amx")));
 
 }  // namespace minfer::kernels

@@ -1,0 +1,14 @@
+// The AMX-INT8 kernels behind amx_table (declarations only: safe to include anywhere, but call
+// them only on a CPU and OS that run AMX: CpuFeatures::can_run_amx).
+#pragma once
+
+#include "kernels/kernel_table.h"
+
+namespace minfer::kernels::amx {
+
+// Q8_0 weights in the x16 layout (kernels/interleave.h), KernelTable::matmul_tile_x16's
+// contract: 16 tokens at a time on the tiles, the rest (and calls of 16 tokens or fewer) on
+// avx512's x16 kernels. Bit-identical to the reference.
+MatmulTile matmul_tile_x16_q8_0;
+
+}  // namespace minfer::kernels::amx

@@ -1,0 +1,191 @@
+// AMX-INT8 matmul tiles for Q8_0 weights in the x16 row-interleaved layout (kernels/interleave.h).
+//
+// The reference (ref::vec_dot_q8_0_q8_0, llama.cpp's x86 order) keeps 8 float lanes per (row,
+// token): lane l takes fma(d_w d_x, Σ of quants 4l..4l+3, lane) block by block. Each lane's
+// integer dot is what one TDPBSSD gives for 16 tokens × 16 rows with K = 4: A = the 4
+// activation bytes of lane l of 16 tokens (16 rows of 4 bytes, act_row_bytes apart), B = dword l
+// of the block's quants of the 16 weight rows, which the x16 layout stores as one 64-byte run
+// (qs [2][8][16][4], signed as in BlockQ8_0): one B row in the VNNI form, read in place. The
+// tiles make the exact int32 dots of a chunk of blocks and store them; AVX-512 then does the
+// reference's float steps on them (vcvtdq2ps, exact below 2^24, then d_w · d_x and the fma, in
+// the reference's order) with the 16 rows in the lanes, and the sum in hsum_float_8's order:
+// every (row, token) result is the reference's, bit for bit.
+//
+// The AVX-512 side does one conversion and one fma per 16 lane dots where the avx512 tile does
+// a vpdpbusd, a subtraction and an fma; the dots run on the tile unit beside it.
+
+// GCC 12 reports the _mm512_undefined_*() placeholders inside its own intrinsic headers as
+// uninitialized (a false positive of its inliner); the warning says nothing about this code.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+// Separate multiplies and adds, as the reference.
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#else
+#pragma GCC optimize("fp-contract=off")
+#endif
+
+#include "kernels/amx/amx_kernels.h"
+
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/avx512/avx512_interleaved.h"
+#include "kernels/avx512/avx512_quant_vec.h"
+#include "kernels/interleave.h"
+#include "kernels/quant_tile_impl.h"
+#include "quant/blocks.h"
+
+namespace minfer::kernels::amx {
+namespace {
+
+namespace qt = quant_tile;
+using V = avx512::Vec512;
+
+constexpr int kTok = 16;       // tokens of a tile: A's and C's rows
+constexpr int kLanes = 8;      // the reference's float lanes (4 quants each) per block
+constexpr int64_t kChunk = 4;  // blocks whose dots are stored before their float steps (32 KiB)
+constexpr size_t kPairBytes = 32 * sizeof(BlockQ8_0);  // a block pair of the 16 rows
+
+// The tile configuration (Intel SDM vol. 1 §18.2, palette 1): tmm0, tmm1 the int32 dots
+// (16 tokens × 16 rows); tmm2, tmm3 the activations (16 tokens × 4 bytes); tmm4, tmm5 the
+// weights (one row of 16 rows × 4 bytes). Two of each, so that two lanes are in flight.
+struct alignas(64) TileConfig {
+  uint8_t palette_id = 0;
+  uint8_t start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+};
+
+constexpr TileConfig make_config() {
+  TileConfig c;
+  c.palette_id = 1;
+  for (int i = 0; i < 2; ++i) {
+    c.rows[i] = kTok;
+    c.colsb[i] = 64;
+    c.rows[2 + i] = kTok;
+    c.colsb[2 + i] = 4;
+    c.rows[4 + i] = 1;
+    c.colsb[4 + i] = 64;
+  }
+  return c;
+}
+
+constexpr TileConfig kConfig = make_config();
+
+// Tile registers hold what the thread's last configuration said; every thread that runs the
+// tiles (the caller's and each pool worker) loads this one once. Nothing else in the process
+// configures tiles, so a flag is enough.
+thread_local bool tls_configured = false;
+
+void configure_thread() {
+  if (tls_configured) return;
+  _tile_loadconfig(&kConfig);
+  tls_configured = true;
+}
+
+// dots[i][l][t][r]: the int32 dot of lane l of block b0 + i, token t (rows act_row_bytes
+// apart from act) and row r of the group, for i < nb.
+void tile_dots(const uint8_t* group, const uint8_t* act, size_t act_row_bytes, int64_t b0,
+               int64_t nb, int32_t* dots) {
+  const auto stride = static_cast<long>(act_row_bytes);
+  for (int64_t i = 0; i < nb; ++i) {
+    const int64_t b = b0 + i;
+    const uint8_t* w =
+        group + static_cast<size_t>(b / 2) * kPairBytes + 64 + 512 * static_cast<size_t>(b % 2);
+    const uint8_t* x = act + static_cast<size_t>(b) * sizeof(BlockQ8_0) + offsetof(BlockQ8_0, qs);
+    int32_t* out = dots + i * kLanes * kTok * 16;
+    for (int l = 0; l < kLanes; l += 2) {
+      _tile_zero(0);
+      _tile_loadd(2, x + 4 * l, stride);
+      _tile_loadd(4, w + 64 * l, 64);
+      _tile_dpbssd(0, 2, 4);
+      _tile_zero(1);
+      _tile_loadd(3, x + 4 * l + 4, stride);
+      _tile_loadd(5, w + 64 * l + 64, 64);
+      _tile_dpbssd(1, 3, 5);
+      _tile_stored(0, out + kTok * 16 * l, 64);
+      _tile_stored(1, out + kTok * 16 * (l + 1), 64);
+    }
+  }
+}
+
+// The reference's float steps of blocks b0 .. b0 + nb for the 16 tokens at act, from their
+// dots, into state[t][l] (lanes = rows).
+void float_steps(const uint8_t* group, const uint8_t* act, size_t act_row_bytes, int64_t n_blocks,
+                 int64_t b0, int64_t nb, const int32_t* dots, float (*state)[kLanes][16]) {
+  for (int t = 0; t < kTok; ++t) {
+    const qt::ActQ8_0 a = qt::ActQ8_0::of(act + t * act_row_bytes, n_blocks);
+    __m512 acc[kLanes];
+    for (int l = 0; l < kLanes; ++l) acc[l] = _mm512_load_ps(state[t][l]);
+    for (int64_t i = 0; i < nb; ++i) {
+      const int64_t b = b0 + i;
+      const uint8_t* d_w = group + static_cast<size_t>(b / 2) * kPairBytes + 32 * (b % 2);
+      const __m512 d =
+          _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(d_w))),
+                        _mm512_set1_ps(a.scales[b]));
+      const int32_t* row = dots + (i * kLanes * kTok + t) * 16;
+#pragma GCC unroll 8
+      for (int l = 0; l < kLanes; ++l) {
+        const __m512 dot = _mm512_cvtepi32_ps(_mm512_load_si512(row + l * kTok * 16));
+        acc[l] = _mm512_fmadd_ps(d, dot, acc[l]);
+      }
+    }
+    for (int l = 0; l < kLanes; ++l) _mm512_store_ps(state[t][l], acc[l]);
+  }
+}
+
+// n_tok: a multiple of 16.
+void tiles(int64_t n_in, const uint8_t* w, size_t w_row_bytes, int64_t n_rows, const uint8_t* act,
+           size_t act_row_bytes, int64_t n_tok, float* y, int64_t y_stride) {
+  configure_thread();
+  const int64_t n_blocks = n_in / kQK8_0;
+  alignas(64) int32_t dots[kChunk * kLanes * kTok * 16];
+  alignas(64) float state[kTok][kLanes][16];
+  for (int64_t r0 = 0; r0 < n_rows; r0 += kInterleaveRows) {
+    const uint8_t* group = w + static_cast<size_t>(r0) * w_row_bytes;
+    for (int64_t t0 = 0; t0 < n_tok; t0 += kTok) {
+      const uint8_t* a = act + static_cast<size_t>(t0) * act_row_bytes;
+      for (auto& tok : state) {
+        for (auto& lane : tok) _mm512_store_ps(lane, _mm512_setzero_ps());
+      }
+      for (int64_t b0 = 0; b0 < n_blocks; b0 += kChunk) {
+        const int64_t nb = n_blocks - b0 < kChunk ? n_blocks - b0 : kChunk;
+        tile_dots(group, a, act_row_bytes, b0, nb, dots);
+        float_steps(group, a, act_row_bytes, n_blocks, b0, nb, dots, state);
+      }
+      for (int t = 0; t < kTok; ++t) {
+        __m512 acc[kLanes];
+        for (int l = 0; l < kLanes; ++l) acc[l] = _mm512_load_ps(state[t][l]);
+        _mm512_storeu_ps(y + (t0 + t) * y_stride + r0, qt::hsum8<V>(acc));
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void matmul_tile_x16_q8_0(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
+                          const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
+                          int64_t y_stride) {
+  // Up to 16 tokens avx512's gemv_tokens keeps every accumulator in registers; past that the
+  // whole 16-token tiles go to AMX and the rest (< 16 tokens) to avx512 again.
+  const int64_t n_tiled = n_tok > kTok ? n_tok / kTok * kTok : 0;
+  const auto* a = static_cast<const uint8_t*>(act);
+  if (n_tiled > 0) {
+    tiles(n_in, static_cast<const uint8_t*>(w), w_row_bytes, n_rows, a, act_row_bytes, n_tiled, y,
+          y_stride);
+  }
+  if (n_tok > n_tiled) {
+    avx512::matmul_tile_x16<BlockQ8_0>(
+        n_in, w, w_row_bytes, n_rows, a + static_cast<size_t>(n_tiled) * act_row_bytes,
+        act_row_bytes, n_tok - n_tiled, y + n_tiled * y_stride, y_stride);
+  }
+}
+
+}  // namespace minfer::kernels::amx
