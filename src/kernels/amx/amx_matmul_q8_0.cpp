@@ -48,12 +48,13 @@ using V = avx512::Vec512;
 
 constexpr int kTok = 16;       // tokens of a tile: A's and C's rows
 constexpr int kLanes = 8;      // the reference's float lanes (4 quants each) per block
-constexpr int64_t kChunk = 4;  // blocks whose dots are stored before their float steps (32 KiB)
+constexpr int64_t kChunk = 2;  // blocks whose dots are stored before their float steps (16 KiB)
 constexpr size_t kPairBytes = 32 * sizeof(BlockQ8_0);  // a block pair of the 16 rows
 
-// The tile configuration (Intel SDM vol. 1 §18.2, palette 1): tmm0, tmm1 the int32 dots
-// (16 tokens × 16 rows); tmm2, tmm3 the activations (16 tokens × 4 bytes); tmm4, tmm5 the
-// weights (one row of 16 rows × 4 bytes). Two of each, so that two lanes are in flight.
+// The tile configuration (Intel SDM vol. 1 §18.2, palette 1): tmm0..tmm3 the int32 dots
+// (16 tokens × 16 rows); tmm4, tmm5 the activations (16 tokens × 4 bytes); tmm6, tmm7 the
+// weights (one row of 16 rows × 4 bytes). Four lanes' dots in flight, each lane's operands
+// loaded while the one before multiplies.
 struct alignas(64) TileConfig {
   uint8_t palette_id = 0;
   uint8_t start_row = 0;
@@ -65,13 +66,15 @@ struct alignas(64) TileConfig {
 constexpr TileConfig make_config() {
   TileConfig c;
   c.palette_id = 1;
-  for (int i = 0; i < 2; ++i) {
+  for (int i = 0; i < 4; ++i) {
     c.rows[i] = kTok;
     c.colsb[i] = 64;
-    c.rows[2 + i] = kTok;
-    c.colsb[2 + i] = 4;
-    c.rows[4 + i] = 1;
-    c.colsb[4 + i] = 64;
+  }
+  for (int i = 4; i < 6; ++i) {
+    c.rows[i] = kTok;
+    c.colsb[i] = 4;
+    c.rows[2 + i] = 1;
+    c.colsb[2 + i] = 64;
   }
   return c;
 }
@@ -100,17 +103,28 @@ void tile_dots(const uint8_t* group, const uint8_t* act, size_t act_row_bytes, i
         group + static_cast<size_t>(b / 2) * kPairBytes + 64 + 512 * static_cast<size_t>(b % 2);
     const uint8_t* x = act + static_cast<size_t>(b) * sizeof(BlockQ8_0) + offsetof(BlockQ8_0, qs);
     int32_t* out = dots + i * kLanes * kTok * 16;
-    for (int l = 0; l < kLanes; l += 2) {
+    for (int l = 0; l < kLanes; l += 4) {
+      int32_t* o = out + kTok * 16 * l;
       _tile_zero(0);
-      _tile_loadd(2, x + 4 * l, stride);
-      _tile_loadd(4, w + 64 * l, 64);
-      _tile_dpbssd(0, 2, 4);
+      _tile_loadd(4, x + 4 * l, stride);
+      _tile_loadd(6, w + 64 * l, 64);
+      _tile_dpbssd(0, 4, 6);
       _tile_zero(1);
-      _tile_loadd(3, x + 4 * l + 4, stride);
-      _tile_loadd(5, w + 64 * l + 64, 64);
-      _tile_dpbssd(1, 3, 5);
-      _tile_stored(0, out + kTok * 16 * l, 64);
-      _tile_stored(1, out + kTok * 16 * (l + 1), 64);
+      _tile_loadd(5, x + 4 * l + 4, stride);
+      _tile_loadd(7, w + 64 * l + 64, 64);
+      _tile_dpbssd(1, 5, 7);
+      _tile_zero(2);
+      _tile_loadd(4, x + 4 * l + 8, stride);
+      _tile_loadd(6, w + 64 * l + 128, 64);
+      _tile_dpbssd(2, 4, 6);
+      _tile_zero(3);
+      _tile_loadd(5, x + 4 * l + 12, stride);
+      _tile_loadd(7, w + 64 * l + 192, 64);
+      _tile_dpbssd(3, 5, 7);
+      _tile_stored(0, o, 64);
+      _tile_stored(1, o + kTok * 16, 64);
+      _tile_stored(2, o + 2 * kTok * 16, 64);
+      _tile_stored(3, o + 3 * kTok * 16, 64);
     }
   }
 }
@@ -145,7 +159,8 @@ void tiles(int64_t n_in, const uint8_t* w, size_t w_row_bytes, int64_t n_rows, c
            size_t act_row_bytes, int64_t n_tok, float* y, int64_t y_stride) {
   configure_thread();
   const int64_t n_blocks = n_in / kQK8_0;
-  alignas(64) int32_t dots[kChunk * kLanes * kTok * 16];
+  // Two chunks' dots: the tiles make the next chunk's while AVX-512 takes this one's.
+  alignas(64) int32_t dots[2][kChunk * kLanes * kTok * 16];
   alignas(64) float state[kTok][kLanes][16];
   for (int64_t r0 = 0; r0 < n_rows; r0 += kInterleaveRows) {
     const uint8_t* group = w + static_cast<size_t>(r0) * w_row_bytes;
@@ -154,10 +169,17 @@ void tiles(int64_t n_in, const uint8_t* w, size_t w_row_bytes, int64_t n_rows, c
       for (auto& tok : state) {
         for (auto& lane : tok) _mm512_store_ps(lane, _mm512_setzero_ps());
       }
+      auto blocks_at = [n_blocks](int64_t b0) {
+        return n_blocks - b0 < kChunk ? n_blocks - b0 : kChunk;
+      };
+      tile_dots(group, a, act_row_bytes, 0, blocks_at(0), dots[0]);
+      int cur = 0;
       for (int64_t b0 = 0; b0 < n_blocks; b0 += kChunk) {
-        const int64_t nb = n_blocks - b0 < kChunk ? n_blocks - b0 : kChunk;
-        tile_dots(group, a, act_row_bytes, b0, nb, dots);
-        float_steps(group, a, act_row_bytes, n_blocks, b0, nb, dots, state);
+        if (b0 + kChunk < n_blocks) {
+          tile_dots(group, a, act_row_bytes, b0 + kChunk, blocks_at(b0 + kChunk), dots[cur ^ 1]);
+        }
+        float_steps(group, a, act_row_bytes, n_blocks, b0, blocks_at(b0), dots[cur], state);
+        cur ^= 1;
       }
       for (int t = 0; t < kTok; ++t) {
         __m512 acc[kLanes];
