@@ -142,28 +142,33 @@ TEST(Interleave, X16TilesAreBitIdenticalToRefOnTheGgufLayout) {
   }
 }
 
-// The amx table's Q8_0 tiles: 16 tokens a tile on AMX, the rest on avx512's kernels, and its
-// dots stored a chunk of 4 blocks at a time: every token count around one, two and three tiles,
-// odd numbers of block pairs (1, 3, 5: chunks of 4 and 2 blocks) and 1 or 3 threads (each pool
-// worker configures its own tiles).
-TEST(Interleave, AmxQ8_0TilesAreBitIdenticalToRefAroundTheTileSizes) {
+// The amx table's tiles (Q8_0, Q4_K, Q5_K): 16 tokens a tile on AMX, the rest on avx512's
+// kernels; Q8_0's dots stored 2 blocks at a time, the K-quants unpacked 2 blocks at a time. Every
+// token count around one, two and three tiles, odd numbers of chunks and remainders (Q8_0: 1, 3
+// and 5 block pairs; K-quants: 1, 3 and 5 blocks) and 1 or 3 threads (each pool worker loads its
+// own tile configuration, switching between the Q8_0 and K-quant shapes as the types alternate).
+TEST(Interleave, AmxTilesAreBitIdenticalToRefAroundTheTileSizes) {
 #if defined(__x86_64__)
   if (!isa_available(Isa::kAmx, cpu_features())) {
     GTEST_SKIP() << "no AMX-INT8 here (CPU features: " << cpu_feature_names(cpu_features()) << ")";
   }
   ThreadPool pools[] = {ThreadPool(1), ThreadPool(3)};
-  for (int64_t n_in : {64, 192, 320}) {
-    for (int64_t n_out : {16, 48}) {
-      const Matrix m = make_matrix(GgmlType::kQ8_0, n_in, n_out, static_cast<uint32_t>(n_in));
-      for (int64_t n_tokens : {15, 16, 17, 18, 31, 32, 33, 47, 48, 49}) {
-        const std::vector<float> x = test::random_floats(n_in * n_tokens, 7, -3.0f, 3.0f);
-        const std::vector<float> want =
-            run(ref_table, pools[0], m, WeightLayout::kGguf, x, n_tokens);
-        for (ThreadPool& pool : pools) {
-          const std::vector<float> got =
-              run(table_for(Isa::kAmx), pool, m, WeightLayout::kRows16, x, n_tokens);
-          ASSERT_EQ(0, std::memcmp(got.data(), want.data(), want.size() * sizeof(float)))
-              << n_in << "x" << n_out << " tokens " << n_tokens << " threads " << pool.n_threads();
+  for (int i = 0; i < 3; ++i) {
+    for (GgmlType type : {GgmlType::kQ8_0, GgmlType::kQ4_K, GgmlType::kQ5_K}) {
+      const int64_t n_in = (is_k_quant(type) ? 256 : 64) * (2 * i + 1);
+      for (int64_t n_out : {16, 48}) {
+        const Matrix m = make_matrix(type, n_in, n_out, static_cast<uint32_t>(n_in + n_out));
+        for (int64_t n_tokens : {15, 16, 17, 18, 31, 32, 33, 47, 48, 49}) {
+          const std::vector<float> x = test::random_floats(n_in * n_tokens, 7, -3.0f, 3.0f);
+          const std::vector<float> want =
+              run(ref_table, pools[0], m, WeightLayout::kGguf, x, n_tokens);
+          for (ThreadPool& pool : pools) {
+            const std::vector<float> got =
+                run(table_for(Isa::kAmx), pool, m, WeightLayout::kRows16, x, n_tokens);
+            ASSERT_EQ(0, std::memcmp(got.data(), want.data(), want.size() * sizeof(float)))
+                << ggml_type_info(type).name << " " << n_in << "x" << n_out << " tokens "
+                << n_tokens << " threads " << pool.n_threads();
+          }
         }
       }
     }
