@@ -142,11 +142,11 @@ TEST(Interleave, X16TilesAreBitIdenticalToRefOnTheGgufLayout) {
   }
 }
 
-// The amx table's tiles (Q8_0, Q4_K, Q5_K): 16 tokens a tile on AMX, the rest on avx512's
-// kernels; Q8_0's dots stored 2 blocks at a time, the K-quants unpacked 2 blocks at a time. Every
-// token count around one, two and three tiles, odd numbers of chunks and remainders (Q8_0: 1, 3
-// and 5 block pairs; K-quants: 1, 3 and 5 blocks) and 1 or 3 threads (each pool worker loads its
-// own tile configuration, switching between the Q8_0 and K-quant shapes as the types alternate).
+// The amx table's tiles: Q4_K and Q5_K 16 tokens a tile on AMX, the rest on avx512's kernels
+// (Q8_0 all on avx512's, here beside them), the K-quants unpacked 2 blocks at a time. Every
+// token count around one, two and three tiles, odd numbers of chunks and remainders (1, 3 and 5
+// blocks; Q8_0 1, 3 and 5 block pairs) and 1 or 3 threads (each pool worker loads its own tile
+// configuration).
 TEST(Interleave, AmxTilesAreBitIdenticalToRefAroundTheTileSizes) {
 #if defined(__x86_64__)
   if (!isa_available(Isa::kAmx, cpu_features())) {

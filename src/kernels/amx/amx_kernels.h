@@ -9,12 +9,9 @@
 
 namespace minfer::kernels::amx {
 
-// Q8_0 weights in the x16 layout (kernels/interleave.h), KernelTable::matmul_tile_x16's
-// contract: 16 tokens at a time on the tiles, the rest (and calls of 16 tokens or fewer) on
-// avx512's x16 kernels. Bit-identical to the reference.
-MatmulTile matmul_tile_x16_q8_0;
-
-// Q4_K and Q5_K (BlockQ4K, BlockQ5K) weights in the x16 layout, the same way.
+// Q4_K and Q5_K (BlockQ4K, BlockQ5K) weights in the x16 layout (kernels/interleave.h),
+// KernelTable::matmul_tile_x16's contract: 16 tokens at a time on the tiles, the rest (and calls
+// of 16 tokens or fewer) on avx512's x16 kernels. Bit-identical to the reference.
 template <class Block>
 void matmul_tile_x16_k(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
                        const void* act, size_t act_row_bytes, int64_t n_tok, float* y,

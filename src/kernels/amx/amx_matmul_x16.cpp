@@ -1,21 +1,17 @@
-// AMX-INT8 matmul tiles for Q8_0, Q4_K and Q5_K weights in the x16 row-interleaved layout
-// (kernels/interleave.h). Q4_K / Q5_K: below, before k_block.
+// AMX-INT8 matmul tiles for Q4_K and Q5_K weights in the x16 row-interleaved layout
+// (kernels/interleave.h).
 //
-// Q8_0: the reference (ref::vec_dot_q8_0_q8_0, llama.cpp's x86 order) keeps 8 float lanes per (row,
-// token): lane l takes fma(d_w d_x, Σ of quants 4l..4l+3, lane) block by block. Each lane's
-// integer dot is what one TDPBSSD gives for 16 tokens × 16 rows with K = 4: A = the 4
-// activation bytes of lane l of 16 tokens (16 rows of 4 bytes, act_row_bytes apart), B = dword l
-// of the block's quants of the 16 weight rows, which the x16 layout stores as one 64-byte run
-// (qs [2][8][16][4], signed as in BlockQ8_0): one B row in the VNNI form, read in place. The
-// tiles make the exact int32 dots of a chunk of blocks and store them; AVX-512 then does the
-// reference's float steps on them (vcvtdq2ps, exact below 2^24, then d_w · d_x and the fma, in
-// the reference's order) with the 16 rows in the lanes, and the sum in hsum_float_8's order:
-// every (row, token) result is the reference's, bit for bit.
+// The reference (ref dot_k4_superblock) takes per 32-element sub-block j the exact integer
+// Σ q · x (q the 4- or 5-bit level, unsigned), then isum = Σ_j sc_j sums_j, the mins from the
+// bsums and the float steps. Sub-block j of a block, 16 tokens × 16 rows, is one TDPBSUD with
+// K = 32: A = the 16 tokens' 32 activation bytes (signed, read in place), B = the unpacked quants
+// of the 16 rows as the avx512 tiles pack them (KindK4::pack_from on the x16 block: q[j] is 8
+// dwords × 16 rows × 4 bytes, the VNNI form). The dots then go through the avx512 kind's own
+// finish_block for each token: the same integer and float steps, the same bits.
 //
-// The AVX-512 side does one conversion and one fma per 16 lane dots where the avx512 tile does
-// a vpdpbusd, a subtraction and an fma; the dots run on the tile unit beside it. But K = 4 is
-// 1/16 of a tile multiply's work, and the tile side alone took as long as the whole avx512 tile
-// (figures in the commit messages): slower for Q8_0 in this order.
+// Q8_0 and Q6_K stay on avx512's kernels: their reference (llama.cpp's x86 order) keeps an
+// integer per 4 quants, so a tile multiply would have K = 4, 1/16 of its work, and the tile unit
+// alone took as long as the whole avx512 Q8_0 tile (measured; see the commit that removed it).
 
 // GCC 12 reports the _mm512_undefined_*() placeholders inside its own intrinsic headers as
 // uninitialized (a false positive of its inliner); the warning says nothing about this code.
@@ -51,10 +47,7 @@ namespace {
 namespace qt = quant_tile;
 using V = avx512::Vec512;
 
-constexpr int kTok = 16;       // tokens of a tile: A's and C's rows
-constexpr int kLanes = 8;      // the reference's float lanes (4 quants each) per block
-constexpr int64_t kChunk = 2;  // blocks whose dots are stored before their float steps (16 KiB)
-constexpr size_t kPairBytes = 32 * sizeof(BlockQ8_0);  // a block pair of the 16 rows
+constexpr int kTok = 16;  // tokens of a tile: A's and C's rows
 
 // A tile configuration (Intel SDM vol. 1 §18.2, palette 1): each tile's rows and bytes a row.
 // Four dot tiles in flight, each one's operands loaded while the one before multiplies.
@@ -66,11 +59,9 @@ struct alignas(64) TileConfig {
   uint8_t rows[16] = {};
 };
 
-// Q8_0: tmm4, tmm5 the activations of one lane (16 tokens × 4 bytes), tmm6, tmm7 the weights
-// (one row: 16 rows × 4 bytes). Q4_K / Q5_K: tmm4, tmm5 the activations of one sub-block (16
-// tokens × 32 bytes), tmm6, tmm7 its unpacked quants (8 rows: dwords, × 16 rows × 4 bytes).
-// tmm0..tmm3: int32 C tiles, 16 tokens × 16 rows, in both.
-constexpr TileConfig make_config(int a_bytes, int b_rows) {
+// tmm0..tmm3: int32 C tiles, 16 tokens × 16 rows; tmm4, tmm5 the activations of one sub-block
+// (16 tokens × 32 bytes); tmm6, tmm7 its unpacked quants (8 rows: dwords, × 16 rows × 4 bytes).
+constexpr TileConfig make_config() {
   TileConfig c;
   c.palette_id = 1;
   for (int i = 0; i < 4; ++i) {
@@ -79,136 +70,25 @@ constexpr TileConfig make_config(int a_bytes, int b_rows) {
   }
   for (int i = 4; i < 6; ++i) {
     c.rows[i] = kTok;
-    c.colsb[i] = static_cast<uint16_t>(a_bytes);
-    c.rows[2 + i] = static_cast<uint8_t>(b_rows);
+    c.colsb[i] = 32;
+    c.rows[2 + i] = 8;
     c.colsb[2 + i] = 64;
   }
   return c;
 }
 
-enum class Config { kNone, kQ8_0, kK4 };
-constexpr TileConfig kConfigQ8_0 = make_config(4, 1);
-constexpr TileConfig kConfigK4 = make_config(32, 8);
+constexpr TileConfig kConfig = make_config();
 
 // Tile registers have the shapes of the thread's last configuration: every thread that runs
-// the tiles (the caller's and each pool worker) loads the one its kernel needs when it is not
-// the one loaded (once per thread while a model runs one kind; a reload costs far less than a
-// matmul).
-thread_local Config tls_config = Config::kNone;
+// the tiles (the caller's and each pool worker) loads this one once. Nothing else in the
+// process configures tiles, so a flag is enough.
+thread_local bool tls_configured = false;
 
-void configure_thread(Config config) {
-  if (tls_config == config) return;
-  _tile_loadconfig(config == Config::kQ8_0 ? &kConfigQ8_0 : &kConfigK4);
-  tls_config = config;
+void configure_thread() {
+  if (tls_configured) return;
+  _tile_loadconfig(&kConfig);
+  tls_configured = true;
 }
-
-// dots[i][l][t][r]: the int32 dot of lane l of block b0 + i, token t (rows act_row_bytes
-// apart from act) and row r of the group, for i < nb.
-void tile_dots(const uint8_t* group, const uint8_t* act, size_t act_row_bytes, int64_t b0,
-               int64_t nb, int32_t* dots) {
-  const auto stride = static_cast<long>(act_row_bytes);
-  for (int64_t i = 0; i < nb; ++i) {
-    const int64_t b = b0 + i;
-    const uint8_t* w =
-        group + static_cast<size_t>(b / 2) * kPairBytes + 64 + 512 * static_cast<size_t>(b % 2);
-    const uint8_t* x = act + static_cast<size_t>(b) * sizeof(BlockQ8_0) + offsetof(BlockQ8_0, qs);
-    int32_t* out = dots + i * kLanes * kTok * 16;
-    for (int l = 0; l < kLanes; l += 4) {
-      int32_t* o = out + kTok * 16 * l;
-      _tile_zero(0);
-      _tile_loadd(4, x + 4 * l, stride);
-      _tile_loadd(6, w + 64 * l, 64);
-      _tile_dpbssd(0, 4, 6);
-      _tile_zero(1);
-      _tile_loadd(5, x + 4 * l + 4, stride);
-      _tile_loadd(7, w + 64 * l + 64, 64);
-      _tile_dpbssd(1, 5, 7);
-      _tile_zero(2);
-      _tile_loadd(4, x + 4 * l + 8, stride);
-      _tile_loadd(6, w + 64 * l + 128, 64);
-      _tile_dpbssd(2, 4, 6);
-      _tile_zero(3);
-      _tile_loadd(5, x + 4 * l + 12, stride);
-      _tile_loadd(7, w + 64 * l + 192, 64);
-      _tile_dpbssd(3, 5, 7);
-      _tile_stored(0, o, 64);
-      _tile_stored(1, o + kTok * 16, 64);
-      _tile_stored(2, o + 2 * kTok * 16, 64);
-      _tile_stored(3, o + 3 * kTok * 16, 64);
-    }
-  }
-}
-
-// The reference's float steps of blocks b0 .. b0 + nb for the 16 tokens at act, from their
-// dots, into state[t][l] (lanes = rows).
-void float_steps(const uint8_t* group, const uint8_t* act, size_t act_row_bytes, int64_t n_blocks,
-                 int64_t b0, int64_t nb, const int32_t* dots, float (*state)[kLanes][16]) {
-  for (int t = 0; t < kTok; ++t) {
-    const qt::ActQ8_0 a = qt::ActQ8_0::of(act + t * act_row_bytes, n_blocks);
-    __m512 acc[kLanes];
-    for (int l = 0; l < kLanes; ++l) acc[l] = _mm512_load_ps(state[t][l]);
-    for (int64_t i = 0; i < nb; ++i) {
-      const int64_t b = b0 + i;
-      const uint8_t* d_w = group + static_cast<size_t>(b / 2) * kPairBytes + 32 * (b % 2);
-      const __m512 d =
-          _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(d_w))),
-                        _mm512_set1_ps(a.scales[b]));
-      const int32_t* row = dots + (i * kLanes * kTok + t) * 16;
-#pragma GCC unroll 8
-      for (int l = 0; l < kLanes; ++l) {
-        const __m512 dot = _mm512_cvtepi32_ps(_mm512_load_si512(row + l * kTok * 16));
-        acc[l] = _mm512_fmadd_ps(d, dot, acc[l]);
-      }
-    }
-    for (int l = 0; l < kLanes; ++l) _mm512_store_ps(state[t][l], acc[l]);
-  }
-}
-
-// n_tok: a multiple of 16.
-void tiles(int64_t n_in, const uint8_t* w, size_t w_row_bytes, int64_t n_rows, const uint8_t* act,
-           size_t act_row_bytes, int64_t n_tok, float* y, int64_t y_stride) {
-  configure_thread(Config::kQ8_0);
-  const int64_t n_blocks = n_in / kQK8_0;
-  // Two chunks' dots: the tiles make the next chunk's while AVX-512 takes this one's.
-  alignas(64) int32_t dots[2][kChunk * kLanes * kTok * 16];
-  alignas(64) float state[kTok][kLanes][16];
-  for (int64_t r0 = 0; r0 < n_rows; r0 += kInterleaveRows) {
-    const uint8_t* group = w + static_cast<size_t>(r0) * w_row_bytes;
-    for (int64_t t0 = 0; t0 < n_tok; t0 += kTok) {
-      const uint8_t* a = act + static_cast<size_t>(t0) * act_row_bytes;
-      for (auto& tok : state) {
-        for (auto& lane : tok) _mm512_store_ps(lane, _mm512_setzero_ps());
-      }
-      auto blocks_at = [n_blocks](int64_t b0) {
-        return n_blocks - b0 < kChunk ? n_blocks - b0 : kChunk;
-      };
-      tile_dots(group, a, act_row_bytes, 0, blocks_at(0), dots[0]);
-      int cur = 0;
-      for (int64_t b0 = 0; b0 < n_blocks; b0 += kChunk) {
-        if (b0 + kChunk < n_blocks) {
-          tile_dots(group, a, act_row_bytes, b0 + kChunk, blocks_at(b0 + kChunk), dots[cur ^ 1]);
-        }
-        float_steps(group, a, act_row_bytes, n_blocks, b0, blocks_at(b0), dots[cur], state);
-        cur ^= 1;
-      }
-      for (int t = 0; t < kTok; ++t) {
-        __m512 acc[kLanes];
-        for (int l = 0; l < kLanes; ++l) acc[l] = _mm512_load_ps(state[t][l]);
-        _mm512_storeu_ps(y + (t0 + t) * y_stride + r0, qt::hsum8<V>(acc));
-      }
-    }
-  }
-}
-
-// ---- Q4_K / Q5_K ----
-//
-// The reference (ref dot_k4_superblock) takes per 32-element sub-block j the exact integer
-// Σ q · x (q the 4- or 5-bit level, unsigned), then isum = Σ_j sc_j sums_j, the mins from the
-// bsums and the float steps. Sub-block j of a block, 16 tokens × 16 rows, is one TDPBSUD with
-// K = 32: A = the 16 tokens' 32 activation bytes (signed, read in place), B = the unpacked quants
-// of the 16 rows as the avx512 tiles pack them (KindK4::pack_from on the x16 block: q[j] is 8
-// dwords × 16 rows × 4 bytes, the VNNI form). The dots then go through the avx512 kind's own
-// finish_block for each token: the same integer and float steps, the same bits.
 
 template <class Block>
 using KindK = x16_tile::KindOf<V, Block>;
@@ -262,7 +142,7 @@ template <class Block>
 void k_tiles(int64_t n_in, const uint8_t* w, size_t w_row_bytes, int64_t n_rows, const uint8_t* act,
              size_t act_row_bytes, int64_t n_tok, float* y, int64_t y_stride) {
   using K = KindK<Block>;
-  configure_thread(Config::kK4);
+  configure_thread();
   const int64_t n_blocks = n_in / kQKK;
   alignas(64) typename K::Packed packed[kChunkK];
   alignas(64) int32_t dots[8 * kTok * 16];
@@ -325,12 +205,5 @@ template void matmul_tile_x16_k<BlockQ4K>(int64_t, const void*, size_t, int64_t,
                                           size_t, int64_t, float*, int64_t);
 template void matmul_tile_x16_k<BlockQ5K>(int64_t, const void*, size_t, int64_t, const void*,
                                           size_t, int64_t, float*, int64_t);
-
-void matmul_tile_x16_q8_0(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
-                          const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
-                          int64_t y_stride) {
-  split_tokens<BlockQ8_0>(tiles, n_in, w, w_row_bytes, n_rows, act, act_row_bytes, n_tok, y,
-                          y_stride);
-}
 
 }  // namespace minfer::kernels::amx

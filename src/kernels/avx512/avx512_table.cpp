@@ -23,9 +23,8 @@ constexpr KernelTable with_x86_kernels(KernelTable t) {
   return t;
 }
 
-// avx512's table with the AMX-INT8 tiles (kernels/amx) where they exist.
+// avx512's table with the AMX-INT8 tiles (kernels/amx) where they win: Q4_K and Q5_K.
 constexpr KernelTable with_amx_tiles(KernelTable t) {
-  t.matmul_tile_x16[static_cast<int>(GgmlType::kQ8_0)] = amx::matmul_tile_x16_q8_0;
   t.matmul_tile_x16[static_cast<int>(GgmlType::kQ4_K)] = amx::matmul_tile_x16_k<BlockQ4K>;
   t.matmul_tile_x16[static_cast<int>(GgmlType::kQ5_K)] = amx::matmul_tile_x16_k<BlockQ5K>;
   return t;
