@@ -147,7 +147,7 @@ struct Q8Rows {
 
 struct KernelTable {
   Isa isa;
-  const char* name;  // "ref", "avx2", "avxvnni", "avx512", "neon", "dotprod", "i8mm"
+  const char* name;  // "ref", "avx2", "avxvnni", "avx512", "amx", "neon", "dotprod", "i8mm"
 
   // y = x / sqrt(mean(x²) + eps) * w; the mean of squares accumulates in double. y may be x.
   void (*rms_norm)(const float* x, const float* w, float eps, int64_t n, float* y);
