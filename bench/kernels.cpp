@@ -268,8 +268,8 @@ void register_layout_pair(const std::string& kind, GgmlType type, Isa isa, int64
   }
 }
 
-// The GGUF layout beside the x16 layout (kernels/interleave.h), AVX-512, AVX-VNNI and AVX2, at the
-// Qwen2.5-0.5B and 1.5B shapes (K-quants: Qwen3-0.6B's and Qwen2.5-1.5B's):
+// The GGUF layout beside the x16 layout (kernels/interleave.h), AMX, AVX-512, AVX-VNNI and AVX2, at
+// the Qwen2.5-0.5B and 1.5B shapes (K-quants: Qwen3-0.6B's and Qwen2.5-1.5B's):
 // BM_<Gemv|GemvHot|Gemm>Layout/<type>/<isa>/<gguf|x16>/<n_in>x<n_out>, each pair registered
 // together. Compare them within one run, e.g. with --benchmark_repetitions=5
 // --benchmark_enable_random_interleaving=true (medians).
@@ -285,7 +285,7 @@ void register_layout_pairs() {
     for (GgmlType type : {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ5_0, GgmlType::kMXFP4,
                           GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K}) {
       const bool k_quant = quant_traits(type)->block_size == kQKK;
-      for (Isa isa : {Isa::kAvx512, Isa::kAvxVnni, Isa::kAvx2}) {
+      for (Isa isa : {Isa::kAmx, Isa::kAvx512, Isa::kAvxVnni, Isa::kAvx2}) {
         for (auto [n_in, n_out] : k_quant ? k_shapes : shapes) {
           if (!hot || n_out <= 8960) register_layout_pair(kind, type, isa, n_in, n_out);
         }

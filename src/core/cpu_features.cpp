@@ -27,6 +27,10 @@ std::string cpu_feature_names(const CpuFeatures& f) {
   add(zmm && f.avx512vl, "avx512vl");
   add(zmm && f.avx512vnni, "avx512vnni");
   add(zmm && f.avx512bf16, "avx512bf16");
+  add(f.amx_tile && f.os_grants_amx, "amx-tile");
+  add(f.amx_int8 && f.os_grants_amx, "amx-int8");
+  add(f.amx_tile && f.amx_int8 && !f.os_grants_amx,
+      "amx-int8(not granted by the OS: XCR0 tile state or arch_prctl ARCH_REQ_XCOMP_PERM)");
   add(f.asimd, "asimd");
   add(f.asimddp, "asimddp");
   add(f.i8mm, "i8mm");

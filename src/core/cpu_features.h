@@ -24,9 +24,16 @@ struct CpuFeatures {
   bool avx512vnni = false;
   bool avx512bf16 = false;
   bool avxvnni = false;  // AVX-VNNI: vpdpbusd on ymm with a VEX encoding, no AVX-512 needed
+  // CPUID leaf 7 subleaf 0 EDX: AMX tiles (bit 24) and their int8 dot products (bit 25).
+  bool amx_tile = false;
+  bool amx_int8 = false;
   // XCR0: the OS saves YMM state (bits 1, 2) / opmask and ZMM state (bits 5, 6, 7).
   bool os_saves_ymm = false;
   bool os_saves_zmm = false;
+  // XCR0 bits 17, 18 (tile configuration and data state), and on Linux the process's permission
+  // to use the tile data (arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA), asked once by
+  // detection; a tile instruction without it faults).
+  bool os_grants_amx = false;
   // ARM64 HWCAP_ASIMD (Advanced SIMD, "neon"), HWCAP_ASIMDDP (SDOT/UDOT), HWCAP2_I8MM (SMMLA).
   bool asimd = false;
   bool asimddp = false;
@@ -40,6 +47,9 @@ struct CpuFeatures {
     return can_run_avx2() && avx512f && avx512dq && avx512bw && avx512vl && avx512vnni &&
            os_saves_zmm;
   }
+  // The amx table is avx512's with AMX-INT8 tiles (src/kernels/amx, built with -mamx-tile
+  // -mamx-int8 besides avx512's flags).
+  bool can_run_amx() const { return can_run_avx512() && amx_tile && amx_int8 && os_grants_amx; }
 };
 
 // The features of the CPU this process runs on, detected once.
@@ -49,7 +59,8 @@ const CpuFeatures& cpu_features();
 CpuFeatures detect_cpu_features();
 
 // The usable feature names, space-separated ("avx2 fma f16c avx512f …", "asimd asimddp i8mm");
-// features the CPU has but the OS does not enable are left out. "none" when there are none.
+// features the CPU has but the OS does not enable are left out, except AMX, which is named with
+// the reason ("amx-int8(not granted by the OS: ...)"). "none" when there are none.
 std::string cpu_feature_names(const CpuFeatures& features);
 
 }  // namespace minfer

@@ -7,6 +7,11 @@
 
 #include <cstdint>
 
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
 namespace minfer {
 namespace {
 
@@ -33,6 +38,19 @@ uint64_t read_xcr0() {
   return (static_cast<uint64_t>(edx) << 32) | eax;
 }
 
+// Asks Linux for this process's permission to use the AMX tile data (XFEATURE_XTILEDATA = 18)
+// with arch_prctl(ARCH_REQ_XCOMP_PERM = 0x1023): process-wide, idempotent, and needed before
+// any thread runs a tile instruction (Linux 5.16+; older kernels and other systems: false).
+bool request_amx_permission() {
+#if defined(__linux__) && defined(__x86_64__)
+  constexpr long kArchReqXcompPerm = 0x1023;
+  constexpr long kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+  return false;
+#endif
+}
+
 }  // namespace
 
 CpuFeatures detect_cpu_features() {
@@ -54,6 +72,8 @@ CpuFeatures detect_cpu_features() {
   f.avx512vnni = bit(leaf7.ecx, 11);
   f.avx512bf16 = bit(leaf7_1.eax, 5);
   f.avxvnni = bit(leaf7_1.eax, 4);
+  f.amx_tile = bit(leaf7.edx, 24);
+  f.amx_int8 = bit(leaf7.edx, 25);
 
   if (osxsave && avx) {
     const uint64_t xcr0 = read_xcr0();
@@ -61,6 +81,9 @@ CpuFeatures detect_cpu_features() {
     f.os_saves_ymm = (xcr0 & 0x6) == 0x6;
     // Bits 5, 6, 7: opmask registers, upper ZMM0-15, ZMM16-31.
     f.os_saves_zmm = f.os_saves_ymm && (xcr0 & 0xE0) == 0xE0;
+    // Bits 17, 18: tile configuration and tile data; then the process's permission.
+    const bool tile_state = (xcr0 & 0x60000) == 0x60000;
+    f.os_grants_amx = f.amx_tile && tile_state && request_amx_permission();
   }
   return f;
 }

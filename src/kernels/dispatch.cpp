@@ -10,7 +10,7 @@ namespace minfer::kernels {
 
 std::span<const Isa> compiled_isas() {
 #if defined(__x86_64__)
-  static constexpr Isa kIsas[] = {Isa::kRef, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512};
+  static constexpr Isa kIsas[] = {Isa::kRef, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512, Isa::kAmx};
 #elif defined(__aarch64__)
   static constexpr Isa kIsas[] = {Isa::kRef, Isa::kNeon, Isa::kDotprod, Isa::kI8mm};
 #else
@@ -36,6 +36,8 @@ const KernelTable& table_for(Isa isa) {
       return avxvnni_table;
     case Isa::kAvx512:
       return avx512_table;
+    case Isa::kAmx:
+      return amx_table;
     default:
       break;
   }
@@ -67,6 +69,8 @@ bool isa_available(Isa isa, const CpuFeatures& features) {
       return features.can_run_avxvnni();
     case Isa::kAvx512:
       return features.can_run_avx512();
+    case Isa::kAmx:
+      return features.can_run_amx();
     case Isa::kNeon:
       return features.asimd;
     case Isa::kDotprod:
@@ -91,7 +95,7 @@ Isa best_isa(const CpuFeatures& features) {
 
 namespace {
 
-// "ref, avx2, avxvnni, avx512": the names MINFER_FORCE_ISA accepts in this build.
+// "ref, avx2, avxvnni, avx512, amx": the names MINFER_FORCE_ISA accepts in this build.
 std::string compiled_isa_names() {
   std::string out;
   for (Isa isa : compiled_isas()) {

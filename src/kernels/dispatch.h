@@ -11,9 +11,9 @@
 namespace minfer::kernels {
 
 // The ISAs this build has tables for, ref first and each after those it extends or is preferred
-// to (best_isa takes the last available): ref, avx2, avxvnni, avx512 on x86-64 (avxvnni is
-// AVX2 with vpdpbusd; AVX-512 has its own VNNI); ref, neon, dotprod, i8mm on ARM64; ref alone
-// on other architectures.
+// to (best_isa takes the last available): ref, avx2, avxvnni, avx512, amx on x86-64 (avxvnni is
+// AVX2 with vpdpbusd; AVX-512 has its own VNNI; amx is avx512 with AMX-INT8 tiles for the
+// prefill GEMMs); ref, neon, dotprod, i8mm on ARM64; ref alone on other architectures.
 std::span<const Isa> compiled_isas();
 
 // Whether this build has a table for `isa`.
@@ -23,7 +23,7 @@ bool isa_compiled(Isa isa);
 // stops the process: a programming error).
 const KernelTable& table_for(Isa isa);
 
-// "ref", "avx2", "avxvnni", "avx512", "neon", "dotprod", "i8mm".
+// "ref", "avx2", "avxvnni", "avx512", "amx", "neon", "dotprod", "i8mm".
 const char* isa_name(Isa isa);
 
 // Whether this build has `isa` and `features` can run its kernels.

@@ -19,7 +19,8 @@ enum class Isa {
   kNeon = 3,
   kDotprod = 4,
   kI8mm = 5,
-  kAvxVnni = 6
+  kAvxVnni = 6,
+  kAmx = 7
 };
 
 enum class RopeStyle {
@@ -146,7 +147,7 @@ struct Q8Rows {
 
 struct KernelTable {
   Isa isa;
-  const char* name;  // "ref", "avx2", "avxvnni", "avx512", "neon", "dotprod", "i8mm"
+  const char* name;  // "ref", "avx2", "avxvnni", "avx512", "amx", "neon", "dotprod", "i8mm"
 
   // y = x / sqrt(mean(x²) + eps) * w; the mean of squares accumulates in double. y may be x.
   void (*rms_norm)(const float* x, const float* w, float eps, int64_t n, float* y);
@@ -264,14 +265,15 @@ struct KernelTable {
 };
 
 // The tables themselves. Constant-initialized data: touching them runs no ISA-specific code,
-// but calling through avx2_table / avxvnni_table / avx512_table needs a CPU that has that ISA
-// (CpuFeatures::can_run_avx2 / can_run_avxvnni / can_run_avx512). neon_table, dotprod_table and
-// i8mm_table exist only in ARM64 builds (the x86 tables only in x86-64 builds); dotprod_table needs
-// asimddp, i8mm_table asimddp and i8mm.
+// but calling through avx2_table / avxvnni_table / avx512_table / amx_table needs a CPU that has
+// that ISA (CpuFeatures::can_run_avx2 / can_run_avxvnni / can_run_avx512 / can_run_amx).
+// neon_table, dotprod_table and i8mm_table exist only in ARM64 builds (the x86 tables only in
+// x86-64 builds); dotprod_table needs asimddp, i8mm_table asimddp and i8mm.
 extern const KernelTable ref_table;
 extern const KernelTable avx2_table;
 extern const KernelTable avxvnni_table;
 extern const KernelTable avx512_table;
+extern const KernelTable amx_table;  // avx512_table with AMX-INT8 tiles (kernels/amx)
 extern const KernelTable neon_table;
 extern const KernelTable dotprod_table;
 extern const KernelTable i8mm_table;

@@ -481,6 +481,14 @@ struct KindK4 {
                                     typename V::F dmin, const BlockQ8K& x, typename V::F acc) {
     typename V::I isum = V::set1(0);
     for (int j = 0; j < 8; ++j) isum = V::add(isum, V::mullo(sums[j], sc[j]));
+    return finish_isum(isum, mins, d, dmin, x, acc);
+  }
+
+  // From isum (exact: any way of summing it gives the same integer) on: summins and the float
+  // steps.
+  [[gnu::always_inline]] static inline typename V::F finish_isum(
+      typename V::I isum, const typename V::I mins[8], typename V::F d, typename V::F dmin,
+      const BlockQ8K& x, typename V::F acc) {
     typename V::I summins = V::set1(0);
     for (int j = 0; j < 8; ++j) summins = V::dot16(summins, mins[j], V::bcast(x.bsums + 2 * j));
     const typename V::F dx = V::fset1(x.d);

@@ -41,6 +41,20 @@ TEST(CpuFeatures, AgreesWithProcCpuinfo) {
   EXPECT_EQ(f.avx512bw && f.os_saves_zmm, has("avx512bw"));
   EXPECT_EQ(f.avx512vnni && f.os_saves_zmm, has("avx512_vnni"));
   EXPECT_EQ(f.avxvnni && f.os_saves_ymm, has("avx_vnni"));
+  // The kernel lists amx_tile / amx_int8 where it manages the tile state (XCR0 bits 17, 18).
+  EXPECT_EQ(f.amx_tile && f.os_grants_amx, has("amx_tile"));
+  EXPECT_EQ(f.amx_int8 && f.os_grants_amx, has("amx_int8"));
+}
+
+// AMX is named only where the OS grants the tile data; a CPU with AMX whose OS does not is
+// named with the reason, so that an error refusing MINFER_FORCE_ISA=amx explains itself.
+TEST(CpuFeatures, NamesAmxAndWhyItIsNotUsable) {
+  CpuFeatures f;
+  f.amx_tile = f.amx_int8 = true;
+  EXPECT_NE(cpu_feature_names(f).find("amx-int8(not granted by the OS"), std::string::npos)
+      << cpu_feature_names(f);
+  f.os_grants_amx = true;
+  EXPECT_EQ(cpu_feature_names(f), "amx-tile amx-int8");
 }
 #elif defined(__aarch64__)
 // Under qemu-user /proc/cpuinfo is the build machine's (no "Features" line): skipped there.
@@ -84,6 +98,8 @@ TEST(Dispatch, TablesNameTheirIsa) {
   EXPECT_STREQ(table_for(Isa::kAvxVnni).name, "avxvnni");
   EXPECT_STREQ(table_for(Isa::kAvx512).name, "avx512");
   EXPECT_EQ(table_for(Isa::kAvx512).isa, Isa::kAvx512);
+  EXPECT_STREQ(table_for(Isa::kAmx).name, "amx");
+  EXPECT_EQ(table_for(Isa::kAmx).isa, Isa::kAmx);
 #else
 #if defined(__aarch64__)
   EXPECT_STREQ(table_for(Isa::kNeon).name, "neon");
@@ -95,6 +111,7 @@ TEST(Dispatch, TablesNameTheirIsa) {
   EXPECT_FALSE(isa_compiled(Isa::kAvx2));
   EXPECT_FALSE(isa_compiled(Isa::kAvxVnni));
   EXPECT_FALSE(isa_compiled(Isa::kAvx512));
+  EXPECT_FALSE(isa_compiled(Isa::kAmx));
   CpuFeatures x86_like;
   x86_like.avx2 = x86_like.fma = x86_like.f16c = x86_like.os_saves_ymm = true;
   EXPECT_FALSE(isa_available(Isa::kAvx2, x86_like));
@@ -137,6 +154,21 @@ TEST(Dispatch, EmptyNameSelectsBestAvailable) {
   all.os_saves_zmm = true;
   all.avxvnni = true;
   EXPECT_EQ(best_isa(all), Isa::kAvx512);
+  // AMX preferred to AVX-512 where the CPU has AMX-TILE and AMX-INT8 and the OS grants the
+  // tile data; any of the three missing leaves avx512.
+  all.amx_tile = all.amx_int8 = all.os_grants_amx = true;
+  Result<const KernelTable*> amx = select_table("", all);
+  ASSERT_TRUE(amx.is_ok());
+  EXPECT_EQ((*amx)->isa, Isa::kAmx);
+  for (bool CpuFeatures::*missing :
+       {&CpuFeatures::amx_tile, &CpuFeatures::amx_int8, &CpuFeatures::os_grants_amx}) {
+    CpuFeatures without = all;
+    without.*missing = false;
+    EXPECT_EQ(best_isa(without), Isa::kAvx512);
+  }
+  // AMX's table is avx512's with tiles: no AVX-512, no amx (AVX-VNNI is the best then).
+  all.os_saves_zmm = false;
+  EXPECT_EQ(best_isa(all), Isa::kAvxVnni);
 }
 #elif defined(__aarch64__)
 TEST(Dispatch, EmptyNameSelectsBestAvailable) {
@@ -183,7 +215,7 @@ TEST(Dispatch, UnknownNameIsAnErrorNamingItAndTheCpu) {
   const std::string& msg = r.status().message();
   EXPECT_NE(msg.find("avx1024"), std::string::npos) << msg;
 #if defined(__x86_64__)
-  EXPECT_NE(msg.find("ref, avx2, avxvnni, avx512"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("ref, avx2, avxvnni, avx512, amx"), std::string::npos) << msg;
 #elif defined(__aarch64__)
   EXPECT_NE(msg.find("ref, neon, dotprod, i8mm"), std::string::npos) << msg;
 #else
@@ -208,6 +240,21 @@ TEST(Dispatch, UnavailableIsaIsAnError) {
   EXPECT_NE(r.status().message().find("avx512"), std::string::npos);
   EXPECT_NE(r.status().message().find("avx2 fma f16c"), std::string::npos) << r.status().message();
   EXPECT_NE(r.status().message().find("best available: avx2"), std::string::npos);
+}
+
+// MINFER_FORCE_ISA=amx where the OS does not grant the tile data: refused, saying why.
+TEST(Dispatch, AmxWithoutOsPermissionIsAnErrorSayingWhy) {
+  CpuFeatures f;
+  f.avx2 = f.fma = f.f16c = f.os_saves_ymm = true;
+  f.avx512f = f.avx512dq = f.avx512bw = f.avx512vl = f.avx512vnni = f.os_saves_zmm = true;
+  f.amx_tile = f.amx_int8 = true;
+  Result<const KernelTable*> r = select_table("amx", f);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kUnsupported);
+  const std::string& msg = r.status().message();
+  EXPECT_NE(msg.find("MINFER_FORCE_ISA=amx"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("not granted by the OS"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("best available: avx512"), std::string::npos) << msg;
 }
 #else
 #if defined(__aarch64__)

@@ -98,7 +98,8 @@ TEST(Interleave, ShapesThatCanTakeTheLayout) {
 // weights keep the GGUF layout, which the Interleave tests above check through the fallback).
 TEST(Interleave, EveryX86SimdTableHasX16Tiles) {
   for (const KernelTable* table : test::simd_tables()) {
-    if (table->isa != Isa::kAvx2 && table->isa != Isa::kAvxVnni && table->isa != Isa::kAvx512)
+    if (table->isa != Isa::kAvx2 && table->isa != Isa::kAvxVnni && table->isa != Isa::kAvx512 &&
+        table->isa != Isa::kAmx)
       continue;
     for (GgmlType type : kTypes) {
       EXPECT_TRUE(matmul_supports_layout(*table, type, WeightLayout::kRows16))
@@ -148,6 +149,42 @@ TEST(Interleave, X16TilesAreBitIdenticalToRefOnTheGgufLayout) {
       }
     }
   }
+}
+
+// The amx table's tiles: Q4_K and Q5_K 16 tokens a tile on AMX, the rest on avx512's kernels
+// (Q8_0 all on avx512's, here beside them), the K-quants unpacked 2 blocks at a time. Every
+// token count around one, two and three tiles, odd numbers of chunks and remainders (1, 3 and 5
+// blocks; Q8_0 1, 3 and 5 block pairs) and 1 or 3 threads (each pool worker loads its own tile
+// configuration).
+TEST(Interleave, AmxTilesAreBitIdenticalToRefAroundTheTileSizes) {
+#if defined(__x86_64__)
+  if (!isa_available(Isa::kAmx, cpu_features())) {
+    GTEST_SKIP() << "no AMX-INT8 here (CPU features: " << cpu_feature_names(cpu_features()) << ")";
+  }
+  ThreadPool pools[] = {ThreadPool(1), ThreadPool(3)};
+  for (int i = 0; i < 3; ++i) {
+    for (GgmlType type : {GgmlType::kQ8_0, GgmlType::kQ4_K, GgmlType::kQ5_K}) {
+      const int64_t n_in = (is_k_quant(type) ? 256 : 64) * (2 * i + 1);
+      for (int64_t n_out : {16, 48}) {
+        const Matrix m = make_matrix(type, n_in, n_out, static_cast<uint32_t>(n_in + n_out));
+        for (int64_t n_tokens : {15, 16, 17, 18, 31, 32, 33, 47, 48, 49}) {
+          const std::vector<float> x = test::random_floats(n_in * n_tokens, 7, -3.0f, 3.0f);
+          const std::vector<float> want =
+              run(ref_table, pools[0], m, WeightLayout::kGguf, x, n_tokens);
+          for (ThreadPool& pool : pools) {
+            const std::vector<float> got =
+                run(table_for(Isa::kAmx), pool, m, WeightLayout::kRows16, x, n_tokens);
+            ASSERT_EQ(0, std::memcmp(got.data(), want.data(), want.size() * sizeof(float)))
+                << ggml_type_info(type).name << " " << n_in << "x" << n_out << " tokens "
+                << n_tokens << " threads " << pool.n_threads();
+          }
+        }
+      }
+    }
+  }
+#else
+  GTEST_SKIP() << "AMX exists on x86-64 only";
+#endif
 }
 
 }  // namespace

@@ -22,6 +22,7 @@
 
 #include "kernels/avx512/avx512_gemv_prefetch.h"
 #include "kernels/avx512/avx512_quant_vec.h"
+#include "kernels/avx512/avx512_x16_source.h"
 #include "kernels/quant_tile_impl.h"
 #include "kernels/x16_tile_impl.h"
 
@@ -63,24 +64,6 @@ void unpack_x16(const uint8_t* pair, int k, Packed& p) {
     }
   }
 }
-
-// A K-quant x16 block (16 rows' block b) for the tiles' packs (quant_tile_impl.h GroupSource):
-// the word at offset o of every row's GGUF block sits at 16 o, lanes = rows (interleave.h).
-struct X16Source {
-  const uint8_t* blk;
-  void transpose32(size_t o, __m512i out[8]) const {
-    for (int i = 0; i < 8; ++i) out[i] = _mm512_loadu_si512(blk + 16 * o + 64 * i);
-  }
-  __m512i u32(size_t o) const { return _mm512_loadu_si512(blk + 16 * o); }
-  __m512 f16(size_t o) const {
-    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 16 * o)));
-  }
-  void f16_pair(size_t o, __m512& a, __m512& b) const {
-    a = f16(o);
-    b = f16(o + 2);
-  }
-  __m512 f16_last(size_t o) const { return f16(o); }
-};
 
 // The x16 policy of x16_tile_impl.h: a whole 16-row group in one vector (one half).
 struct X16 {

@@ -1,3 +1,4 @@
+#include "kernels/amx/amx_kernels.h"
 #include "kernels/avx512/avx512_interleaved.h"
 #include "kernels/avx512/avx512_kernels.h"
 #include "quant/blocks.h"
@@ -23,9 +24,18 @@ constexpr KernelTable with_x86_kernels(KernelTable t) {
   return t;
 }
 
+// avx512's table with the AMX-INT8 tiles (kernels/amx) where they win: Q4_K and Q5_K.
+constexpr KernelTable with_amx_tiles(KernelTable t) {
+  t.matmul_tile_x16[static_cast<int>(GgmlType::kQ4_K)] = amx::matmul_tile_x16_k<BlockQ4K>;
+  t.matmul_tile_x16[static_cast<int>(GgmlType::kQ5_K)] = amx::matmul_tile_x16_k<BlockQ5K>;
+  return t;
+}
+
 }  // namespace
 
 constinit const KernelTable avx512_table =
     with_x86_kernels(avx512::make_table(Isa::kAvx512, "avx512"));
+constinit const KernelTable amx_table =
+    with_amx_tiles(with_x86_kernels(avx512::make_table(Isa::kAmx, "amx")));
 
 }  // namespace minfer::kernels
