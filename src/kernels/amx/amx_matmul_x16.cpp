@@ -21,12 +21,8 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
-// Separate multiplies and adds, as the reference.
-#if defined(__clang__)
-#pragma clang fp contract(off)
-#else
-#pragma GCC optimize("fp-contract=off")
-#endif
+// First: the reference's separate multiplies and adds for all that follows.
+#include "kernels/fp_contract_off.h"
 
 #include "kernels/amx/amx_kernels.h"
 
@@ -34,6 +30,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "kernels/avx512/avx512_interleaved.h"
 #include "kernels/avx512/avx512_quant_vec.h"
@@ -80,16 +77,15 @@ constexpr TileConfig make_config() {
 }
 
 constexpr TileConfig kConfig = make_config();
+static_assert(sizeof(TileConfig) == 64, "LDTILECFG reads 64 bytes");
 
-// Tile registers have the shapes of the thread's last configuration: every thread that runs
-// the tiles (the caller's and each pool worker) loads this one once. Nothing else in the
-// process configures tiles, so a flag is enough.
-thread_local bool tls_configured = false;
-
+// Tile registers have the shapes of the thread's last configuration: each call loads this one
+// unless the thread's is already it (read back: another library in the process, one that uses
+// AMX itself, may have configured tiles of its own on this thread since).
 void configure_thread() {
-  if (tls_configured) return;
-  _tile_loadconfig(&kConfig);
-  tls_configured = true;
+  alignas(64) TileConfig current;
+  _tile_storeconfig(&current);
+  if (std::memcmp(&current, &kConfig, sizeof(TileConfig)) != 0) _tile_loadconfig(&kConfig);
 }
 
 template <class Block>
