@@ -15,12 +15,6 @@
 // integer per 4 quants, so a tile multiply would have K = 4, 1/16 of its work, and the tile unit
 // alone took as long as the whole avx512 Q8_0 tile (measured; see the commit that removed it).
 
-// GCC 12 reports the _mm512_undefined_*() placeholders inside its own intrinsic headers as
-// uninitialized (a false positive of its inliner); the warning says nothing about this code.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
 // First: the reference's separate multiplies and adds for all that follows.
 #include "kernels/fp_contract_off.h"
 

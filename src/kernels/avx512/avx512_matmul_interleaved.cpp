@@ -5,12 +5,6 @@
 // the tiles' own block steps do the arithmetic (the loops, shared with AVX2: x16_tile_impl.h):
 // every (row, token) result is the reference's, bit for bit.
 
-// GCC 12 reports the _mm512_undefined_*() placeholders inside its own intrinsic headers as
-// uninitialized (a false positive of its inliner); the warning says nothing about this code.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
 // First: the reference's separate multiplies and adds for all that follows.
 #include "kernels/fp_contract_off.h"
 

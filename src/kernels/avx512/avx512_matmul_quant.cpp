@@ -3,12 +3,6 @@
 // row-run GEMVs of avx512_gemv_quant.h. Bit-identical to the reference tiles (see
 // quant_tile_impl.h for why).
 
-// GCC 12 reports the _mm512_undefined_*() placeholders inside its own intrinsic headers as
-// uninitialized (a false positive of its inliner); the warning says nothing about this code.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
 // First: the reference's separate multiplies and adds for all that follows.
 #include "kernels/fp_contract_off.h"
 
