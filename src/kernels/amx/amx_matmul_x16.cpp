@@ -18,8 +18,6 @@
 // First: the reference's separate multiplies and adds for all that follows.
 #include "kernels/fp_contract_off.h"
 
-#include "kernels/amx/amx_kernels.h"
-
 #include <immintrin.h>
 
 #include <cstddef>
@@ -208,17 +206,19 @@ void k_tiles(int64_t n_in, const uint8_t* w, size_t w_row_bytes, int64_t n_rows,
   }
 }
 
-// The 16-token tiles on AMX (by `tiled`), the rest (and calls of 16 tokens or fewer, where
-// avx512's gemv_tokens keeps every accumulator in registers) on avx512's x16 kernel.
-template <class Block, class Tiled>
-void split_tokens(Tiled tiled, int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
-                  const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
-                  int64_t y_stride) {
+}  // namespace
+
+// The 16-token tiles on AMX, the rest (and calls of 16 tokens or fewer, where avx512's
+// gemv_tokens keeps every accumulator in registers) on avx512's x16 kernel.
+template <class Block>
+void matmul_tile_x16(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
+                     const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
+                     int64_t y_stride) {
   const int64_t n_tiled = n_tok > kTok ? n_tok / kTok * kTok : 0;
   const auto* a = static_cast<const uint8_t*>(act);
   if (n_tiled > 0) {
-    tiled(n_in, static_cast<const uint8_t*>(w), w_row_bytes, n_rows, a, act_row_bytes, n_tiled, y,
-          y_stride);
+    k_tiles<Block>(n_in, static_cast<const uint8_t*>(w), w_row_bytes, n_rows, a, act_row_bytes,
+                   n_tiled, y, y_stride);
   }
   if (n_tok > n_tiled) {
     avx512::matmul_tile_x16<Block>(n_in, w, w_row_bytes, n_rows,
@@ -227,19 +227,9 @@ void split_tokens(Tiled tiled, int64_t n_in, const void* w, size_t w_row_bytes, 
   }
 }
 
-}  // namespace
-
-template <class Block>
-void matmul_tile_x16_k(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows,
-                       const void* act, size_t act_row_bytes, int64_t n_tok, float* y,
-                       int64_t y_stride) {
-  split_tokens<Block>(k_tiles<Block>, n_in, w, w_row_bytes, n_rows, act, act_row_bytes, n_tok, y,
-                      y_stride);
-}
-
-template void matmul_tile_x16_k<BlockQ4K>(int64_t, const void*, size_t, int64_t, const void*,
-                                          size_t, int64_t, float*, int64_t);
-template void matmul_tile_x16_k<BlockQ5K>(int64_t, const void*, size_t, int64_t, const void*,
-                                          size_t, int64_t, float*, int64_t);
+template void matmul_tile_x16<BlockQ4K>(int64_t, const void*, size_t, int64_t, const void*, size_t,
+                                        int64_t, float*, int64_t);
+template void matmul_tile_x16<BlockQ5K>(int64_t, const void*, size_t, int64_t, const void*, size_t,
+                                        int64_t, float*, int64_t);
 
 }  // namespace minfer::kernels::amx

@@ -1,4 +1,3 @@
-#include "kernels/amx/amx_kernels.h"
 #include "kernels/avx512/avx512_interleaved.h"
 #include "kernels/avx512/avx512_kernels.h"
 #include "quant/blocks.h"
@@ -26,8 +25,8 @@ constexpr KernelTable with_x86_kernels(KernelTable t) {
 
 // avx512's table with the AMX-INT8 tiles (kernels/amx) where they win: Q4_K and Q5_K.
 constexpr KernelTable with_amx_tiles(KernelTable t) {
-  t.matmul_tile_x16[static_cast<int>(GgmlType::kQ4_K)] = amx::matmul_tile_x16_k<BlockQ4K>;
-  t.matmul_tile_x16[static_cast<int>(GgmlType::kQ5_K)] = amx::matmul_tile_x16_k<BlockQ5K>;
+  t.matmul_tile_x16[static_cast<int>(GgmlType::kQ4_K)] = amx::matmul_tile_x16<BlockQ4K>;
+  t.matmul_tile_x16[static_cast<int>(GgmlType::kQ5_K)] = amx::matmul_tile_x16<BlockQ5K>;
   return t;
 }
 
