@@ -152,6 +152,30 @@ INSTANTIATE_TEST_SUITE_P(Archs, TensorSpecAgreementTest,
 INSTANTIATE_TEST_SUITE_P(MoeArchs, TensorSpecAgreementTest,
                          ::testing::Values("qwen3moe", "gpt-oss"));
 
+// Gemma 4's MoE (moe_geglu: one double-wide gate_up per expert, a down scale per expert) in the
+// shared 26B-A4B-style file: each expert tensor of the first block, one expert short or one row
+// short, is refused with its name and the list's shape (make-model has no tiny Gemma 4 MoE, so
+// the generic test above cannot make one).
+TEST(TensorSpecAgreement, Gemma4MoeExpertsOfTheWrongShapeAreRefusedWithTheirNames) {
+  MINFER_REQUIRE_TEST_DATA();
+  auto file = GgufFile::open(test::test_data_path("models/gemma4-moe-tiny-f32.gguf"));
+  ASSERT_TRUE(file.is_ok()) << file.status().message();
+  int checked = 0;
+  for (const GgufTensorInfo& t : (*file)->tensors()) {
+    if (!t.name.starts_with("blk.0.ffn_") || t.name.find("_exps.") == std::string::npos) continue;
+    // A matrix per expert: its rows, then the expert count; the scales: their count.
+    for (size_t dim = t.shape.size() == 1 ? 0 : 1; dim < t.shape.size(); ++dim) {
+      std::vector<uint64_t> wrong = t.shape;
+      wrong[dim] -= 1;
+      EXPECT_EQ(load_error(with_tensor(**file, t.name, GgmlType::kF32, wrong)),
+                fmt::format("[model] 'bad.gguf': tensor '{}' has shape [{}], expected [{}]", t.name,
+                            fmt::join(wrong, ", "), fmt::join(t.shape, ", ")));
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 5);  // gate_up and down: rows and experts; the down scales
+}
+
 // quantize converts the list's matrices and copies its vectors; for every architecture and mix
 // that is the same plan as llama.cpp's name rule gives (so files stay those of llama-quantize).
 TEST(TensorSpecAgreement, QuantizePlanFromRolesEqualsLlamaNameRule) {
