@@ -30,6 +30,7 @@
 #include "kernels/dispatch.h"
 #include "kernels/interleave.h"
 #include "kernels/matmul.h"
+#include "kernels/read_rate.h"
 #include "kernels/thread_pool.h"
 #include "quant/blocks.h"
 #include "quant/quant_traits.h"
@@ -48,45 +49,6 @@ ThreadPool& pool() {
 
 // ---- streaming read bandwidth ----
 
-// Sums n words with the widest loads the CPU has (a streaming read should be the best this
-// machine can do, or every ratio to it flatters the kernels): four independent 512-bit (or
-// 256-bit) sums so the loop is bound by loads, not by one add chain. n is a multiple of 32.
-__attribute__((target("avx512f"))) uint64_t sum_words_avx512(const uint64_t* p, size_t n) {
-  __m512i s[4] = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(),
-                  _mm512_setzero_si512()};
-  for (size_t i = 0; i + 32 <= n; i += 32) {
-    for (int k = 0; k < 4; ++k) s[k] = _mm512_add_epi64(s[k], _mm512_loadu_si512(p + i + 8 * k));
-  }
-  return static_cast<uint64_t>(_mm512_reduce_add_epi64(
-      _mm512_add_epi64(_mm512_add_epi64(s[0], s[1]), _mm512_add_epi64(s[2], s[3]))));
-}
-
-__attribute__((target("avx2"))) uint64_t sum_words_avx2(const uint64_t* p, size_t n) {
-  __m256i s[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
-                  _mm256_setzero_si256()};
-  for (size_t i = 0; i + 16 <= n; i += 16) {
-    for (int k = 0; k < 4; ++k) {
-      s[k] = _mm256_add_epi64(s[k],
-                              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + 4 * k)));
-    }
-  }
-  alignas(32) uint64_t lanes[4];  // [lane]
-  _mm256_store_si256(reinterpret_cast<__m256i*>(lanes),
-                     _mm256_add_epi64(_mm256_add_epi64(s[0], s[1]), _mm256_add_epi64(s[2], s[3])));
-  return lanes[0] + lanes[1] + lanes[2] + lanes[3];
-}
-
-uint64_t sum_words(const uint64_t* p, size_t n) {
-  const CpuFeatures& f = cpu_features();
-  if (f.can_run_avx512()) return sum_words_avx512(p, n);
-  if (f.can_run_avx2()) return sum_words_avx2(p, n);
-  uint64_t s[8] = {};
-  for (size_t i = 0; i + 8 <= n; i += 8) {
-    for (int k = 0; k < 8; ++k) s[k] += p[i + k];
-  }
-  return s[0] + s[1] + s[2] + s[3] + s[4] + s[5] + s[6] + s[7];
-}
-
 std::vector<uint64_t>& stream_buffer() {
   static std::vector<uint64_t> buf = [] {
     std::vector<uint64_t> b(kStreamBytes / sizeof(uint64_t));
@@ -98,12 +60,13 @@ std::vector<uint64_t>& stream_buffer() {
   return buf;
 }
 
-uint64_t stream_once() {
+// One pass over the buffer, read by `width` (kernels/read_rate.h).
+uint64_t stream_once(ReadWidth width) {
   std::vector<uint64_t>& b = stream_buffer();
   uint64_t partial[kThreads] = {};
   pool().run([&](int id, int n) {
     const ThreadPool::TaskRange r = ThreadPool::task_range(static_cast<int64_t>(b.size()), id, n);
-    partial[id] = sum_words(b.data() + r.begin, static_cast<size_t>(r.end - r.begin));
+    partial[id] = sum_words(width, b.data() + r.begin, static_cast<size_t>(r.end - r.begin));
   });
   uint64_t s = 0;
   for (uint64_t p : partial) s += p;
@@ -112,20 +75,24 @@ uint64_t stream_once() {
 
 double g_stream_bytes_per_s = 0.0;
 
+// The best pass of either width: a streaming read should be the best this machine can do, or
+// every ratio to it flatters the kernels.
 double measure_stream_bandwidth() {
-  stream_once();  // touch
+  stream_once(ReadWidth::kPlain);  // touch
   double best = 0.0;
   for (int rep = 0; rep < 5; ++rep) {
-    const auto t0 = std::chrono::steady_clock::now();
-    benchmark::DoNotOptimize(stream_once());
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    best = std::max(best, static_cast<double>(kStreamBytes) / s);
+    for (ReadWidth width : {ReadWidth::kPlain, ReadWidth::kWidest}) {
+      const auto t0 = std::chrono::steady_clock::now();
+      benchmark::DoNotOptimize(stream_once(width));
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      best = std::max(best, static_cast<double>(kStreamBytes) / s);
+    }
   }
   return best;
 }
 
 void BM_StreamRead(benchmark::State& state) {
-  for (auto _ : state) benchmark::DoNotOptimize(stream_once());
+  for (auto _ : state) benchmark::DoNotOptimize(stream_once(ReadWidth::kWidest));
   state.counters["GB/s"] = benchmark::Counter(static_cast<double>(kStreamBytes) / 1e9,
                                               benchmark::Counter::kIsIterationInvariantRate);
 }

@@ -15,6 +15,7 @@
 #include "core/cpu_features.h"
 #include "engine/scheduler.h"
 #include "engine/speculative.h"
+#include "kernels/read_rate.h"
 #include "tokenizer/tokenizer.h"
 
 namespace minfer::engine {
@@ -160,22 +161,6 @@ std::string file_type_name(int64_t file_type) {
   }
 }
 
-namespace {
-
-// The sum of n words in eight independent chains, so the loads and not the adds set its pace.
-// Measured with this rather than a kernel: AVX-512's dot_f32 (x · x) reads memory markedly slower
-// than plain loads on some machines (Zen 5), and rooflines built on it came out below the measured
-// decode rates.
-uint64_t sum_words(const uint64_t* p, size_t n) {
-  uint64_t s[8] = {};
-  for (size_t i = 0; i + 8 <= n; i += 8) {
-    for (size_t k = 0; k < 8; ++k) s[k] += p[i + k];
-  }
-  return s[0] + s[1] + s[2] + s[3] + s[4] + s[5] + s[6] + s[7];
-}
-
-}  // namespace
-
 double measure_read_bandwidth(kernels::ThreadPool& pool, int64_t bytes) {
   constexpr int64_t kChunk = int64_t{1} << 17;  // words per task: 1 MiB
   const int64_t n_chunks = std::max<int64_t>(1, bytes / (kChunk * 8));
@@ -183,16 +168,18 @@ double measure_read_bandwidth(kernels::ThreadPool& pool, int64_t bytes) {
   std::vector<uint64_t> sums(static_cast<size_t>(n_chunks));                // [n_chunks]
   double best = 0.0;
   for (int pass = 0; pass < 5; ++pass) {
-    const auto t0 = std::chrono::steady_clock::now();
-    pool.parallel_for(n_chunks, [&](int64_t begin, int64_t end) {
-      for (int64_t c = begin; c < end; ++c) {
-        sums[static_cast<size_t>(c)] =
-            sum_words(buffer.data() + c * kChunk, static_cast<size_t>(kChunk));
-      }
-    });
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    best = std::max(best, static_cast<double>(n_chunks * kChunk * 8) / seconds);
+    for (kernels::ReadWidth width : {kernels::ReadWidth::kPlain, kernels::ReadWidth::kWidest}) {
+      const auto t0 = std::chrono::steady_clock::now();
+      pool.parallel_for(n_chunks, [&](int64_t begin, int64_t end) {
+        for (int64_t c = begin; c < end; ++c) {
+          sums[static_cast<size_t>(c)] =
+              kernels::sum_words(width, buffer.data() + c * kChunk, static_cast<size_t>(kChunk));
+        }
+      });
+      const double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      best = std::max(best, static_cast<double>(n_chunks * kChunk * 8) / seconds);
+    }
   }
   // Every word is 1: a sum that is not the count means the reads were skipped.
   uint64_t total = 0;

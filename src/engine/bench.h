@@ -175,8 +175,8 @@ struct BenchReport {
 };
 
 // The best of a few passes summing `bytes` of memory with the pool's threads, in bytes/s (STREAM
-// reports its best pass too). Plain loads, the same whatever kernel table runs: the memory's
-// rate, not a kernel's.
+// reports its best pass too), each pass read both with plain and with the widest loads
+// (kernels/read_rate.h), the same whatever kernel table runs: the memory's rate, not a kernel's.
 double measure_read_bandwidth(kernels::ThreadPool& pool, int64_t bytes);
 
 // The one test set of options.n_prompt / n_gen / n_depth / n_threads.
