@@ -218,9 +218,9 @@ struct CallInputs {
 };
 
 // Where the kernels read cells in place, each piece's rows ask for the same rows one chunk
-// on while they are read (CellRows::ahead), spread over the arithmetic (q8_0 keys: asked at once
-// before the chunk's dots, kernels::dot_cells). Otherwise the next block's cells are asked for at
-// once (prefetch_cells) as each block is converted.
+// on while they are read (CellRows::ahead), spread over the arithmetic; q8_0 keys are left to the
+// Q8_0 tile's own prefetches (kernels::dot_cells). Converted cells: the next block's are asked for
+// at once (prefetch_cells) as each block is converted.
 //
 // The cells [pos, pos + n) of the walk, keys or values, where they lie in one block before the
 // tile's end; else nullptr.

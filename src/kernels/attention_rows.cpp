@@ -84,9 +84,9 @@ void dot_cells(const KernelTable& table, CellRows keys, int64_t n, QueryRows x, 
     case CellRead::kQ8_0: {
       // The cells are a Q8_0 weight matrix's rows (34-byte blocks), the quantized queries its
       // activation rows: out[i][j] = vec_dot_q8_0_q8_0(cells_j, x_i), then · scale as llama.cpp
-      // scales each score. The tile has no rows-ahead parameter: the next chunk's keys are asked
-      // for here, before this chunk's arithmetic.
-      if (keys.ahead != nullptr) prefetch_cells(keys.ahead, n * keys.row_bytes);
+      // scales each score. The tile asks for its next rows itself; asking here for the next
+      // chunk's keys all at once (keys.ahead) made decode at depth slower (Qwen3/Decode/q8_0/4096
+      // of minfer_bench_attention: ~410 against ~365 us of CPU), so they are not.
       const MatmulTileFn tile = table.matmul_tile[kQ8_0Slot] != nullptr
                                     ? table.matmul_tile[kQ8_0Slot]
                                     : ref_table.matmul_tile[kQ8_0Slot];

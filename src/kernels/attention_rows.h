@@ -57,7 +57,8 @@ void quantize_queries(const KernelTable& table, const float* q, int64_t n, int64
                       uint8_t* out);
 
 // One block's keys or values as the kernels read them, with the rows the walk reads next (ahead,
-// or null; in place only) asked for while these are read.
+// or null; in place only) asked for while these are read by the loops that take them (f16 keys
+// and values, q8_0 values).
 struct CellRows {
   CellRead read;
   const uint8_t* data;
