@@ -209,8 +209,9 @@ struct TileCells {
 };
 
 // What every tile of one attention call reads besides the cache: the layer's arguments, the
-// batch's query rows ([n_tokens · n_head] rows of hd; for q8_0 keys also quantized, once for the
-// call) and the table's conversion of the cells (cells_to_f32 for the cell type; null for f32).
+// batch's query rows ([n_tokens · n_head] rows of hd; for q8_0 cells in a split plan also
+// quantized, batch_queries) and the table's conversion of the cells (cells_to_f32 for the cell
+// type; null for f32).
 struct CallInputs {
   const AttentionArgs& args;
   QueryRows q;
@@ -294,26 +295,34 @@ void chunk_pieces(const TileCells& tc, int64_t lo, int64_t hi, TileScratch& sc) 
   }
 }
 
-// Copies the tile's query rows (f32, or quantized for q8_0 keys) into the scratch: row
-// r = (t - t_begin) · n_heads + (h - h_begin), a token's heads consecutive rows.
-QueryRows tile_queries(const QueryRows& q, int64_t n_head, const QueryTile& tile, bool q8_0_keys,
-                       TileScratch& sc) {
+// The tile's query rows as its keys' dots read them, in the scratch: row
+// r = (t - t_begin) · n_heads + (h - h_begin), a token's heads consecutive rows. f32 rows for f32
+// and f16 cells; for q8_0 cells the rows quantized (kernels::quantize_queries), or copied where
+// the call quantized the batch's rows already (in.q.q8_0, split-KV: a tile's pieces on several
+// threads). Either way each row is quantized once per call.
+QueryRows tile_queries(const kernels::KernelTable& table, const CallInputs& in, bool q8_0_cells,
+                       const QueryTile& tile, TileScratch& sc) {
+  const int64_t n_head = in.args.n_head;
   const int64_t n_heads = tile.h_end - tile.h_begin;
   const auto n_rows = static_cast<size_t>((tile.t_end - tile.t_begin) * n_heads);
-  if (q8_0_keys) {
-    const auto row_bytes = static_cast<size_t>(q.q8_0_row_bytes);
-    sc.q8_tile.resize(n_rows * row_bytes);
+  const int64_t hd = in.q.dim;
+  if (q8_0_cells) {
+    const int64_t row_bytes = kernels::q8_0_query_row_bytes(hd);
+    sc.q8_tile.resize(n_rows * static_cast<size_t>(row_bytes));
     for (int64_t t = tile.t_begin; t < tile.t_end; ++t) {
-      const uint8_t* rows = q.q8_0 + static_cast<size_t>(t * n_head + tile.h_begin) * row_bytes;
-      std::copy(rows, rows + static_cast<size_t>(n_heads) * row_bytes,
-                sc.q8_tile.data() + static_cast<size_t>((t - tile.t_begin) * n_heads) * row_bytes);
+      const int64_t row = t * n_head + tile.h_begin;  // of the batch
+      uint8_t* out = sc.q8_tile.data() + (t - tile.t_begin) * n_heads * row_bytes;
+      if (in.q.q8_0 == nullptr) {
+        kernels::quantize_queries(table, in.q.f32 + row * hd, n_heads, hd, out);
+      } else {
+        std::copy(in.q.q8_0 + row * row_bytes, in.q.q8_0 + (row + n_heads) * row_bytes, out);
+      }
     }
-    return {nullptr, sc.q8_tile.data(), q.dim, q.q8_0_row_bytes};
+    return {nullptr, sc.q8_tile.data(), hd, row_bytes};
   }
-  const int64_t hd = q.dim;
   sc.q_tile.resize(n_rows * static_cast<size_t>(hd));
   for (int64_t t = tile.t_begin; t < tile.t_end; ++t) {
-    const float* rows = q.f32 + (t * n_head + tile.h_begin) * hd;
+    const float* rows = in.q.f32 + (t * n_head + tile.h_begin) * hd;
     std::copy(rows, rows + n_heads * hd, sc.q_tile.data() + (t - tile.t_begin) * n_heads * hd);
   }
   return {sc.q_tile.data(), nullptr, hd, 0};
@@ -362,13 +371,13 @@ void attend_chunk(const kernels::KernelTable& table, const QueryTile& tile, cons
 }
 
 // Every row's softmax state over the cells of piece `piece` (in sc.state; rows that see none of
-// them keep the empty state: max -inf, sum 0).
+// them keep the empty state: max -inf, sum 0), for the tile's query rows q (tile_queries).
 void attend_piece(const kernels::KernelTable& table, const KvCache& cache, const Batch& batch,
-                  const CallInputs& in, const QueryTile& tile, int64_t piece, TileScratch& sc) {
+                  const CallInputs& in, const QueryTile& tile, const QueryRows& q, int64_t piece,
+                  TileScratch& sc) {
   const AttentionArgs& args = in.args;
   const CellReads reads = kernels::cell_reads(
       table, cache.config().cell_type, (tile.t_end - tile.t_begin) * (tile.h_end - tile.h_begin));
-  const QueryRows q = tile_queries(in.q, args.n_head, tile, reads.keys == CellRead::kQ8_0, sc);
   start_rows(args, tile, cache.head_dim_v(args.il), sc);
   const int64_t pos0 = batch.positions[static_cast<size_t>(tile.t_begin)];
   const int64_t pos_last = batch.positions[static_cast<size_t>(tile.t_end - 1)];
@@ -420,8 +429,10 @@ void attend_tile(const kernels::KernelTable& table, const KvCache& cache, const 
   const AttentionArgs& args = in.args;
   const int64_t dv = cache.head_dim_v(args.il);
   const auto [p_begin, p_end] = tile_pieces(batch, args, tile);
+  const QueryRows q =
+      tile_queries(table, in, cache.config().cell_type == GgmlType::kQ8_0, tile, sc);
   if (p_end - p_begin == 1) {
-    attend_piece(table, cache, batch, in, tile, p_begin, sc);
+    attend_piece(table, cache, batch, in, tile, q, p_begin, sc);
     finish_rows(table, args, tile, dv, sc.state.rows);
     return;
   }
@@ -429,7 +440,7 @@ void attend_tile(const kernels::KernelTable& table, const KvCache& cache, const 
       static_cast<size_t>((tile.t_end - tile.t_begin) * (tile.h_end - tile.h_begin));
   folded.reset(n_rows, dv);
   for (int64_t p = p_begin; p < p_end; ++p) {
-    attend_piece(table, cache, batch, in, tile, p, sc);
+    attend_piece(table, cache, batch, in, tile, q, p, sc);
     for (size_t r = 0; r < n_rows; ++r)
       kernels::fold_state(table, sc.state.rows[r], dv, folded.rows[r]);
   }
@@ -586,7 +597,9 @@ void attention_split(const kernels::KernelTable& table, kernels::ThreadPool& poo
     for (size_t k = bounds[id]; k < bounds[id + 1]; ++k) {
       const PieceTask& task = plan.tasks[k];
       const QueryTile& tile = plan.tiles[task.tile];
-      attend_piece(table, cache, batch, in, tile, task.piece, sc);
+      const QueryRows q =
+          tile_queries(table, in, cache.config().cell_type == GgmlType::kQ8_0, tile, sc);
+      attend_piece(table, cache, batch, in, tile, q, task.piece, sc);
       states.keep(task, sc.state, dv);
       // The last piece's thread sees every other piece's states (acquire-release on `done`).
       if (done[task.tile].fetch_add(1, std::memory_order_acq_rel) + 1 < task.n_pieces) continue;
@@ -597,20 +610,18 @@ void attention_split(const kernels::KernelTable& table, kernels::ThreadPool& poo
   });
 }
 
-// The batch's query rows ([n_tokens · n_head] rows of hd) as the keys' dots read them: for q8_0
-// cells each row quantized once for the call (into `q8_0`), as llama.cpp quantizes every Q row
-// before its q8_0 dots; a token's rows a task.
-QueryRows batch_queries(const kernels::KernelTable& table, kernels::ThreadPool& pool,
-                        const KvCache& cache, const Batch& batch, const AttentionArgs& args,
-                        AlignedVector<uint8_t>& q8_0) {
+// The batch's query rows ([n_tokens · n_head] rows of hd). llama.cpp quantizes every Q row once
+// before its q8_0 dots; so does minfer, in each tile (tile_queries) unless the plan splits tiles
+// into pieces on several threads: then here, on the calling thread (a split plan's batch is a few
+// tokens), into `q8_0`.
+QueryRows batch_queries(const kernels::KernelTable& table, const KvCache& cache, const Batch& batch,
+                        const AttentionArgs& args, bool split, AlignedVector<uint8_t>& q8_0) {
   const int64_t hd = cache.head_dim(args.il);
-  if (cache.config().cell_type != GgmlType::kQ8_0) return {args.q, nullptr, hd, 0};
+  if (!split || cache.config().cell_type != GgmlType::kQ8_0) return {args.q, nullptr, hd, 0};
+  const int64_t n_rows = batch.n_tokens() * args.n_head;
   const int64_t row_bytes = kernels::q8_0_query_row_bytes(hd);
-  q8_0.resize(static_cast<size_t>(batch.n_tokens() * args.n_head * row_bytes));
-  pool.parallel_for(batch.n_tokens(), [&](int64_t begin, int64_t end) {
-    kernels::quantize_queries(table, args.q + begin * args.n_head * hd, (end - begin) * args.n_head,
-                              hd, q8_0.data() + begin * args.n_head * row_bytes);
-  });
+  q8_0.resize(static_cast<size_t>(n_rows * row_bytes));
+  kernels::quantize_queries(table, args.q, n_rows, hd, q8_0.data());
   return {args.q, q8_0.data(), hd, row_bytes};
 }
 
@@ -630,10 +641,10 @@ void attention(const kernels::KernelTable& table, kernels::ThreadPool& pool, con
   const kernels::DequantizeRowFn to_f32 =
       c.cell_type == GgmlType::kF32 ? nullptr
                                     : table.cells_to_f32[static_cast<size_t>(c.cell_type)];
-  AlignedVector<uint8_t> q8_0;  // [n_tokens · n_head, q8_0_query_row_bytes(hd)] for q8_0 cells
-  const CallInputs in{args, batch_queries(table, pool, cache, batch, args, q8_0), to_f32};
   const AttentionPlan plan =
       plan_attention(batch, args, args.n_head / cache.n_head_kv(args.il), pool.n_threads());
+  AlignedVector<uint8_t> q8_0;  // [n_tokens · n_head, q8_0_query_row_bytes(hd)] where split
+  const CallInputs in{args, batch_queries(table, cache, batch, args, plan.split(), q8_0), to_f32};
   if (plan.split()) {
     attention_split(table, pool, cache, batch, in, plan);
     return;
