@@ -11,6 +11,7 @@
 #include "core/aligned_vector.h"
 #include "core/check.h"
 #include "kernels/attention_rows.h"
+#include "kernels/hadamard.h"
 #include "kernels/ref/flash_attn_f16.h"
 
 namespace minfer {
@@ -196,6 +197,7 @@ struct TileScratch {
   RowStates state;                 // [rows] the rows' softmax over the walk so far
   std::vector<CellPiece> pieces;   // the chunk's blocks
   std::vector<int64_t> seen;       // [tokens] cells of the chunk each token sees
+  std::vector<float> rotated;      // [heads, hd] a token's query rows rotated (k_rotation)
 };
 
 // Where one tile reads the cache: its sequence's blocks in one layer, one KV head.
@@ -216,7 +218,20 @@ struct CallInputs {
   const AttentionArgs& args;
   QueryRows q;
   kernels::DequantizeRowFn to_f32;
+  int64_t k_rotation, v_rotation;  // KvCache::k_rotation / v_rotation
 };
+
+// n query rows of hd floats quantized for q8_0 keys into `out`: Hadamard-rotated first (in
+// `rotated`, [n, hd]) where the keys are (k_rotation), as llama.cpp rotates Q with K.
+void quantize_rows(const kernels::KernelTable& table, const float* q, int64_t n, int64_t hd,
+                   int64_t k_rotation, std::vector<float>& rotated, uint8_t* out) {
+  if (k_rotation > 0) {
+    rotated.assign(q, q + n * hd);
+    kernels::hadamard_rotate(rotated.data(), n * hd / k_rotation, k_rotation);
+    q = rotated.data();
+  }
+  kernels::quantize_queries(table, q, n, hd, out);
+}
 
 // Where the kernels read cells in place, each piece's rows ask for the same rows one chunk
 // on while they are read (CellRows::ahead), spread over the arithmetic; q8_0 keys are left to the
@@ -313,7 +328,7 @@ QueryRows tile_queries(const kernels::KernelTable& table, const CallInputs& in, 
       const int64_t row = t * n_head + tile.h_begin;  // of the batch
       uint8_t* out = sc.q8_tile.data() + (t - tile.t_begin) * n_heads * row_bytes;
       if (in.q.q8_0 == nullptr) {
-        kernels::quantize_queries(table, in.q.f32 + row * hd, n_heads, hd, out);
+        quantize_rows(table, in.q.f32 + row * hd, n_heads, hd, in.k_rotation, sc.rotated, out);
       } else {
         std::copy(in.q.q8_0 + row * row_bytes, in.q.q8_0 + (row + n_heads) * row_bytes, out);
       }
@@ -409,16 +424,19 @@ double row_factor(const RowState& row, const float* sink) {
   return 1.0 / (row.sum + static_cast<double>(std::exp(*sink - row.max_score)));
 }
 
-// The tile's output rows: each accumulator over its sum (with the head's sink, if any).
-void finish_rows(const kernels::KernelTable& table, const AttentionArgs& args,
-                 const QueryTile& tile, int64_t dv, const std::vector<RowState>& rows) {
+// The tile's output rows: each accumulator over its sum (with the head's sink, if any), turned
+// back from the values' Hadamard rotation where the cells hold them rotated (v_rotation).
+void finish_rows(const kernels::KernelTable& table, const CallInputs& in, const QueryTile& tile,
+                 int64_t dv, const std::vector<RowState>& rows) {
+  const AttentionArgs& args = in.args;
   const int64_t n_heads = tile.h_end - tile.h_begin;
   for (size_t r = 0; r < rows.size(); ++r) {
     const int64_t t = tile.t_begin + static_cast<int64_t>(r) / n_heads;
     const int64_t h = tile.h_begin + static_cast<int64_t>(r) % n_heads;
     const float* sink = args.sinks != nullptr ? args.sinks + h : nullptr;
-    table.scale(rows[r].acc, static_cast<float>(row_factor(rows[r], sink)), dv,
-                args.out + (t * args.n_head + h) * dv);
+    float* out = args.out + (t * args.n_head + h) * dv;
+    table.scale(rows[r].acc, static_cast<float>(row_factor(rows[r], sink)), dv, out);
+    if (in.v_rotation > 0) kernels::hadamard_rotate(out, dv / in.v_rotation, in.v_rotation);
   }
 }
 
@@ -433,7 +451,7 @@ void attend_tile(const kernels::KernelTable& table, const KvCache& cache, const 
       tile_queries(table, in, cache.config().cell_type == GgmlType::kQ8_0, tile, sc);
   if (p_end - p_begin == 1) {
     attend_piece(table, cache, batch, in, tile, q, p_begin, sc);
-    finish_rows(table, args, tile, dv, sc.state.rows);
+    finish_rows(table, in, tile, dv, sc.state.rows);
     return;
   }
   const auto n_rows =
@@ -444,7 +462,7 @@ void attend_tile(const kernels::KernelTable& table, const KvCache& cache, const 
     for (size_t r = 0; r < n_rows; ++r)
       kernels::fold_state(table, sc.state.rows[r], dv, folded.rows[r]);
   }
-  finish_rows(table, args, tile, dv, folded.rows);
+  finish_rows(table, in, tile, dv, folded.rows);
 }
 
 // llama.cpp's flash-attention numerics over f16 cells (kernels/ref/flash_attn_f16.h), one
@@ -605,7 +623,7 @@ void attention_split(const kernels::KernelTable& table, kernels::ThreadPool& poo
       if (done[task.tile].fetch_add(1, std::memory_order_acq_rel) + 1 < task.n_pieces) continue;
       folded.reset(sc.state.rows.size(), dv);
       states.fold(table, &task - (task.piece - task.first_piece), task.n_pieces, dv, folded);
-      finish_rows(table, args, tile, dv, folded.rows);
+      finish_rows(table, in, tile, dv, folded.rows);
     }
   });
 }
@@ -621,7 +639,8 @@ QueryRows batch_queries(const kernels::KernelTable& table, const KvCache& cache,
   const int64_t n_rows = batch.n_tokens() * args.n_head;
   const int64_t row_bytes = kernels::q8_0_query_row_bytes(hd);
   q8_0.resize(static_cast<size_t>(n_rows * row_bytes));
-  kernels::quantize_queries(table, args.q, n_rows, hd, q8_0.data());
+  std::vector<float> rotated;
+  quantize_rows(table, args.q, n_rows, hd, cache.k_rotation(), rotated, q8_0.data());
   return {args.q, q8_0.data(), hd, row_bytes};
 }
 
@@ -644,7 +663,8 @@ void attention(const kernels::KernelTable& table, kernels::ThreadPool& pool, con
   const AttentionPlan plan =
       plan_attention(batch, args, args.n_head / cache.n_head_kv(args.il), pool.n_threads());
   AlignedVector<uint8_t> q8_0;  // [n_tokens · n_head, q8_0_query_row_bytes(hd)] where split
-  const CallInputs in{args, batch_queries(table, cache, batch, args, plan.split(), q8_0), to_f32};
+  const CallInputs in{args, batch_queries(table, cache, batch, args, plan.split(), q8_0), to_f32,
+                      cache.k_rotation(), cache.v_rotation()};
   if (plan.split()) {
     attention_split(table, pool, cache, batch, in, plan);
     return;
