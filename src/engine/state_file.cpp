@@ -353,7 +353,8 @@ Result<KvState> decode_state(std::span<const uint8_t> bytes, const std::string& 
   KvState s;
   MINFER_ASSIGN_OR_RETURN(s.model, get_fingerprint(r, name));
   MINFER_RETURN_IF_ERROR(get_cache_fields(r, s, name));
-  const bool has_recurrent_part = file_version(bytes) >= 2;
+  s.file_version = file_version(bytes);
+  const bool has_recurrent_part = s.file_version >= 2;
   if (has_recurrent_part) MINFER_RETURN_IF_ERROR(get_recurrent_shape(r, s, name));
   MINFER_RETURN_IF_ERROR(get_tokens(r, s, name));
   MINFER_ASSIGN_OR_RETURN(const uint64_t app_len, r.get<uint64_t>("app data length"));
@@ -448,6 +449,14 @@ Status check_state_fits(const KvState& state, const ModelFingerprint& model, con
                       "[state] '{}' holds {} KV cells, this cache holds {} (--cache-type {})", name,
                       kv_cell_type_name(state.cell_type), kv_cell_type_name(cell),
                       kv_cell_type_name(state.cell_type));
+  }
+  if (cell == GgmlType::kQ8_0 && state.file_version < 3 &&
+      (cache.k_rotation() > 0 || cache.v_rotation() > 0)) {
+    return make_error(ErrorCode::kUnsupported,
+                      "[state] '{}' is a state file of version {}, whose q8_0 cells are not "
+                      "Hadamard-rotated as this build stores them (since version 3): compute "
+                      "the prompt again and save it anew",
+                      name, state.file_version);
   }
   MINFER_RETURN_IF_ERROR(check_recurrent_fits(state, cache, name));
   if (state.n_tokens() > cache.config().n_ctx) {

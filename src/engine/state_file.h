@@ -21,7 +21,11 @@
 //           when the model has no recurrent layers or no token is held, else
 //           n_recurrent_layers * (conv + delta))
 //   u64 checksum: hash64 (core/hash.h) of every byte before it
-// Version 1 files (no recurrent part) still load into models without recurrent layers.
+// Version 3 has version 2's layout; since it, q8_0 cells of head dims that are multiples of 64
+// hold the rows Hadamard-rotated as llama.cpp stores them (kv/kv_layout.h k_rotation), so a
+// version 1 or 2 file's q8_0 cells are refused by a cache that rotates them (they were stored
+// unrotated). Version 1 files (no recurrent part) still load into models without recurrent
+// layers.
 // A state is refused, with an error naming the field, when its magic, version, length or
 // checksum is wrong, or when it was saved from another model, with another cell type, or
 // without the recurrent state a model with recurrent layers needs: cells are never loaded into a
@@ -40,7 +44,7 @@
 
 namespace minfer::engine {
 
-inline constexpr uint32_t kStateFileVersion = 2;
+inline constexpr uint32_t kStateFileVersion = 3;
 inline constexpr uint32_t kOldestStateFileVersion = 1;  // still read (no recurrent part)
 
 // The recurrent part's shape: KvCacheConfig's recurrent layers and floats per layer.
@@ -83,6 +87,7 @@ struct KvState {
   // model has none or no token is held (or the file is of version 1).
   RecurrentShape recurrent_shape;
   std::vector<float> recurrent;
+  uint32_t file_version = kStateFileVersion;  // of the file it was read from
 
   int64_t n_tokens() const { return static_cast<int64_t>(tokens.size()); }
 };

@@ -11,6 +11,7 @@
 #include "core/aligned_vector.h"
 #include "core/check.h"
 #include "kernels/attention_rows.h"
+#include "kernels/hadamard.h"
 #include "kernels/ref/flash_attn_f16.h"
 
 namespace minfer {
@@ -19,7 +20,9 @@ namespace {
 
 using kernels::CellPiece;
 using kernels::CellRead;
+using kernels::CellReads;
 using kernels::CellRows;
+using kernels::QueryRows;
 using kernels::RowState;
 
 // Cells of the cache per softmax step: several blocks at once, on a grid fixed by the absolute
@@ -188,11 +191,13 @@ struct TileScratch {
   // place never touch them (zeroing them cost each thread 64 KB of stores a layer).
   AlignedArray<float> k_tile;
   AlignedArray<float> v_tile;
-  AlignedVector<float> q_tile;    // [rows, hd] the tile's query rows
-  AlignedVector<float> scores;    // [rows, kChunkCells]
-  RowStates state;                // [rows] the rows' softmax over the walk so far
-  std::vector<CellPiece> pieces;  // the chunk's blocks
-  std::vector<int64_t> seen;      // [tokens] cells of the chunk each token sees
+  AlignedVector<float> q_tile;     // [rows, hd] the tile's query rows (f32 and f16 keys)
+  AlignedVector<uint8_t> q8_tile;  // [rows, q8_0_query_row_bytes(hd)] the same, q8_0 keys
+  AlignedVector<float> scores;     // [rows, kChunkCells]
+  RowStates state;                 // [rows] the rows' softmax over the walk so far
+  std::vector<CellPiece> pieces;   // the chunk's blocks
+  std::vector<int64_t> seen;       // [tokens] cells of the chunk each token sees
+  std::vector<float> rotated;      // [heads, hd] a token's query rows rotated (k_rotation)
 };
 
 // Where one tile reads the cache: its sequence's blocks in one layer, one KV head.
@@ -201,13 +206,37 @@ struct TileCells {
   const std::vector<int32_t>& blocks;
   int64_t il, kv_head;
   kernels::DequantizeRowFn to_f32;  // the table's cells_to_f32 for the cell type; null for f32
-  CellRead read;                    // how the kernels read the cells (block_rows)
+  CellReads reads;                  // how the kernels read the keys and values (block_rows)
   int64_t end;                      // 1 + the last cell any token of the tile sees
 };
 
+// What every tile of one attention call reads besides the cache: the layer's arguments, the
+// batch's query rows ([n_tokens · n_head] rows of hd; for q8_0 cells in a split plan also
+// quantized, batch_queries) and the table's conversion of the cells (cells_to_f32 for the cell
+// type; null for f32).
+struct CallInputs {
+  const AttentionArgs& args;
+  QueryRows q;
+  kernels::DequantizeRowFn to_f32;
+  int64_t k_rotation, v_rotation;  // KvCache::k_rotation / v_rotation
+};
+
+// n query rows of hd floats quantized for q8_0 keys into `out`: Hadamard-rotated first (in
+// `rotated`, [n, hd]) where the keys are (k_rotation), as llama.cpp rotates Q with K.
+void quantize_rows(const kernels::KernelTable& table, const float* q, int64_t n, int64_t hd,
+                   int64_t k_rotation, std::vector<float>& rotated, uint8_t* out) {
+  if (k_rotation > 0) {
+    rotated.assign(q, q + n * hd);
+    kernels::hadamard_rotate(rotated.data(), n * hd / k_rotation, k_rotation);
+    q = rotated.data();
+  }
+  kernels::quantize_queries(table, q, n, hd, out);
+}
+
 // Where the kernels read cells in place, each piece's rows ask for the same rows one chunk
-// on while they are read (CellRows::ahead), spread over the arithmetic. Otherwise the next
-// block's cells are asked for at once (prefetch_cells) as each block is converted.
+// on while they are read (CellRows::ahead), spread over the arithmetic; q8_0 keys are left to the
+// Q8_0 tile's own prefetches (kernels::dot_cells). Converted cells: the next block's are asked for
+// at once (prefetch_cells) as each block is converted.
 //
 // The cells [pos, pos + n) of the walk, keys or values, where they lie in one block before the
 // tile's end; else nullptr.
@@ -258,36 +287,66 @@ void chunk_pieces(const TileCells& tc, int64_t lo, int64_t hi, TileScratch& sc) 
   sc.pieces.clear();
   for (int64_t b = lo / bs; b * bs < hi; ++b) {
     MINFER_CHECK(tc.blocks[static_cast<size_t>(b)] >= 0, "attention reads a released KV block");
-    if (tc.read == CellRead::kF32) {
-      const int64_t next = (b + 1) * bs;
-      for (const bool keys : {true, false}) {
-        const uint8_t* cells = cells_at(tc, next, std::min(bs, tc.end - next), keys);
-        const auto row_bytes = keys ? k_row : v_row;
-        if (cells != nullptr) kernels::prefetch_cells(cells, bs * row_bytes);
-      }
+    const int64_t next = (b + 1) * bs;
+    for (const bool keys : {true, false}) {
+      if ((keys ? tc.reads.keys : tc.reads.values) != CellRead::kF32) continue;
+      const uint8_t* cells = cells_at(tc, next, std::min(bs, tc.end - next), keys);
+      const auto row_bytes = keys ? k_row : v_row;
+      if (cells != nullptr) kernels::prefetch_cells(cells, bs * row_bytes);
     }
     const int64_t from = std::max(lo, b * bs);
     const int64_t n = std::min(hi, (b + 1) * bs) - from;
     const int64_t ahead = from + kChunkCells;
-    const CellPiece piece{from, n,
-                          kernels::block_rows(tc.to_f32, tc.read, cells_at(tc, from, n, true),
-                                              cells_at(tc, ahead, n, true), n, hd, k_row,
-                                              sc.k_tile.get() + (from - lo) * hd),
-                          kernels::block_rows(tc.to_f32, tc.read, cells_at(tc, from, n, false),
-                                              cells_at(tc, ahead, n, false), n, dv, v_row,
-                                              sc.v_tile.get() + (from - lo) * dv)};
+    const CellPiece piece{
+        from, n,
+        kernels::block_rows(tc.to_f32, tc.reads.keys, cells_at(tc, from, n, true),
+                            cells_at(tc, ahead, n, true), n, hd, k_row,
+                            sc.k_tile.get() + (from - lo) * hd),
+        kernels::block_rows(tc.to_f32, tc.reads.values, cells_at(tc, from, n, false),
+                            cells_at(tc, ahead, n, false), n, dv, v_row,
+                            sc.v_tile.get() + (from - lo) * dv)};
     if (!sc.pieces.empty() && extend_piece(sc.pieces.back(), piece)) continue;
     sc.pieces.push_back(piece);
   }
 }
 
-// Copies the tile's query rows into the scratch and starts every row's softmax.
-void start_rows(const AttentionArgs& args, const QueryTile& tile, int64_t hd, int64_t dv,
-                TileScratch& sc) {
+// The tile's query rows as its keys' dots read them, in the scratch: row
+// r = (t - t_begin) · n_heads + (h - h_begin), a token's heads consecutive rows. f32 rows for f32
+// and f16 cells; for q8_0 cells the rows quantized (kernels::quantize_queries), or copied where
+// the call quantized the batch's rows already (in.q.q8_0, split-KV: a tile's pieces on several
+// threads). Either way each row is quantized once per call.
+QueryRows tile_queries(const kernels::KernelTable& table, const CallInputs& in, bool q8_0_cells,
+                       const QueryTile& tile, TileScratch& sc) {
+  const int64_t n_head = in.args.n_head;
   const int64_t n_heads = tile.h_end - tile.h_begin;
   const auto n_rows = static_cast<size_t>((tile.t_end - tile.t_begin) * n_heads);
-  // Row r = (t - t_begin) · n_heads + (h - h_begin): a token's heads are consecutive rows.
+  const int64_t hd = in.q.dim;
+  if (q8_0_cells) {
+    const int64_t row_bytes = kernels::q8_0_query_row_bytes(hd);
+    sc.q8_tile.resize(n_rows * static_cast<size_t>(row_bytes));
+    for (int64_t t = tile.t_begin; t < tile.t_end; ++t) {
+      const int64_t row = t * n_head + tile.h_begin;  // of the batch
+      uint8_t* out = sc.q8_tile.data() + (t - tile.t_begin) * n_heads * row_bytes;
+      if (in.q.q8_0 == nullptr) {
+        quantize_rows(table, in.q.f32 + row * hd, n_heads, hd, in.k_rotation, sc.rotated, out);
+      } else {
+        std::copy(in.q.q8_0 + row * row_bytes, in.q.q8_0 + (row + n_heads) * row_bytes, out);
+      }
+    }
+    return {nullptr, sc.q8_tile.data(), hd, row_bytes};
+  }
   sc.q_tile.resize(n_rows * static_cast<size_t>(hd));
+  for (int64_t t = tile.t_begin; t < tile.t_end; ++t) {
+    const float* rows = in.q.f32 + (t * n_head + tile.h_begin) * hd;
+    std::copy(rows, rows + n_heads * hd, sc.q_tile.data() + (t - tile.t_begin) * n_heads * hd);
+  }
+  return {sc.q_tile.data(), nullptr, hd, 0};
+}
+
+// Starts every row's softmax of the tile.
+void start_rows(const AttentionArgs& args, const QueryTile& tile, int64_t dv, TileScratch& sc) {
+  const int64_t n_heads = tile.h_end - tile.h_begin;
+  const auto n_rows = static_cast<size_t>((tile.t_end - tile.t_begin) * n_heads);
   sc.scores.resize(n_rows * static_cast<size_t>(kChunkCells));
   sc.state.reset(n_rows, dv);
   if (args.sinks != nullptr) {
@@ -297,17 +356,13 @@ void start_rows(const AttentionArgs& args, const QueryTile& tile, int64_t hd, in
       sc.state.rows[r].max_score = args.sinks[tile.h_begin + static_cast<int64_t>(r) % n_heads];
     }
   }
-  for (int64_t t = tile.t_begin; t < tile.t_end; ++t) {
-    const float* q = args.q + (t * args.n_head + tile.h_begin) * hd;
-    std::copy(q, q + n_heads * hd, sc.q_tile.data() + (t - tile.t_begin) * n_heads * hd);
-  }
 }
 
 // Each token's rows of the tile through one chunk: runs of tokens that see it from the same
 // first cell share one attend_rows. Token t sees the chunk's cells cells_of(t) = [from, to).
 template <typename CellsOf>
-void attend_chunk(const kernels::KernelTable& table, const QueryTile& tile, float scale,
-                  CellsOf cells_of, TileScratch& sc) {
+void attend_chunk(const kernels::KernelTable& table, const QueryTile& tile, const QueryRows& q,
+                  float scale, CellsOf cells_of, TileScratch& sc) {
   const int64_t n_heads = tile.h_end - tile.h_begin;
   std::vector<int64_t>& seen = sc.seen;
   for (int64_t t = tile.t_begin; t < tile.t_end;) {
@@ -325,27 +380,26 @@ void attend_chunk(const kernels::KernelTable& table, const QueryTile& tile, floa
     kernels::attend_rows(
         table, {from, n, t - tile.t_begin, t_run - tile.t_begin, seen.data() + (t - tile.t_begin)},
         scale, n_heads,
-        {sc.pieces, sc.q_tile.data(), sc.scores.data(), kChunkCells, sc.state.rows.data(),
-         sc.state.acc.data()});
+        {sc.pieces, q, sc.scores.data(), kChunkCells, sc.state.rows.data(), sc.state.acc.data()});
     t = t_run;
   }
 }
 
 // Every row's softmax state over the cells of piece `piece` (in sc.state; rows that see none of
-// them keep the empty state: max -inf, sum 0).
+// them keep the empty state: max -inf, sum 0), for the tile's query rows q (tile_queries).
 void attend_piece(const kernels::KernelTable& table, const KvCache& cache, const Batch& batch,
-                  const AttentionArgs& args, kernels::DequantizeRowFn to_f32, const QueryTile& tile,
-                  int64_t piece, TileScratch& sc) {
-  const KvCacheConfig& c = cache.config();
-  start_rows(args, tile, cache.head_dim(args.il), cache.head_dim_v(args.il), sc);
+                  const CallInputs& in, const QueryTile& tile, const QueryRows& q, int64_t piece,
+                  TileScratch& sc) {
+  const AttentionArgs& args = in.args;
+  const CellReads reads = kernels::cell_reads(
+      table, cache.config().cell_type, (tile.t_end - tile.t_begin) * (tile.h_end - tile.h_begin));
+  start_rows(args, tile, cache.head_dim_v(args.il), sc);
   const int64_t pos0 = batch.positions[static_cast<size_t>(tile.t_begin)];
   const int64_t pos_last = batch.positions[static_cast<size_t>(tile.t_end - 1)];
-  const CellRead read = kernels::cell_read(
-      table, c.cell_type, (tile.t_end - tile.t_begin) * (tile.h_end - tile.h_begin));
   const TileCells tc{
       cache,       cache.block_table(batch.seq_ids[static_cast<size_t>(tile.t_begin)], args.il),
       args.il,     tile.h_begin / (args.n_head / cache.n_head_kv(args.il)),
-      to_f32,      read,
+      in.to_f32,   reads,
       pos_last + 1};
   sc.seen.resize(static_cast<size_t>(tile.t_end - tile.t_begin));
   const int64_t lo = std::max(first_cell(args, pos0), piece * kPieceCells);
@@ -358,7 +412,7 @@ void attend_piece(const kernels::KernelTable& table, const KvCache& cache, const
       const int64_t pos = batch.positions[static_cast<size_t>(t)];
       return std::pair{std::max(c0, first_cell(args, pos)), std::min(c1, pos + 1)};
     };
-    attend_chunk(table, tile, args.scale, cells_of, sc);
+    attend_chunk(table, tile, q, args.scale, cells_of, sc);
   }
 }
 
@@ -370,40 +424,45 @@ double row_factor(const RowState& row, const float* sink) {
   return 1.0 / (row.sum + static_cast<double>(std::exp(*sink - row.max_score)));
 }
 
-// The tile's output rows: each accumulator over its sum (with the head's sink, if any).
-void finish_rows(const kernels::KernelTable& table, const AttentionArgs& args,
-                 const QueryTile& tile, int64_t dv, const std::vector<RowState>& rows) {
+// The tile's output rows: each accumulator over its sum (with the head's sink, if any), turned
+// back from the values' Hadamard rotation where the cells hold them rotated (v_rotation).
+void finish_rows(const kernels::KernelTable& table, const CallInputs& in, const QueryTile& tile,
+                 int64_t dv, const std::vector<RowState>& rows) {
+  const AttentionArgs& args = in.args;
   const int64_t n_heads = tile.h_end - tile.h_begin;
   for (size_t r = 0; r < rows.size(); ++r) {
     const int64_t t = tile.t_begin + static_cast<int64_t>(r) / n_heads;
     const int64_t h = tile.h_begin + static_cast<int64_t>(r) % n_heads;
     const float* sink = args.sinks != nullptr ? args.sinks + h : nullptr;
-    table.scale(rows[r].acc, static_cast<float>(row_factor(rows[r], sink)), dv,
-                args.out + (t * args.n_head + h) * dv);
+    float* out = args.out + (t * args.n_head + h) * dv;
+    table.scale(rows[r].acc, static_cast<float>(row_factor(rows[r], sink)), dv, out);
+    if (in.v_rotation > 0) kernels::hadamard_rotate(out, dv / in.v_rotation, in.v_rotation);
   }
 }
 
 // One thread walks every piece of the tile in turn, folding each into `folded`; a tile of one
 // piece is finished from the walk's own states.
 void attend_tile(const kernels::KernelTable& table, const KvCache& cache, const Batch& batch,
-                 const AttentionArgs& args, kernels::DequantizeRowFn to_f32, const QueryTile& tile,
-                 TileScratch& sc, RowStates& folded) {
+                 const CallInputs& in, const QueryTile& tile, TileScratch& sc, RowStates& folded) {
+  const AttentionArgs& args = in.args;
   const int64_t dv = cache.head_dim_v(args.il);
   const auto [p_begin, p_end] = tile_pieces(batch, args, tile);
+  const QueryRows q =
+      tile_queries(table, in, cache.config().cell_type == GgmlType::kQ8_0, tile, sc);
   if (p_end - p_begin == 1) {
-    attend_piece(table, cache, batch, args, to_f32, tile, p_begin, sc);
-    finish_rows(table, args, tile, dv, sc.state.rows);
+    attend_piece(table, cache, batch, in, tile, q, p_begin, sc);
+    finish_rows(table, in, tile, dv, sc.state.rows);
     return;
   }
   const auto n_rows =
       static_cast<size_t>((tile.t_end - tile.t_begin) * (tile.h_end - tile.h_begin));
   folded.reset(n_rows, dv);
   for (int64_t p = p_begin; p < p_end; ++p) {
-    attend_piece(table, cache, batch, args, to_f32, tile, p, sc);
+    attend_piece(table, cache, batch, in, tile, q, p, sc);
     for (size_t r = 0; r < n_rows; ++r)
       kernels::fold_state(table, sc.state.rows[r], dv, folded.rows[r]);
   }
-  finish_rows(table, args, tile, dv, folded.rows);
+  finish_rows(table, in, tile, dv, folded.rows);
 }
 
 // llama.cpp's flash-attention numerics over f16 cells (kernels/ref/flash_attn_f16.h), one
@@ -542,8 +601,9 @@ struct PieceStates {
 // finishes a tile's last piece folds the tile's pieces in order and writes its rows. Which thread
 // computes or folds a piece changes no bit.
 void attention_split(const kernels::KernelTable& table, kernels::ThreadPool& pool,
-                     const KvCache& cache, const Batch& batch, const AttentionArgs& args,
-                     kernels::DequantizeRowFn to_f32, const AttentionPlan& plan) {
+                     const KvCache& cache, const Batch& batch, const CallInputs& in,
+                     const AttentionPlan& plan) {
+  const AttentionArgs& args = in.args;
   const int64_t dv = cache.head_dim_v(args.il);
   PieceStates states(plan.tasks, plan.tiles, dv);
   const std::vector<size_t> bounds = thread_bounds(plan.tasks, pool.n_threads());
@@ -555,15 +615,33 @@ void attention_split(const kernels::KernelTable& table, kernels::ThreadPool& poo
     for (size_t k = bounds[id]; k < bounds[id + 1]; ++k) {
       const PieceTask& task = plan.tasks[k];
       const QueryTile& tile = plan.tiles[task.tile];
-      attend_piece(table, cache, batch, args, to_f32, tile, task.piece, sc);
+      const QueryRows q =
+          tile_queries(table, in, cache.config().cell_type == GgmlType::kQ8_0, tile, sc);
+      attend_piece(table, cache, batch, in, tile, q, task.piece, sc);
       states.keep(task, sc.state, dv);
       // The last piece's thread sees every other piece's states (acquire-release on `done`).
       if (done[task.tile].fetch_add(1, std::memory_order_acq_rel) + 1 < task.n_pieces) continue;
       folded.reset(sc.state.rows.size(), dv);
       states.fold(table, &task - (task.piece - task.first_piece), task.n_pieces, dv, folded);
-      finish_rows(table, args, tile, dv, folded.rows);
+      finish_rows(table, in, tile, dv, folded.rows);
     }
   });
+}
+
+// The batch's query rows ([n_tokens · n_head] rows of hd). llama.cpp quantizes every Q row once
+// before its q8_0 dots; so does minfer, in each tile (tile_queries) unless the plan splits tiles
+// into pieces on several threads: then here, on the calling thread (a split plan's batch is a few
+// tokens), into `q8_0`.
+QueryRows batch_queries(const kernels::KernelTable& table, const KvCache& cache, const Batch& batch,
+                        const AttentionArgs& args, bool split, AlignedVector<uint8_t>& q8_0) {
+  const int64_t hd = cache.head_dim(args.il);
+  if (!split || cache.config().cell_type != GgmlType::kQ8_0) return {args.q, nullptr, hd, 0};
+  const int64_t n_rows = batch.n_tokens() * args.n_head;
+  const int64_t row_bytes = kernels::q8_0_query_row_bytes(hd);
+  q8_0.resize(static_cast<size_t>(n_rows * row_bytes));
+  std::vector<float> rotated;
+  quantize_rows(table, args.q, n_rows, hd, cache.k_rotation(), rotated, q8_0.data());
+  return {args.q, q8_0.data(), hd, row_bytes};
 }
 
 }  // namespace
@@ -584,8 +662,11 @@ void attention(const kernels::KernelTable& table, kernels::ThreadPool& pool, con
                                     : table.cells_to_f32[static_cast<size_t>(c.cell_type)];
   const AttentionPlan plan =
       plan_attention(batch, args, args.n_head / cache.n_head_kv(args.il), pool.n_threads());
+  AlignedVector<uint8_t> q8_0;  // [n_tokens · n_head, q8_0_query_row_bytes(hd)] where split
+  const CallInputs in{args, batch_queries(table, cache, batch, args, plan.split(), q8_0), to_f32,
+                      cache.k_rotation(), cache.v_rotation()};
   if (plan.split()) {
-    attention_split(table, pool, cache, batch, args, to_f32, plan);
+    attention_split(table, pool, cache, batch, in, plan);
     return;
   }
   pool.run([&](int thread_id, int n_threads) {
@@ -595,7 +676,7 @@ void attention(const kernels::KernelTable& table, kernels::ThreadPool& pool, con
     // ranges would leave the last thread most of the work.
     for (size_t i = static_cast<size_t>(thread_id); i < plan.tiles.size();
          i += static_cast<size_t>(n_threads)) {
-      attend_tile(table, cache, batch, args, to_f32, plan.tiles[i], sc, folded);
+      attend_tile(table, cache, batch, in, plan.tiles[i], sc, folded);
     }
   });
 }

@@ -9,6 +9,10 @@
 // (a piece), and the pieces' states are folded in order: a decode step's pieces are tasks that
 // the threads share (split-KV), with the bits of one thread walking them all.
 //
+// q8_0 cells are scored as llama.cpp's CPU flash attention scores them: each query row quantized
+// to q8_0 once per call, int8 dot products with the cells (the Q8_0 matmul tile), times the scale;
+// the values are summed in f32 over the dequantized cells.
+//
 // f16 cells with AttentionOptions::flash_attn_numerics set take llama.cpp's CPU flash attention
 // instead (kernels/ref/flash_attn_f16.h) — what llama-perplexity runs by default.
 #pragma once

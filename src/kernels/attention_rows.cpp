@@ -8,11 +8,13 @@
 namespace minfer::kernels {
 namespace {
 
-// Query rows up to which a tile reads q8_0 cells in place: the loops convert a row once per pass
-// over the x's, and a prompt tile's rows (16 tokens × the group) take many passes, where
+// Query rows up to which a tile reads q8_0 values in place: weighted_sum_q8_0 converts a row once
+// per pass over the y's, and a prompt tile's rows (16 tokens × the group) take many passes, where
 // converting each block once into scratch is faster (minfer_bench_attention Prefill/q8_0/4096
 // measures it). A decode step's query heads of one KV head take one pass.
-constexpr int64_t kQ8InPlaceRows = 8;
+constexpr int64_t kQ8ValuesInPlaceRows = 8;
+
+constexpr auto kQ8_0Slot = static_cast<size_t>(GgmlType::kQ8_0);
 
 // The part [a, b) of a piece that a run's cells [from, from + n) cover (empty: a >= b).
 std::pair<int64_t, int64_t> overlap(const CellPiece& p, const RowRun& run) {
@@ -33,16 +35,29 @@ constexpr int64_t kLanes16 = 16;
 
 }  // namespace
 
-CellRead cell_read(const KernelTable& table, GgmlType type, int64_t n_rows) {
+CellReads cell_reads(const KernelTable& table, GgmlType type, int64_t n_rows) {
   if (type == GgmlType::kF16 && table.dot_rows_f16 != nullptr &&
       table.weighted_sum_f16 != nullptr) {
-    return CellRead::kF16;
+    return {CellRead::kF16, CellRead::kF16};
   }
-  if (type == GgmlType::kQ8_0 && table.dot_rows_q8_0 != nullptr &&
-      table.weighted_sum_q8_0 != nullptr && n_rows <= kQ8InPlaceRows) {
-    return CellRead::kQ8_0;
+  if (type == GgmlType::kQ8_0) {
+    const bool in_place = table.weighted_sum_q8_0 != nullptr && n_rows <= kQ8ValuesInPlaceRows;
+    return {CellRead::kQ8_0, in_place ? CellRead::kQ8_0 : CellRead::kF32};
   }
-  return CellRead::kF32;
+  return {CellRead::kF32, CellRead::kF32};
+}
+
+int64_t q8_0_query_row_bytes(int64_t dim) {
+  return static_cast<int64_t>(q8_0_act_row_bytes(static_cast<size_t>(dim / 32)));
+}
+
+void quantize_queries(const KernelTable& table, const float* q, int64_t n, int64_t dim,
+                      uint8_t* out) {
+  const QuantizeRowFn quantize = table.quantize_act_q8_0_sums != nullptr
+                                     ? table.quantize_act_q8_0_sums
+                                     : ref_table.quantize_act_q8_0_sums;
+  const int64_t row_bytes = q8_0_query_row_bytes(dim);
+  for (int64_t i = 0; i < n; ++i) quantize(q + i * dim, out + i * row_bytes, dim);
 }
 
 CellRows block_rows(DequantizeRowFn to_f32, CellRead read, const uint8_t* cells,
@@ -59,17 +74,30 @@ void prefetch_cells(const uint8_t* cells, int64_t bytes) {
   for (int64_t off = 0; off < bytes; off += 64) __builtin_prefetch(cells + off, 0, 2);
 }
 
-void dot_cells(const KernelTable& table, CellRows keys, int64_t n, F32Rows x, float scale,
-               float* out, int64_t out_stride) {
+void dot_cells(const KernelTable& table, CellRows keys, int64_t n, QueryRows x, int64_t n_x,
+               float scale, float* out, int64_t out_stride) {
+  const F32Rows x_f32{x.f32, n_x, x.dim};
   switch (keys.read) {
     case CellRead::kF16:
-      table.dot_rows_f16(keys.f16_rows(n), x, keys.dim, scale, out, out_stride);
+      table.dot_rows_f16(keys.f16_rows(n), x_f32, keys.dim, scale, out, out_stride);
       return;
-    case CellRead::kQ8_0:
-      table.dot_rows_q8_0(keys.q8_rows(n), x, keys.dim, scale, out, out_stride);
+    case CellRead::kQ8_0: {
+      // The cells are a Q8_0 weight matrix's rows (34-byte blocks), the quantized queries its
+      // activation rows: out[i][j] = vec_dot_q8_0_q8_0(cells_j, x_i), then · scale as llama.cpp
+      // scales each score. The tile asks for its next rows itself; asking here for the next
+      // chunk's keys all at once (keys.ahead) made decode at depth slower (Qwen3/Decode/q8_0/4096
+      // of minfer_bench_attention: ~410 against ~365 us of CPU), so they are not.
+      const MatmulTileFn tile = table.matmul_tile[kQ8_0Slot] != nullptr
+                                    ? table.matmul_tile[kQ8_0Slot]
+                                    : ref_table.matmul_tile[kQ8_0Slot];
+      tile(keys.dim, keys.data, static_cast<size_t>(keys.row_bytes), n, x.q8_0,
+           static_cast<size_t>(x.q8_0_row_bytes), n_x, out, out_stride);
+      for (int64_t i = 0; i < n_x; ++i)
+        table.scale(out + i * out_stride, scale, n, out + i * out_stride);
       return;
+    }
     case CellRead::kF32:
-      table.dot_rows_f32(keys.f32_rows(n), x, keys.dim, scale, out, out_stride);
+      table.dot_rows_f32(keys.f32_rows(n), x_f32, keys.dim, scale, out, out_stride);
       return;
   }
 }
@@ -124,17 +152,17 @@ void fold_state(const KernelTable& table, const RowState& piece, int64_t dv, Row
 
 void attend_rows(const KernelTable& table, const RowRun& run, float scale, int64_t n_heads,
                  const RowRunData& data) {
-  const int64_t hd = data.pieces.front().keys.dim;
   const int64_t dv = data.pieces.front().values.dim;
   const int64_t stride = data.scores_stride;
   const int64_t r_begin = run.t_begin * n_heads;
   const int64_t n_rows = (run.t_end - run.t_begin) * n_heads;
   float* scores = data.scores + r_begin * stride;
-  const F32Rows q{data.q + r_begin * hd, n_rows, hd};
+  const QueryRows q = data.q.from(r_begin);
   for (const CellPiece& p : data.pieces) {
     const auto [a, b] = overlap(p, run);
     if (a < b) {
-      dot_cells(table, p.keys.from(a - p.first), b - a, q, scale, scores + (a - run.from), stride);
+      dot_cells(table, p.keys.from(a - p.first), b - a, q, n_rows, scale, scores + (a - run.from),
+                stride);
     }
   }
   for (int64_t r = 0; r < n_rows; ++r) {

@@ -15,16 +15,50 @@
 namespace minfer::kernels {
 
 // How the kernels read a block's keys or values: as f32 rows (f32 cells, or cells converted into
-// scratch), or f16 / q8_0 cells in place where the table has their loops
-// (KernelTable::dot_rows_f16, dot_rows_q8_0).
+// scratch), or f16 / q8_0 cells in place. In place, f16 keys and values take the table's f16
+// loops (KernelTable::dot_rows_f16, weighted_sum_f16), q8_0 values weighted_sum_q8_0, and q8_0
+// keys the table's Q8_0 matmul tile against the query rows quantized to q8_0 (QueryRows).
 enum class CellRead { kF32, kF16, kQ8_0 };
 
-// How `table` reads cells of `type` for a tile of n_rows query rows: in place where it has the
-// loops for them (and, for q8_0, the tile is a decode step's). The bits are the same either way.
-CellRead cell_read(const KernelTable& table, GgmlType type, int64_t n_rows);
+struct CellReads {
+  CellRead keys, values;
+};
+
+// How `table` reads cells of `type` for a tile of n_rows query rows. q8_0 keys: always in place,
+// scored with int8 dot products as llama.cpp's CPU flash attention scores them (Q quantized to
+// q8_0, K's vec_dot_type, then ggml_vec_dot_q8_0_q8_0 per cell). Values, and f16 keys: in place
+// where the table has the loops (q8_0 values only in a decode step's tile, see
+// kQ8ValuesInPlaceRows), else converted; the bits are the same either way.
+CellReads cell_reads(const KernelTable& table, GgmlType type, int64_t n_rows);
+
+// A tile's query rows as the keys' dot products read them, row i of each form at i times its
+// stride: f32 rows ([n, dim]) for f32 and f16 keys; for q8_0 keys the rows quantized once to Q8_0
+// activation rows (quantize_queries; `q8_0_row_bytes` apart), what the Q8_0 matmul tile reads.
+struct QueryRows {
+  const float* f32;
+  const uint8_t* q8_0;
+  int64_t dim;
+  int64_t q8_0_row_bytes;
+  // The rows from row `row` on.
+  QueryRows from(int64_t row) const {
+    return {f32 != nullptr ? f32 + row * dim : nullptr,
+            q8_0 != nullptr ? q8_0 + row * q8_0_row_bytes : nullptr, dim, q8_0_row_bytes};
+  }
+};
+
+// Bytes of one query row of `dim` floats quantized for q8_0 keys (q8_0_act_row_bytes).
+int64_t q8_0_query_row_bytes(int64_t dim);
+
+// Quantizes n query rows ([n, dim], dim a multiple of 32) for q8_0 keys into `out` (n rows of
+// q8_0_query_row_bytes(dim)): the table's quantize_act_q8_0_sums (ref_table's where it has
+// none), which is llama.cpp's x86 quantize_row_q8_0, the converter its flash attention applies to
+// each Q row before the q8_0 dots.
+void quantize_queries(const KernelTable& table, const float* q, int64_t n, int64_t dim,
+                      uint8_t* out);
 
 // One block's keys or values as the kernels read them, with the rows the walk reads next (ahead,
-// or null; in place only) asked for while these are read.
+// or null; in place only) asked for while these are read by the loops that take them (f16 keys
+// and values, q8_0 values).
 struct CellRows {
   CellRead read;
   const uint8_t* data;
@@ -58,10 +92,11 @@ CellRows block_rows(DequantizeRowFn to_f32, CellRead read, const uint8_t* cells,
 // while the block before is computed. Changes no arithmetic.
 void prefetch_cells(const uint8_t* cells, int64_t bytes);
 
-// out[i · out_stride + j] = x_i · keys_j · scale for n keys (the table's dot_rows for how they are
-// read).
-void dot_cells(const KernelTable& table, CellRows keys, int64_t n, F32Rows x, float scale,
-               float* out, int64_t out_stride);
+// out[i · out_stride + j] = x_i · keys_j · scale for n keys and the n_x query rows of x: the
+// table's dot_rows for f32 and f16 keys; for q8_0 keys the Q8_0 matmul tile's dot of the cells and
+// the quantized rows (ref::vec_dot_q8_0_q8_0, the same bits on every table), then times scale.
+void dot_cells(const KernelTable& table, CellRows keys, int64_t n, QueryRows x, int64_t n_x,
+               float scale, float* out, int64_t out_stride);
 
 // y_i += Σ_j w_i[j] · values_j for n values (its weighted_sum for how they are read).
 void weighted_cells(const KernelTable& table, F32Rows w, CellRows values, int64_t n, float* y,
@@ -102,11 +137,11 @@ struct RowRun {
   const int64_t* seen;
 };
 
-// What attend_rows reads and updates: a chunk's pieces, the tile's query rows ([rows, hd], a
-// token's heads consecutive), its score rows ([rows, scores_stride]) and its rows' states.
+// What attend_rows reads and updates: a chunk's pieces, the tile's query rows (a token's heads
+// consecutive), its score rows ([rows, scores_stride]) and its rows' states.
 struct RowRunData {
   std::span<const CellPiece> pieces;
-  const float* q;
+  QueryRows q;
   float* scores;
   int64_t scores_stride;
   RowState* states;

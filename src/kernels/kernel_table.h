@@ -195,10 +195,10 @@ struct KernelTable {
   void (*dot_rows_f16)(F16Rows rows, F32Rows x, int64_t n, float scale, float* out,
                        int64_t out_stride);
   void (*weighted_sum_f16)(F32Rows w, F16Rows rows, int64_t n, float* y, int64_t y_stride);
-  // The same two over rows of q8_0 cells read in place (n a multiple of 32): bit for bit what the
-  // f32 entries give on the rows converted (d · q is exact in f32). nullptr as for f16.
-  void (*dot_rows_q8_0)(Q8Rows rows, F32Rows x, int64_t n, float scale, float* out,
-                        int64_t out_stride);
+  // weighted_sum_f32 over rows of q8_0 cells read in place (n a multiple of 32): bit for bit what
+  // it gives on the rows converted (d · q is exact in f32). nullptr as for f16. (Attention scores
+  // q8_0 keys with int8 dots instead: the Q8_0 matmul tile against the quantized queries,
+  // kernels/attention_rows.h.)
   void (*weighted_sum_q8_0)(F32Rows w, Q8Rows rows, int64_t n, float* y, int64_t y_stride);
   // The gated delta net's kernels (graph/delta_net.h). Their sums are kLaneSums-lane sums:
   // lane l accumulates, by fused multiply-adds in order, the products of the elements i with

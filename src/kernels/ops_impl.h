@@ -761,11 +761,6 @@ void weighted_sum_f16(F32Rows w, F16Rows rows, int64_t n, float* y, int64_t y_st
 }
 
 template <class V>
-void dot_rows_q8_0(Q8Rows rows, F32Rows x, int64_t n, float scale, float* out, int64_t out_stride) {
-  dot_rows_cells<V>(Q8Loader<V>{rows}, x, n, scale, out, out_stride);
-}
-
-template <class V>
 void weighted_sum_q8_0(F32Rows w, Q8Rows rows, int64_t n, float* y, int64_t y_stride) {
   weighted_sum_rows<V>(w, Q8Loader<V>{rows}, n, y, y_stride);
 }
@@ -846,7 +841,7 @@ void weighted_sum_q8_0(F32Rows w, Q8Rows rows, int64_t n, float* y, int64_t y_st
   }
 
 // Defines attention's row loops over f16 and q8_0 cells (the x86 tables' dot_rows_f16,
-// weighted_sum_f16, dot_rows_q8_0, weighted_sum_q8_0) on policy V.
+// weighted_sum_f16, weighted_sum_q8_0) on policy V.
 #define MINFER_DEFINE_CELL_ROW_LOOPS(V)                                                   \
   void dot_rows_f16(F16Rows rows, F32Rows x, int64_t n, float scale, float* out,          \
                     int64_t out_stride) {                                                 \
@@ -854,10 +849,6 @@ void weighted_sum_q8_0(F32Rows w, Q8Rows rows, int64_t n, float* y, int64_t y_st
   }                                                                                       \
   void weighted_sum_f16(F32Rows w, F16Rows rows, int64_t n, float* y, int64_t y_stride) { \
     ::minfer::kernels::ops::weighted_sum_f16<V>(w, rows, n, y, y_stride);                 \
-  }                                                                                       \
-  void dot_rows_q8_0(Q8Rows rows, F32Rows x, int64_t n, float scale, float* out,          \
-                     int64_t out_stride) {                                                \
-    ::minfer::kernels::ops::dot_rows_q8_0<V>(rows, x, n, scale, out, out_stride);         \
   }                                                                                       \
   void weighted_sum_q8_0(F32Rows w, Q8Rows rows, int64_t n, float* y, int64_t y_stride) { \
     ::minfer::kernels::ops::weighted_sum_q8_0<V>(w, rows, n, y, y_stride);                \

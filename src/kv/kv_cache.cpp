@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "core/check.h"
+#include "kernels/hadamard.h"
 
 namespace minfer {
 
@@ -289,6 +290,12 @@ const std::vector<int32_t>& KvCache::block_table(int32_t seq) const {
   return s->blocks;
 }
 
+const float* KvCache::rotated(const float* x, int64_t n, int64_t run, std::vector<float>& scratch) {
+  scratch.assign(x, x + n);
+  kernels::hadamard_rotate(scratch.data(), n / run, run);
+  return scratch.data();
+}
+
 void KvCache::store(const kernels::KernelTable& table, int64_t il, int32_t seq, int64_t pos,
                     const float* k, const float* v) {
   const KvCacheConfig& c = config();
@@ -303,7 +310,15 @@ void KvCache::store(const kernels::KernelTable& table, int64_t il, int32_t seq, 
   const kernels::QuantizeRowFn to_cells = table.cells_from_f32[static_cast<size_t>(c.cell_type)];
   const int64_t hd = layout_.head_dim(il);
   const int64_t hd_v = layout_.head_dim_v(il);
-  for (int64_t h = 0; h < layout_.n_head_kv(il); ++h) {
+  const int64_t n_head_kv = layout_.n_head_kv(il);
+  // The rows as the cells hold them: rotated where the layout says (head dims are whole runs).
+  if (layout_.k_rotation > 0) {
+    k = rotated(k, n_head_kv * hd, layout_.k_rotation, rotated_k_);
+  }
+  if (layout_.v_rotation > 0) {
+    v = rotated(v, n_head_kv * hd_v, layout_.v_rotation, rotated_v_);
+  }
+  for (int64_t h = 0; h < n_head_kv; ++h) {
     to_cells(k + h * hd, cell(block, il, false, h, slot), hd);
     to_cells(v + h * hd_v, cell(block, il, true, h, slot), hd_v);
   }

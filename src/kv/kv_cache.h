@@ -72,6 +72,10 @@ class KvCache {
   int64_t head_dim_v(int64_t il) const { return layout_.head_dim_v(il); }
   size_t k_row_bytes(int64_t il) const { return layout_.k_row_bytes(il); }
   size_t v_row_bytes(int64_t il) const { return layout_.v_row_bytes(il); }
+  // The runs in which keys and values are Hadamard-rotated in the cells (KvLayout::k_rotation):
+  // store rotates them, attention rotates the queries and turns its output back; 0: none.
+  int64_t k_rotation() const { return layout_.k_rotation; }
+  int64_t v_rotation() const { return layout_.v_rotation; }
   size_t block_bytes() const { return main_.block_bytes(); }
   // The bytes of cells attention reads for one token that sees positions [0, n_positions) of its
   // sequence: each KV head's key and value rows of all of them in a global layer, of the last
@@ -122,16 +126,17 @@ class KvCache {
   void set_length(int32_t seq, int64_t length);
 
   // Writes one token's K and V for layer il at (seq, pos); pos must be reserved.
-  // k: [n_head_kv * head_dim], v: [n_head_kv * head_dim_v], converted to the cell type by
-  // table.cells_from_f32.
+  // k: [n_head_kv * head_dim], v: [n_head_kv * head_dim_v], Hadamard-rotated where the cells are
+  // (k_rotation, v_rotation), converted to the cell type by table.cells_from_f32.
   void store(const kernels::KernelTable& table, int64_t il, int32_t seq, int64_t pos,
              const float* k, const float* v);
 
   // Context shift (llama.cpp's --context-shift): `seq` forgets positions [n_keep, n_keep +
   // n_discard) and the positions after them move down by n_discard, so that positions stay
   // contiguous; no token is computed again. Values are copied as they are; each moved key is read
-  // as f32 (cells_to_f32), handed to rotate(il, old_pos, new_pos, k) to turn its RoPE angle from
-  // the old position's to the new one's, and stored back (cells_from_f32). Positions before
+  // as f32 (cells_to_f32; turned back from its Hadamard rotation, k_rotation), handed to
+  // rotate(il, old_pos, new_pos, k) to turn its RoPE angle from the old position's to the new
+  // one's, and stored back (rotated again, cells_from_f32). Positions before
   // n_keep are not touched. Blocks written to are made the sequence's own first: a block another
   // sequence holds too (a shared prefix) is copied, a registered one is unregistered (its token
   // prefix changes). Sliding-window layers move only the positions the next token can see (the
@@ -229,6 +234,8 @@ class KvCache {
   int32_t state_slot(int32_t seq) const;
   // The pool that holds layer il's cells.
   const KvBlockPool& pool_of(int64_t il) const { return is_window_layer(il) ? window_ : main_; }
+  // x ([n] floats) Hadamard-rotated in runs of `run` into `scratch`, which it returns.
+  static const float* rotated(const float* x, int64_t n, int64_t run, std::vector<float>& scratch);
   // One position's key (or value) row of KV head h, layer il, slot `slot` of `block` in the
   // layer's pool.
   uint8_t* cell(int32_t block, int64_t il, bool is_v, int64_t h, int64_t slot) const {
@@ -273,6 +280,8 @@ class KvCache {
   };
   std::unordered_map<int32_t, PrefixState> prefix_states_;
   std::list<int32_t> prefix_state_lru_;  // their blocks, least recently used first
+  // store's rows rotated for the cells ([n_head_kv * head_dim], [n_head_kv * head_dim_v]).
+  std::vector<float> rotated_k_, rotated_v_;
 };
 
 }  // namespace minfer

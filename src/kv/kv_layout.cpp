@@ -130,6 +130,13 @@ Result<KvLayout> KvLayout::create(const KvCacheConfig& c) {
   }
   layout.full_segment = full_segment_blocks(
       c, std::max({main.k_row_bytes, main.v_row_bytes, window.k_row_bytes, window.v_row_bytes}));
+  if (c.cell_type == GgmlType::kQ8_0) {
+    if (main.head_dim == window.head_dim && main.head_dim % 64 == 0) {
+      layout.k_rotation = 64;
+      while (main.head_dim % (2 * layout.k_rotation) == 0) layout.k_rotation *= 2;
+    }
+    if (main.head_dim_v == window.head_dim_v && main.head_dim_v % 64 == 0) layout.v_rotation = 64;
+  }
   return layout;
 }
 

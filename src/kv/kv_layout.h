@@ -123,6 +123,13 @@ struct KvLayout {
   std::vector<int64_t> layer_slot;
   std::vector<int64_t> window_layers;     // the sliding layers, ascending
   std::vector<int64_t> recurrent_layers;  // the recurrent layers, ascending
+  // llama.cpp's Walsh-Hadamard rotation of quantized cells (kernels/hadamard.h), decided as its
+  // KV cache decides it (llama-kv-cache.cpp attn_rot_k / attn_rot_v): for q8_0 cells whose key
+  // head dim is the same in every layer and a multiple of 64, keys (and the queries that score
+  // them) are rotated in runs of the largest power of two that divides it; values likewise in
+  // runs of 64, and attention's output turned back. 0: not rotated.
+  int64_t k_rotation = 0;
+  int64_t v_rotation = 0;
 };
 
 }  // namespace minfer

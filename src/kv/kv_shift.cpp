@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "kernels/hadamard.h"
 #include "kv/kv_cache.h"
 
 namespace minfer {
@@ -99,7 +100,12 @@ Status KvCache::shift(const kernels::KernelTable& table, int32_t seq, int64_t n_
       for (int64_t h = 0; h < n_head_kv; ++h) {
         to_f32(cell(src, il, false, h, old_pos % bs), k.data() + h * hd, hd);
       }
+      // Hadamard-rotated keys (k_rotation) are turned back for RoPE and rotated again after it,
+      // as llama.cpp's K shift does (H H = I).
+      const int64_t runs = layout_.k_rotation > 0 ? n_head_kv * hd / layout_.k_rotation : 0;
+      if (runs > 0) kernels::hadamard_rotate(k.data(), runs, layout_.k_rotation);
       rotate(il, old_pos, p, k.data());
+      if (runs > 0) kernels::hadamard_rotate(k.data(), runs, layout_.k_rotation);
       for (int64_t h = 0; h < n_head_kv; ++h) {
         to_cells(k.data() + h * hd, cell(dst, il, false, h, p % bs), hd);
         std::memcpy(cell(dst, il, true, h, p % bs), cell(src, il, true, h, old_pos % bs),

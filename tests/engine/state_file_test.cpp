@@ -354,6 +354,30 @@ TEST(StateFile, FingerprintIsTheSameMappedOrReadIntoMemory) {
   EXPECT_EQ(refusal(state, **mapped, GgmlType::kF16), "");
 }
 
+// A version 2 file's q8_0 cells were stored unrotated: a cache that Hadamard-rotates its q8_0
+// cells (qwen2-tiny: head dim 64) refuses them, naming why; its f32 cells still load.
+TEST(StateFile, AnUnrotatedQ8StateIsRefusedByARotatingCache) {
+  MINFER_REQUIRE_TEST_DATA();
+  auto model = load_model("qwen2-tiny-f32.gguf");
+  ASSERT_NE(model, nullptr);
+  for (const GgmlType cells : {GgmlType::kQ8_0, GgmlType::kF32}) {
+    Ran a = run_greedy(*model, cells, some_tokens(20, model->config().n_vocab, 1), 1);
+    std::vector<uint8_t> bytes = encode_state(a.seq.capture());
+    bytes[8] = 2;  // the version
+    const uint64_t checksum = hash64(std::span<const uint8_t>(bytes).first(bytes.size() - 8));
+    std::memcpy(bytes.data() + bytes.size() - 8, &checksum, sizeof(checksum));
+    auto old = decode_state(bytes, "v2");
+    ASSERT_TRUE(old.is_ok()) << old.status().message();
+    const std::string why = refusal(*old, *model, cells);
+    if (cells == GgmlType::kF32) {
+      EXPECT_EQ(why, "");
+    } else {
+      EXPECT_NE(why.find("version 2, whose q8_0 cells are not Hadamard-rotated"), std::string::npos)
+          << why;
+    }
+  }
+}
+
 TEST(StateFile, AnotherCellTypeIsRefused) {
   MINFER_REQUIRE_TEST_DATA();
   Saved s = saved_state();
@@ -399,8 +423,8 @@ TEST(StateFile, TruncatedForeignAndNewerFilesAreRefused) {
   std::memcpy(gguf.data(), "GGUF", 4);
   EXPECT_NE(decode_error(gguf).find("not a minfer state file"), std::string::npos);
   std::vector<uint8_t> newer = s.bytes;
-  newer[8] = 3;  // the version
-  EXPECT_NE(decode_error(newer).find("version 3, this build reads versions 1 to 2"),
+  newer[8] = 4;  // the version
+  EXPECT_NE(decode_error(newer).find("version 4, this build reads versions 1 to 3"),
             std::string::npos);
   // A missing file.
   auto missing = read_state_file("/nonexistent/dir/state.bin");

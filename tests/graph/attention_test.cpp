@@ -15,6 +15,7 @@
 
 #include "kernels/kernel_test_util.h"
 #include "minfer/defaults.h"
+#include "quant/act_quant.h"
 #include "quant/fp16.h"
 #include "quant/quantize.h"
 
@@ -107,13 +108,26 @@ std::vector<float> as_cells(GgmlType type, const float* x) {
   return out;
 }
 
+// A query row as the keys' dots see it: over q8_0 cells quantized as llama.cpp quantizes Q for its
+// int8 dots (quant/act_quant.h), else as it is.
+std::vector<float> as_query(GgmlType type, const float* q) {
+  std::vector<float> out(q, q + kHeadDim);
+  if (type == GgmlType::kQ8_0) {
+    BlockQ8_0 block;
+    quantize_act_q8_0(q, &block, kHeadDim);
+    dequantize_row_q8_0(&block, out.data(), kHeadDim);
+  }
+  return out;
+}
+
 // softmax(q·kᵀ) · v over cells 0..pos of the token's sequence (only those > pos - window when
-// window > 0), in double, on the rounded cells; with sinks, e^(sinks[h] - max) joins the sum.
+// window > 0), in double, on the rounded cells and query (as_query); with sinks, e^(sinks[h] -
+// max) joins the sum.
 std::vector<double> reference(const Example& e, GgmlType type, int64_t t, int64_t h,
                               int64_t window = 0, const float* sinks = nullptr) {
   const Token token = kTokens[t];
   const int64_t kv = h / (kNHead / kNHeadKv);
-  const float* q = e.q.data() + (t * kNHead + h) * kHeadDim;
+  const std::vector<float> q = as_query(type, e.q.data() + (t * kNHead + h) * kHeadDim);
   std::vector<double> scores;
   std::vector<std::vector<float>> values;
   const int32_t first = window > 0 ? std::max(0, token.pos - static_cast<int32_t>(window) + 1) : 0;
@@ -123,7 +137,7 @@ std::vector<double> reference(const Example& e, GgmlType type, int64_t t, int64_
     values.push_back(as_cells(type, e.v[static_cast<size_t>(token.seq)].data() + row));
     double s = 0.0;
     for (int64_t d = 0; d < kHeadDim; ++d)
-      s += static_cast<double>(q[d]) * key[static_cast<size_t>(d)];
+      s += static_cast<double>(q[static_cast<size_t>(d)]) * key[static_cast<size_t>(d)];
     scores.push_back(s);
   }
   double max = -std::numeric_limits<double>::infinity();
@@ -363,9 +377,11 @@ std::vector<float> run_long(const kernels::KernelTable& table, const LongCache& 
   return out;
 }
 
-// softmax(q·kᵀ · scale) · v in double on the cells as stored, for one output row.
-std::vector<double> long_reference(GgmlType type, const LongCache& lc, Token token, const float* q,
-                                   int64_t kv, int64_t window) {
+// softmax(q·kᵀ · scale) · v in double on the cells as stored (and the query as_query), for one
+// output row.
+std::vector<double> long_reference(GgmlType type, const LongCache& lc, Token token,
+                                   const float* q_row, int64_t kv, int64_t window) {
+  const std::vector<float> q = as_query(type, q_row);
   const int64_t first = window > 0 ? std::max<int64_t>(0, token.pos - window + 1) : 0;
   std::vector<double> scores;
   double max = -std::numeric_limits<double>::infinity();
@@ -375,7 +391,7 @@ std::vector<double> long_reference(GgmlType type, const LongCache& lc, Token tok
         as_cells(type, lc.k[static_cast<size_t>(token.seq)].data() + row);
     double s = 0.0;
     for (int64_t d = 0; d < kHeadDim; ++d)
-      s += static_cast<double>(q[d]) * key[static_cast<size_t>(d)];
+      s += static_cast<double>(q[static_cast<size_t>(d)]) * key[static_cast<size_t>(d)];
     scores.push_back(s * 0.125);
     max = std::max(max, scores.back());
   }

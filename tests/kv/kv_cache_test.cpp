@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/hadamard.h"
 #include "kernels/kernel_test_util.h"
 #include "quant/fp16.h"
 #include "quant/quant_traits.h"
@@ -21,12 +22,12 @@
 namespace minfer {
 namespace {
 
-KvCacheConfig small_config(GgmlType type) {
+KvCacheConfig small_config(GgmlType type, int64_t head_dim = 64) {
   KvCacheConfig c;
   c.n_layer = 2;
   c.n_head_kv = 2;
-  c.head_dim = 64;
-  c.head_dim_v = 64;
+  c.head_dim = head_dim;
+  c.head_dim_v = head_dim;
   c.cell_type = type;
   c.block_size = 16;
   c.n_ctx = 128;
@@ -50,8 +51,9 @@ std::vector<float> read_row(const KvCache& cache, int32_t seq, int64_t il, int64
 class KvRoundTrip : public ::testing::TestWithParam<GgmlType> {};
 
 // What is stored reads back within the cell format's rounding: exact for f32, half an f16 ulp
-// (2^-11 relative) for f16; for q8_0 half a step d = amax / 127 plus the f16 rounding of d
-// (≤ 2^-11 d) times the largest quant, 127.
+// (2^-11 relative) for f16; for q8_0 (whose cells hold the rows Hadamard-rotated in runs of 64,
+// kernels/hadamard.h) half a step d = amax / 127 plus the f16 rounding of d (≤ 2^-11 d) times the
+// largest quant, 127, of the rotated row.
 TEST_P(KvRoundTrip, StoredRowsReadBackWithinTheFormatsRounding) {
   const GgmlType type = GetParam();
   auto cache = KvCache::create(small_config(type));
@@ -65,13 +67,18 @@ TEST_P(KvRoundTrip, StoredRowsReadBackWithinTheFormatsRounding) {
     for (float& x : k) x = dist(rng);
     for (float& x : v) x = dist(rng);
     kv.store(kernels::ref_table, 1, 3, pos, k.data(), v.data());
+    std::vector<float> k_cells = k;  // as the cells hold it
+    if (type == GgmlType::kQ8_0) {
+      ASSERT_EQ(kv.k_rotation(), 64);
+      kernels::hadamard_rotate(k_cells.data(), 2, 64);
+    }
     for (int64_t h = 0; h < 2; ++h) {
       const std::vector<float> got_k = read_row(kv, 3, 1, h, pos, false);
       const std::vector<float> got_v = read_row(kv, 3, 1, h, pos, true);
       float amax = 0.0f;
-      for (int j = 0; j < 64; ++j) amax = std::max(amax, std::fabs(k[h * 64 + j]));
+      for (int j = 0; j < 64; ++j) amax = std::max(amax, std::fabs(k_cells[h * 64 + j]));
       for (int j = 0; j < 64; ++j) {
-        const float want = k[static_cast<size_t>(h * 64 + j)];
+        const float want = k_cells[static_cast<size_t>(h * 64 + j)];
         const float tol = type == GgmlType::kF32   ? 0.0f
                           : type == GgmlType::kF16 ? std::fabs(want) * 0x1p-11f
                                                    : amax / 127.0f * (0.5f + 127 * 0x1p-11f);
@@ -101,8 +108,8 @@ std::vector<uint8_t> v_row_bytes(const KvCache& cache, int32_t seq, int64_t il, 
 }
 
 // A small cache of `type` with positions [0, 20) of sequence 0 reserved.
-std::unique_ptr<KvCache> reserved_cache(GgmlType type) {
-  auto cache = KvCache::create(small_config(type));
+std::unique_ptr<KvCache> reserved_cache(GgmlType type, int64_t head_dim = 64) {
+  auto cache = KvCache::create(small_config(type, head_dim));
   EXPECT_TRUE(cache.is_ok()) << cache.status().message();
   std::unique_ptr<KvCache> kv = std::move(cache).value();
   EXPECT_TRUE(kv->reserve(0, 20).is_ok());
@@ -110,9 +117,9 @@ std::unique_ptr<KvCache> reserved_cache(GgmlType type) {
 }
 
 // One token's K or V row, [n_head_kv * head_dim], drawn from N(0, sigma²).
-std::vector<float> normal_row(std::mt19937& rng, float sigma) {
+std::vector<float> normal_row(std::mt19937& rng, float sigma, int64_t head_dim = 64) {
   std::normal_distribution<float> dist(0.0f, sigma);
-  std::vector<float> row(128);
+  std::vector<float> row(static_cast<size_t>(2 * head_dim));
   for (float& x : row) x = dist(rng);
   return row;
 }
@@ -149,31 +156,34 @@ TEST(KvCache, F16ValueCellsHoldTheRoundedHalves) {
   }
 }
 
-// q8_0 V cells hold quantize_row_q8_0's blocks of the stored values (d = amax / 127, quants
-// rounded halfway away from zero), and read back as q · d, through every kernel table.
+// q8_0 V cells of a head dim llama.cpp does not rotate (32: not a multiple of 64) hold
+// quantize_row_q8_0's blocks of the stored values (d = amax / 127, quants rounded halfway away
+// from zero), and read back as q · d, through every kernel table.
 TEST(KvCache, Q8_0ValueCellsHoldTheReferenceBlocks) {
   for (const kernels::KernelTable* table : kernels::test::all_tables()) {
-    std::unique_ptr<KvCache> cache = reserved_cache(GgmlType::kQ8_0);
+    std::unique_ptr<KvCache> cache = reserved_cache(GgmlType::kQ8_0, 32);
     KvCache& kv = *cache;
+    EXPECT_EQ(kv.k_rotation(), 0);
+    EXPECT_EQ(kv.v_rotation(), 0);
     std::mt19937 rng(13);
-    const std::vector<float> k = normal_row(rng, 2.0f);
-    std::vector<float> v = normal_row(rng, 2.0f);
-    // Head 1's first block: amax 127, so d = 1 and the quants are the values rounded, halfway
-    // cases away from zero: 2.5 → 3, -2.5 → -3, 0.5 → 1.
-    for (int j = 0; j < 32; ++j) v[static_cast<size_t>(64 + j)] = 0.0f;
-    v[64] = 127.0f;
-    v[65] = 2.5f;
-    v[66] = -2.5f;
-    v[67] = 0.5f;
+    const std::vector<float> k = normal_row(rng, 2.0f, 32);
+    std::vector<float> v = normal_row(rng, 2.0f, 32);
+    // Head 1's block: amax 127, so d = 1 and the quants are the values rounded, halfway cases
+    // away from zero: 2.5 → 3, -2.5 → -3, 0.5 → 1.
+    for (int j = 0; j < 32; ++j) v[static_cast<size_t>(32 + j)] = 0.0f;
+    v[32] = 127.0f;
+    v[33] = 2.5f;
+    v[34] = -2.5f;
+    v[35] = 0.5f;
     kv.store(*table, 1, 0, 18, k.data(), v.data());
     for (int64_t h = 0; h < 2; ++h) {
-      BlockQ8_0 want[2];  // [head_dim / 32]
-      quantize_row_q8_0(v.data() + h * 64, want, 64);
+      BlockQ8_0 want;
+      quantize_row_q8_0(v.data() + h * 32, &want, 32);
       const std::vector<uint8_t> got = v_row_bytes(kv, 0, 1, h, 18);
       ASSERT_EQ(got.size(), sizeof(want));
-      EXPECT_EQ(0, std::memcmp(got.data(), want, sizeof(want))) << table->name << " head " << h;
-      std::vector<float> want_values(64);  // [head_dim]
-      dequantize_row_q8_0(want, want_values.data(), 64);
+      EXPECT_EQ(0, std::memcmp(got.data(), &want, sizeof(want))) << table->name << " head " << h;
+      std::vector<float> want_values(32);  // [head_dim]
+      dequantize_row_q8_0(&want, want_values.data(), 32);
       EXPECT_EQ(read_row(kv, 0, 1, h, 18, true), want_values) << table->name << " head " << h;
     }
     const std::vector<float> head1 = read_row(kv, 0, 1, 1, 18, true);
@@ -183,6 +193,45 @@ TEST(KvCache, Q8_0ValueCellsHoldTheReferenceBlocks) {
     EXPECT_EQ(head1[3], 1.0f) << table->name;
     EXPECT_EQ(head1[4], 0.0f) << table->name;
   }
+}
+
+// q8_0 cells of head dims that are multiples of 64 hold the rows Hadamard-rotated as llama.cpp
+// stores them (llama-kv-cache.cpp attn_rot_k / attn_rot_v): keys in runs of the largest power of
+// two dividing the head dim, values in runs of 64, then quantize_row_q8_0's blocks; other cell
+// types and head dims are not rotated.
+TEST(KvCache, Q8_0CellsHoldTheHadamardRotatedRows) {
+  for (const auto& [head_dim, k_run] :
+       {std::pair<int64_t, int64_t>{64, 64}, {128, 128}, {192, 64}}) {
+    std::unique_ptr<KvCache> cache = reserved_cache(GgmlType::kQ8_0, head_dim);
+    KvCache& kv = *cache;
+    EXPECT_EQ(kv.k_rotation(), k_run) << head_dim;
+    EXPECT_EQ(kv.v_rotation(), 64) << head_dim;
+    std::mt19937 rng(17);
+    const std::vector<float> k = normal_row(rng, 2.0f, head_dim);
+    const std::vector<float> v = normal_row(rng, 2.0f, head_dim);
+    kv.store(kernels::ref_table, 0, 0, 5, k.data(), v.data());
+    std::vector<float> k_rot = k, v_rot = v;
+    kernels::hadamard_rotate(k_rot.data(), 2 * head_dim / k_run, k_run);
+    kernels::hadamard_rotate(v_rot.data(), 2 * head_dim / 64, 64);
+    const std::vector<float>* rows[] = {&k_rot, &v_rot};
+    for (int is_v = 0; is_v < 2; ++is_v) {
+      for (int64_t h = 0; h < 2; ++h) {
+        std::vector<BlockQ8_0> want(static_cast<size_t>(head_dim / 32));
+        quantize_row_q8_0(rows[is_v]->data() + h * head_dim, want.data(), head_dim);
+        const int32_t block = kv.block_table(0)[0];
+        const uint8_t* got = (is_v == 1 ? kv.v_block(block, 0, h) : kv.k_block(block, 0, h)) +
+                             5 * (is_v == 1 ? kv.v_row_bytes(0) : kv.k_row_bytes(0));
+        EXPECT_EQ(0, std::memcmp(got, want.data(), want.size() * sizeof(BlockQ8_0)))
+            << "head_dim " << head_dim << (is_v == 1 ? " value" : " key") << " head " << h;
+      }
+    }
+  }
+  for (const GgmlType type : {GgmlType::kF32, GgmlType::kF16}) {
+    std::unique_ptr<KvCache> cache = reserved_cache(type, 128);
+    EXPECT_EQ(cache->k_rotation(), 0);
+    EXPECT_EQ(cache->v_rotation(), 0);
+  }
+  EXPECT_EQ(reserved_cache(GgmlType::kQ8_0, 96)->k_rotation(), 0);  // not a multiple of 64
 }
 
 TEST(KvCache, BlocksAreTakenOnDemandAndReturnedOnFree) {
