@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <memory>
 #include <utility>
@@ -189,6 +190,7 @@ struct TileScratch {
   AlignedArray<float> k_tile;
   AlignedArray<float> v_tile;
   AlignedVector<float> q_tile;    // [rows, hd] the tile's query rows
+  std::vector<uint16_t> q_bf16;   // [rows, hd] the same in bf16 where the cells are bf16, else []
   AlignedVector<float> scores;    // [rows, kChunkCells]
   RowStates state;                // [rows] the rows' softmax over the walk so far
   std::vector<CellPiece> pieces;  // the chunk's blocks
@@ -325,8 +327,8 @@ void attend_chunk(const kernels::KernelTable& table, const QueryTile& tile, floa
     kernels::attend_rows(
         table, {from, n, t - tile.t_begin, t_run - tile.t_begin, seen.data() + (t - tile.t_begin)},
         scale, n_heads,
-        {sc.pieces, sc.q_tile.data(), sc.scores.data(), kChunkCells, sc.state.rows.data(),
-         sc.state.acc.data()});
+        {sc.pieces, sc.q_tile.data(), sc.q_bf16.empty() ? nullptr : sc.q_bf16.data(),
+         sc.scores.data(), kChunkCells, sc.state.rows.data(), sc.state.acc.data()});
     t = t_run;
   }
 }
@@ -342,6 +344,12 @@ void attend_piece(const kernels::KernelTable& table, const KvCache& cache, const
   const int64_t pos_last = batch.positions[static_cast<size_t>(tile.t_end - 1)];
   const CellRead read = kernels::cell_read(
       table, c.cell_type, (tile.t_end - tile.t_begin) * (tile.h_end - tile.h_begin));
+  // bf16 keys are scored against the query rows in bf16, each converted once (as llama.cpp
+  // converts Q to K's vec_dot_type).
+  sc.q_bf16.resize(read == CellRead::kBF16 ? sc.q_tile.size() : 0);
+  if (read == CellRead::kBF16) {
+    table.f32_to_bf16(sc.q_tile.data(), static_cast<int64_t>(sc.q_tile.size()), sc.q_bf16.data());
+  }
   const TileCells tc{
       cache,       cache.block_table(batch.seq_ids[static_cast<size_t>(tile.t_begin)], args.il),
       args.il,     tile.h_begin / (args.n_head / cache.n_head_kv(args.il)),

@@ -5,6 +5,8 @@
 #include <limits>
 #include <utility>
 
+#include "kernels/ref/ref_kernels.h"
+
 namespace minfer::kernels {
 namespace {
 
@@ -19,15 +21,8 @@ std::pair<int64_t, int64_t> overlap(const CellPiece& p, const RowRun& run) {
   return {std::max(p.first, run.from), std::min(p.first + p.n, run.from + run.n)};
 }
 
-// The 16 lanes summed in _mm512_reduce_add_ps's order (avx512::hsum_ps): lanes i and i + 8, then
-// i and i + 4, then (0 + 2) + (1 + 3).
-float hsum16(const float* l) {
-  float h[8];
-  for (int i = 0; i < 8; ++i) h[i] = l[i] + l[i + 8];
-  float s[4];
-  for (int i = 0; i < 4; ++i) s[i] = h[i] + h[i + 4];
-  return (s[0] + s[2]) + (s[1] + s[3]);
-}
+// The 16 lanes summed in _mm512_reduce_add_ps's order (avx512::hsum_ps).
+using ref::hsum16;
 
 constexpr int64_t kLanes16 = 16;
 
@@ -38,6 +33,7 @@ CellRead cell_read(const KernelTable& table, GgmlType type, int64_t n_rows) {
       table.weighted_sum_f16 != nullptr) {
     return CellRead::kF16;
   }
+  if (type == GgmlType::kBF16) return CellRead::kBF16;
   if (type == GgmlType::kQ8_0 && table.dot_rows_q8_0 != nullptr &&
       table.weighted_sum_q8_0 != nullptr && n_rows <= kQ8InPlaceRows) {
     return CellRead::kQ8_0;
@@ -59,9 +55,13 @@ void prefetch_cells(const uint8_t* cells, int64_t bytes) {
   for (int64_t off = 0; off < bytes; off += 64) __builtin_prefetch(cells + off, 0, 2);
 }
 
-void dot_cells(const KernelTable& table, CellRows keys, int64_t n, F32Rows x, float scale,
-               float* out, int64_t out_stride) {
+void dot_cells(const KernelTable& table, CellRows keys, int64_t n, F32Rows x,
+               const uint16_t* x_bf16, float scale, float* out, int64_t out_stride) {
   switch (keys.read) {
+    case CellRead::kBF16:
+      table.dot_rows_bf16(keys.bf16_rows(n), {x_bf16, x.n, x.stride}, keys.dim, scale, out,
+                          out_stride);
+      return;
     case CellRead::kF16:
       table.dot_rows_f16(keys.f16_rows(n), x, keys.dim, scale, out, out_stride);
       return;
@@ -82,6 +82,9 @@ void weighted_cells(const KernelTable& table, F32Rows w, CellRows values, int64_
       return;
     case CellRead::kQ8_0:
       table.weighted_sum_q8_0(w, values.q8_rows(n), values.dim, y, y_stride);
+      return;
+    case CellRead::kBF16:
+      table.weighted_sum_bf16(w, values.bf16_rows(n), values.dim, y, y_stride);
       return;
     case CellRead::kF32:
       table.weighted_sum_f32(w, values.f32_rows(n), values.dim, y, y_stride);
@@ -131,10 +134,12 @@ void attend_rows(const KernelTable& table, const RowRun& run, float scale, int64
   const int64_t n_rows = (run.t_end - run.t_begin) * n_heads;
   float* scores = data.scores + r_begin * stride;
   const F32Rows q{data.q + r_begin * hd, n_rows, hd};
+  const uint16_t* q_bf16 = data.q_bf16 != nullptr ? data.q_bf16 + r_begin * hd : nullptr;
   for (const CellPiece& p : data.pieces) {
     const auto [a, b] = overlap(p, run);
     if (a < b) {
-      dot_cells(table, p.keys.from(a - p.first), b - a, q, scale, scores + (a - run.from), stride);
+      dot_cells(table, p.keys.from(a - p.first), b - a, q, q_bf16, scale, scores + (a - run.from),
+                stride);
     }
   }
   for (int64_t r = 0; r < n_rows; ++r) {

@@ -16,8 +16,9 @@ namespace minfer::kernels {
 
 // How the kernels read a block's keys or values: as f32 rows (f32 cells, or cells converted into
 // scratch), or f16 / q8_0 cells in place where the table has their loops
-// (KernelTable::dot_rows_f16, dot_rows_q8_0).
-enum class CellRead { kF32, kF16, kQ8_0 };
+// (KernelTable::dot_rows_f16, dot_rows_q8_0), or bf16 cells in place (every table has their
+// loops: their keys are scored against the query rows in bf16, KernelTable::dot_rows_bf16).
+enum class CellRead { kF32, kF16, kQ8_0, kBF16 };
 
 // How `table` reads cells of `type` for a tile of n_rows query rows: in place where it has the
 // loops for them (and, for q8_0, the tile is a decode step's). The bits are the same either way.
@@ -42,6 +43,7 @@ struct CellRows {
             reinterpret_cast<const uint16_t*>(ahead)};
   }
   Q8Rows q8_rows(int64_t n) const { return {data, n, row_bytes, ahead}; }
+  BF16Rows bf16_rows(int64_t n) const { return f16_rows(n); }
 };
 
 // n_rows rows of one cache block: f32 cells and cells read in place (`read`), with `ahead` the
@@ -59,9 +61,9 @@ CellRows block_rows(DequantizeRowFn to_f32, CellRead read, const uint8_t* cells,
 void prefetch_cells(const uint8_t* cells, int64_t bytes);
 
 // out[i · out_stride + j] = x_i · keys_j · scale for n keys (the table's dot_rows for how they are
-// read).
-void dot_cells(const KernelTable& table, CellRows keys, int64_t n, F32Rows x, float scale,
-               float* out, int64_t out_stride);
+// read; bf16 keys take the rows of x converted to bf16, x_bf16: [x.n, x.stride]).
+void dot_cells(const KernelTable& table, CellRows keys, int64_t n, F32Rows x,
+               const uint16_t* x_bf16, float scale, float* out, int64_t out_stride);
 
 // y_i += Σ_j w_i[j] · values_j for n values (its weighted_sum for how they are read).
 void weighted_cells(const KernelTable& table, F32Rows w, CellRows values, int64_t n, float* y,
@@ -107,6 +109,7 @@ struct RowRun {
 struct RowRunData {
   std::span<const CellPiece> pieces;
   const float* q;
+  const uint16_t* q_bf16;  // [rows, hd] the query rows in bf16 where the keys are bf16, else null
   float* scores;
   int64_t scores_stride;
   RowState* states;

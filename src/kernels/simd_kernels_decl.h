@@ -24,8 +24,10 @@ QuantizeRow act_q8_0;
 QuantizeRow act_q8_0_sums;
 QuantizeRow act_q8_1;
 QuantizeRow act_q8_K;
-// KV cells (KernelTable::cells_from_f32 / cells_to_f32; F16 cells are written by act_f16).
+// KV cells (KernelTable::cells_from_f32 / cells_to_f32; F16 / BF16 cells are written by act_f16 /
+// act_bf16).
 DequantizeRow cells_to_f32_f16;
+DequantizeRow cells_to_f32_bf16;
 QuantizeRow cells_from_f32_q8_0;
 DequantizeRow cells_to_f32_q8_0;
 

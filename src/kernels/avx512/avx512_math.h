@@ -51,6 +51,34 @@ static inline float hsum_ps(__m512 v) {
   return avx2::hsum_ps(_mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1)));
 }
 
+// hsum_ps of 16 vectors at once, each sum in hsum_ps's order (lanes i + i+8, then i + i+4,
+// then 0+2 and 1+3, then those two): lane 4L + k of the result is the sum of v[4k + L].
+static inline __m512 hsum16_ps(const __m512* v) {
+  __m512 w[8];  // w[p]: rows 2p and 2p+1, 8 partial sums each
+  for (int p = 0; p < 8; ++p) {
+    w[p] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * p], v[2 * p + 1], 0x44),
+                         _mm512_shuffle_f32x4(v[2 * p], v[2 * p + 1], 0xEE));
+  }
+  __m512 x[4];  // x[r]: rows 4r..4r+3 in its quarters, 4 partial sums each
+  for (int r = 0; r < 4; ++r) {
+    x[r] = _mm512_add_ps(_mm512_shuffle_f32x4(w[2 * r], w[2 * r + 1], 0x88),
+                         _mm512_shuffle_f32x4(w[2 * r], w[2 * r + 1], 0xDD));
+  }
+  __m512 y[2];  // y[u], quarter L: rows 8u + L and 8u + 4 + L, 2 partial sums each
+  for (int u = 0; u < 2; ++u) {
+    y[u] = _mm512_add_ps(_mm512_shuffle_ps(x[2 * u], x[2 * u + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                         _mm512_shuffle_ps(x[2 * u], x[2 * u + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+  }
+  return _mm512_add_ps(_mm512_shuffle_ps(y[0], y[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                       _mm512_shuffle_ps(y[0], y[1], _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+// Lane r: hsum_ps(v[r]), r < 16.
+static inline __m512 hsum_rows_ps(const __m512* v) {
+  const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  return _mm512_permutexvar_ps(order, hsum16_ps(v));
+}
+
 // 16 floats to bf16: avx2::f32_to_bf16_8 on each half (round-to-nearest-even, NaN a quiet NaN).
 static inline __m256i f32_to_bf16_16(__m512 v) {
   const __m128i lo = avx2::f32_to_bf16_8(_mm512_castps512_ps256(v));

@@ -1,0 +1,87 @@
+// AVX2 scores of bf16 KV cells (KernelTable::dot_rows_bf16): ref::dot_bf16_cells' operations,
+// VDPBF16PS's fused multiply-adds emulated on 8-lane vectors, so the scores are ref's bits (and
+// those of AVX-512 with AVX512-BF16). Compiled with -mavx2 -mfma: called only through avx2_table
+// / avxvnni_table after dispatch has checked the CPU; no header with inline code of external
+// linkage is included (see avx2_ops.cpp).
+#include <immintrin.h>
+
+#include <bit>
+#include <cstdint>
+
+#include "kernels/avx2/avx2_kernels.h"
+#include "kernels/avx2/avx2_math.h"
+
+namespace minfer::kernels::avx2 {
+namespace {
+
+constexpr int64_t kStep = 64;  // elements per step of the two 16-lane accumulators
+
+__m256i load16(const uint16_t* p) {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+}
+
+// The high halves of v's dwords (elements 2l + 1) as f32, those with exponent 0 as zero.
+__m256 high(__m256i v) {
+  const __m256i subnormal = _mm256_cmpeq_epi32(_mm256_and_si256(v, _mm256_set1_epi32(0x7F800000)),
+                                               _mm256_setzero_si256());
+  return _mm256_castsi256_ps(_mm256_andnot_si256(
+      subnormal, _mm256_and_si256(v, _mm256_set1_epi32(static_cast<int>(0xFFFF0000u)))));
+}
+
+// The low halves (elements 2l) likewise.
+__m256 low(__m256i v) {
+  const __m256i subnormal =
+      _mm256_cmpeq_epi32(_mm256_and_si256(v, _mm256_set1_epi32(0x7F80)), _mm256_setzero_si256());
+  return _mm256_castsi256_ps(_mm256_andnot_si256(subnormal, _mm256_slli_epi32(v, 16)));
+}
+
+// acc with the lanes below FLT_MIN in magnitude set to zero.
+__m256 flush(__m256 acc) {
+  const __m256 magnitude = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), acc);
+  const __m256 tiny = _mm256_cmp_ps(magnitude, _mm256_set1_ps(0x1p-126f), _CMP_LT_OQ);
+  return _mm256_andnot_ps(tiny, acc);
+}
+
+// 8 lanes of a VDPBF16PS step (ref::dpbf16_step on each pair): 16 bf16s of a and b.
+__m256 step(__m256 acc, __m256i a, __m256i b) {
+  acc = flush(_mm256_fmadd_ps(high(a), high(b), acc));
+  return flush(_mm256_fmadd_ps(low(a), low(b), acc));
+}
+
+// hsum16 of a 16-lane accumulator held as lanes 0..7 and 8..15: lanes i + i+8, then hsum_ps.
+float hsum16(__m256 lanes_lo, __m256 lanes_hi) {
+  return hsum_ps(_mm256_add_ps(lanes_lo, lanes_hi));
+}
+
+float dot_bf16(const uint16_t* a, const uint16_t* b, int64_t n) {
+  const int64_t steps_end = n / kStep * kStep;
+  __m256 c[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+                 _mm256_setzero_ps()};  // the two accumulators' lanes 0..7 and 8..15
+  for (int64_t i = 0; i < steps_end; i += kStep) {
+    for (int64_t k = 0; k < 4; ++k) {
+      c[k] = step(c[k], load16(a + i + 16 * k), load16(b + i + 16 * k));
+    }
+  }
+  double sum = 0.0;
+  sum += static_cast<double>(hsum16(c[0], c[1]));
+  sum += static_cast<double>(hsum16(c[2], c[3]));
+  for (int64_t e = steps_end; e < n; ++e) {
+    const float x = std::bit_cast<float>(static_cast<uint32_t>(a[e]) << 16);
+    const float y = std::bit_cast<float>(static_cast<uint32_t>(b[e]) << 16);
+    sum += static_cast<double>(x * y);
+  }
+  return static_cast<float>(sum);
+}
+
+}  // namespace
+
+void dot_rows_bf16(BF16Rows rows, BF16Rows x, int64_t n, float scale, float* out,
+                   int64_t out_stride) {
+  for (int64_t i = 0; i < x.n; ++i) {
+    for (int64_t j = 0; j < rows.n; ++j) {
+      out[i * out_stride + j] = dot_bf16(rows.row(j), x.row(i), n) * scale;
+    }
+  }
+}
+
+}  // namespace minfer::kernels::avx2

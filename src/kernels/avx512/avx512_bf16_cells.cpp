@@ -1,0 +1,151 @@
+// AVX-512 scores of bf16 KV cells (KernelTable::dot_rows_bf16): ref::dot_bf16_cells' operations,
+// ggml_vec_dot_bf16 on an AVX512-BF16 host, on VDPBF16PS where the CPU has it and emulated where
+// it does not (both give ref's bits). Called only through avx512_table after dispatch has checked
+// the CPU; no header with inline code of external linkage is included (see avx512_math.h).
+#include <immintrin.h>
+
+#include <bit>
+#include <cstdint>
+
+#include "kernels/avx512/avx512_kernels.h"
+#include "kernels/avx512/avx512_math.h"
+
+namespace minfer::kernels::avx512 {
+namespace {
+
+constexpr int64_t kStep = 64;  // elements per step of the two accumulators
+constexpr int64_t kRows = 16;  // key rows reduced at once
+
+__m512i load32(const uint16_t* p) {
+  return _mm512_loadu_si512(p);
+}
+
+// acc + the 16 pairs (2l, 2l + 1) of 32 bf16s of a and b by VDPBF16PS.
+struct VdpSteps {
+  static __m512 step(__m512 acc, __m512i a, __m512i b) {
+    return _mm512_dpbf16_ps(acc, std::bit_cast<__m512bh>(a), std::bit_cast<__m512bh>(b));
+  }
+};
+
+// The same by fused multiply-adds, as the instruction computes (ref::dpbf16_step): element 2l + 1
+// (a dword's high half, already an f32 in place) then 2l (its low half shifted up), inputs with
+// exponent 0 read as zero, results below FLT_MIN in magnitude flushed to zero.
+struct EmulatedSteps {
+  static __m512 high(__m512i v) {
+    const __mmask16 normal = _mm512_test_epi32_mask(v, _mm512_set1_epi32(0x7F800000));
+    return _mm512_castsi512_ps(
+        _mm512_maskz_and_epi32(normal, v, _mm512_set1_epi32(static_cast<int>(0xFFFF0000u))));
+  }
+  static __m512 low(__m512i v) {
+    const __mmask16 normal = _mm512_test_epi32_mask(v, _mm512_set1_epi32(0x7F80));
+    return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(normal, v, 16));
+  }
+  static __m512 flush(__m512 acc) {
+    const __mmask16 subnormal = _mm512_fpclass_ps_mask(acc, 0x20);
+    return _mm512_mask_mov_ps(acc, subnormal, _mm512_setzero_ps());
+  }
+  static __m512 step(__m512 acc, __m512i a, __m512i b) {
+    acc = flush(_mm512_fmadd_ps(high(a), high(b), acc));
+    return flush(_mm512_fmadd_ps(low(a), low(b), acc));
+  }
+};
+
+// The two accumulators of row a against b over the whole steps [0, steps_end).
+template <class Steps>
+void accumulate(const uint16_t* a, const uint16_t* b, int64_t steps_end, __m512& c1, __m512& c2) {
+  c1 = _mm512_setzero_ps();
+  c2 = _mm512_setzero_ps();
+  for (int64_t i = 0; i < steps_end; i += kStep) {
+    c1 = Steps::step(c1, load32(a + i), load32(b + i));
+    c2 = Steps::step(c2, load32(a + i + 32), load32(b + i + 32));
+  }
+}
+
+// The double sum after the accumulators: the elements [steps_end, n) as float products.
+double tail_sum(double sum, const uint16_t* a, const uint16_t* b, int64_t steps_end, int64_t n) {
+  for (int64_t e = steps_end; e < n; ++e) {
+    const float x = std::bit_cast<float>(static_cast<uint32_t>(a[e]) << 16);
+    const float y = std::bit_cast<float>(static_cast<uint32_t>(b[e]) << 16);
+    sum += static_cast<double>(x * y);
+  }
+  return sum;
+}
+
+// out[j] = dot(rows_j, q) · scale for 16 rows from `first`: their accumulators reduced together
+// (each row's lanes in hsum_ps's order), the two sums added in double from +0.
+template <class Steps>
+void dot_16_rows(BF16Rows rows, int64_t first, const uint16_t* q, int64_t n, float scale,
+                 float* out) {
+  const int64_t steps_end = n / kStep * kStep;
+  __m512 c1[kRows], c2[kRows];
+  for (int64_t r = 0; r < kRows; ++r) {
+    accumulate<Steps>(rows.row(first + r), q, steps_end, c1[r], c2[r]);
+  }
+  const __m512 s1 = hsum_rows_ps(c1);
+  const __m512 s2 = hsum_rows_ps(c2);
+  const __m512d zero = _mm512_setzero_pd();
+  const __m512d lo = _mm512_add_pd(_mm512_add_pd(zero, _mm512_cvtps_pd(_mm512_castps512_ps256(s1))),
+                                   _mm512_cvtps_pd(_mm512_castps512_ps256(s2)));
+  const __m512d hi =
+      _mm512_add_pd(_mm512_add_pd(zero, _mm512_cvtps_pd(_mm512_extractf32x8_ps(s1, 1))),
+                    _mm512_cvtps_pd(_mm512_extractf32x8_ps(s2, 1)));
+  if (steps_end == n) {
+    const __m512 sums =
+        _mm512_insertf32x8(_mm512_castps256_ps512(_mm512_cvtpd_ps(lo)), _mm512_cvtpd_ps(hi), 1);
+    _mm512_storeu_ps(out, _mm512_mul_ps(sums, _mm512_set1_ps(scale)));
+    return;
+  }
+  alignas(64) double sums[kRows];
+  _mm512_store_pd(sums, lo);
+  _mm512_store_pd(sums + 8, hi);
+  for (int64_t r = 0; r < kRows; ++r) {
+    const double sum = tail_sum(sums[r], rows.row(first + r), q, steps_end, n);
+    out[r] = static_cast<float>(sum) * scale;
+  }
+}
+
+template <class Steps>
+float dot_one_row(const uint16_t* a, const uint16_t* q, int64_t n) {
+  const int64_t steps_end = n / kStep * kStep;
+  __m512 c1, c2;
+  accumulate<Steps>(a, q, steps_end, c1, c2);
+  double sum = 0.0;
+  sum += static_cast<double>(hsum_ps(c1));
+  sum += static_cast<double>(hsum_ps(c2));
+  return static_cast<float>(tail_sum(sum, a, q, steps_end, n));
+}
+
+template <class Steps>
+void dot_rows(BF16Rows rows, BF16Rows x, int64_t n, float scale, float* out, int64_t out_stride) {
+  for (int64_t i = 0; i < x.n; ++i) {
+    const uint16_t* q = x.row(i);
+    float* out_i = out + i * out_stride;
+    int64_t j = 0;
+    for (; j + kRows <= rows.n; j += kRows) dot_16_rows<Steps>(rows, j, q, n, scale, out_i + j);
+    for (; j < rows.n; ++j) out_i[j] = dot_one_row<Steps>(rows.row(j), q, n) * scale;
+  }
+}
+
+}  // namespace
+
+void dot_rows_bf16_vdp(BF16Rows rows, BF16Rows x, int64_t n, float scale, float* out,
+                       int64_t out_stride) {
+  dot_rows<VdpSteps>(rows, x, n, scale, out, out_stride);
+}
+
+void dot_rows_bf16_emulated(BF16Rows rows, BF16Rows x, int64_t n, float scale, float* out,
+                            int64_t out_stride) {
+  dot_rows<EmulatedSteps>(rows, x, n, scale, out, out_stride);
+}
+
+void dot_rows_bf16(BF16Rows rows, BF16Rows x, int64_t n, float scale, float* out,
+                   int64_t out_stride) {
+  static const bool vdp = cpu_has_avx512bf16();
+  if (vdp) {
+    dot_rows_bf16_vdp(rows, x, n, scale, out, out_stride);
+  } else {
+    dot_rows_bf16_emulated(rows, x, n, scale, out, out_stride);
+  }
+}
+
+}  // namespace minfer::kernels::avx512
