@@ -25,6 +25,9 @@ constexpr int64_t kHeadDim = 32;  // one q8_0 block per row
 constexpr int64_t kNHead = 4;
 constexpr int64_t kNHeadKv = 2;  // query heads 0, 1 read KV head 0; heads 2, 3 KV head 1
 constexpr int64_t kBlockSize = 4;
+// The cell types every path is checked on.
+constexpr GgmlType kCellTypes[] = {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16,
+                                   GgmlType::kQ8_0};
 
 // The batch: sequence 0's positions 3, 4, 5 (its window crosses from block 0 into block 1) and
 // sequence 1's positions 0, 1, interleaved. Sequence 0 also holds cells 0..2 from an earlier
@@ -94,11 +97,13 @@ Example make_example(GgmlType cell_type) {
   return e;
 }
 
-// A row as the cells hold it: f16- or q8_0-rounded by quant/'s reference conversions.
+// A row as the cells hold it: f16-, bf16- or q8_0-rounded by quant/'s reference conversions.
 std::vector<float> as_cells(GgmlType type, const float* x) {
   std::vector<float> out(x, x + kHeadDim);
   if (type == GgmlType::kF16) {
     for (float& y : out) y = fp16_to_fp32(fp32_to_fp16(y));
+  } else if (type == GgmlType::kBF16) {
+    for (float& y : out) y = bf16_to_fp32(fp32_to_bf16(y));
   } else if (type == GgmlType::kQ8_0) {
     BlockQ8_0 block;
     quantize_row_q8_0(x, &block, kHeadDim);
@@ -107,13 +112,20 @@ std::vector<float> as_cells(GgmlType type, const float* x) {
   return out;
 }
 
+// A query row as the keys are scored against it: in bf16 for bf16 cells (their dot products take
+// the query rows converted, as llama.cpp's), else as it is.
+std::vector<float> as_scored(GgmlType type, const float* q) {
+  return type == GgmlType::kBF16 ? as_cells(type, q) : std::vector<float>(q, q + kHeadDim);
+}
+
 // softmax(q·kᵀ) · v over cells 0..pos of the token's sequence (only those > pos - window when
-// window > 0), in double, on the rounded cells; with sinks, e^(sinks[h] - max) joins the sum.
+// window > 0), in double, on the rounded cells (and the query as_scored); with sinks,
+// e^(sinks[h] - max) joins the sum.
 std::vector<double> reference(const Example& e, GgmlType type, int64_t t, int64_t h,
                               int64_t window = 0, const float* sinks = nullptr) {
   const Token token = kTokens[t];
   const int64_t kv = h / (kNHead / kNHeadKv);
-  const float* q = e.q.data() + (t * kNHead + h) * kHeadDim;
+  const std::vector<float> q = as_scored(type, e.q.data() + (t * kNHead + h) * kHeadDim);
   std::vector<double> scores;
   std::vector<std::vector<float>> values;
   const int32_t first = window > 0 ? std::max(0, token.pos - static_cast<int32_t>(window) + 1) : 0;
@@ -214,10 +226,11 @@ TEST(Attention, F32CellsGiveTheHandComputedWeights) {
   }
 }
 
-// f16 and q8_0 cells: the same attention on the rounded keys and values. Left-over cells (NaN
+// f16, bf16 and q8_0 cells: the same attention on the rounded keys and values (and, for bf16, the
+// query rounded as it is scored). Left-over cells (NaN
 // values for f32 / f16) never reach an output: their weight is exactly 0.
 TEST(Attention, EveryCellTypeMatchesTheReferenceOnItsRoundedCells) {
-  for (const GgmlType type : {GgmlType::kF32, GgmlType::kF16, GgmlType::kQ8_0}) {
+  for (const GgmlType type : kCellTypes) {
     const Example e = make_example(type);
     for (const kernels::KernelTable* table : kernels::test::all_tables()) {
       const std::vector<float> out = run_attention(e, type, *table, 3);
@@ -255,7 +268,7 @@ TEST(Attention, FlashAttentionNumericsIsAnOptionForF16Cells) {
 TEST(Attention, SinksJoinTheSoftmaxDenominator) {
   const float sinks[kNHead] = {0.5f, 3.0f, -1.0f, 60.0f};
   const float no_weight[kNHead] = {-1e30f, -1e30f, -1e30f, -1e30f};
-  for (const GgmlType type : {GgmlType::kF32, GgmlType::kF16, GgmlType::kQ8_0}) {
+  for (const GgmlType type : kCellTypes) {
     const Example e = make_example(type);
     std::vector<float> first_table;  // f32 cells: the first table's output with sinks
     for (const kernels::KernelTable* table : kernels::test::all_tables()) {
@@ -290,7 +303,7 @@ TEST(Attention, SinksJoinTheSoftmaxDenominator) {
 // start their window inside block 0 or at block 1's first cell), in the plain and the flash path.
 TEST(Attention, SlidingWindowSeesOnlyTheLastWindowPositions) {
   constexpr int64_t kWindow = 3;
-  for (const GgmlType type : {GgmlType::kF32, GgmlType::kF16, GgmlType::kQ8_0}) {
+  for (const GgmlType type : kCellTypes) {
     const Example e = make_example(type);
     for (const kernels::KernelTable* table : kernels::test::all_tables()) {
       const std::vector<float> out = run_attention(e, type, *table, 2, {}, kWindow);
@@ -364,8 +377,9 @@ std::vector<float> run_long(const kernels::KernelTable& table, const LongCache& 
 }
 
 // softmax(q·kᵀ · scale) · v in double on the cells as stored, for one output row.
-std::vector<double> long_reference(GgmlType type, const LongCache& lc, Token token, const float* q,
-                                   int64_t kv, int64_t window) {
+std::vector<double> long_reference(GgmlType type, const LongCache& lc, Token token,
+                                   const float* q_row, int64_t kv, int64_t window) {
+  const std::vector<float> q = as_scored(type, q_row);
   const int64_t first = window > 0 ? std::max<int64_t>(0, token.pos - window + 1) : 0;
   std::vector<double> scores;
   double max = -std::numeric_limits<double>::infinity();
@@ -441,7 +455,7 @@ void check_long_window(GgmlType type, const kernels::KernelTable& table, int64_t
 // Where a sequence's blocks lie in the pool changes no bit: the cells of consecutive blocks are
 // read in one call, of scattered ones in a call per block.
 TEST(Attention, ScatteredBlocksGiveTheBitsOfConsecutiveOnes) {
-  for (const GgmlType type : {GgmlType::kF32, GgmlType::kF16, GgmlType::kQ8_0}) {
+  for (const GgmlType type : kCellTypes) {
     for (const kernels::KernelTable* table : kernels::test::all_tables()) {
       const LongCache consecutive = long_cache(type, *table);
       const LongCache scattered = long_cache(type, *table, true);
@@ -461,7 +475,7 @@ TEST(Attention, ScatteredBlocksGiveTheBitsOfConsecutiveOnes) {
 }
 
 TEST(Attention, LongWindowsAreTheSameHoweverTheBatchIsFormed) {
-  for (const GgmlType type : {GgmlType::kF32, GgmlType::kF16, GgmlType::kQ8_0}) {
+  for (const GgmlType type : kCellTypes) {
     for (const kernels::KernelTable* table : kernels::test::all_tables()) {
       check_long_window(type, *table, 0);
       check_long_window(type, *table, 100);  // a sliding window starting mid-block
