@@ -15,6 +15,7 @@
 #include "engine/runtime.h"
 #include "gguf/gguf_file.h"
 #include "golden.h"
+#include "kv/kv_layout.h"
 #include "models/architectures.h"
 #include "models/model.h"
 #include "quant/ggml_type.h"
@@ -205,6 +206,8 @@ Bound bound_for(const Golden& g) {
 // cells, max(1e-2, 2 × that shift) for q8_0 cells (llama.cpp computes q8_0-cell attention with Q
 // quantized to q8_0 and int8 dots, minfer in f32 on the cells; q8_0 takes f16's rule when minfer
 // does the same).
+// bf16 cells take f16's rule: minfer scores them as llama.cpp's flash attention does, by bf16 dot
+// products (kernels::ref::dot_bf16_cells).
 double kv_cell_bound(const Golden& g) {
   const double floor = g.cache_type == "q8_0" ? 1e-2 : 5e-3;
   return std::max(floor, 2.0 * g.llama_self_shift_mean_kl);
@@ -242,14 +245,15 @@ void check_cache(const Golden& g, const Agreement& a, const std::string& what) {
   EXPECT_LE(a.mean_kl, 5e-3) << "max_kl " << a.max_kl;
 }
 
-// The f16- and q8_0-cell runs of a golden: each against llama.cpp's own logits with those cells
-// where golden/.../kv has them (KvCellGoldenTest), else against the f32-cell golden.
+// The f16-, bf16- and q8_0-cell runs of a golden: each against llama.cpp's own logits with those
+// cells where golden/.../kv has them (KvCellGoldenTest), else against the f32-cell golden.
 void check_smaller_cells(const Model& model, const Golden& g) {
   const std::vector<int32_t> tokens = g.all_tokens();
-  if (!kv_golden_name(g.name, "f16")) {
-    check_cache(
-        g, test::compare_to_golden(g, run_tokens(model, tokens, {.cache_type = GgmlType::kF16})),
-        "cache f16");
+  for (const GgmlType cells : {GgmlType::kF16, GgmlType::kBF16}) {
+    const std::string name(kv_cell_type_name(cells));
+    if (kv_golden_name(g.name, name)) continue;
+    check_cache(g, test::compare_to_golden(g, run_tokens(model, tokens, {.cache_type = cells})),
+                "cache " + name);
   }
   const ModelConfig& c = model.config();
   bool q8_0_heads = true;  // every layer's key and value heads are whole blocks of 32
@@ -317,9 +321,9 @@ TEST_P(GoldenTest, MatchesLlamaCppLogits) {
   if (of == nullptr || !kv_golden_name(of->golden, "f16")) check_smaller_cells(**model, g);
 }
 
-// llama.cpp's logits with f16 or q8_0 KV cells (golden/arch/kv: the quantized Qwen3-MoE files,
-// where cell rounding reroutes tokens in llama.cpp as in minfer) against minfer with the same
-// cells, fed all at once and one token at a time, within kv_cell_bound.
+// llama.cpp's logits with f16, bf16 or q8_0 KV cells (golden/arch/kv: the quantized Qwen3-MoE
+// files, where cell rounding reroutes tokens in llama.cpp as in minfer, and others) against minfer
+// with the same cells, fed all at once and one token at a time, within kv_cell_bound.
 class KvCellGoldenTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(KvCellGoldenTest, MatchesLlamaCppWithTheSameCells) {
@@ -327,7 +331,7 @@ TEST_P(KvCellGoldenTest, MatchesLlamaCppWithTheSameCells) {
   ASSERT_EQ(GetParam().find('('), std::string::npos) << GetParam();
   const Golden g = test::load_golden(GetParam());
   const std::optional<GgmlType> cells = ggml_type_from_name(g.cache_type);
-  ASSERT_TRUE(cells == GgmlType::kF16 || cells == GgmlType::kQ8_0)
+  ASSERT_TRUE(cells == GgmlType::kF16 || cells == GgmlType::kBF16 || cells == GgmlType::kQ8_0)
       << g.name << ": cache_type '" << g.cache_type << "'";
   auto model = Model::load(test::test_data_path("models/" + g.model));
   ASSERT_TRUE(model.is_ok()) << model.status().message();
