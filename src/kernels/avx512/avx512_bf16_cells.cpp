@@ -71,14 +71,23 @@ double tail_sum(double sum, const uint16_t* a, const uint16_t* b, int64_t steps_
   return sum;
 }
 
+// Asks for row j of rows.prefetch (the rows the caller reads next), when set, a line at a time.
+void ask_ahead(BF16Rows rows, int64_t j, int64_t n) {
+  if (rows.prefetch == nullptr) return;
+  const auto* row = reinterpret_cast<const char*>(rows.prefetch + j * rows.stride);
+  for (int64_t off = 0; off < 2 * n; off += 64) __builtin_prefetch(row + off, 0, 3);
+}
+
 // out[j] = dot(rows_j, q) · scale for 16 rows from `first`: their accumulators reduced together
-// (each row's lanes in hsum_ps's order), the two sums added in double from +0.
+// (each row's lanes in hsum_ps's order), the two sums added in double from +0. `ahead`: ask for
+// the rows read next while these are read (once, by the first query row).
 template <class Steps>
 void dot_16_rows(BF16Rows rows, int64_t first, const uint16_t* q, int64_t n, float scale,
-                 float* out) {
+                 float* out, bool ahead) {
   const int64_t steps_end = n / kStep * kStep;
   __m512 c1[kRows], c2[kRows];
   for (int64_t r = 0; r < kRows; ++r) {
+    if (ahead) ask_ahead(rows, first + r, n);
     accumulate<Steps>(rows.row(first + r), q, steps_end, c1[r], c2[r]);
   }
   const __m512 s1 = hsum_rows_ps(c1);
@@ -121,8 +130,13 @@ void dot_rows(BF16Rows rows, BF16Rows x, int64_t n, float scale, float* out, int
     const uint16_t* q = x.row(i);
     float* out_i = out + i * out_stride;
     int64_t j = 0;
-    for (; j + kRows <= rows.n; j += kRows) dot_16_rows<Steps>(rows, j, q, n, scale, out_i + j);
-    for (; j < rows.n; ++j) out_i[j] = dot_one_row<Steps>(rows.row(j), q, n) * scale;
+    for (; j + kRows <= rows.n; j += kRows) {
+      dot_16_rows<Steps>(rows, j, q, n, scale, out_i + j, i == 0);
+    }
+    for (; j < rows.n; ++j) {
+      if (i == 0) ask_ahead(rows, j, n);
+      out_i[j] = dot_one_row<Steps>(rows.row(j), q, n) * scale;
+    }
   }
 }
 

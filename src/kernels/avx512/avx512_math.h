@@ -56,8 +56,9 @@ static inline float hsum_ps(__m512 v) {
 static inline __m512 hsum16_ps(const __m512* v) {
   __m512 w[8];  // w[p]: rows 2p and 2p+1, 8 partial sums each
   for (int p = 0; p < 8; ++p) {
-    w[p] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * p], v[2 * p + 1], 0x44),
-                         _mm512_shuffle_f32x4(v[2 * p], v[2 * p + 1], 0xEE));
+    // [a_lo, b_hi] + [a_hi, b_lo]: one shuffle, the other half a blend (float adds commute).
+    const __m512 a = v[2 * p], b = v[2 * p + 1];
+    w[p] = _mm512_add_ps(_mm512_mask_blend_ps(0xFF00, a, b), _mm512_shuffle_f32x4(a, b, 0x4E));
   }
   __m512 x[4];  // x[r]: rows 4r..4r+3 in its quarters, 4 partial sums each
   for (int r = 0; r < 4; ++r) {
