@@ -189,12 +189,12 @@ struct TileScratch {
   // place never touch them (zeroing them cost each thread 64 KB of stores a layer).
   AlignedArray<float> k_tile;
   AlignedArray<float> v_tile;
-  AlignedVector<float> q_tile;    // [rows, hd] the tile's query rows
-  std::vector<uint16_t> q_bf16;   // [rows, hd] the same in bf16 where the cells are bf16, else []
-  AlignedVector<float> scores;    // [rows, kChunkCells]
-  RowStates state;                // [rows] the rows' softmax over the walk so far
-  std::vector<CellPiece> pieces;  // the chunk's blocks
-  std::vector<int64_t> seen;      // [tokens] cells of the chunk each token sees
+  AlignedVector<float> q_tile;     // [rows, hd] the tile's query rows
+  AlignedVector<uint16_t> q_bf16;  // [rows, hd] the same in bf16 where the cells are bf16, else []
+  AlignedVector<float> scores;     // [rows, kChunkCells]
+  RowStates state;                 // [rows] the rows' softmax over the walk so far
+  std::vector<CellPiece> pieces;   // the chunk's blocks
+  std::vector<int64_t> seen;       // [tokens] cells of the chunk each token sees
 };
 
 // Where one tile reads the cache: its sequence's blocks in one layer, one KV head.

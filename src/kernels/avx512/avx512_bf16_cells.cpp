@@ -85,13 +85,22 @@ template <class Steps>
 void dot_16_rows(BF16Rows rows, int64_t first, const uint16_t* q, int64_t n, float scale,
                  float* out, bool ahead) {
   const int64_t steps_end = n / kStep * kStep;
-  __m512 c1[kRows], c2[kRows];
-  for (int64_t r = 0; r < kRows; ++r) {
-    if (ahead) ask_ahead(rows, first + r, n);
-    accumulate<Steps>(rows.row(first + r), q, steps_end, c1[r], c2[r]);
+  // Each pair of rows' accumulators through hsum's first step as soon as they are made: the
+  // rows' 32 accumulators never wait in memory.
+  __m512 w1[kRows / 2], w2[kRows / 2];
+  for (int64_t p = 0; p < kRows / 2; ++p) {
+    __m512 a1, a2, b1, b2;
+    if (ahead) {
+      ask_ahead(rows, first + 2 * p, n);
+      ask_ahead(rows, first + 2 * p + 1, n);
+    }
+    accumulate<Steps>(rows.row(first + 2 * p), q, steps_end, a1, a2);
+    accumulate<Steps>(rows.row(first + 2 * p + 1), q, steps_end, b1, b2);
+    w1[p] = hsum_pair_ps(a1, b1);
+    w2[p] = hsum_pair_ps(a2, b2);
   }
-  const __m512 s1 = hsum_rows_ps(c1);
-  const __m512 s2 = hsum_rows_ps(c2);
+  const __m512 s1 = rows_in_order_ps(hsum16_from_pairs_ps(w1));
+  const __m512 s2 = rows_in_order_ps(hsum16_from_pairs_ps(w2));
   const __m512d zero = _mm512_setzero_pd();
   const __m512d lo = _mm512_add_pd(_mm512_add_pd(zero, _mm512_cvtps_pd(_mm512_castps512_ps256(s1))),
                                    _mm512_cvtps_pd(_mm512_castps512_ps256(s2)));
