@@ -779,15 +779,18 @@ std::vector<float> bf16_rows_to_f32(BF16Rows rows, int64_t n) {
   return out;
 }
 
-// As weighted_sum_f16: in place where the loads take the width, else on the rows converted.
+// As weighted_sum_f16: in place where the loads take the width, else (and for the pair-by-pair
+// policies) on the rows converted.
 template <class V>
 void weighted_sum_bf16(F32Rows w, BF16Rows rows, int64_t n, float* y, int64_t y_stride) {
-  if (!V::kMaskedF16 && n % (4 * V::kLanes) != 0) {
-    const std::vector<float> f32 = bf16_rows_to_f32<V>(rows, n);
-    weighted_sum_f32<V>(w, {f32.data(), rows.n, n}, n, y, y_stride);
-    return;
+  if constexpr (V::kRowLoops != RowLoops::kPlain) {
+    if (V::kMaskedF16 || n % (4 * V::kLanes) == 0) {
+      weighted_sum_rows<V>(w, BF16Loader<V>{rows}, n, y, y_stride);
+      return;
+    }
   }
-  weighted_sum_rows<V>(w, BF16Loader<V>{rows}, n, y, y_stride);
+  const std::vector<float> f32 = bf16_rows_to_f32<V>(rows, n);
+  weighted_sum_f32<V>(w, {f32.data(), rows.n, n}, n, y, y_stride);
 }
 
 template <class V>
@@ -896,7 +899,7 @@ void weighted_sum_q8_0(F32Rows w, Q8Rows rows, int64_t n, float* y, int64_t y_st
     ::minfer::kernels::ops::weighted_sum_q8_0<V>(w, rows, n, y, y_stride);                \
   }
 
-// Defines the values' loop over bf16 cells (the x86 tables' weighted_sum_bf16; their
+// Defines the values' loop over bf16 cells (the SIMD tables' weighted_sum_bf16; their
 // dot_rows_bf16 is the ISA's *_bf16_cells.cpp) on policy V.
 #define MINFER_DEFINE_BF16_CELL_LOOPS(V)                                                    \
   void weighted_sum_bf16(F32Rows w, BF16Rows rows, int64_t n, float* y, int64_t y_stride) { \

@@ -43,10 +43,8 @@ constexpr KernelTable make_table(Isa isa, const char* name) {
   t.cells_to_f32[slot(GgmlType::kQ8_0)] = cells_to_f32_q8_0;
   t.cells_from_f32[slot(GgmlType::kBF16)] = act_bf16;
   t.cells_to_f32[slot(GgmlType::kBF16)] = cells_to_f32_bf16;
-  // bf16 cells' row loops: the reference's where the ISA has none of its own (the ARM tables; the
-  // x86 tables set theirs, set_cell_row_loops).
-  t.dot_rows_bf16 = ref::dot_rows_bf16;
-  t.weighted_sum_bf16 = ref::weighted_sum_bf16;
+  t.dot_rows_bf16 = dot_rows_bf16;
+  t.weighted_sum_bf16 = weighted_sum_bf16;
   return t;
 }
 

@@ -5,11 +5,11 @@
 // linkage is included (see avx2_ops.cpp).
 #include <immintrin.h>
 
-#include <bit>
 #include <cstdint>
 
 #include "kernels/avx2/avx2_kernels.h"
 #include "kernels/avx2/avx2_math.h"
+#include "kernels/ref/ref_kernels.h"
 
 namespace minfer::kernels::avx2 {
 namespace {
@@ -65,23 +65,14 @@ float dot_bf16(const uint16_t* a, const uint16_t* b, int64_t n) {
   double sum = 0.0;
   sum += static_cast<double>(hsum16(c[0], c[1]));
   sum += static_cast<double>(hsum16(c[2], c[3]));
-  for (int64_t e = steps_end; e < n; ++e) {
-    const float x = std::bit_cast<float>(static_cast<uint32_t>(a[e]) << 16);
-    const float y = std::bit_cast<float>(static_cast<uint32_t>(b[e]) << 16);
-    sum += static_cast<double>(x * y);
-  }
-  return static_cast<float>(sum);
+  return static_cast<float>(ref::dot_bf16_tail(sum, a, b, steps_end, n));
 }
 
 }  // namespace
 
 void dot_rows_bf16(BF16Rows rows, BF16Rows x, int64_t n, float scale, float* out,
                    int64_t out_stride) {
-  for (int64_t i = 0; i < x.n; ++i) {
-    for (int64_t j = 0; j < rows.n; ++j) {
-      out[i * out_stride + j] = dot_bf16(rows.row(j), x.row(i), n) * scale;
-    }
-  }
+  ref::dot_rows_bf16_by(dot_bf16, rows, x, n, scale, out, out_stride);
 }
 
 }  // namespace minfer::kernels::avx2

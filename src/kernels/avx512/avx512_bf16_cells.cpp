@@ -9,6 +9,7 @@
 
 #include "kernels/avx512/avx512_kernels.h"
 #include "kernels/avx512/avx512_math.h"
+#include "kernels/ref/ref_kernels.h"
 
 namespace minfer::kernels::avx512 {
 namespace {
@@ -61,16 +62,6 @@ void accumulate(const uint16_t* a, const uint16_t* b, int64_t steps_end, __m512&
   }
 }
 
-// The double sum after the accumulators: the elements [steps_end, n) as float products.
-double tail_sum(double sum, const uint16_t* a, const uint16_t* b, int64_t steps_end, int64_t n) {
-  for (int64_t e = steps_end; e < n; ++e) {
-    const float x = std::bit_cast<float>(static_cast<uint32_t>(a[e]) << 16);
-    const float y = std::bit_cast<float>(static_cast<uint32_t>(b[e]) << 16);
-    sum += static_cast<double>(x * y);
-  }
-  return sum;
-}
-
 // Asks for row j of rows.prefetch (the rows the caller reads next), when set, a line at a time.
 void ask_ahead(BF16Rows rows, int64_t j, int64_t n) {
   if (rows.prefetch == nullptr) return;
@@ -117,7 +108,7 @@ void dot_16_rows(BF16Rows rows, int64_t first, const uint16_t* q, int64_t n, flo
   _mm512_store_pd(sums, lo);
   _mm512_store_pd(sums + 8, hi);
   for (int64_t r = 0; r < kRows; ++r) {
-    const double sum = tail_sum(sums[r], rows.row(first + r), q, steps_end, n);
+    const double sum = ref::dot_bf16_tail(sums[r], rows.row(first + r), q, steps_end, n);
     out[r] = static_cast<float>(sum) * scale;
   }
 }
@@ -130,7 +121,7 @@ float dot_one_row(const uint16_t* a, const uint16_t* q, int64_t n) {
   double sum = 0.0;
   sum += static_cast<double>(hsum_ps(c1));
   sum += static_cast<double>(hsum_ps(c2));
-  return static_cast<float>(tail_sum(sum, a, q, steps_end, n));
+  return static_cast<float>(ref::dot_bf16_tail(sum, a, q, steps_end, n));
 }
 
 template <class Steps>

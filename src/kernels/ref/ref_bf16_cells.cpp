@@ -57,19 +57,27 @@ float dot_bf16_cells(const uint16_t* a, const uint16_t* b, int64_t n) {
   double sum = 0.0;
   sum += static_cast<double>(hsum16(acc[0]));
   sum += static_cast<double>(hsum16(acc[1]));
-  for (int64_t e = steps_end; e < n; ++e) {
+  return static_cast<float>(dot_bf16_tail(sum, a, b, steps_end, n));
+}
+
+double dot_bf16_tail(double sum, const uint16_t* a, const uint16_t* b, int64_t from, int64_t n) {
+  for (int64_t e = from; e < n; ++e) {
     sum += static_cast<double>(bf16_to_fp32(a[e]) * bf16_to_fp32(b[e]));
   }
-  return static_cast<float>(sum);
+  return sum;
+}
+
+void dot_rows_bf16_by(float (*dot)(const uint16_t*, const uint16_t*, int64_t), BF16Rows rows,
+                      BF16Rows x, int64_t n, float scale, float* out, int64_t out_stride) {
+  for (int64_t i = 0; i < x.n; ++i) {
+    for (int64_t j = 0; j < rows.n; ++j)
+      out[i * out_stride + j] = dot(rows.row(j), x.row(i), n) * scale;
+  }
 }
 
 void dot_rows_bf16(BF16Rows rows, BF16Rows x, int64_t n, float scale, float* out,
                    int64_t out_stride) {
-  for (int64_t i = 0; i < x.n; ++i) {
-    for (int64_t j = 0; j < rows.n; ++j) {
-      out[i * out_stride + j] = dot_bf16_cells(rows.row(j), x.row(i), n) * scale;
-    }
-  }
+  dot_rows_bf16_by(dot_bf16_cells, rows, x, n, scale, out, out_stride);
 }
 
 void weighted_sum_bf16(F32Rows w, BF16Rows rows, int64_t n, float* y, int64_t y_stride) {

@@ -46,6 +46,15 @@ float hsum16(const float* lanes);
 // float.
 float dot_bf16_cells(const uint16_t* a, const uint16_t* b, int64_t n);
 
+// The last part of dot_bf16_cells' double sum, for every table's: `sum` plus the float products
+// of the elements [from, n) of a and b, one by one.
+double dot_bf16_tail(double sum, const uint16_t* a, const uint16_t* b, int64_t from, int64_t n);
+
+// dot_rows_bf16 pair by pair with `dot` (a table's dot_bf16_cells):
+// out[i · out_stride + j] = dot(rows_j, x_i, n) · scale.
+void dot_rows_bf16_by(float (*dot)(const uint16_t*, const uint16_t*, int64_t), BF16Rows rows,
+                      BF16Rows x, int64_t n, float scale, float* out, int64_t out_stride);
+
 // KernelTable::dot_rows_bf16 / weighted_sum_bf16 (kernel_table.h).
 void dot_rows_bf16(BF16Rows rows, BF16Rows x, int64_t n, float scale, float* out,
                    int64_t out_stride);
