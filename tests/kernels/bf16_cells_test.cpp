@@ -75,14 +75,25 @@ TEST(Bf16Cells, RefStepFlushesTinyResultsAfterRounding) {
   EXPECT_EQ(ref::dpbf16_step(1.0f, bf16(0, 0, 1), bf16(0, 254, 0)), 1.0f) << "subnormal input";
 }
 
-// Keys and queries with everything the steps treat specially: random values of both signs at
-// several magnitudes, bf16 subnormals, and pairs whose products fall below FLT_MIN.
-std::vector<uint16_t> bf16_inputs(int64_t n, uint32_t seed, bool tiny) {
-  std::vector<uint16_t> v = to_bf16(random_floats(n, seed, -2.0f, 2.0f));
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (i % 11 == 3) v[i] = bf16(static_cast<int>(i % 2), 0, static_cast<int>(i % 128));
-    if (tiny && i % 5 == 1) v[i] = static_cast<uint16_t>((v[i] & 0x807Fu) | ((1 + i % 40) << 7));
-    if (i % 13 == 7) v[i] = bf16(static_cast<int>(i % 2), 127 + static_cast<int>(i % 30), 5);
+// n_rows rows of `stride` bf16s: random values of both signs, some of larger magnitude. With
+// `tiny`, rows by their index mod 4 hold what the steps treat specially: (1) bf16 subnormals here
+// and there; (2) values just above FLT_MIN only, so that whole lanes sum below it and the steps'
+// flushing decides the score; (3) values near 2^-115, whose products with the other operand's
+// lie about the bound under which no sum can fall below FLT_MIN (the emulating tables' exact path,
+// avx2_bf16_cells.cpp); (0) values from 2^-2 to 2^6, which rows of (3) meet about that bound.
+std::vector<uint16_t> bf16_rows(int64_t n_rows, int64_t stride, uint32_t seed, bool tiny) {
+  std::vector<uint16_t> v = to_bf16(random_floats(n_rows * stride, seed, -2.0f, 2.0f));
+  for (int64_t j = 0; j < n_rows; ++j) {
+    for (int64_t i = 0; i < stride; ++i) {
+      uint16_t& e = v[static_cast<size_t>(j * stride + i)];
+      const int sign = static_cast<int>((i + j) % 2);
+      if (i % 13 == 7) e = bf16(sign, 127 + static_cast<int>(i % 30), 5);
+      if (!tiny) continue;
+      if (j % 4 == 1 && i % 11 == 3) e = bf16(sign, 0, static_cast<int>(i % 128));
+      if (j % 4 == 2) e = static_cast<uint16_t>((e & 0x807Fu) | ((1 + i % 3) << 7));
+      if (j % 4 == 3) e = static_cast<uint16_t>((e & 0x807Fu) | ((8 + i % 8) << 7));
+      if (j % 4 == 0) e = static_cast<uint16_t>((e & 0x807Fu) | ((125 + i % 8) << 7));
+    }
   }
   return v;
 }
@@ -116,16 +127,8 @@ TEST(Bf16Cells, EveryTableScoresAsRef) {
           const int64_t stride = n + 5;
           const int64_t out_stride = n_rows + 2;
           const uint32_t seed = static_cast<uint32_t>(n * 97 + n_rows * 7 + n_x);
-          std::vector<uint16_t> rows = bf16_inputs(n_rows * stride, seed, tiny);
-          // With tiny inputs every fourth row is all just above FLT_MIN, so that whole lanes sum
-          // below it and the steps' flushing decides the score.
-          for (int64_t j = 2; tiny && j < n_rows; j += 4) {
-            for (int64_t i = 0; i < n; ++i) {
-              uint16_t& v = rows[static_cast<size_t>(j * stride + i)];
-              v = static_cast<uint16_t>((v & 0x807Fu) | ((1 + i % 3) << 7));
-            }
-          }
-          const std::vector<uint16_t> x = bf16_inputs(n_x * stride, seed + 1, tiny);
+          const std::vector<uint16_t> rows = bf16_rows(n_rows, stride, seed, tiny);
+          const std::vector<uint16_t> x = bf16_rows(n_x, stride, seed + 1, tiny);
           const std::vector<uint16_t> next(rows.size(), 0x3F80);
           std::vector<float> want(static_cast<size_t>(n_x * out_stride), -1.0f);
           ref::dot_rows_bf16({rows.data(), n_rows, stride}, {x.data(), n_x, stride}, n, 0.125f,
@@ -143,6 +146,35 @@ TEST(Bf16Cells, EveryTableScoresAsRef) {
         }
       }
     }
+  }
+}
+
+TEST(Bf16Cells, FlushingAndSubnormalsDecideScoresAboutTheExactBound) {
+  // Keys of exponent 2^-114 and queries of 2^-2: their products are multiples of 2^-130, under
+  // the 2^-126 that would make every sum safe from flushing. (129/128)^2 · 2^-116 then
+  // -(130/128) · 2^-116 leave 2^-130 in lane 0, which VDPBF16PS flushes: the score is 0 on every
+  // table (one taking its flush-free path here would give 2^-130 · scale).
+  std::vector<uint16_t> key(64, 0), query(64, 0);
+  key[1] = bf16(0, 127 - 114, 1);  // (129/128) · 2^-114
+  query[1] = bf16(0, 127 - 2, 1);  // (129/128) · 2^-2
+  key[0] = bf16(1, 127 - 114, 2);  // -(130/128) · 2^-114
+  query[0] = bf16(0, 127 - 2, 0);  // 2^-2
+  EXPECT_EQ(ref::dot_bf16_cells(key.data(), query.data(), 64), 0.0f);
+  for (const NamedDotRows& v : dot_rows_variants()) {
+    float out = -1.0f;
+    v.dot({key.data(), 1, 64}, {query.data(), 1, 64}, 64, 1.0f, &out, 1);
+    EXPECT_EQ(out, 0.0f) << v.name;
+  }
+  // A subnormal key against a query of 2^30 (exponents far above the bound): read as zero.
+  std::vector<uint16_t> sub(64, 0), big(64, 0);
+  sub[0] = bf16(0, 0, 64);  // 2^-127
+  big[0] = bf16(0, 127 + 30, 0);
+  for (const NamedDotRows& v : dot_rows_variants()) {
+    float out = -1.0f;
+    v.dot({sub.data(), 1, 64}, {big.data(), 1, 64}, 64, 1.0f, &out, 1);
+    EXPECT_EQ(out, 0.0f) << v.name << ": a subnormal key";
+    v.dot({big.data(), 1, 64}, {sub.data(), 1, 64}, 64, 1.0f, &out, 1);
+    EXPECT_EQ(out, 0.0f) << v.name << ": a subnormal query";
   }
 }
 
