@@ -5,7 +5,6 @@
 // linkage is included (see avx2_ops.cpp).
 #include <immintrin.h>
 
-#include <algorithm>
 #include <cstdint>
 
 #include "kernels/avx2/avx2_kernels.h"
@@ -44,8 +43,8 @@ __m256 flush(__m256 acc) {
 }
 
 // 8 lanes of a VDPBF16PS step (ref::dpbf16_step on each pair): 16 bf16s of a and b. kExact: the
-// operands hold no subnormals and no sum can fall below FLT_MIN (exact_pair), so the steps are
-// the fused multiply-adds alone.
+// operands hold no subnormals and no sum can fall below FLT_MIN (ref::bf16_steps_exact), so the
+// steps are the fused multiply-adds alone.
 template <bool kExact>
 __m256 step(__m256 acc, __m256i a, __m256i b) {
   if constexpr (kExact) {
@@ -95,14 +94,6 @@ int min_exponent(const uint16_t* a, int64_t n) {
   return _mm_extract_epi16(_mm_minpos_epu16(h), 0);
 }
 
-// Whether rows with these min_exponents need none of the steps' flushing: no subnormal in either,
-// and every product a multiple of 2^-126 (biased exponents summing to at least 142: 8-bit
-// significands give a product of exponents ea + eb a multiple of 2^(ea + eb - 268)). Then every
-// sum is a multiple of 2^-126, exactly so after rounding, so none nonzero falls below FLT_MIN.
-bool exact_pair(int ea, int eb) {
-  return ea != 0 && eb != 0 && ea + eb >= (142 << 7);
-}
-
 constexpr int64_t kKeyChunk = 64;  // key rows whose exponents are found at once
 
 }  // namespace
@@ -111,13 +102,13 @@ void dot_rows_bf16(BF16Rows rows, BF16Rows x, int64_t n, float scale, float* out
                    int64_t out_stride) {
   const int64_t steps_end = n / kStep * kStep;
   for (int64_t j0 = 0; j0 < rows.n; j0 += kKeyChunk) {
-    const int64_t j1 = std::min(rows.n, j0 + kKeyChunk);
+    const int64_t j1 = rows.n < j0 + kKeyChunk ? rows.n : j0 + kKeyChunk;
     int key_exponent[kKeyChunk];
     for (int64_t j = j0; j < j1; ++j) key_exponent[j - j0] = min_exponent(rows.row(j), steps_end);
     for (int64_t i = 0; i < x.n; ++i) {
       const int q_exponent = min_exponent(x.row(i), steps_end);
       for (int64_t j = j0; j < j1; ++j) {
-        const bool exact = exact_pair(key_exponent[j - j0], q_exponent);
+        const bool exact = ref::bf16_steps_exact(key_exponent[j - j0], q_exponent);
         const float dot = exact ? dot_bf16<true>(rows.row(j), x.row(i), n)
                                 : dot_bf16<false>(rows.row(j), x.row(i), n);
         out[i * out_stride + j] = dot * scale;

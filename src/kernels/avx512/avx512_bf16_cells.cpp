@@ -51,6 +51,33 @@ struct EmulatedSteps {
   }
 };
 
+// The same where neither the flushing nor the subnormal inputs can occur (ref::bf16_steps_exact):
+// the fused multiply-adds alone.
+struct ExactSteps {
+  static __m512 step(__m512 acc, __m512i a, __m512i b) {
+    const __m512i high_half = _mm512_set1_epi32(static_cast<int>(0xFFFF0000u));
+    acc = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(a, high_half)),
+                          _mm512_castsi512_ps(_mm512_and_si512(b, high_half)), acc);
+    return _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(a, 16)),
+                           _mm512_castsi512_ps(_mm512_slli_epi32(b, 16)), acc);
+  }
+};
+
+// The smallest exponent field (in place: bits 7..14) among the nonzero bf16s a[0, n), n a multiple
+// of 32: 0 where one is subnormal, 0x7F80 where all are zero.
+int min_exponent(const uint16_t* a, int64_t n) {
+  const __m512i exponent = _mm512_set1_epi16(0x7F80);
+  __m512i m = exponent;
+  for (int64_t i = 0; i < n; i += 32) {
+    const __m512i v = load32(a + i);
+    const __mmask32 zero = _mm512_testn_epi16_mask(v, _mm512_set1_epi16(0x7FFF));
+    m = _mm512_min_epu16(m, _mm512_mask_mov_epi16(_mm512_and_si512(v, exponent), zero, exponent));
+  }
+  const __m256i h = _mm256_min_epu16(_mm512_castsi512_si256(m), _mm512_extracti64x4_epi64(m, 1));
+  const __m128i q = _mm_min_epu16(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+  return _mm_extract_epi16(_mm_minpos_epu16(q), 0);
+}
+
 // The two accumulators of row a against b over the whole steps [0, steps_end).
 template <class Steps>
 void accumulate(const uint16_t* a, const uint16_t* b, int64_t steps_end, __m512& c1, __m512& c2) {
@@ -149,7 +176,37 @@ void dot_rows_bf16_vdp(BF16Rows rows, BF16Rows x, int64_t n, float scale, float*
 
 void dot_rows_bf16_emulated(BF16Rows rows, BF16Rows x, int64_t n, float scale, float* out,
                             int64_t out_stride) {
-  dot_rows<EmulatedSteps>(rows, x, n, scale, out, out_stride);
+  // The emulated steps where a group's rows and the query row may meet subnormals or sums below
+  // FLT_MIN, the plain fused multiply-adds where they cannot.
+  const int64_t steps_end = n / kStep * kStep;
+  constexpr int64_t kGroups = 4;  // groups of kRows rows whose exponents are found at once
+  for (int64_t j0 = 0; j0 < rows.n; j0 += kGroups * kRows) {
+    const int64_t j1 = rows.n < j0 + kGroups * kRows ? rows.n : j0 + kGroups * kRows;
+    int exponent[kGroups * kRows];  // each row's smallest
+    for (int64_t j = j0; j < j1; ++j) exponent[j - j0] = min_exponent(rows.row(j), steps_end);
+    for (int64_t i = 0; i < x.n; ++i) {
+      const int q_exponent = min_exponent(x.row(i), steps_end);
+      float* out_i = out + i * out_stride;
+      int64_t j = j0;
+      for (; j + kRows <= j1; j += kRows) {
+        int group = exponent[j - j0];
+        for (int64_t r = 1; r < kRows; ++r)
+          group = exponent[j - j0 + r] < group ? exponent[j - j0 + r] : group;
+        if (ref::bf16_steps_exact(group, q_exponent)) {
+          dot_16_rows<ExactSteps>(rows, j, x.row(i), n, scale, out_i + j, i == 0);
+        } else {
+          dot_16_rows<EmulatedSteps>(rows, j, x.row(i), n, scale, out_i + j, i == 0);
+        }
+      }
+      for (; j < j1; ++j) {
+        if (i == 0) ask_ahead(rows, j, n);
+        const bool exact = ref::bf16_steps_exact(exponent[j - j0], q_exponent);
+        const float dot = exact ? dot_one_row<ExactSteps>(rows.row(j), x.row(i), n)
+                                : dot_one_row<EmulatedSteps>(rows.row(j), x.row(i), n);
+        out_i[j] = dot * scale;
+      }
+    }
+  }
 }
 
 void dot_rows_bf16(BF16Rows rows, BF16Rows x, int64_t n, float scale, float* out,

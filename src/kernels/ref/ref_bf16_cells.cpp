@@ -67,6 +67,10 @@ double dot_bf16_tail(double sum, const uint16_t* a, const uint16_t* b, int64_t f
   return sum;
 }
 
+bool bf16_steps_exact(int ea, int eb) {
+  return ea != 0 && eb != 0 && ea + eb >= (142 << 7);
+}
+
 void dot_rows_bf16_by(float (*dot)(const uint16_t*, const uint16_t*, int64_t), BF16Rows rows,
                       BF16Rows x, int64_t n, float scale, float* out, int64_t out_stride) {
   for (int64_t i = 0; i < x.n; ++i) {

@@ -50,6 +50,14 @@ float dot_bf16_cells(const uint16_t* a, const uint16_t* b, int64_t n);
 // of the elements [from, n) of a and b, one by one.
 double dot_bf16_tail(double sum, const uint16_t* a, const uint16_t* b, int64_t from, int64_t n);
 
+// Whether two rows whose smallest exponent fields among their nonzero elements (in place: bits
+// 7..14; 0 where one is subnormal) are ea and eb make VDPBF16PS's flushing a no-op: no subnormal
+// in either, and biased exponents summing to at least 142, so that every product of two 8-bit
+// significands is a multiple of 2^-126 (of 2^(ea + eb - 268)), and so is every sum, exactly so
+// after rounding: none nonzero falls below FLT_MIN. The emulating tables then take plain fused
+// multiply-adds for the steps, with the same bits.
+bool bf16_steps_exact(int ea, int eb);
+
 // dot_rows_bf16 pair by pair with `dot` (a table's dot_bf16_cells):
 // out[i · out_stride + j] = dot(rows_j, x_i, n) · scale.
 void dot_rows_bf16_by(float (*dot)(const uint16_t*, const uint16_t*, int64_t), BF16Rows rows,
