@@ -34,7 +34,27 @@ std::vector<uint16_t> to_bf16(const std::vector<float>& x) {
   return out;
 }
 
-TEST(Bf16Cells, RefTakesEachPairHighElementFirstIntoTwoAccumulators) {
+using DotRows = std::function<void(BF16Rows, BF16Rows, int64_t, float, float*, int64_t)>;
+
+struct NamedDotRows {
+  std::string name;
+  DotRows dot;
+};
+
+// Every table's dot_rows_bf16, and on x86 AVX-512's two variants apart where the CPU runs them.
+std::vector<NamedDotRows> dot_rows_variants() {
+  std::vector<NamedDotRows> out;
+  for (const KernelTable* t : all_tables()) out.push_back({t->name, t->dot_rows_bf16});
+#if defined(__x86_64__)
+  if (cpu_features().can_run_avx512()) {
+    out.push_back({"avx512 emulated", avx512::dot_rows_bf16_emulated});
+    if (cpu_features().avx512bf16) out.push_back({"avx512 vdpbf16ps", avx512::dot_rows_bf16_vdp});
+  }
+#endif
+  return out;
+}
+
+TEST(Bf16Cells, EachPairTakesItsHighElementFirstIntoTwoAccumulators) {
   // Lane 0 of the first accumulator: 2^-24 from the step at 0 (element 1), then at the step at
   // 64 element 65's product 1 before element 64's 2^-24. High first: 2^-24 + 1 rounds to 1 (a
   // tie, to even), then 1 + 2^-24 to 1 again; low first would give 1 + 2^-23.
@@ -46,6 +66,11 @@ TEST(Bf16Cells, RefTakesEachPairHighElementFirstIntoTwoAccumulators) {
   a[64] = bf16(0, 127 - 24, 0);
   b[64] = bf16(0, 127, 0);
   EXPECT_EQ(ref::dot_bf16_cells(a.data(), b.data(), 128), 1.0f);
+  for (const NamedDotRows& v : dot_rows_variants()) {
+    float out = -1.0f;
+    v.dot({a.data(), 1, 128}, {b.data(), 1, 128}, 128, 1.0f, &out, 1);
+    EXPECT_EQ(out, 1.0f) << v.name << ": the pair's high element first";
+  }
   // The two accumulators' sums and the elements after the last step meet in double: 1 (first),
   // 2^-24 (second, element 33) and 2^-24 (element 128, after the steps) give 1 + 2^-23, where
   // float sums would round each 2^-24 away.
@@ -96,26 +121,6 @@ std::vector<uint16_t> bf16_rows(int64_t n_rows, int64_t stride, uint32_t seed, b
     }
   }
   return v;
-}
-
-using DotRows = std::function<void(BF16Rows, BF16Rows, int64_t, float, float*, int64_t)>;
-
-struct NamedDotRows {
-  std::string name;
-  DotRows dot;
-};
-
-// Every table's dot_rows_bf16, and on x86 AVX-512's two variants apart where the CPU runs them.
-std::vector<NamedDotRows> dot_rows_variants() {
-  std::vector<NamedDotRows> out;
-  for (const KernelTable* t : all_tables()) out.push_back({t->name, t->dot_rows_bf16});
-#if defined(__x86_64__)
-  if (cpu_features().can_run_avx512()) {
-    out.push_back({"avx512 emulated", avx512::dot_rows_bf16_emulated});
-    if (cpu_features().avx512bf16) out.push_back({"avx512 vdpbf16ps", avx512::dot_rows_bf16_vdp});
-  }
-#endif
-  return out;
 }
 
 TEST(Bf16Cells, EveryTableScoresAsRef) {
