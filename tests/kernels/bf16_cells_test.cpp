@@ -66,10 +66,13 @@ TEST(Bf16Cells, EachPairTakesItsHighElementFirstIntoTwoAccumulators) {
   a[64] = bf16(0, 127 - 24, 0);
   b[64] = bf16(0, 127, 0);
   EXPECT_EQ(ref::dot_bf16_cells(a.data(), b.data(), 128), 1.0f);
+  // The same row 17 times: a group of 16 rows and one after it.
+  std::vector<uint16_t> rows;
+  for (int r = 0; r < 17; ++r) rows.insert(rows.end(), a.begin(), a.end());
   for (const NamedDotRows& v : dot_rows_variants()) {
-    float out = -1.0f;
-    v.dot({a.data(), 1, 128}, {b.data(), 1, 128}, 128, 1.0f, &out, 1);
-    EXPECT_EQ(out, 1.0f) << v.name << ": the pair's high element first";
+    std::vector<float> out(17, -1.0f);
+    v.dot({rows.data(), 17, 128}, {b.data(), 1, 128}, 128, 1.0f, out.data(), 17);
+    EXPECT_EQ(out, std::vector<float>(17, 1.0f)) << v.name << ": the pair's high element first";
   }
   // The two accumulators' sums and the elements after the last step meet in double: 1 (first),
   // 2^-24 (second, element 33) and 2^-24 (element 128, after the steps) give 1 + 2^-23, where
