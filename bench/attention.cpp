@@ -100,8 +100,10 @@ void BM_Attention(benchmark::State& state, Shape shape, GgmlType cells, int64_t 
 }
 
 void register_all() {
-  const std::pair<const char*, GgmlType> kCells[] = {
-      {"f32", GgmlType::kF32}, {"f16", GgmlType::kF16}, {"q8_0", GgmlType::kQ8_0}};
+  const std::pair<const char*, GgmlType> kCells[] = {{"f32", GgmlType::kF32},
+                                                     {"f16", GgmlType::kF16},
+                                                     {"q8_0", GgmlType::kQ8_0},
+                                                     {"bf16", GgmlType::kBF16}};
   for (const auto& [name, type] : kCells) {
     const std::string cells = name;
     benchmark::RegisterBenchmark(("Decode/" + cells).c_str(), BM_Attention, kQwen25, type,

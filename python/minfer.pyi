@@ -101,7 +101,7 @@ class Model:
         ollama: str | None = None,
         n_ctx: int = 0,
         n_threads: int = 0,
-        cache_type: Literal["", "f32", "f16", "q8_0"] = "",
+        cache_type: Literal["", "f32", "f16", "bf16", "q8_0"] = "",
         seed: int | None = None,
         n_parallel: int = 4,
         offline: bool = False,

@@ -25,7 +25,8 @@ constexpr const char* kModelDoc =
     "Face repository 'org/repo[:QUANT]' (downloaded into the shared Hub cache unless offline), "
     "or an Ollama model 'name[:tag]' from the local store. n_ctx: positions per request (0: the "
     "model's, within a quarter of memory); n_threads <= 0: every core; cache_type 'f32', 'f16' "
-    "(default) or 'q8_0'; seed: the default seed of requests (None: random each); n_parallel: "
+    "(default), 'bf16' or 'q8_0'; seed: the default seed of requests (None: random each); "
+    "n_parallel: "
     "requests decoded together. Every request runs through one scheduler on a thread of its "
     "own, so calls from several Python threads batch together.";
 constexpr const char* kChatDoc =

@@ -71,7 +71,7 @@ void register_bench_command(CLI::App& app, CommandRegistry& registry) {
       ->capture_default_str();
   cmd->add_option("-o,--output", opts->output, "md or json")->capture_default_str();
   cmd->add_option("--cache-type", opts->options.cache_type,
-                  "KV cell type: f32, f16, q8_0 (default MINFER_CACHE_TYPE, else f16 as "
+                  "KV cell type: f32, f16, bf16, q8_0 (default MINFER_CACHE_TYPE, else f16 as "
                   "llama-bench, run and serve)");
   cmd->add_flag("--roofline", opts->options.roofline,
                 "also measure the read bandwidth and report the decode roofline (weight bytes "

@@ -80,7 +80,7 @@ void register_logits_command(CLI::App& app, CommandRegistry& registry) {
   cmd->add_option("-o,--output", opts->options.output, "output file")->required();
   cmd->add_option("--batch", opts->options.batch, "tokens per forward (default: all at once)");
   add_threads_flag(cmd, opts->options.n_threads);
-  cmd->add_option("--cache-type", opts->options.cache_type, "KV cell type: f32, f16, q8_0");
+  cmd->add_option("--cache-type", opts->options.cache_type, "KV cell type: f32, f16, bf16, q8_0");
   add_observe_flags(*cmd, opts->options.observe);
   registry.add_status(cmd, [opts = opts]() { return run_logits(*opts); });
 }

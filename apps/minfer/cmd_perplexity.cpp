@@ -70,7 +70,7 @@ void register_perplexity_command(CLI::App& app, CommandRegistry& registry) {
       ->capture_default_str();
   add_threads_flag(cmd, opts->options.n_threads);
   cmd->add_option("--cache-type", opts->options.cache_type,
-                  "KV cell type: f16 (default, as llama-perplexity), f32, q8_0");
+                  "KV cell type: f16 (default, as llama-perplexity), f32, bf16, q8_0");
   cmd->add_option("--flash-attn", opts->flash_attn,
                   "on: with f16 cells, attention in llama.cpp's CPU flash-attention arithmetic "
                   "(llama-perplexity's default); off: minfer's own attention")

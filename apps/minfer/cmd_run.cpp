@@ -73,8 +73,9 @@ void add_generation_flags(CLI::App* cmd, GenerationFlags& flags) {
   add_threads_flag(cmd, model.n_threads);
   cmd->add_option(
       "--cache-type", model.cache_type,
-      fmt::format("KV cell type: f32, f16, q8_0 (default MINFER_CACHE_TYPE, else {} as llama.cpp)",
-                  kDefaultCacheType));
+      fmt::format(
+          "KV cell type: f32, f16, bf16, q8_0 (default MINFER_CACHE_TYPE, else {} as llama.cpp)",
+          kDefaultCacheType));
   GenerateParams& s = flags.generate;
   cmd->add_option("-n,--n-predict", s.max_tokens,
                   "tokens to generate (-1: until end of generation or a full context)");

@@ -336,9 +336,10 @@ void add_batch_flags(CLI::App* cmd, ServeFlags& f) {
                   fmt::format("most tokens one step computes (default {})", kDefaultTokenBudget));
   cmd->add_option("--block-size", f.batch.block_size,
                   fmt::format("KV positions per block (default {})", kDefaultBlockSize));
-  cmd->add_option("--cache-type", f.load.cache_type,
-                  fmt::format("KV cell type: f32, f16, q8_0 (default MINFER_CACHE_TYPE, else {})",
-                              kDefaultCacheType));
+  cmd->add_option(
+      "--cache-type", f.load.cache_type,
+      fmt::format("KV cell type: f32, f16, bf16, q8_0 (default MINFER_CACHE_TYPE, else {})",
+                  kDefaultCacheType));
 }
 
 }  // namespace

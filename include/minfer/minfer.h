@@ -114,7 +114,7 @@ struct LoadOptions {
   int64_t n_ctx = 0;
   int64_t n_batch = kDefaultBatch;  // most prompt tokens per forward
   int n_threads = 0;                // ≤ 0: every core
-  std::string cache_type;           // "f32", "f16", "q8_0"; empty: MINFER_CACHE_TYPE, else f16
+  std::string cache_type;  // "f32", "f16", "bf16", "q8_0"; empty: MINFER_CACHE_TYPE, else f16
   // Looking inside (each also from the environment: MINFER_TRACE, MINFER_DUMP_DIR).
   std::string trace_path;  // one JSON line per forward step; empty: MINFER_TRACE, else none
   std::string dump_graph;  // write the prefill and decode graphs here (.dot or .json)
@@ -318,7 +318,7 @@ struct BatchStats {
   int64_t kv_bytes_total = 0;    // the budget's cells in bytes: what the KV cache may grow to
   int64_t kv_bytes_used = 0;     // the cells of blocks sequences hold (window pool included)
   // One cached position's cells in the main pool (every global layer's K and V), in the cell
-  // type kv_cell_type ("f32", "f16", "q8_0", …).
+  // type kv_cell_type ("f32", "f16", "bf16", "q8_0", …).
   int64_t kv_bytes_per_position = 0;
   std::string kv_cell_type;
   int64_t n_steps = 0;

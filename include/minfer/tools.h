@@ -85,7 +85,8 @@ struct LogitsOptions {
   std::string output;        // the file: float32 [n_ids, n_vocab], row t the logits after ids[t]
   int64_t batch = 0;         // tokens per forward; 0: all at once
   int n_threads = 0;         // ≤ 0: every core
-  std::string cache_type;    // "f32" (default), "f16", "q8_0"; empty: MINFER_CACHE_TYPE, else f32
+  std::string
+      cache_type;  // "f32" (default), "f16", "bf16", "q8_0"; empty: MINFER_CACHE_TYPE, else f32
   ObserveOptions observe;
 };
 // Teacher-forced logits, for comparing with other engines. Returns the per-op profile table

@@ -2,7 +2,9 @@
 """llama.cpp's logits with smaller KV cells for a shared golden, as this repository keeps them
 (tests/data/golden/arch/kv/NAME.kv-CELLS.{json,logits.f32}, read by tests/models/golden.cpp beside
 ../shared/golden; q8_0 cells with flash attention, which llama.cpp needs for them, as the shared
-ones were made):
+ones were made; bf16 cells with flash attention too, the path where llama.cpp's CPU scores them by
+bf16 dot products and sums the values in f32, as minfer does; without it kq is rounded to bf16
+before the values):
 
     LLAMA_REF="llama.cpp <commit>" scripts/llama_reference/make_golden.py LLAMA_DUMP \
         arch/gemma4-tiny-q8_0.short f16 [q8_0 ...]
@@ -24,6 +26,9 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SHARED = os.environ.get("MINFER_TEST_DATA", os.path.join(ROOT, "..", "shared"))
+# Cells made with flash attention: llama.cpp quantizes V cells only with it (q8_0), and only its
+# flash attention scores bf16 cells by bf16 dots with the values summed in f32 (bf16).
+FLASH_CELLS = ("q8_0", "bf16")
 
 
 def log_softmax(x):
@@ -44,8 +49,8 @@ def llama_logits(dump, model, ids, n_prompt, cells, n_vocab):
             f.write(" ".join(map(str, ids)))
         env = dict(os.environ, KV=cells, PROMPT=str(n_prompt))
         env.pop("FA", None)
-        if cells == "q8_0":
-            env["FA"] = "1"  # llama.cpp quantizes V cells only with flash attention
+        if cells in FLASH_CELLS:
+            env["FA"] = "1"
         subprocess.run([dump, model, ids_file, out, "2"], env=env, check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         return np.fromfile(os.path.join(out, "logits.f32"), dtype=np.float32).reshape(-1, n_vocab)
@@ -78,7 +83,7 @@ def main():
         logits.tofile(os.path.join(out_dir, out + ".logits.f32"))
         j = dict(g)
         j["logits_file"] = out + ".logits.f32"
-        fa = "on" if cells == "q8_0" else "off"
+        fa = "on" if cells in FLASH_CELLS else "off"
         j["reference"] = (f"{os.environ['LLAMA_REF']} CPU, kv {cells}, flash-attn {fa}, 2 threads "
                           "(its f32-cell logits equal the shared golden's bit for bit)")
         j["cache_type"] = cells

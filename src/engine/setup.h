@@ -20,9 +20,9 @@ struct ModelOptions {
   int64_t n_ctx = 0;                // 0: n_ctx_train, reduced to fit the KV budget (resolve_n_ctx)
   int64_t n_batch = kDefaultBatch;  // most prompt tokens per forward
   int n_threads = 0;                // ≤ 0: all cores
-  std::string cache_type;           // "f32", "f16", "q8_0"; empty: MINFER_CACHE_TYPE, else f16
-  ObserveOptions observe;           // with MINFER_TRACE / MINFER_DUMP_DIR applied by the loader
-  MapOptions map;                   // mapped or read (--no-mmap), locked (--mlock)
+  std::string cache_type;  // "f32", "f16", "bf16", "q8_0"; empty: MINFER_CACHE_TYPE, else f16
+  ObserveOptions observe;  // with MINFER_TRACE / MINFER_DUMP_DIR applied by the loader
+  MapOptions map;          // mapped or read (--no-mmap), locked (--mlock)
 };
 
 struct LoadedModel {

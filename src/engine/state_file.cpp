@@ -173,8 +173,8 @@ Status get_cache_fields(ByteReader& r, KvState& s, const std::string& name) {
   const std::optional<GgmlTypeInfo> info = ggml_type_info(type_id);
   if (!info || !is_kv_cell_type(info->type)) {
     return make_error(ErrorCode::kCorrupt,
-                      "[state] '{}': cell type id {} is not a KV cell type (f32, f16, q8_0)", name,
-                      type_id);
+                      "[state] '{}': cell type id {} is not a KV cell type (f32, f16, bf16, q8_0)",
+                      name, type_id);
   }
   s.cell_type = info->type;
   if (cell_block != info->block_size) {

@@ -9,7 +9,7 @@
 //   "MINFERKV"  u32 version  u32 flags (0)  u64 file_bytes (the whole file, checksum included)
 //   model:  u32 len + arch bytes, i64 n_layer n_embd n_head n_head_kv head_dim head_dim_v n_vocab,
 //           u64 tensor_hash (model_fingerprint)
-//   cache:  u32 cell type (ggml id), u32 elements per cell block (32 for q8_0, 1 for f32/f16),
+//   cache:  u32 cell type (ggml id), u32 elements per cell block (32 for q8_0, 1 for f32/f16/bf16),
 //           i64 positions per KV block of the cache that saved it (informational: cells are
 //           stored per position, so a cache of another block size reads them)
 //   recurrent shape (version 2): i64 n_recurrent_layers, i64 conv floats and i64 delta floats

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <memory>
 #include <utility>
@@ -191,7 +192,8 @@ struct TileScratch {
   // place never touch them (zeroing them cost each thread 64 KB of stores a layer).
   AlignedArray<float> k_tile;
   AlignedArray<float> v_tile;
-  AlignedVector<float> q_tile;     // [rows, hd] the tile's query rows (f32 and f16 keys)
+  AlignedVector<float> q_tile;     // [rows, hd] the tile's query rows (f32, f16 and bf16 keys)
+  AlignedVector<uint16_t> q_bf16;  // [rows, hd] the same in bf16, bf16 keys
   AlignedVector<uint8_t> q8_tile;  // [rows, q8_0_query_row_bytes(hd)] the same, q8_0 keys
   AlignedVector<float> scores;     // [rows, kChunkCells]
   RowStates state;                 // [rows] the rows' softmax over the walk so far
@@ -312,16 +314,17 @@ void chunk_pieces(const TileCells& tc, int64_t lo, int64_t hi, TileScratch& sc) 
 
 // The tile's query rows as its keys' dots read them, in the scratch: row
 // r = (t - t_begin) · n_heads + (h - h_begin), a token's heads consecutive rows. f32 rows for f32
-// and f16 cells; for q8_0 cells the rows quantized (kernels::quantize_queries), or copied where
-// the call quantized the batch's rows already (in.q.q8_0, split-KV: a tile's pieces on several
-// threads). Either way each row is quantized once per call.
-QueryRows tile_queries(const kernels::KernelTable& table, const CallInputs& in, bool q8_0_cells,
+// and f16 cells, and beside them the same rounded to bf16 for bf16 cells; for q8_0 cells the rows
+// quantized (kernels::quantize_queries), or copied where the call quantized the batch's rows
+// already (in.q.q8_0, split-KV: a tile's pieces on several threads). Either way each row is
+// quantized once per call.
+QueryRows tile_queries(const kernels::KernelTable& table, const CallInputs& in, GgmlType cells,
                        const QueryTile& tile, TileScratch& sc) {
   const int64_t n_head = in.args.n_head;
   const int64_t n_heads = tile.h_end - tile.h_begin;
   const auto n_rows = static_cast<size_t>((tile.t_end - tile.t_begin) * n_heads);
   const int64_t hd = in.q.dim;
-  if (q8_0_cells) {
+  if (cells == GgmlType::kQ8_0) {
     const int64_t row_bytes = kernels::q8_0_query_row_bytes(hd);
     sc.q8_tile.resize(n_rows * static_cast<size_t>(row_bytes));
     for (int64_t t = tile.t_begin; t < tile.t_end; ++t) {
@@ -333,14 +336,17 @@ QueryRows tile_queries(const kernels::KernelTable& table, const CallInputs& in, 
         std::copy(in.q.q8_0 + row * row_bytes, in.q.q8_0 + (row + n_heads) * row_bytes, out);
       }
     }
-    return {nullptr, sc.q8_tile.data(), hd, row_bytes};
+    return {nullptr, sc.q8_tile.data(), nullptr, hd, row_bytes};
   }
   sc.q_tile.resize(n_rows * static_cast<size_t>(hd));
   for (int64_t t = tile.t_begin; t < tile.t_end; ++t) {
     const float* rows = in.q.f32 + (t * n_head + tile.h_begin) * hd;
     std::copy(rows, rows + n_heads * hd, sc.q_tile.data() + (t - tile.t_begin) * n_heads * hd);
   }
-  return {sc.q_tile.data(), nullptr, hd, 0};
+  if (cells != GgmlType::kBF16) return {sc.q_tile.data(), nullptr, nullptr, hd, 0};
+  sc.q_bf16.resize(sc.q_tile.size());
+  table.f32_to_bf16(sc.q_tile.data(), static_cast<int64_t>(sc.q_tile.size()), sc.q_bf16.data());
+  return {sc.q_tile.data(), nullptr, sc.q_bf16.data(), hd, 0};
 }
 
 // Starts every row's softmax of the tile.
@@ -447,8 +453,7 @@ void attend_tile(const kernels::KernelTable& table, const KvCache& cache, const 
   const AttentionArgs& args = in.args;
   const int64_t dv = cache.head_dim_v(args.il);
   const auto [p_begin, p_end] = tile_pieces(batch, args, tile);
-  const QueryRows q =
-      tile_queries(table, in, cache.config().cell_type == GgmlType::kQ8_0, tile, sc);
+  const QueryRows q = tile_queries(table, in, cache.config().cell_type, tile, sc);
   if (p_end - p_begin == 1) {
     attend_piece(table, cache, batch, in, tile, q, p_begin, sc);
     finish_rows(table, in, tile, dv, sc.state.rows);
@@ -615,8 +620,7 @@ void attention_split(const kernels::KernelTable& table, kernels::ThreadPool& poo
     for (size_t k = bounds[id]; k < bounds[id + 1]; ++k) {
       const PieceTask& task = plan.tasks[k];
       const QueryTile& tile = plan.tiles[task.tile];
-      const QueryRows q =
-          tile_queries(table, in, cache.config().cell_type == GgmlType::kQ8_0, tile, sc);
+      const QueryRows q = tile_queries(table, in, cache.config().cell_type, tile, sc);
       attend_piece(table, cache, batch, in, tile, q, task.piece, sc);
       states.keep(task, sc.state, dv);
       // The last piece's thread sees every other piece's states (acquire-release on `done`).
@@ -635,13 +639,15 @@ void attention_split(const kernels::KernelTable& table, kernels::ThreadPool& poo
 QueryRows batch_queries(const kernels::KernelTable& table, const KvCache& cache, const Batch& batch,
                         const AttentionArgs& args, bool split, AlignedVector<uint8_t>& q8_0) {
   const int64_t hd = cache.head_dim(args.il);
-  if (!split || cache.config().cell_type != GgmlType::kQ8_0) return {args.q, nullptr, hd, 0};
+  if (!split || cache.config().cell_type != GgmlType::kQ8_0) {
+    return {args.q, nullptr, nullptr, hd, 0};
+  }
   const int64_t n_rows = batch.n_tokens() * args.n_head;
   const int64_t row_bytes = kernels::q8_0_query_row_bytes(hd);
   q8_0.resize(static_cast<size_t>(n_rows * row_bytes));
   std::vector<float> rotated;
   quantize_rows(table, args.q, n_rows, hd, cache.k_rotation(), rotated, q8_0.data());
-  return {args.q, q8_0.data(), hd, row_bytes};
+  return {args.q, q8_0.data(), nullptr, hd, row_bytes};
 }
 
 }  // namespace

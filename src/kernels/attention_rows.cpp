@@ -5,6 +5,8 @@
 #include <limits>
 #include <utility>
 
+#include "kernels/ref/ref_kernels.h"
+
 namespace minfer::kernels {
 namespace {
 
@@ -21,15 +23,8 @@ std::pair<int64_t, int64_t> overlap(const CellPiece& p, const RowRun& run) {
   return {std::max(p.first, run.from), std::min(p.first + p.n, run.from + run.n)};
 }
 
-// The 16 lanes summed in _mm512_reduce_add_ps's order (avx512::hsum_ps): lanes i and i + 8, then
-// i and i + 4, then (0 + 2) + (1 + 3).
-float hsum16(const float* l) {
-  float h[8];
-  for (int i = 0; i < 8; ++i) h[i] = l[i] + l[i + 8];
-  float s[4];
-  for (int i = 0; i < 4; ++i) s[i] = h[i] + h[i + 4];
-  return (s[0] + s[2]) + (s[1] + s[3]);
-}
+// The 16 lanes summed in _mm512_reduce_add_ps's order (avx512::hsum_ps).
+using ref::hsum16;
 
 constexpr int64_t kLanes16 = 16;
 
@@ -40,6 +35,7 @@ CellReads cell_reads(const KernelTable& table, GgmlType type, int64_t n_rows) {
       table.weighted_sum_f16 != nullptr) {
     return {CellRead::kF16, CellRead::kF16};
   }
+  if (type == GgmlType::kBF16) return {CellRead::kBF16, CellRead::kBF16};
   if (type == GgmlType::kQ8_0) {
     const bool in_place = table.weighted_sum_q8_0 != nullptr && n_rows <= kQ8ValuesInPlaceRows;
     return {CellRead::kQ8_0, in_place ? CellRead::kQ8_0 : CellRead::kF32};
@@ -78,6 +74,10 @@ void dot_cells(const KernelTable& table, CellRows keys, int64_t n, QueryRows x, 
                float scale, float* out, int64_t out_stride) {
   const F32Rows x_f32{x.f32, n_x, x.dim};
   switch (keys.read) {
+    case CellRead::kBF16:
+      table.dot_rows_bf16(keys.bf16_rows(n), {x.bf16, n_x, x.dim}, keys.dim, scale, out,
+                          out_stride);
+      return;
     case CellRead::kF16:
       table.dot_rows_f16(keys.f16_rows(n), x_f32, keys.dim, scale, out, out_stride);
       return;
@@ -110,6 +110,9 @@ void weighted_cells(const KernelTable& table, F32Rows w, CellRows values, int64_
       return;
     case CellRead::kQ8_0:
       table.weighted_sum_q8_0(w, values.q8_rows(n), values.dim, y, y_stride);
+      return;
+    case CellRead::kBF16:
+      table.weighted_sum_bf16(w, values.bf16_rows(n), values.dim, y, y_stride);
       return;
     case CellRead::kF32:
       table.weighted_sum_f32(w, values.f32_rows(n), values.dim, y, y_stride);

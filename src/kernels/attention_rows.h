@@ -15,10 +15,11 @@
 namespace minfer::kernels {
 
 // How the kernels read a block's keys or values: as f32 rows (f32 cells, or cells converted into
-// scratch), or f16 / q8_0 cells in place. In place, f16 keys and values take the table's f16
-// loops (KernelTable::dot_rows_f16, weighted_sum_f16), q8_0 values weighted_sum_q8_0, and q8_0
+// scratch), or f16 / q8_0 / bf16 cells in place. In place, f16 keys and values take the table's
+// f16 loops (KernelTable::dot_rows_f16, weighted_sum_f16), bf16 ones its bf16 loops (the keys
+// scored against the query rows in bf16, dot_rows_bf16), q8_0 values weighted_sum_q8_0, and q8_0
 // keys the table's Q8_0 matmul tile against the query rows quantized to q8_0 (QueryRows).
-enum class CellRead { kF32, kF16, kQ8_0 };
+enum class CellRead { kF32, kF16, kQ8_0, kBF16 };
 
 struct CellReads {
   CellRead keys, values;
@@ -32,17 +33,21 @@ struct CellReads {
 CellReads cell_reads(const KernelTable& table, GgmlType type, int64_t n_rows);
 
 // A tile's query rows as the keys' dot products read them, row i of each form at i times its
-// stride: f32 rows ([n, dim]) for f32 and f16 keys; for q8_0 keys the rows quantized once to Q8_0
-// activation rows (quantize_queries; `q8_0_row_bytes` apart), what the Q8_0 matmul tile reads.
+// stride: f32 rows ([n, dim]) for f32 and f16 keys; for bf16 keys the rows rounded to bf16 once
+// ([n, dim], f32_to_bf16, as llama.cpp converts Q to K's vec_dot_type); for q8_0 keys the rows
+// quantized once to Q8_0 activation rows (quantize_queries; `q8_0_row_bytes` apart), what the Q8_0
+// matmul tile reads.
 struct QueryRows {
   const float* f32;
   const uint8_t* q8_0;
+  const uint16_t* bf16;
   int64_t dim;
   int64_t q8_0_row_bytes;
   // The rows from row `row` on.
   QueryRows from(int64_t row) const {
     return {f32 != nullptr ? f32 + row * dim : nullptr,
-            q8_0 != nullptr ? q8_0 + row * q8_0_row_bytes : nullptr, dim, q8_0_row_bytes};
+            q8_0 != nullptr ? q8_0 + row * q8_0_row_bytes : nullptr,
+            bf16 != nullptr ? bf16 + row * dim : nullptr, dim, q8_0_row_bytes};
   }
 };
 
@@ -76,6 +81,7 @@ struct CellRows {
             reinterpret_cast<const uint16_t*>(ahead)};
   }
   Q8Rows q8_rows(int64_t n) const { return {data, n, row_bytes, ahead}; }
+  BF16Rows bf16_rows(int64_t n) const { return f16_rows(n); }
 };
 
 // n_rows rows of one cache block: f32 cells and cells read in place (`read`), with `ahead` the
@@ -93,8 +99,9 @@ CellRows block_rows(DequantizeRowFn to_f32, CellRead read, const uint8_t* cells,
 void prefetch_cells(const uint8_t* cells, int64_t bytes);
 
 // out[i · out_stride + j] = x_i · keys_j · scale for n keys and the n_x query rows of x: the
-// table's dot_rows for f32 and f16 keys; for q8_0 keys the Q8_0 matmul tile's dot of the cells and
-// the quantized rows (ref::vec_dot_q8_0_q8_0, the same bits on every table), then times scale.
+// table's dot_rows for f32, f16 and bf16 keys (bf16: against x's bf16 rows); for q8_0 keys the Q8_0
+// matmul tile's dot of the cells and the quantized rows (ref::vec_dot_q8_0_q8_0, the same bits on
+// every table), then times scale.
 void dot_cells(const KernelTable& table, CellRows keys, int64_t n, QueryRows x, int64_t n_x,
                float scale, float* out, int64_t out_stride);
 

@@ -5,8 +5,17 @@
 #include <string>
 
 #include "core/check.h"
+#if defined(__x86_64__)
+#include "kernels/avx512/avx512_kernels.h"
+#endif
 
 namespace minfer::kernels {
+
+#if defined(__x86_64__)
+bool avx512::cpu_has_avx512bf16() {
+  return cpu_features().avx512bf16;
+}
+#endif
 
 std::span<const Isa> compiled_isas() {
 #if defined(__x86_64__)

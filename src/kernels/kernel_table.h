@@ -134,6 +134,9 @@ struct F16Rows {
   const uint16_t* row(int64_t i) const { return data + i * stride; }
 };
 
+// Rows of bf16 cells (the top halves of f32s): F16Rows' shape, another format.
+using BF16Rows = F16Rows;
+
 // Rows of q8_0 cells: 34-byte blocks of 32 values (an f16 scale d, then 32 int8 quants q; the
 // value is d · q), row i at data + i · stride bytes; as F16Rows, with the rows asked for while
 // these are read.
@@ -200,6 +203,16 @@ struct KernelTable {
   // q8_0 keys with int8 dots instead: the Q8_0 matmul tile against the quantized queries,
   // kernels/attention_rows.h.)
   void (*weighted_sum_q8_0)(F32Rows w, Q8Rows rows, int64_t n, float* y, int64_t y_stride);
+  // The same two over rows of bf16 cells read in place, in every table (llama.cpp's -ctk bf16):
+  // dot_rows_bf16 scores rows x of the queries already converted to bf16 (f32_to_bf16, once per
+  // row: K's vec_dot_type) as ggml_vec_dot_bf16 on an AVX512-BF16 host does, each score
+  // ref::dot_bf16_cells(rows_j, x_i, n) · scale (kernels/ref/ref_kernels.h: VDPBF16PS steps into
+  // two 16-lane accumulators, reduced in double); weighted_sum_bf16 is weighted_sum_f32 on the
+  // rows converted (bf16 → f32 is exact), bit for bit. Tables without AVX512-BF16 emulate the
+  // instruction's operations (its flushing of subnormals included) and give the same bits.
+  void (*dot_rows_bf16)(BF16Rows rows, BF16Rows x, int64_t n, float scale, float* out,
+                        int64_t out_stride);
+  void (*weighted_sum_bf16)(F32Rows w, BF16Rows rows, int64_t n, float* y, int64_t y_stride);
   // The gated delta net's kernels (graph/delta_net.h). Their sums are kLaneSums-lane sums:
   // lane l accumulates, by fused multiply-adds in order, the products of the elements i with
   // i mod 16 = l, and the 16 lanes are folded in halves (l + 8, then + 4, + 2, + 1), so every
@@ -247,12 +260,14 @@ struct KernelTable {
   // nullptr: ref_table's.
   QuantizeRowFn quantize_act_q8_0_sums;
 
-  // KV cache cells (kv/kv_cache.h) per cell type id: F32, F16 and Q8_0 are set in every table,
-  // every other slot is nullptr. cells_from_f32 writes one row of n floats as cells,
+  // KV cache cells (kv/kv_cache.h) per cell type id: F32, F16, BF16 and Q8_0 are set in every
+  // table, every other slot is nullptr. cells_from_f32 writes one row of n floats as cells,
   // cells_to_f32 reads n cells back (a Q8_0 n is a multiple of 32). The reference is
   // quant/quantize.h, bit for bit: F32 copied; F16 fp32_to_fp16 / fp16_to_fp32 (exact round to
-  // nearest even, exact back); Q8_0 quantize_row_q8_0 (d = amax / 127, q = roundf(x · (1 / d)),
-  // halfway cases away from zero — unlike quantize_act's Q8_0) and dequantize_row_q8_0 (q · d).
+  // nearest even, exact back); BF16 fp32_to_bf16 / bf16_to_fp32 (ggml's GGML_FP32_TO_BF16: round
+  // to nearest even, NaN kept quiet, subnormals kept; exact back); Q8_0 quantize_row_q8_0 (d = amax
+  // / 127, q = roundf(x · (1 / d)), halfway cases away from zero — unlike quantize_act's Q8_0) and
+  // dequantize_row_q8_0 (q · d).
   QuantizeRowFn cells_from_f32[kMatmulSlots];
   DequantizeRowFn cells_to_f32[kMatmulSlots];
 

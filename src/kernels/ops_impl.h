@@ -350,18 +350,29 @@ inline void prefetch_row(const void* row, int64_t bytes) {
   }
 }
 
-template <class V>
-struct F16Loader {
+// Rows of 16-bit cells, f16 or (kBF16) bf16, converted by the policy's loads: exact either way,
+// as cells_to_f32 gives.
+template <class V, bool kBF16>
+struct Cells16Loader {
   F16Rows rows;
   // Asks for row j of rows.prefetch (n cells), when set.
   void prefetch(int64_t j, int64_t n) const {
     if (rows.prefetch != nullptr) prefetch_row(rows.prefetch + j * rows.stride, n * 2);
   }
-  typename V::F load(int64_t j, int64_t off) const { return V::load_f16(rows.row(j) + off); }
+  typename V::F load(int64_t j, int64_t off) const {
+    if constexpr (kBF16) return V::from_bf16(rows.row(j) + off);
+    return V::load_f16(rows.row(j) + off);
+  }
   typename V::F load(int64_t j, int64_t off, typename V::M m) const {
+    if constexpr (kBF16) return V::load_bf16(rows.row(j) + off, m);
     return V::load_f16(rows.row(j) + off, m);
   }
 };
+
+template <class V>
+using F16Loader = Cells16Loader<V, false>;
+template <class V>
+using BF16Loader = Cells16Loader<V, true>;
 
 // n a multiple of 32, so a masked load is of whole vectors or none: d · q, exact in f32, as
 // cells_to_f32 gives.
@@ -760,6 +771,28 @@ void weighted_sum_f16(F32Rows w, F16Rows rows, int64_t n, float* y, int64_t y_st
   weighted_sum_rows<V>(w, F16Loader<V>{rows}, n, y, y_stride);
 }
 
+// Rows of bf16 cells converted to f32 rows ([rows.n, n]), n any width.
+template <class V>
+std::vector<float> bf16_rows_to_f32(BF16Rows rows, int64_t n) {
+  std::vector<float> out(static_cast<size_t>(rows.n * n));
+  for (int64_t j = 0; j < rows.n; ++j) to_f32<V>(rows.row(j), n, out.data() + j * n, V::from_bf16);
+  return out;
+}
+
+// As weighted_sum_f16: in place where the loads take the width, else (and for the pair-by-pair
+// policies) on the rows converted.
+template <class V>
+void weighted_sum_bf16(F32Rows w, BF16Rows rows, int64_t n, float* y, int64_t y_stride) {
+  if constexpr (V::kRowLoops != RowLoops::kPlain) {
+    if (V::kMaskedF16 || n % (4 * V::kLanes) == 0) {
+      weighted_sum_rows<V>(w, BF16Loader<V>{rows}, n, y, y_stride);
+      return;
+    }
+  }
+  const std::vector<float> f32 = bf16_rows_to_f32<V>(rows, n);
+  weighted_sum_f32<V>(w, {f32.data(), rows.n, n}, n, y, y_stride);
+}
+
 template <class V>
 void weighted_sum_q8_0(F32Rows w, Q8Rows rows, int64_t n, float* y, int64_t y_stride) {
   weighted_sum_rows<V>(w, Q8Loader<V>{rows}, n, y, y_stride);
@@ -838,6 +871,9 @@ void weighted_sum_q8_0(F32Rows w, Q8Rows rows, int64_t n, float* y, int64_t y_st
   }                                                                                          \
   void cells_to_f32_f16(const void* x, float* y, int64_t n) {                                \
     f16_to_f32(static_cast<const uint16_t*>(x), n, y);                                       \
+  }                                                                                          \
+  void cells_to_f32_bf16(const void* x, float* y, int64_t n) {                               \
+    bf16_to_f32(static_cast<const uint16_t*>(x), n, y);                                      \
   }
 
 // Defines attention's row loops over f16 and q8_0 cells (the x86 tables' dot_rows_f16,
@@ -852,4 +888,11 @@ void weighted_sum_q8_0(F32Rows w, Q8Rows rows, int64_t n, float* y, int64_t y_st
   }                                                                                       \
   void weighted_sum_q8_0(F32Rows w, Q8Rows rows, int64_t n, float* y, int64_t y_stride) { \
     ::minfer::kernels::ops::weighted_sum_q8_0<V>(w, rows, n, y, y_stride);                \
+  }
+
+// Defines the values' loop over bf16 cells (the SIMD tables' weighted_sum_bf16; their
+// dot_rows_bf16 is the ISA's *_bf16_cells.cpp) on policy V.
+#define MINFER_DEFINE_BF16_CELL_LOOPS(V)                                                    \
+  void weighted_sum_bf16(F32Rows w, BF16Rows rows, int64_t n, float* y, int64_t y_stride) { \
+    ::minfer::kernels::ops::weighted_sum_bf16<V>(w, rows, n, y, y_stride);                  \
   }

@@ -24,10 +24,17 @@ QuantizeRow act_q8_0;
 QuantizeRow act_q8_0_sums;
 QuantizeRow act_q8_1;
 QuantizeRow act_q8_K;
-// KV cells (KernelTable::cells_from_f32 / cells_to_f32; F16 cells are written by act_f16).
+// KV cells (KernelTable::cells_from_f32 / cells_to_f32; F16 / BF16 cells are written by act_f16 /
+// act_bf16).
 DequantizeRow cells_to_f32_f16;
+DequantizeRow cells_to_f32_bf16;
 QuantizeRow cells_from_f32_q8_0;
 DequantizeRow cells_to_f32_q8_0;
+// Attention's row loops over bf16 cells (KernelTable::dot_rows_bf16 / weighted_sum_bf16): the
+// scores by the ISA's *_bf16_cells.cpp, the values by ops_impl.h's MINFER_DEFINE_BF16_CELL_LOOPS.
+void dot_rows_bf16(BF16Rows rows, BF16Rows x, int64_t n, float scale, float* out,
+                   int64_t out_stride);
+void weighted_sum_bf16(F32Rows w, BF16Rows rows, int64_t n, float* y, int64_t y_stride);
 
 MatmulTile matmul_tile_f32;
 MatmulTile matmul_tile_f16;

@@ -41,6 +41,10 @@ constexpr KernelTable make_table(Isa isa, const char* name) {
   t.cells_to_f32[slot(GgmlType::kF16)] = cells_to_f32_f16;
   t.cells_from_f32[slot(GgmlType::kQ8_0)] = cells_from_f32_q8_0;
   t.cells_to_f32[slot(GgmlType::kQ8_0)] = cells_to_f32_q8_0;
+  t.cells_from_f32[slot(GgmlType::kBF16)] = act_bf16;
+  t.cells_to_f32[slot(GgmlType::kBF16)] = cells_to_f32_bf16;
+  t.dot_rows_bf16 = dot_rows_bf16;
+  t.weighted_sum_bf16 = weighted_sum_bf16;
   return t;
 }
 

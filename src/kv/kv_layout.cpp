@@ -7,8 +7,9 @@ namespace minfer {
 
 namespace {
 
-constexpr GgmlType kKvCellTypes[] = {GgmlType::kF32, GgmlType::kF16, GgmlType::kQ8_0};
-constexpr const char* kKvCellTypeNames = "f32, f16 or q8_0";  // for errors
+constexpr GgmlType kKvCellTypes[] = {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16,
+                                     GgmlType::kQ8_0};
+constexpr const char* kKvCellTypeNames = "f32, f16, bf16 or q8_0";  // for errors
 
 // A run of one KV head's keys (or values) of one layer in a full segment (kv/block_pool.h) is at
 // least this long: attention's walk over shorter runs reads cells at depth more slowly, over

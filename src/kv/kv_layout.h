@@ -16,12 +16,12 @@
 
 namespace minfer {
 
-// The cell types a cache can hold: GgmlType::kF32, kF16 and kQ8_0.
+// The cell types a cache can hold: GgmlType::kF32, kF16, kBF16 and kQ8_0.
 bool is_kv_cell_type(GgmlType type);
-// "f32", "f16", "q8_0" → the type; anything else (other ggml types included) is an error naming
-// it and the allowed names.
+// "f32", "f16", "bf16", "q8_0" → the type; anything else (other ggml types included) is an error
+// naming it and the allowed names.
 Result<GgmlType> parse_kv_cell_type(std::string_view name);
-// The user-facing name of a cell type ("f32", "f16", "q8_0"; ggml's name for any type).
+// The user-facing name of a cell type ("f32", "f16", "bf16", "q8_0"; ggml's name for any type).
 std::string_view kv_cell_type_name(GgmlType type);
 
 // A segment of the pools' layout (kv/block_pool.h): block ids [first, first + size).

@@ -125,9 +125,10 @@ TEST_P(ShiftedCache, NextLogitsMatchAFreshPrefillOfTheKeptTokens) {
 // Bounds on max |d|, about 3x above what was measured on the ref, avx2 and avx512 tables (logits
 // up to 13-15, Gemma 3's up to 265):
 // f32 cells, only the rounding of the re-rotation: measured 9.8e-7 .. 9.5e-6, bound 3e-5.
-// f16 and q8_0 cells: the re-rotated key is rounded to the cell type a second time (converted,
-// rotated, stored) where the fresh prefill rounds it once: f16 measured 8.6e-4 .. 1.3e-3, bound
-// 5e-3; q8_0 measured 1.7e-2 .. 3.6e-2, bound 0.1. Without the re-rotation max |d| is 1.8 .. 3.2.
+// f16, bf16 and q8_0 cells: the re-rotated key is rounded to the cell type a second time
+// (converted, rotated, stored) where the fresh prefill rounds it once: f16 measured 8.6e-4
+// .. 1.3e-3, bound 5e-3; bf16 (8 bits of mantissa to f16's 11) measured 5.9e-3 .. 9.7e-3, bound
+// 3e-2; q8_0 measured 1.7e-2 .. 3.6e-2, bound 0.1. Without the re-rotation max |d| is 1.8 .. 3.2.
 INSTANTIATE_TEST_SUITE_P(
     Models, ShiftedCache,
     ::testing::Values(ShiftCase{"qwen2-tiny-f32.gguf", "qwen2", GgmlType::kF32, 3e-5f},
@@ -138,6 +139,10 @@ INSTANTIATE_TEST_SUITE_P(
                       ShiftCase{"llama3-tiny-f32.gguf", "llama", GgmlType::kF16, 5e-3f},
                       ShiftCase{"qwen2-yarn-tiny-f32.gguf", "qwen2", GgmlType::kF16, 5e-3f},
                       ShiftCase{"gemma3-tiny-f32.gguf", "gemma3", GgmlType::kF16, 5e-3f},
+                      ShiftCase{"qwen2-tiny-f32.gguf", "qwen2", GgmlType::kBF16, 3e-2f},
+                      ShiftCase{"llama3-tiny-f32.gguf", "llama", GgmlType::kBF16, 3e-2f},
+                      ShiftCase{"qwen2-yarn-tiny-f32.gguf", "qwen2", GgmlType::kBF16, 3e-2f},
+                      ShiftCase{"gemma3-tiny-f32.gguf", "gemma3", GgmlType::kBF16, 3e-2f},
                       ShiftCase{"qwen2-tiny-f32.gguf", "qwen2", GgmlType::kQ8_0, 1e-1f},
                       ShiftCase{"llama3-tiny-f32.gguf", "llama", GgmlType::kQ8_0, 1e-1f},
                       ShiftCase{"qwen2-yarn-tiny-f32.gguf", "qwen2", GgmlType::kQ8_0, 1e-1f},

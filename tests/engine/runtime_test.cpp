@@ -20,6 +20,8 @@ namespace {
 
 TEST(ResolveCacheType, FlagThenEnvironmentThenDefault) {
   EXPECT_EQ(*resolve_cache_type("q8_0", "f16", GgmlType::kF32), GgmlType::kQ8_0);
+  EXPECT_EQ(*resolve_cache_type("bf16", "f16", GgmlType::kF32), GgmlType::kBF16);
+  EXPECT_EQ(*resolve_cache_type("", "bf16", GgmlType::kF16), GgmlType::kBF16);
   EXPECT_EQ(*resolve_cache_type("", "f16", GgmlType::kF32), GgmlType::kF16);
   EXPECT_EQ(*resolve_cache_type("", nullptr, GgmlType::kF16), GgmlType::kF16);
   EXPECT_EQ(*resolve_cache_type("", "", GgmlType::kF32), GgmlType::kF32);

@@ -175,7 +175,8 @@ TEST_P(StateCells, ARestoredSlotServesTheLongestCommonPrefixOfANewPrompt) {
 }
 
 INSTANTIATE_TEST_SUITE_P(CellTypes, StateCells,
-                         ::testing::Values(GgmlType::kF32, GgmlType::kF16, GgmlType::kQ8_0),
+                         ::testing::Values(GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16,
+                                           GgmlType::kQ8_0),
                          [](const auto& param_info) {
                            return std::string(kv_cell_type_name(param_info.param));
                          });
@@ -384,6 +385,20 @@ TEST(StateFile, AnotherCellTypeIsRefused) {
   ASSERT_NE(s.model, nullptr);
   const std::string why = refusal(s.state, *s.model, GgmlType::kF16);
   EXPECT_NE(why.find("holds f32 KV cells, this cache holds f16"), std::string::npos) << why;
+  // bf16 and f16 cells are both two bytes a value: the cell type, not the size, tells them apart.
+  Ran bf16 =
+      run_greedy(*s.model, GgmlType::kBF16, some_tokens(20, s.model->config().n_vocab, 1), 2);
+  const KvState state = bf16.seq.capture();
+  EXPECT_EQ(refusal(state, *s.model, GgmlType::kBF16), "");
+  const std::string into_f16 = refusal(state, *s.model, GgmlType::kF16);
+  EXPECT_NE(into_f16.find("holds bf16 KV cells, this cache holds f16 (--cache-type bf16)"),
+            std::string::npos)
+      << into_f16;
+  // Written and read back, the file says the same.
+  auto decoded = decode_state(encode_state(state), "bf16");
+  ASSERT_TRUE(decoded.is_ok()) << decoded.status().message();
+  EXPECT_EQ(decoded->cell_type, GgmlType::kBF16);
+  EXPECT_NE(refusal(*decoded, *s.model, GgmlType::kF16).find("holds bf16"), std::string::npos);
 }
 
 std::string decode_error(const std::vector<uint8_t>& bytes) {

@@ -26,6 +26,9 @@ constexpr int64_t kHeadDim = 32;  // one q8_0 block per row
 constexpr int64_t kNHead = 4;
 constexpr int64_t kNHeadKv = 2;  // query heads 0, 1 read KV head 0; heads 2, 3 KV head 1
 constexpr int64_t kBlockSize = 4;
+// The cell types every path is checked on.
+constexpr GgmlType kCellTypes[] = {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16,
+                                   GgmlType::kQ8_0};
 
 // The batch: sequence 0's positions 3, 4, 5 (its window crosses from block 0 into block 1) and
 // sequence 1's positions 0, 1, interleaved. Sequence 0 also holds cells 0..2 from an earlier
@@ -95,11 +98,13 @@ Example make_example(GgmlType cell_type) {
   return e;
 }
 
-// A row as the cells hold it: f16- or q8_0-rounded by quant/'s reference conversions.
+// A row as the cells hold it: f16-, bf16- or q8_0-rounded by quant/'s reference conversions.
 std::vector<float> as_cells(GgmlType type, const float* x) {
   std::vector<float> out(x, x + kHeadDim);
   if (type == GgmlType::kF16) {
     for (float& y : out) y = fp16_to_fp32(fp32_to_fp16(y));
+  } else if (type == GgmlType::kBF16) {
+    for (float& y : out) y = bf16_to_fp32(fp32_to_bf16(y));
   } else if (type == GgmlType::kQ8_0) {
     BlockQ8_0 block;
     quantize_row_q8_0(x, &block, kHeadDim);
@@ -109,8 +114,10 @@ std::vector<float> as_cells(GgmlType type, const float* x) {
 }
 
 // A query row as the keys' dots see it: over q8_0 cells quantized as llama.cpp quantizes Q for its
-// int8 dots (quant/act_quant.h), else as it is.
+// int8 dots (quant/act_quant.h), over bf16 cells rounded to bf16 (their dot products take the
+// query rows converted, as llama.cpp's), else as it is.
 std::vector<float> as_query(GgmlType type, const float* q) {
+  if (type == GgmlType::kBF16) return as_cells(type, q);
   std::vector<float> out(q, q + kHeadDim);
   if (type == GgmlType::kQ8_0) {
     BlockQ8_0 block;
@@ -228,10 +235,11 @@ TEST(Attention, F32CellsGiveTheHandComputedWeights) {
   }
 }
 
-// f16 and q8_0 cells: the same attention on the rounded keys and values. Left-over cells (NaN
+// f16, bf16 and q8_0 cells: the same attention on the rounded keys and values (and, for bf16, the
+// query rounded as it is scored). Left-over cells (NaN
 // values for f32 / f16) never reach an output: their weight is exactly 0.
 TEST(Attention, EveryCellTypeMatchesTheReferenceOnItsRoundedCells) {
-  for (const GgmlType type : {GgmlType::kF32, GgmlType::kF16, GgmlType::kQ8_0}) {
+  for (const GgmlType type : kCellTypes) {
     const Example e = make_example(type);
     for (const kernels::KernelTable* table : kernels::test::all_tables()) {
       const std::vector<float> out = run_attention(e, type, *table, 3);
@@ -269,7 +277,7 @@ TEST(Attention, FlashAttentionNumericsIsAnOptionForF16Cells) {
 TEST(Attention, SinksJoinTheSoftmaxDenominator) {
   const float sinks[kNHead] = {0.5f, 3.0f, -1.0f, 60.0f};
   const float no_weight[kNHead] = {-1e30f, -1e30f, -1e30f, -1e30f};
-  for (const GgmlType type : {GgmlType::kF32, GgmlType::kF16, GgmlType::kQ8_0}) {
+  for (const GgmlType type : kCellTypes) {
     const Example e = make_example(type);
     std::vector<float> first_table;  // f32 cells: the first table's output with sinks
     for (const kernels::KernelTable* table : kernels::test::all_tables()) {
@@ -304,7 +312,7 @@ TEST(Attention, SinksJoinTheSoftmaxDenominator) {
 // start their window inside block 0 or at block 1's first cell), in the plain and the flash path.
 TEST(Attention, SlidingWindowSeesOnlyTheLastWindowPositions) {
   constexpr int64_t kWindow = 3;
-  for (const GgmlType type : {GgmlType::kF32, GgmlType::kF16, GgmlType::kQ8_0}) {
+  for (const GgmlType type : kCellTypes) {
     const Example e = make_example(type);
     for (const kernels::KernelTable* table : kernels::test::all_tables()) {
       const std::vector<float> out = run_attention(e, type, *table, 2, {}, kWindow);
@@ -457,7 +465,7 @@ void check_long_window(GgmlType type, const kernels::KernelTable& table, int64_t
 // Where a sequence's blocks lie in the pool changes no bit: the cells of consecutive blocks are
 // read in one call, of scattered ones in a call per block.
 TEST(Attention, ScatteredBlocksGiveTheBitsOfConsecutiveOnes) {
-  for (const GgmlType type : {GgmlType::kF32, GgmlType::kF16, GgmlType::kQ8_0}) {
+  for (const GgmlType type : kCellTypes) {
     for (const kernels::KernelTable* table : kernels::test::all_tables()) {
       const LongCache consecutive = long_cache(type, *table);
       const LongCache scattered = long_cache(type, *table, true);
@@ -477,7 +485,7 @@ TEST(Attention, ScatteredBlocksGiveTheBitsOfConsecutiveOnes) {
 }
 
 TEST(Attention, LongWindowsAreTheSameHoweverTheBatchIsFormed) {
-  for (const GgmlType type : {GgmlType::kF32, GgmlType::kF16, GgmlType::kQ8_0}) {
+  for (const GgmlType type : kCellTypes) {
     for (const kernels::KernelTable* table : kernels::test::all_tables()) {
       check_long_window(type, *table, 0);
       check_long_window(type, *table, 100);  // a sliding window starting mid-block

@@ -50,8 +50,8 @@ std::vector<float> q8_scores(const KernelTable& table, const Q8Cells& cells, int
   const int64_t out_stride = n + 2;
   std::vector<float> out(static_cast<size_t>(n_x * out_stride), -1.0f);
   const CellRows keys{CellRead::kQ8_0, cells.data(), nullptr, dim, cells.row_bytes};
-  dot_cells(table, keys, n, {nullptr, q8.data(), dim, q8_0_query_row_bytes(dim)}, n_x, kScoreScale,
-            out.data(), out_stride);
+  dot_cells(table, keys, n, {nullptr, q8.data(), nullptr, dim, q8_0_query_row_bytes(dim)}, n_x,
+            kScoreScale, out.data(), out_stride);
   return out;
 }
 

@@ -22,7 +22,8 @@ using test::kSizes;
 using test::random_floats;
 using test::simd_tables;
 
-constexpr GgmlType kCellTypes[] = {GgmlType::kF32, GgmlType::kF16, GgmlType::kQ8_0};
+constexpr GgmlType kCellTypes[] = {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16,
+                                   GgmlType::kQ8_0};
 
 size_t cell_slot(GgmlType type) {
   return static_cast<size_t>(type);
@@ -37,7 +38,7 @@ size_t row_bytes(GgmlType type, int64_t n) {
   return static_cast<size_t>(*ggml_row_bytes(type, static_cast<uint64_t>(n)));
 }
 
-// Inputs that exercise each format's rounding. f32 / f16: ties, subnormals, overflow,
+// Inputs that exercise each format's rounding. f32 / f16 / bf16: ties, subnormals, overflow,
 // infinities, NaN. q8_0 (finite only, as its quantizer requires): random blocks of varied
 // magnitude, an all-zero block, and blocks of amax 127 (d = 1) whose values are halfway cases
 // and their neighbours, where roundf (away from zero) and round-to-even differ.
@@ -53,7 +54,12 @@ std::vector<float> cell_inputs(GgmlType type, int64_t n, uint32_t seed) {
                               std::bit_cast<float>(0x3f801000u),  // f16 tie, rounds to even
                               std::bit_cast<float>(0x3f803000u),  // f16 tie, rounds up
                               std::numeric_limits<float>::infinity(),
-                              std::numeric_limits<float>::quiet_NaN()};
+                              std::numeric_limits<float>::quiet_NaN(),
+                              std::bit_cast<float>(0x3f808000u),   // bf16 tie, rounds to even
+                              std::bit_cast<float>(0x3f818000u),   // bf16 tie, rounds up
+                              std::bit_cast<float>(0x7f7fffffu),   // bf16: rounds to inf
+                              1e-40f,                              // a bf16 subnormal, kept
+                              std::bit_cast<float>(0xff800001u)};  // a signalling NaN: quiet
     for (size_t i = 0; i < std::size(specials) && i < v.size(); ++i)
       v[i * 7 % v.size()] = specials[i];
     for (size_t i = 3; i < v.size(); i += 5) v[i] *= 1e-6f;
@@ -86,7 +92,7 @@ TEST(KvCells, OnlyTheCellTypesHaveConverters) {
     for (const GgmlTypeInfo& info : ggml_types()) {
       if (cell_slot(info.type) >= static_cast<size_t>(kMatmulSlots)) continue;  // no slot at all
       const bool cell = info.type == GgmlType::kF32 || info.type == GgmlType::kF16 ||
-                        info.type == GgmlType::kQ8_0;
+                        info.type == GgmlType::kBF16 || info.type == GgmlType::kQ8_0;
       EXPECT_EQ(t->cells_from_f32[cell_slot(info.type)] != nullptr, cell)
           << t->name << " " << info.name;
       EXPECT_EQ(t->cells_to_f32[cell_slot(info.type)] != nullptr, cell)
@@ -95,8 +101,8 @@ TEST(KvCells, OnlyTheCellTypesHaveConverters) {
   }
 }
 
-// ref is quant/'s arithmetic: f32 copied, f16 fp32_to_fp16 / fp16_to_fp32, q8_0
-// quantize_row_q8_0 / dequantize_row_q8_0.
+// ref is quant/'s arithmetic: f32 copied, f16 fp32_to_fp16 / fp16_to_fp32, bf16 fp32_to_bf16 /
+// bf16_to_fp32, q8_0 quantize_row_q8_0 / dequantize_row_q8_0.
 TEST(KvCells, RefIsTheQuantRowArithmetic) {
   for (const GgmlType type : kCellTypes) {
     for (int64_t size : kSizes) {
@@ -113,6 +119,10 @@ TEST(KvCells, RefIsTheQuantRowArithmetic) {
         auto* h = reinterpret_cast<uint16_t*>(want.data());
         for (int64_t i = 0; i < n; ++i) h[i] = fp32_to_fp16(x[static_cast<size_t>(i)]);
         for (int64_t i = 0; i < n; ++i) want_back[static_cast<size_t>(i)] = fp16_to_fp32(h[i]);
+      } else if (type == GgmlType::kBF16) {
+        auto* h = reinterpret_cast<uint16_t*>(want.data());
+        for (int64_t i = 0; i < n; ++i) h[i] = fp32_to_bf16(x[static_cast<size_t>(i)]);
+        for (int64_t i = 0; i < n; ++i) want_back[static_cast<size_t>(i)] = bf16_to_fp32(h[i]);
       } else {
         auto* blocks = reinterpret_cast<BlockQ8_0*>(want.data());
         quantize_row_q8_0(x.data(), blocks, n);

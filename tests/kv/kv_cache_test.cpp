@@ -416,22 +416,24 @@ TEST(KvCache, PastTheContextIsAnErrorAndBadTypesAreNamed) {
   EXPECT_NE(st.message().find("past the context of 128"), std::string::npos);
   auto bad = parse_kv_cell_type("q4_0");
   ASSERT_FALSE(bad.is_ok());
-  EXPECT_EQ(bad.status().message(), "[kv] unknown cache type 'q4_0' (expected f32, f16 or q8_0)");
+  EXPECT_EQ(bad.status().message(),
+            "[kv] unknown cache type 'q4_0' (expected f32, f16, bf16 or q8_0)");
 }
 
 TEST(KvCache, CellTypesAreGgmlTypesNamedAsUsersWriteThem) {
-  for (const GgmlType type : {GgmlType::kF32, GgmlType::kF16, GgmlType::kQ8_0}) {
+  for (const GgmlType type : {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16, GgmlType::kQ8_0}) {
     auto parsed = parse_kv_cell_type(kv_cell_type_name(type));
     ASSERT_TRUE(parsed.is_ok()) << kv_cell_type_name(type);
     EXPECT_EQ(*parsed, type);
     EXPECT_TRUE(is_kv_cell_type(type));
   }
   EXPECT_EQ(kv_cell_type_name(GgmlType::kQ8_0), "q8_0");
-  for (const char* name : {"F16", "bf16", "q4_K", ""}) {
+  EXPECT_EQ(kv_cell_type_name(GgmlType::kBF16), "bf16");
+  for (const char* name : {"F16", "BF16", "q4_K", ""}) {
     auto bad = parse_kv_cell_type(name);
     ASSERT_FALSE(bad.is_ok()) << name;
     std::string want = "[kv] unknown cache type '";
-    want.append(name).append("' (expected f32, f16 or q8_0)");
+    want.append(name).append("' (expected f32, f16, bf16 or q8_0)");
     EXPECT_EQ(bad.status().message(), want);
   }
   // A ggml type that is not a cell type is refused by the cache too.
@@ -439,7 +441,7 @@ TEST(KvCache, CellTypesAreGgmlTypesNamedAsUsersWriteThem) {
   auto cache = KvCache::create(c);
   ASSERT_FALSE(cache.is_ok());
   EXPECT_EQ(cache.status().message(),
-            "[kv] cache type q4_0 is not a KV cell type (expected f32, f16 or q8_0)");
+            "[kv] cache type q4_0 is not a KV cell type (expected f32, f16, bf16 or q8_0)");
   c = small_config(GgmlType::kQ8_0);
   c.head_dim_v = 48;
   cache = KvCache::create(c);

@@ -15,6 +15,7 @@
 #include "engine/runtime.h"
 #include "gguf/gguf_file.h"
 #include "golden.h"
+#include "kv/kv_layout.h"
 #include "models/architectures.h"
 #include "models/model.h"
 #include "quant/ggml_type.h"
@@ -207,6 +208,8 @@ Bound bound_for(const Golden& g) {
 // dots. Measured: qwen3moe-tiny-q8_0.short 0 (bit for bit) on avx512 and amx, 1.4e-4 on avx2,
 // avxvnni and ref; gptoss-tiny-mxfp4.short 0 everywhere; qwen3moe-tiny-q4_k_m.short 5.7e-4;
 // gptoss-tiny-mxfp4.long 2.7e-3 (ref 4.4e-3, within its bound 0.117).
+// bf16 cells take the same rule: minfer scores them as llama.cpp's flash attention does, by bf16
+// dot products (kernels::ref::dot_bf16_cells).
 double kv_cell_bound(const Golden& g) {
   return std::max(5e-3, 2.0 * g.llama_self_shift_mean_kl);
 }
@@ -243,14 +246,15 @@ void check_cache(const Golden& g, const Agreement& a, const std::string& what) {
   EXPECT_LE(a.mean_kl, 5e-3) << "max_kl " << a.max_kl;
 }
 
-// The f16- and q8_0-cell runs of a golden: each against llama.cpp's own logits with those cells
-// where golden/.../kv has them (KvCellGoldenTest), else against the f32-cell golden.
+// The f16-, bf16- and q8_0-cell runs of a golden: each against llama.cpp's own logits with those
+// cells where golden/.../kv has them (KvCellGoldenTest), else against the f32-cell golden.
 void check_smaller_cells(const Model& model, const Golden& g) {
   const std::vector<int32_t> tokens = g.all_tokens();
-  if (!kv_golden_name(g.name, "f16")) {
-    check_cache(
-        g, test::compare_to_golden(g, run_tokens(model, tokens, {.cache_type = GgmlType::kF16})),
-        "cache f16");
+  for (const GgmlType cells : {GgmlType::kF16, GgmlType::kBF16}) {
+    const std::string name(kv_cell_type_name(cells));
+    if (kv_golden_name(g.name, name)) continue;
+    check_cache(g, test::compare_to_golden(g, run_tokens(model, tokens, {.cache_type = cells})),
+                "cache " + name);
   }
   const ModelConfig& c = model.config();
   bool q8_0_heads = true;  // every layer's key and value heads are whole blocks of 32
@@ -318,9 +322,9 @@ TEST_P(GoldenTest, MatchesLlamaCppLogits) {
   if (of == nullptr || !kv_golden_name(of->golden, "f16")) check_smaller_cells(**model, g);
 }
 
-// llama.cpp's logits with f16 or q8_0 KV cells (golden/arch/kv: the quantized Qwen3-MoE files,
-// where cell rounding reroutes tokens in llama.cpp as in minfer) against minfer with the same
-// cells, fed all at once and one token at a time, within kv_cell_bound.
+// llama.cpp's logits with f16, bf16 or q8_0 KV cells (golden/arch/kv: the quantized Qwen3-MoE
+// files, where cell rounding reroutes tokens in llama.cpp as in minfer, and others) against minfer
+// with the same cells, fed all at once and one token at a time, within kv_cell_bound.
 class KvCellGoldenTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(KvCellGoldenTest, MatchesLlamaCppWithTheSameCells) {
@@ -328,7 +332,7 @@ TEST_P(KvCellGoldenTest, MatchesLlamaCppWithTheSameCells) {
   ASSERT_EQ(GetParam().find('('), std::string::npos) << GetParam();
   const Golden g = test::load_golden(GetParam());
   const std::optional<GgmlType> cells = ggml_type_from_name(g.cache_type);
-  ASSERT_TRUE(cells == GgmlType::kF16 || cells == GgmlType::kQ8_0)
+  ASSERT_TRUE(cells == GgmlType::kF16 || cells == GgmlType::kBF16 || cells == GgmlType::kQ8_0)
       << g.name << ": cache_type '" << g.cache_type << "'";
   auto model = Model::load(test::test_data_path("models/" + g.model));
   ASSERT_TRUE(model.is_ok()) << model.status().message();

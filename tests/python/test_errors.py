@@ -31,8 +31,19 @@ def test_model_takes_one_source():
 
 
 def test_a_bad_cache_type_is_refused():
-    with pytest.raises(minfer.Error, match="q3_k"):
+    with pytest.raises(minfer.Error, match="q3_k") as refused:
         minfer.Model(data_path("models/stories260K.gguf"), cache_type="q3_k")
+    assert "f32, f16, bf16 or q8_0" in str(refused.value)
+
+
+def test_bf16_cells_tell_the_f32_cells_story():
+    # bf16 KV cells (llama.cpp's -ctk bf16): stories260K's greedy story is the f32 cells' one.
+    path = data_path("models/stories260K.gguf")
+    texts = [minfer.Model(path, cache_type=cells).complete(
+        "Once upon a time", max_tokens=40, temperature=0)["choices"][0]["text"]
+        for cells in ("bf16", "f32")]
+    assert texts[0] == texts[1]
+    assert texts[0].startswith(", there was a little girl named Lily.")
 
 
 def test_bad_options_are_type_or_value_errors(stories):

@@ -124,5 +124,6 @@ struct OpsNeon {
 
 MINFER_DEFINE_OPS(OpsNeon)
 MINFER_DEFINE_DELTA_NET_OPS(OpsNeon)
+MINFER_DEFINE_BF16_CELL_LOOPS(OpsNeon)
 
 }  // namespace minfer::kernels::neon

@@ -149,6 +149,7 @@ struct OpsAvx2 {
   // Cells read in place: whole vectors only (the row loops keep to them, see kMaskedF16).
   static F load_f16(const uint16_t* p) { return from_f16(p); }
   static F load_f16(const uint16_t* p, M /*whole*/) { return from_f16(p); }
+  static F load_bf16(const uint16_t* p, M /*whole*/) { return from_bf16(p); }
   // Values off .. off + 7 of a q8_0 block: d · q, exact in f32.
   static F load_q8(const BlockQ8_0& block, int64_t off) {
     const __m256 d = _mm256_cvtph_ps(_mm_set1_epi16(static_cast<int16_t>(block.d)));
@@ -162,5 +163,6 @@ struct OpsAvx2 {
 MINFER_DEFINE_OPS(OpsAvx2)
 MINFER_DEFINE_DELTA_NET_OPS(OpsAvx2)
 MINFER_DEFINE_CELL_ROW_LOOPS(OpsAvx2)
+MINFER_DEFINE_BF16_CELL_LOOPS(OpsAvx2)
 
 }  // namespace minfer::kernels::avx2

@@ -51,6 +51,47 @@ static inline float hsum_ps(__m512 v) {
   return avx2::hsum_ps(_mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1)));
 }
 
+// The first step of hsum_ps for two vectors a and b: lanes i + i+8 of a in the low half, of b in
+// the high half ([a_lo, b_hi] + [a_hi, b_lo]: one shuffle and a blend; float adds commute).
+static inline __m512 hsum_pair_ps(__m512 a, __m512 b) {
+  return _mm512_add_ps(_mm512_mask_blend_ps(0xFF00, a, b), _mm512_shuffle_f32x4(a, b, 0x4E));
+}
+
+// The rest of hsum16_ps from the first steps w[p] = hsum_pair_ps(v[2p], v[2p + 1]).
+static inline __m512 hsum16_from_pairs_ps(const __m512* w) {
+  __m512 x[4];  // x[r]: rows 4r..4r+3 in its quarters, 4 partial sums each
+  for (int r = 0; r < 4; ++r) {
+    x[r] = _mm512_add_ps(_mm512_shuffle_f32x4(w[2 * r], w[2 * r + 1], 0x88),
+                         _mm512_shuffle_f32x4(w[2 * r], w[2 * r + 1], 0xDD));
+  }
+  __m512 y[2];  // y[u], quarter L: rows 8u + L and 8u + 4 + L, 2 partial sums each
+  for (int u = 0; u < 2; ++u) {
+    y[u] = _mm512_add_ps(_mm512_shuffle_ps(x[2 * u], x[2 * u + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                         _mm512_shuffle_ps(x[2 * u], x[2 * u + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+  }
+  return _mm512_add_ps(_mm512_shuffle_ps(y[0], y[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                       _mm512_shuffle_ps(y[0], y[1], _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+// hsum_ps of 16 vectors at once, each sum in hsum_ps's order (lanes i + i+8, then i + i+4,
+// then 0+2 and 1+3, then those two): lane 4L + k of the result is the sum of v[4k + L].
+static inline __m512 hsum16_ps(const __m512* v) {
+  __m512 w[8];  // w[p]: rows 2p and 2p+1, 8 partial sums each
+  for (int p = 0; p < 8; ++p) w[p] = hsum_pair_ps(v[2 * p], v[2 * p + 1]);
+  return hsum16_from_pairs_ps(w);
+}
+
+// hsum16_ps's lanes in order of the vectors: lane r is hsum_ps(v[r]).
+static inline __m512 rows_in_order_ps(__m512 sums) {
+  const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  return _mm512_permutexvar_ps(order, sums);
+}
+
+// Lane r: hsum_ps(v[r]), r < 16.
+static inline __m512 hsum_rows_ps(const __m512* v) {
+  return rows_in_order_ps(hsum16_ps(v));
+}
+
 // 16 floats to bf16: avx2::f32_to_bf16_8 on each half (round-to-nearest-even, NaN a quiet NaN).
 static inline __m256i f32_to_bf16_16(__m512 v) {
   const __m128i lo = avx2::f32_to_bf16_8(_mm512_castps512_ps256(v));

@@ -16,28 +16,6 @@
 namespace minfer::kernels::avx512 {
 namespace {
 
-// hsum_ps of 16 vectors at once, each sum in hsum_ps's order (lanes i + i+8, then i + i+4,
-// then 0+2 and 1+3, then those two): lane 4L + k of the result is the sum of v[4k + L].
-__m512 hsum16_ps(const __m512* v) {
-  __m512 w[8];  // w[p]: rows 2p and 2p+1, 8 partial sums each
-  for (int p = 0; p < 8; ++p) {
-    w[p] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * p], v[2 * p + 1], 0x44),
-                         _mm512_shuffle_f32x4(v[2 * p], v[2 * p + 1], 0xEE));
-  }
-  __m512 x[4];  // x[r]: rows 4r..4r+3 in its quarters, 4 partial sums each
-  for (int r = 0; r < 4; ++r) {
-    x[r] = _mm512_add_ps(_mm512_shuffle_f32x4(w[2 * r], w[2 * r + 1], 0x88),
-                         _mm512_shuffle_f32x4(w[2 * r], w[2 * r + 1], 0xDD));
-  }
-  __m512 y[2];  // y[u], quarter L: rows 8u + L and 8u + 4 + L, 2 partial sums each
-  for (int u = 0; u < 2; ++u) {
-    y[u] = _mm512_add_ps(_mm512_shuffle_ps(x[2 * u], x[2 * u + 1], _MM_SHUFFLE(1, 0, 1, 0)),
-                         _mm512_shuffle_ps(x[2 * u], x[2 * u + 1], _MM_SHUFFLE(3, 2, 3, 2)));
-  }
-  return _mm512_add_ps(_mm512_shuffle_ps(y[0], y[1], _MM_SHUFFLE(2, 0, 2, 0)),
-                       _mm512_shuffle_ps(y[0], y[1], _MM_SHUFFLE(3, 1, 3, 1)));
-}
-
 // The float vector policy of ops_impl.h: 16 lanes, mask registers for tails and predicates,
 // fused multiply-adds. SiLU takes llama.cpp's AVX-512 ggml_v_expf on whole vectors and libm's
 // expf after them, as ggml_vec_silu_f32 does (matching logits need both); softmax ops_impl.h's
@@ -90,10 +68,7 @@ struct OpsAvx512 {
   static float hmax(F m) { return _mm512_reduce_max_ps(m); }
   static float hsum(F v) { return hsum_ps(v); }
   // Lane r: hsum(v[r]), r < 16.
-  static F hsum_rows(const F* v) {
-    const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-    return _mm512_permutexvar_ps(order, hsum16_ps(v));
-  }
+  static F hsum_rows(const F* v) { return hsum_rows_ps(v); }
   static F exp(F x) { return ops::exp_taylor<OpsAvx512>(x); }
   static F silu_exp(F x) { return exp_ps_ggml(x); }
 
@@ -149,6 +124,10 @@ struct OpsAvx512 {
   static F load_f16(const uint16_t* p, M m) {
     return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
   }
+  static F load_bf16(const uint16_t* p, M m) {
+    const __m512i v = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, p));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+  }
   // Values off .. off + 15 of a q8_0 block: d · q, exact in f32.
   static F load_q8(const BlockQ8_0& block, int64_t off) {
     const __m512 d = _mm512_cvtph_ps(_mm256_set1_epi16(static_cast<int16_t>(block.d)));
@@ -162,5 +141,6 @@ struct OpsAvx512 {
 MINFER_DEFINE_OPS(OpsAvx512)
 MINFER_DEFINE_DELTA_NET_OPS(OpsAvx512)
 MINFER_DEFINE_CELL_ROW_LOOPS(OpsAvx512)
+MINFER_DEFINE_BF16_CELL_LOOPS(OpsAvx512)
 
 }  // namespace minfer::kernels::avx512

@@ -78,6 +78,10 @@ constexpr KernelTable make_ref_table() {
   t.cells_to_f32[slot(GgmlType::kF16)] = ref::cells_to_f32_f16;
   t.cells_from_f32[slot(GgmlType::kQ8_0)] = ref::cells_from_f32_q8_0;
   t.cells_to_f32[slot(GgmlType::kQ8_0)] = ref::cells_to_f32_q8_0;
+  t.cells_from_f32[slot(GgmlType::kBF16)] = ref::cells_from_f32_bf16;
+  t.cells_to_f32[slot(GgmlType::kBF16)] = ref::cells_to_f32_bf16;
+  t.dot_rows_bf16 = ref::dot_rows_bf16;
+  t.weighted_sum_bf16 = ref::weighted_sum_bf16;
   return t;
 }
 
