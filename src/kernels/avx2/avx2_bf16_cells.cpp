@@ -9,6 +9,7 @@
 
 #include "kernels/avx2/avx2_kernels.h"
 #include "kernels/avx2/avx2_math.h"
+#include "kernels/bf16_rows_impl.h"
 #include "kernels/ref/ref_kernels.h"
 
 namespace minfer::kernels::avx2 {
@@ -94,27 +95,20 @@ int min_exponent(const uint16_t* a, int64_t n) {
   return _mm_extract_epi16(_mm_minpos_epu16(h), 0);
 }
 
-constexpr int64_t kKeyChunk = 64;  // key rows whose exponents are found at once
+struct Bf16Policy {  // bf16_dot_rows' (kernels/bf16_rows_impl.h)
+  static constexpr int64_t kStep = avx2::kStep;
+  static int min_exponent(const uint16_t* a, int64_t n) { return avx2::min_exponent(a, n); }
+  template <bool kExact>
+  static float dot(const uint16_t* a, const uint16_t* b, int64_t n) {
+    return dot_bf16<kExact>(a, b, n);
+  }
+};
 
 }  // namespace
 
 void dot_rows_bf16(BF16Rows rows, BF16Rows x, int64_t n, float scale, float* out,
                    int64_t out_stride) {
-  const int64_t steps_end = n / kStep * kStep;
-  for (int64_t j0 = 0; j0 < rows.n; j0 += kKeyChunk) {
-    const int64_t j1 = rows.n < j0 + kKeyChunk ? rows.n : j0 + kKeyChunk;
-    int key_exponent[kKeyChunk];
-    for (int64_t j = j0; j < j1; ++j) key_exponent[j - j0] = min_exponent(rows.row(j), steps_end);
-    for (int64_t i = 0; i < x.n; ++i) {
-      const int q_exponent = min_exponent(x.row(i), steps_end);
-      for (int64_t j = j0; j < j1; ++j) {
-        const bool exact = ref::bf16_steps_exact(key_exponent[j - j0], q_exponent);
-        const float dot = exact ? dot_bf16<true>(rows.row(j), x.row(i), n)
-                                : dot_bf16<false>(rows.row(j), x.row(i), n);
-        out[i * out_stride + j] = dot * scale;
-      }
-    }
-  }
+  bf16_dot_rows<Bf16Policy>(rows, x, n, scale, out, out_stride);
 }
 
 }  // namespace minfer::kernels::avx2
