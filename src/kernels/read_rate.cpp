@@ -16,13 +16,13 @@ uint64_t sum_words_plain(const uint64_t* p, size_t n) {
 }  // namespace
 
 uint64_t sum_words(ReadWidth width, const uint64_t* p, size_t n) {
-#if defined(__x86_64__)
   if (width == ReadWidth::kWidest) {
+#if defined(__x86_64__)
     const CpuFeatures& f = cpu_features();
     if (f.can_run_avx512()) return avx512::sum_words_wide(p, n);
     if (f.can_run_avx2()) return avx2::sum_words_wide(p, n);
-  }
 #endif
+  }
   return sum_words_plain(p, n);
 }
 
