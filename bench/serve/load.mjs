@@ -66,8 +66,10 @@ async function start() {
 // threads while it computed the next token: a tenth of a 0.5B decode step.)
 function post(url, body, onData) {
   return new Promise((resolve, reject) => {
+    // A connection per request (agent: false): llama-server closes a kept-alive connection after a
+    // streamed reply, which node's default agent would reuse and see reset.
     const req = http.request(`${url}/v1/completions`, {
-      method: 'POST', headers: { 'Content-Type': 'application/json' },
+      method: 'POST', headers: { 'Content-Type': 'application/json' }, agent: false,
     }, (res) => {
       res.setEncoding('utf8');
       res.on('data', onData);
