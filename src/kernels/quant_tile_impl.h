@@ -767,6 +767,19 @@ typename V::F finish(const typename V::F* acc) {
   }
 }
 
+// Steps T tokens' accumulators through blocks [b0, b0 + nbc).
+template <class V, class K, int T>
+inline void step_blocks(const typename K::Packed* packed, const typename K::Act* a, int64_t b0,
+                        int64_t nbc, typename V::F (*acc)[accs_of<K>()]) {
+  for (int64_t b = 0; b < nbc; ++b) {
+    if constexpr (kBlocksTokens<K>) {
+      K::template block_tokens<T>(packed[b], a, b0 + b, acc);
+    } else {
+      for (int t = 0; t < T; ++t) block_step<V, K>(packed[b], a[t], b0 + b, acc[t]);
+    }
+  }
+}
+
 // Runs blocks [b0, b0 + nbc) for T tokens, continuing from / saving to state. Flattened: the
 // block steps must be inlined into this loop, and GCC's inliner stopped doing so for Q8_0's
 // once the translation unit grew (an unrelated kind's new code left KindQ8_0::block out of line
@@ -782,15 +795,63 @@ template <class V, class K, int T>
     a[t] = K::Act::of(act + t * act_row_bytes, n_blocks);
     for (int k = 0; k < kAccs; ++k) acc[t][k] = V::fload(state + V::kLanes * (t * kAccs + k));
   }
-  for (int64_t b = 0; b < nbc; ++b) {
-    if constexpr (kBlocksTokens<K>) {
-      K::template block_tokens<T>(packed[b], a, b0 + b, acc);
-    } else {
-      for (int t = 0; t < T; ++t) block_step<V, K>(packed[b], a[t], b0 + b, acc[t]);
-    }
-  }
+  step_blocks<V, K, T>(packed, a, b0, nbc, acc);
   for (int t = 0; t < T; ++t) {
     for (int k = 0; k < kAccs; ++k) V::fstore(state + V::kLanes * (t * kAccs + k), acc[t][k]);
+  }
+}
+
+// T tokens' whole rows (one chunk of blocks) from zero in registers, finished into y: what
+// run_tokens and the tile's state would compute, without the state's stores and loads.
+template <class V, class K, int T>
+[[gnu::flatten]] void run_whole(const typename K::Packed* packed, int64_t n_blocks,
+                                const uint8_t* act, size_t act_row_bytes,
+                                const typename V::Group& g, float* y, int64_t y_stride) {
+  constexpr int kAccs = accs_of<K>();
+  typename K::Act a[T];
+  typename V::F acc[T][kAccs];
+  for (int t = 0; t < T; ++t) {
+    a[t] = K::Act::of(act + t * act_row_bytes, n_blocks);
+    for (int k = 0; k < kAccs; ++k) acc[t][k] = V::fset1(0.0f);
+  }
+  step_blocks<V, K, T>(packed, a, 0, n_blocks, acc);
+  for (int t = 0; t < T; ++t) V::store_rows(y + t * y_stride, finish<V, K>(acc[t]), g);
+}
+
+// Rows of at most this many values take tile_whole_rows: attention's q8_0 keys (a head, 64-512
+// values). Weight rows (576 values and up in real models) keep the tile loop, which measured
+// faster for them.
+constexpr int64_t kWholeRowsMax = 512;
+
+// The tile of rows that fit one chunk: each row group packed once for every token, the tokens'
+// dots kept in registers (run_whole). The tile loop's state, zeroed, stored and loaded again per
+// token and its row group packed again per kMaxTok tokens, cost these short rows as much as their
+// dots.
+template <class V, class K>
+void tile_whole_rows(int64_t n_blocks, const uint8_t* w_bytes, size_t w_row_bytes, int64_t n_rows,
+                     const uint8_t* a_bytes, size_t act_row_bytes, int64_t n_tok, float* y,
+                     int64_t y_stride) {
+  using RunFn = void (*)(const typename K::Packed*, int64_t, const uint8_t*, size_t,
+                         const typename V::Group&, float*, int64_t);
+  static constexpr RunFn kRun[kTokGroup] = {run_whole<V, K, 1>, run_whole<V, K, 2>,
+                                            run_whole<V, K, 3>, run_whole<V, K, 4>};
+  alignas(64) typename K::Packed packed[K::kChunk];
+  for (int64_t r0 = 0; r0 < n_rows; r0 += V::kLanes) {
+    const int64_t rows = n_rows - r0 < V::kLanes ? n_rows - r0 : V::kLanes;
+    const typename V::Group g = V::make_group(w_bytes + r0 * w_row_bytes, w_row_bytes, rows);
+    // The next row group's rows, in flight while this one is packed and used.
+    const int64_t next_rows =
+        n_rows - r0 - V::kLanes < V::kLanes ? n_rows - r0 - V::kLanes : V::kLanes;
+    const uint8_t* next = w_bytes + (r0 + V::kLanes) * w_row_bytes;
+    for (int64_t r = 0; r < next_rows; ++r) {
+      for (size_t off = 0; off < w_row_bytes; off += 64) V::prefetch(next + r * w_row_bytes + off);
+    }
+    for (int64_t b = 0; b < n_blocks; ++b) K::pack(g, b, packed[b]);
+    for (int64_t t = 0; t < n_tok; t += tok_group_of<K>()) {
+      const int64_t ng = n_tok - t < tok_group_of<K>() ? n_tok - t : tok_group_of<K>();
+      kRun[ng - 1](packed, n_blocks, a_bytes + t * act_row_bytes, act_row_bytes, g,
+                   y + t * y_stride + r0, y_stride);
+    }
   }
 }
 
@@ -807,6 +868,11 @@ void tile(int64_t n_in, const void* w, size_t w_row_bytes, int64_t n_rows, const
   const size_t block_bytes = n_blocks > 0 ? w_row_bytes / static_cast<size_t>(n_blocks) : 0;
   const auto* w_bytes = static_cast<const uint8_t*>(w);
   const auto* a_bytes = static_cast<const uint8_t*>(act);
+  if (n_blocks > 0 && n_in <= kWholeRowsMax && n_blocks <= K::kChunk) {
+    tile_whole_rows<V, K>(n_blocks, w_bytes, w_row_bytes, n_rows, a_bytes, act_row_bytes, n_tok, y,
+                          y_stride);
+    return;
+  }
   alignas(64) typename K::Packed packed[K::kChunk];
   alignas(64) float state[kMaxTok][kAccs][V::kLanes];
   for (int64_t r0 = 0; r0 < n_rows; r0 += V::kLanes) {
