@@ -192,8 +192,8 @@ struct TileScratch {
   // place never touch them (zeroing them cost each thread 64 KB of stores a layer).
   AlignedArray<float> k_tile;
   AlignedArray<float> v_tile;
-  AlignedVector<float> q_tile;     // [rows, hd] the tile's query rows (f32, f16 and bf16 keys)
-  AlignedVector<uint16_t> q_bf16;  // [rows, hd] the same in bf16, bf16 keys
+  AlignedVector<float> q_tile;     // [rows, hd] the tile's query rows (f32 and f16 keys)
+  AlignedVector<uint16_t> q_bf16;  // [rows, hd] the same rounded to bf16 (bf16 keys)
   AlignedVector<uint8_t> q8_tile;  // [rows, q8_0_query_row_bytes(hd)] the same, q8_0 keys
   AlignedVector<float> scores;     // [rows, kChunkCells]
   RowStates state;                 // [rows] the rows' softmax over the walk so far
@@ -213,9 +213,9 @@ struct TileCells {
 };
 
 // What every tile of one attention call reads besides the cache: the layer's arguments, the
-// batch's query rows ([n_tokens · n_head] rows of hd; for q8_0 cells in a split plan also
-// quantized, batch_queries) and the table's conversion of the cells (cells_to_f32 for the cell
-// type; null for f32).
+// batch's query rows ([n_tokens · n_head] rows of hd; for q8_0 and bf16 cells in a split plan
+// also converted, batch_queries) and the table's conversion of the cells (cells_to_f32 for the
+// cell type; null for f32).
 struct CallInputs {
   const AttentionArgs& args;
   QueryRows q;
@@ -314,10 +314,10 @@ void chunk_pieces(const TileCells& tc, int64_t lo, int64_t hi, TileScratch& sc) 
 
 // The tile's query rows as its keys' dots read them, in the scratch: row
 // r = (t - t_begin) · n_heads + (h - h_begin), a token's heads consecutive rows. f32 rows for f32
-// and f16 cells, and beside them the same rounded to bf16 for bf16 cells; for q8_0 cells the rows
-// quantized (kernels::quantize_queries), or copied where the call quantized the batch's rows
-// already (in.q.q8_0, split-KV: a tile's pieces on several threads). Either way each row is
-// quantized once per call.
+// and f16 cells, bf16 rows for bf16 cells; for q8_0 cells the rows quantized
+// (kernels::quantize_queries). Where the call converted the batch's rows already (in.q.q8_0 /
+// in.q.bf16: split-KV, a tile's pieces on several threads) they are copied, so either way each
+// row is converted once per call.
 QueryRows tile_queries(const kernels::KernelTable& table, const CallInputs& in, GgmlType cells,
                        const QueryTile& tile, TileScratch& sc) {
   const int64_t n_head = in.args.n_head;
@@ -338,15 +338,25 @@ QueryRows tile_queries(const kernels::KernelTable& table, const CallInputs& in, 
     }
     return {nullptr, sc.q8_tile.data(), nullptr, hd, row_bytes};
   }
+  if (cells == GgmlType::kBF16) {
+    sc.q_bf16.resize(n_rows * static_cast<size_t>(hd));
+    for (int64_t t = tile.t_begin; t < tile.t_end; ++t) {
+      const int64_t row = t * n_head + tile.h_begin;  // of the batch
+      uint16_t* out = sc.q_bf16.data() + (t - tile.t_begin) * n_heads * hd;
+      if (in.q.bf16 == nullptr) {
+        table.f32_to_bf16(in.q.f32 + row * hd, n_heads * hd, out);
+      } else {
+        std::copy(in.q.bf16 + row * hd, in.q.bf16 + (row + n_heads) * hd, out);
+      }
+    }
+    return {nullptr, nullptr, sc.q_bf16.data(), hd, 0};
+  }
   sc.q_tile.resize(n_rows * static_cast<size_t>(hd));
   for (int64_t t = tile.t_begin; t < tile.t_end; ++t) {
     const float* rows = in.q.f32 + (t * n_head + tile.h_begin) * hd;
     std::copy(rows, rows + n_heads * hd, sc.q_tile.data() + (t - tile.t_begin) * n_heads * hd);
   }
-  if (cells != GgmlType::kBF16) return {sc.q_tile.data(), nullptr, nullptr, hd, 0};
-  sc.q_bf16.resize(sc.q_tile.size());
-  table.f32_to_bf16(sc.q_tile.data(), static_cast<int64_t>(sc.q_tile.size()), sc.q_bf16.data());
-  return {sc.q_tile.data(), nullptr, sc.q_bf16.data(), hd, 0};
+  return {sc.q_tile.data(), nullptr, nullptr, hd, 0};
 }
 
 // Starts every row's softmax of the tile.
@@ -442,7 +452,11 @@ void finish_rows(const kernels::KernelTable& table, const CallInputs& in, const 
     const float* sink = args.sinks != nullptr ? args.sinks + h : nullptr;
     float* out = args.out + (t * args.n_head + h) * dv;
     table.scale(rows[r].acc, static_cast<float>(row_factor(rows[r], sink)), dv, out);
-    if (in.v_rotation > 0) kernels::hadamard_rotate(out, dv / in.v_rotation, in.v_rotation);
+  }
+  if (in.v_rotation == 0) return;
+  for (int64_t t = tile.t_begin; t < tile.t_end; ++t) {  // a token's heads: consecutive rows
+    float* out = args.out + (t * args.n_head + tile.h_begin) * dv;
+    kernels::hadamard_rotate(out, n_heads * dv / in.v_rotation, in.v_rotation);
   }
 }
 
@@ -632,22 +646,34 @@ void attention_split(const kernels::KernelTable& table, kernels::ThreadPool& poo
   });
 }
 
-// The batch's query rows ([n_tokens · n_head] rows of hd). llama.cpp quantizes every Q row once
-// before its q8_0 dots; so does minfer, in each tile (tile_queries) unless the plan splits tiles
-// into pieces on several threads: then here, on the calling thread (a split plan's batch is a few
-// tokens), into `q8_0`.
+// The batch's query rows converted once for a call's split-KV tiles (batch_queries).
+struct BatchQueries {
+  AlignedVector<uint8_t> q8_0;   // [n_tokens · n_head, q8_0_query_row_bytes(hd)], q8_0 keys
+  AlignedVector<uint16_t> bf16;  // [n_tokens · n_head, hd], bf16 keys
+};
+
+// The batch's query rows ([n_tokens · n_head] rows of hd). llama.cpp converts every Q row once
+// before its q8_0 or bf16 dots; so does minfer, in each tile (tile_queries) unless the plan
+// splits tiles into pieces on several threads: then here, on the calling thread (a split plan's
+// batch is a few tokens), into `out`.
 QueryRows batch_queries(const kernels::KernelTable& table, const KvCache& cache, const Batch& batch,
-                        const AttentionArgs& args, bool split, AlignedVector<uint8_t>& q8_0) {
+                        const AttentionArgs& args, bool split, BatchQueries& out) {
   const int64_t hd = cache.head_dim(args.il);
-  if (!split || cache.config().cell_type != GgmlType::kQ8_0) {
-    return {args.q, nullptr, nullptr, hd, 0};
-  }
   const int64_t n_rows = batch.n_tokens() * args.n_head;
-  const int64_t row_bytes = kernels::q8_0_query_row_bytes(hd);
-  q8_0.resize(static_cast<size_t>(n_rows * row_bytes));
-  std::vector<float> rotated;
-  quantize_rows(table, args.q, n_rows, hd, cache.k_rotation(), rotated, q8_0.data());
-  return {args.q, q8_0.data(), nullptr, hd, row_bytes};
+  const GgmlType cells = cache.config().cell_type;
+  if (split && cells == GgmlType::kQ8_0) {
+    const int64_t row_bytes = kernels::q8_0_query_row_bytes(hd);
+    out.q8_0.resize(static_cast<size_t>(n_rows * row_bytes));
+    std::vector<float> rotated;
+    quantize_rows(table, args.q, n_rows, hd, cache.k_rotation(), rotated, out.q8_0.data());
+    return {args.q, out.q8_0.data(), nullptr, hd, row_bytes};
+  }
+  if (split && cells == GgmlType::kBF16) {
+    out.bf16.resize(static_cast<size_t>(n_rows * hd));
+    table.f32_to_bf16(args.q, n_rows * hd, out.bf16.data());
+    return {args.q, nullptr, out.bf16.data(), hd, 0};
+  }
+  return {args.q, nullptr, nullptr, hd, 0};
 }
 
 }  // namespace
@@ -668,9 +694,9 @@ void attention(const kernels::KernelTable& table, kernels::ThreadPool& pool, con
                                     : table.cells_to_f32[static_cast<size_t>(c.cell_type)];
   const AttentionPlan plan =
       plan_attention(batch, args, args.n_head / cache.n_head_kv(args.il), pool.n_threads());
-  AlignedVector<uint8_t> q8_0;  // [n_tokens · n_head, q8_0_query_row_bytes(hd)] where split
-  const CallInputs in{args, batch_queries(table, cache, batch, args, plan.split(), q8_0), to_f32,
-                      cache.k_rotation(), cache.v_rotation()};
+  BatchQueries converted;
+  const CallInputs in{args, batch_queries(table, cache, batch, args, plan.split(), converted),
+                      to_f32, cache.k_rotation(), cache.v_rotation()};
   if (plan.split()) {
     attention_split(table, pool, cache, batch, in, plan);
     return;

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "kernel_test_util.h"
@@ -39,6 +40,41 @@ TEST(Hadamard, RotatesEachRunByTheSylvesterMatrix) {
     // H H = I up to rounding: the rotation turns itself back.
     hadamard_rotate(y.data(), runs, n);
     EXPECT_TRUE(test::all_near(y, x, 1e-5f, 1e-5f)) << "n " << n;
+  }
+}
+
+// ggml_compute_forward_fwht_f32's steps, one run at a time: every element times 1 / sqrtf(n),
+// then the butterflies over spans 1, 2, 4, ..., n / 2.
+void ggml_order_rotate(float* run, int64_t n) {
+  const float scale = 1.0f / std::sqrt(static_cast<float>(n));
+  for (int64_t i = 0; i < n; ++i) run[i] *= scale;
+  for (int64_t span = 1; span < n; span *= 2) {
+    for (int64_t i = 0; i < n; i += 2 * span) {
+      for (int64_t j = i; j < i + span; ++j) {
+        const float u = run[j];
+        const float v = run[j + span];
+        run[j] = u + v;
+        run[j + span] = u - v;
+      }
+    }
+  }
+}
+
+// The runs are rotated several at a time (their columns on the heap past 512 floats): the same bits
+// as ggml's run-by-run walk for any number of runs.
+TEST(Hadamard, ManyRunsGiveTheBitsOfGgmlsRunByRunOrder) {
+  for (const int64_t n :
+       {int64_t{1}, int64_t{4}, int64_t{64}, int64_t{128}, int64_t{512}, int64_t{1024}}) {
+    for (const int64_t runs : {int64_t{1}, int64_t{7}, int64_t{8}, int64_t{9}, int64_t{17}}) {
+      const std::vector<float> x =
+          test::random_floats(runs * n, static_cast<uint32_t>(n + runs), -3.0f, 3.0f);
+      std::vector<float> want = x;
+      for (int64_t r = 0; r < runs; ++r) ggml_order_rotate(want.data() + r * n, n);
+      std::vector<float> got = x;
+      hadamard_rotate(got.data(), runs, n);
+      ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
+          << "n " << n << " runs " << runs;
+    }
   }
 }
 
