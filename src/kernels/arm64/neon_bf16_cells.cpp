@@ -90,20 +90,12 @@ int min_exponent(const uint16_t* a, int64_t n) {
   return vminvq_u16(m);
 }
 
-struct Bf16Policy {  // bf16_dot_rows' (kernels/bf16_rows_impl.h)
-  static constexpr int64_t kStep = neon::kStep;
-  static int min_exponent(const uint16_t* a, int64_t n) { return neon::min_exponent(a, n); }
-  template <bool kExact>
-  static float dot(const uint16_t* a, const uint16_t* b, int64_t n) {
-    return dot_bf16<kExact>(a, b, n);
-  }
-};
-
 }  // namespace
 
 void dot_rows_bf16(BF16Rows rows, BF16Rows x, int64_t n, float scale, float* out,
                    int64_t out_stride) {
-  bf16_dot_rows<Bf16Policy>(rows, x, n, scale, out, out_stride);
+  bf16_dot_rows<kStep, min_exponent, dot_bf16<true>, dot_bf16<false>>(rows, x, n, scale, out,
+                                                                      out_stride);
 }
 
 }  // namespace minfer::kernels::neon
