@@ -227,11 +227,7 @@ struct CallInputs {
 // `rotated`, [n, hd]) where the keys are (k_rotation), as llama.cpp rotates Q with K.
 void quantize_rows(const kernels::KernelTable& table, const float* q, int64_t n, int64_t hd,
                    int64_t k_rotation, std::vector<float>& rotated, uint8_t* out) {
-  if (k_rotation > 0) {
-    rotated.assign(q, q + n * hd);
-    kernels::hadamard_rotate(rotated.data(), n * hd / k_rotation, k_rotation);
-    q = rotated.data();
-  }
+  if (k_rotation > 0) q = kernels::hadamard_rotated(q, n * hd, k_rotation, rotated);
   kernels::quantize_queries(table, q, n, hd, out);
 }
 

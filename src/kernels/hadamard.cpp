@@ -51,4 +51,10 @@ void hadamard_rotate(float* x, int64_t n_runs, int64_t n) {
   }
 }
 
+const float* hadamard_rotated(const float* x, int64_t n, int64_t run, std::vector<float>& scratch) {
+  scratch.assign(x, x + n);
+  hadamard_rotate(scratch.data(), n / run, run);
+  return scratch.data();
+}
+
 }  // namespace minfer::kernels

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 namespace minfer::kernels {
 
@@ -15,5 +16,9 @@ namespace minfer::kernels {
 // element times 1 / sqrtf(n) first, then the butterflies (u, v) -> (u + v, u - v) over spans 1,
 // 2, 4, ..., n / 2 in turn. Plain C++: the same bits on every kernel table.
 void hadamard_rotate(float* x, int64_t n_runs, int64_t n);
+
+// x's first n floats copied into `scratch` and rotated there in runs of `run` (hadamard_rotate);
+// returns scratch's data. For rows that must stay as they are (a query, a stored key).
+const float* hadamard_rotated(const float* x, int64_t n, int64_t run, std::vector<float>& scratch);
 
 }  // namespace minfer::kernels

@@ -290,12 +290,6 @@ const std::vector<int32_t>& KvCache::block_table(int32_t seq) const {
   return s->blocks;
 }
 
-const float* KvCache::rotated(const float* x, int64_t n, int64_t run, std::vector<float>& scratch) {
-  scratch.assign(x, x + n);
-  kernels::hadamard_rotate(scratch.data(), n / run, run);
-  return scratch.data();
-}
-
 void KvCache::store(const kernels::KernelTable& table, int64_t il, int32_t seq, int64_t pos,
                     const float* k, const float* v) {
   const KvCacheConfig& c = config();
@@ -313,10 +307,10 @@ void KvCache::store(const kernels::KernelTable& table, int64_t il, int32_t seq, 
   const int64_t n_head_kv = layout_.n_head_kv(il);
   // The rows as the cells hold them: rotated where the layout says (head dims are whole runs).
   if (layout_.k_rotation > 0) {
-    k = rotated(k, n_head_kv * hd, layout_.k_rotation, rotated_k_);
+    k = kernels::hadamard_rotated(k, n_head_kv * hd, layout_.k_rotation, rotated_k_);
   }
   if (layout_.v_rotation > 0) {
-    v = rotated(v, n_head_kv * hd_v, layout_.v_rotation, rotated_v_);
+    v = kernels::hadamard_rotated(v, n_head_kv * hd_v, layout_.v_rotation, rotated_v_);
   }
   for (int64_t h = 0; h < n_head_kv; ++h) {
     to_cells(k + h * hd, cell(block, il, false, h, slot), hd);

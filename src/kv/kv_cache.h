@@ -234,8 +234,6 @@ class KvCache {
   int32_t state_slot(int32_t seq) const;
   // The pool that holds layer il's cells.
   const KvBlockPool& pool_of(int64_t il) const { return is_window_layer(il) ? window_ : main_; }
-  // x ([n] floats) Hadamard-rotated in runs of `run` into `scratch`, which it returns.
-  static const float* rotated(const float* x, int64_t n, int64_t run, std::vector<float>& scratch);
   // One position's key (or value) row of KV head h, layer il, slot `slot` of `block` in the
   // layer's pool.
   uint8_t* cell(int32_t block, int64_t il, bool is_v, int64_t h, int64_t slot) const {
