@@ -139,13 +139,14 @@ export async function assertForcedCalls(client) {
 }
 
 // Anthropic Messages: a thinking block and a text block from the reply `thoughtReply` forces
-// ("Hmm." and "Sunny."); with tool_choice any (parallel use off: one call) and a named tool,
+// ("Hmm." and "Sunny."; seeded: the grammar admits spellings of the reply in more tokens than
+// max_tokens, and an unseeded sample once took one of them); with tool_choice any (parallel use off: one call) and a named tool,
 // tool_use blocks whose input validates, streamed the same.
 export async function assertAnthropicReplies(url, thoughtReply) {
   const anthropic = new Anthropic({ baseURL: url, apiKey: 'none', maxRetries: 0 });
   const thought = await anthropic.messages.create({
     model: 'm', max_tokens: 60, messages, thinking: { type: 'enabled', budget_tokens: 1024 },
-    grammar: literalGrammar(thoughtReply),
+    grammar: literalGrammar(thoughtReply), seed: 1,
   });
   assert.deepEqual(thought.content.map((b) => b.type), ['thinking', 'text']);
   assert.equal(thought.content[0].thinking, 'Hmm.');
